@@ -1,0 +1,1 @@
+"""Operators around the classifiers: file and Kafka streams, serving, checkpoints, evaluation."""

@@ -1,0 +1,37 @@
+"""The `river-cw` command: one sub-command per operator module.
+
+Each sub-command lives in its own module, which exposes `add_arguments(parser)` and
+`run(args) -> int`; this file only wires them together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# sub-command -> (module, one-line help)
+COMMANDS = {
+    "evaluate": ("streams.evaluate_cli", "side-by-side progressive validation of models on a stream"),
+    "serve": ("streams.serve_cli", "serve and learn a model on a Kafka topic, with checkpoints"),
+    "broker": ("streams.broker", "run a local Kafka-compatible broker (Tansu) for demos"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="river-cw", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (module, help_) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_, description=help_)
+        command.set_defaults(_module=module)
+        importlib.import_module(module).add_arguments(command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return importlib.import_module(args._module).run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
