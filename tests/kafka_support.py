@@ -1,0 +1,77 @@
+"""Helpers for the Kafka tests: data, producing, reading topics back, offline reference runs."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import pickle
+import time
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from streams.messages import encode_prediction
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_data(name: str, n: int) -> list[dict]:
+    """The first `n` lines of ../shared/data/`name`; skips the test when the file is absent."""
+    path = DATA / name
+    if not path.exists():
+        pytest.skip(f"{path} not found: the Kafka tests read ../shared/data beside the repository")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line, _ in zip(fh, range(n))]
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], keys: list | None = None,
+            partitions: list[int] | None = None) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    for i, value in enumerate(values):
+        producer.send(topic, value=value,
+                      key=None if keys is None else str(keys[i]).encode(),
+                      partition=0 if partitions is None else partitions[i])
+    producer.flush()
+    producer.close()
+
+
+def read_topic(bootstrap: str, topic: str, count: int, timeout: float = 20.0) -> list:
+    """At least `count` records of every partition of `topic`, in partition then offset order."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, fetch_max_wait_ms=100)
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+        consumer.assign(tps)
+        records, deadline = [], time.monotonic() + timeout
+        while len(records) < count and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=200).values():
+                records.extend(batch)
+        # one more short poll: catch anything beyond `count` (duplicates, strays)
+        for batch in consumer.poll(timeout_ms=300).values():
+            records.extend(batch)
+    finally:
+        consumer.close(autocommit=False)
+    return sorted(records, key=lambda r: (r.partition, r.offset))
+
+
+def offline(model, examples: list[tuple]) -> tuple[object, dict]:
+    """Progressive validation of a copy of `model` over (id, x, y): final model and the
+    prediction message each example gets, as the server would encode it (partition 0)."""
+    model = copy.deepcopy(model)
+    predictions = {}
+    for learned, (id_, x, y) in enumerate(examples):
+        proba = model.predict_proba_one(x)
+        predictions[id_] = json.loads(encode_prediction(id_, model.predict_one(x), proba, learned, 0))
+        model.learn_one(x, y)
+    return model, predictions
+
+
+def assert_same_model(model, reference, probe: list) -> None:
+    """Same state (pickles compared after one load, which settles object sharing) and the very
+    same probabilities on `probe`."""
+    canonical = lambda m: pickle.dumps(pickle.loads(pickle.dumps(m)))  # noqa: E731
+    assert canonical(model) == canonical(reference)
+    assert [model.predict_proba_one(x) for x in probe] == [reference.predict_proba_one(x) for x in probe]
