@@ -5,6 +5,8 @@ Examples topic, one UTF-8 JSON object per message:
     {"id": "42", "x": {"feature": 1.5, ...}, "label": "spam"}   # features, or
     {"id": "42", "text": "free entry ...", "label": "spam"}     # raw text for a river pipeline
 
+A text example is handed to the model as `x = {"text": ...}`, as `streams.files` reads text
+files, so `feature_extraction.BagOfWords(on="text") | model` serves what it was evaluated on.
 `id` is a string or an integer; `label` (a string, integer or boolean) is optional: a missing
 or null label means the label may come later on the labels topic, as `{"id": "42", "label":
 "spam"}`. Other fields are ignored, so the lines of ../shared/data can be sent as they are.
@@ -33,7 +35,7 @@ class InvalidMessage(ValueError):
 @dataclass(frozen=True)
 class Example:
     id: Id
-    x: dict | str  # features, or raw text for a pipeline that starts with a tokenizer
+    x: dict  # features, or {"text": str}
     label: Label | None = None
 
 
@@ -108,9 +110,9 @@ def decode_example(value: bytes | None) -> Example:
         except ValueError as error:
             raise InvalidMessage(str(error)) from None
     else:
-        x = obj["text"]
-        if not isinstance(x, str):
-            raise InvalidMessage(f"wrong type: 'text' must be a string, got {_describe(x)}")
+        if not isinstance(obj["text"], str):
+            raise InvalidMessage(f"wrong type: 'text' must be a string, got {_describe(obj['text'])}")
+        x = {"text": obj["text"]}
     return Example(id_, x, _label(obj))
 
 
@@ -124,9 +126,9 @@ def decode_label(value: bytes | None) -> LabelMessage:
     return LabelMessage(id_, label)
 
 
-def encode_example(id: Id, x: dict | str, label: Label | None = None) -> bytes:
-    """The message for an example; `x` is a dict of features or a text."""
-    obj = {"id": id, "text" if isinstance(x, str) else "x": x}
+def encode_example(id: Id, x: dict, label: Label | None = None) -> bytes:
+    """The message for an example; `x` is a dict of features or `{"text": str}`."""
+    obj = {"id": id, **(x if set(x) == {"text"} and isinstance(x["text"], str) else {"x": x})}
     if label is not None:
         obj["label"] = label
     return json.dumps(obj, allow_nan=False).encode("utf-8")

@@ -15,7 +15,7 @@ from streams.messages import encode_example
 
 
 def text_model():
-    return feature_extraction.BagOfWords() | linear_model.PAClassifier()
+    return feature_extraction.BagOfWords(on="text") | linear_model.PAClassifier()
 
 
 def server(broker, topic, tmp_path, model, **kwargs) -> ModelServer:
@@ -28,7 +28,7 @@ def server(broker, topic, tmp_path, model, **kwargs) -> ModelServer:
 
 def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_path):
     rows = load_data("sms_spam_collection.jsonl.gz", 5000)
-    examples = [(i, row["text"], row["label"] == "spam") for i, row in enumerate(rows)]
+    examples = [(i, {"text": row["text"]}, row["label"] == "spam") for i, row in enumerate(rows)]
     topic = topic_name("round-trip")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
     produce(kafka_broker.bootstrap_servers, topic, [encode_example(*e) for e in examples],
