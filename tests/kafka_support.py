@@ -6,6 +6,7 @@ import copy
 import gzip
 import json
 import pickle
+import threading
 import time
 from pathlib import Path
 
@@ -75,3 +76,32 @@ def assert_same_model(model, reference, probe: list) -> None:
     canonical = lambda m: pickle.dumps(pickle.loads(pickle.dumps(m)))  # noqa: E731
     assert canonical(model) == canonical(reference)
     assert [model.predict_proba_one(x) for x in probe] == [reference.predict_proba_one(x) for x in probe]
+
+
+class ServerThread:
+    """Runs `ModelServer.run` in a thread; `stop` joins it and re-raises what it raised."""
+
+    def __init__(self, server):
+        self.server, self.error = server, None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            self.server.run()
+        except BaseException as error:  # noqa: BLE001 - handed to the test thread
+            self.error = error
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.server.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the server did not stop"
+        if self.error is not None:
+            raise self.error
+
+
+def wait_until(condition, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.05)
