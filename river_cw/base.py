@@ -17,12 +17,15 @@ as in voted RDA); this base turns labels into blocks and signs.
 from __future__ import annotations
 
 import abc
+import math
 
+import numpy as np
 from river import base
 
+from .gaussian import DiagonalGaussian, FullGaussian
 from .validation import check_label
 
-__all__ = ["LinearClassifier"]
+__all__ = ["GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
 
 
 class LinearClassifier(base.Classifier, abc.ABC):
@@ -103,3 +106,125 @@ class LinearClassifier(base.Classifier, abc.ABC):
         elif len(self.classes_) > 3:
             self._add_block()
         return len(self.classes_) - 1
+
+
+def normal_log_cdf(t: float) -> float:
+    """``log Phi(t)`` for the standard normal, accurate far into the lower tail.
+
+    >>> round(math.exp(normal_log_cdf(0.0)), 12)
+    0.5
+    >>> normal_log_cdf(-40.0) < -800
+    True
+
+    """
+    if t > -30.0:
+        return math.log(0.5 * math.erfc(-t / math.sqrt(2.0)))
+    # asymptotic (Mills ratio) expansion: Phi(t) ~ phi(t) / -t * (1 - 1/t^2 + 3/t^4)
+    return -0.5 * t * t - math.log(-t) - 0.5 * math.log(2.0 * math.pi) + math.log1p(-1 / t**2 + 3 / t**4)
+
+
+def _standardised(m: float, v: float) -> float:
+    """``m / sqrt(v)``, with the limits ``+-inf`` (or 0) when the variance vanishes."""
+    if v > 0.0:
+        return m / math.sqrt(v)
+    return math.copysign(math.inf, m) if m else 0.0
+
+
+class GaussianClassifier(LinearClassifier):
+    """A Gaussian N(mu, Sigma) over the weights, updated by a rule ``(m, v) -> (alpha, gamma)``.
+
+    Subclasses implement `_step` (see `river_cw.gaussian` for the shared update form) and may
+    offer the ``"exact"`` diagonal scheme by overriding `_exact_step`.
+
+    Probabilities follow from the Gaussian margin. Binary: ``P(second label) = Phi(m / sqrt(v))``
+    with ``m = mu . x`` and ``v = x' Sigma x``. Multi-class: the pairwise margins
+    ``m_zk = mu . (f(x, z) - f(x, k))`` are Gaussian too, with variance ``v_zk``, and
+    ``P(z) ~ prod_{k != z} Phi(m_zk / sqrt(v_zk))``, normalised. The score of z beats every other
+    score with those probabilities, taken as independent: cheap (one covariance of the K scores),
+    a proper distribution, ordered like the scores, and for two labels exactly the binary formula.
+    Before any label is seen the distribution is empty; with one label it is certain.
+    """
+
+    _diagonal_schemes: tuple[str, ...] = ("project", "drop", "exact")
+
+    def __init__(self, covariance: str, diagonal: str, initial_variance: float):
+        super().__init__()
+        if covariance not in ("diagonal", "full"):
+            raise ValueError(f"covariance must be 'diagonal' or 'full', got {covariance!r}")
+        if diagonal not in self._diagonal_schemes:
+            raise ValueError(
+                f"diagonal must be one of {self._diagonal_schemes} for {type(self).__name__}, "
+                f"got {diagonal!r}"
+            )
+        if not initial_variance > 0:
+            raise ValueError(f"initial_variance must be positive, got {initial_variance!r}")
+        self.covariance = covariance
+        self.diagonal = diagonal
+        self.initial_variance = initial_variance
+        engine = DiagonalGaussian if covariance == "diagonal" else FullGaussian
+        self._gaussian = engine(initial_variance)
+
+    @abc.abstractmethod
+    def _step(self, m: float, v: float) -> tuple[float, float] | None:
+        """``(alpha, gamma)`` for margin mean `m` and variance `v > 0`, or None for no update."""
+
+    def _exact_step(self, m: float, v: float, entries: list):
+        """``(alpha, gamma, scheme)`` of the exact diagonal update (see `DiagonalGaussian`)."""
+        raise NotImplementedError
+
+    # -- hooks of LinearClassifier ------------------------------------------------------------
+
+    def _scores(self, x):
+        return self._gaussian.scores(x)
+
+    def _add_block(self):
+        self._gaussian.add_block()
+
+    def _lift(self):
+        self._gaussian.lift()
+
+    def _update(self, x, pairs, margin):
+        gaussian = self._gaussian
+        v, entries = gaussian.margin_variance(x, pairs)
+        if not math.isfinite(v):
+            raise ValueError("feature values too large: the margin variance overflows float64")
+        if v <= 0.0:  # no non-zero feature, or all their variance is spent: nothing to learn
+            return
+        if self.covariance == "full":
+            step = self._step(margin, v)
+        elif self.diagonal == "exact":
+            step = self._exact_step(margin, v, entries)
+        else:
+            step = self._step(margin, v)
+            step = step and (*step, self.diagonal)
+        if step is None:
+            return
+        alpha, gamma, *scheme = step
+        # With v near 0 and a violated constraint, CW's step can overflow float64; skip it.
+        if math.isfinite(alpha) and math.isfinite(gamma):
+            gaussian.update(entries, alpha, gamma, v, *scheme)
+
+    # -- probabilities ------------------------------------------------------------------------
+
+    def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        classes = self.classes_
+        if len(classes) < 2:
+            return {c: 1.0 for c in classes}
+        scores = self._scores(x)
+        cov = self._gaussian.score_covariance(x)
+        if self.is_binary:
+            p = 0.5 * math.erfc(-_standardised(scores[0], cov[0, 0]) / math.sqrt(2.0))
+            return {classes[0]: 1.0 - p, classes[1]: p}
+        var = np.diag(cov)
+        logp = [
+            sum(
+                normal_log_cdf(_standardised(s_z - s_k, var[z] + var[k] - 2.0 * cov[z, k]))
+                for k, s_k in enumerate(scores)
+                if k != z
+            )
+            for z, s_z in enumerate(scores)
+        ]
+        top = max(logp)
+        weights = [math.exp(lp - top) for lp in logp]
+        total = sum(weights)
+        return {c: w / total for c, w in zip(classes, weights)}
