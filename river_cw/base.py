@@ -190,13 +190,16 @@ class GaussianClassifier(LinearClassifier):
             raise ValueError("feature values too large: the margin variance overflows float64")
         if v <= 0.0:  # no non-zero feature, or all their variance is spent: nothing to learn
             return
-        if self.covariance == "full":
-            step = self._step(margin, v)
-        elif self.diagonal == "exact":
-            step = self._exact_step(margin, v, entries)
-        else:
-            step = self._step(margin, v)
-            step = step and (*step, self.diagonal)
+        try:
+            if self.covariance == "full":
+                step = self._step(margin, v)
+            elif self.diagonal == "exact":
+                step = self._exact_step(margin, v, entries)
+            else:
+                step = self._step(margin, v)
+                step = step and (*step, self.diagonal)
+        except (ZeroDivisionError, OverflowError):
+            step = None  # values so extreme that float64 cannot express the step
         if step is None:
             return
         alpha, gamma, *scheme = step
