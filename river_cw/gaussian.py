@@ -23,6 +23,7 @@ section 6): ``project`` (their "KL": ``1/s_j <- 1/s_j + gamma d_j^2``), ``drop``
 from __future__ import annotations
 
 import math
+from math import fsum
 
 import numpy as np
 
@@ -41,6 +42,7 @@ class DiagonalGaussian:
     """Independent weights: each block maps a feature to ``[mean, variance]``.
 
     Absent features have mean 0 and the prior variance; they are stored only once learned.
+    Sums are exactly rounded (`math.fsum`), so the order of the features never changes a result.
     """
 
     def __init__(self, initial_variance: float):
@@ -58,14 +60,16 @@ class DiagonalGaussian:
         scores = []
         for block in self.blocks:
             get = block.get
-            score = unseen = 0.0
+            terms = []
+            unseen = 0.0
             try:
                 for f, xf in x.items():
                     w = get(f)
                     if w is None:
                         unseen += xf  # touched so that bad values surface here too
                     else:
-                        score += w[0] * xf
+                        terms.append(w[0] * xf)
+                score = fsum(terms)
                 ok = math.isfinite(score + unseen)
             except TypeError:
                 ok = False
@@ -80,26 +84,26 @@ class DiagonalGaussian:
         out = []
         for block in self.blocks:
             get = block.get
-            total = 0.0
+            terms = []
             for f, xf in x.items():
                 w = get(f)
-                total += (prior if w is None else w[1]) * xf * xf
-            out.append(total)
+                terms.append((prior if w is None else w[1]) * xf * xf)
+            out.append(fsum(terms))
         return np.diag(out)
 
     def margin_variance(self, x: dict, pairs) -> tuple[float, list]:
-        """``v = d' Sigma d`` and the entries ``[weight or None, block, feature, d_j]`` of d."""
+        """``v = d' Sigma d`` and the entries ``(weight or None, block, feature, d_j)`` of d."""
         prior = self.initial_variance
-        v = 0.0
+        terms = []
         entries = []
         for b, sign in pairs:
             get = self.blocks[b].get
             for f, xf in x.items():
                 if xf:
                     w = get(f)
-                    v += (prior if w is None else w[1]) * xf * xf
+                    terms.append((prior if w is None else w[1]) * xf * xf)
                     entries.append((w, b, f, sign * xf))
-        return v, entries
+        return fsum(terms), entries
 
     def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> None:
         """Apply one step; `scheme` is "project", "drop" or a function ``(s_j, d_j^2) -> s_j``.
