@@ -120,7 +120,8 @@ def normal_log_cdf(t: float) -> float:
     if t > -30.0:
         return math.log(0.5 * math.erfc(-t / math.sqrt(2.0)))
     # asymptotic (Mills ratio) expansion: Phi(t) ~ phi(t) / -t * (1 - 1/t^2 + 3/t^4)
-    return -0.5 * t * t - math.log(-t) - 0.5 * math.log(2.0 * math.pi) + math.log1p(-1 / t**2 + 3 / t**4)
+    r = 1.0 / (t * t)  # 0 when t * t overflows to inf
+    return -0.5 * t * t - math.log(-t) - 0.5 * math.log(2.0 * math.pi) + math.log1p(-r + 3.0 * r * r)
 
 
 def _standardised(m: float, v: float) -> float:
@@ -139,9 +140,11 @@ class GaussianClassifier(LinearClassifier):
     Probabilities follow from the Gaussian margin. Binary: ``P(second label) = Phi(m / sqrt(v))``
     with ``m = mu . x`` and ``v = x' Sigma x``. Multi-class: the pairwise margins
     ``m_zk = mu . (f(x, z) - f(x, k))`` are Gaussian too, with variance ``v_zk``, and
-    ``P(z) ~ prod_{k != z} Phi(m_zk / sqrt(v_zk))``, normalised. The score of z beats every other
-    score with those probabilities, taken as independent: cheap (one covariance of the K scores),
-    a proper distribution, ordered like the scores, and for two labels exactly the binary formula.
+    ``P(z) ~ prod_{k != z} Phi(m_zk / sqrt(v_zk))``, normalised: the score of z beats every other
+    score with those probabilities, taken as independent. It is cheap (one covariance of the K
+    scores), a proper distribution, and for two labels exactly the binary formula. `predict_one`
+    keeps the papers' rule, the best mean score; where margins differ much in variance the most
+    probable label can differ from it.
     Before any label is seen the distribution is empty; with one label it is certain.
     """
 
