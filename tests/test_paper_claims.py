@@ -46,7 +46,8 @@ def test_second_order_methods_make_far_fewer_mistakes_on_the_separable_synthetic
         river_cw.SOP(covariance="full"),
     ):
         assert mistakes(model, stream) < 0.6 * first_order, model
-    assert mistakes(river_cw.NHERD(covariance="full"), stream) < first_order
+    # NHERD's covariance shrinks fastest (gamma = 2C + C^2 v); its papers tune C, here 0.1
+    assert mistakes(river_cw.NHERD(C=0.1, covariance="full"), stream) < 0.7 * first_order
 
 
 def text_task(name, positive, keep=lambda ex: True):
