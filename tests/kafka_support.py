@@ -1,31 +1,19 @@
-"""Helpers for the Kafka tests: data, producing, reading topics back, offline reference runs."""
+"""Helpers for the Kafka tests: producing, reading topics back, offline reference runs, threads."""
 
 from __future__ import annotations
 
 import copy
-import gzip
 import json
 import pickle
 import threading
 import time
 from pathlib import Path
 
-import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streams.messages import encode_prediction
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 REPO = Path(__file__).resolve().parents[1]
-
-
-def load_data(name: str, n: int) -> list[dict]:
-    """The first `n` lines of ../shared/data/`name`; skips the test when the file is absent."""
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"{path} not found: the Kafka tests read ../shared/data beside the repository")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line, _ in zip(fh, range(n))]
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], keys: list | None = None,

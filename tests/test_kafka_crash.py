@@ -10,14 +10,15 @@ import subprocess
 import sys
 import time
 
-from kafka_support import REPO, assert_same_model, load_data, offline, produce, read_topic
 
 from streams import checkpoint
 from streams.kafka_io import create_topics
 from streams.messages import encode_example
 from streams.serve_cli import build_model
+from tests.conftest import read_jsonl, shuffled
+from tests.kafka_support import REPO, assert_same_model, offline, produce, read_topic
 
-MODEL = "feature_extraction.BagOfWords(on='text') | linear_model.PAClassifier()"
+MODEL = "feature_extraction.BagOfWords(on='text') | AROW()"
 
 
 def start_server(broker, topic, checkpoint_dir, log_path):
@@ -42,10 +43,9 @@ def wait_for_log(log_path, text, process, timeout=30.0):
 
 
 def test_kill_9_at_random_points_loses_and_repeats_nothing(kafka_broker, topic_name, tmp_path):
-    rows = load_data("mdsd_sorted_acl_text.jsonl.gz", 8000)  # grouped by domain and label
+    rows = shuffled(read_jsonl("mdsd_sorted_acl_text.jsonl.gz"), seed=7)[:5000]
+    examples = [(i, {"text": row["text"]}, row["label"]) for i, row in enumerate(rows)]
     rng = random.Random(7)
-    rng.shuffle(rows)
-    examples = [(i, {"text": r["text"]}, r["label"] == "positive") for i, r in enumerate(rows[:5000])]
     topic = topic_name("crash")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
     produce(kafka_broker.bootstrap_servers, topic, [encode_example(*e) for e in examples],
