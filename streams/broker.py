@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 
+from streams.kafka_io import create_topics
+
 
 class BrokerError(RuntimeError):
     """The broker binary is missing or the broker did not come up."""
@@ -146,8 +148,6 @@ def _parse_topic(spec: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streams.kafka_io import create_topics
-
     try:
         topics = dict(_parse_topic(spec) for spec in args.topic)
     except ValueError as error:

@@ -9,8 +9,9 @@ example. Bad messages go to the dead-letter topic with the reason, and the serve
 State is per partition: partition p of the examples topic and of the labels topic feed one model,
 with its offsets and pending examples, saved in its own checkpoint file `<topic>-<p>.ckpt`. With
 several servers in a consumer group each owns some partitions; on a rebalance the old owner
-saves the state and the new one loads it. A partition's model is its own: with one partition
-(or one model per partition) the final model equals an offline run over the same sequence.
+saves the state and the new one loads it. Each partition's model learns from that partition
+alone, so it ends equal to an offline run over the partition in offset order; use one
+partition for one model over the whole stream.
 
 Exactly-once learning: the model learns only from records before the offsets stored beside it
 in the same atomic checkpoint, and a (re)started server seeks to those offsets, ignoring Kafka's
@@ -19,6 +20,12 @@ records after the last checkpoint are read again and applied to the model that h
 seen them. Outputs are at-least-once: predictions and dead letters of those records are
 written again (deduplicate by id downstream if needed). Before a checkpoint is written, all
 outputs up to it are acknowledged by the broker, so none is lost.
+
+Every checkpoint is a consistent snapshot (a model and the offsets it has learned up to), so
+whichever one a server loads, nothing is learned twice or skipped. A member evicted from the
+group (it did not poll within max_poll_interval_ms) drops its partitions without saving, as
+another member may own them already. Keep processing a poll's records (up to 500) plus a
+checkpoint well under max_poll_interval_ms.
 
 With a labels topic, learning order depends on how the two topics interleave when read, so
 "equals an offline run" holds for the order in which labels were joined; with labels inside
@@ -125,7 +132,7 @@ class ModelServer:
         consumed, started = 0, time.monotonic()
         last_log = (consumed, started)
         try:
-            self.source.start(self._assign, self._revoke)
+            self.source.start(self._assign, self._revoke, self._lose)
             while not self._stop.is_set():
                 records = self.source.poll(self.poll_timeout_ms)
                 for record in records:
@@ -179,6 +186,13 @@ class ModelServer:
         for p in partitions:
             del self.states[p]
         log.info("partitions %s revoked (checkpointed)", sorted(partitions))
+
+    def _lose(self, partitions: set[int]) -> None:
+        for p in partitions:
+            del self.states[p]
+        self._dirty -= partitions
+        log.warning("partitions %s lost (evicted from the group): their work since the last "
+                    "checkpoint is dropped, the new owner redoes it", sorted(partitions))
 
     # --- checkpoints ------------------------------------------------------------------------
 

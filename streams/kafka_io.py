@@ -5,8 +5,10 @@ with the same number of partitions and both keyed by example id, so that an exam
 label land in the same partition number). It works in one of two modes:
 
 - consumer group (`group_id`): partitions are split between the members; the range assignor
-  gives each member the same partition numbers of both topics. `on_assign`/`on_revoke` are
-  called with partition numbers on every rebalance.
+  gives each member the same partition numbers of both topics. On every rebalance, inside
+  `poll`, `on_revoke` (the member still owns them: save now) or `on_lost` (it was evicted
+  from the group: another member may own them already) and then `on_assign` are called with
+  partition numbers.
 - static (`partitions`, or all of them): no group, no rebalances; restarts are immediate.
 
 It never commits offsets to Kafka: the caller keeps its own offsets and `seek`s to them.
@@ -22,6 +24,9 @@ from kafka.admin import NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+
+
+Callback = Callable[[set[int]], None]
 
 
 class BrokerUnavailable(RuntimeError):
@@ -84,6 +89,9 @@ class _Listener(ConsumerRebalanceListener):
     def on_partitions_revoked(self, revoked):
         self.source._set_assignment(set(), revoked={tp.partition for tp in revoked})
 
+    def on_partitions_lost(self, lost):
+        self.source._set_assignment(set(), revoked={tp.partition for tp in lost}, lost=True)
+
     def on_partitions_assigned(self, assigned):
         self.source._set_assignment({tp.partition for tp in assigned})
 
@@ -105,7 +113,7 @@ class KafkaSource:
         self.group_id = group_id
         self.partitions: set[int] = set()  # assigned partition numbers (the same in every topic)
         self._static = None if partitions is None else set(partitions)
-        self._on_assign = self._on_revoke = lambda partitions: None
+        self._on_assign = self._on_revoke = self._on_lost = lambda partitions: None
         self._consumer = _connect(
             KafkaConsumer, settings,
             group_id=group_id,
@@ -123,11 +131,9 @@ class KafkaSource:
             self.close()
             raise
 
-    def start(
-        self, on_assign: Callable[[set[int]], None], on_revoke: Callable[[set[int]], None]
-    ) -> None:
+    def start(self, on_assign: Callback, on_revoke: Callback, on_lost: Callback) -> None:
         """Join the group (callbacks run inside `poll`) or take the static partitions now."""
-        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         if self.group_id is not None:
             self._consumer.subscribe(self.topics, listener=_Listener(self))
             return
@@ -153,9 +159,10 @@ class KafkaSource:
             )
         return counts[self.topics[0]]
 
-    def _set_assignment(self, assigned: set[int], revoked: set[int] = frozenset()) -> None:
+    def _set_assignment(self, assigned: set[int], revoked: set[int] = frozenset(),
+                        lost: bool = False) -> None:
         if revoked & self.partitions:
-            self._on_revoke(revoked & self.partitions)
+            (self._on_lost if lost else self._on_revoke)(revoked & self.partitions)
             self.partitions -= revoked
         new = assigned - self.partitions
         self.partitions |= assigned
@@ -190,6 +197,8 @@ class KafkaSource:
         return total
 
     def close(self) -> None:
+        """Leave the group without calling back: the caller has saved what it wanted to."""
+        self._on_assign = self._on_revoke = self._on_lost = lambda partitions: None
         self._consumer.close(autocommit=False)
 
 
@@ -229,4 +238,4 @@ class Sink:
             raise BrokerUnavailable(f"{len(failed)} messages were not delivered: {failed[0]}")
 
     def close(self) -> None:
-        self._producer.close()
+        self._producer.close(timeout=10)

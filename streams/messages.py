@@ -20,12 +20,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Union
-
 from river_cw.validation import check_features
 
-Id = Union[str, int]
-Label = Union[str, int, bool]
+Id = str | int
+Label = str | int | bool
 
 
 class InvalidMessage(ValueError):

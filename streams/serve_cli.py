@@ -43,6 +43,13 @@ def build_model(expression: str):
     return model
 
 
+def _partition_list(text: str) -> list[int]:
+    try:
+        return [int(p) for p in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected partition numbers like 0,2,3, got {text!r}") from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True,
                         help="river classifier or pipeline as a Python expression, with river "
@@ -56,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dead-letter-topic", help="default: TOPIC.dead-letters")
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--group-id", help="join this consumer group (partitions split between members)")
-    who.add_argument("--partitions", type=lambda s: [int(p) for p in s.split(",")],
+    who.add_argument("--partitions", type=_partition_list,
                      help="read these partitions (comma separated) without a group; default: all")
     parser.add_argument("--checkpoint-dir", default="checkpoints",
                         help="one checkpoint per partition here, shared by the group (default: %(default)s)")
