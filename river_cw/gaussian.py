@@ -91,57 +91,65 @@ class DiagonalGaussian:
             out.append(fsum(terms))
         return np.diag(out)
 
-    def margin(self, x: dict, pairs) -> tuple[float, float, list, tuple]:
+    def margin(self, x: dict, pairs) -> tuple[float, float, list, list]:
         """One pass over d: ``m = mu . d``, ``v = d' Sigma d``, the terms ``u_j = s_j d_j^2`` of
         v, and d's entries for `update`. Raises on a bad `x` (every value is touched)."""
         prior = self.initial_variance
-        m_terms, u, seen, unseen = [], [], [], []
+        m, u, entries = 0.0, [], []
+        add_u = u.append
         try:
             for b, sign in pairs:
                 get = self.blocks[b].get
+                m_terms, seen, unseen = [], [], []
+                add_m, add_seen = m_terms.append, seen.append
                 for f, xf in x.items():
                     w = get(f)
-                    d2 = xf * xf
+                    x2 = xf * xf
                     if w is None:
-                        if d2:  # a zero feature value teaches nothing: store nothing
-                            u.append(prior * d2)
-                            unseen.append((b, f, sign * xf))
+                        if x2:  # a zero feature value teaches nothing: store nothing
+                            add_u(prior * x2)
+                            unseen.append((f, xf))
                     else:
-                        m_terms.append(w[0] * xf * sign)
-                        u.append(w[1] * d2)
-                        seen.append((w, sign * xf))
-            m, v = fsum(m_terms), fsum(u)
+                        add_m(w[0] * xf)
+                        add_u(w[1] * x2)
+                        add_seen((w, xf))
+                m += sign * fsum(m_terms)
+                entries.append((b, sign, seen, unseen))
+            v = fsum(u)
             ok = math.isfinite(m) and math.isfinite(v)
         except TypeError:
             ok = False
         if not ok:
             _raise_bad_input(x)
-        return m, v, u, (seen, unseen)
+        return m, v, u, entries
 
-    def update(self, entries: tuple, alpha: float, gamma: float, v: float, scheme) -> None:
+    def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> None:
         """Apply one step; `scheme` is "project", "drop" or a function ``(s_j, d_j^2) -> s_j``.
 
         Variances stay in ``[0, s_j]``: a spent variance is 0, never negative or NaN.
         """
-        seen, unseen = entries
         prior = self.initial_variance
-        seen.extend((self.blocks[b].setdefault(f, [0.0, prior]), d) for b, f, d in unseen)
-        if scheme == "project":
-            for w, d in seen:
-                s = w[1]
-                w[0] += alpha * s * d
-                w[1] = s / (1.0 + gamma * (d * d * s))
-        elif scheme == "drop":
-            beta = gamma / (1.0 + gamma * v)
-            for w, d in seen:
-                s = w[1]
-                w[0] += alpha * s * d
-                w[1] = s * max(0.0, 1.0 - beta * (d * d * s))
-        else:
-            for w, d in seen:
-                s = w[1]
-                w[0] += alpha * s * d
-                w[1] = scheme(s, d * d)
+        beta = gamma / (1.0 + gamma * v)
+        for b, sign, seen, unseen in entries:
+            if unseen:
+                block = self.blocks[b]
+                seen.extend((block.setdefault(f, [0.0, prior]), xf) for f, xf in unseen)
+            a = alpha * sign  # d_j = sign x_j and d_j^2 = x_j^2
+            if scheme == "project":
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = s / (1.0 + gamma * (xf * xf * s))
+            elif scheme == "drop":
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = s * max(0.0, 1.0 - beta * (xf * xf * s))
+            else:
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = scheme(s, xf * xf)
 
 
 class FullGaussian:
