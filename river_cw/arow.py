@@ -1,0 +1,74 @@
+"""Adaptive regularization of weight vectors (Crammer, Kulesza and Dredze 2009)."""
+
+from __future__ import annotations
+
+from .base import GaussianClassifier
+
+__all__ = ["AROW"]
+
+
+class AROW(GaussianClassifier):
+    """Adaptive regularization of weight vectors (AROW).
+
+    Keeps a Gaussian N(mu, Sigma) over the weights and trades the squared hinge loss of the
+    mean against the KL divergence from the current Gaussian, with regularization ``1 / (2 r)``.
+    When the margin mean is below one (``m < 1``), with ``v`` the margin variance:
+
+        ``alpha = (1 - m) / (v + r)``,  ``Sigma^-1 <- Sigma^-1 + x x' / r``
+
+    (Crammer, Kulesza and Dredze 2009, section 3; beta = 1 / (v + r)). Unlike CW it never
+    forces an example to be classified correctly, which makes it robust to label noise.
+
+    Parameters
+    ----------
+    r
+        r, the regularization trade-off (larger r: smaller, more cautious steps).
+    covariance
+        ``"diagonal"`` or ``"full"``.
+    diagonal
+        ``"project"`` (``1/s_j += x_j^2 / r``, the paper's choice) or ``"drop"``
+        (``s_j -= beta (s_j x_j)^2``). The exact diagonal update of AROW equals ``"project"``.
+    initial_variance
+        a, the prior variance of every weight: Sigma_0 = a I.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> import river_cw
+
+    >>> model = preprocessing.StandardScaler() | river_cw.AROW(r=1.0)
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 89.12%
+
+    References
+    ----------
+    [^1]: Crammer, K., Kulesza, A. and Dredze, M., 2009. Adaptive regularization of weight
+    vectors. NIPS 22.
+
+    """
+
+    _diagonal_schemes = ("project", "drop")
+
+    def __init__(
+        self,
+        r: float = 1.0,
+        covariance: str = "diagonal",
+        diagonal: str = "project",
+        initial_variance: float = 1.0,
+    ):
+        if not r > 0:
+            raise ValueError(f"r must be positive, got {r!r}")
+        super().__init__(covariance, diagonal, initial_variance)
+        self.r = r
+
+    def _step(self, m, v):
+        if m >= 1.0:
+            return None
+        return (1.0 - m) / (v + self.r), 1.0 / self.r
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"diagonal": "drop"}
+        yield {"covariance": "full", "r": 0.5}

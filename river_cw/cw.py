@@ -1,0 +1,212 @@
+"""Confidence-weighted learning (Dredze, Crammer and Pereira 2008; Crammer, Dredze, Pereira 2012)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from .base import GaussianClassifier
+
+__all__ = ["CW"]
+
+_MAX_ITER = 200
+
+
+def cw_var_alpha(m: float, v: float, phi: float) -> float:
+    """Step of the variance version, JMLR 2012 Lemma 1 (the root of its eq. 11 quadratic).
+
+    ``(-b + sqrt(b^2 + c)) / (4 phi v)`` with ``b = 1 + 2 phi m`` and ``c = 8 phi (phi v - m)``,
+    rationalised to ``c / (b + sqrt(b^2 + c))`` when ``b > 0`` to avoid cancellation.
+    """
+    b, c = 1.0 + 2.0 * phi * m, 8.0 * phi * (phi * v - m)
+    if c <= 0.0:
+        return 0.0
+    root = math.sqrt(b * b + c)
+    return (c / (b + root) if b > 0.0 else root - b) / (4.0 * phi * v)
+
+
+def cw_stdev_alpha(m: float, v: float, phi: float) -> float:
+    """Step of the standard-deviation version, NIPS 2008 / JMLR 2012 eq. (31).
+
+    ``max(0, (-m psi + sqrt(m^2 phi^4 / 4 + v phi^2 zeta)) / (v zeta))``, ``psi = 1 + phi^2/2``,
+    ``zeta = 1 + phi^2``; for ``m > 0`` rationalised to
+    ``(phi^2 v - m^2) / (v (m psi + sqrt(...)))`` to avoid cancellation.
+    """
+    psi, zeta = 1.0 + phi * phi / 2.0, 1.0 + phi * phi
+    root = math.sqrt(m * m * phi**4 / 4.0 + v * phi * phi * zeta)
+    if m > 0.0:
+        return max(0.0, (phi * phi * v - m * m) / (v * (m * psi + root)))
+    return (root - m * psi) / (v * zeta)
+
+
+def cw_stdev_gamma(alpha: float, v: float, phi: float) -> float:
+    """Precision increase of the stdev version, ``alpha phi / sqrt(v+)`` (JMLR 2012 eq. 27).
+
+    ``sqrt(v+) = (-alpha v phi + sqrt(alpha^2 v^2 phi^2 + 4 v)) / 2`` is the margin's standard
+    deviation after the step, so ``beta = gamma / (1 + gamma v) = alpha phi / (sqrt(v+) + v alpha
+    phi)``, eq. (27). The paper's algorithm box prints ``sqrt(v+ + v alpha phi)``, a typo.
+    Computed as ``alpha phi (avp + sqrt(avp^2 + 4 v)) / (2 v)``, ``avp = alpha v phi``, which is
+    the same quantity without the cancellation.
+    """
+    avp = alpha * v * phi
+    return alpha * phi * (avp + math.sqrt(avp * avp + 4.0 * v)) / (2.0 * v)
+
+
+def _solve_increasing(f, lo: float, hi: float) -> float:
+    """Root of an increasing ``f -> (value, slope)`` with ``f(lo) < 0 <= f(hi)``.
+
+    Safeguarded Newton: a Newton step when it stays inside the bracket, a bisection otherwise;
+    at most `_MAX_ITER` evaluations, so it always ends, whatever the input.
+    """
+    x = hi
+    for _ in range(_MAX_ITER):
+        value, slope = f(x)
+        if value >= 0.0:
+            if value == 0.0:
+                return x
+            hi = x
+        else:
+            lo = x
+        step = x - value / slope if slope > 0.0 else math.nan
+        if not lo < step < hi:
+            step = 0.5 * (lo + hi)
+        if abs(step - x) <= 1e-15 * abs(step) or hi - lo <= 1e-15 * hi:
+            return max(step, x)
+        x = step
+    return hi  # the feasible side: the constraint holds at hi
+
+
+def exact_var_alpha(m: float, v: float, phi: float, u: list[float]) -> float:
+    """Multiplier of the exact diagonal variance update (JMLR 2012 section 6.2, eq. 33).
+
+    With ``u_j = Sigma_jj d_j^2`` the constraint after the step reads
+    ``f(alpha) = m + alpha v - phi sum_j u_j / (1 + 2 alpha phi u_j) = 0``;
+    f is increasing, ``f(0) = m - phi v`` and ``f((phi v - m) / v) >= 0`` bracket the root.
+    """
+    if m >= phi * v:
+        return 0.0
+
+    def f(alpha):
+        value, slope = m + alpha * v, v
+        for uj in u:
+            q = 1.0 + 2.0 * alpha * phi * uj
+            value -= phi * uj / q
+            slope += 2.0 * phi * phi * uj * uj / (q * q)
+        return value, slope
+
+    return _solve_increasing(f, 0.0, (phi * v - m) / v)
+
+
+def exact_stdev_step(m: float, v: float, phi: float, u: list[float]) -> tuple[float, float]:
+    """``(alpha, s)`` of the exact diagonal stdev update (JMLR 2012 section 6.2, eq. 34).
+
+    ``s = (m + alpha v) / phi`` is the margin's standard deviation after the step, and the
+    constraint ``s^2 = sum_j u_j s / (s + alpha phi u_j)`` reads ``g(s) = 0`` with
+    ``g(s) = s - sum_j u_j / (s + alpha(s) phi u_j)``, ``alpha(s) = (phi s - m) / v``.
+    Solving for s rather than alpha keeps ``m + alpha v`` out of the arithmetic, which cancels
+    badly when the variance has collapsed; g is increasing on ``s > max(0, m / phi)`` and
+    non-negative at ``s = sqrt(v)``. Returns ``(0, 0)`` when the constraint already holds.
+    """
+    if m >= phi * math.sqrt(v):
+        return 0.0, 0.0
+
+    def g(s):
+        alpha = (phi * s - m) / v
+        value, slope = s, 1.0
+        for uj in u:
+            q = s + alpha * phi * uj
+            value -= uj / q
+            slope += uj * (1.0 + phi * phi * uj / v) / (q * q)
+        return value, slope
+
+    s = _solve_increasing(g, max(0.0, m / phi), math.sqrt(v))
+    return (phi * s - m) / v, s
+
+
+class CW(GaussianClassifier):
+    """Confidence-weighted linear classifier.
+
+    Keeps a Gaussian N(mu, Sigma) over the weights and, after each example, moves to the closest
+    Gaussian (in KL divergence) that classifies it correctly with probability `confidence`:
+    ``Pr[y w . x >= 0] >= eta`` (Dredze, Crammer and Pereira 2008; Crammer, Dredze and Pereira
+    2012). With ``phi = Phi^-1(eta)``, ``m`` the margin mean and ``v`` its variance, the
+    constraint is ``m >= phi sqrt(v)`` (``variant="stdev"``, the exact convex form of the JMLR
+    paper) or its linearisation ``m >= phi v`` (``variant="var"``).
+
+    Parameters
+    ----------
+    confidence
+        eta, the required probability of a correct prediction, in (0.5, 1).
+    variant
+        ``"stdev"`` (JMLR 2012 eq. 31, the convex constraint) or ``"var"`` (Lemma 1).
+    covariance
+        ``"diagonal"`` (for text: cost linear in the active features) or ``"full"``.
+    diagonal
+        How a diagonal Sigma is updated (JMLR 2012 section 6): ``"project"`` (the paper's KL),
+        ``"drop"`` (L2) or ``"exact"`` (the exact diagonal solution, eq. 33/34).
+    initial_variance
+        a, the prior variance of every weight: Sigma_0 = a I.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> import river_cw
+
+    >>> model = preprocessing.StandardScaler() | river_cw.CW(confidence=0.9)
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 88.24%
+
+    References
+    ----------
+    [^1]: Dredze, M., Crammer, K. and Pereira, F., 2008. Confidence-weighted linear classification.
+    ICML.
+    [^2]: Crammer, K., Dredze, M. and Pereira, F., 2008. Exact convex confidence-weighted
+    learning. NIPS.
+    [^3]: Crammer, K., Dredze, M. and Pereira, F., 2012. Confidence-weighted linear
+    classification for text categorization. JMLR 13, 1891-1926.
+
+    """
+
+    def __init__(
+        self,
+        confidence: float = 0.9,
+        variant: str = "stdev",
+        covariance: str = "diagonal",
+        diagonal: str = "project",
+        initial_variance: float = 1.0,
+    ):
+        if not 0.5 < confidence < 1.0:
+            raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")
+        if variant not in ("stdev", "var"):
+            raise ValueError(f"variant must be 'stdev' or 'var', got {variant!r}")
+        super().__init__(covariance, diagonal, initial_variance)
+        self.confidence = confidence
+        self.variant = variant
+        self._phi = statistics.NormalDist().inv_cdf(confidence)
+
+    def _step(self, m, v):
+        phi = self._phi
+        if self.variant == "var":
+            alpha = cw_var_alpha(m, v, phi)
+            return (alpha, 2.0 * alpha * phi) if alpha > 0.0 else None
+        alpha = cw_stdev_alpha(m, v, phi)
+        return (alpha, cw_stdev_gamma(alpha, v, phi)) if alpha > 0.0 else None
+
+    def _exact_step(self, m, v, entries):
+        phi = self._phi
+        u = [(self.initial_variance if w is None else w[1]) * d * d for w, _, _, d in entries]
+        if self.variant == "var":
+            alpha = exact_var_alpha(m, v, phi, u)
+            gamma = 2.0 * alpha * phi
+        else:
+            alpha, s = exact_stdev_step(m, v, phi, u)
+            gamma = alpha * phi / s if alpha > 0.0 else 0.0
+        return (alpha, gamma, "project") if alpha > 0.0 else None
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        for variant in ("stdev", "var"):
+            yield {"variant": variant, "diagonal": "exact"}
+            yield {"variant": variant, "covariance": "full"}

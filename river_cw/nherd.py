@@ -1,0 +1,77 @@
+"""Normal herding, NHERD (Crammer and Lee 2010)."""
+
+from __future__ import annotations
+
+from .base import GaussianClassifier
+
+__all__ = ["NHERD"]
+
+
+class NHERD(GaussianClassifier):
+    """Normal herding (NHERD): Gaussian herding of the weight vectors.
+
+    Every weight vector of the Gaussian takes a passive-aggressive step (squared hinge, C), and
+    the Gaussian is moved to the distribution of the moved vectors. When ``m < 1``:
+
+        ``alpha = (1 - m) / (v + 1 / C)``,  ``Sigma^-1 <- Sigma^-1 + (2 C + C^2 v) x x'``
+
+    i.e. ``Sigma <- (I + C Sigma x x')^-1 Sigma (I + C x x' Sigma)^-1`` (Crammer and Lee 2010,
+    section 4, the full-covariance update). The exact diagonal update runs that step on each coordinate alone:
+    ``s_j <- s_j / (1 + C x_j^2 s_j)^2``.
+
+    Parameters
+    ----------
+    C
+        C, the aggressiveness of each vector's step.
+    covariance
+        ``"diagonal"`` or ``"full"``.
+    diagonal
+        ``"project"``, ``"drop"`` or ``"exact"`` (see above).
+    initial_variance
+        a, the prior variance of every weight: Sigma_0 = a I.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> import river_cw
+
+    >>> model = preprocessing.StandardScaler() | river_cw.NHERD(C=0.1)
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 88.64%
+
+    References
+    ----------
+    [^1]: Crammer, K. and Lee, D.D., 2010. Learning via Gaussian herding. NIPS 23.
+
+    """
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        covariance: str = "diagonal",
+        diagonal: str = "project",
+        initial_variance: float = 1.0,
+    ):
+        if not C > 0:
+            raise ValueError(f"C must be positive, got {C!r}")
+        super().__init__(covariance, diagonal, initial_variance)
+        self.C = C
+
+    def _step(self, m, v):
+        if m >= 1.0:
+            return None
+        return (1.0 - m) / (v + 1.0 / self.C), 2.0 * self.C + self.C * self.C * v
+
+    def _exact_step(self, m, v, entries):
+        step = self._step(m, v)
+        if step is None:
+            return None
+        C = self.C
+        return step[0], step[1], lambda s, d2: s / (1.0 + C * d2 * s) ** 2
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"diagonal": "exact", "C": 0.1}
+        yield {"covariance": "full"}

@@ -1,0 +1,99 @@
+"""Soft confidence-weighted learning, SCW-I and SCW-II (Wang, Zhao and Hoi 2012)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from .base import GaussianClassifier
+from .cw import cw_stdev_alpha, cw_stdev_gamma
+
+__all__ = ["SCW"]
+
+
+class SCW(GaussianClassifier):
+    """Soft confidence-weighted learning (SCW-I and SCW-II).
+
+    CW's stdev constraint ``m >= phi sqrt(v)`` turned into a loss,
+    ``max(0, phi sqrt(v) - m)``, so that noisy examples cannot force arbitrarily large steps.
+    When the loss is positive, SCW-I takes CW-stdev's step clipped at C,
+    ``alpha = min(C, alpha_CW)``; SCW-II solves the squared-loss problem,
+
+        ``alpha = max(0, (-(2 m n + phi^2 m v) + sqrt(phi^2 (phi^2 m^2 v^2 + 4 n v (n + v phi^2))))
+        / (2 (n^2 + n v phi^2)))``, ``n = v + 1 / (2 C)``;
+
+    both then shrink the covariance as CW-stdev does, ``gamma = alpha phi / sqrt(v+)``
+    (Wang, Zhao and Hoi 2012, Propositions 1 and 2).
+
+    Parameters
+    ----------
+    C
+        C, the aggressiveness (the cap of SCW-I, the loss weight of SCW-II).
+    confidence
+        eta, in (0.5, 1); phi = Phi^-1(eta).
+    variant
+        ``"I"`` or ``"II"``.
+    covariance
+        ``"diagonal"`` or ``"full"``.
+    diagonal
+        ``"project"`` or ``"drop"``.
+    initial_variance
+        a, the prior variance of every weight: Sigma_0 = a I.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> import river_cw
+
+    >>> model = preprocessing.StandardScaler() | river_cw.SCW(C=0.1, variant="II")
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 89.44%
+
+    References
+    ----------
+    [^1]: Wang, J., Zhao, P. and Hoi, S.C.H., 2012. Exact soft confidence-weighted learning.
+    ICML.
+
+    """
+
+    _diagonal_schemes = ("project", "drop")
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        confidence: float = 0.9,
+        variant: str = "I",
+        covariance: str = "diagonal",
+        diagonal: str = "project",
+        initial_variance: float = 1.0,
+    ):
+        if not C > 0:
+            raise ValueError(f"C must be positive, got {C!r}")
+        if not 0.5 < confidence < 1.0:
+            raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")
+        if variant not in ("I", "II"):
+            raise ValueError(f"variant must be 'I' or 'II', got {variant!r}")
+        super().__init__(covariance, diagonal, initial_variance)
+        self.C = C
+        self.confidence = confidence
+        self.variant = variant
+        self._phi = statistics.NormalDist().inv_cdf(confidence)
+
+    def _step(self, m, v):
+        phi = self._phi
+        if m >= phi * math.sqrt(v):  # no loss
+            return None
+        if self.variant == "I":
+            alpha = min(self.C, cw_stdev_alpha(m, v, phi))
+        else:
+            n = v + 1.0 / (2.0 * self.C)
+            root = phi * math.sqrt(phi * phi * m * m * v * v + 4.0 * n * v * (n + v * phi * phi))
+            alpha = max(0.0, (-(2.0 * m * n + phi * phi * m * v) + root) / (2.0 * (n * n + n * v * phi * phi)))
+        return (alpha, cw_stdev_gamma(alpha, v, phi)) if alpha > 0.0 else None
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"variant": "II", "diagonal": "drop"}
+        yield {"variant": "II", "covariance": "full"}

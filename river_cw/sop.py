@@ -1,0 +1,63 @@
+"""The second-order perceptron (Cesa-Bianchi, Conconi and Gentile 2005)."""
+
+from __future__ import annotations
+
+from .base import GaussianClassifier
+
+__all__ = ["SOP"]
+
+
+class SOP(GaussianClassifier):
+    """Second-order perceptron (SOP), the baseline of the CW, AROW and NHERD papers.
+
+    The paper keeps ``b = sum of y x`` and ``A = a I + sum of x x'`` over the mistakes and
+    predicts the sign of ``x . (A + x x')^-1 b``, the current x included. With ``Sigma = A^-1``
+    and ``mu = Sigma b`` that sign is the sign of ``mu . x``, and adding a mistake to b and A is
+    the shared Gaussian step with ``alpha = (1 - m) / (1 + v)`` and ``gamma = 1``
+    (Sherman-Morrison): SOP is mistake-driven AROW with ``r = 1`` and prior variance ``1 / a``.
+    With ``covariance="full"`` this is exactly the paper's algorithm; the diagonal versions keep
+    only the diagonal of A.
+
+    Parameters
+    ----------
+    a
+        a, the regularization of the correlation matrix A = a I + ...
+    covariance
+        ``"diagonal"`` or ``"full"``.
+    diagonal
+        ``"project"`` (``A_jj += x_j^2``) or ``"drop"``.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> import river_cw
+
+    >>> model = preprocessing.StandardScaler() | river_cw.SOP(a=1.0)
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 84.56%
+
+    References
+    ----------
+    [^1]: Cesa-Bianchi, N., Conconi, A. and Gentile, C., 2005. A second-order perceptron
+    algorithm. SIAM Journal on Computing 34(3), 640-668.
+
+    """
+
+    _diagonal_schemes = ("project", "drop")
+
+    def __init__(self, a: float = 1.0, covariance: str = "diagonal", diagonal: str = "project"):
+        if not a > 0:
+            raise ValueError(f"a must be positive, got {a!r}")
+        super().__init__(covariance, diagonal, 1.0 / a)
+        self.a = a
+
+    def _step(self, m, v):
+        if m > 0.0:  # updates on mistakes only (a zero margin counts as one)
+            return None
+        return (1.0 - m) / (1.0 + v), 1.0
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"covariance": "full", "a": 0.5}
