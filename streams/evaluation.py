@@ -15,6 +15,8 @@ Conventions, per model:
   distribution; a distribution that leaves out the true label counts as probability 0
   (clipped to 1e-15), where river's metric would count it as a perfect prediction.
   It is None for models without `predict_proba_one`.
+* `recent_accuracy` is the accuracy since the previous record (over the last `every`
+  examples): it shows drift that the running `accuracy` averages away.
 * `seconds` is the time spent in `predict_one` and `learn_one` only, and `throughput` is
   examples per second of that time.
 
@@ -43,7 +45,9 @@ from streams.noise import LabelNoise
 
 __all__ = ["COLUMNS", "Evaluation", "evaluate"]
 
-COLUMNS = ("noise", "model", "step", "accuracy", "log_loss", "mistakes", "flipped", "seconds", "throughput")
+COLUMNS = (
+    "noise", "model", "step", "accuracy", "recent_accuracy", "log_loss", "mistakes", "flipped", "seconds", "throughput",
+)
 
 
 @dataclasses.dataclass
@@ -114,11 +118,15 @@ class Evaluation:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(document, fh, indent=1, default=str)
 
-    def plot(self, path, title: str | None = None) -> None:
-        """Draw the learning curves (running accuracy) to a PNG, one panel per noise level."""
+    def plot(self, path, title: str | None = None, metric: str = "accuracy", marks: Sequence[int] = ()) -> None:
+        """Draw the learning curves to a PNG, one panel per noise level.
+
+        `metric` is `"accuracy"` (running) or `"recent_accuracy"` (since the previous record);
+        `marks` are positions to mark with a dashed line, such as a drift.
+        """
         from streams.plots import learning_curves
 
-        learning_curves(self.records, path, title)
+        learning_curves(self.records, path, title, metric, marks)
 
 
 class _Track:
@@ -133,6 +141,7 @@ class _Track:
         self.n_scored = 0  # examples with a distribution, i.e. in the log loss
         self.mistakes = 0
         self.seconds = 0.0
+        self._last = (0, 0)  # (step, mistakes) at the previous record
 
     def step(self, x: dict, y, y_learn) -> None:
         model = self.model
@@ -161,11 +170,14 @@ class _Track:
             self.n_scored += 1
 
     def record(self, noise: str, step: int, flipped: int) -> dict:
+        last_step, last_mistakes = self._last
+        self._last = (step, self.mistakes)
         return {
             "noise": noise,
             "model": self.name,
             "step": step,
             "accuracy": self.accuracy.get(),
+            "recent_accuracy": 1.0 - (self.mistakes - last_mistakes) / (step - last_step),
             "log_loss": self.log_loss.get() if self.n_scored else None,
             "mistakes": self.mistakes,
             "flipped": flipped,
