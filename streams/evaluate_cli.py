@@ -85,14 +85,14 @@ def _run(args: argparse.Namespace) -> Evaluation:
     def build(spec):
         return prepare(parse(spec), text=text, bool_labels=bool_labels)
 
-    every = args.every or max(1, len(examples) // 100)
+    every = args.every if args.every is not None else max(1, len(examples) // 100)
     results = []
     info: dict = {"data": description, "drift_at": drift_at, "examples": len(examples), "classes": classes, "seed": args.seed, "models": specs}
     for rate in args.noise:
         noise = LabelNoise(_noise_rate(rate, classes), classes=classes, seed=args.seed)
         models, stream = {spec: build(spec) for spec in specs}, examples
         if args.tune:
-            size = args.tune_size or max(1, len(examples) // 10)
+            size = args.tune_size if args.tune_size is not None else max(1, len(examples) // 10)
             if not 0 < size < len(examples):
                 raise ValueError(f"--tune-size must be between 1 and {len(examples) - 1}, got {size}")
             chosen, _ = tune(specs, examples[:size], build, noise)
@@ -140,17 +140,17 @@ def _drift(args, readers, name, rng):
     else:
         raise ValueError(f"{args.drift} drift needs concepts: two or more files, --domains, or no file for synthetic SEA")
     if concepts is None:
-        n = args.limit or SYNTHETIC_LENGTH
+        n = args.limit if args.limit is not None else SYNTHETIC_LENGTH
     else:
-        n = min(sum(map(len, concepts)), args.limit or sys.maxsize)
+        n = min(sum(map(len, concepts)), sys.maxsize if args.limit is None else args.limit)
         if args.shuffle:
             for concept in concepts:
                 rng.shuffle(concept)
             name += f", shuffled (seed {args.seed})"
     recurring = args.drift == "recurring"
     position = args.drift_at if args.drift_at is not None else n // (4 if recurring else 2)
-    width = args.drift_width or max(1, n // 10)
-    period = args.drift_period or position
+    width = args.drift_width if args.drift_width is not None else max(1, n // 10)
+    period = args.drift_period if args.drift_period is not None else max(1, position)
     if concepts is None:
         stream = drift.synthetic(args.drift, position, width, period, args.seed)
     else:
