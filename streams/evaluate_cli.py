@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="PNG", help="write the learning curves to this PNG")
     parser.add_argument("--csv", metavar="PATH", help="write the learning curves as tidy CSV")
     parser.add_argument("--json", metavar="PATH", help="write summary, curves and settings as JSON")
+    parser.add_argument("--markdown", metavar="PATH", help="write the data description, final table and tuned parameters as markdown")
     parser.add_argument("--title", help="title of the figure (default: a description of the data)")
 
 
@@ -54,9 +55,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"river-cw evaluate: error: {error}", file=sys.stderr)
         return 2
     print(result.table())
-    for level, chosen in result.info.get("tuned", {}).items():
-        picks = ", ".join(f"{spec} -> {pick}" for spec, pick in chosen.items())
-        print(f"tuned on the first {result.info['tune_size']:,} examples at noise {level}: {picks}")
+    for line in _tuned(result.info):
+        print(line)
     if args.plot:
         metric = "recent_accuracy" if args.drift else "accuracy"
         marks = [result.info["drift_at"]] if args.drift and not args.tune else []
@@ -65,7 +65,22 @@ def run(args: argparse.Namespace) -> int:
         result.to_csv(args.csv)
     if args.json:
         result.to_json(args.json)
+    if args.markdown:
+        lines = [f"{result.info['data']}; {result.info['examples']:,} examples.", "", result.table(markdown=True)]
+        if "tuned" in result.info:
+            lines += ["", *(f"- {line}" for line in _tuned(result.info))]
+        with open(args.markdown, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
     return 0
+
+
+def _tuned(info: dict) -> list[str]:
+    """One line per noise level saying which parameters the tuner picked."""
+    lines = []
+    for level, chosen in info.get("tuned", {}).items():
+        picks = ", ".join(f"{spec} -> {pick}" for spec, pick in chosen.items())
+        lines.append(f"tuned on the first {info['tune_size']:,} examples at noise {level}: {picks}")
+    return lines
 
 
 def _run(args: argparse.Namespace) -> Evaluation:
@@ -100,6 +115,8 @@ def _run(args: argparse.Namespace) -> Evaluation:
             info.setdefault("tuned", {})[noise.name] = chosen
             info["tune_size"] = size
         results.append(evaluate(models, stream, noise, every=every, total=len(stream)))
+    if args.tune:
+        info["data"] += f"; parameters tuned on the first {info['tune_size']:,}, scored on the rest"
     return Evaluation.concat([*results, Evaluation([], info)])
 
 

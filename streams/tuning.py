@@ -5,7 +5,7 @@ Every candidate of a small grid learns the prefix side by side, and the most acc
 learn from (noisy, if there is noise): a tuner only has those.
 
 >>> candidates("AROW()")
-['AROW(r=0.01)', 'AROW(r=0.1)', 'AROW(r=1.0)', 'AROW(r=10.0)']
+['AROW(r=0.01)', 'AROW(r=0.1)', 'AROW(r=1.0)', 'AROW(r=10.0)', 'AROW(r=100.0)']
 >>> candidates("preprocessing.StandardScaler() | NHERD(C=0.5)")  # given parameters stay
 ['preprocessing.StandardScaler() | NHERD(C=0.5)']
 
@@ -28,12 +28,12 @@ __all__ = ["GRIDS", "candidates", "tune"]
 
 # class name -> parameter -> values; only the parameters a spec leaves unset are tuned
 GRIDS: dict[str, dict[str, list]] = {
-    "AROW": {"r": [0.01, 0.1, 1.0, 10.0]},
+    "AROW": {"r": [0.01, 0.1, 1.0, 10.0, 100.0]},
     "CW": {"confidence": [0.6, 0.7, 0.8, 0.9, 0.95]},
-    "NHERD": {"C": [0.01, 0.1, 1.0, 10.0]},
+    "NHERD": {"C": [0.001, 0.01, 0.1, 1.0]},
     "SCW": {"C": [0.01, 0.1, 1.0], "confidence": [0.7, 0.9]},
     "SOP": {"a": [0.1, 1.0, 10.0]},
-    "PAClassifier": {"C": [0.01, 0.1, 1.0]},
+    "PAClassifier": {"C": [0.001, 0.01, 0.1, 1.0]},
     "LogisticRegression": {"l2": [0.0, 1e-4, 1e-2]},
 }
 

@@ -158,14 +158,14 @@ def test_tune_keeps_the_most_accurate_candidate_of_the_grid():
     stream = list(datasets.Phishing())[:400]
     chosen, trial = tune(["AROW()", "AROW(r=0.5)"], stream, lambda spec: prepare(parse(spec)), LabelNoise(0.1, classes=[True, False], seed=0))
     scores = {r["model"]: r["accuracy"] for r in trial.summary}
-    assert set(scores) == {"AROW(r=0.01)", "AROW(r=0.1)", "AROW(r=1.0)", "AROW(r=10.0)", "AROW(r=0.5)"}
+    assert set(scores) == {"AROW(r=0.01)", "AROW(r=0.1)", "AROW(r=1.0)", "AROW(r=10.0)", "AROW(r=100.0)", "AROW(r=0.5)"}
     assert scores[chosen["AROW()"]] == max(scores[c] for c in candidates("AROW()"))
     assert chosen["AROW(r=0.5)"] == "AROW(r=0.5)"
 
 
 def test_candidates():
     assert candidates("river.linear_model.PAClassifier(mode=2)") == [
-        f"river.linear_model.PAClassifier(mode=2, C={c})" for c in (0.01, 0.1, 1.0)
+        f"river.linear_model.PAClassifier(mode=2, C={c})" for c in (0.001, 0.01, 0.1, 1.0)
     ]
     assert len(candidates("SCW()")) == 6
     assert candidates("river.linear_model.Perceptron()") == ["river.linear_model.Perceptron()"]
