@@ -97,7 +97,7 @@ def _sigmoid(z: float) -> float:
 def label_flip(
     stream: Iterable[Example], position: int, classes: Sequence[Hashable]
 ) -> Iterator[Example]:
-    """From example `position` on, the classes change meaning: `classes[i]` becomes `classes[i + 1]`.
+    """From example `position` on, the classes change meaning: `classes[i]` becomes `classes[i+1]`.
 
     With two classes this swaps them. The change applies to every label (learned and scored):
     it is drift, not noise.

@@ -25,26 +25,105 @@ SYNTHETIC_LENGTH = 10_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="*", help="data files (JSON lines, CSV or libsvm, plain or .gz); default: the bundled SMS Spam Collection")
-    parser.add_argument("--format", choices=["jsonl", "csv", "libsvm"], help="file format, when the file name does not tell")
-    parser.add_argument("--on-error", choices=["raise", "skip"], default="raise", help="stop at a malformed line (default) or skip and count it")
-    parser.add_argument("--model", action="append", metavar="SPEC", help=f"a model spec, e.g. 'AROW(r=0.1)' or 'river.linear_model.PAClassifier(C=0.01)'; repeat to compare (default: {' '.join(DEFAULT_MODELS)})")
-    parser.add_argument("--noise", nargs="+", default=["0"], metavar="P", help="label-noise rates, one run each: a probability, or class-conditional 'spam=0.3,ham=0.05' (default: 0)")
-    parser.add_argument("--drift", choices=[*drift.KINDS, "flip"], help="concept drift between files, --domains, or (no file) SEA concepts; 'flip' swaps the classes")
-    parser.add_argument("--drift-at", type=int, metavar="N", help="drift position (default: middle of the stream; a quarter for recurring)")
-    parser.add_argument("--drift-width", type=int, metavar="N", help="width of gradual drift (default: a tenth of the stream)")
-    parser.add_argument("--drift-period", type=int, metavar="N", help="length of each turn of recurring drift (default: the drift position)")
-    parser.add_argument("--domains", metavar="A,B", help="drift between values of the 'domain' field of one JSON-lines file, e.g. books,kitchen")
-    parser.add_argument("--shuffle", action="store_true", help="shuffle the examples (each concept on its own under drift) with --seed")
-    parser.add_argument("--seed", type=int, default=1, help="seed for shuffling, noise and drift (default: 1)")
-    parser.add_argument("--limit", type=int, metavar="N", help=f"use the first N examples (after shuffling); synthetic streams default to {SYNTHETIC_LENGTH:,}")
-    parser.add_argument("--every", type=int, metavar="K", help="learning-curve resolution (default: a hundredth of the stream)")
-    parser.add_argument("--tune", action="store_true", help="pick hyper-parameters on a prefix of the stream, then evaluate on the rest")
-    parser.add_argument("--tune-size", type=int, metavar="N", help="length of the tuning prefix (default: a tenth of the stream)")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        help="data files: JSON lines, CSV or libsvm, plain or .gz (default: bundled SMS spam)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["jsonl", "csv", "libsvm"],
+        help="file format, when the file name does not tell",
+    )
+    parser.add_argument(
+        "--on-error",
+        choices=["raise", "skip"],
+        default="raise",
+        help="stop at a malformed line (default) or skip and count it",
+    )
+    parser.add_argument(
+        "--model",
+        action="append",
+        metavar="SPEC",
+        help="a model spec, e.g. 'AROW(r=0.1)' or 'river.linear_model.PAClassifier(C=0.01)'; "
+        f"repeat to compare (default: {' '.join(DEFAULT_MODELS)})",
+    )
+    parser.add_argument(
+        "--noise",
+        nargs="+",
+        default=["0"],
+        metavar="P",
+        help="label-noise rates, one run each: a probability, or class-conditional "
+        "'spam=0.3,ham=0.05' (default: 0)",
+    )
+    parser.add_argument(
+        "--drift",
+        choices=[*drift.KINDS, "flip"],
+        help="concept drift between files, --domains, or (no file) SEA concepts; "
+        "'flip' swaps the classes",
+    )
+    parser.add_argument(
+        "--drift-at",
+        type=int,
+        metavar="N",
+        help="drift position (default: middle of the stream; a quarter for recurring)",
+    )
+    parser.add_argument(
+        "--drift-width",
+        type=int,
+        metavar="N",
+        help="width of gradual drift (default: a tenth of the stream)",
+    )
+    parser.add_argument(
+        "--drift-period",
+        type=int,
+        metavar="N",
+        help="length of each turn of recurring drift (default: the drift position)",
+    )
+    parser.add_argument(
+        "--domains",
+        metavar="A,B",
+        help="drift between values of the 'domain' field of one JSON-lines file (books,kitchen)",
+    )
+    parser.add_argument(
+        "--shuffle",
+        action="store_true",
+        help="shuffle the examples (each concept on its own under drift) with --seed",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seed for shuffling, noise and drift (default: 1)"
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help=f"use the first N examples, after shuffling (synthetic: {SYNTHETIC_LENGTH:,})",
+    )
+    parser.add_argument(
+        "--every",
+        type=int,
+        metavar="K",
+        help="learning-curve resolution (default: a hundredth of the stream)",
+    )
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="pick hyper-parameters on a prefix of the stream, then evaluate on the rest",
+    )
+    parser.add_argument(
+        "--tune-size",
+        type=int,
+        metavar="N",
+        help="length of the tuning prefix (default: a tenth of the stream)",
+    )
     parser.add_argument("--plot", metavar="PNG", help="write the learning curves to this PNG")
     parser.add_argument("--csv", metavar="PATH", help="write the learning curves as tidy CSV")
     parser.add_argument("--json", metavar="PATH", help="write summary, curves and settings as JSON")
-    parser.add_argument("--markdown", metavar="PATH", help="write the data description, final table and tuned parameters as markdown")
+    parser.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="write the data description, final table and tuned parameters as markdown",
+    )
     parser.add_argument("--title", help="title of the figure (default: a description of the data)")
 
 
@@ -66,7 +145,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         result.to_json(args.json)
     if args.markdown:
-        lines = [f"{result.info['data']}; {result.info['examples']:,} examples.", "", result.table(markdown=True)]
+        lines = [
+            f"{result.info['data']}; {result.info['examples']:,} examples.",
+            "",
+            result.table(markdown=True),
+        ]
         if "tuned" in result.info:
             lines += ["", *(f"- {line}" for line in _tuned(result.info))]
         with open(args.markdown, "w", encoding="utf-8") as fh:
@@ -90,7 +173,11 @@ def _run(args: argparse.Namespace) -> Evaluation:
     examples, description, readers, drift_at = _load(args)
     for reader in readers:
         if reader.n_skipped:
-            print(f"skipped {reader.n_skipped:,} malformed lines in {reader.path}; first: {reader.errors[0]}", file=sys.stderr)
+            print(
+                f"skipped {reader.n_skipped:,} malformed lines in {reader.path}; "
+                f"first: {reader.errors[0]}",
+                file=sys.stderr,
+            )
     if not examples:
         raise ValueError("the stream is empty")
     classes = sorted({y for _, y in examples}, key=str)
@@ -102,14 +189,23 @@ def _run(args: argparse.Namespace) -> Evaluation:
 
     every = args.every if args.every is not None else max(1, len(examples) // 100)
     results = []
-    info: dict = {"data": description, "drift_at": drift_at, "examples": len(examples), "classes": classes, "seed": args.seed, "models": specs}
+    info: dict = {
+        "data": description,
+        "drift_at": drift_at,
+        "examples": len(examples),
+        "classes": classes,
+        "seed": args.seed,
+        "models": specs,
+    }
     for rate in args.noise:
         noise = LabelNoise(_noise_rate(rate, classes), classes=classes, seed=args.seed)
         models, stream = {spec: build(spec) for spec in specs}, examples
         if args.tune:
             size = args.tune_size if args.tune_size is not None else max(1, len(examples) // 10)
             if not 0 < size < len(examples):
-                raise ValueError(f"--tune-size must be between 1 and {len(examples) - 1}, got {size}")
+                raise ValueError(
+                    f"--tune-size must be between 1 and {len(examples) - 1}, got {size}"
+                )
             chosen, _ = tune(specs, examples[:size], build, noise)
             models, stream = {spec: build(chosen[spec]) for spec in specs}, examples[size:]
             info.setdefault("tuned", {})[noise.name] = chosen
@@ -121,11 +217,15 @@ def _run(args: argparse.Namespace) -> Evaluation:
 
 
 def _load(args: argparse.Namespace) -> tuple[list, str, list[files.FileStream], int | None]:
-    """The examples (shuffled, drifted, limited), a description, the readers and the drift position."""
+    """The examples (shuffled, drifted, limited), their description, readers and drift position."""
     rng = random.Random(args.seed)
     readers = [files.open_stream(path, args.format, on_error=args.on_error) for path in args.files]
     name = ", ".join(r.path.name for r in readers) or "SMS Spam Collection (bundled)"
-    if args.domains and (args.drift not in drift.KINDS or len(readers) != 1 or not isinstance(readers[0], files.JSONLines)):
+    if args.domains and (
+        args.drift not in drift.KINDS
+        or len(readers) != 1
+        or not isinstance(readers[0], files.JSONLines)
+    ):
         raise ValueError("--domains needs --drift sudden|gradual|recurring and one JSON-lines file")
     if args.drift in drift.KINDS:
         return _drift(args, readers, name, rng)
@@ -136,7 +236,9 @@ def _load(args: argparse.Namespace) -> tuple[list, str, list[files.FileStream], 
     examples, position = examples[: args.limit], None
     if args.drift == "flip":
         position = args.drift_at if args.drift_at is not None else len(examples) // 2
-        examples = list(drift.label_flip(examples, position, sorted({y for _, y in examples}, key=str)))
+        examples = list(
+            drift.label_flip(examples, position, sorted({y for _, y in examples}, key=str))
+        )
         name += f", labels flip at {position:,}"
     return examples, name, readers, position
 
@@ -145,7 +247,10 @@ def _drift(args, readers, name, rng):
     """Concept drift between files, domains of one file, or (no file) synthetic SEA concepts."""
     if args.domains:
         domains = args.domains.split(",")
-        concepts = [list(files.JSONLines(readers[0].path, args.on_error, where={"domain": d})) for d in domains]
+        concepts = [
+            list(files.JSONLines(readers[0].path, args.on_error, where={"domain": d}))
+            for d in domains
+        ]
         for domain, concept in zip(domains, concepts):
             if not concept:
                 raise ValueError(f"no records with domain {domain!r} in {readers[0].path}")
@@ -155,7 +260,10 @@ def _drift(args, readers, name, rng):
     elif not readers:
         concepts, name = None, "SEA (river synthetic), variant 0 -> 3"
     else:
-        raise ValueError(f"{args.drift} drift needs concepts: two or more files, --domains, or no file for synthetic SEA")
+        raise ValueError(
+            f"{args.drift} drift needs concepts: two or more files, --domains, "
+            "or no file for synthetic SEA"
+        )
     if concepts is None:
         n = args.limit if args.limit is not None else SYNTHETIC_LENGTH
     else:
@@ -173,12 +281,18 @@ def _drift(args, readers, name, rng):
     else:
         stream = drift.concept_drift(concepts, args.drift, position, width, period, args.seed)
     name += f", {args.drift} drift at {position:,}"
-    name += f", width {width:,}" if args.drift == "gradual" else f", period {period:,}" if recurring else ""
+    name += (
+        f", width {width:,}"
+        if args.drift == "gradual"
+        else f", period {period:,}"
+        if recurring
+        else ""
+    )
     return list(itertools.islice(stream, n)), name, readers, position
 
 
 def _noise_rate(text: str, classes: list):
-    """'0.1' -> 0.1; 'spam=0.3,ham=0.05' -> {'spam': 0.3, 'ham': 0.05}, keyed by the stream's labels."""
+    """'0.1' -> 0.1; 'spam=0.3,ham=0.05' -> {'spam': 0.3, 'ham': 0.05}, keyed by the labels."""
     if "=" not in text:
         return _probability(text)
     by_name = {str(c): c for c in classes}

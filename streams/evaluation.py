@@ -46,7 +46,16 @@ from streams.noise import LabelNoise
 __all__ = ["COLUMNS", "Evaluation", "evaluate"]
 
 COLUMNS = (
-    "noise", "model", "step", "accuracy", "recent_accuracy", "log_loss", "mistakes", "flipped", "seconds", "throughput",
+    "noise",
+    "model",
+    "step",
+    "accuracy",
+    "recent_accuracy",
+    "log_loss",
+    "mistakes",
+    "flipped",
+    "seconds",
+    "throughput",
 )
 
 
@@ -101,7 +110,10 @@ class Evaluation:
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
         def line(cells, sep=" | " if markdown else "  "):
-            text = sep.join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+            text = sep.join(
+                c.ljust(w) if i in left else c.rjust(w)
+                for i, (c, w) in enumerate(zip(cells, widths))
+            )
             return f"| {text} |" if markdown else text
 
         rule = ["-" * w if i in left else "-" * (w - 1) + ":" for i, w in enumerate(widths)]
@@ -118,7 +130,9 @@ class Evaluation:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(document, fh, indent=1, default=str)
 
-    def plot(self, path, title: str | None = None, metric: str = "accuracy", marks: Sequence[int] = ()) -> None:
+    def plot(
+        self, path, title: str | None = None, metric: str = "accuracy", marks: Sequence[int] = ()
+    ) -> None:
         """Draw the learning curves to a PNG, one panel per noise level.
 
         `metric` is `"accuracy"` (running) or `"recent_accuracy"` (since the previous record);
@@ -223,7 +237,14 @@ def evaluate(
     noise_name = noise.name if noise is not None else "0%"
     records: list[dict] = []
     step = flipped = 0
-    bar = tqdm.tqdm(stream, total=total, disable=None if progress is None else not progress, delay=1.0, unit="ex", leave=False)
+    bar = tqdm.tqdm(
+        stream,
+        total=total,
+        disable=None if progress is None else not progress,
+        delay=1.0,
+        unit="ex",
+        leave=False,
+    )
     for x, y in bar:
         y_learn = noise(y) if noise is not None else y
         flipped += y_learn != y
@@ -240,7 +261,9 @@ def evaluate(
 def _name(models: Sequence[base.Classifier]) -> dict[str, base.Classifier]:
     names: dict[str, base.Classifier] = {}
     for model in models:
-        stem = " | ".join(model.steps) if isinstance(model, compose.Pipeline) else type(model).__name__
+        stem = (
+            " | ".join(model.steps) if isinstance(model, compose.Pipeline) else type(model).__name__
+        )
         name = stem
         count = 1
         while name in names:

@@ -16,7 +16,8 @@ Text examples (`{"text": ..., "label": ...}`) come out as `x = {"text": str}`, r
 >>> import gzip, tempfile, pathlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.jsonl.gz"
 >>> with gzip.open(path, "wt") as fh:
-...     _ = fh.write('{"x": {"a": 1}, "label": "pos"}\\nnot json\\n{"text": "hi", "label": "neg"}\\n')
+...     _ = fh.write('{"x": {"a": 1}, "label": "pos"}\\nnot json\\n')
+...     _ = fh.write('{"text": "hi", "label": "neg"}\\n')
 >>> stream = JSONLines(path, on_error="skip")
 >>> list(stream)
 [({'a': 1}, 'pos'), ({'text': 'hi'}, 'neg')]

@@ -15,7 +15,11 @@ LABELS = {"accuracy": "running accuracy", "recent_accuracy": "accuracy since the
 
 
 def learning_curves(
-    records: list[dict], path, title: str | None = None, metric: str = "accuracy", marks: Sequence[int] = ()
+    records: list[dict],
+    path,
+    title: str | None = None,
+    metric: str = "accuracy",
+    marks: Sequence[int] = (),
 ) -> None:
     """Accuracy against examples seen, one line per model, one panel per noise level.
 

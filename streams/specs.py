@@ -58,16 +58,22 @@ def _build(node: ast.AST, spec: str):
             raise ValueError(f"cannot build {ast.unparse(node)}: {error}") from None
     if isinstance(node, (ast.Name, ast.Attribute)):
         return _build(ast.Call(func=node, args=[], keywords=[]), spec)
-    raise ValueError(f"model spec {spec!r}: expected a class call such as AROW(r=0.1), got {ast.unparse(node)!r}")
+    raise ValueError(
+        f"model spec {spec!r}: expected a class call such as AROW(r=0.1), got {ast.unparse(node)!r}"
+    )
 
 
 def _value(node: ast.AST, spec: str):
-    if isinstance(node, ast.Call) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr)):
+    if isinstance(node, ast.Call) or (
+        isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr)
+    ):
         return _build(node, spec)
     try:
         return ast.literal_eval(node)
     except ValueError:
-        raise ValueError(f"model spec {spec!r}: {ast.unparse(node)!r} is not a literal or a call") from None
+        raise ValueError(
+            f"model spec {spec!r}: {ast.unparse(node)!r} is not a literal or a call"
+        ) from None
 
 
 def _resolve(node: ast.AST, spec: str) -> type:

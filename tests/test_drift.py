@@ -49,7 +49,9 @@ def test_gradual_drift_is_centred_on_the_position_even_where_river_overflows():
 
 
 def test_recurring_drift_alternates_every_period():
-    out = concepts_of(concept_drift([tagged("a"), tagged("b"), tagged("c")], "recurring", 100, period=50))
+    out = concepts_of(
+        concept_drift([tagged("a"), tagged("b"), tagged("c")], "recurring", 100, period=50)
+    )
     assert out[:400] == "a" * 100 + ("b" * 50 + "c" * 50 + "a" * 50) * 2
 
 

@@ -31,11 +31,31 @@ def read_csv(path):
 
 def test_end_to_end_on_a_shared_file_writes_png_csv_and_json(tmp_path, capsys):
     books = shared("mdsd_processed_acl_books.jsonl.gz")
-    png, table, document = tmp_path / "curves.png", tmp_path / "curves.csv", tmp_path / "result.json"
+    png, table, document = (
+        tmp_path / "curves.png",
+        tmp_path / "curves.csv",
+        tmp_path / "result.json",
+    )
     code = run(
-        books, "--shuffle", "--limit", 300, "--every", 100, "--noise", 0, 0.3,
-        "--model", "AROW(r=0.1)", "--model", "river.linear_model.PAClassifier(C=0.01)",
-        "--plot", png, "--csv", table, "--json", document,
+        books,
+        "--shuffle",
+        "--limit",
+        300,
+        "--every",
+        100,
+        "--noise",
+        0,
+        0.3,
+        "--model",
+        "AROW(r=0.1)",
+        "--model",
+        "river.linear_model.PAClassifier(C=0.01)",
+        "--plot",
+        png,
+        "--csv",
+        table,
+        "--json",
+        document,
     )
     assert code == 0
     out = capsys.readouterr().out
@@ -44,7 +64,9 @@ def test_end_to_end_on_a_shared_file_writes_png_csv_and_json(tmp_path, capsys):
     rows = read_csv(table)
     assert len(rows) == 2 * 2 * 3
     assert {(r["noise"], r["model"]) for r in rows} == {
-        (n, m) for n in ("0%", "30%") for m in ("AROW(r=0.1)", "river.linear_model.PAClassifier(C=0.01)")
+        (n, m)
+        for n in ("0%", "30%")
+        for m in ("AROW(r=0.1)", "river.linear_model.PAClassifier(C=0.01)")
     }
     assert all(0.0 <= float(r["accuracy"]) <= 1.0 for r in rows)
     info = json.loads(document.read_text())["info"]
@@ -63,7 +85,21 @@ def test_default_run_uses_the_bundled_stream_and_default_models(capsys):
 
 
 def test_synthetic_sudden_drift(tmp_path):
-    assert run("--drift", "sudden", "--limit", 2000, "--model", "AROW()", "--json", tmp_path / "r.json", "--plot", tmp_path / "r.png") == 0
+    assert (
+        run(
+            "--drift",
+            "sudden",
+            "--limit",
+            2000,
+            "--model",
+            "AROW()",
+            "--json",
+            tmp_path / "r.json",
+            "--plot",
+            tmp_path / "r.png",
+        )
+        == 0
+    )
     document = json.loads((tmp_path / "r.json").read_text())
     assert document["info"]["drift_at"] == 1000 and document["summary"][0]["step"] == 2000
     assert "SEA" in document["info"]["data"] and document["info"]["classes"] == [False, True]
@@ -72,7 +108,20 @@ def test_synthetic_sudden_drift(tmp_path):
 def test_domain_drift_and_label_flip(tmp_path):
     text = shared("mdsd_sorted_acl_text.jsonl.gz")
     args = ("--model", "AROW()", "--json", tmp_path / "r.json", "--every", 100)
-    assert run(text, "--drift", "sudden", "--domains", "books,kitchen", "--shuffle", "--limit", 600, *args) == 0
+    assert (
+        run(
+            text,
+            "--drift",
+            "sudden",
+            "--domains",
+            "books,kitchen",
+            "--shuffle",
+            "--limit",
+            600,
+            *args,
+        )
+        == 0
+    )
     info = json.loads((tmp_path / "r.json").read_text())["info"]
     assert info["drift_at"] == 300 and "books -> kitchen" in info["data"]
     assert run("--drift", "flip", "--drift-at", 100, "--limit", 300, *args) == 0
@@ -82,16 +131,27 @@ def test_domain_drift_and_label_flip(tmp_path):
 
 
 def test_tune_reports_choices_and_evaluates_on_the_rest(tmp_path, capsys):
-    assert run("--tune", "--limit", 500, "--tune-size", 100, "--model", "AROW()", "--json", tmp_path / "r.json") == 0
+    document, markdown = tmp_path / "r.json", tmp_path / "r.md"
+    argv = ("--tune", "--limit", 500, "--tune-size", 100, "--model", "AROW()")
+    assert run(*argv, "--json", document, "--markdown", markdown) == 0
     out = capsys.readouterr().out
     assert "tuned on the first 100 examples at noise 0%: AROW() -> AROW(r=" in out
-    document = json.loads((tmp_path / "r.json").read_text())
-    assert document["summary"][0]["step"] == 400
-    assert document["info"]["tuned"]["0%"]["AROW()"].startswith("AROW(r=")
+    result = json.loads(document.read_text())
+    assert result["summary"][0]["step"] == 400
+    chosen = result["info"]["tuned"]["0%"]["AROW()"]
+    assert chosen.startswith("AROW(r=")
+    text = markdown.read_text()
+    assert text.startswith("SMS Spam Collection (bundled); parameters tuned on the first 100")
+    assert "| 0%    | AROW()" in text and f"AROW() -> {chosen}" in text
 
 
 def test_class_conditional_noise(tmp_path):
-    assert run("--limit", 2000, "--noise", "spam=1.0", "--model", "AROW()", "--csv", tmp_path / "r.csv") == 0
+    assert (
+        run(
+            "--limit", 2000, "--noise", "spam=1.0", "--model", "AROW()", "--csv", tmp_path / "r.csv"
+        )
+        == 0
+    )
     last = read_csv(tmp_path / "r.csv")[-1]
     spam = sum(1 for _, y in list(evaluate_cli.files.sms_spam())[:2000] if y == "spam")
     assert last["noise"] == "spam 100%" and int(last["flipped"]) == spam

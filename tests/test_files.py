@@ -150,7 +150,9 @@ def test_csv_without_target_column_fails_whatever_the_policy(tmp_path):
 def test_where_filters_records(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text(
-        "\n".join(json.dumps({"text": str(i), "label": i % 2, "domain": "ab"[i % 2]}) for i in range(6))
+        "\n".join(
+            json.dumps({"text": str(i), "label": i % 2, "domain": "ab"[i % 2]}) for i in range(6)
+        )
     )
     assert [x["text"] for x, _ in JSONLines(path, where={"domain": "b"})] == ["1", "3", "5"]
 

@@ -12,7 +12,11 @@ from streams.specs import parse, prepare
         ("AROW", river_cw.AROW, {"r": 1.0}),
         ("CW(confidence=0.8, variant='var')", river_cw.CW, {"confidence": 0.8, "variant": "var"}),
         ("river.linear_model.PAClassifier(C=0.01)", linear_model.PAClassifier, {"C": 0.01}),
-        ("linear_model.PAClassifier(C=1e-3, mode=2)", linear_model.PAClassifier, {"C": 0.001, "mode": 2}),
+        (
+            "linear_model.PAClassifier(C=1e-3, mode=2)",
+            linear_model.PAClassifier,
+            {"C": 0.001, "mode": 2},
+        ),
         ("river_cw.NHERD(C=2)", river_cw.NHERD, {"C": 2}),
     ],
 )
@@ -23,7 +27,9 @@ def test_parse(spec, cls, params):
 
 
 def test_parse_nested_calls_and_pipelines():
-    model = parse("preprocessing.StandardScaler() | linear_model.LogisticRegression(optimizer=optim.SGD(0.05))")
+    model = parse(
+        "preprocessing.StandardScaler() | linear_model.LogisticRegression(optimizer=optim.SGD(.05))"
+    )
     assert isinstance(model, compose.Pipeline)
     scaler, lr = model.steps.values()
     assert isinstance(scaler, preprocessing.StandardScaler)
@@ -58,7 +64,9 @@ def test_prepare_wraps_text_and_binary_only_models():
     bag, ovr = text_pa.steps.values()
     assert isinstance(bag, feature_extraction.BagOfWords) and bag.on == "text"
     assert isinstance(ovr, multiclass.OneVsRestClassifier)
-    assert isinstance(prepare(linear_model.PAClassifier(), bool_labels=True), linear_model.PAClassifier)
+    assert isinstance(
+        prepare(linear_model.PAClassifier(), bool_labels=True), linear_model.PAClassifier
+    )
     assert isinstance(prepare(river_cw.AROW()), river_cw.AROW)  # multi-class already
     pipeline = feature_extraction.TFIDF(on="text") | river_cw.AROW()
     assert prepare(pipeline, text=True) is pipeline
