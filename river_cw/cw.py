@@ -193,9 +193,8 @@ class CW(GaussianClassifier):
         alpha = cw_stdev_alpha(m, v, phi)
         return (alpha, cw_stdev_gamma(alpha, v, phi)) if alpha > 0.0 else None
 
-    def _exact_step(self, m, v, entries):
+    def _exact_step(self, m, v, u):
         phi = self._phi
-        u = [(self.initial_variance if w is None else w[1]) * d * d for w, _, _, d in entries]
         if self.variant == "var":
             alpha = exact_var_alpha(m, v, phi, u)
             gamma = 2.0 * alpha * phi

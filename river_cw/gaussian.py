@@ -23,6 +23,7 @@ section 6): ``project`` (their "KL": ``1/s_j <- 1/s_j + gamma d_j^2``), ``drop``
 from __future__ import annotations
 
 import math
+from math import fsum
 
 import numpy as np
 
@@ -41,6 +42,7 @@ class DiagonalGaussian:
     """Independent weights: each block maps a feature to ``[mean, variance]``.
 
     Absent features have mean 0 and the prior variance; they are stored only once learned.
+    Sums are exactly rounded (`math.fsum`), so the order of the features never changes a result.
     """
 
     def __init__(self, initial_variance: float):
@@ -58,14 +60,16 @@ class DiagonalGaussian:
         scores = []
         for block in self.blocks:
             get = block.get
-            score = unseen = 0.0
+            terms = []
+            unseen = 0.0
             try:
                 for f, xf in x.items():
                     w = get(f)
                     if w is None:
                         unseen += xf  # touched so that bad values surface here too
                     else:
-                        score += w[0] * xf
+                        terms.append(w[0] * xf)
+                score = fsum(terms)
                 ok = math.isfinite(score + unseen)
             except TypeError:
                 ok = False
@@ -80,45 +84,63 @@ class DiagonalGaussian:
         out = []
         for block in self.blocks:
             get = block.get
-            total = 0.0
+            terms = []
             for f, xf in x.items():
                 w = get(f)
-                total += (prior if w is None else w[1]) * xf * xf
-            out.append(total)
+                terms.append((prior if w is None else w[1]) * xf * xf)
+            out.append(fsum(terms))
         return np.diag(out)
 
-    def margin_variance(self, x: dict, pairs) -> tuple[float, list]:
-        """``v = d' Sigma d`` and the entries ``[weight or None, block, feature, d_j]`` of d."""
+    def margin(self, x: dict, pairs) -> tuple[float, float, list, tuple]:
+        """One pass over d: ``m = mu . d``, ``v = d' Sigma d``, the terms ``u_j = s_j d_j^2`` of
+        v, and d's entries for `update`. Raises on a bad `x` (every value is touched)."""
         prior = self.initial_variance
-        v = 0.0
-        entries = []
-        for b, sign in pairs:
-            get = self.blocks[b].get
-            for f, xf in x.items():
-                if xf:
+        m_terms, u, seen, unseen = [], [], [], []
+        try:
+            for b, sign in pairs:
+                get = self.blocks[b].get
+                for f, xf in x.items():
                     w = get(f)
-                    v += (prior if w is None else w[1]) * xf * xf
-                    entries.append((w, b, f, sign * xf))
-        return v, entries
+                    d2 = xf * xf
+                    if w is None:
+                        if d2:  # a zero feature value teaches nothing: store nothing
+                            u.append(prior * d2)
+                            unseen.append((b, f, sign * xf))
+                    else:
+                        m_terms.append(w[0] * xf * sign)
+                        u.append(w[1] * d2)
+                        seen.append((w, sign * xf))
+            m, v = fsum(m_terms), fsum(u)
+            ok = math.isfinite(m) and math.isfinite(v)
+        except TypeError:
+            ok = False
+        if not ok:
+            _raise_bad_input(x)
+        return m, v, u, (seen, unseen)
 
-    def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> None:
+    def update(self, entries: tuple, alpha: float, gamma: float, v: float, scheme) -> None:
         """Apply one step; `scheme` is "project", "drop" or a function ``(s_j, d_j^2) -> s_j``.
 
         Variances stay in ``[0, s_j]``: a spent variance is 0, never negative or NaN.
         """
+        seen, unseen = entries
         prior = self.initial_variance
-        blocks = self.blocks
-        beta = gamma / (1.0 + gamma * v)
-        for w, b, f, d in entries:
-            if w is None:
-                w = blocks[b][f] = [0.0, prior]
-            s = w[1]
-            w[0] += alpha * s * d
-            if scheme == "project":
+        seen.extend((self.blocks[b].setdefault(f, [0.0, prior]), d) for b, f, d in unseen)
+        if scheme == "project":
+            for w, d in seen:
+                s = w[1]
+                w[0] += alpha * s * d
                 w[1] = s / (1.0 + gamma * (d * d * s))
-            elif scheme == "drop":
+        elif scheme == "drop":
+            beta = gamma / (1.0 + gamma * v)
+            for w, d in seen:
+                s = w[1]
+                w[0] += alpha * s * d
                 w[1] = s * max(0.0, 1.0 - beta * (d * d * s))
-            else:
+        else:
+            for w, d in seen:
+                s = w[1]
+                w[0] += alpha * s * d
                 w[1] = scheme(s, d * d)
 
 
@@ -165,8 +187,9 @@ class FullGaussian:
                     embed[b, i] = xf
         return embed @ self.cov @ embed.T + np.diag(prior)
 
-    def margin_variance(self, x: dict, pairs) -> tuple[float, tuple]:
-        """``v = d' Sigma d`` with d's rows and values; unseen rows count with the prior."""
+    def margin(self, x: dict, pairs) -> tuple[float, float, None, tuple]:
+        """``m = mu . d`` and ``v = d' Sigma d`` with d's rows and values; unseen rows count with
+        the prior. (No per-coordinate terms: the exact schemes are diagonal.)"""
         values = self._values(x)
         rows, d, prior_v = [], [], 0.0
         unseen = []
@@ -182,7 +205,9 @@ class FullGaussian:
         rows, d = np.array(rows, dtype=int), np.array(d)
         sigma_d = self.cov[:, rows] @ d
         v = float(d @ sigma_d[rows]) + prior_v
-        return v, (rows, d, sigma_d, unseen)
+        if not math.isfinite(v):
+            _raise_bad_input(x)
+        return float(self.mean[rows] @ d), v, None, (rows, d, sigma_d, unseen)
 
     def update(self, entries: tuple, alpha: float, gamma: float, v: float, scheme=None) -> None:
         """Apply one step; `scheme` is for the diagonal engine only and must be None here."""

@@ -1,0 +1,203 @@
+"""Diagonal schemes against their formulas, the KKT equalities, and the exact solvers' robustness.
+
+The diagonal schemes are the full update seen through a diagonal Sigma: ``drop`` keeps the
+diagonal of the new covariance, ``project`` the diagonal of the new precision (JMLR 2012,
+section 6). So the dense full-covariance references of `tests.reference` check them too.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import river_cw
+from river_cw.cw import exact_stdev_step, exact_var_alpha
+from tests import reference
+from tests.test_reference import NAMES, as_dict, random_stream
+
+D = len(NAMES)
+
+
+def diagonal_state(model):
+    block = model._gaussian.blocks[0]
+    mu = np.array([block[f][0] if f in block else 0.0 for f in NAMES])
+    s = np.array([block[f][1] if f in block else model.initial_variance for f in NAMES])
+    return mu, s
+
+
+RULES = {
+    "CW-var": (lambda **kw: river_cw.CW(variant="var", **kw), lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9)),
+    "CW-stdev": (lambda **kw: river_cw.CW(**kw), lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.9)),
+    "AROW": (lambda **kw: river_cw.AROW(r=0.5, **kw), lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5)),
+    "NHERD": (lambda **kw: river_cw.NHERD(C=0.3, **kw), lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3)),
+    "SCW-I": (lambda **kw: river_cw.SCW(C=0.5, **kw), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I")),
+    "SCW-II": (lambda **kw: river_cw.SCW(C=0.5, variant="II", **kw), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II")),
+}
+
+
+@pytest.mark.parametrize("scheme", ["project", "drop"])
+@pytest.mark.parametrize("rule", sorted(RULES))
+@pytest.mark.parametrize("seed", range(3))
+def test_diagonal_scheme_is_the_full_update_seen_through_the_diagonal(rule, scheme, seed):
+    make, paper = RULES[rule]
+    model = make(diagonal=scheme)
+    # 30 examples: long enough for every rule to update often, short enough that the dense
+    # reference's matrix inverse stays accurate before CW's variances collapse
+    for x, y in random_stream(seed, n=30):
+        mu, s = diagonal_state(model)
+        full_mu, full_S = paper(mu, np.diag(s), x, 1 if y else -1)
+        model.learn_one(as_dict(x), y)
+        got_mu, got_s = diagonal_state(model)
+        np.testing.assert_allclose(got_mu, full_mu, rtol=1e-9, atol=1e-12)
+        if scheme == "drop":
+            np.testing.assert_allclose(got_s, np.diag(full_S), rtol=1e-9, atol=1e-12)
+        else:
+            np.testing.assert_allclose(1 / got_s, np.diag(np.linalg.inv(full_S)), rtol=1e-9)
+
+
+@pytest.mark.parametrize("variant", ["var", "stdev"])
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_diagonal_cw_meets_its_constraint_with_equality(variant, seed):
+    """After each exact step on a violated example: m_new = phi v_new (var) or
+    m_new = phi sqrt(v_new) (stdev), with the per-coordinate update of JMLR section 6.2."""
+    model = river_cw.CW(variant=variant, diagonal="exact", confidence=0.85)
+    phi = model._phi
+    updates = 0
+    for x, y in random_stream(seed, n=80):
+        sign = 1 if y else -1
+        mu, s = diagonal_state(model)
+        m, v = sign * mu @ x, s @ x**2
+        model.learn_one(as_dict(x), y)
+        new_mu, new_s = diagonal_state(model)
+        m_new, v_new = sign * new_mu @ x, new_s @ x**2
+        bound = phi * v if variant == "var" else phi * math.sqrt(v)
+        if len(model.classes_) < 2 or m >= bound:
+            continue
+        updates += 1
+        target = phi * v_new if variant == "var" else phi * math.sqrt(v_new)
+        assert m_new == pytest.approx(target, rel=1e-9)
+        alpha = (m_new - m) / v
+        if variant == "var":
+            expected = s / (1 + 2 * alpha * phi * x**2 * s)
+        else:
+            root_v = math.sqrt(v_new)
+            expected = s * root_v / (root_v + alpha * phi * x**2 * s)
+        np.testing.assert_allclose(new_s, expected, rtol=1e-9)
+    assert updates > 10
+
+
+def test_exact_diagonal_nherd_runs_the_one_dimensional_update_per_coordinate():
+    C = 0.4
+    model = river_cw.NHERD(C=C, diagonal="exact")
+    for x, y in random_stream(1):
+        mu, s = diagonal_state(model)
+        sign = 1 if y else -1
+        m, v = sign * mu @ x, s @ x**2
+        model.learn_one(as_dict(x), y)
+        new_mu, new_s = diagonal_state(model)
+        if m < 1:
+            np.testing.assert_allclose(new_mu, mu + (1 - m) / (v + 1 / C) * sign * s * x, atol=1e-12)
+            np.testing.assert_allclose(new_s, s / (1 + C * x**2 * s) ** 2, rtol=1e-12)
+
+
+CONFIGS = [
+    river_cw.CW(variant=variant, diagonal=diagonal)
+    for variant in ("var", "stdev")
+    for diagonal in ("project", "drop", "exact")
+] + [
+    river_cw.AROW(diagonal="drop"),
+    river_cw.AROW(),
+    river_cw.NHERD(diagonal="exact"),
+    river_cw.NHERD(diagonal="drop"),
+    river_cw.SOP(),
+    river_cw.SCW(variant="II", diagonal="drop"),
+]
+
+
+@pytest.mark.parametrize("model", CONFIGS, ids=repr)
+@pytest.mark.parametrize("seed", range(3))
+def test_diagonal_variances_stay_positive_and_never_grow(model, seed):
+    model = model.clone()
+    previous = diagonal_state(model)[1]
+    for x, y in random_stream(seed, n=100):
+        model.learn_one(as_dict(x), y)
+        s = diagonal_state(model)[1]
+        assert np.all(s > 0) and np.all(s <= previous * (1 + 1e-12))
+        previous = s
+
+
+@pytest.mark.parametrize(
+    "model",
+    [river_cw.CW(covariance="full"), river_cw.CW(variant="var", covariance="full"), river_cw.AROW(covariance="full"), river_cw.NHERD(covariance="full"), river_cw.SCW(covariance="full")],
+    ids=repr,
+)
+def test_full_covariance_stays_positive_definite_and_never_grows(model):
+    model = model.clone()
+    previous = np.eye(D)
+    for x, y in random_stream(2, n=100):
+        model.learn_one(as_dict(x), y)
+        from tests.test_reference import library_state
+
+        S = library_state(model)[1]
+        assert np.linalg.eigvalsh(S).min() > 0
+        assert np.linalg.eigvalsh(previous - S).min() > -1e-12
+        previous = S
+
+
+magnitudes = st.floats(min_value=-150, max_value=150).map(lambda e: 10.0**e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    m=st.floats(min_value=-1e6, max_value=1e6),
+    u=st.lists(magnitudes, min_size=1, max_size=20),
+    confidence=st.floats(min_value=0.55, max_value=0.999),
+)
+def test_exact_solvers_are_finite_and_feasible_for_any_input(m, u, confidence):
+    phi = reference.phi_of(confidence)
+    v = sum(u)
+    alpha = exact_var_alpha(m, v, phi, u)
+    assert math.isfinite(alpha) and alpha >= 0
+    if alpha > 0:  # the constraint holds after the step, to rounding
+        v_new = sum(uj / (1 + 2 * alpha * phi * uj) for uj in u)
+        assert m + alpha * v >= phi * v_new * (1 - 1e-9) - 1e-9 * abs(m)
+    alpha, s = exact_stdev_step(m, v, phi, u)
+    assert math.isfinite(alpha) and alpha >= 0 and math.isfinite(s)
+    if alpha > 0:
+        assert s > 0
+        v_new = sum(uj * s / (s + alpha * phi * uj) for uj in u)
+        assert s * s == pytest.approx(v_new, rel=1e-6)
+
+
+@pytest.mark.parametrize("diagonal", ["exact", "project", "drop"])
+@pytest.mark.parametrize("variant", ["var", "stdev"])
+def test_huge_and_tiny_feature_values_never_produce_nan(variant, diagonal):
+    rng = np.random.default_rng(0)
+    model = river_cw.CW(variant=variant, diagonal=diagonal)
+    for i in range(300):
+        scale = 10.0 ** rng.uniform(-120, 120)
+        x = {f"f{j}": float(rng.normal() * scale) for j in range(8)}
+        model.learn_one(x, bool(i % 2))
+        assert not any(math.isnan(a) or math.isnan(b) for a, b in model._gaussian.blocks[0].values())
+        proba = model.predict_proba_one(x)
+        assert all(0.0 <= p <= 1.0 for p in proba.values())
+
+
+def test_stdev_exact_survives_variance_collapse():
+    """On a long stream the exact stdev variant drives v towards 0 (DESIGN.md); still no NaN."""
+    rng = np.random.default_rng(1)
+    model = river_cw.CW(diagonal="exact", confidence=0.95)
+    w = rng.normal(size=8)
+    for _ in range(2000):
+        x = rng.normal(size=8)
+        model.learn_one({j: float(v) for j, v in enumerate(x)}, bool(w @ x + rng.normal() > 0))
+    state = pickle.dumps(model)
+    variances = [s for _, s in model._gaussian.blocks[0].values()]
+    assert all(math.isfinite(s) and s >= 0 for s in variances)
+    assert min(variances) < 1e-3
+    assert pickle.loads(state).predict_one({0: 1.0}) in (False, True)
