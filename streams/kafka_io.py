@@ -1,0 +1,232 @@
+"""Kafka plumbing (kafka-python): connection settings, topic creation, a source, and sinks.
+
+The source reads co-partitioned topics (the examples topic and, optionally, the labels topic,
+with the same number of partitions and both keyed by example id, so that an example and its
+label land in the same partition number). It works in one of two modes:
+
+- consumer group (`group_id`): partitions are split between the members; the range assignor
+  gives each member the same partition numbers of both topics. `on_assign`/`on_revoke` are
+  called with partition numbers on every rebalance.
+- static (`partitions`, or all of them): no group, no rebalances; restarts are immediate.
+
+It never commits offsets to Kafka: the caller keeps its own offsets and `seek`s to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+
+
+class BrokerUnavailable(RuntimeError):
+    """No Kafka broker answered at the bootstrap address."""
+
+
+class TopicError(RuntimeError):
+    """A topic is missing or the topics are not co-partitioned."""
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """Connection and group settings.
+
+    kafka-python's group defaults make joins slow (the rebalance waits up to
+    max_poll_interval_ms, 300 s); these defaults let two members split partitions in ~3 s.
+    A member must poll again within max_poll_interval_ms, checkpoint included.
+    """
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    session_timeout_ms: int = 6000
+    heartbeat_interval_ms: int = 1000
+    max_poll_interval_ms: int = 10000
+    connect_timeout_ms: int = 10000  # give up at start when no broker answers within this
+    fetch_max_wait_ms: int = 100
+
+    def _common(self) -> dict:
+        return {"bootstrap_servers": self.bootstrap_servers,
+                "bootstrap_timeout_ms": self.connect_timeout_ms}
+
+
+def _connect(factory: Callable, settings: KafkaSettings, **config):
+    try:
+        return factory(**settings._common(), **config)
+    except KafkaTimeoutError as error:
+        raise BrokerUnavailable(
+            f"cannot reach a Kafka broker at {settings.bootstrap_servers} "
+            f"within {settings.connect_timeout_ms} ms ({error})"
+        ) from None
+
+
+def create_topics(bootstrap_servers: str, topics: dict[str, int]) -> None:
+    """Create topics (name -> number of partitions); existing ones are left as they are."""
+    settings = KafkaSettings(bootstrap_servers)
+    admin = _connect(KafkaAdminClient, settings)
+    try:
+        for name, partitions in topics.items():
+            try:
+                admin.create_topics([NewTopic(name, partitions, 1)])
+            except TopicAlreadyExistsError:
+                pass
+    finally:
+        admin.close()
+
+
+class _Listener(ConsumerRebalanceListener):
+    def __init__(self, source: KafkaSource):
+        self.source = source
+
+    def on_partitions_revoked(self, revoked):
+        self.source._set_assignment(set(), revoked={tp.partition for tp in revoked})
+
+    def on_partitions_assigned(self, assigned):
+        self.source._set_assignment({tp.partition for tp in assigned})
+
+
+class KafkaSource:
+    """Records of co-partitioned `topics`, by consumer group or static assignment."""
+
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        topics: list[str],
+        *,
+        group_id: str | None = None,
+        partitions: Iterable[int] | None = None,
+    ):
+        if group_id is not None and partitions is not None:
+            raise ValueError("give a consumer group or static partitions, not both")
+        self.topics = list(topics)
+        self.group_id = group_id
+        self.partitions: set[int] = set()  # assigned partition numbers (the same in every topic)
+        self._static = None if partitions is None else set(partitions)
+        self._on_assign = self._on_revoke = lambda partitions: None
+        self._consumer = _connect(
+            KafkaConsumer, settings,
+            group_id=group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=settings.session_timeout_ms,
+            heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            max_poll_interval_ms=settings.max_poll_interval_ms,
+            fetch_max_wait_ms=settings.fetch_max_wait_ms,
+            partition_assignment_strategy=(RangePartitionAssignor,),
+        )
+        try:
+            self._count = self._check_topics()
+        except BaseException:
+            self.close()
+            raise
+
+    def start(
+        self, on_assign: Callable[[set[int]], None], on_revoke: Callable[[set[int]], None]
+    ) -> None:
+        """Join the group (callbacks run inside `poll`) or take the static partitions now."""
+        self._on_assign, self._on_revoke = on_assign, on_revoke
+        if self.group_id is not None:
+            self._consumer.subscribe(self.topics, listener=_Listener(self))
+            return
+        wanted = set(range(self._count)) if self._static is None else self._static
+        if not wanted <= set(range(self._count)):
+            raise TopicError(
+                f"topic {self.topics[0]!r} has partitions 0..{self._count - 1}, "
+                f"asked for {sorted(wanted)}"
+            )
+        self._consumer.assign([TopicPartition(t, p) for t in self.topics for p in sorted(wanted)])
+        self._set_assignment(wanted)
+
+    def _check_topics(self) -> int:
+        counts = {}
+        for topic in self.topics:
+            partitions = self._consumer.partitions_for_topic(topic)
+            if not partitions:
+                raise TopicError(f"topic {topic!r} does not exist on the broker")
+            counts[topic] = len(partitions)
+        if len(set(counts.values())) > 1:
+            raise TopicError(
+                f"topics must have the same number of partitions (co-partitioned by id), got {counts}"
+            )
+        return counts[self.topics[0]]
+
+    def _set_assignment(self, assigned: set[int], revoked: set[int] = frozenset()) -> None:
+        if revoked & self.partitions:
+            self._on_revoke(revoked & self.partitions)
+            self.partitions -= revoked
+        new = assigned - self.partitions
+        self.partitions |= assigned
+        if new:
+            self._on_assign(new)
+
+    def poll(self, timeout_ms: int) -> list:
+        """Records of one fetch, in offset order within each topic-partition."""
+        batches = self._consumer.poll(timeout_ms=timeout_ms)
+        return [record for records in batches.values() for record in records]
+
+    def seek(self, topic: str, partition: int, offset: int | None) -> None:
+        """Read `topic`/`partition` from `offset` next; None means from the beginning."""
+        tp = TopicPartition(topic, partition)
+        if offset is None:
+            self._consumer.seek_to_beginning(tp)
+        else:
+            self._consumer.seek(tp, offset)
+
+    def lag(self) -> int | None:
+        """Messages behind the high watermarks of the assigned partitions, if known yet.
+
+        Uses the high watermark of the last fetch (Tansu 0.6's ListOffsets answers the base
+        offset of the last batch + 1, not the log end, so `end_offsets` would understate it).
+        """
+        total = 0
+        for tp in self._consumer.assignment():
+            high = self._consumer.highwater(tp)
+            if high is None:
+                return None
+            total += max(0, high - self._consumer.position(tp))
+        return total
+
+    def close(self) -> None:
+        self._consumer.close(autocommit=False)
+
+
+class Sink:
+    """Writes JSON predictions and dead letters; `flush` blocks until the broker has them all."""
+
+    def __init__(self, settings: KafkaSettings, predictions_topic: str, dead_letter_topic: str):
+        self.predictions_topic = predictions_topic
+        self.dead_letter_topic = dead_letter_topic
+        self._producer = _connect(KafkaProducer, settings, acks="all", linger_ms=5)
+        self._sent: list = []  # futures since the last flush
+
+    def prediction(self, key: bytes, value: bytes) -> None:
+        self._sent.append(self._producer.send(self.predictions_topic, key=key, value=value))
+
+    def dead_letter(self, record, reason: str) -> None:
+        """Forward `record` as it came (key and value bytes) with the reason and origin in headers."""
+        headers = [
+            ("reason", reason.encode("utf-8")),
+            ("topic", record.topic.encode()),
+            ("partition", str(record.partition).encode()),
+            ("offset", str(record.offset).encode()),
+        ]
+        self._sent.append(self._producer.send(
+            self.dead_letter_topic, key=record.key, value=record.value, headers=headers
+        ))
+
+    def flush(self) -> None:
+        """Wait until every message sent so far is acknowledged; raise if any was not."""
+        try:
+            self._producer.flush()
+        except KafkaError as error:
+            raise BrokerUnavailable(f"could not deliver to the broker: {error}") from None
+        failed = [future.exception for future in self._sent if future.failed()]
+        self._sent.clear()
+        if failed:
+            raise BrokerUnavailable(f"{len(failed)} messages were not delivered: {failed[0]}")
+
+    def close(self) -> None:
+        self._producer.close()

@@ -1,0 +1,156 @@
+"""The serving consumer against a real Tansu broker: round trip, poison messages, delayed labels."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import time
+
+from river import feature_extraction
+
+from river_cw import AROW
+
+from streams import checkpoint
+from streams.consumer import ModelServer
+from streams.kafka_io import KafkaSettings, create_topics
+from streams.messages import encode_example, encode_label, encode_prediction
+from tests.conftest import read_jsonl, shuffled
+from tests.kafka_support import ServerThread, assert_same_model, offline, produce, read_topic, wait_until
+
+
+def text_model():
+    return feature_extraction.BagOfWords(on="text") | AROW()
+
+
+def server(broker, topic, tmp_path, model, **kwargs) -> ModelServer:
+    return ModelServer(
+        model, KafkaSettings(broker.bootstrap_servers, connect_timeout_ms=5000),
+        examples_topic=topic, predictions_topic=f"{topic}.predictions",
+        dead_letter_topic=f"{topic}.dead", checkpoint_dir=tmp_path, **kwargs,
+    )
+
+
+def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_path):
+    rows = read_jsonl("sms_spam_collection.jsonl.gz")[:5000]  # file order, ham and spam mixed
+    examples = [(i, {"text": row["text"]}, row["label"]) for i, row in enumerate(rows)]
+    topic = topic_name("round-trip")
+    create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
+    produce(kafka_broker.bootstrap_servers, topic, [encode_example(*e) for e in examples],
+            keys=[e[0] for e in examples])
+
+    started = time.monotonic()
+    states = server(kafka_broker, topic, tmp_path, text_model(), idle_timeout=1.0).run()
+    print(f"served 5000 in {time.monotonic() - started - 1.0:.2f} s")
+
+    predictions = [json.loads(r.value) for r in
+                   read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", 5000)]
+    reference, expected = offline(text_model(), examples)
+    assert [p["id"] for p in predictions] == list(range(5000))
+    assert predictions == [expected[i] for i in range(5000)]
+    state = states[0]
+    assert (state.learned, state.predicted, state.dead_letters) == (5000, 5000, 0)
+    assert state.offsets == {topic: 5000}
+    probe = [e[1] for e in examples]
+    assert_same_model(state.model, reference, probe)
+    saved = checkpoint.load(tmp_path / f"{topic}-0.ckpt")
+    assert saved.offsets == {topic: 5000}
+    assert_same_model(saved.model, reference, probe)
+
+
+# (garbage, what its dead-letter reason says)
+GARBAGE = [
+    (b"not json at all", "bad JSON"),
+    (b"", "bad JSON"),
+    (b'{"id": 1, "x": {"a": 1}', "bad JSON"),
+    (b"\xff\xfe\x00 binary", "not UTF-8"),
+    (b'{"id": 2, "x": {"a": NaN}, "label": "1"}', "non-finite number in JSON: NaN"),
+    (b'{"id": 3, "x": {"a": -Infinity}}', "non-finite number in JSON: -Infinity"),
+    (b'{"id": 4, "x": {"a": 1e999}}', "feature 'a' has a non-finite value: inf"),
+    (b'{"id": 5, "x": {"a": "3"}}', "wrong type: feature 'a' has a non-numeric value"),
+    (b'{"id": 6, "x": [1, 2]}', "wrong type: 'x' must be an object"),
+    (b'{"id": [6], "x": {}}', "wrong type: 'id' must be a string or integer"),
+    (b'{"id": 7, "x": {"a": 1}, "label": 1.5}', "wrong type: 'label'"),
+    (b'{"id": 8, "text": 42}', "wrong type: 'text' must be a string"),
+    (b"[1, 2, 3]", "unknown schema: expected a JSON object, got list"),
+    (b'{"x": {"a": 1}, "label": "1"}', "unknown schema: no 'id' field"),
+    (b'{"id": 9, "features": {"a": 1}}', "unknown schema: an example needs exactly one of"),
+    (b'{"id": 10, "x": {"a": 1}, "text": "hi"}', "unknown schema: an example needs exactly one of"),
+    (None, "empty message (no value)"),
+    (b'{"id": "t", "text": "valid, not for AROW"}', "the model cannot predict it: TypeError: feature 'text'"),
+]
+
+
+def test_poison_messages_go_to_the_dead_letter_topic(kafka_broker, topic_name, tmp_path):
+    rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=1)
+    good = [(i, row["x"], row["label"]) for i, row in enumerate(rows[:2000])]
+    garbage = [GARBAGE[i % len(GARBAGE)] for i in range(20)]  # 1 %, every kind at least once
+    stream = [("good", encode_example(*g), g) for g in good]
+    for position, (value, reason) in zip(random.Random(2).sample(range(1, 2020), 20), garbage):
+        stream.insert(position, ("bad", value, reason))
+    topic = topic_name("poison")
+    create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.dead": 1})
+    produce(kafka_broker.bootstrap_servers, topic, [value for _, value, _ in stream],
+            keys=[f"k{offset}" for offset in range(len(stream))])  # a null value needs a key
+
+    state = server(kafka_broker, topic, tmp_path, AROW(), idle_timeout=1.0).run()[0]
+
+    assert (state.learned, state.predicted, state.dead_letters) == (2000, 2000, 20)
+    letters = read_topic(kafka_broker.bootstrap_servers, f"{topic}.dead", 20)
+    expected = [(offset, value, reason) for offset, (kind, value, reason) in enumerate(stream)
+                if kind == "bad"]
+    assert len(letters) == 20
+    for letter, (offset, value, reason) in zip(letters, expected):
+        headers = {k: v.decode() for k, v in letter.headers}
+        assert (letter.key, letter.value, headers["topic"], headers["partition"],
+                headers["offset"]) == (f"k{offset}".encode(), value, topic, "0", str(offset))
+        assert headers["reason"].startswith(reason), headers["reason"]
+    reference, _ = offline(AROW(), good)  # a rejected example leaves AROW untouched
+    assert_same_model(state.model, reference, [g[1] for g in good])
+
+
+def test_delayed_labels_are_joined_and_learned(kafka_broker, topic_name, tmp_path):
+    rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=3)
+    data = {i: (row["x"], row["label"]) for i, row in enumerate(rows[:600])}
+    inline = [i for i in data if i % 3 == 0]
+    late = [i for i in data if i % 3 == 1]  # label after the example
+    early = [i for i in data if i % 3 == 2]  # label before the example
+    random.Random(4).shuffle(late)
+    topic = topic_name("delayed")
+    create_topics(kafka_broker.bootstrap_servers,
+                  {topic: 1, f"{topic}.labels": 1, f"{topic}.predictions": 1})
+    bootstrap = kafka_broker.bootstrap_servers
+    model = AROW()
+    running = ServerThread(server(kafka_broker, topic, tmp_path, model,
+                                  labels_topic=f"{topic}.labels"))
+    try:
+        state = lambda: running.server.states.get(0)  # noqa: E731
+        produce(bootstrap, f"{topic}.labels", [encode_label(i, data[i][1]) for i in early], keys=early)
+        wait_until(lambda: state() and len(state().pending_labels) == len(early), what="early labels")
+        produce(bootstrap, topic, [encode_example(i, data[i][0], data[i][1] if i in inline else None)
+                                   for i in data], keys=list(data))
+        wait_until(lambda: state().predicted == len(data), what="predictions")
+        assert (state().learned, len(state().pending_examples)) == (400, 200)
+        produce(bootstrap, f"{topic}.labels", [encode_label(i, data[i][1]) for i in late], keys=late)
+        wait_until(lambda: state().learned == len(data), what="late labels learned")
+    finally:
+        running.stop()
+
+    final = running.server.states[0]
+    assert (final.learned, final.pending_examples, final.pending_labels, final.expired) == (600, {}, {}, 0)
+    reference, expected = copy.deepcopy(model), {}
+    for i, (x, y) in data.items():  # examples in order, learning those whose label is there
+        expected[i] = json.loads(encode_prediction(
+            i, reference.predict_one(x), reference.predict_proba_one(x), expected_learned(i), 0))
+        if i not in late:
+            reference.learn_one(x, y)
+    for i in late:  # then the late labels, in the order they were sent
+        reference.learn_one(*data[i])
+    assert_same_model(final.model, reference, [x for x, _ in data.values()])
+    predictions = [json.loads(r.value) for r in read_topic(bootstrap, f"{topic}.predictions", 600)]
+    assert predictions == [expected[i] for i in data]
+
+
+def expected_learned(i: int) -> int:
+    """Examples learned before example i arrives: those before it that are not late."""
+    return sum(1 for j in range(i) if j % 3 != 1)
