@@ -38,7 +38,7 @@ class NHERD(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.NHERD(C=0.1)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.64%
+    Accuracy: 88.87%
 
     References
     ----------
