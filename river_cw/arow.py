@@ -39,7 +39,7 @@ class AROW(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.AROW(r=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 89.12%
+    Accuracy: 88.47%
 
     References
     ----------

@@ -63,28 +63,31 @@ class LinearClassifier(base.Classifier, abc.ABC):
         """Turn the binary vector into blocks ``[empty, w]`` (see the module docstring)."""
 
     @abc.abstractmethod
-    def _update(self, x: dict, pairs: tuple[tuple[int, int], ...], margin: float) -> None:
+    def _update(self, x: dict, pairs: tuple[tuple[int, int], ...]) -> None:
         """Learn from the difference vector ``sum(sign * f(x, block) for block, sign in pairs)``.
 
-        `margin` is the mean margin along it: ``y w . x`` when binary, ``w_y . x - w_y' . x``
-        when multi-class.
+        The margin along it is ``y w . x`` when binary and ``w_y . x - w_y' . x`` when
+        multi-class; it is computed here, in the same pass as the update's other sums. Raise on a
+        bad `x` before anything changes.
         """
 
     # -- river API ----------------------------------------------------------------------------
 
     def learn_one(self, x: dict, y, **kwargs) -> None:
         check_label(y)
-        scores = self._learning_scores(x)  # validates x before anything changes
         k = self._class_index.get(y)
+        if self.is_binary and (k is not None or len(self.classes_) < 2):
+            sign = 1 if (len(self.classes_) if k is None else k) == 1 else -1
+            self._update(x, ((0, sign),))  # validates x before anything changes
+            if k is None:
+                self._register(y)
+            return
+        scores = self._learning_scores(x)  # validates x before anything changes
         if k is None:
             k = self._register(y)
             scores = self._learning_scores(x)
-        if self.is_binary:
-            sign = 1 if k == 1 else -1
-            self._update(x, ((0, sign),), sign * scores[0])
-        else:
-            wrong = max((z for z in range(len(scores)) if z != k), key=scores.__getitem__)
-            self._update(x, ((k, 1), (wrong, -1)), scores[k] - scores[wrong])
+        wrong = max((z for z in range(len(scores)) if z != k), key=scores.__getitem__)
+        self._update(x, ((k, 1), (wrong, -1)))
 
     def predict_one(self, x: dict, **kwargs):
         if not self.classes_:
@@ -171,8 +174,9 @@ class GaussianClassifier(LinearClassifier):
     def _step(self, m: float, v: float) -> tuple[float, float] | None:
         """``(alpha, gamma)`` for margin mean `m` and variance `v > 0`, or None for no update."""
 
-    def _exact_step(self, m: float, v: float, entries: list):
-        """``(alpha, gamma, scheme)`` of the exact diagonal update (see `DiagonalGaussian`)."""
+    def _exact_step(self, m: float, v: float, u: list[float]):
+        """``(alpha, gamma, scheme)`` of the exact diagonal update, given the terms
+        ``u_j = Sigma_jj d_j^2`` of v (see `DiagonalGaussian`)."""
         raise NotImplementedError
 
     # -- hooks of LinearClassifier ------------------------------------------------------------
@@ -186,20 +190,17 @@ class GaussianClassifier(LinearClassifier):
     def _lift(self):
         self._gaussian.lift()
 
-    def _update(self, x, pairs, margin):
-        gaussian = self._gaussian
-        v, entries = gaussian.margin_variance(x, pairs)
-        if not math.isfinite(v):
-            raise ValueError("feature values too large: the margin variance overflows float64")
+    def _update(self, x, pairs):
+        m, v, u, entries = self._gaussian.margin(x, pairs)
         if v <= 0.0:  # no non-zero feature, or all their variance is spent: nothing to learn
             return
         try:
             if self.covariance == "full":
-                step = self._step(margin, v)
+                step = self._step(m, v)
             elif self.diagonal == "exact":
-                step = self._exact_step(margin, v, entries)
+                step = self._exact_step(m, v, u)
             else:
-                step = self._step(margin, v)
+                step = self._step(m, v)
                 step = step and (*step, self.diagonal)
         except (ZeroDivisionError, OverflowError):
             step = None  # values so extreme that float64 cannot express the step
@@ -208,7 +209,7 @@ class GaussianClassifier(LinearClassifier):
         alpha, gamma, *scheme = step
         # With v near 0 and a violated constraint, CW's step can overflow float64; skip it.
         if math.isfinite(alpha) and math.isfinite(gamma):
-            gaussian.update(entries, alpha, gamma, v, *scheme)
+            self._gaussian.update(entries, alpha, gamma, v, *scheme)
 
     # -- probabilities ------------------------------------------------------------------------
 

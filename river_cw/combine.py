@@ -26,6 +26,7 @@ def combine(models: list[GaussianClassifier], method: str = "kl") -> GaussianCla
     >>> import river_cw
     >>> a, b = river_cw.AROW(), river_cw.AROW()
     >>> a.learn_one({"x": 1.0}, True)
+    >>> a.learn_one({"x": -1.0}, False)
     >>> b.learn_one({"x": -1.0}, False)
     >>> b.learn_one({"x": 1.0}, True)
     >>> merged = river_cw.combine([a, b], method="kl")

@@ -153,9 +153,13 @@ class CW(GaussianClassifier):
     >>> from river import datasets, evaluate, metrics, preprocessing
     >>> import river_cw
 
-    >>> model = preprocessing.StandardScaler() | river_cw.CW(confidence=0.9)
+    >>> model = preprocessing.StandardScaler() | river_cw.CW(variant="var")
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.24%
+    Accuracy: 84.39%
+
+    CW forces every example to be classified with the required confidence, so on noisy,
+    non-separable data its variance collapses quickly (AROW and SCW were designed against
+    that); it shines on sparse, high-dimensional text.
 
     References
     ----------
@@ -193,9 +197,8 @@ class CW(GaussianClassifier):
         alpha = cw_stdev_alpha(m, v, phi)
         return (alpha, cw_stdev_gamma(alpha, v, phi)) if alpha > 0.0 else None
 
-    def _exact_step(self, m, v, entries):
+    def _exact_step(self, m, v, u):
         phi = self._phi
-        u = [(self.initial_variance if w is None else w[1]) * d * d for w, _, _, d in entries]
         if self.variant == "var":
             alpha = exact_var_alpha(m, v, phi, u)
             gamma = 2.0 * alpha * phi

@@ -91,19 +91,37 @@ class DiagonalGaussian:
             out.append(fsum(terms))
         return np.diag(out)
 
-    def margin_variance(self, x: dict, pairs) -> tuple[float, list]:
-        """``v = d' Sigma d`` and the entries ``(weight or None, block, feature, d_j)`` of d."""
+    def margin(self, x: dict, pairs) -> tuple[float, float, list, list]:
+        """One pass over d: ``m = mu . d``, ``v = d' Sigma d``, the terms ``u_j = s_j d_j^2`` of
+        v, and d's entries for `update`. Raises on a bad `x` (every value is touched)."""
         prior = self.initial_variance
-        terms = []
-        entries = []
-        for b, sign in pairs:
-            get = self.blocks[b].get
-            for f, xf in x.items():
-                if xf:
+        m, u, entries = 0.0, [], []
+        add_u = u.append
+        try:
+            for b, sign in pairs:
+                get = self.blocks[b].get
+                m_terms, seen, unseen = [], [], []
+                add_m, add_seen = m_terms.append, seen.append
+                for f, xf in x.items():
                     w = get(f)
-                    terms.append((prior if w is None else w[1]) * xf * xf)
-                    entries.append((w, b, f, sign * xf))
-        return fsum(terms), entries
+                    x2 = xf * xf
+                    if w is None:
+                        if x2:  # a zero feature value teaches nothing: store nothing
+                            add_u(prior * x2)
+                            unseen.append((f, xf))
+                    else:
+                        add_m(w[0] * xf)
+                        add_u(w[1] * x2)
+                        add_seen((w, xf))
+                m += sign * fsum(m_terms)
+                entries.append((b, sign, seen, unseen))
+            v = fsum(u)
+            ok = math.isfinite(m) and math.isfinite(v)
+        except TypeError:
+            ok = False
+        if not ok:
+            _raise_bad_input(x)
+        return m, v, u, entries
 
     def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> None:
         """Apply one step; `scheme` is "project", "drop" or a function ``(s_j, d_j^2) -> s_j``.
@@ -111,19 +129,27 @@ class DiagonalGaussian:
         Variances stay in ``[0, s_j]``: a spent variance is 0, never negative or NaN.
         """
         prior = self.initial_variance
-        blocks = self.blocks
         beta = gamma / (1.0 + gamma * v)
-        for w, b, f, d in entries:
-            if w is None:
-                w = blocks[b][f] = [0.0, prior]
-            s = w[1]
-            w[0] += alpha * s * d
+        for b, sign, seen, unseen in entries:
+            if unseen:
+                block = self.blocks[b]
+                seen.extend((block.setdefault(f, [0.0, prior]), xf) for f, xf in unseen)
+            a = alpha * sign  # d_j = sign x_j and d_j^2 = x_j^2
             if scheme == "project":
-                w[1] = s / (1.0 + gamma * (d * d * s))
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = s / (1.0 + gamma * (xf * xf * s))
             elif scheme == "drop":
-                w[1] = s * max(0.0, 1.0 - beta * (d * d * s))
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = s * max(0.0, 1.0 - beta * (xf * xf * s))
             else:
-                w[1] = scheme(s, d * d)
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = scheme(s, xf * xf)
 
 
 class FullGaussian:
@@ -169,8 +195,9 @@ class FullGaussian:
                     embed[b, i] = xf
         return embed @ self.cov @ embed.T + np.diag(prior)
 
-    def margin_variance(self, x: dict, pairs) -> tuple[float, tuple]:
-        """``v = d' Sigma d`` with d's rows and values; unseen rows count with the prior."""
+    def margin(self, x: dict, pairs) -> tuple[float, float, None, tuple]:
+        """``m = mu . d`` and ``v = d' Sigma d`` with d's rows and values; unseen rows count with
+        the prior. (No per-coordinate terms: the exact schemes are diagonal.)"""
         values = self._values(x)
         rows, d, prior_v = [], [], 0.0
         unseen = []
@@ -186,7 +213,9 @@ class FullGaussian:
         rows, d = np.array(rows, dtype=int), np.array(d)
         sigma_d = self.cov[:, rows] @ d
         v = float(d @ sigma_d[rows]) + prior_v
-        return v, (rows, d, sigma_d, unseen)
+        if not math.isfinite(v):
+            _raise_bad_input(x)
+        return float(self.mean[rows] @ d), v, None, (rows, d, sigma_d, unseen)
 
     def update(self, entries: tuple, alpha: float, gamma: float, v: float, scheme=None) -> None:
         """Apply one step; `scheme` is for the diagonal engine only and must be None here."""

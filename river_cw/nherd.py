@@ -38,7 +38,7 @@ class NHERD(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.NHERD(C=0.1)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.64%
+    Accuracy: 88.87%
 
     References
     ----------
@@ -63,7 +63,7 @@ class NHERD(GaussianClassifier):
             return None
         return (1.0 - m) / (v + 1.0 / self.C), 2.0 * self.C + self.C * self.C * v
 
-    def _exact_step(self, m, v, entries):
+    def _exact_step(self, m, v, u):
         step = self._step(m, v)
         if step is None:
             return None

@@ -35,7 +35,7 @@ class SOP(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.SOP(a=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 84.56%
+    Accuracy: 85.51%
 
     References
     ----------

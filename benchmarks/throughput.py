@@ -1,0 +1,91 @@
+"""Learning throughput of every classifier next to river's own linear models, in one run.
+
+A text stream from ../shared/data goes through river's `BagOfWords` once; every model then
+learns the same feature dicts with `learn_one` in file order (shuffled with a fixed seed), so
+the times are the models' own. Each model runs `--repeat` times, in rounds over all models, and
+keeps its best CPU time.
+Prints a markdown table with examples/s, features/s and the ratio to river's PAClassifier and
+LogisticRegression measured in the same run.
+
+    python benchmarks/throughput.py [--data mdsd_sorted_acl_text.jsonl.gz] [--limit 4000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import time
+from pathlib import Path
+
+from river import feature_extraction, linear_model
+
+import river_cw
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def models():
+    return {
+        "river PAClassifier": lambda: linear_model.PAClassifier(),
+        "river LogisticRegression": lambda: linear_model.LogisticRegression(),
+        "river Perceptron": lambda: linear_model.Perceptron(),
+        "AROW": lambda: river_cw.AROW(),
+        "AROW drop": lambda: river_cw.AROW(diagonal="drop"),
+        "CW stdev": lambda: river_cw.CW(),
+        "CW var": lambda: river_cw.CW(variant="var"),
+        "CW stdev exact": lambda: river_cw.CW(diagonal="exact"),
+        "CW var exact": lambda: river_cw.CW(variant="var", diagonal="exact"),
+        "NHERD": lambda: river_cw.NHERD(),
+        "NHERD exact": lambda: river_cw.NHERD(diagonal="exact"),
+        "SOP": lambda: river_cw.SOP(),
+        "SCW-I": lambda: river_cw.SCW(),
+        "SCW-II": lambda: river_cw.SCW(variant="II"),
+    }
+
+
+def load(name: str, limit: int, seed: int = 0):
+    with gzip.open(DATA / name, "rt", encoding="utf-8") as fh:
+        examples = [json.loads(line) for line in fh]
+    random.Random(seed).shuffle(examples)
+    labels = sorted({ex["label"] for ex in examples})
+    bow = feature_extraction.BagOfWords(lowercase=True)
+    return [(bow.transform_one(ex["text"]), ex["label"] == labels[-1]) for ex in examples[:limit]]
+
+
+def cpu_time(make, stream) -> float:
+    """CPU seconds of one pass: process time is far steadier than wall time on a busy machine."""
+    model = make()
+    start = time.process_time()
+    for x, y in stream:
+        model.learn_one(x, y)
+    return time.process_time() - start
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="mdsd_sorted_acl_text.jsonl.gz")
+    parser.add_argument("--limit", type=int, default=4000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    stream = load(args.data, args.limit)
+    n_features = sum(len(x) for x, _ in stream)
+    times = dict.fromkeys(models(), float("inf"))
+    for _ in range(args.repeat):  # rounds over all models, so load changes hit them alike
+        for name, make in models().items():
+            times[name] = min(times[name], cpu_time(make, stream))
+    pa, lr = times["river PAClassifier"], times["river LogisticRegression"]
+    print(f"{args.data}: {len(stream)} examples, {n_features / len(stream):.0f} features each, learn_one only\n")
+    print("| model | examples/s | features/s | vs PAClassifier | vs LogisticRegression |")
+    print("|---|---:|---:|---:|---:|")
+    for name, seconds in times.items():
+        print(
+            f"| {name} | {len(stream) / seconds:,.0f} | {n_features / seconds:,.0f} "
+            f"| {pa / seconds:.2f}x | {lr / seconds:.2f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""Model specs: build river estimators from strings like `"AROW(r=0.1)"`, without `eval`.
+
+A spec is a Python expression read with `ast` and checked node by node: calls of classes
+(river or river_cw estimators, optimizers, losses ...), literal arguments, nested calls and
+`|` for pipelines. A bare name is looked up in `river_cw`; a dotted name starts at `river`
+or `river_cw` (a leading `river.` may be left out).
+
+>>> parse("AROW(r=0.1)").r
+0.1
+>>> parse("river.linear_model.PAClassifier(C=0.01)").C
+0.01
+>>> list(prepare(parse("river.linear_model.PAClassifier()"), text=True).steps)
+['BagOfWords', 'OneVsRestClassifier']
+>>> parse("__import__('os').system('ls')")
+Traceback (most recent call last):
+...
+ValueError: model spec "__import__('os').system('ls')": "__import__('os')" is not a class name
+
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+
+from river import base, compose, feature_extraction, multiclass
+
+import river_cw
+
+__all__ = ["parse", "prepare"]
+
+ROOTS = ("river_cw", "river")
+
+
+def parse(spec: str) -> base.Estimator:
+    """Build the estimator a spec describes; `ValueError` says what is wrong with it."""
+    try:
+        tree = ast.parse(spec.strip(), mode="eval")
+    except SyntaxError as error:
+        raise ValueError(f"cannot parse model spec {spec!r}: {error.msg}") from None
+    return _build(tree.body, spec)
+
+
+def _build(node: ast.AST, spec: str):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _build(node.left, spec) | _build(node.right, spec)
+    if isinstance(node, ast.Call):
+        cls = _resolve(node.func, spec)
+        args = [_value(arg, spec) for arg in node.args]
+        kwargs = {}
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise ValueError(f"**kwargs are not allowed in model spec {spec!r}")
+            kwargs[keyword.arg] = _value(keyword.value, spec)
+        try:
+            return cls(*args, **kwargs)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"cannot build {ast.unparse(node)}: {error}") from None
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return _build(ast.Call(func=node, args=[], keywords=[]), spec)
+    raise ValueError(
+        f"model spec {spec!r}: expected a class call such as AROW(r=0.1), got {ast.unparse(node)!r}"
+    )
+
+
+def _value(node: ast.AST, spec: str):
+    if isinstance(node, ast.Call) or (
+        isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr)
+    ):
+        return _build(node, spec)
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise ValueError(
+            f"model spec {spec!r}: {ast.unparse(node)!r} is not a literal or a call"
+        ) from None
+
+
+def _resolve(node: ast.AST, spec: str) -> type:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        raise ValueError(f"model spec {spec!r}: {ast.unparse(node)!r} is not a class name")
+    parts = [node.id, *reversed(parts)]
+    name = ".".join(parts)
+    if len(parts) == 1:
+        obj = getattr(river_cw, name, None)
+        if obj is None:
+            raise ValueError(
+                f"unknown model {name!r}: river_cw has no such class; "
+                f"for river's, write e.g. river.linear_model.PAClassifier()"
+            )
+    else:
+        if parts[0] not in ROOTS:
+            parts = ["river", *parts]
+        obj = _lookup(parts)
+        if obj is None:
+            raise ValueError(f"unknown model {name!r}: no {'.'.join(parts)}")
+    if not (isinstance(obj, type) and issubclass(obj, base.Base)):
+        raise ValueError(f"{name!r} is not a river estimator class")
+    return obj
+
+
+def _lookup(parts: list[str]):
+    """The object at a dotted path, importing the longest module prefix that exists."""
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attr in parts[split:]:
+            obj = getattr(obj, attr, None)
+        return obj
+    return None
+
+
+def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False) -> base.Estimator:
+    """Fit a parsed model to a stream: bag of words for text, one-vs-rest for binary-only models.
+
+    A pipeline is left as it is (its author chose the features). Otherwise, for text streams
+    (`x = {"text": str}`) the model gets `BagOfWords(on="text")` in front, and a binary-only
+    river classifier (one that wants bool labels) is wrapped in `OneVsRestClassifier` unless
+    the labels are bools.
+    """
+    if isinstance(model, compose.Pipeline):
+        return model
+    if not isinstance(model, base.Classifier):
+        raise ValueError(f"{model!r} is not a classifier")
+    if not bool_labels and not model._multiclass:
+        model = multiclass.OneVsRestClassifier(model)
+    if text:
+        model = feature_extraction.BagOfWords(on="text") | model
+    return model

@@ -1,0 +1,224 @@
+import csv
+import json
+import math
+
+import pytest
+from river import base, datasets, linear_model, metrics
+from river import evaluate as river_evaluate
+
+import river_cw
+from streams.evaluation import COLUMNS, Evaluation, evaluate
+from streams.noise import LabelNoise
+from streams.specs import parse, prepare
+from streams.tuning import candidates, tune
+
+
+class Probe(base.Classifier):
+    """Records every call it gets; predicts the last label it learned."""
+
+    def __init__(self, mutate: bool = False):
+        self.mutate = mutate
+        self.calls = []
+        self.last = None
+
+    @property
+    def _multiclass(self):
+        return True
+
+    def learn_one(self, x, y):
+        self.calls.append(("learn", dict(x), y))
+        self.last = y
+        if self.mutate:  # a badly behaved model must not change what the others see
+            x.clear()
+
+    def predict_one(self, x):
+        self.calls.append(("predict", dict(x)))
+        return self.last
+
+
+class Oracle(base.Classifier):
+    """Predicts the clean label, which the stream hides in x["truth"]."""
+
+    def learn_one(self, x, y):
+        pass
+
+    def predict_one(self, x):
+        return x["truth"]
+
+    def predict_proba_one(self, x):
+        return {x["truth"]: 1.0}
+
+
+def labelled_stream(n=3_000, classes="abc", truth=False):
+    """Labels in a fixed pseudo-random order; x["truth"] repeats the label if asked."""
+    stream = []
+    for i in range(n):
+        y = classes[i * 7 % 11 % len(classes)]
+        stream.append(({"i": i, "truth": y} if truth else {"i": i}, y))
+    return stream
+
+
+def test_every_model_sees_the_identical_sequence():
+    stream = labelled_stream(500)
+    probes = [Probe(), Probe(mutate=True), Probe()]
+    models = {"p0": probes[0], "mutating": probes[1], "arow": river_cw.AROW(), "p2": probes[2]}
+    evaluate(models, stream, noise=LabelNoise(0.3, classes="abc", seed=2), every=100)
+    first = probes[0].calls
+    assert len(first) == 2 * len(stream)
+    assert probes[1].calls == first and probes[2].calls == first
+    # each example is predicted before it is learned, in stream order
+    assert [c[1]["i"] for c in first[0::2]] == list(range(500))
+    assert all(
+        predict[0] == "predict" and learn[0] == "learn" and predict[1] == learn[1]
+        for predict, learn in zip(first[0::2], first[1::2])
+    )
+
+
+def test_noise_is_learned_but_never_scored():
+    stream = labelled_stream(truth=True)
+    probe = Probe()
+    result = evaluate(
+        {"oracle": Oracle(), "probe": probe},
+        stream,
+        noise=LabelNoise(0.4, classes="abc", seed=1),
+        every=1000,
+    )
+    learned = [c[2] for c in probe.calls if c[0] == "learn"]
+    flipped = sum(y != z for (_, y), z in zip(stream, learned))
+    assert abs(flipped / len(stream) - 0.4) < 4 * math.sqrt(0.4 * 0.6 / len(stream))
+    oracle = [r for r in result.records if r["model"] == "oracle"]
+    assert [r["accuracy"] for r in oracle] == [1.0, 1.0, 1.0]
+    assert oracle[-1]["log_loss"] == pytest.approx(0.0, abs=1e-12)
+    assert result.summary[0]["flipped"] == flipped
+
+
+def test_matches_river_progressive_val_score_where_every_prediction_is_an_answer():
+    stream = list(datasets.Phishing())
+    ours = evaluate({"lr": linear_model.LogisticRegression()}, stream, every=250).records
+    for metric, column in [(metrics.Accuracy(), "accuracy"), (metrics.LogLoss(), "log_loss")]:
+        theirs = river_evaluate.iter_progressive_val_score(
+            stream, linear_model.LogisticRegression(), metric, step=250
+        )
+        assert [r[column] for r in ours] == pytest.approx(
+            [s[type(metric).__name__].get() for s in theirs], rel=1e-12
+        )
+
+
+def test_no_answer_is_a_mistake_and_a_missing_true_label_is_probability_zero():
+    class Stubborn(base.Classifier):
+        def learn_one(self, x, y):
+            pass
+
+        def predict_proba_one(self, x):
+            return {"a": 1.0} if x["i"] else {}
+
+    result = evaluate([Stubborn(), Probe()], [({"i": i}, "ab"[i % 2]) for i in range(10)], every=5)
+    stubborn, probe = result.summary
+    assert (
+        stubborn["model"] == "Stubborn"
+        and stubborn["mistakes"] == 6
+        and stubborn["accuracy"] == 0.4
+    )
+    # no answer for example 0, and "a" is wrong for the 5 odd ones;
+    # examples 1..9 have a distribution; the 5 "b" among them score -log(1e-15), the rest 0
+    assert stubborn["log_loss"] == pytest.approx(5 * -math.log(1e-15) / 9)
+    # the probe answers None first, then the previous label: all wrong on an alternating stream
+    assert probe["mistakes"] == 10 and probe["log_loss"] is None
+
+
+def test_records_every_k_and_at_the_end_with_recent_accuracy():
+    result = evaluate([Probe(), Probe()], labelled_stream(1050), every=500)
+    assert [(r["model"], r["step"]) for r in result.records] == [
+        ("Probe", 500),
+        ("Probe #2", 500),
+        ("Probe", 1000),
+        ("Probe #2", 1000),
+        ("Probe", 1050),
+        ("Probe #2", 1050),
+    ]
+    last = result.records[-1]
+    recent_mistakes = last["mistakes"] - result.records[-3]["mistakes"]
+    assert last["recent_accuracy"] == pytest.approx(1 - recent_mistakes / 50)
+    assert all(
+        r["seconds"] > 0 and r["throughput"] == pytest.approx(r["step"] / r["seconds"])
+        for r in result.records
+    )
+
+
+def test_outputs(tmp_path):
+    models = {
+        "AROW": prepare(parse("AROW()"), text=True),
+        "PA": prepare(parse("linear_model.PAClassifier()"), text=True),
+    }
+    stream = [
+        ({"text": t}, "spam" if "win" in t else "ham")
+        for t in ["win cash now", "see you soon", "win a prize", "lunch?"] * 50
+    ]
+    result = Evaluation.concat(
+        [
+            evaluate(models, stream, noise=LabelNoise(p, classes=["ham", "spam"], seed=0), every=50)
+            for p in (0.0, 0.2)
+        ]
+    )
+    assert [(r["noise"], r["model"]) for r in result.summary] == [
+        ("0%", "AROW"),
+        ("0%", "PA"),
+        ("20%", "AROW"),
+        ("20%", "PA"),
+    ]
+    frame = result.to_frame()
+    assert frame.shape == (16, len(COLUMNS)) and list(frame.columns) == list(COLUMNS)
+
+    result.to_csv(tmp_path / "r.csv")
+    with open(tmp_path / "r.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 16 and float(rows[-1]["accuracy"]) == result.records[-1]["accuracy"]
+
+    result.to_json(tmp_path / "r.json")
+    document = json.loads((tmp_path / "r.json").read_text())
+    assert document["summary"] == result.summary and len(document["records"]) == 16
+
+    table = result.table(markdown=True).splitlines()
+    assert (
+        len(table) == 6 and table[0].startswith("| noise | model") and table[1].startswith("| ---")
+    )
+    assert "200" in table[2]
+
+    result.plot(tmp_path / "r.png", title="toy", metric="recent_accuracy", marks=[100])
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_evaluate_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="no models"):
+        evaluate({}, [])
+    with pytest.raises(ValueError, match="every"):
+        evaluate([Probe()], [], every=0)
+
+
+def test_tune_keeps_the_most_accurate_candidate_of_the_grid():
+    stream = list(datasets.Phishing())[:400]
+    chosen, trial = tune(
+        ["AROW()", "AROW(r=0.5)"],
+        stream,
+        lambda spec: prepare(parse(spec)),
+        LabelNoise(0.1, classes=[True, False], seed=0),
+    )
+    scores = {r["model"]: r["accuracy"] for r in trial.summary}
+    assert set(scores) == {
+        "AROW(r=0.01)",
+        "AROW(r=0.1)",
+        "AROW(r=1.0)",
+        "AROW(r=10.0)",
+        "AROW(r=100.0)",
+        "AROW(r=0.5)",
+    }
+    assert scores[chosen["AROW()"]] == max(scores[c] for c in candidates("AROW()"))
+    assert chosen["AROW(r=0.5)"] == "AROW(r=0.5)"
+
+
+def test_candidates():
+    assert candidates("river.linear_model.PAClassifier(mode=2)") == [
+        f"river.linear_model.PAClassifier(mode=2, C={c})" for c in (0.001, 0.01, 0.1, 1.0)
+    ]
+    assert len(candidates("SCW()")) == 6
+    assert candidates("river.linear_model.Perceptron()") == ["river.linear_model.Perceptron()"]

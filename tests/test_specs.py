@@ -1,0 +1,82 @@
+import pytest
+from river import compose, feature_extraction, linear_model, multiclass, optim, preprocessing
+
+import river_cw
+from streams.specs import parse, prepare
+
+
+@pytest.mark.parametrize(
+    "spec, cls, params",
+    [
+        ("AROW(r=0.1)", river_cw.AROW, {"r": 0.1}),
+        ("AROW", river_cw.AROW, {"r": 1.0}),
+        ("CW(confidence=0.8, variant='var')", river_cw.CW, {"confidence": 0.8, "variant": "var"}),
+        ("river.linear_model.PAClassifier(C=0.01)", linear_model.PAClassifier, {"C": 0.01}),
+        (
+            "linear_model.PAClassifier(C=1e-3, mode=2)",
+            linear_model.PAClassifier,
+            {"C": 0.001, "mode": 2},
+        ),
+        ("river_cw.NHERD(C=2)", river_cw.NHERD, {"C": 2}),
+    ],
+)
+def test_parse(spec, cls, params):
+    model = parse(spec)
+    assert type(model) is cls
+    assert {k: getattr(model, k) for k in params} == params
+
+
+def test_parse_nested_calls_and_pipelines():
+    model = parse(
+        "preprocessing.StandardScaler() | linear_model.LogisticRegression(optimizer=optim.SGD(.05))"
+    )
+    assert isinstance(model, compose.Pipeline)
+    scaler, lr = model.steps.values()
+    assert isinstance(scaler, preprocessing.StandardScaler)
+    assert isinstance(lr.optimizer, optim.SGD) and lr.optimizer.learning_rate == 0.05
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("AROW(", "cannot parse"),
+        ("Nope()", "river_cw has no such class"),
+        ("river.linear_model.Nope()", "unknown model"),
+        ("river.stream.iter_csv('/etc/passwd')", "not a river estimator class"),
+        ("os.system('ls')", "unknown model"),
+        ("__import__('os').system('ls')", "not a class name"),
+        ("AROW(r=x)", "not a literal or a call"),
+        ("AROW(r=open('f'))", "river_cw has no such class"),
+        ("AROW(**{'r': 1})", r"\*\*kwargs"),
+        ("AROW(r=-1)", "r must be positive"),
+        ("AROW(q=1)", "unexpected keyword"),
+        ("lambda: AROW()", "expected a class call"),
+        ("[AROW()]", "expected a class call"),
+    ],
+)
+def test_parse_rejects_with_a_clear_message(spec, message):
+    with pytest.raises(ValueError, match=message):
+        parse(spec)
+
+
+def test_prepare_wraps_text_and_binary_only_models():
+    text_pa = prepare(linear_model.PAClassifier(), text=True)
+    bag, ovr = text_pa.steps.values()
+    assert isinstance(bag, feature_extraction.BagOfWords) and bag.on == "text"
+    assert isinstance(ovr, multiclass.OneVsRestClassifier)
+    assert isinstance(
+        prepare(linear_model.PAClassifier(), bool_labels=True), linear_model.PAClassifier
+    )
+    assert isinstance(prepare(river_cw.AROW()), river_cw.AROW)  # multi-class already
+    pipeline = feature_extraction.TFIDF(on="text") | river_cw.AROW()
+    assert prepare(pipeline, text=True) is pipeline
+    with pytest.raises(ValueError, match="not a classifier"):
+        prepare(preprocessing.StandardScaler())
+
+
+def test_prepared_text_model_learns_string_labels():
+    model = prepare(parse("linear_model.PAClassifier()"), text=True)
+    for _ in range(3):
+        model.learn_one({"text": "win cash now"}, "spam")
+        model.learn_one({"text": "see you at lunch"}, "ham")
+    assert model.predict_one({"text": "cash prize"}) == "spam"
