@@ -1,4 +1,4 @@
-"""Serve and learn a river classifier on a Kafka topic, with checkpoints that make learning exactly-once.
+"""Serve and learn a river classifier on a Kafka topic; checkpoints make learning exactly-once.
 
 For every example the server writes `{id, prediction, probabilities, model_version, partition}`
 to the predictions topic (`model_version` = examples the model had learned), then learns it if
@@ -45,7 +45,12 @@ from typing import Any, Iterable
 from streams import checkpoint
 from streams.kafka_io import KafkaSettings, KafkaSource, Sink
 from streams.messages import (
-    Example, InvalidMessage, LabelMessage, decode_example, decode_label, encode_prediction,
+    Example,
+    InvalidMessage,
+    LabelMessage,
+    decode_example,
+    decode_label,
+    encode_prediction,
 )
 
 log = logging.getLogger(__name__)
@@ -122,8 +127,9 @@ class ModelServer:
     def run(self) -> dict[int, PartitionState]:
         """Serve until stopped; returns the final states. Raises `BrokerUnavailable` at start."""
         topics = [self.examples_topic] + ([self.labels_topic] if self.labels_topic else [])
-        self.source = KafkaSource(self.settings, topics, group_id=self.group_id,
-                                  partitions=self.partitions)
+        self.source = KafkaSource(
+            self.settings, topics, group_id=self.group_id, partitions=self.partitions
+        )
         try:
             self.sink = Sink(self.settings, self.predictions_topic, self.dead_letter_topic)
         except BaseException:
@@ -174,8 +180,13 @@ class ModelServer:
                         f"{self.checkpoint_path(p)} holds {state.topic}/{state.partition}, "
                         f"not {self.examples_topic}/{p}"
                     )
-                log.info("partition %d: resuming from checkpoint at offsets %s (%d learned, %d pending)",
-                         p, state.offsets, state.learned, len(state.pending_examples))
+                log.info(
+                    "partition %d: resuming from checkpoint at offsets %s (%d learned, %d pending)",
+                    p,
+                    state.offsets,
+                    state.learned,
+                    len(state.pending_examples),
+                )
             for topic in self.source.topics:
                 self.source.seek(topic, p, state.offsets.get(topic))
             self.states[p] = state
@@ -191,8 +202,11 @@ class ModelServer:
         for p in partitions:
             del self.states[p]
         self._dirty -= partitions
-        log.warning("partitions %s lost (evicted from the group): their work since the last "
-                    "checkpoint is dropped, the new owner redoes it", sorted(partitions))
+        log.warning(
+            "partitions %s lost (evicted from the group): their work since the last "
+            "checkpoint is dropped, the new owner redoes it",
+            sorted(partitions),
+        )
 
     # --- checkpoints ------------------------------------------------------------------------
 
@@ -236,10 +250,14 @@ class ModelServer:
             probabilities = state.model.predict_proba_one(example.x)
             prediction = state.model.predict_one(example.x)
         except Exception as error:
-            raise InvalidMessage(f"the model cannot predict it: {type(error).__name__}: {error}") from None
+            raise InvalidMessage(
+                f"the model cannot predict it: {type(error).__name__}: {error}"
+            ) from None
         self.sink.prediction(
             str(example.id).encode("utf-8"),
-            encode_prediction(example.id, prediction, probabilities, state.learned, state.partition),
+            encode_prediction(
+                example.id, prediction, probabilities, state.learned, state.partition
+            ),
         )
         state.predicted += 1
         early = state.pending_labels.pop(example.id, None)
@@ -260,7 +278,9 @@ class ModelServer:
         try:
             state.model.learn_one(x, label)
         except Exception as error:
-            raise InvalidMessage(f"the model cannot learn it: {type(error).__name__}: {error}") from None
+            raise InvalidMessage(
+                f"the model cannot learn it: {type(error).__name__}: {error}"
+            ) from None
         state.learned += 1
 
     def _remember(self, state: PartitionState, pending: dict, key, value) -> None:
@@ -277,8 +297,14 @@ class ModelServer:
         log.info(
             "%s%d messages in %.1f s (%.0f/s); partitions %s: learned %d, pending %d, "
             "dead letters %d, expired %d; lag %s",
-            "done: " if final else "", consumed, seconds, consumed / max(seconds, 1e-9),
-            sorted(self.states), sum(s.learned for s in states),
-            sum(len(s.pending_examples) for s in states), sum(s.dead_letters for s in states),
-            sum(s.expired for s in states), self.source.lag(),
+            "done: " if final else "",
+            consumed,
+            seconds,
+            consumed / max(seconds, 1e-9),
+            sorted(self.states),
+            sum(s.learned for s in states),
+            sum(len(s.pending_examples) for s in states),
+            sum(s.dead_letters for s in states),
+            sum(s.expired for s in states),
+            self.source.lag(),
         )

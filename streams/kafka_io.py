@@ -25,7 +25,6 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
-
 Callback = Callable[[set[int]], None]
 
 
@@ -54,8 +53,10 @@ class KafkaSettings:
     fetch_max_wait_ms: int = 100
 
     def _common(self) -> dict:
-        return {"bootstrap_servers": self.bootstrap_servers,
-                "bootstrap_timeout_ms": self.connect_timeout_ms}
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "bootstrap_timeout_ms": self.connect_timeout_ms,
+        }
 
 
 def _connect(factory: Callable, settings: KafkaSettings, **config):
@@ -115,7 +116,8 @@ class KafkaSource:
         self._static = None if partitions is None else set(partitions)
         self._on_assign = self._on_revoke = self._on_lost = lambda partitions: None
         self._consumer = _connect(
-            KafkaConsumer, settings,
+            KafkaConsumer,
+            settings,
             group_id=group_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -155,12 +157,14 @@ class KafkaSource:
             counts[topic] = len(partitions)
         if len(set(counts.values())) > 1:
             raise TopicError(
-                f"topics must have the same number of partitions (co-partitioned by id), got {counts}"
+                f"topics must have the same number of partitions (co-partitioned by id), "
+                f"got {counts}"
             )
         return counts[self.topics[0]]
 
-    def _set_assignment(self, assigned: set[int], revoked: set[int] = frozenset(),
-                        lost: bool = False) -> None:
+    def _set_assignment(
+        self, assigned: set[int], revoked: set[int] = frozenset(), lost: bool = False
+    ) -> None:
         if revoked & self.partitions:
             (self._on_lost if lost else self._on_revoke)(revoked & self.partitions)
             self.partitions -= revoked
@@ -215,16 +219,18 @@ class Sink:
         self._sent.append(self._producer.send(self.predictions_topic, key=key, value=value))
 
     def dead_letter(self, record, reason: str) -> None:
-        """Forward `record` as it came (key and value bytes) with the reason and origin in headers."""
+        """Forward `record` as it came (key and value bytes), reason and origin in headers."""
         headers = [
             ("reason", reason.encode("utf-8")),
             ("topic", record.topic.encode()),
             ("partition", str(record.partition).encode()),
             ("offset", str(record.offset).encode()),
         ]
-        self._sent.append(self._producer.send(
-            self.dead_letter_topic, key=record.key, value=record.value, headers=headers
-        ))
+        self._sent.append(
+            self._producer.send(
+                self.dead_letter_topic, key=record.key, value=record.value, headers=headers
+            )
+        )
 
     def flush(self) -> None:
         """Wait until every message sent so far is acknowledged; raise if any was not."""
