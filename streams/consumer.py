@@ -293,7 +293,7 @@ class ModelServer:
     # --- monitoring -------------------------------------------------------------------------
 
     def _log_progress(self, consumed: int, seconds: float, final: bool = False) -> None:
-        states = self.states.values()
+        states, lag = self.states.values(), self.source.lag()
         log.info(
             "%s%d messages in %.1f s (%.0f/s); partitions %s: learned %d, pending %d, "
             "dead letters %d, expired %d; lag %s",
@@ -306,5 +306,5 @@ class ModelServer:
             sum(len(s.pending_examples) for s in states),
             sum(s.dead_letters for s in states),
             sum(s.expired for s in states),
-            self.source.lag(),
+            "unknown" if lag is None else lag,
         )
