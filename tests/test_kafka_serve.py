@@ -209,3 +209,27 @@ def test_delayed_labels_are_joined_and_learned(kafka_broker, topic_name, tmp_pat
 def expected_learned(i: int) -> int:
     """Examples learned before example i arrives: those before it that are not late."""
     return sum(1 for j in range(i) if j % 3 != 1)
+
+
+def test_pending_examples_and_labels_are_bounded(kafka_broker, topic_name, tmp_path):
+    topic = topic_name("bounded")
+    create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.labels": 1})
+    bootstrap = kafka_broker.bootstrap_servers
+    running = ServerThread(
+        server(
+            kafka_broker, topic, tmp_path, AROW(), labels_topic=f"{topic}.labels", max_pending=10
+        )
+    )
+    try:
+        state = lambda: running.server.states.get(0)  # noqa: E731
+        produce(bootstrap, topic, [encode_example(i, {"a": float(i % 2)}) for i in range(30)])
+        wait_until(lambda: state() and state().predicted == 30, what="predictions")
+        assert list(state().pending_examples) == list(range(20, 30))  # the newest 10
+        # labels of the dropped examples wait in turn (the newest 10 of them), then the rest join
+        produce(bootstrap, f"{topic}.labels", [encode_label(i, i % 2 == 1) for i in range(30)])
+        wait_until(lambda: state().learned == 10, what="the kept examples learned")
+    finally:
+        running.stop()
+    final = running.server.states[0]
+    assert (list(final.pending_labels), final.pending_examples) == (list(range(10, 20)), {})
+    assert final.expired == 20 + 10
