@@ -84,17 +84,27 @@ def create_topics(bootstrap_servers: str, topics: dict[str, int]) -> None:
 
 
 class _Listener(ConsumerRebalanceListener):
+    """Passes rebalances on as partition numbers; keeps what a callback raised, which
+    kafka-python turns into a bare KafkaError, so that `poll` raises it as it was."""
+
     def __init__(self, source: KafkaSource):
         self.source = source
 
+    def _call(self, assigned: set[int], revoked: set[int] = frozenset(), lost: bool = False):
+        try:
+            self.source._set_assignment(assigned, revoked, lost)
+        except Exception as error:
+            self.source._callback_error = error
+            raise
+
     def on_partitions_revoked(self, revoked):
-        self.source._set_assignment(set(), revoked={tp.partition for tp in revoked})
+        self._call(set(), {tp.partition for tp in revoked})
 
     def on_partitions_lost(self, lost):
-        self.source._set_assignment(set(), revoked={tp.partition for tp in lost}, lost=True)
+        self._call(set(), {tp.partition for tp in lost}, lost=True)
 
     def on_partitions_assigned(self, assigned):
-        self.source._set_assignment({tp.partition for tp in assigned})
+        self._call({tp.partition for tp in assigned})
 
 
 class KafkaSource:
@@ -115,6 +125,7 @@ class KafkaSource:
         self.partitions: set[int] = set()  # assigned partition numbers (the same in every topic)
         self._static = None if partitions is None else set(partitions)
         self._on_assign = self._on_revoke = self._on_lost = lambda partitions: None
+        self._callback_error: Exception | None = None
         self._consumer = _connect(
             KafkaConsumer,
             settings,
@@ -175,7 +186,12 @@ class KafkaSource:
 
     def poll(self, timeout_ms: int) -> list:
         """Records of one fetch, in offset order within each topic-partition."""
-        batches = self._consumer.poll(timeout_ms=timeout_ms)
+        try:
+            batches = self._consumer.poll(timeout_ms=timeout_ms)
+        except KafkaError:
+            if self._callback_error is not None:
+                raise self._callback_error from None
+            raise
         return [record for records in batches.values() for record in records]
 
     def seek(self, topic: str, partition: int, offset: int | None) -> None:

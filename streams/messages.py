@@ -21,6 +21,8 @@ import json
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from river_cw.validation import check_features
 
 Id = str | int
@@ -145,7 +147,8 @@ def encode_label(id: Id, label: Label) -> bytes:
 def encode_prediction(
     id: Id, prediction, probabilities: dict, model_version: int, partition: int
 ) -> bytes:
-    """The message for a prediction; non-finite probabilities become null."""
+    """The message for a prediction; non-finite probabilities become null, numpy scalars
+    (as some models predict) plain numbers."""
     probabilities = {
         str(label): (float(p) if math.isfinite(p) else None) for label, p in probabilities.items()
     }
@@ -158,4 +161,11 @@ def encode_prediction(
             "partition": partition,
         },
         allow_nan=False,
+        default=_plain,
     ).encode("utf-8")
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot write a {type(value).__name__} prediction as JSON: {value!r}")

@@ -204,3 +204,22 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
     assert {p["id"] for p in predictions} == set(range(1000))
     for p in predictions:  # repeats (the victim's unsaved 50) are identical to the first ones
         assert p == reference[p["id"] % 2][p["id"]] | {"partition": p["id"] % 2}
+
+
+def test_an_unreadable_checkpoint_stops_a_group_member_with_its_own_error(
+    kafka_broker, topic_name, tmp_path
+):
+    topic = topic_name("unreadable")
+    create_topics(kafka_broker.bootstrap_servers, {topic: 1})
+    (tmp_path / f"{topic}-0.ckpt").write_bytes(b"not a pickle")
+    server = ModelServer(
+        AROW(),
+        KafkaSettings(kafka_broker.bootstrap_servers),
+        examples_topic=topic,
+        predictions_topic=f"{topic}.predictions",
+        dead_letter_topic=f"{topic}.dead",
+        group_id=topic_name("group-id"),
+        checkpoint_dir=tmp_path,
+    )
+    with pytest.raises(checkpoint.CheckpointError, match=f"{topic}-0.ckpt is unreadable"):
+        server.run()  # raised inside kafka-python's rebalance callback, passed on as it was

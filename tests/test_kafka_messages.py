@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from streams.messages import (
@@ -93,6 +94,13 @@ def test_encode_round_trips_and_predictions_stay_valid_json():
         assert decode_example(encode_example(example.id, example.x, example.label)) == example
     with pytest.raises(ValueError):
         encode_example(1, {"a": float("nan")})
+    assert json.loads(encode_prediction(1, np.int64(4), {np.int64(4): np.float32(0.5)}, 0, 0)) == {
+        "id": 1,
+        "prediction": 4,
+        "probabilities": {"4": 0.5},
+        "model_version": 0,
+        "partition": 0,
+    }
     message = json.loads(encode_prediction(7, True, {True: 0.75, False: float("nan")}, 12, 3))
     assert message == {
         "id": 7,
