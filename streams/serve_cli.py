@@ -34,6 +34,12 @@ def _partition_list(text: str) -> list[int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = (
+        'Examples are JSON {"id": ..., "x": {feature: number}} or {"id": ..., "text": "..."} '
+        'with an optional "label"; delayed labels are {"id": ..., "label": ...}, keyed by id. '
+        "Predictions: {id, prediction, probabilities, model_version, partition}. Dead letters "
+        "keep the original key and bytes, with headers reason, topic, partition and offset."
+    )
     parser.add_argument(
         "--model",
         required=True,
