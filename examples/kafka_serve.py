@@ -26,7 +26,7 @@ with TansuBroker() as broker, tempfile.TemporaryDirectory() as checkpoints:
     for i, (_, y) in enumerate(examples):  # ...which arrives later
         if i % 2:
             producer.send("sms.labels", key=str(i).encode(), value=encode_label(i, y))
-    producer.flush()
+    producer.close()
 
     server = ModelServer(
         build_model("AROW(r=1.0)", text=True),  # BagOfWords(on="text") | AROW(r=1.0)
@@ -44,7 +44,7 @@ with TansuBroker() as broker, tempfile.TemporaryDirectory() as checkpoints:
         "sms.predictions",
         bootstrap_servers=broker.bootstrap_servers,
         auto_offset_reset="earliest",
-        consumer_timeout_ms=2000,
+        consumer_timeout_ms=1000,
     )
     predictions = [json.loads(record.value) for record in consumer]
     consumer.close()

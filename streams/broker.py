@@ -120,13 +120,14 @@ class TansuBroker:
         self._log.seek(0)
         return self._log.read().decode("utf-8", "replace")[-limit:]
 
-    def stop(self) -> None:
-        """Terminate the broker (kill it if it ignores SIGTERM for 5 s) and reap it."""
+    def stop(self, grace: float = 2.0) -> None:
+        """Terminate the broker and reap it. Tansu waits for its clients to disconnect on
+        SIGTERM; after `grace` seconds it is killed (its storage is in memory anyway)."""
         if self._process is not None:
             if self._process.poll() is None:
                 self._process.terminate()
                 try:
-                    self._process.wait(timeout=5)
+                    self._process.wait(timeout=grace)
                 except subprocess.TimeoutExpired:
                     self._process.kill()
                     self._process.wait()

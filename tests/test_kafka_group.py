@@ -29,6 +29,8 @@ from tests.kafka_support import (
 
 pytestmark = pytest.mark.kafka
 PARTITIONS = 4
+# the dead member is noticed after its session timeout: keep it short where one is killed
+FAST_FAILOVER = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 500}
 
 
 def test_two_members_split_partitions_and_learn_each_exactly_once(
@@ -105,7 +107,7 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
     survivor = ServerThread(
         ModelServer(
             AROW(),
-            KafkaSettings(kafka_broker.bootstrap_servers),
+            KafkaSettings(kafka_broker.bootstrap_servers, **FAST_FAILOVER),
             examples_topic=topic,
             predictions_topic=f"{topic}.predictions",
             dead_letter_topic=f"{topic}.dead",
@@ -133,6 +135,10 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
             str(tmp_path),
             "--checkpoint-every",
             "100",
+            "--session-timeout-ms",
+            "3000",
+            "--heartbeat-interval-ms",
+            "500",
         ],
         cwd=REPO,
         stdout=log,
