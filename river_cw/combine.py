@@ -66,14 +66,14 @@ def _aligned(model: GaussianClassifier, classes: list) -> GaussianClassifier:
     gaussian = model._gaussian
     if model.is_binary:  # the other orientation: the Gaussian over -w
         if isinstance(gaussian, DiagonalGaussian):
-            gaussian.means[0] = {f: -mu for f, mu in gaussian.means[0].items()}
+            for w in gaussian.blocks[0].values():
+                w[0] = -w[0]
         else:
             gaussian.mean = -gaussian.mean
     else:
         order = [model._class_index[c] for c in classes]
         if isinstance(gaussian, DiagonalGaussian):
-            gaussian.means = [gaussian.means[k] for k in order]
-            gaussian.variances = [gaussian.variances[k] for k in order]
+            gaussian.blocks = [gaussian.blocks[k] for k in order]
         else:
             new_block = {k: b for b, k in enumerate(order)}
             gaussian.index = {(new_block[b], f): i for (b, f), i in gaussian.index.items()}
@@ -85,23 +85,19 @@ def _aligned(model: GaussianClassifier, classes: list) -> GaussianClassifier:
 def _combine_diagonal(gaussians: list[DiagonalGaussian], method: str) -> DiagonalGaussian:
     prior = gaussians[0].initial_variance
     merged = DiagonalGaussian(prior)
-    merged.means, merged.variances = [], []
-    for b in range(len(gaussians[0].means)):
-        means = [g.means[b] for g in gaussians]
-        variances = [g.variances[b] for g in gaussians]
-        combined_mean, combined_var = {}, {}
-        for f in set().union(*means):
-            mus = [mean.get(f, 0.0) for mean in means]
-            ss = [var.get(f, prior) for var in variances]
+    merged.blocks = []
+    for blocks in zip(*(g.blocks for g in gaussians)):
+        combined = {}
+        for f in set().union(*blocks):
+            pairs = [block.get(f, (0.0, prior)) for block in blocks]
             if method == "kl":
-                precision = sum(1.0 / s for s in ss)
-                combined_mean[f] = sum(mu / s for mu, s in zip(mus, ss)) / precision
-                combined_var[f] = 1.0 / precision
+                precision = sum(1.0 / s for _, s in pairs)
+                mean = sum(mu / s for mu, s in pairs) / precision
+                combined[f] = [mean, 1.0 / precision]
             else:
-                combined_mean[f] = sum(mus) / len(mus)
-                combined_var[f] = sum(ss) / len(ss)
-        merged.means.append(combined_mean)
-        merged.variances.append(combined_var)
+                n = len(pairs)
+                combined[f] = [sum(mu for mu, _ in pairs) / n, sum(s for _, s in pairs) / n]
+        merged.blocks.append(combined)
     return merged
 
 

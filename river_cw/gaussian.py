@@ -23,9 +23,7 @@ section 6): ``project`` (their "KL": ``1/s_j <- 1/s_j + gamma d_j^2``), ``drop``
 from __future__ import annotations
 
 import math
-from itertools import repeat
 from math import fsum
-from operator import add, mul, sub, truediv
 
 import numpy as np
 
@@ -41,88 +39,117 @@ def _raise_bad_input(x: dict) -> None:
 
 
 class DiagonalGaussian:
-    """Independent weights: per block, a dict of means and a dict of variances.
+    """Independent weights: each block maps a feature to ``[mean, variance]``.
 
-    Absent features have mean 0 and the prior variance. The per-feature work runs in C: `map`
-    over the dicts' `get`, `math.fsum` for the sums, `dict.update` for the writes. The sums are
-    exactly rounded, so the order of the features never changes a result.
+    Absent features have mean 0 and the prior variance; they are stored only once learned.
+    Sums are exactly rounded (`math.fsum`), so the order of the features never changes a result.
     """
 
     def __init__(self, initial_variance: float):
         self.initial_variance = initial_variance
-        self.means: list[dict] = [{}]
-        self.variances: list[dict] = [{}]
+        self.blocks: list[dict] = [{}]
 
     def add_block(self) -> None:
-        self.means.append({})
-        self.variances.append({})
+        self.blocks.append({})
 
     def lift(self) -> None:
-        self.means.insert(0, {})
-        self.variances.insert(0, {})
+        self.blocks.insert(0, {})
 
     def scores(self, x: dict) -> list[float]:
         """``mu_b . x`` for every block b; raises on a bad `x` (every value is touched)."""
-        values = x.values()
-        out = []
-        for mean in self.means:
+        scores = []
+        for block in self.blocks:
+            get = block.get
+            terms = []
+            unseen = 0.0
             try:
-                score = fsum(map(mul, map(mean.get, x, repeat(0.0)), values))
-            except (TypeError, ValueError, OverflowError):
-                score = math.nan
-            if not math.isfinite(score):
+                for f, xf in x.items():
+                    w = get(f)
+                    if w is None:
+                        unseen += xf  # touched so that bad values surface here too
+                    else:
+                        terms.append(w[0] * xf)
+                score = fsum(terms)
+                ok = math.isfinite(score + unseen)
+            except TypeError:
+                ok = False
+            if not ok:
                 _raise_bad_input(x)
-            out.append(score)
-        return out
+            scores.append(score)
+        return scores
 
     def score_covariance(self, x: dict) -> np.ndarray:
         """The covariance of the block scores: diagonal, ``x' Sigma_b x``, blocks are independent."""
-        squares = list(map(mul, x.values(), x.values()))
-        prior = repeat(self.initial_variance)
-        return np.diag([fsum(map(mul, map(var.get, x, prior), squares)) for var in self.variances])
+        prior = self.initial_variance
+        out = []
+        for block in self.blocks:
+            get = block.get
+            terms = []
+            for f, xf in x.items():
+                w = get(f)
+                terms.append((prior if w is None else w[1]) * xf * xf)
+            out.append(fsum(terms))
+        return np.diag(out)
 
-    def margin(self, x: dict, pairs) -> tuple[float, float, list, tuple]:
-        """``m = mu . d``, ``v = d' Sigma d``, the terms ``u_j = s_j d_j^2`` of v, and what
-        `update` needs. Raises on a bad `x` (every value is touched)."""
-        keys, values = list(x), list(x.values())
-        m, u, parts = 0.0, [], []
+    def margin(self, x: dict, pairs) -> tuple[float, float, list, list]:
+        """One pass over d: ``m = mu . d``, ``v = d' Sigma d``, the terms ``u_j = s_j d_j^2`` of
+        v, and d's entries for `update`. Raises on a bad `x` (every value is touched)."""
+        prior = self.initial_variance
+        m, u, entries = 0.0, [], []
+        add_u = u.append
         try:
-            squares = list(map(mul, values, values))
             for b, sign in pairs:
-                mus = list(map(self.means[b].get, keys, repeat(0.0)))
-                variances = list(map(self.variances[b].get, keys, repeat(self.initial_variance)))
-                terms = list(map(mul, variances, squares))
-                m += sign * fsum(map(mul, mus, values))
-                u += terms
-                parts.append((b, sign, mus, variances, terms))
+                get = self.blocks[b].get
+                m_terms, seen, unseen = [], [], []
+                add_m, add_seen = m_terms.append, seen.append
+                for f, xf in x.items():
+                    w = get(f)
+                    x2 = xf * xf
+                    if w is None:
+                        if x2:  # a zero feature value teaches nothing: store nothing
+                            add_u(prior * x2)
+                            unseen.append((f, xf))
+                    else:
+                        add_m(w[0] * xf)
+                        add_u(w[1] * x2)
+                        add_seen((w, xf))
+                m += sign * fsum(m_terms)
+                entries.append((b, sign, seen, unseen))
             v = fsum(u)
             ok = math.isfinite(m) and math.isfinite(v)
-        except (TypeError, ValueError, OverflowError):
+        except TypeError:
             ok = False
         if not ok:
             _raise_bad_input(x)
-        return m, v, u, (keys, values, squares, parts)
+        return m, v, u, entries
 
-    def update(self, entries: tuple, alpha: float, gamma: float, v: float, scheme) -> None:
+    def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> None:
         """Apply one step; `scheme` is "project", "drop" or a function ``(s_j, d_j^2) -> s_j``.
 
-        With ``u_j = s_j x_j^2``: project ``s_j / (1 + gamma u_j)``, drop
-        ``s_j max(0, 1 - beta u_j)``; a spent variance is 0, never negative or NaN.
+        Variances stay in ``[0, s_j]``: a spent variance is 0, never negative or NaN.
         """
-        keys, values, squares, parts = entries
+        prior = self.initial_variance
         beta = gamma / (1.0 + gamma * v)
-        for b, sign, mus, variances, terms in parts:
-            # (alpha s_j) x_j, in that order: alpha is huge exactly when s_j is tiny
-            steps = map(mul, map(mul, repeat(alpha * sign), variances), values)
-            self.means[b].update(zip(keys, map(add, mus, steps)))
+        for b, sign, seen, unseen in entries:
+            if unseen:
+                block = self.blocks[b]
+                seen.extend((block.setdefault(f, [0.0, prior]), xf) for f, xf in unseen)
+            a = alpha * sign  # d_j = sign x_j and d_j^2 = x_j^2
             if scheme == "project":
-                new = map(truediv, variances, map(add, repeat(1.0), map(mul, repeat(gamma), terms)))
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = s / (1.0 + gamma * (xf * xf * s))
             elif scheme == "drop":
-                shrink = map(sub, repeat(1.0), map(mul, repeat(beta), terms))
-                new = map(mul, variances, map(max, repeat(0.0), shrink))
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = s * max(0.0, 1.0 - beta * (xf * xf * s))
             else:
-                new = map(scheme, variances, squares)
-            self.variances[b].update(zip(keys, new))
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = scheme(s, xf * xf)
 
 
 class FullGaussian:

@@ -208,9 +208,9 @@ def test_combine_follows_the_papers_formulas(method, covariance):
     def gaussian(model):
         sign = 1 if model.classes_ == ["a", "b"] else -1
         if covariance == "diagonal":
-            g = model._gaussian
-            mu = np.array([sign * g.means[0][f] for f in names])
-            return mu, np.diag([g.variances[0][f] for f in names])
+            block = model._gaussian.blocks[0]
+            mu = np.array([sign * block[f][0] for f in names])
+            return mu, np.diag([block[f][1] for f in names])
         g = model._gaussian
         idx = [g.index[0, f] for f in names]
         return sign * g.mean[idx], g.cov[np.ix_(idx, idx)]

@@ -24,9 +24,9 @@ D = len(NAMES)
 
 
 def diagonal_state(model):
-    g = model._gaussian
-    mu = np.array([g.means[0].get(f, 0.0) for f in NAMES])
-    s = np.array([g.variances[0].get(f, model.initial_variance) for f in NAMES])
+    block = model._gaussian.blocks[0]
+    mu = np.array([block[f][0] if f in block else 0.0 for f in NAMES])
+    s = np.array([block[f][1] if f in block else model.initial_variance for f in NAMES])
     return mu, s
 
 
@@ -177,30 +177,15 @@ def test_exact_solvers_are_finite_and_feasible_for_any_input(m, u, confidence):
 @pytest.mark.parametrize("diagonal", ["exact", "project", "drop"])
 @pytest.mark.parametrize("variant", ["var", "stdev"])
 def test_huge_and_tiny_feature_values_never_produce_nan(variant, diagonal):
-    """Magnitudes from 1e-120 to 1e120: each example is learned, or, where float64 overflows,
-    refused with a clear error and no change; the state never holds a NaN."""
     rng = np.random.default_rng(0)
     model = river_cw.CW(variant=variant, diagonal=diagonal)
-    learned = 0
     for i in range(300):
         scale = 10.0 ** rng.uniform(-120, 120)
         x = {f"f{j}": float(rng.normal() * scale) for j in range(8)}
-        state = pickle.dumps(model)
-        try:
-            model.learn_one(x, bool(i % 2))
-            learned += 1
-        except ValueError as error:
-            assert "too large" in str(error) and pickle.dumps(model) == state
-            continue
-        g = model._gaussian
-        assert not any(math.isnan(a) for a in [*g.means[0].values(), *g.variances[0].values()])
-        try:
-            proba = model.predict_proba_one(x)
-        except ValueError as error:
-            assert "too large" in str(error)
-        else:
-            assert all(0.0 <= p <= 1.0 for p in proba.values())
-    assert learned > 150
+        model.learn_one(x, bool(i % 2))
+        assert not any(math.isnan(a) or math.isnan(b) for a, b in model._gaussian.blocks[0].values())
+        proba = model.predict_proba_one(x)
+        assert all(0.0 <= p <= 1.0 for p in proba.values())
 
 
 def test_stdev_exact_survives_variance_collapse():
@@ -212,7 +197,7 @@ def test_stdev_exact_survives_variance_collapse():
         x = rng.normal(size=8)
         model.learn_one({j: float(v) for j, v in enumerate(x)}, bool(w @ x + rng.normal() > 0))
     state = pickle.dumps(model)
-    variances = list(model._gaussian.variances[0].values())
+    variances = [s for _, s in model._gaussian.blocks[0].values()]
     assert all(math.isfinite(s) and s >= 0 for s in variances)
     assert min(variances) < 1e-3
     assert pickle.loads(state).predict_one({0: 1.0}) in (False, True)
