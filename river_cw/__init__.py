@@ -1,0 +1,1 @@
+from .rda import VotedRDA  # noqa: F401
