@@ -95,14 +95,25 @@ class VotedRDA(LinearClassifier):
     Examples
     --------
 
-    >>> from river import datasets, evaluate, metrics, preprocessing
+    Two informative features among a thousand noisy ones:
+
+    >>> import random
+    >>> from river import evaluate, metrics
     >>> import river_cw
 
-    >>> model = preprocessing.StandardScaler() | river_cw.VotedRDA(l1=0.05)
-    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.08%
-    >>> model["VotedRDA"].n_nonzero
-    6
+    >>> def stream(n, seed=42):
+    ...     rng = random.Random(seed)
+    ...     for _ in range(n):
+    ...         x = {f"noise{i}": rng.gauss(0, 1) for i in rng.sample(range(1000), 20)}
+    ...         x["a"], x["b"] = rng.gauss(0, 1), rng.gauss(0, 1)
+    ...         yield x, x["a"] + 0.5 * x["b"] > 0
+
+    >>> for l1 in (0.0, 0.2):
+    ...     model = river_cw.VotedRDA(l1=l1)
+    ...     metric = evaluate.progressive_val_score(stream(3000), model, metrics.Accuracy())
+    ...     print(f"l1={l1}: {metric}, {model.n_nonzero} non-zero weights")
+    l1=0.0: Accuracy: 92.80%, 986 non-zero weights
+    l1=0.2: Accuracy: 98.50%, 70 non-zero weights
 
     References
     ----------
@@ -153,49 +164,60 @@ class VotedRDA(LinearClassifier):
         self._cum_sqrt = array("d", [0.0])  # sum of c_j * sqrt(j) over 1 <= j <= index
         self._calibration = np.zeros(len(_TEMPERATURES))  # hinge: log loss of each temperature
 
-    # -- closed forms ---------------------------------------------------------------------------
+    # -- closed forms: each returns a function of a record, with the model's counters bound -----
 
-    def _current(self, s: float) -> float:
-        """``w_k^(j) = -(sqrt(k) / eta) shrink(s / k, l1)`` for the current k."""
-        k = self._k
-        if abs(s) <= self.l1 * k:
-            return 0.0
-        return -(s - math.copysign(self.l1 * k, s)) / (self.eta * math.sqrt(k))
+    def _newest(self):
+        """rec -> ``w_k^(j) = -(sqrt(k) / eta) shrink(s / k, l1)`` for the current k."""
+        threshold = self.l1 * self._k
+        scale = self.eta * math.sqrt(self._k or 1)
 
-    def _prefix(self, j: int) -> tuple[float, float]:
-        """Sums of ``c_i / sqrt(i)`` and ``c_i sqrt(i)`` over 1 <= i <= j (partial count at k)."""
-        if j < self._k:
-            return self._cum_inv[j], self._cum_sqrt[j]
-        r = math.sqrt(self._k)
-        return self._cum_inv[-1] + self._c / r, self._cum_sqrt[-1] + self._c * r
+        def newest(rec: list) -> float:
+            s = rec[0]
+            return -(s - math.copysign(threshold, s)) / scale if abs(s) > threshold else 0.0
 
-    def _segment(self, s: float, first: int, last: int) -> float:
-        """``sum_{j=first..last} c_j w_j`` for a coordinate whose subgradient sum is s throughout."""
-        if s == 0.0:
-            return 0.0
-        if self.l1 > 0 and abs(s) / self.l1 <= last:  # w_j = 0 from j >= |s| / l1 on
-            last = math.ceil(abs(s) / self.l1) - 1
-        if last < first:
-            return 0.0
-        inv_a, sqrt_a = self._prefix(first - 1)
-        inv_b, sqrt_b = self._prefix(last)
-        return -(s * (inv_b - inv_a) - math.copysign(self.l1, s) * (sqrt_b - sqrt_a)) / self.eta
+        return newest
 
-    def _average(self, rec: list) -> float:
-        return (rec[2] + self._segment(rec[0], rec[1], self._k)) / self._t
+    def _segments(self):
+        """(s, first, last) -> ``sum_{j=first..last} c_j w_j`` for a coordinate whose subgradient
+        sum is s for all these j (``1 <= first``, ``last <= k``; c_k is the count so far)."""
+        k, l1, eta = self._k, self.l1, self.eta
+        inv, sqr = self._cum_inv, self._cum_sqrt
+        r = math.sqrt(k or 1)
+        inv_k, sqr_k = inv[-1] + self._c / r, sqr[-1] + self._c * r
+
+        def segment(s: float, first: int, last: int) -> float:
+            if s == 0.0:
+                return 0.0
+            if l1 > 0 and abs(s) / l1 <= last:  # w_j = 0 from j >= |s| / l1 on
+                last = math.ceil(abs(s) / l1) - 1
+            if last < first:
+                return 0.0
+            inv_b, sqr_b = (inv_k, sqr_k) if last == k else (inv[last], sqr[last])
+            return -(s * (inv_b - inv[first - 1]) - math.copysign(l1, s) * (sqr_b - sqr[first - 1])) / eta
+
+        return segment
+
+    def _averaged(self):
+        """rec -> the c-weighted average ``sum_j c_j w_j^(f) / sum_j c_j`` of all predictors."""
+        k, t, segment = self._k, self._t or 1, self._segments()
+
+        def averaged(rec: list) -> float:
+            return (rec[2] + segment(rec[0], rec[1], k)) / t
+
+        return averaged
+
+    def _weight(self):
+        return self._newest() if self.prediction == "last" else self._averaged()
 
     # -- scores ---------------------------------------------------------------------------------
 
     def _dot(self, x: dict, weight) -> list[float]:
         """``w_b . x`` for every block, w given per record; validates x (fast path, then check)."""
-        scores = []
-        try:
-            for block in self._blocks:
-                total = 0.0
-                for f, v in x.items():
-                    rec = block.get(f)
-                    total += v * (weight(rec) if rec is not None else 0.0)
-                scores.append(total)
+        try:  # fsum is correctly rounded: the score does not depend on the order of the features
+            scores = [
+                math.fsum([v * (weight(rec) if (rec := block.get(f)) else 0.0) for f, v in x.items()])
+                for block in self._blocks
+            ]
             finite = math.isfinite(math.fsum(scores))
         except TypeError:
             finite = False
@@ -204,16 +226,12 @@ class VotedRDA(LinearClassifier):
         return scores
 
     def _learning_scores(self, x: dict) -> list[float]:
-        return self._dot(x, lambda rec: self._current(rec[0]))
+        return self._dot(x, self._newest())
 
     def _scores(self, x: dict) -> list[float]:
-        if self.prediction == "last":
-            return self._learning_scores(x)
-        if self.prediction == "average":
-            if self._t == 0:
-                return self._dot(x, lambda rec: 0.0)
-            return self._dot(x, self._average)
-        return self._votes(x)
+        if self.prediction == "vote":
+            return self._votes(x)
+        return self._dot(x, self._weight())
 
     def _voter_scores(self, x: dict) -> np.ndarray:
         """Scores of every predictor w_1..w_k, one row per block; validates x."""
@@ -223,6 +241,7 @@ class VotedRDA(LinearClassifier):
         probe = 0.0  # the features without history still have to be numbers
         try:
             for row, history in zip(rows, self._history):
+                terms = [np.zeros(k)]
                 for f, v in x.items():
                     hist = history.get(f)
                     if hist is None:
@@ -232,7 +251,9 @@ class VotedRDA(LinearClassifier):
                     idx = np.searchsorted(at, ks, side="right") - 1
                     s = np.where(idx >= 0, values[np.maximum(idx, 0)], 0.0)
                     w = -(s - np.copysign(l1 * ks, s)) / (self.eta * np.sqrt(ks))
-                    row += v * np.where(np.abs(s) > l1 * ks, w, 0.0)
+                    terms.append(v * np.where(np.abs(s) > l1 * ks, w, 0.0))
+                # summed in sorted order, so that the order of the features does not matter
+                row[:] = np.sort(np.array(terms), axis=0).sum(axis=0)
             finite = math.isfinite(probe) and bool(np.isfinite(rows).all())
         except TypeError:
             finite = False
@@ -304,7 +325,7 @@ class VotedRDA(LinearClassifier):
         self._k, self._c = k + 1, 0
         if step == 0.0:
             return
-        vote = self.prediction == "vote"
+        vote, segment = self.prediction == "vote", self._segments()
         for b, sign in pairs:
             block, history = self._blocks[b], self._history[b]
             for f, v in x.items():
@@ -315,7 +336,7 @@ class VotedRDA(LinearClassifier):
                 if rec is None:
                     rec = block[f] = [g, k + 1, 0.0]
                 else:
-                    rec[2] += self._segment(rec[0], rec[1], k)
+                    rec[2] += segment(rec[0], rec[1], k)
                     rec[0] += g
                     rec[1] = k + 1
                 if vote:
@@ -353,15 +374,8 @@ class VotedRDA(LinearClassifier):
 
     @property
     def weights(self) -> dict:
-        if self.prediction == "last":
-            weight = lambda rec: self._current(rec[0])  # noqa: E731
-        elif self._t == 0:
-            weight = lambda rec: 0.0  # noqa: E731
-        else:
-            weight = self._average
-        blocks = [
-            {f: w for f, rec in block.items() if (w := weight(rec)) != 0.0} for block in self._blocks
-        ]
+        weight = self._weight()
+        blocks = [{f: w for f, rec in block.items() if (w := weight(rec)) != 0.0} for block in self._blocks]
         if self.is_binary:
             return blocks[0]
         return dict(zip(self.classes_, blocks))
