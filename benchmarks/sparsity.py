@@ -37,9 +37,12 @@ def load(path: Path, seed: int) -> list[tuple[dict, bool]]:
         rows = [json.loads(line) for line in fh]
     labels = sorted({row["label"] for row in rows})
     if len(labels) != 2:
-        raise SystemExit(f"{path.name} has {len(labels)} labels; this benchmark needs a binary task")
+        raise SystemExit(f"{path.name} has {len(labels)} labels: this benchmark needs two")
     words = feature_extraction.BagOfWords(lowercase=True)
-    stream = [(row["x"] if "x" in row else words.transform_one(row["text"]), row["label"] == labels[1]) for row in rows]
+    stream = [
+        (row["x"] if "x" in row else words.transform_one(row["text"]), row["label"] == labels[1])
+        for row in rows
+    ]
     random.Random(seed).shuffle(stream)
     return stream
 
@@ -66,7 +69,8 @@ def candidates():
     for l1 in RDA_L1:
         yield "voted RDA, last", f"l1={l1:g}", VotedRDA(l1=l1, prediction="last")
     for l1 in RDA_L1:
-        yield "plain RDA (every example), average", f"l1={l1:g}", VotedRDA(l1=l1, conservative=False)
+        model = VotedRDA(l1=l1, conservative=False)
+        yield "plain RDA (every example), average", f"l1={l1:g}", model
     for l1 in LOGREG_L1:
         yield "river LogisticRegression, SGD(0.01)", f"l1={l1:g}", linear_model.LogisticRegression(
             optimizer=optim.SGD(0.01), l1=l1

@@ -332,7 +332,7 @@ def load_books():
 def test_l1_trades_weights_for_accuracy_on_books():
     stream = load_books()
     results = []
-    for l1 in (0.0, 0.003, 0.01, 0.03, 0.1):
+    for l1 in (0.0, 0.01, 0.03, 0.1):
         model = VotedRDA(l1=l1)
         correct = 0
         for x, y in stream:
@@ -341,7 +341,7 @@ def test_l1_trades_weights_for_accuracy_on_books():
         results.append((l1, correct / len(stream), model.n_nonzero))
     accuracies = [a for _, a, _ in results]
     nonzeros = [n for _, _, n in results]
-    assert nonzeros == sorted(nonzeros, reverse=True) and len(set(nonzeros)) == len(nonzeros), results
+    assert all(a > b for a, b in zip(nonzeros, nonzeros[1:])), results  # strictly decreasing
     assert nonzeros[-1] < 0.05 * nonzeros[0], results
     assert accuracies[0] > 0.68, results
     # graceful: down to 5% of the weights costs at most a few points, 2% still far above chance
@@ -463,7 +463,9 @@ def test_bad_input_raises_and_leaves_the_model_unchanged(prediction, x, error, m
     assert pickle.dumps(model) == snapshot
 
 
-@pytest.mark.parametrize("y, error", [(None, ValueError), (float("nan"), ValueError), ([1], TypeError)])
+@pytest.mark.parametrize(
+    "y, error", [(None, ValueError), (float("nan"), ValueError), ([1], TypeError)]
+)
 def test_bad_label_leaves_the_model_unchanged(y, error):
     model = VotedRDA()
     model.learn_one({"a": 1.0}, True)
