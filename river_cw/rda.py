@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 import numbers
 from array import array
@@ -155,17 +156,24 @@ class VotedRDA(LinearClassifier):
         self.prediction = prediction
         self.conservative = conservative
 
-        # One dict per block: feature -> [s, k0, acc]: s the sum of its subgradients, unchanged
-        # since update k0, and acc = sum of c_j w_j over the predictors j < k0.
+        # One dict per block, feature -> record [s, first, closed, inv0, sqr0, inv1, sqr1]:
+        # s the sum of the feature's subgradients, unchanged since update `first`; closed the sum
+        # of c_j w_j over the predictors j < first; (inv0, sqr0) the prefix sums below at
+        # first - 1; (inv1, sqr1) those at the last j with w_j != 0, once it is past (else None).
         self._blocks: list[dict] = [{}]
-        # vote only, one dict per block: feature -> (updates, values) of s, the whole history.
-        self._history: list[dict] = [{}]
+        # The records still to be cut, as a heap of (last non-zero j, n, first, record).
+        self._cuts: list = []
+        self._live_cuts = 0  # the heap's size after its last clean-up
         self._k = 0  # index of the current predictor w_k (w_0 = 0)
         self._c = 0  # examples counted for w_k so far
         self._t = 0  # examples seen
-        self._counts = array("q", [0])  # c_j of the retired predictors j < k
-        self._cum_inv = array("d", [0.0])  # sum of c_j / sqrt(j) over 1 <= j <= index
-        self._cum_sqrt = array("d", [0.0])  # sum of c_j * sqrt(j) over 1 <= j <= index
+        self._inv = 0.0  # sum of c_j / sqrt(j) over the retired predictors 1 <= j < k
+        self._sqr = 0.0  # sum of c_j * sqrt(j) over the same
+        self._pushed = 0  # tie-breaker of the heap
+        # vote only: c_j of the retired predictors 1 <= j < k, and one dict per block,
+        # feature -> (updates, values), the history of s.
+        self._counts = array("q")
+        self._history: list[dict] = [{}]
         self._calibration = np.zeros(len(_TEMPERATURES))  # hinge: log loss of each temperature
 
     # -- closed forms: each returns a function of a record, with the model's counters bound -----
@@ -184,26 +192,19 @@ class VotedRDA(LinearClassifier):
     def _totals(self):
         """rec -> ``sum_j c_j w_j^(f)`` over all predictors so far (c_k the count so far).
 
-        While s^(f) stays at s from update ``first`` on, ``w_j^(f) = -(s / sqrt(j) - l1 sign(s)
-        sqrt(j)) / eta`` for ``j < |s| / l1`` and 0 after, so the sum over the open segment is a
-        difference of prefix sums; ``rec[2]`` holds the sum over the closed ones."""
-        k, l1, eta = self._k, self.l1, self.eta
-        inv, sqr = self._cum_inv, self._cum_sqrt
-        r = math.sqrt(k or 1)
-        inv_k, sqr_k = inv[-1] + self._c / r, sqr[-1] + self._c * r
+        While s^(f) = s, from update ``first`` on, ``w_j^(f) = -(s / sqrt(j) - l1 sign(s)
+        sqrt(j)) / eta`` for ``j < |s| / l1`` and 0 after, so the sum over this open segment is a
+        difference of the prefix sums of ``c_j / sqrt(j)`` and ``c_j sqrt(j)``: from the
+        record's snapshot at ``first - 1`` to now, or to the snapshot at the last non-zero j."""
+        r = math.sqrt(self._k or 1)
+        inv_k, sqr_k = self._inv + self._c / r, self._sqr + self._c * r
+        l1, eta = self.l1, self.eta
 
         def total(rec: list) -> float:
-            s, first, closed = rec
-            if s == 0.0:
-                return closed
-            last = k
-            if l1 > 0 and abs(s) / l1 <= k:  # w_j = 0 from j >= |s| / l1 on
-                last = math.ceil(abs(s) / l1) - 1
-                if last < first:
-                    return closed
-            inv_b, sqr_b = (inv_k, sqr_k) if last == k else (inv[last], sqr[last])
-            inv_sum, sqr_sum = inv_b - inv[first - 1], sqr_b - sqr[first - 1]
-            return closed - (s * inv_sum - math.copysign(l1, s) * sqr_sum) / eta
+            s, _, closed, inv0, sqr0, inv1, sqr1 = rec
+            if inv1 is None:
+                inv1, sqr1 = inv_k, sqr_k
+            return closed - (s * (inv1 - inv0) - math.copysign(l1, s) * (sqr1 - sqr0)) / eta
 
         return total
 
@@ -270,7 +271,7 @@ class VotedRDA(LinearClassifier):
     def _votes(self, x: dict) -> list[float]:
         """Binary: the normalized vote margin in [-1, 1]; multi-class: each label's vote share."""
         rows = self._voter_scores(x)
-        counts = np.append(np.array(self._counts[1:], dtype=float), self._c)[: self._k]
+        counts = np.append(np.array(self._counts, dtype=float), self._c)[: self._k]
         total = counts.sum()
         if total == 0:
             return [0.0] * len(rows)
@@ -320,18 +321,22 @@ class VotedRDA(LinearClassifier):
 
     def _step(self, x: dict, pairs: tuple[tuple[int, int], ...], step: float) -> None:
         """Retire w_k, add the subgradient ``-step * sign * x`` of each block, start w_{k+1}."""
-        k = self._k
+        k, vote = self._k, self.prediction == "vote"
         if k > 0:
             r = math.sqrt(k)
-            self._counts.append(self._c)
-            self._cum_inv.append(self._cum_inv[-1] + self._c / r)
-            self._cum_sqrt.append(self._cum_sqrt[-1] + self._c * r)
-        else:
-            self._counts[0] = self._c
+            self._inv += self._c / r
+            self._sqr += self._c * r
+            if vote:
+                self._counts.append(self._c)
+        cuts = self._cuts
+        while cuts and cuts[0][0] <= k:  # w_k was the last non-zero predictor of these records
+            _, _, first, rec = heapq.heappop(cuts)
+            if rec[1] == first:  # still the same segment
+                rec[5], rec[6] = self._inv, self._sqr
         self._k, self._c = k + 1, 0
         if step == 0.0:
             return
-        vote, total = self.prediction == "vote", self._totals()  # c_{k+1} = 0: sums up to k
+        total = self._totals()  # c_{k+1} = 0: the sums up to k
         for b, sign in pairs:
             block, history = self._blocks[b], self._history[b]
             for f, v in x.items():
@@ -340,15 +345,30 @@ class VotedRDA(LinearClassifier):
                 g = -step * sign * v
                 rec = block.get(f)
                 if rec is None:
-                    rec = block[f] = [g, k + 1, 0.0]
+                    rec = block[f] = [g, k + 1, 0.0, self._inv, self._sqr, None, None]
                 else:
-                    rec[2] = total(rec)
-                    rec[0] += g
-                    rec[1] = k + 1
+                    rec[:] = [rec[0] + g, k + 1, total(rec), self._inv, self._sqr, None, None]
+                self._schedule_cut(rec)
                 if vote:
                     hist = history.setdefault(f, (array("q"), array("d")))
                     hist[0].append(k + 1)
                     hist[1].append(rec[0])
+
+    def _schedule_cut(self, rec: list) -> None:
+        """Find when the weights of a newly opened segment reach zero: j >= |s| / l1."""
+        bound = abs(rec[0]) / self.l1 if self.l1 > 0 else math.inf
+        if bound == math.inf:
+            return
+        last = math.ceil(bound) - 1
+        if last < rec[1]:  # zero from the start: the segment adds nothing
+            rec[5], rec[6] = rec[3], rec[4]
+            return
+        self._pushed += 1
+        heapq.heappush(self._cuts, (last, self._pushed, rec[1], rec))
+        if len(self._cuts) > 2 * self._live_cuts + 1024:  # drop the entries of closed segments
+            self._cuts = [e for e in self._cuts if e[3][1] == e[2]]
+            heapq.heapify(self._cuts)
+            self._live_cuts = len(self._cuts)
 
     # -- river API ------------------------------------------------------------------------------
 

@@ -226,17 +226,37 @@ def test_lazy_average_property(seed, n_classes, l1, eta, loss, conservative):
 
 
 def test_an_update_touches_only_the_features_of_x():
-    """No O(d) work per mistake: every other coordinate's record is left as it was."""
+    """No O(d) work per mistake: other coordinates' records are left as they were, except that a
+    segment whose weights have just reached zero gets its cut once (one heap pop each)."""
     model = VotedRDA(l1=0.01)
     for x, y in random_stream(300, 5000, 2, seed=1):
         model.learn_one(x, y)
-    before = {f: list(rec) for f, rec in model._blocks[0].items()}
-    x = {1: 1.0, 2: -2.0, 10_000: 0.5}
-    k = model.n_updates
-    model.learn_one(x, "c0" if model.predict_one(x) == "c1" else "c1")  # a mistake
-    assert model.n_updates == k + 1
-    changed = {f for f, rec in model._blocks[0].items() if before.get(f) != rec}
-    assert changed <= set(x)
+    for x in ({1: 1.0, 2: -2.0, 10_000: 0.5}, {3: 1.0, 4: -1.0}, {5: 2.0}):
+        before = {f: list(rec) for f, rec in model._blocks[0].items()}
+        k = model.n_updates
+        model.learn_one(x, "c0" if model.predict_one(x) == "c1" else "c1")  # a mistake
+        assert model.n_updates == k + 1
+        for f, rec in model._blocks[0].items():
+            if f not in x and rec != before[f]:
+                assert rec[:5] == before[f][:5] and before[f][5] is None and rec[5] is not None
+    assert len(model._cuts) <= 2 * sum(map(len, model._blocks)) + 1024
+
+
+def test_memory_stays_proportional_to_the_features():
+    """Plain RDA updates on every example; the pending cuts are cleaned up, so the state does not
+    grow with the stream, and the results still equal the naive oracle's."""
+    d = 40
+    model, oracle = VotedRDA(l1=1e-3, conservative=False), NaiveRDA(d, l1=1e-3, conservative=False)
+    sizes = []
+    for i, (x, y) in enumerate(random_stream(6000, d, 2, seed=2, density=30)):
+        model.learn_one(x, y)
+        oracle.learn_one(x, y)
+        if i % 1000 == 999:
+            sizes.append(len(pickle.dumps(model)))
+    assert model._live_cuts > 0  # the clean-up ran
+    assert len(model._cuts) <= 2 * model._live_cuts + 1024
+    assert max(sizes[3:]) <= 1.1 * max(sizes[:3]), sizes  # a sawtooth (the heap), no trend
+    assert_same_weights(model, oracle, d)
 
 
 # -- the closed form ------------------------------------------------------------------------------
