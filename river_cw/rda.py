@@ -96,7 +96,8 @@ class VotedRDA(LinearClassifier):
     n_nonzero
         The number of non-zero entries of `weights`.
     temperature
-        a, the hinge loss's calibrated temperature (see above).
+        a, the temperature of the probabilities (see above): 1 with the log loss, calibrated
+        with the hinge loss; the vote does not use it.
 
     Examples
     --------
@@ -384,14 +385,15 @@ class VotedRDA(LinearClassifier):
             if sum(scores) == 0:
                 return {c: 1.0 / len(self.classes_) for c in self.classes_}
             return dict(zip(self.classes_, scores))
-        a = 1.0 if self.loss == "log" else self.temperature
-        probs = _softmax(a * self._logits(scores))
+        probs = _softmax(self.temperature * self._logits(scores))
         return dict(zip(self.classes_, probs.tolist()))
 
     # -- inspection -----------------------------------------------------------------------------
 
     @property
     def temperature(self) -> float:
+        if self.loss == "log":
+            return 1.0
         return float(_TEMPERATURES[np.argmin(self._calibration)])
 
     @property
