@@ -18,6 +18,12 @@ __all__ = ["VotedRDA"]
 _TEMPERATURES = 2.0 ** np.arange(-32.0, 16.25, 0.25)
 
 
+def _raise_bad_input(x: dict) -> None:
+    """Name the offending feature, or report an overflow of finite values."""
+    check_features(x)
+    raise ValueError("feature values too large: the score overflows float64")
+
+
 def _softmax(z: np.ndarray) -> np.ndarray:
     e = np.exp(z - z.max())
     return e / e.sum()
@@ -228,10 +234,10 @@ class VotedRDA(LinearClassifier):
                 for block in self._blocks
             ]
             finite = math.isfinite(math.fsum(scores))
-        except TypeError:
+        except (TypeError, ValueError, OverflowError):  # fsum: "-inf + inf", "intermediate overflow"
             finite = False
         if not finite:
-            check_features(x)
+            _raise_bad_input(x)
         return scores
 
     def _learning_scores(self, x: dict) -> list[float]:
@@ -249,25 +255,26 @@ class VotedRDA(LinearClassifier):
         rows = np.zeros((len(self._history), k))
         probe = 0.0  # the features without history still have to be numbers
         try:
-            for row, history in zip(rows, self._history):
-                terms = [np.zeros(k)]
-                for f, v in x.items():
-                    hist = history.get(f)
-                    if hist is None:
-                        probe += v * 0.0
-                        continue
-                    at, values = np.array(hist[0]), np.array(hist[1])
-                    idx = np.searchsorted(at, ks, side="right") - 1
-                    s = np.where(idx >= 0, values[np.maximum(idx, 0)], 0.0)
-                    w = -(s - np.copysign(l1 * ks, s)) / (self.eta * np.sqrt(ks))
-                    terms.append(v * np.where(np.abs(s) > l1 * ks, w, 0.0))
-                # summed in sorted order, so that the order of the features does not matter
-                row[:] = np.sort(np.array(terms), axis=0).sum(axis=0)
+            with np.errstate(over="ignore", invalid="ignore"):  # reported below
+                for row, history in zip(rows, self._history):
+                    terms = [np.zeros(k)]
+                    for f, v in x.items():
+                        hist = history.get(f)
+                        if hist is None:
+                            probe += v * 0.0
+                            continue
+                        at, values = np.array(hist[0]), np.array(hist[1])
+                        idx = np.searchsorted(at, ks, side="right") - 1
+                        s = np.where(idx >= 0, values[np.maximum(idx, 0)], 0.0)
+                        w = -(s - np.copysign(l1 * ks, s)) / (self.eta * np.sqrt(ks))
+                        terms.append(v * np.where(np.abs(s) > l1 * ks, w, 0.0))
+                    # summed in sorted order, so that the order of the features does not matter
+                    row[:] = np.sort(np.array(terms), axis=0).sum(axis=0)
             finite = math.isfinite(probe) and bool(np.isfinite(rows).all())
         except TypeError:
             finite = False
         if not finite:
-            check_features(x)
+            _raise_bad_input(x)
         return rows
 
     def _votes(self, x: dict) -> list[float]:
@@ -296,13 +303,20 @@ class VotedRDA(LinearClassifier):
         return np.array([0.0, scores[0]] if self.is_binary else scores)
 
     def _calibrate(self, x: dict, label: int) -> None:
-        """Add this example's log loss, under every candidate temperature, to the running sums."""
-        z = self._logits(self._scores(x))
-        if not np.isfinite(z).all():
+        """Add this example's log loss, under every candidate temperature, to the running sums.
+
+        x was validated by the learning scores; the averaged ones may still overflow, and then
+        the example is not used for calibration."""
+        try:
+            z = self._logits(self._scores(x))
+        except ValueError:
             return
-        za = np.outer(_TEMPERATURES, z)
-        top = za.max(axis=1)
-        self._calibration += top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - za[:, label]
+        with np.errstate(all="ignore"):
+            za = np.outer(_TEMPERATURES, z)
+            top = za.max(axis=1)
+            losses = top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - za[:, label]
+        if np.isfinite(losses).all():  # scores near the float64 limit: skip, for every candidate
+            self._calibration += losses
 
     def _update(self, x: dict, pairs: tuple[tuple[int, int], ...], margin: float) -> None:
         if self.loss == "hinge" and self.prediction != "vote" and len(self.classes_) > 1:

@@ -466,6 +466,7 @@ def test_vote_probability_is_the_share_of_votes():
         ({"new": float("inf")}, ValueError, "feature 'new' has a non-finite value"),
         ({1: 1.0, "z": 1 + 2j}, TypeError, "feature 'z'"),
     ],
+    ids=["str", "none", "nan", "inf", "complex"],
 )
 def test_bad_input_raises_and_leaves_the_model_unchanged(prediction, x, error, message):
     model = VotedRDA(l1=0.01, prediction=prediction)
@@ -480,6 +481,27 @@ def test_bad_input_raises_and_leaves_the_model_unchanged(prediction, x, error, m
         model.predict_one(x)
     with pytest.raises(error, match=message):
         model.predict_proba_one(x)
+    assert pickle.dumps(model) == snapshot
+
+
+@pytest.mark.parametrize("prediction", ["average", "vote", "last"])
+def test_overflowing_scores_raise_and_leave_the_model_unchanged(prediction):
+    """Finite values whose score overflows float64: a clear error, nothing learnt. (With the
+    average or the vote, learn_one judges by the newest predictor, whose score may not overflow:
+    then the example is learnt, so it is checked with "last" only.)"""
+    model = VotedRDA(eta=0.01, prediction=prediction)  # weights scale with 1 / eta
+    for xi, y in random_stream(200, 50, 2, seed=5):
+        model.learn_one(xi, y)
+    assert max(map(abs, model.weights.values())) > 2  # so that 1e308 * w overflows
+    x = {f: 1e308 for f in range(50)}
+    snapshot = pickle.dumps(model)
+    for method in (model.predict_one, model.predict_proba_one):
+        with pytest.raises(ValueError, match="too large: the score overflows float64"):
+            method(x)
+    if prediction == "last":
+        for y in ("c0", "a new label"):
+            with pytest.raises(ValueError, match="too large"):
+                model.learn_one(x, y)
     assert pickle.dumps(model) == snapshot
 
 
