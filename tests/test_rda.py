@@ -427,6 +427,20 @@ def test_hinge_probabilities_are_calibrated(prediction):
         assert p == pytest.approx(1 / (1 + math.exp(-a * model._scores(x)[0])))
 
 
+@pytest.mark.parametrize("prediction", ["average", "last"])
+def test_hinge_probabilities_do_not_depend_on_eta(prediction):
+    """Mistake-driven hinge updates only scale the weights by 1 / eta; the calibrated temperature
+    absorbs the scale (exactly, for a power of two: the grid has 4 points per octave)."""
+    stream = list(itertools.islice(datasets.Phishing(), 400))
+    one, four = VotedRDA(prediction=prediction), VotedRDA(eta=4.0, prediction=prediction)
+    for x, y in stream[:300]:
+        one.learn_one(x, y)
+        four.learn_one(x, y)
+    assert four.temperature == 4 * one.temperature
+    for x, _ in stream[300:]:
+        assert four.predict_proba_one(x) == one.predict_proba_one(x)
+
+
 @pytest.mark.parametrize("prediction", ["average", "vote", "last"])
 def test_multiclass_probabilities_are_distributions(prediction):
     model = VotedRDA(prediction=prediction, loss="log" if prediction == "last" else "hinge")
