@@ -303,12 +303,17 @@ def test_closed_form_minimises_the_rda_objective(seed):
             sign = 1 if y == model.classes_[-1] and len(model.classes_) == 2 else -1
             s -= sign * np.array(list(x.values()))
     k = model.n_updates
-    # minimise over w = u - v with u, v >= 0: smooth, so L-BFGS-B solves it to high accuracy
-    def split(z):
+
+    def split(z):  # w = u - v with u, v >= 0: smooth, so L-BFGS-B solves it to high accuracy
         return rda_objective(z[:d] - z[d:], s, k, l1, eta)
 
-    res = optimize.minimize(split, np.zeros(2 * d), method="L-BFGS-B", bounds=[(0, None)] * (2 * d),
-                            options={"ftol": 1e-15, "gtol": 1e-12})
+    res = optimize.minimize(
+        split,
+        np.zeros(2 * d),
+        method="L-BFGS-B",
+        bounds=[(0, None)] * (2 * d),
+        options={"ftol": 1e-15, "gtol": 1e-12},
+    )
     numeric = res.x[:d] - res.x[d:]
     closed = np.array([model.weights.get(i, 0.0) for i in range(d)])
     np.testing.assert_allclose(closed, numeric, atol=1e-5)
