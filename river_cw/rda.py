@@ -250,30 +250,36 @@ class VotedRDA(LinearClassifier):
 
     def _voter_scores(self, x: dict) -> np.ndarray:
         """Scores of every predictor w_1..w_k, one row per block; validates x."""
-        k, l1 = self._k, self.l1
-        ks = np.arange(1, k + 1)
-        rows = np.zeros((len(self._history), k))
-        probe = 0.0  # the features without history still have to be numbers
         try:
-            with np.errstate(over="ignore", invalid="ignore"):  # reported below
-                for row, history in zip(rows, self._history):
-                    terms = [np.zeros(k)]
-                    for f, v in x.items():
-                        hist = history.get(f)
-                        if hist is None:
-                            probe += v * 0.0
-                            continue
-                        at, values = np.array(hist[0]), np.array(hist[1])
-                        idx = np.searchsorted(at, ks, side="right") - 1
-                        s = np.where(idx >= 0, values[np.maximum(idx, 0)], 0.0)
-                        w = -(s - np.copysign(l1 * ks, s)) / (self.eta * np.sqrt(ks))
-                        terms.append(v * np.where(np.abs(s) > l1 * ks, w, 0.0))
-                    # summed in sorted order, so that the order of the features does not matter
-                    row[:] = np.sort(np.array(terms), axis=0).sum(axis=0)
-            finite = math.isfinite(probe) and bool(np.isfinite(rows).all())
+            finite = math.isfinite(math.fsum([v * 0.0 for v in x.values()]))
         except TypeError:
             finite = False
         if not finite:
+            check_features(x)
+        k, l1 = self._k, self.l1
+        ks = np.arange(1, k + 1)
+        rows = np.zeros((len(self._history), k))
+        for row, history in zip(rows, self._history):
+            found = [(v, h) for f, v in x.items() if (h := history.get(f)) is not None]
+            if not found:
+                continue
+            # The histories of all the features, one after the other: feature i's updates are
+            # shifted by i (k + 1), so one search finds s^(f) at every (feature, predictor).
+            lengths = [len(h[0]) for _, h in found]
+            shifts = np.arange(len(found)) * (k + 1)
+            at = np.concatenate([np.array(h[0]) for _, h in found]) + np.repeat(shifts, lengths)
+            values = np.concatenate([np.array(h[1]) for _, h in found])
+            starts = np.cumsum([0] + lengths[:-1])
+            idx = np.searchsorted(at, shifts[:, None] + ks, side="right") - 1
+            s = np.where(idx >= starts[:, None], values[np.maximum(idx, 0)], 0.0)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflows are reported below
+                w = -(s - np.copysign(l1 * ks, s)) / (self.eta * np.sqrt(ks))
+                terms = np.array([v for v, _ in found], dtype=float)[:, None] * np.where(
+                    np.abs(s) > l1 * ks, w, 0.0
+                )
+                # summed in sorted order, so that the order of the features does not matter
+                row[:] = np.sort(terms, axis=0).sum(axis=0)
+        if not np.isfinite(rows).all():
             _raise_bad_input(x)
         return rows
 
