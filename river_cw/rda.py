@@ -234,7 +234,7 @@ class VotedRDA(LinearClassifier):
                 for block in self._blocks
             ]
             finite = math.isfinite(math.fsum(scores))
-        except (TypeError, ValueError, OverflowError):  # fsum: "-inf + inf", "intermediate overflow"
+        except (TypeError, ValueError, OverflowError):  # fsum: "-inf + inf", intermediate overflow
             finite = False
         if not finite:
             _raise_bad_input(x)
