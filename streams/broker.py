@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 
+from streams.kafka_io import create_topics
+
 
 class BrokerError(RuntimeError):
     """The broker binary is missing or the broker did not come up."""
@@ -75,9 +77,19 @@ class TansuBroker:
         url = f"tcp://{self.host}:{self.port}"
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
-            [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                broker_binary(),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         deadline = time.monotonic() + self.start_timeout
@@ -131,11 +143,22 @@ class TansuBroker:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=9092,
-                        help="port to listen on, 0 for a free one (default: %(default)s)")
-    parser.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]",
-                        help="create this topic at start (repeatable; 1 partition by default)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=9092,
+        help="port to listen on, 0 for a free one (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="NAME[:PARTITIONS]",
+        help="create this topic at start (repeatable; 1 partition by default)",
+    )
 
 
 def _parse_topic(spec: str) -> tuple[str, int]:
@@ -146,8 +169,6 @@ def _parse_topic(spec: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streams.kafka_io import create_topics
-
     try:
         topics = dict(_parse_topic(spec) for spec in args.topic)
     except ValueError as error:
@@ -161,12 +182,18 @@ def run(args: argparse.Namespace) -> int:
             if topics:
                 create_topics(broker.bootstrap_servers, topics)
             created = ", ".join(f"{name} ({n} partitions)" for name, n in topics.items())
-            print(f"Tansu broker on {broker.bootstrap_servers} (in-memory storage, pid {broker.pid})"
-                  + (f"; topics: {created}" if created else "") + "; Ctrl-C to stop", flush=True)
+            print(
+                f"Tansu broker on {broker.bootstrap_servers} (in-memory storage, pid {broker.pid})"
+                + (f"; topics: {created}" if created else "")
+                + "; Ctrl-C to stop",
+                flush=True,
+            )
             while not stop.wait(0.5):
                 if not broker.running():
-                    print(f"river-cw broker: error: the broker exited:\n{broker.log_tail()}",
-                          file=sys.stderr)
+                    print(
+                        f"river-cw broker: error: the broker exited:\n{broker.log_tail()}",
+                        file=sys.stderr,
+                    )
                     return 1
     except BrokerError as error:
         print(f"river-cw broker: error: {error}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Serve and learn a river classifier on a Kafka topic, with checkpoints that make learning exactly-once.
+"""Serve and learn a river classifier on a Kafka topic; checkpoints make learning exactly-once.
 
 For every example the server writes `{id, prediction, probabilities, model_version, partition}`
 to the predictions topic (`model_version` = examples the model had learned), then learns it if
@@ -9,8 +9,9 @@ example. Bad messages go to the dead-letter topic with the reason, and the serve
 State is per partition: partition p of the examples topic and of the labels topic feed one model,
 with its offsets and pending examples, saved in its own checkpoint file `<topic>-<p>.ckpt`. With
 several servers in a consumer group each owns some partitions; on a rebalance the old owner
-saves the state and the new one loads it. A partition's model is its own: with one partition
-(or one model per partition) the final model equals an offline run over the same sequence.
+saves the state and the new one loads it. Each partition's model learns from that partition
+alone, so it ends equal to an offline run over the partition in offset order; use one
+partition for one model over the whole stream.
 
 Exactly-once learning: the model learns only from records before the offsets stored beside it
 in the same atomic checkpoint, and a (re)started server seeks to those offsets, ignoring Kafka's
@@ -19,6 +20,12 @@ records after the last checkpoint are read again and applied to the model that h
 seen them. Outputs are at-least-once: predictions and dead letters of those records are
 written again (deduplicate by id downstream if needed). Before a checkpoint is written, all
 outputs up to it are acknowledged by the broker, so none is lost.
+
+Every checkpoint is a consistent snapshot (a model and the offsets it has learned up to), so
+whichever one a server loads, nothing is learned twice or skipped. A member evicted from the
+group (it did not poll within max_poll_interval_ms) drops its partitions without saving, as
+another member may own them already. Keep processing a poll's records (up to 500) plus a
+checkpoint well under max_poll_interval_ms.
 
 With a labels topic, learning order depends on how the two topics interleave when read, so
 "equals an offline run" holds for the order in which labels were joined; with labels inside
@@ -38,7 +45,12 @@ from typing import Any, Iterable
 from streams import checkpoint
 from streams.kafka_io import KafkaSettings, KafkaSource, Sink
 from streams.messages import (
-    Example, InvalidMessage, LabelMessage, decode_example, decode_label, encode_prediction,
+    Example,
+    InvalidMessage,
+    LabelMessage,
+    decode_example,
+    decode_label,
+    encode_prediction,
 )
 
 log = logging.getLogger(__name__)
@@ -115,8 +127,9 @@ class ModelServer:
     def run(self) -> dict[int, PartitionState]:
         """Serve until stopped; returns the final states. Raises `BrokerUnavailable` at start."""
         topics = [self.examples_topic] + ([self.labels_topic] if self.labels_topic else [])
-        self.source = KafkaSource(self.settings, topics, group_id=self.group_id,
-                                  partitions=self.partitions)
+        self.source = KafkaSource(
+            self.settings, topics, group_id=self.group_id, partitions=self.partitions
+        )
         try:
             self.sink = Sink(self.settings, self.predictions_topic, self.dead_letter_topic)
         except BaseException:
@@ -125,7 +138,7 @@ class ModelServer:
         consumed, started = 0, time.monotonic()
         last_log = (consumed, started)
         try:
-            self.source.start(self._assign, self._revoke)
+            self.source.start(self._assign, self._revoke, self._lose)
             while not self._stop.is_set():
                 records = self.source.poll(self.poll_timeout_ms)
                 for record in records:
@@ -167,8 +180,13 @@ class ModelServer:
                         f"{self.checkpoint_path(p)} holds {state.topic}/{state.partition}, "
                         f"not {self.examples_topic}/{p}"
                     )
-                log.info("partition %d: resuming from checkpoint at offsets %s (%d learned, %d pending)",
-                         p, state.offsets, state.learned, len(state.pending_examples))
+                log.info(
+                    "partition %d: resuming from checkpoint at offsets %s (%d learned, %d pending)",
+                    p,
+                    state.offsets,
+                    state.learned,
+                    len(state.pending_examples),
+                )
             for topic in self.source.topics:
                 self.source.seek(topic, p, state.offsets.get(topic))
             self.states[p] = state
@@ -179,6 +197,16 @@ class ModelServer:
         for p in partitions:
             del self.states[p]
         log.info("partitions %s revoked (checkpointed)", sorted(partitions))
+
+    def _lose(self, partitions: set[int]) -> None:
+        for p in partitions:
+            del self.states[p]
+        self._dirty -= partitions
+        log.warning(
+            "partitions %s lost (evicted from the group): their work since the last "
+            "checkpoint is dropped, the new owner redoes it",
+            sorted(partitions),
+        )
 
     # --- checkpoints ------------------------------------------------------------------------
 
@@ -222,10 +250,14 @@ class ModelServer:
             probabilities = state.model.predict_proba_one(example.x)
             prediction = state.model.predict_one(example.x)
         except Exception as error:
-            raise InvalidMessage(f"the model cannot predict it: {type(error).__name__}: {error}") from None
+            raise InvalidMessage(
+                f"the model cannot predict it: {type(error).__name__}: {error}"
+            ) from None
         self.sink.prediction(
             str(example.id).encode("utf-8"),
-            encode_prediction(example.id, prediction, probabilities, state.learned, state.partition),
+            encode_prediction(
+                example.id, prediction, probabilities, state.learned, state.partition
+            ),
         )
         state.predicted += 1
         early = state.pending_labels.pop(example.id, None)
@@ -246,7 +278,9 @@ class ModelServer:
         try:
             state.model.learn_one(x, label)
         except Exception as error:
-            raise InvalidMessage(f"the model cannot learn it: {type(error).__name__}: {error}") from None
+            raise InvalidMessage(
+                f"the model cannot learn it: {type(error).__name__}: {error}"
+            ) from None
         state.learned += 1
 
     def _remember(self, state: PartitionState, pending: dict, key, value) -> None:
@@ -259,12 +293,18 @@ class ModelServer:
     # --- monitoring -------------------------------------------------------------------------
 
     def _log_progress(self, consumed: int, seconds: float, final: bool = False) -> None:
-        states = self.states.values()
+        states, lag = self.states.values(), self.source.lag()
         log.info(
             "%s%d messages in %.1f s (%.0f/s); partitions %s: learned %d, pending %d, "
             "dead letters %d, expired %d; lag %s",
-            "done: " if final else "", consumed, seconds, consumed / max(seconds, 1e-9),
-            sorted(self.states), sum(s.learned for s in states),
-            sum(len(s.pending_examples) for s in states), sum(s.dead_letters for s in states),
-            sum(s.expired for s in states), self.source.lag(),
+            "done: " if final else "",
+            consumed,
+            seconds,
+            consumed / max(seconds, 1e-9),
+            sorted(self.states),
+            sum(s.learned for s in states),
+            sum(len(s.pending_examples) for s in states),
+            sum(s.dead_letters for s in states),
+            sum(s.expired for s in states),
+            "unknown" if lag is None else lag,
         )

@@ -5,8 +5,10 @@ with the same number of partitions and both keyed by example id, so that an exam
 label land in the same partition number). It works in one of two modes:
 
 - consumer group (`group_id`): partitions are split between the members; the range assignor
-  gives each member the same partition numbers of both topics. `on_assign`/`on_revoke` are
-  called with partition numbers on every rebalance.
+  gives each member the same partition numbers of both topics. On every rebalance, inside
+  `poll`, `on_revoke` (the member still owns them: save now) or `on_lost` (it was evicted
+  from the group: another member may own them already) and then `on_assign` are called with
+  partition numbers.
 - static (`partitions`, or all of them): no group, no rebalances; restarts are immediate.
 
 It never commits offsets to Kafka: the caller keeps its own offsets and `seek`s to them.
@@ -22,6 +24,8 @@ from kafka.admin import NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+
+Callback = Callable[[set[int]], None]
 
 
 class BrokerUnavailable(RuntimeError):
@@ -49,8 +53,10 @@ class KafkaSettings:
     fetch_max_wait_ms: int = 100
 
     def _common(self) -> dict:
-        return {"bootstrap_servers": self.bootstrap_servers,
-                "bootstrap_timeout_ms": self.connect_timeout_ms}
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "bootstrap_timeout_ms": self.connect_timeout_ms,
+        }
 
 
 def _connect(factory: Callable, settings: KafkaSettings, **config):
@@ -84,6 +90,9 @@ class _Listener(ConsumerRebalanceListener):
     def on_partitions_revoked(self, revoked):
         self.source._set_assignment(set(), revoked={tp.partition for tp in revoked})
 
+    def on_partitions_lost(self, lost):
+        self.source._set_assignment(set(), revoked={tp.partition for tp in lost}, lost=True)
+
     def on_partitions_assigned(self, assigned):
         self.source._set_assignment({tp.partition for tp in assigned})
 
@@ -105,9 +114,10 @@ class KafkaSource:
         self.group_id = group_id
         self.partitions: set[int] = set()  # assigned partition numbers (the same in every topic)
         self._static = None if partitions is None else set(partitions)
-        self._on_assign = self._on_revoke = lambda partitions: None
+        self._on_assign = self._on_revoke = self._on_lost = lambda partitions: None
         self._consumer = _connect(
-            KafkaConsumer, settings,
+            KafkaConsumer,
+            settings,
             group_id=group_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -123,11 +133,9 @@ class KafkaSource:
             self.close()
             raise
 
-    def start(
-        self, on_assign: Callable[[set[int]], None], on_revoke: Callable[[set[int]], None]
-    ) -> None:
+    def start(self, on_assign: Callback, on_revoke: Callback, on_lost: Callback) -> None:
         """Join the group (callbacks run inside `poll`) or take the static partitions now."""
-        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         if self.group_id is not None:
             self._consumer.subscribe(self.topics, listener=_Listener(self))
             return
@@ -149,13 +157,16 @@ class KafkaSource:
             counts[topic] = len(partitions)
         if len(set(counts.values())) > 1:
             raise TopicError(
-                f"topics must have the same number of partitions (co-partitioned by id), got {counts}"
+                f"topics must have the same number of partitions (co-partitioned by id), "
+                f"got {counts}"
             )
         return counts[self.topics[0]]
 
-    def _set_assignment(self, assigned: set[int], revoked: set[int] = frozenset()) -> None:
+    def _set_assignment(
+        self, assigned: set[int], revoked: set[int] = frozenset(), lost: bool = False
+    ) -> None:
         if revoked & self.partitions:
-            self._on_revoke(revoked & self.partitions)
+            (self._on_lost if lost else self._on_revoke)(revoked & self.partitions)
             self.partitions -= revoked
         new = assigned - self.partitions
         self.partitions |= assigned
@@ -190,6 +201,8 @@ class KafkaSource:
         return total
 
     def close(self) -> None:
+        """Leave the group without calling back: the caller has saved what it wanted to."""
+        self._on_assign = self._on_revoke = self._on_lost = lambda partitions: None
         self._consumer.close(autocommit=False)
 
 
@@ -206,16 +219,18 @@ class Sink:
         self._sent.append(self._producer.send(self.predictions_topic, key=key, value=value))
 
     def dead_letter(self, record, reason: str) -> None:
-        """Forward `record` as it came (key and value bytes) with the reason and origin in headers."""
+        """Forward `record` as it came (key and value bytes), reason and origin in headers."""
         headers = [
             ("reason", reason.encode("utf-8")),
             ("topic", record.topic.encode()),
             ("partition", str(record.partition).encode()),
             ("offset", str(record.offset).encode()),
         ]
-        self._sent.append(self._producer.send(
-            self.dead_letter_topic, key=record.key, value=record.value, headers=headers
-        ))
+        self._sent.append(
+            self._producer.send(
+                self.dead_letter_topic, key=record.key, value=record.value, headers=headers
+            )
+        )
 
     def flush(self) -> None:
         """Wait until every message sent so far is acknowledged; raise if any was not."""
@@ -229,4 +244,4 @@ class Sink:
             raise BrokerUnavailable(f"{len(failed)} messages were not delivered: {failed[0]}")
 
     def close(self) -> None:
-        self._producer.close()
+        self._producer.close(timeout=10)

@@ -20,12 +20,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Union
 
 from river_cw.validation import check_features
 
-Id = Union[str, int]
-Label = Union[str, int, bool]
+Id = str | int
+Label = str | int | bool
 
 
 class InvalidMessage(ValueError):
@@ -102,7 +101,9 @@ def decode_example(value: bytes | None) -> Example:
     if "x" in obj:
         x = obj["x"]
         if not isinstance(x, dict):
-            raise InvalidMessage(f"wrong type: 'x' must be an object of features, got {_describe(x)}")
+            raise InvalidMessage(
+                f"wrong type: 'x' must be an object of features, got {_describe(x)}"
+            )
         try:
             check_features(x)
         except TypeError as error:
@@ -111,7 +112,9 @@ def decode_example(value: bytes | None) -> Example:
             raise InvalidMessage(str(error)) from None
     else:
         if not isinstance(obj["text"], str):
-            raise InvalidMessage(f"wrong type: 'text' must be a string, got {_describe(obj['text'])}")
+            raise InvalidMessage(
+                f"wrong type: 'text' must be a string, got {_describe(obj['text'])}"
+            )
         x = {"text": obj["text"]}
     return Example(id_, x, _label(obj))
 
@@ -147,7 +150,12 @@ def encode_prediction(
         str(label): (float(p) if math.isfinite(p) else None) for label, p in probabilities.items()
     }
     return json.dumps(
-        {"id": id, "prediction": prediction, "probabilities": probabilities,
-         "model_version": model_version, "partition": partition},
+        {
+            "id": id,
+            "prediction": prediction,
+            "probabilities": probabilities,
+            "model_version": model_version,
+            "partition": partition,
+        },
         allow_nan=False,
     ).encode("utf-8")

@@ -16,21 +16,33 @@ from streams.messages import encode_prediction
 REPO = Path(__file__).resolve().parents[1]
 
 
-def produce(bootstrap: str, topic: str, values: list[bytes], keys: list | None = None,
-            partitions: list[int] | None = None) -> None:
+def produce(
+    bootstrap: str,
+    topic: str,
+    values: list[bytes],
+    keys: list | None = None,
+    partitions: list[int] | None = None,
+) -> None:
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     for i, value in enumerate(values):
-        producer.send(topic, value=value,
-                      key=None if keys is None else str(keys[i]).encode(),
-                      partition=0 if partitions is None else partitions[i])
+        producer.send(
+            topic,
+            value=value,
+            key=None if keys is None else str(keys[i]).encode(),
+            partition=0 if partitions is None else partitions[i],
+        )
     producer.flush()
     producer.close()
 
 
 def read_topic(bootstrap: str, topic: str, count: int, timeout: float = 20.0) -> list:
     """At least `count` records of every partition of `topic`, in partition then offset order."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             enable_auto_commit=False, fetch_max_wait_ms=100)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+    )
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         consumer.assign(tps)
@@ -53,7 +65,9 @@ def offline(model, examples: list[tuple]) -> tuple[object, dict]:
     predictions = {}
     for learned, (id_, x, y) in enumerate(examples):
         proba = model.predict_proba_one(x)
-        predictions[id_] = json.loads(encode_prediction(id_, model.predict_one(x), proba, learned, 0))
+        predictions[id_] = json.loads(
+            encode_prediction(id_, model.predict_one(x), proba, learned, 0)
+        )
         model.learn_one(x, y)
     return model, predictions
 
@@ -63,7 +77,9 @@ def assert_same_model(model, reference, probe: list) -> None:
     same probabilities on `probe`."""
     canonical = lambda m: pickle.dumps(pickle.loads(pickle.dumps(m)))  # noqa: E731
     assert canonical(model) == canonical(reference)
-    assert [model.predict_proba_one(x) for x in probe] == [reference.predict_proba_one(x) for x in probe]
+    assert [model.predict_proba_one(x) for x in probe] == [
+        reference.predict_proba_one(x) for x in probe
+    ]
 
 
 class ServerThread:

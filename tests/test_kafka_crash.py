@@ -1,15 +1,15 @@
-"""kill -9 the `river-cw serve` process at random points: the final model still equals an offline run."""
+"""kill -9 `river-cw serve` at random points: the final model still equals an offline run."""
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
 import sys
 import time
 
+import pytest
 
 from streams import checkpoint
 from streams.kafka_io import create_topics
@@ -18,17 +18,40 @@ from streams.serve_cli import build_model
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import REPO, assert_same_model, offline, produce, read_topic
 
-MODEL = "feature_extraction.BagOfWords(on='text') | AROW()"
+MODEL = "AROW()"  # with --text: BagOfWords(on="text") | AROW()
 
 
 def start_server(broker, topic, checkpoint_dir, log_path):
     log = open(log_path, "wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streams.cli", "serve", "--model", MODEL, "--topic", topic,
-         "--bootstrap-servers", broker.bootstrap_servers, "--partitions", "0",
-         "--checkpoint-dir", str(checkpoint_dir), "--checkpoint-every", "100",
-         "--idle-timeout", "1.5", "--log-seconds", "0.5", "--connect-timeout-ms", "5000"],
-        cwd=REPO, stdout=log, stderr=log,
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "serve",
+            "--model",
+            MODEL,
+            "--text",
+            "--topic",
+            topic,
+            "--bootstrap-servers",
+            broker.bootstrap_servers,
+            "--partitions",
+            "0",
+            "--checkpoint-dir",
+            str(checkpoint_dir),
+            "--checkpoint-every",
+            "100",
+            "--idle-timeout",
+            "1.5",
+            "--log-seconds",
+            "0.5",
+            "--connect-timeout-ms",
+            "5000",
+        ],
+        cwd=REPO,
+        stdout=log,
+        stderr=log,
     )
     log.close()
     return process
@@ -42,14 +65,20 @@ def wait_for_log(log_path, text, process, timeout=30.0):
         time.sleep(0.02)
 
 
+@pytest.mark.kafka
+@pytest.mark.slow
 def test_kill_9_at_random_points_loses_and_repeats_nothing(kafka_broker, topic_name, tmp_path):
     rows = shuffled(read_jsonl("mdsd_sorted_acl_text.jsonl.gz"), seed=7)[:5000]
     examples = [(i, {"text": row["text"]}, row["label"]) for i, row in enumerate(rows)]
     rng = random.Random(7)
     topic = topic_name("crash")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
-    produce(kafka_broker.bootstrap_servers, topic, [encode_example(*e) for e in examples],
-            keys=[e[0] for e in examples])
+    produce(
+        kafka_broker.bootstrap_servers,
+        topic,
+        [encode_example(*e) for e in examples],
+        keys=[e[0] for e in examples],
+    )
     ckpt = tmp_path / f"{topic}-0.ckpt"
 
     progress = []  # examples learned in the checkpoint after each interruption
@@ -80,13 +109,17 @@ def test_kill_9_at_random_points_loses_and_repeats_nothing(kafka_broker, topic_n
         process.wait()
 
     state = checkpoint.load(ckpt)
-    reference, expected = offline(build_model(MODEL), examples)
+    reference, expected = offline(build_model(MODEL, text=True), examples)
     assert (state.learned, state.offsets) == (len(examples), {topic: len(examples)})
     assert_same_model(state.model, reference, [e[1] for e in examples[:500]])
     # predictions are at-least-once: every id has one, and any repeat is the very same message
-    predictions = [json.loads(r.value) for r in read_topic(
-        kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))]
+    predictions = [
+        json.loads(r.value)
+        for r in read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
+    ]
     assert {p["id"] for p in predictions} == set(range(len(examples)))
     assert all(p == expected[p["id"]] for p in predictions)
-    print(f"checkpointed progress at interruptions: {progress}; "
-          f"{len(predictions) - len(examples)} predictions repeated")
+    print(
+        f"checkpointed progress at interruptions: {progress}; "
+        f"{len(predictions) - len(examples)} predictions repeated"
+    )

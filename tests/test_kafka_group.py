@@ -1,8 +1,15 @@
-"""Two servers in one consumer group split the partitions, each partition with its own state."""
+"""Servers in one consumer group split the partitions; each partition has its own state and
+checkpoint, so a partition moves to another member without being learned twice."""
 
 from __future__ import annotations
 
 import json
+import logging
+import subprocess
+import sys
+import time
+
+import pytest
 
 from river_cw import AROW
 from streams import checkpoint
@@ -10,34 +17,64 @@ from streams.consumer import ModelServer
 from streams.kafka_io import KafkaSettings, create_topics
 from streams.messages import encode_example
 from tests.conftest import read_jsonl, shuffled
-from tests.kafka_support import ServerThread, assert_same_model, offline, produce, read_topic, wait_until
+from tests.kafka_support import (
+    REPO,
+    ServerThread,
+    assert_same_model,
+    offline,
+    produce,
+    read_topic,
+    wait_until,
+)
 
+pytestmark = pytest.mark.kafka
 PARTITIONS = 4
 
 
-def test_two_members_split_partitions_and_learn_each_exactly_once(kafka_broker, topic_name, tmp_path):
+def test_two_members_split_partitions_and_learn_each_exactly_once(
+    kafka_broker, topic_name, tmp_path
+):
     rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=5)[:2000]
     examples = [(i, row["x"], row["label"]) for i, row in enumerate(rows)]
     topic, group = topic_name("group"), topic_name("group-id")
     create_topics(kafka_broker.bootstrap_servers, {topic: PARTITIONS, f"{topic}.predictions": 1})
     # DESIGN.md's short group timeouts: both members get their partitions within seconds
-    settings = KafkaSettings(kafka_broker.bootstrap_servers, session_timeout_ms=6000,
-                             heartbeat_interval_ms=1000, max_poll_interval_ms=10000)
+    settings = KafkaSettings(
+        kafka_broker.bootstrap_servers,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        max_poll_interval_ms=10000,
+    )
     members = [
-        ServerThread(ModelServer(
-            AROW(), settings, examples_topic=topic, predictions_topic=f"{topic}.predictions",
-            dead_letter_topic=f"{topic}.dead", group_id=group, checkpoint_dir=tmp_path,
-            checkpoint_every=100,
-        ))
+        ServerThread(
+            ModelServer(
+                AROW(),
+                settings,
+                examples_topic=topic,
+                predictions_topic=f"{topic}.predictions",
+                dead_letter_topic=f"{topic}.dead",
+                group_id=group,
+                checkpoint_dir=tmp_path,
+                checkpoint_every=100,
+            )
+        )
         for _ in range(2)
     ]
     owned = lambda: [set(m.server.states) for m in members]  # noqa: E731
     try:
-        wait_until(lambda: sorted(map(len, owned())) == [2, 2] and set.union(*owned()) == set(range(4)),
-                   timeout=40, what="two members with two partitions each")
+        wait_until(
+            lambda: sorted(map(len, owned())) == [2, 2] and set.union(*owned()) == set(range(4)),
+            timeout=40,
+            what="two members with two partitions each",
+        )
         split = owned()
-        produce(kafka_broker.bootstrap_servers, topic, [encode_example(*e) for e in examples],
-                keys=[e[0] for e in examples], partitions=[e[0] % PARTITIONS for e in examples])
+        produce(
+            kafka_broker.bootstrap_servers,
+            topic,
+            [encode_example(*e) for e in examples],
+            keys=[e[0] for e in examples],
+            partitions=[e[0] % PARTITIONS for e in examples],
+        )
         learned = lambda: sum(s.learned for m in members for s in list(m.server.states.values()))  # noqa: E731
         wait_until(lambda: learned() == len(examples), what="every example learned")
         assert owned() == split  # no rebalance while serving
@@ -55,3 +92,115 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(kafka_broker, 
         assert_same_model(state.model, reference, [x for _, x, _ in mine[:200]])
     predictions = read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
     assert sorted(json.loads(r.value)["id"] for r in predictions) == list(range(len(examples)))
+
+
+def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoint(
+    kafka_broker, topic_name, tmp_path, caplog
+):
+    caplog.set_level(logging.INFO, logger="streams.consumer")
+    rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=6)[:1000]
+    examples = [(i, row["x"], row["label"]) for i, row in enumerate(rows)]
+    topic, group = topic_name("failover"), topic_name("failover-id")
+    create_topics(kafka_broker.bootstrap_servers, {topic: 2, f"{topic}.predictions": 1})
+    survivor = ServerThread(
+        ModelServer(
+            AROW(),
+            KafkaSettings(kafka_broker.bootstrap_servers),
+            examples_topic=topic,
+            predictions_topic=f"{topic}.predictions",
+            dead_letter_topic=f"{topic}.dead",
+            group_id=group,
+            checkpoint_dir=tmp_path,
+            checkpoint_every=100,
+        )
+    )
+    log = open(tmp_path / "victim.log", "wb")
+    victim = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "serve",
+            "--model",
+            "AROW()",
+            "--topic",
+            topic,
+            "--bootstrap-servers",
+            kafka_broker.bootstrap_servers,
+            "--group-id",
+            group,
+            "--checkpoint-dir",
+            str(tmp_path),
+            "--checkpoint-every",
+            "100",
+        ],
+        cwd=REPO,
+        stdout=log,
+        stderr=log,
+    )
+    log.close()
+    states = lambda: dict(survivor.server.states)  # noqa: E731
+    try:
+        wait_until(
+            lambda: len(states()) == 1 and "partition" in (tmp_path / "victim.log").read_text(),
+            timeout=40,
+            what="one partition each",
+        )
+        (mine,), theirs = states(), 1 - next(iter(states()))
+        half = [e for e in examples if e[0] < 500]
+        produce(
+            kafka_broker.bootstrap_servers,
+            topic,
+            [encode_example(*e) for e in half],
+            keys=[e[0] for e in half],
+            partitions=[e[0] % 2 for e in half],
+        )
+        their_checkpoint = tmp_path / f"{topic}-{theirs}.ckpt"
+        wait_until(
+            lambda: (
+                states()[mine].learned == 250
+                and their_checkpoint.exists()
+                and checkpoint.load(their_checkpoint).learned == 200
+            ),
+            what="the first half",
+        )
+        time.sleep(0.5)  # the victim learns its last 50, which no checkpoint holds yet
+        victim.kill()
+        victim.wait()
+        rest = [e for e in examples if e[0] >= 500]
+        produce(
+            kafka_broker.bootstrap_servers,
+            topic,
+            [encode_example(*e) for e in rest],
+            keys=[e[0] for e in rest],
+            partitions=[e[0] % 2 for e in rest],
+        )
+        wait_until(
+            lambda: (
+                sorted(states()) == [0, 1] and sum(s.learned for s in states().values()) == 1000
+            ),
+            timeout=40,
+            what="the survivor to learn both partitions",
+        )
+    finally:
+        victim.kill()
+        victim.wait()
+        survivor.stop()
+
+    assert (
+        f"partition {theirs}: resuming from checkpoint at offsets {{'{topic}': 200}}" in caplog.text
+    )
+    reference = {}
+    for p in (0, 1):
+        part = [e for e in examples if e[0] % 2 == p]
+        state = checkpoint.load(tmp_path / f"{topic}-{p}.ckpt")
+        assert (state.learned, state.offsets) == (500, {topic: 500})
+        model, reference[p] = offline(AROW(), part)
+        assert_same_model(state.model, model, [x for _, x, _ in part[:200]])
+    predictions = [
+        json.loads(r.value)
+        for r in read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
+    ]
+    assert {p["id"] for p in predictions} == set(range(1000))
+    for p in predictions:  # repeats (the victim's unsaved 50) are identical to the first ones
+        assert p == reference[p["id"] % 2][p["id"]] | {"partition": p["id"] % 2}

@@ -7,45 +7,73 @@ import json
 import pytest
 
 from streams.messages import (
-    Example, InvalidMessage, LabelMessage, decode_example, decode_label, encode_example,
-    encode_label, encode_prediction,
+    Example,
+    InvalidMessage,
+    LabelMessage,
+    decode_example,
+    decode_label,
+    encode_example,
+    encode_label,
+    encode_prediction,
 )
 
 
-@pytest.mark.parametrize("message, example", [
-    (b'{"id": 1, "x": {"a": 1, "b": -2.5, "c": true}, "label": "spam"}',
-     Example(1, {"a": 1, "b": -2.5, "c": True}, "spam")),
-    (b'{"id": "m-7", "text": "caf\xc3\xa9", "label": null}', Example("m-7", {"text": "café"}, None)),
-    (b'{"id": 3, "x": {}, "label": 0, "split": "train", "domain": "books"}', Example(3, {}, 0)),
-    (b'{"id": 4, "text": "", "label": false}', Example(4, {"text": ""}, False)),
-])
+@pytest.mark.parametrize(
+    "message, example",
+    [
+        (
+            b'{"id": 1, "x": {"a": 1, "b": -2.5, "c": true}, "label": "spam"}',
+            Example(1, {"a": 1, "b": -2.5, "c": True}, "spam"),
+        ),
+        (
+            b'{"id": "m-7", "text": "caf\xc3\xa9", "label": null}',
+            Example("m-7", {"text": "café"}, None),
+        ),
+        (b'{"id": 3, "x": {}, "label": 0, "split": "train", "domain": "books"}', Example(3, {}, 0)),
+        (b'{"id": 4, "text": "", "label": false}', Example(4, {"text": ""}, False)),
+    ],
+)
 def test_valid_examples(message, example):
     assert decode_example(message) == example
 
 
-@pytest.mark.parametrize("message, reason", [
-    (None, "empty message (no value)"),
-    (b"", "bad JSON: Expecting value: line 1 column 1 (char 0)"),
-    (b'{"id": 1,', "bad JSON: Expecting property name"),
-    (b"\xc3\x28", "not UTF-8: 'utf-8' codec can't decode byte 0xc3"),
-    (b'{"id": 1, "x": {"a": NaN}}', "non-finite number in JSON: NaN"),
-    (b'{"id": 1, "x": {"a": Infinity}}', "non-finite number in JSON: Infinity"),
-    (b'{"id": 1, "x": {"a": 1e400}}', "feature 'a' has a non-finite value: inf"),
-    (b'{"id": 1, "x": {"a": null}}', "wrong type: feature 'a' has a non-numeric value: None"),
-    (b'{"id": 1, "x": {"a": [1]}}', "wrong type: feature 'a' has a non-numeric value: [1]"),
-    (b'{"id": 1, "x": "a b"}', 'wrong type: \'x\' must be an object of features, got str "a b"'),
-    (b'{"id": 1, "text": ["a"]}', "wrong type: 'text' must be a string, got list"),
-    (b'{"id": 1.5, "x": {}}', "wrong type: 'id' must be a string or integer, got float 1.5"),
-    (b'{"id": true, "x": {}}', "wrong type: 'id' must be a string or integer, got bool true"),
-    (b'{"id": 1, "x": {}, "label": {"y": 1}}', "wrong type: 'label' must be a string, integer or boolean"),
-    (b'"just a string"', "unknown schema: expected a JSON object, got str"),
-    (b'{"x": {}}', "unknown schema: no 'id' field"),
-    (b'{"id": 1, "label": "spam"}', "unknown schema: an example needs exactly one of 'x' (features) "
-                                   "and 'text', got fields ['id', 'label']"),
-    (b'{"id": 1, "x": {}, "text": "t"}', "unknown schema: an example needs exactly one of 'x' "
-                                        "(features) and 'text', got both"),
-    (b"[" * 100_000, "bad JSON: nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "message, reason",
+    [
+        (None, "empty message (no value)"),
+        (b"", "bad JSON: Expecting value: line 1 column 1 (char 0)"),
+        (b'{"id": 1,', "bad JSON: Expecting property name"),
+        (b"\xc3\x28", "not UTF-8: 'utf-8' codec can't decode byte 0xc3"),
+        (b'{"id": 1, "x": {"a": NaN}}', "non-finite number in JSON: NaN"),
+        (b'{"id": 1, "x": {"a": Infinity}}', "non-finite number in JSON: Infinity"),
+        (b'{"id": 1, "x": {"a": 1e400}}', "feature 'a' has a non-finite value: inf"),
+        (b'{"id": 1, "x": {"a": null}}', "wrong type: feature 'a' has a non-numeric value: None"),
+        (b'{"id": 1, "x": {"a": [1]}}', "wrong type: feature 'a' has a non-numeric value: [1]"),
+        (
+            b'{"id": 1, "x": "a b"}',
+            "wrong type: 'x' must be an object of features, got str \"a b\"",
+        ),
+        (b'{"id": 1, "text": ["a"]}', "wrong type: 'text' must be a string, got list"),
+        (b'{"id": 1.5, "x": {}}', "wrong type: 'id' must be a string or integer, got float 1.5"),
+        (b'{"id": true, "x": {}}', "wrong type: 'id' must be a string or integer, got bool true"),
+        (
+            b'{"id": 1, "x": {}, "label": {"y": 1}}',
+            "wrong type: 'label' must be a string, integer or boolean",
+        ),
+        (b'"just a string"', "unknown schema: expected a JSON object, got str"),
+        (b'{"x": {}}', "unknown schema: no 'id' field"),
+        (
+            b'{"id": 1, "label": "spam"}',
+            "unknown schema: an example needs exactly one of 'x' (features) "
+            "and 'text', got fields ['id', 'label']",
+        ),
+        (
+            b'{"id": 1, "x": {}, "text": "t"}',
+            "unknown schema: an example needs exactly one of 'x' (features) and 'text', got both",
+        ),
+        (b"[" * 100_000, "bad JSON: nested too deeply"),
+    ],
+)
 def test_invalid_examples_say_why(message, reason):
     with pytest.raises(InvalidMessage) as error:
         decode_example(message)
@@ -66,5 +94,10 @@ def test_encode_round_trips_and_predictions_stay_valid_json():
     with pytest.raises(ValueError):
         encode_example(1, {"a": float("nan")})
     message = json.loads(encode_prediction(7, True, {True: 0.75, False: float("nan")}, 12, 3))
-    assert message == {"id": 7, "prediction": True, "probabilities": {"True": 0.75, "False": None},
-                       "model_version": 12, "partition": 3}
+    assert message == {
+        "id": 7,
+        "prediction": True,
+        "probabilities": {"True": 0.75, "False": None},
+        "model_version": 12,
+        "partition": 3,
+    }

@@ -7,16 +7,25 @@ import json
 import random
 import time
 
+import pytest
 from river import feature_extraction
 
 from river_cw import AROW
-
 from streams import checkpoint
 from streams.consumer import ModelServer
 from streams.kafka_io import KafkaSettings, create_topics
 from streams.messages import encode_example, encode_label, encode_prediction
 from tests.conftest import read_jsonl, shuffled
-from tests.kafka_support import ServerThread, assert_same_model, offline, produce, read_topic, wait_until
+from tests.kafka_support import (
+    ServerThread,
+    assert_same_model,
+    offline,
+    produce,
+    read_topic,
+    wait_until,
+)
+
+pytestmark = pytest.mark.kafka
 
 
 def text_model():
@@ -25,9 +34,13 @@ def text_model():
 
 def server(broker, topic, tmp_path, model, **kwargs) -> ModelServer:
     return ModelServer(
-        model, KafkaSettings(broker.bootstrap_servers, connect_timeout_ms=5000),
-        examples_topic=topic, predictions_topic=f"{topic}.predictions",
-        dead_letter_topic=f"{topic}.dead", checkpoint_dir=tmp_path, **kwargs,
+        model,
+        KafkaSettings(broker.bootstrap_servers, connect_timeout_ms=5000),
+        examples_topic=topic,
+        predictions_topic=f"{topic}.predictions",
+        dead_letter_topic=f"{topic}.dead",
+        checkpoint_dir=tmp_path,
+        **kwargs,
     )
 
 
@@ -36,15 +49,21 @@ def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_pat
     examples = [(i, {"text": row["text"]}, row["label"]) for i, row in enumerate(rows)]
     topic = topic_name("round-trip")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
-    produce(kafka_broker.bootstrap_servers, topic, [encode_example(*e) for e in examples],
-            keys=[e[0] for e in examples])
+    produce(
+        kafka_broker.bootstrap_servers,
+        topic,
+        [encode_example(*e) for e in examples],
+        keys=[e[0] for e in examples],
+    )
 
     started = time.monotonic()
     states = server(kafka_broker, topic, tmp_path, text_model(), idle_timeout=1.0).run()
     print(f"served 5000 in {time.monotonic() - started - 1.0:.2f} s")
 
-    predictions = [json.loads(r.value) for r in
-                   read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", 5000)]
+    predictions = [
+        json.loads(r.value)
+        for r in read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", 5000)
+    ]
     reference, expected = offline(text_model(), examples)
     assert [p["id"] for p in predictions] == list(range(5000))
     assert predictions == [expected[i] for i in range(5000)]
@@ -77,7 +96,10 @@ GARBAGE = [
     (b'{"id": 9, "features": {"a": 1}}', "unknown schema: an example needs exactly one of"),
     (b'{"id": 10, "x": {"a": 1}, "text": "hi"}', "unknown schema: an example needs exactly one of"),
     (None, "empty message (no value)"),
-    (b'{"id": "t", "text": "valid, not for AROW"}', "the model cannot predict it: TypeError: feature 'text'"),
+    (
+        b'{"id": "t", "text": "valid, not for AROW"}',
+        "the model cannot predict it: TypeError: feature 'text'",
+    ),
 ]
 
 
@@ -86,24 +108,37 @@ def test_poison_messages_go_to_the_dead_letter_topic(kafka_broker, topic_name, t
     good = [(i, row["x"], row["label"]) for i, row in enumerate(rows[:2000])]
     garbage = [GARBAGE[i % len(GARBAGE)] for i in range(20)]  # 1 %, every kind at least once
     stream = [("good", encode_example(*g), g) for g in good]
-    for position, (value, reason) in zip(random.Random(2).sample(range(1, 2020), 20), garbage):
+    positions = random.Random(2).sample(range(1, 2020), 20)  # none first: AROW must have learned
+    for position, (value, reason) in zip(positions, garbage, strict=True):
         stream.insert(position, ("bad", value, reason))
     topic = topic_name("poison")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.dead": 1})
-    produce(kafka_broker.bootstrap_servers, topic, [value for _, value, _ in stream],
-            keys=[f"k{offset}" for offset in range(len(stream))])  # a null value needs a key
+    produce(
+        kafka_broker.bootstrap_servers,
+        topic,
+        [value for _, value, _ in stream],
+        keys=[f"k{offset}" for offset in range(len(stream))],
+    )  # a null value needs a key
 
     state = server(kafka_broker, topic, tmp_path, AROW(), idle_timeout=1.0).run()[0]
 
     assert (state.learned, state.predicted, state.dead_letters) == (2000, 2000, 20)
     letters = read_topic(kafka_broker.bootstrap_servers, f"{topic}.dead", 20)
-    expected = [(offset, value, reason) for offset, (kind, value, reason) in enumerate(stream)
-                if kind == "bad"]
+    expected = [
+        (offset, value, reason)
+        for offset, (kind, value, reason) in enumerate(stream)
+        if kind == "bad"
+    ]
     assert len(letters) == 20
-    for letter, (offset, value, reason) in zip(letters, expected):
+    for letter, (offset, value, reason) in zip(letters, expected, strict=True):
         headers = {k: v.decode() for k, v in letter.headers}
-        assert (letter.key, letter.value, headers["topic"], headers["partition"],
-                headers["offset"]) == (f"k{offset}".encode(), value, topic, "0", str(offset))
+        assert (
+            letter.key,
+            letter.value,
+            headers["topic"],
+            headers["partition"],
+            headers["offset"],
+        ) == (f"k{offset}".encode(), value, topic, "0", str(offset))
         assert headers["reason"].startswith(reason), headers["reason"]
     reference, _ = offline(AROW(), good)  # a rejected example leaves AROW untouched
     assert_same_model(state.model, reference, [g[1] for g in good])
@@ -117,31 +152,51 @@ def test_delayed_labels_are_joined_and_learned(kafka_broker, topic_name, tmp_pat
     early = [i for i in data if i % 3 == 2]  # label before the example
     random.Random(4).shuffle(late)
     topic = topic_name("delayed")
-    create_topics(kafka_broker.bootstrap_servers,
-                  {topic: 1, f"{topic}.labels": 1, f"{topic}.predictions": 1})
+    create_topics(
+        kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.labels": 1, f"{topic}.predictions": 1}
+    )
     bootstrap = kafka_broker.bootstrap_servers
     model = AROW()
-    running = ServerThread(server(kafka_broker, topic, tmp_path, model,
-                                  labels_topic=f"{topic}.labels"))
+    running = ServerThread(
+        server(kafka_broker, topic, tmp_path, model, labels_topic=f"{topic}.labels")
+    )
     try:
         state = lambda: running.server.states.get(0)  # noqa: E731
-        produce(bootstrap, f"{topic}.labels", [encode_label(i, data[i][1]) for i in early], keys=early)
-        wait_until(lambda: state() and len(state().pending_labels) == len(early), what="early labels")
-        produce(bootstrap, topic, [encode_example(i, data[i][0], data[i][1] if i in inline else None)
-                                   for i in data], keys=list(data))
+        produce(
+            bootstrap, f"{topic}.labels", [encode_label(i, data[i][1]) for i in early], keys=early
+        )
+        wait_until(
+            lambda: state() and len(state().pending_labels) == len(early), what="early labels"
+        )
+        produce(
+            bootstrap,
+            topic,
+            [encode_example(i, data[i][0], data[i][1] if i in inline else None) for i in data],
+            keys=list(data),
+        )
         wait_until(lambda: state().predicted == len(data), what="predictions")
         assert (state().learned, len(state().pending_examples)) == (400, 200)
-        produce(bootstrap, f"{topic}.labels", [encode_label(i, data[i][1]) for i in late], keys=late)
+        produce(
+            bootstrap, f"{topic}.labels", [encode_label(i, data[i][1]) for i in late], keys=late
+        )
         wait_until(lambda: state().learned == len(data), what="late labels learned")
     finally:
         running.stop()
 
     final = running.server.states[0]
-    assert (final.learned, final.pending_examples, final.pending_labels, final.expired) == (600, {}, {}, 0)
+    assert (final.learned, final.pending_examples, final.pending_labels, final.expired) == (
+        600,
+        {},
+        {},
+        0,
+    )
     reference, expected = copy.deepcopy(model), {}
     for i, (x, y) in data.items():  # examples in order, learning those whose label is there
-        expected[i] = json.loads(encode_prediction(
-            i, reference.predict_one(x), reference.predict_proba_one(x), expected_learned(i), 0))
+        expected[i] = json.loads(
+            encode_prediction(
+                i, reference.predict_one(x), reference.predict_proba_one(x), expected_learned(i), 0
+            )
+        )
         if i not in late:
             reference.learn_one(x, y)
     for i in late:  # then the late labels, in the order they were sent
