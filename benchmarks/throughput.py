@@ -7,7 +7,9 @@ keeps its best CPU time.
 Prints a markdown table with examples/s, features/s and the ratio to river's PAClassifier and
 LogisticRegression measured in the same run.
 
-    python benchmarks/throughput.py [--data mdsd_sorted_acl_text.jsonl.gz] [--limit 4000]
+    python benchmarks/throughput.py [--data FILE ...] [--limit 4000] [--repeat 3]
+
+The default streams are short SMS messages (15 tokens) and long product reviews (135 tokens).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def models():
         "SOP": lambda: river_cw.SOP(),
         "SCW-I": lambda: river_cw.SCW(),
         "SCW-II": lambda: river_cw.SCW(variant="II"),
+        "VotedRDA": lambda: river_cw.VotedRDA(),
     }
 
 
@@ -65,24 +68,30 @@ def cpu_time(make, stream) -> float:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="mdsd_sorted_acl_text.jsonl.gz")
+    parser.add_argument(
+        "--data", nargs="+", default=["sms_spam_collection.jsonl.gz", "mdsd_sorted_acl_text.jsonl.gz"]
+    )
     parser.add_argument("--limit", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
 
-    stream = load(args.data, args.limit)
+    for name in args.data:
+        report(name, load(name, args.limit), args.repeat)
+
+
+def report(name: str, stream: list, repeat: int) -> None:
     n_features = sum(len(x) for x, _ in stream)
     times = dict.fromkeys(models(), float("inf"))
-    for _ in range(args.repeat):  # rounds over all models, so load changes hit them alike
-        for name, make in models().items():
-            times[name] = min(times[name], cpu_time(make, stream))
+    for _ in range(repeat):  # rounds over all models, so load changes hit them alike
+        for model, make in models().items():
+            times[model] = min(times[model], cpu_time(make, stream))
     pa, lr = times["river PAClassifier"], times["river LogisticRegression"]
-    print(f"{args.data}: {len(stream)} examples, {n_features / len(stream):.0f} features each, learn_one only\n")
+    print(f"\n{name}: {len(stream)} examples, {n_features / len(stream):.0f} features each, learn_one only\n")
     print("| model | examples/s | features/s | vs PAClassifier | vs LogisticRegression |")
     print("|---|---:|---:|---:|---:|")
-    for name, seconds in times.items():
+    for model, seconds in times.items():
         print(
-            f"| {name} | {len(stream) / seconds:,.0f} | {n_features / seconds:,.0f} "
+            f"| {model} | {len(stream) / seconds:,.0f} | {n_features / seconds:,.0f} "
             f"| {pa / seconds:.2f}x | {lr / seconds:.2f}x |"
         )
 

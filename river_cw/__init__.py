@@ -1,14 +1,16 @@
 """Confidence-weighted online linear classifiers for river.
 
-Every classifier keeps a Gaussian N(mu, Sigma) over its weights and updates it with one shared
-engine (`river_cw.gaussian`); each algorithm is a small rule on top of it.
+Every Gaussian classifier keeps N(mu, Sigma) over its weights and updates it with one shared
+engine (`river_cw.gaussian`); each algorithm is a small rule on top of it. `VotedRDA` is the
+sparse, l1-regularised companion (regularised dual averaging with voting).
 """
 
 from .arow import AROW
 from .combine import combine
 from .cw import CW
 from .nherd import NHERD
+from .rda import VotedRDA
 from .scw import SCW
 from .sop import SOP
 
-__all__ = ["AROW", "CW", "NHERD", "SCW", "SOP", "combine"]
+__all__ = ["AROW", "CW", "NHERD", "SCW", "SOP", "VotedRDA", "combine"]
