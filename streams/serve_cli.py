@@ -38,7 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'Examples are JSON {"id": ..., "x": {feature: number}} or {"id": ..., "text": "..."} '
         'with an optional "label"; delayed labels are {"id": ..., "label": ...}, keyed by id. '
         "Predictions: {id, prediction, probabilities, model_version, partition}. Dead letters "
-        "keep the original key and bytes, with headers reason, topic, partition and offset."
+        "keep the original key and bytes, with headers reason, topic, partition and offset. "
+        "Exit status: 0 after SIGTERM, SIGINT or --idle-timeout; 1 when the broker is "
+        "unreachable, a topic is missing or a checkpoint is unreadable; 2 for a bad --model."
     )
     parser.add_argument(
         "--model",
