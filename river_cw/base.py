@@ -90,9 +90,9 @@ class LinearClassifier(base.Classifier, abc.ABC):
         self._update(x, ((k, 1), (wrong, -1)))
 
     def predict_one(self, x: dict, **kwargs):
+        scores = self._scores(x)  # validates x, even before any label is known
         if not self.classes_:
             return None
-        scores = self._scores(x)
         if self.is_binary:
             return self.classes_[-1] if scores[0] > 0 else self.classes_[0]
         return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
@@ -215,9 +215,9 @@ class GaussianClassifier(LinearClassifier):
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         classes = self.classes_
+        scores = self._scores(x)  # validates x, even before two labels are known
         if len(classes) < 2:
             return {c: 1.0 for c in classes}
-        scores = self._scores(x)
         cov = self._gaussian.score_covariance(x)
         if self.is_binary:
             p = 0.5 * math.erfc(-_standardised(scores[0], cov[0, 0]) / math.sqrt(2.0))

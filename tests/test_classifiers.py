@@ -118,6 +118,17 @@ def test_labels_of_any_hashable_type_are_discovered_online(model, labels):
     assert metric.get() > 1.5 / len(labels)
 
 
+@pytest.mark.parametrize("model", CONFIGS, ids=name)
+def test_bad_input_is_refused_before_any_label_is_known(model):
+    model = model.clone()
+    for _ in range(2):
+        with pytest.raises(TypeError, match="'text'"):
+            model.predict_proba_one({"text": "free prize"})
+        with pytest.raises(TypeError, match="'text'"):
+            model.predict_one({"text": "free prize"})
+        model.learn_one({"a": 1.0}, "ham")
+
+
 def test_with_one_label_known_the_model_predicts_it_with_certainty():
     model = river_cw.AROW()
     model.learn_one({"f0": 1.0}, "ham")
