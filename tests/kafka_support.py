@@ -11,7 +11,8 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from streams.messages import encode_prediction
+from streams.consumer import ModelServer
+from streams.messages import encode_example, encode_prediction
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,6 +34,30 @@ def produce(
         )
     producer.flush()
     producer.close()
+
+
+def produce_examples(bootstrap: str, topic: str, examples: list[tuple], partitions=None) -> None:
+    """Publish ``(id, x, label)`` examples keyed by id; `partitions` maps an id to its partition."""
+    produce(
+        bootstrap,
+        topic,
+        [encode_example(*e) for e in examples],
+        keys=[e[0] for e in examples],
+        partitions=None if partitions is None else [partitions(e[0]) for e in examples],
+    )
+
+
+def model_server(model, settings, topic: str, checkpoint_dir, **kwargs):
+    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`."""
+    return ModelServer(
+        model,
+        settings,
+        examples_topic=topic,
+        predictions_topic=f"{topic}.predictions",
+        dead_letter_topic=f"{topic}.dead",
+        checkpoint_dir=checkpoint_dir,
+        **kwargs,
+    )
 
 
 def read_topic(bootstrap: str, topic: str, count: int, timeout: float = 20.0) -> list:

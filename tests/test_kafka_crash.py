@@ -13,10 +13,9 @@ import pytest
 
 from streams import checkpoint
 from streams.kafka_io import create_topics
-from streams.messages import encode_example
 from streams.serve_cli import build_model
 from tests.conftest import read_jsonl, shuffled
-from tests.kafka_support import REPO, assert_same_model, offline, produce, read_topic
+from tests.kafka_support import REPO, assert_same_model, offline, produce_examples, read_topic
 
 MODEL = "AROW()"  # with --text: BagOfWords(on="text") | AROW()
 
@@ -73,12 +72,7 @@ def test_kill_9_at_random_points_loses_and_repeats_nothing(kafka_broker, topic_n
     rng = random.Random(7)
     topic = topic_name("crash")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
-    produce(
-        kafka_broker.bootstrap_servers,
-        topic,
-        [encode_example(*e) for e in examples],
-        keys=[e[0] for e in examples],
-    )
+    produce_examples(kafka_broker.bootstrap_servers, topic, examples)
     ckpt = tmp_path / f"{topic}-0.ckpt"
 
     progress = []  # examples learned in the checkpoint after each interruption

@@ -13,16 +13,15 @@ import pytest
 
 from river_cw import AROW
 from streams import checkpoint
-from streams.consumer import ModelServer
 from streams.kafka_io import KafkaSettings, create_topics
-from streams.messages import encode_example
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import (
     REPO,
     ServerThread,
     assert_same_model,
     offline,
-    produce,
+    model_server,
+    produce_examples,
     read_topic,
     wait_until,
 )
@@ -49,14 +48,12 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(
     )
     members = [
         ServerThread(
-            ModelServer(
+            model_server(
                 AROW(),
                 settings,
-                examples_topic=topic,
-                predictions_topic=f"{topic}.predictions",
-                dead_letter_topic=f"{topic}.dead",
+                topic,
+                tmp_path,
                 group_id=group,
-                checkpoint_dir=tmp_path,
                 checkpoint_every=100,
             )
         )
@@ -70,12 +67,8 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(
             what="two members with two partitions each",
         )
         split = owned()
-        produce(
-            kafka_broker.bootstrap_servers,
-            topic,
-            [encode_example(*e) for e in examples],
-            keys=[e[0] for e in examples],
-            partitions=[e[0] % PARTITIONS for e in examples],
+        produce_examples(
+            kafka_broker.bootstrap_servers, topic, examples, partitions=lambda i: i % PARTITIONS
         )
         learned = lambda: sum(s.learned for m in members for s in list(m.server.states.values()))  # noqa: E731
         wait_until(lambda: learned() == len(examples), what="every example learned")
@@ -105,14 +98,12 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
     topic, group = topic_name("failover"), topic_name("failover-id")
     create_topics(kafka_broker.bootstrap_servers, {topic: 2, f"{topic}.predictions": 1})
     survivor = ServerThread(
-        ModelServer(
+        model_server(
             AROW(),
             KafkaSettings(kafka_broker.bootstrap_servers, **FAST_FAILOVER),
-            examples_topic=topic,
-            predictions_topic=f"{topic}.predictions",
-            dead_letter_topic=f"{topic}.dead",
+            topic,
+            tmp_path,
             group_id=group,
-            checkpoint_dir=tmp_path,
             checkpoint_every=100,
         )
     )
@@ -154,13 +145,7 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
         )
         (mine,), theirs = states(), 1 - next(iter(states()))
         half = [e for e in examples if e[0] < 500]
-        produce(
-            kafka_broker.bootstrap_servers,
-            topic,
-            [encode_example(*e) for e in half],
-            keys=[e[0] for e in half],
-            partitions=[e[0] % 2 for e in half],
-        )
+        produce_examples(kafka_broker.bootstrap_servers, topic, half, partitions=lambda i: i % 2)
         their_checkpoint = tmp_path / f"{topic}-{theirs}.ckpt"
         wait_until(
             lambda: (
@@ -174,13 +159,7 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
         victim.kill()
         victim.wait()
         rest = [e for e in examples if e[0] >= 500]
-        produce(
-            kafka_broker.bootstrap_servers,
-            topic,
-            [encode_example(*e) for e in rest],
-            keys=[e[0] for e in rest],
-            partitions=[e[0] % 2 for e in rest],
-        )
+        produce_examples(kafka_broker.bootstrap_servers, topic, rest, partitions=lambda i: i % 2)
         wait_until(
             lambda: (
                 sorted(states()) == [0, 1] and sum(s.learned for s in states().values()) == 1000
@@ -218,14 +197,12 @@ def test_an_unreadable_checkpoint_stops_a_group_member_with_its_own_error(
     topic = topic_name("unreadable")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1})
     (tmp_path / f"{topic}-0.ckpt").write_bytes(b"not a pickle")
-    server = ModelServer(
+    server = model_server(
         AROW(),
         KafkaSettings(kafka_broker.bootstrap_servers),
-        examples_topic=topic,
-        predictions_topic=f"{topic}.predictions",
-        dead_letter_topic=f"{topic}.dead",
+        topic,
+        tmp_path,
         group_id=topic_name("group-id"),
-        checkpoint_dir=tmp_path,
     )
     with pytest.raises(checkpoint.CheckpointError, match=f"{topic}-0.ckpt is unreadable"):
         server.run()  # raised inside kafka-python's rebalance callback, passed on as it was

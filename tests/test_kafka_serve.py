@@ -20,7 +20,9 @@ from tests.kafka_support import (
     ServerThread,
     assert_same_model,
     offline,
+    model_server,
     produce,
+    produce_examples,
     read_topic,
     wait_until,
 )
@@ -33,15 +35,8 @@ def text_model():
 
 
 def server(broker, topic, tmp_path, model, **kwargs) -> ModelServer:
-    return ModelServer(
-        model,
-        KafkaSettings(broker.bootstrap_servers, connect_timeout_ms=5000),
-        examples_topic=topic,
-        predictions_topic=f"{topic}.predictions",
-        dead_letter_topic=f"{topic}.dead",
-        checkpoint_dir=tmp_path,
-        **kwargs,
-    )
+    settings = KafkaSettings(broker.bootstrap_servers, connect_timeout_ms=5000)
+    return model_server(model, settings, topic, tmp_path, **kwargs)
 
 
 def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_path):
@@ -49,12 +44,7 @@ def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_pat
     examples = [(i, {"text": row["text"]}, row["label"]) for i, row in enumerate(rows)]
     topic = topic_name("round-trip")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
-    produce(
-        kafka_broker.bootstrap_servers,
-        topic,
-        [encode_example(*e) for e in examples],
-        keys=[e[0] for e in examples],
-    )
+    produce_examples(kafka_broker.bootstrap_servers, topic, examples)
 
     started = time.monotonic()
     states = server(kafka_broker, topic, tmp_path, text_model(), idle_timeout=1.0).run()
