@@ -217,8 +217,8 @@ class FullGaussian:
             _raise_bad_input(x)
         return float(self.mean[rows] @ d), v, None, (rows, d, sigma_d, unseen)
 
-    def update(self, entries: tuple, alpha: float, gamma: float, v: float, scheme=None) -> None:
-        """Apply one step; `scheme` is for the diagonal engine only and must be None here."""
+    def update(self, entries: tuple, alpha: float, gamma: float, v: float) -> None:
+        """Apply one step (full covariance has no diagonal scheme)."""
         rows, d, sigma_d, unseen = entries
         if unseen:
             start = len(self.index)

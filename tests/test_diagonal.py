@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import river_cw
 from river_cw.cw import exact_stdev_step, exact_var_alpha
 from tests import reference
-from tests.test_reference import NAMES, as_dict, random_stream
+from tests.test_reference import NAMES, as_dict, library_state, random_stream
 
 D = len(NAMES)
 
@@ -141,8 +141,6 @@ def test_full_covariance_stays_positive_definite_and_never_grows(model):
     previous = np.eye(D)
     for x, y in random_stream(2, n=100):
         model.learn_one(as_dict(x), y)
-        from tests.test_reference import library_state
-
         S = library_state(model)[1]
         assert np.linalg.eigvalsh(S).min() > 0
         assert np.linalg.eigvalsh(previous - S).min() > -1e-12
