@@ -325,6 +325,7 @@ HOSTILE_LINES = [
     cut=st.none() | st.integers(min_value=1, max_value=200),
 )
 @settings(
+    derandomize=True,
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 def test_hostile_bytes_give_examples_or_errors_naming_the_file(
@@ -345,4 +346,5 @@ def test_hostile_bytes_give_examples_or_errors_naming_the_file(
             assert on_error == "raise" or (suffix == ".csv" and "header" in error.reason)
             assert str(error).startswith(f"{path}, line ")
         except UnreadableFileError as error:
-            assert compressed and str(error).startswith(f"{path}: cannot read past line ")
+            assert data[:2] == b"\x1f\x8b"  # a gzip stream, by its magic bytes
+            assert str(error).startswith(f"{path}: cannot read past line ")
