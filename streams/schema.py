@@ -37,7 +37,7 @@ import json
 import math
 from dataclasses import dataclass
 
-__all__ = ["SCHEMA", "Example", "Schema", "SchemaError", "loads"]
+__all__ = ["SCHEMA", "Example", "Schema", "SchemaError", "check_label", "loads"]
 
 MAX_DIGITS = 400  # longer JSON integers are refused: 10**400 is far beyond float64 anyway
 
@@ -122,7 +122,28 @@ def check_features(x: dict) -> None:
         except OverflowError:
             finite = False
         if not finite:
-            raise SchemaError(f"feature {name!r} has a value out of float64 range: {describe(value)}")
+            raise SchemaError(
+                f"feature {name!r} has a value out of float64 range: {describe(value)}"
+            )
+
+
+def check_label(value, field: str = "label") -> None:
+    """Raise `SchemaError` unless `value` is a label: a string, an integer or a boolean.
+
+    Floats (NaN above all) are refused: a classifier's classes are compared for equality.
+    Readers of other formats (CSV, libsvm) check their labels here too.
+
+    >>> check_label(float("nan"))
+    Traceback (most recent call last):
+    ...
+    streams.schema.SchemaError: wrong type: 'label' must be a string, integer or boolean, got float NaN
+    """
+    if not isinstance(value, (str, int)):  # bool is an int
+        raise SchemaError(
+            f"wrong type: {field!r} must be a string, integer or boolean, got {describe(value)}"
+        )
+    if isinstance(value, str):
+        _check_string(field, value)
 
 
 @dataclass(frozen=True)
@@ -183,13 +204,7 @@ class Schema:
             if required:
                 raise SchemaError(f"unknown schema: no {self.label_field!r} (a non-null label)")
             return None
-        if not isinstance(value, (str, int)):  # bool is an int
-            raise SchemaError(
-                f"wrong type: {self.label_field!r} must be a string, integer or boolean, "
-                f"got {describe(value)}"
-            )
-        if isinstance(value, str):
-            _check_string(self.label_field, value)
+        check_label(value, self.label_field)
         return value
 
     def _features(self, record: dict) -> dict:

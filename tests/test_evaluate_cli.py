@@ -1,5 +1,6 @@
 import argparse
 import csv
+import gzip
 import json
 import re
 from pathlib import Path
@@ -161,7 +162,7 @@ def test_malformed_lines_raise_or_are_skipped(tmp_path, capsys):
     path = tmp_path / "d.jsonl"
     path.write_text('{"x": {"a": 1}, "label": 1}\n{"x": \n{"x": {"a": -1}, "label": 0}\n')
     assert run(path, "--model", "AROW()") == 2
-    assert f"error: {path}, line 2: invalid JSON" in capsys.readouterr().err
+    assert f"error: {path}, line 2: bad JSON" in capsys.readouterr().err
     assert run(path, "--model", "AROW()", "--on-error", "skip") == 0
     captured = capsys.readouterr()
     assert "skipped 1 malformed lines" in captured.err and "  2  " in captured.out
@@ -187,3 +188,21 @@ def test_errors_exit_2_with_a_message(argv, message, capsys):
     err = capsys.readouterr().err
     assert err.startswith("river-cw evaluate: error: ")
     assert re.search(message, err)
+
+
+def test_bad_labels_and_broken_files_fail_in_the_reader_with_file_and_line(tmp_path, capsys):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"x": {"a": 1}, "label": 1}\n{"x": {"a": -1}, "label": 0.5}\n')
+    assert run(path, "--model", "AROW()") == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"river-cw evaluate: error: {path}, line 2: wrong type: 'label' must be a string, "
+        "integer or boolean, got float 0.5\n"
+    )
+    broken = tmp_path / "d.jsonl.gz"
+    blob = gzip.compress(path.read_bytes() * 2000)
+    broken.write_bytes(blob[: len(blob) // 2])
+    assert run(broken, "--model", "AROW()", "--on-error", "skip") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"river-cw evaluate: error: {broken}: cannot read past line ")
+    assert "truncated gzip stream" in err and len(err.splitlines()) == 1

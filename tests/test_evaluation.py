@@ -166,9 +166,6 @@ def test_outputs(tmp_path):
         ("20%", "AROW"),
         ("20%", "PA"),
     ]
-    frame = result.to_frame()
-    assert frame.shape == (16, len(COLUMNS)) and list(frame.columns) == list(COLUMNS)
-
     result.to_csv(tmp_path / "r.csv")
     with open(tmp_path / "r.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -186,6 +183,14 @@ def test_outputs(tmp_path):
 
     result.plot(tmp_path / "r.png", title="toy", metric="recent_accuracy", marks=[100])
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_to_frame_has_one_row_per_record_and_the_documented_columns():
+    pytest.importorskip("pandas", reason="to_frame needs pandas, an optional dependency")
+    result = evaluate([Probe()], labelled_stream(250), every=100)
+    frame = result.to_frame()
+    assert frame.shape == (3, len(COLUMNS)) and list(frame.columns) == list(COLUMNS)
+    assert frame["step"].tolist() == [100, 200, 250]
 
 
 def test_evaluate_rejects_bad_arguments():
