@@ -70,9 +70,9 @@ def learning_curves(
 
     `records` are `Evaluation.records`; `column` is the record field to draw; `metric` names
     the metric of the `metric` columns; `marks` are positions to mark with a dashed line (e.g.
-    a drift). The model named `baseline` is drawn in grey, and the y axis spans the curves from
-    their second point on and the baseline, so it starts near the baseline (the first points,
-    after a handful of examples, are far below everything else). The panels share the y axis so
+    a drift). The model named `baseline` is drawn in grey, and the y axis spans the curves
+    (the baseline's too) after the first tenth of the stream, so it starts near the baseline
+    rather than at the first points, scored after a handful of examples. The panels share the y axis so
     noise levels compare at a glance. `path` writes the figure (PNG, PDF or SVG by extension);
     `ax` (one axes, or one per noise level) draws into an existing figure.
     """
@@ -84,7 +84,7 @@ def learning_curves(
     levels = list(dict.fromkeys(r["noise"] for r in records))
     models = list(dict.fromkeys(r["model"] for r in records))
     if ax is None:
-        width = 1.5 + 3.6 * len(levels)
+        width = 3.5 + 3.6 * len(levels)  # with room for the legend on the right
         figure = LearningCurves(figsize=(width, 3.6), dpi=110, layout="constrained")
         FigureCanvasAgg(figure)
         axes = list(figure.subplots(1, len(levels), sharey=True, squeeze=False)[0])
@@ -94,7 +94,8 @@ def learning_curves(
             raise ValueError(f"{len(levels)} noise levels need {len(levels)} axes, got {len(axes)}")
         figure = axes[0].figure
         width = figure.get_figwidth()
-    shown = []  # the values the y axis must show
+    shown = []  # the values the y axis must show: every curve after the first tenth
+    warm_up = max(r["step"] for r in records) / 10
     for panel, level in zip(axes, levels):
         others = [m for m in models if m != baseline]
         for model in models:
@@ -110,7 +111,7 @@ def learning_curves(
                 panel.plot(
                     x, y, color="grey", ls=":", lw=1.6, label=f"{model} (baseline)", zorder=1
                 )
-                shown += y
+                shown += _settled(x, y, warm_up)
                 continue
             i = others.index(model)
             spacing = max(1, len(x) // MARKS_PER_CURVE)
@@ -125,7 +126,7 @@ def learning_curves(
                 markevery=(i * spacing // max(len(others), 1) % spacing, spacing),
                 zorder=2 + len(others) - i,
             )
-            shown += y[1:] or y
+            shown += _settled(x, y, warm_up)
         for mark in marks:
             panel.axvline(mark, color="grey", ls="--", lw=1)
         if len(levels) > 1:
@@ -138,11 +139,19 @@ def learning_curves(
         for panel in axes:
             panel.set_ylim(low - pad, high + pad)
     axes[0].set_ylabel(COLUMNS[column].format(metric=metric))
-    if column not in ("metric", "recent_metric"):
-        bigger_is_better = column != "log_loss"
-    axes[-1].legend(fontsize=8, loc="lower right" if bigger_is_better else "upper right")
+    if ax is None:  # beside the panels, where it hides no curve
+        figure.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize=8)
+    else:
+        if column not in ("metric", "recent_metric"):
+            bigger_is_better = column != "log_loss"
+        axes[-1].legend(fontsize=8, loc="lower right" if bigger_is_better else "upper right")
     if title:
         figure.suptitle(textwrap.fill(title, int(width * 11)), fontsize=10)
     if path is not None:
         figure.savefig(path, format=fmt)
     return figure
+
+
+def _settled(x: list[int], y: list[float], warm_up: float) -> list[float]:
+    """The values after the warm-up, or all of them for a curve that ends within it."""
+    return [value for step, value in zip(x, y) if step > warm_up] or y
