@@ -327,7 +327,7 @@ class RunningTable:
     def __init__(self, names: list[str], metric: str):
         self.names = names
         self.metric = metric
-        self.widths = [max(15, len(_short(name))) for name in names]
+        self.widths = [max(13, len(_short(name))) for name in names]
         self.next_step = 0
         self.last_step = 0
         self.previous: dict[str, tuple[int, int]] = {}  # model -> (step, mistakes) at last row
@@ -362,8 +362,8 @@ class RunningTable:
             record = latest[name]
             last_step, last_mistakes = self.previous.get(name, (0, 0))
             recent = 1.0 - (record["mistakes"] - last_mistakes) / (step - last_step)
-            value = "-" if record["metric"] is None else f"{record['metric']:.4f}"
-            cells.append(f"{value} ({recent:.4f})".ljust(width))
+            value = "-" if record["metric"] is None else f"{record['metric']:.3f}"
+            cells.append(f"{value} ({recent:.3f})".ljust(width))
             self.previous[name] = (step, record["mistakes"])
         self.last_step = step
         self._print("  ".join([f"{step:>10,}", *cells]).rstrip())
