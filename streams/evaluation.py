@@ -41,6 +41,7 @@ import collections
 import csv
 import dataclasses
 import html
+import inspect
 import json
 import math
 import time
@@ -462,27 +463,18 @@ def _progress_bar(stream, total: int | None, progress: bool | None):
     return auto.tqdm(stream, total=total, disable=disable, delay=1.0, unit="ex", leave=False)
 
 
-def evaluate(
-    models: Mapping[str, base.Classifier] | Sequence[base.Classifier],
-    stream: Iterable[tuple[dict, typing.Hashable]],
-    noise: LabelNoise | None = None,
-    every: int = 1000,
-    total: int | None = None,
-    progress: bool | None = None,
-    delay: int = 0,
-    metric: metrics.base.Metric | None = None,
-    baseline: bool = False,
-) -> Evaluation:
+def evaluate(*args, **kwargs) -> Evaluation:
     """Progressive validation of several models side by side, in one pass over `stream`.
 
     The parameters are those of `iter_evaluate`; this returns its last result.
     """
-    result = None
-    for result in iter_evaluate(
-        models, stream, noise, every, total, progress, delay, metric, baseline
-    ):
+    result = Evaluation([])
+    for result in iter_evaluate(*args, **kwargs):
         pass
-    return result if result is not None else Evaluation([])
+    return result
+
+
+evaluate.__signature__ = inspect.signature(iter_evaluate).replace(return_annotation="Evaluation")
 
 
 def _name(models: Sequence[base.Classifier]) -> dict[str, base.Classifier]:
