@@ -289,7 +289,7 @@ def _run(args: argparse.Namespace) -> Evaluation:
                 raise ValueError(
                     f"--tune-size must be between 1 and {len(examples) - 1}, got {size}"
                 )
-            chosen, _ = tune(specs, examples[:size], build, noise)
+            chosen, _ = tune(specs, examples[:size], build, noise, metric)
             models, stream = {spec: build(chosen[spec]) for spec in specs}, examples[size:]
             info.setdefault("tuned", {})[noise.name] = chosen
             info["tune_size"] = size

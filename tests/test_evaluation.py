@@ -345,3 +345,13 @@ def test_results_show_in_notebooks_and_plot_returns_a_figure(tmp_path):
         assert (tmp_path / f"r{suffix}").read_bytes().startswith(magic)
     with pytest.raises(ValueError, match="cannot tell the figure format"):
         result.plot(tmp_path / "r.jpg")
+
+
+def test_tune_by_a_loss_keeps_the_smallest():
+    stream = list(datasets.Phishing())[:300]
+    chosen, trial = tune(
+        ["AROW()"], stream, lambda spec: prepare(parse(spec)), None, metrics.CrossEntropy()
+    )
+    losses = {r["model"]: r["metric"] for r in trial.summary}
+    assert losses[chosen["AROW()"]] == min(losses.values())
+    assert losses[chosen["AROW()"]] < max(losses.values())
