@@ -72,9 +72,9 @@ def learning_curves(
     the metric of the `metric` columns; `marks` are positions to mark with a dashed line (e.g.
     a drift). The model named `baseline` is drawn in grey, and the y axis spans the curves
     (the baseline's too) after the first tenth of the stream, so it starts near the baseline
-    rather than at the first points, scored after a handful of examples. The panels share the y axis so
-    noise levels compare at a glance. `path` writes the figure (PNG, PDF or SVG by extension);
-    `ax` (one axes, or one per noise level) draws into an existing figure.
+    rather than at the first points, scored after a handful of examples. The panels share the
+    y axis so noise levels compare at a glance. `path` writes the figure (PNG, PDF or SVG by
+    extension); `ax` (one axes, or one per noise level) draws into an existing figure.
     """
     if not records:
         raise ValueError("no records to plot")
