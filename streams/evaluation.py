@@ -289,7 +289,6 @@ class _Track:
         self.model = model
         self.metric = metric.clone()
         self.recent = metric.clone()
-        self.accuracy = metrics.Accuracy()
         self.log_loss = metrics.CrossEntropy()
         self.has_proba: bool | None = None
         self.n_scored = 0  # examples with a distribution, i.e. in the log loss
@@ -306,7 +305,6 @@ class _Track:
         y_pred = model.predict_one(x)
         self.seconds += time.perf_counter() - start
         proba = self._proba(x, y)
-        self.accuracy.update(y, y_pred)
         self.mistakes += y_pred != y
         if proba is not None:
             self.log_loss.update(y, proba)
@@ -346,7 +344,7 @@ class _Track:
             "step": step,
             "metric": self.metric.get() if labels or self.n_scored else None,
             "recent_metric": self.recent.get() if labels or self.n_recent_scored else None,
-            "accuracy": self.accuracy.get(),
+            "accuracy": (step - self.mistakes) / step,
             "recent_accuracy": 1.0 - (self.mistakes - last_mistakes) / (step - last_step),
             "log_loss": self.log_loss.get() if self.n_scored else None,
             "mistakes": self.mistakes,
