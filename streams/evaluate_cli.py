@@ -42,7 +42,6 @@ def _count(minimum: int):
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
         return value
 
-    parse.__name__ = "integer"
     return parse
 
 
