@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .base import GaussianClassifier
+from .gaussian import HerdingShrink
 
 __all__ = ["NHERD"]
 
@@ -67,8 +68,7 @@ class NHERD(GaussianClassifier):
         step = self._step(m, v)
         if step is None:
             return None
-        C = self.C
-        return step[0], step[1], lambda s, d2: s / (1.0 + C * d2 * s) ** 2
+        return step[0], step[1], HerdingShrink(self.C)
 
     @classmethod
     def _unit_test_params(cls):
