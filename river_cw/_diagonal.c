@@ -149,6 +149,7 @@ typedef struct {
     Entry *entries;
     Py_ssize_t mask; /* index size - 1 (a power of two) */
     Py_ssize_t used, cap;
+    long long id; /* names the block in layout snapshots */
 } Table;
 
 #define PERTURB_SHIFT 5
@@ -331,6 +332,7 @@ typedef struct {
     int npairs;
     Py_ssize_t pair_block[2];
     double pair_sign[2];
+    long long next_block_id;
     PyObject *weakreflist;
 } Diagonal;
 
@@ -355,6 +357,20 @@ static PyObject *raise_bad_input(PyObject *x) {
     Py_XDECREF(r);
     if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "_raise_bad_input returned");
     return NULL;
+}
+
+/* in a pass over x: a TypeError or OverflowError names the bad feature, others propagate */
+static void bad_or_propagate(PyObject *x) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        raise_bad_input(x);
+    }
+}
+
+static int new_block(Diagonal *self, Table *t) {
+    if (table_init(t) < 0) return -1;
+    t->id = self->next_block_id++;
+    return 0;
 }
 
 static int enter(Diagonal *self) {
@@ -426,7 +442,7 @@ static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     if (self == NULL) return NULL;
     self->prior = prior;
     self->token = -1;
-    if (blocks_reserve(self, 1) < 0 || table_init(&self->blocks[0]) < 0) {
+    if (blocks_reserve(self, 1) < 0 || new_block(self, &self->blocks[0]) < 0) {
         Py_DECREF(self);
         return NULL;
     }
@@ -463,7 +479,7 @@ static inline int value_of(PyObject *v, double *out) {
 static PyObject *diagonal_add_block(Diagonal *self, PyObject *unused) {
     if (enter(self) < 0) return NULL;
     self->busy = 0;
-    if (blocks_reserve(self, self->nblocks + 1) < 0 || table_init(&self->blocks[self->nblocks]) < 0)
+    if (blocks_reserve(self, self->nblocks + 1) < 0 || new_block(self, &self->blocks[self->nblocks]) < 0)
         return NULL;
     self->nblocks++;
     self->generation++;
@@ -474,7 +490,7 @@ static PyObject *diagonal_lift(Diagonal *self, PyObject *unused) {
     Table t;
     if (enter(self) < 0) return NULL;
     self->busy = 0;
-    if (blocks_reserve(self, self->nblocks + 1) < 0 || table_init(&t) < 0) return NULL;
+    if (blocks_reserve(self, self->nblocks + 1) < 0 || new_block(self, &t) < 0) return NULL;
     memmove(&self->blocks[1], &self->blocks[0], sizeof(Table) * self->nblocks);
     self->blocks[0] = t;
     self->nblocks++;
@@ -513,14 +529,12 @@ static PyObject *diagonal_scores(Diagonal *self, PyObject *x_in) {
         }
         if (failed) {
             fsum_free(&acc);
-            if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-                PyErr_Clear();
-                raise_bad_input(x);
-            }
+            bad_or_propagate(x);
             Py_CLEAR(out);
             goto done;
         }
         if (fsum_result(&acc, &score) < 0) {
+            bad_or_propagate(x);
             Py_CLEAR(out);
             goto done;
         }
@@ -566,7 +580,10 @@ static PyObject *diagonal_score_variances(Diagonal *self, PyObject *x_in) {
                 goto done;
             }
         }
-        if (fsum_result(&acc, &total) < 0) {
+        if (acc.overflow) { /* beyond float64: inf, as the Python engine's _total */
+            fsum_free(&acc);
+            total = INFINITY;
+        } else if (fsum_result(&acc, &total) < 0) {
             Py_CLEAR(out);
             goto done;
         }
@@ -740,10 +757,13 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
                 }
             }
         }
-        if (fsum_result(&m_acc, &mk) < 0) goto fail;
+        if (fsum_result(&m_acc, &mk) < 0) goto bad;
         m += self->pair_sign[k] * mk;
     }
-    if (fsum_result(&u_acc, &v) < 0) goto fail_freed;
+    if (fsum_result(&u_acc, &v) < 0) {
+        bad_or_propagate(x);
+        goto fail_freed;
+    }
     if (!(isfinite(m) && isfinite(v))) {
         raise_bad_input(x);
         goto fail_freed;
@@ -757,10 +777,7 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
     self->busy = 0;
     return result;
 bad:
-    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-        PyErr_Clear();
-        raise_bad_input(x);
-    }
+    bad_or_propagate(x);
 fail:
     fsum_free(&u_acc);
 fail_freed:
@@ -783,13 +800,52 @@ static int scratch_reserve(Diagonal *self, Py_ssize_t n) {
     return 0;
 }
 
-/* update(entries, alpha, gamma, v, scheme): apply one step to the last margin's coordinates */
+/* one coordinate's new (mean, variance) into out[0], out[1]; -1 when a scheme raised */
+static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
+                      int kind, double C, PyObject *scheme, double *out) {
+    double a = alpha * self->pair_sign[c->pair], xf = c->x, s, mean;
+    if (c->ix < 0) {
+        s = self->prior;
+        mean = 0.0;
+    } else {
+        Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+        s = e->var;
+        mean = e->mean;
+    }
+    out[0] = step_mean(mean, a, s, xf);
+    switch (kind) {
+    case SCHEME_PROJECT:
+        out[1] = shrink_project(s, xf, gamma);
+        return 0;
+    case SCHEME_DROP:
+        out[1] = shrink_drop(s, xf, beta);
+        return 0;
+    case SCHEME_HERDING:
+        out[1] = shrink_herding(s, xf * xf, C);
+        return 0;
+    default: {
+        PyObject *r = PyObject_CallFunction(scheme, "dd", s, xf * xf), *f;
+        if (r == NULL) return -1;
+        f = PyNumber_Float(r);
+        Py_DECREF(r);
+        if (f == NULL) return -1;
+        out[1] = PyFloat_AS_DOUBLE(f);
+        Py_DECREF(f);
+        return 0;
+    }
+    }
+}
+
+/* update(entries, alpha, gamma, v, scheme) -> bool: apply one step to the last margin's
+ * coordinates. Every new (mean, variance) is computed first, per pair the learned weights then
+ * the new ones (the Python engine's order); nothing is written unless, per pair, the plain sums
+ * of the new means and of the new variances are finite. False: float64 cannot express it. */
 static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     long long token;
     double alpha, gamma, v, beta, C = 0.0;
     PyObject *scheme;
-    int kind;
-    Py_ssize_t i, k, nblocks_new[2] = {0, 0};
+    int kind, k, pass;
+    Py_ssize_t i, n_new[2] = {0, 0};
     if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
     if (enter(self) < 0) return NULL;
     if (token != self->token || self->margin_generation != self->generation) {
@@ -815,46 +871,29 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     }
     beta = gamma / (1.0 + gamma * v);
     if (scratch_reserve(self, self->ncoords) < 0) goto fail;
-    /* compute every new (mean, variance) first */
-    for (i = 0; i < self->ncoords; i++) {
-        Coord *c = &self->coords[i];
-        double a = alpha * self->pair_sign[c->pair], xf = c->x, s, mean;
-        if (c->ix < 0) {
-            s = self->prior;
-            mean = 0.0;
-            nblocks_new[c->pair]++;
-        } else {
-            Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
-            s = e->var;
-            mean = e->mean;
-        }
-        self->scratch[2 * i] = step_mean(mean, a, s, xf);
-        switch (kind) {
-        case SCHEME_PROJECT:
-            self->scratch[2 * i + 1] = shrink_project(s, xf, gamma);
-            break;
-        case SCHEME_DROP:
-            self->scratch[2 * i + 1] = shrink_drop(s, xf, beta);
-            break;
-        case SCHEME_HERDING:
-            self->scratch[2 * i + 1] = shrink_herding(s, xf * xf, C);
-            break;
-        default: {
-            PyObject *r = PyObject_CallFunction(scheme, "dd", s, xf * xf), *f;
-            double sv;
-            if (r == NULL) goto fail;
-            f = PyNumber_Float(r);
-            Py_DECREF(r);
-            if (f == NULL) goto fail;
-            sv = PyFloat_AS_DOUBLE(f);
-            Py_DECREF(f);
-            self->scratch[2 * i + 1] = sv;
-        }
-        }
+    for (k = 0; k < self->npairs; k++) {
+        double sum_means = 0.0, sum_vars = 0.0;
+        for (pass = 0; pass < 2; pass++) /* learned weights first, then the new ones */
+            for (i = 0; i < self->ncoords; i++) {
+                Coord *c = &self->coords[i];
+                double *out = &self->scratch[2 * i];
+                if (c->pair != k || (c->ix < 0) != pass) continue;
+                if (step_coord(self, c, alpha, gamma, beta, kind, C, scheme, out) < 0) {
+                    if (PyErr_ExceptionMatches(PyExc_OverflowError) ||
+                        PyErr_ExceptionMatches(PyExc_ZeroDivisionError)) {
+                        PyErr_Clear();
+                        goto refused;
+                    }
+                    goto fail;
+                }
+                n_new[k] += pass;
+                sum_means += out[0];
+                sum_vars += out[1];
+            }
+        if (!(isfinite(sum_means) && isfinite(sum_vars))) goto refused;
     }
     for (k = 0; k < self->npairs; k++)
-        if (nblocks_new[k] && table_reserve(&self->blocks[self->pair_block[k]], nblocks_new[k]) < 0)
-            goto fail;
+        if (n_new[k] && table_reserve(&self->blocks[self->pair_block[k]], n_new[k]) < 0) goto fail;
     /* commit */
     for (i = 0; i < self->ncoords; i++) {
         Coord *c = &self->coords[i];
@@ -866,11 +905,184 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
             t->entries[c->ix].var = self->scratch[2 * i + 1];
         }
     }
-    if (nblocks_new[0] || nblocks_new[1]) self->generation++;
+    if (n_new[0] || n_new[1]) self->generation++;
     release_coords(self);
     self->busy = 0;
-    Py_RETURN_NONE;
+    Py_RETURN_TRUE;
+refused:
+    self->busy = 0;
+    Py_RETURN_FALSE;
 fail:
+    self->busy = 0;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* layout: blocks named by id, so a failed learn can drop the blocks it added                 */
+
+static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
+    PyObject *out = PyTuple_New(self->nblocks);
+    Py_ssize_t b;
+    for (b = 0; out != NULL && b < self->nblocks; b++) {
+        PyObject *id = PyLong_FromLongLong(self->blocks[b].id);
+        if (id == NULL) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, b, id);
+    }
+    return out;
+}
+
+/* blocks in the order of `ids` (each an existing block, at most once); the others are freed */
+static int arrange_blocks(Diagonal *self, long long *ids, Py_ssize_t n) {
+    Table *tables;
+    char *kept;
+    Py_ssize_t i, b;
+    tables = PyMem_Calloc(n ? n : 1, sizeof(Table));
+    kept = PyMem_Calloc(self->nblocks ? self->nblocks : 1, 1);
+    if (tables == NULL || kept == NULL) {
+        PyMem_Free(tables);
+        PyMem_Free(kept);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        for (b = 0; b < self->nblocks && (self->blocks[b].id != ids[i] || kept[b]); b++)
+            ;
+        if (b == self->nblocks) {
+            PyMem_Free(tables);
+            PyMem_Free(kept);
+            PyErr_SetString(PyExc_ValueError, "not a layout of this engine's blocks");
+            return -1;
+        }
+        kept[b] = 1;
+        tables[i] = self->blocks[b];
+    }
+    release_coords(self);
+    for (b = 0; b < self->nblocks; b++)
+        if (!kept[b]) table_free(&self->blocks[b]);
+    memcpy(self->blocks, tables, sizeof(Table) * n);
+    self->nblocks = n;
+    self->generation++;
+    PyMem_Free(tables);
+    PyMem_Free(kept);
+    return 0;
+}
+
+static PyObject *diagonal_restore_layout(Diagonal *self, PyObject *layout) {
+    PyObject *seq;
+    Py_ssize_t n, i;
+    long long *ids;
+    int r;
+    if ((seq = PySequence_Fast(layout, "a layout is a tuple of block ids")) == NULL) return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    ids = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
+    if (ids == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (ids[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            PyMem_Free(ids);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    if (enter(self) < 0) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    r = arrange_blocks(self, ids, n);
+    self->busy = 0;
+    PyMem_Free(ids);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* reorder(order): block i becomes the old block order[i] (a permutation) */
+static PyObject *diagonal_reorder(Diagonal *self, PyObject *order) {
+    PyObject *seq;
+    Py_ssize_t n, i, k;
+    long long *ids;
+    int r;
+    if (enter(self) < 0) return NULL;
+    self->busy = 0;
+    if ((seq = PySequence_Fast(order, "order must be a list of block indices")) == NULL) return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    ids = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
+    if (ids == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        k = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_IndexError);
+        if (k == -1 && PyErr_Occurred()) break;
+        if (k < 0) k += self->nblocks;
+        if (k < 0 || k >= self->nblocks) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            break;
+        }
+        ids[i] = self->blocks[k].id;
+    }
+    Py_DECREF(seq);
+    if (PyErr_Occurred()) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    if (n != self->nblocks) {
+        PyMem_Free(ids);
+        PyErr_SetString(PyExc_ValueError, "order must be a permutation of the blocks");
+        return NULL;
+    }
+    self->busy = 1;
+    r = arrange_blocks(self, ids, n);
+    self->busy = 0;
+    PyMem_Free(ids);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* negate(): the Gaussian over -w (block 0's means negated) */
+static PyObject *diagonal_negate(Diagonal *self, PyObject *unused) {
+    Py_ssize_t i;
+    if (enter(self) < 0) return NULL;
+    if (self->nblocks > 0)
+        for (i = 0; i < self->blocks[0].used; i++)
+            self->blocks[0].entries[i].mean = -self->blocks[0].entries[i].mean;
+    self->generation++;
+    self->busy = 0;
+    Py_RETURN_NONE;
+}
+
+/* block_views(): per block, {feature: mean} and {feature: variance} */
+static PyObject *diagonal_block_views(Diagonal *self, PyObject *unused) {
+    PyObject *means = NULL, *vars = NULL, *d, *f;
+    Py_ssize_t b, i;
+    int which;
+    if (enter(self) < 0) return NULL;
+    means = PyList_New(self->nblocks);
+    vars = PyList_New(self->nblocks);
+    if (means == NULL || vars == NULL) goto fail;
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        for (which = 0; which < 2; which++) {
+            if ((d = PyDict_New()) == NULL) goto fail;
+            PyList_SET_ITEM(which ? vars : means, b, d);
+            for (i = 0; i < t->used; i++) {
+                f = PyFloat_FromDouble(which ? t->entries[i].var : t->entries[i].mean);
+                if (f == NULL || PyDict_SetItem(d, t->entries[i].key, f) < 0) {
+                    Py_XDECREF(f);
+                    goto fail;
+                }
+                Py_DECREF(f);
+            }
+        }
+    }
+    self->busy = 0;
+    return Py_BuildValue("NN", means, vars);
+fail:
+    Py_XDECREF(means);
+    Py_XDECREF(vars);
     self->busy = 0;
     return NULL;
 }
@@ -927,7 +1139,7 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
             PyErr_SetString(PyExc_TypeError, "blocks must be a list of dicts");
             goto fail;
         }
-        if (table_init(&tables[b]) < 0 || table_reserve(&tables[b], PyDict_GET_SIZE(d)) < 0)
+        if (new_block(self, &tables[b]) < 0 || table_reserve(&tables[b], PyDict_GET_SIZE(d)) < 0)
             goto fail;
         pos = 0;
         while (PyDict_Next(d, &pos, &key, &w)) {
@@ -1003,6 +1215,13 @@ static PyMethodDef diagonal_methods[] = {
      "Apply one step (entries, alpha, gamma, v, scheme)."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
+    {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},
+    {"restore_layout", (PyCFunction)diagonal_restore_layout, METH_O,
+     "Undo lift/add_block calls made since the layout was taken."},
+    {"reorder", (PyCFunction)diagonal_reorder, METH_O, "Block i becomes the old block order[i]."},
+    {"negate", (PyCFunction)diagonal_negate, METH_NOARGS, "The Gaussian over -w."},
+    {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
+     "Per block, {feature: mean} and {feature: variance}."},
     {"__reduce__", (PyCFunction)diagonal_reduce, METH_NOARGS, "Engine-neutral pickling."},
     {"__sizeof__", (PyCFunction)diagonal_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
     {NULL},

@@ -58,8 +58,9 @@ def state(model) -> list[dict]:
 
 
 def assert_same(a, b, x=None):
-    assert a.classes_ == b.classes_
+    assert a.classes_ == b.classes_ and a.n_skipped_updates == b.n_skipped_updates
     assert state(a) == state(b)
+    assert repr(a.weights) == repr(b.weights) and repr(a.variances) == repr(b.variances)
     if x is not None:
         assert a.predict_one(x) == b.predict_one(x)
         pa, pb = a.predict_proba_one(x), b.predict_proba_one(x)
@@ -213,3 +214,37 @@ def test_exactly_rounded_sums_match_math_fsum():
             except (OverflowError, ValueError) as error:
                 outcomes.append((type(error), str(error)))
         assert outcomes[0] == outcomes[1]
+
+
+def test_layout_operations_agree():
+    compiled, python = pair(river_cw.AROW, {})
+    data = list(stream(5, n=60, n_labels=2))
+    for x, y in data:
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+    for model in (compiled, python):
+        model._gaussian.negate()
+    assert_same(compiled, python, data[0][0])
+    layouts = [model._gaussian.layout() for model in (compiled, python)]
+    for model in (compiled, python):
+        model._gaussian.lift()
+        model._gaussian.add_block()
+        model._gaussian.reorder([2, 0, 1])
+    assert state(compiled) == state(python)
+    for model, layout in zip((compiled, python), layouts):
+        model._gaussian.restore_layout(layout)
+    assert_same(compiled, python, data[0][0])
+
+
+def test_a_failed_new_label_restores_both_engines_alike():
+    compiled, python = pair(river_cw.CW, {"diagonal": "exact"})
+    for x, y in stream(9, n=30, n_labels=2):
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+    for model in (compiled, python):
+        with pytest.raises(TypeError):
+            model.learn_one({"w1": 1.0, "w2": "bad"}, "third")
+    assert_same(compiled, python, {"w1": 1.0})
+    for model in (compiled, python):
+        model.learn_one({"w1": 1.0, "w3": -2.0}, "third")
+    assert_same(compiled, python, {"w1": 1.0, "w3": 1.0})
