@@ -1274,7 +1274,65 @@ static PyObject *module_fsum(PyObject *module, PyObject *seq) {
     return PyFloat_FromDouble(total);
 }
 
+static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
+
+/* as_floats(x): river_cw.validation.as_floats with its two fast paths in C (a dict of floats
+ * as it is; a dict of floats and ints converted); anything else goes to the Python function */
+static PyObject *module_as_floats(PyObject *module, PyObject *x) {
+    if (PyDict_CheckExact(x)) {
+        PyObject *key, *value, *d;
+        Py_ssize_t pos = 0;
+        int all_float = 1, all_number = 1;
+        while (PyDict_Next(x, &pos, &key, &value)) {
+            if (PyFloat_CheckExact(value)) continue;
+            all_float = 0;
+            if (!PyLong_CheckExact(value)) {
+                all_number = 0;
+                break;
+            }
+        }
+        if (all_float) {
+            Py_INCREF(x);
+            return x;
+        }
+        if (all_number && (d = PyDict_New()) != NULL) {
+            pos = 0;
+            while (PyDict_Next(x, &pos, &key, &value)) {
+                PyObject *f;
+                if (PyFloat_CheckExact(value)) {
+                    Py_INCREF(value);
+                    f = value;
+                } else {
+                    double v = PyLong_AsDouble(value);
+                    f = (v == -1.0 && PyErr_Occurred()) ? NULL : PyFloat_FromDouble(v);
+                }
+                if (f == NULL || PyDict_SetItem(d, key, f) < 0) {
+                    Py_XDECREF(f);
+                    Py_DECREF(d);
+                    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+                    PyErr_Clear(); /* an int beyond float64: the Python function names it */
+                    d = NULL;
+                    break;
+                }
+                Py_DECREF(f);
+            }
+            if (d != NULL) return d;
+        } else if (all_number)
+            return NULL;
+    }
+    if (as_floats_python == NULL) {
+        PyObject *mod = PyImport_ImportModule("river_cw.validation");
+        if (mod == NULL) return NULL;
+        as_floats_python = PyObject_GetAttrString(mod, "_as_floats_python");
+        Py_DECREF(mod);
+        if (as_floats_python == NULL) return NULL;
+    }
+    return PyObject_CallOneArg(as_floats_python, x);
+}
+
 static PyMethodDef module_methods[] = {
+    {"as_floats", (PyCFunction)module_as_floats, METH_O,
+     "river_cw.validation.as_floats, its fast paths compiled."},
     {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},
     {NULL},
 };

@@ -248,3 +248,21 @@ def test_a_failed_new_label_restores_both_engines_alike():
     for model in (compiled, python):
         model.learn_one({"w1": 1.0, "w3": -2.0}, "third")
     assert_same(compiled, python, {"w1": 1.0, "w3": 1.0})
+
+
+@pytest.mark.parametrize(
+    "x",
+    [{}, {"a": 1.0}, {"a": 1, "b": 2.5}, {"a": True}, {"a": 10**400}, {"a": "x"}, {1: 2**53 + 1}],
+    ids=repr,
+)
+def test_compiled_as_floats_is_the_python_function(x):
+    from river_cw import validation
+
+    outcomes = []
+    for as_floats in (validation.as_floats, validation._as_floats_python):
+        try:
+            outcomes.append(repr(as_floats(x)))
+        except (TypeError, ValueError) as error:
+            outcomes.append((type(error), str(error)))
+    assert validation.as_floats is not validation._as_floats_python
+    assert outcomes[0] == outcomes[1]
