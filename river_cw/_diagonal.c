@@ -1274,6 +1274,133 @@ static PyObject *module_fsum(PyObject *module, PyObject *seq) {
     return PyFloat_FromDouble(total);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* the exact diagonal CW steps (JMLR 2012 section 6.2): river_cw.cw's Newton solvers on Terms */
+
+#define MAX_ITER 200
+
+typedef struct {
+    double m, v, phi;
+    const double *u;
+    Py_ssize_t n;
+} ExactProblem;
+
+static int checked_div(double a, double b, double *out) {
+    if (b == 0.0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+        return -1;
+    }
+    *out = a / b;
+    return 0;
+}
+
+/* f(alpha) of exact_var_alpha: m + alpha v - phi sum u_j / q_j, slope v + sum 2 phi^2 u_j^2 / q_j^2 */
+static int exact_var_f(const ExactProblem *p, double alpha, double *value, double *slope) {
+    Fsum val, slo;
+    Py_ssize_t j;
+    double t;
+    fsum_init(&val);
+    fsum_init(&slo);
+    if (fsum_add(&val, p->m) < 0 || fsum_add(&val, alpha * p->v) < 0 || fsum_add(&slo, p->v) < 0)
+        goto fail;
+    for (j = 0; j < p->n; j++) {
+        double uj = p->u[j], q = 1.0 + 2.0 * alpha * p->phi * uj;
+        if (checked_div(-p->phi * uj, q, &t) < 0 || fsum_add(&val, t) < 0) goto fail;
+        if (checked_div(2.0 * p->phi * p->phi * uj * uj, q * q, &t) < 0 || fsum_add(&slo, t) < 0)
+            goto fail;
+    }
+    if (fsum_result(&val, value) < 0) {
+        fsum_free(&slo);
+        return -1;
+    }
+    return fsum_result(&slo, slope);
+fail:
+    fsum_free(&val);
+    fsum_free(&slo);
+    return -1;
+}
+
+/* g(s) of exact_stdev_step: s - sum u_j / q_j, slope 1 + sum u_j (1 + phi^2 u_j / v) / q_j^2 */
+static int exact_stdev_g(const ExactProblem *p, double s, double *value, double *slope) {
+    Fsum val, slo;
+    Py_ssize_t j;
+    double t, alpha = (p->phi * s - p->m) / p->v;
+    fsum_init(&val);
+    fsum_init(&slo);
+    if (fsum_add(&val, s) < 0 || fsum_add(&slo, 1.0) < 0) goto fail;
+    for (j = 0; j < p->n; j++) {
+        double uj = p->u[j], q = s + alpha * p->phi * uj;
+        if (checked_div(-uj, q, &t) < 0 || fsum_add(&val, t) < 0) goto fail;
+        if (checked_div(uj * (1.0 + p->phi * p->phi * uj / p->v), q * q, &t) < 0 ||
+            fsum_add(&slo, t) < 0)
+            goto fail;
+    }
+    if (fsum_result(&val, value) < 0) {
+        fsum_free(&slo);
+        return -1;
+    }
+    return fsum_result(&slo, slope);
+fail:
+    fsum_free(&val);
+    fsum_free(&slo);
+    return -1;
+}
+
+typedef int (*Increasing)(const ExactProblem *, double, double *, double *);
+
+/* river_cw.cw._solve_increasing: safeguarded Newton on an increasing f, f(lo) < 0 <= f(hi) */
+static int solve_increasing(Increasing f, const ExactProblem *p, double lo, double hi, double *root) {
+    double x = hi, value, slope, step;
+    int it;
+    for (it = 0; it < MAX_ITER; it++) {
+        if (f(p, x, &value, &slope) < 0) return -1;
+        if (value >= 0.0) {
+            if (value == 0.0) {
+                *root = x;
+                return 0;
+            }
+            hi = x;
+        } else
+            lo = x;
+        step = slope > 0.0 ? x - value / slope : NAN;
+        if (!(lo < step && step < hi)) step = 0.5 * (lo + hi);
+        if (fabs(step - x) <= 1e-15 * fabs(step) || hi - lo <= 1e-15 * hi) {
+            *root = x > step ? x : step;
+            return 0;
+        }
+        x = step;
+    }
+    *root = hi;
+    return 0;
+}
+
+static int parse_exact(PyObject *args, ExactProblem *p) {
+    PyObject *terms;
+    if (!PyArg_ParseTuple(args, "dddO!", &p->m, &p->v, &p->phi, &TermsType, &terms)) return -1;
+    p->u = ((Terms *)terms)->values;
+    p->n = Py_SIZE(terms);
+    return 0;
+}
+
+static PyObject *module_exact_var_alpha(PyObject *module, PyObject *args) {
+    ExactProblem p;
+    double alpha;
+    if (parse_exact(args, &p) < 0) return NULL;
+    if (p.m >= p.phi * p.v) return PyFloat_FromDouble(0.0);
+    if (solve_increasing(exact_var_f, &p, 0.0, (p.phi * p.v - p.m) / p.v, &alpha) < 0) return NULL;
+    return PyFloat_FromDouble(alpha);
+}
+
+static PyObject *module_exact_stdev_step(PyObject *module, PyObject *args) {
+    ExactProblem p;
+    double s, lo;
+    if (parse_exact(args, &p) < 0) return NULL;
+    if (p.m >= p.phi * sqrt(p.v)) return Py_BuildValue("dd", 0.0, 0.0);
+    lo = p.m / p.phi > 0.0 ? p.m / p.phi : 0.0;
+    if (solve_increasing(exact_stdev_g, &p, lo, sqrt(p.v), &s) < 0) return NULL;
+    return Py_BuildValue("dd", (p.phi * s - p.m) / p.v, s);
+}
+
 static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
 
 /* as_floats(x): river_cw.validation.as_floats with its two fast paths in C (a dict of floats
@@ -1331,6 +1458,10 @@ static PyObject *module_as_floats(PyObject *module, PyObject *x) {
 }
 
 static PyMethodDef module_methods[] = {
+    {"exact_var_alpha", (PyCFunction)module_exact_var_alpha, METH_VARARGS,
+     "river_cw.cw.exact_var_alpha(m, v, phi, u) for Terms u."},
+    {"exact_stdev_step", (PyCFunction)module_exact_stdev_step, METH_VARARGS,
+     "river_cw.cw.exact_stdev_step(m, v, phi, u) for Terms u."},
     {"as_floats", (PyCFunction)module_as_floats, METH_O,
      "river_cw.validation.as_floats, its fast paths compiled."},
     {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},

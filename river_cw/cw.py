@@ -7,6 +7,12 @@ import statistics
 from math import fsum
 
 from .base import GaussianClassifier
+from .gaussian import ENGINE
+
+if ENGINE == "c":  # the same solvers on the compiled engine's terms (river_cw/_diagonal.c)
+    from . import _diagonal as _compiled
+else:
+    _compiled = None
 
 __all__ = ["CW"]
 
@@ -85,6 +91,8 @@ def exact_var_alpha(m: float, v: float, phi: float, u: list[float]) -> float:
     ``f(alpha) = m + alpha v - phi sum_j u_j / (1 + 2 alpha phi u_j) = 0``;
     f is increasing, ``f(0) = m - phi v`` and ``f((phi v - m) / v) >= 0`` bracket the root.
     """
+    if _compiled is not None and isinstance(u, _compiled.Terms):
+        return _compiled.exact_var_alpha(m, v, phi, u)
     if m >= phi * v:
         return 0.0
 
@@ -109,6 +117,8 @@ def exact_stdev_step(m: float, v: float, phi: float, u: list[float]) -> tuple[fl
     badly when the variance has collapsed; g is increasing on ``s > max(0, m / phi)`` and
     non-negative at ``s = sqrt(v)``. Returns ``(0, 0)`` when the constraint already holds.
     """
+    if _compiled is not None and isinstance(u, _compiled.Terms):
+        return _compiled.exact_stdev_step(m, v, phi, u)
     if m >= phi * math.sqrt(v):
         return 0.0, 0.0
 
