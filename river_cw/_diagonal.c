@@ -476,6 +476,25 @@ static inline int value_of(PyObject *v, double *out) {
     return 0;
 }
 
+/* one feature of x: its value as a double, its hash, and its entry in t (-1: unseen) */
+static inline int lookup(Table *t, PyObject *key, PyObject *value, double *xf, Py_hash_t *h,
+                         Py_ssize_t *ix) {
+    if (value_of(value, xf) < 0 || (*h = PyObject_Hash(key)) == -1) return -1;
+    *ix = table_find(t, key, *h);
+    return *ix == -2 ? -1 : 0;
+}
+
+/* out[b] = a new float; -1 (out cleared) on failure */
+static int set_float(PyObject **out, Py_ssize_t b, double value) {
+    PyObject *f = PyFloat_FromDouble(value);
+    if (f == NULL) {
+        Py_CLEAR(*out);
+        return -1;
+    }
+    PyList_SET_ITEM(*out, b, f);
+    return 0;
+}
+
 static PyObject *diagonal_add_block(Diagonal *self, PyObject *unused) {
     if (enter(self) < 0) return NULL;
     self->busy = 0;
@@ -515,8 +534,7 @@ static PyObject *diagonal_scores(Diagonal *self, PyObject *x_in) {
         while (PyDict_Next(x, &pos, &key, &value)) {
             Py_hash_t h;
             Py_ssize_t ix;
-            if (value_of(value, &xf) < 0 || (h = PyObject_Hash(key)) == -1 ||
-                (ix = table_find(t, key, h)) == -2) {
+            if (lookup(t, key, value, &xf, &h, &ix) < 0) {
                 failed = 1;
                 break;
             }
@@ -543,12 +561,7 @@ static PyObject *diagonal_scores(Diagonal *self, PyObject *x_in) {
             Py_CLEAR(out);
             goto done;
         }
-        PyObject *f = PyFloat_FromDouble(score);
-        if (f == NULL) {
-            Py_CLEAR(out);
-            goto done;
-        }
-        PyList_SET_ITEM(out, b, f);
+        if (set_float(&out, b, score) < 0) goto done;
     }
 done:
     Py_XDECREF(x);
@@ -572,8 +585,7 @@ static PyObject *diagonal_score_variances(Diagonal *self, PyObject *x_in) {
         while (PyDict_Next(x, &pos, &key, &value)) {
             Py_hash_t h;
             Py_ssize_t ix;
-            if (value_of(value, &xf) < 0 || (h = PyObject_Hash(key)) == -1 ||
-                (ix = table_find(t, key, h)) == -2 ||
+            if (lookup(t, key, value, &xf, &h, &ix) < 0 ||
                 fsum_add(&acc, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
                 fsum_free(&acc);
                 Py_CLEAR(out);
@@ -587,12 +599,7 @@ static PyObject *diagonal_score_variances(Diagonal *self, PyObject *x_in) {
             Py_CLEAR(out);
             goto done;
         }
-        PyObject *f = PyFloat_FromDouble(total);
-        if (f == NULL) {
-            Py_CLEAR(out);
-            goto done;
-        }
-        PyList_SET_ITEM(out, b, f);
+        if (set_float(&out, b, total) < 0) goto done;
     }
 done:
     Py_XDECREF(x);
@@ -720,8 +727,7 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
             Py_hash_t h;
             Py_ssize_t ix;
             double x2;
-            if (value_of(value, &xf) < 0 || (h = PyObject_Hash(key)) == -1 ||
-                (ix = table_find(t, key, h)) == -2) {
+            if (lookup(t, key, value, &xf, &h, &ix) < 0) {
                 fsum_free(&m_acc);
                 goto bad;
             }
@@ -1294,6 +1300,15 @@ static int checked_div(double a, double b, double *out) {
     return 0;
 }
 
+/* the two exactly rounded sums of a Newton step, value first (its error is the one raised) */
+static int value_and_slope(Fsum *val, Fsum *slo, double *value, double *slope) {
+    if (fsum_result(val, value) < 0) {
+        fsum_free(slo);
+        return -1;
+    }
+    return fsum_result(slo, slope);
+}
+
 /* f(alpha) of exact_var_alpha: m + alpha v - phi sum u_j / q_j, slope v + sum 2 phi^2 u_j^2 / q_j^2 */
 static int exact_var_f(const ExactProblem *p, double alpha, double *value, double *slope) {
     Fsum val, slo;
@@ -1309,11 +1324,7 @@ static int exact_var_f(const ExactProblem *p, double alpha, double *value, doubl
         if (checked_div(2.0 * p->phi * p->phi * uj * uj, q * q, &t) < 0 || fsum_add(&slo, t) < 0)
             goto fail;
     }
-    if (fsum_result(&val, value) < 0) {
-        fsum_free(&slo);
-        return -1;
-    }
-    return fsum_result(&slo, slope);
+    return value_and_slope(&val, &slo, value, slope);
 fail:
     fsum_free(&val);
     fsum_free(&slo);
@@ -1335,11 +1346,7 @@ static int exact_stdev_g(const ExactProblem *p, double s, double *value, double 
             fsum_add(&slo, t) < 0)
             goto fail;
     }
-    if (fsum_result(&val, value) < 0) {
-        fsum_free(&slo);
-        return -1;
-    }
-    return fsum_result(&slo, slope);
+    return value_and_slope(&val, &slo, value, slope);
 fail:
     fsum_free(&val);
     fsum_free(&slo);

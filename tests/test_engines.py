@@ -162,6 +162,9 @@ class Hostile:
     def __hash__(self):
         return 42
 
+    def __repr__(self):
+        return f"Hostile({self.name!r})"
+
     def __eq__(self, other):
         if self.raises:
             raise RuntimeError("no comparing")
