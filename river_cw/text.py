@@ -1,0 +1,90 @@
+"""Text features: river's `BagOfWords` with its token counting in C.
+
+`BagOfWords` is river's `feature_extraction.BagOfWords` (same parameters, same output) whose
+`transform_one` counts tokens in C (`river_cw._text`) whenever that gives exactly river's
+answer: the compiled extension is built, the options are river's defaults (any `lowercase`,
+`strip_accents` and `stop_words` are fine too) and the text is an ASCII `str`. Everything else,
+non-ASCII text included, goes through river's own code, decided per text. `COMPILED` says whether
+the extension is active; `RIVER_CW_PURE_PYTHON=1` turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+
+from river import feature_extraction
+
+try:
+    if os.environ.get("RIVER_CW_PURE_PYTHON") == "1":
+        raise ImportError("RIVER_CW_PURE_PYTHON=1")
+    from ._text import count_ascii
+except ImportError:
+    count_ascii = None
+
+COMPILED = count_ascii is not None
+
+__all__ = ["COMPILED", "BagOfWords"]
+
+_DEFAULT_PATTERN = feature_extraction.BagOfWords().tokenizer_pattern
+
+
+class BagOfWords(feature_extraction.BagOfWords):
+    """Counts tokens in texts: river's `feature_extraction.BagOfWords`, faster on ASCII text.
+
+    The parameters and the output are river's (see `river.feature_extraction.BagOfWords`). With
+    `preprocessor`, `tokenizer`, a `tokenizer_pattern` other than the default, or n-grams other
+    than unigrams, every text goes through river's code.
+
+    Examples
+    --------
+
+    >>> from river_cw.text import BagOfWords
+
+    >>> bow = BagOfWords(on="text")
+    >>> bow.transform_one({"text": "Is this the first document? This one-off is."})
+    {'is': 2, 'this': 2, 'the': 1, 'first': 1, 'document': 1, 'one-off': 1}
+
+    Non-ASCII text gets river's accent stripping:
+
+    >>> BagOfWords().transform_one("Déjà vu, déjà VU")
+    {'deja': 2, 'vu': 2}
+
+    """
+
+    def __init__(
+        self,
+        on: str | None = None,
+        strip_accents=True,
+        lowercase=True,
+        preprocessor=None,
+        stop_words: set[str] | None = None,
+        tokenizer_pattern=_DEFAULT_PATTERN,
+        tokenizer=None,
+        ngram_range=(1, 1),
+    ):
+        super().__init__(
+            on=on,
+            strip_accents=strip_accents,
+            lowercase=lowercase,
+            preprocessor=preprocessor,
+            stop_words=stop_words,
+            tokenizer_pattern=tokenizer_pattern,
+            tokenizer=tokenizer,
+            ngram_range=ngram_range,
+        )
+        self._compiled = (
+            COMPILED
+            and preprocessor is None
+            and tokenizer is None
+            and tokenizer_pattern == _DEFAULT_PATTERN
+            and tuple(ngram_range) == (1, 1)
+        )
+
+    def transform_one(self, x):
+        if self._compiled:
+            counts = count_ascii(x if self.on is None else x[self.on], self.lowercase)
+            if counts is not None:
+                if self.stop_words:
+                    return {t: n for t, n in counts.items() if t not in self.stop_words}
+                return counts
+        return super().transform_one(x)
