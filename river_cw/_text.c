@@ -1,10 +1,14 @@
-/* river_cw._text: river's BagOfWords token counts for ASCII text, in C.
+/* river_cw._text: river's BagOfWords token counts, in C.
  *
  * count_ascii(text, lowercase) returns the dict {token: count} that river's
  * feature_extraction.BagOfWords(lowercase=lowercase) returns for `text` with its other options at
  * their defaults (strip_accents is the identity on ASCII text), keys in first-occurrence order as
  * collections.Counter gives them. It returns None when it cannot promise that: `text` is not an
- * exact str, or holds a character outside ASCII. The caller then runs river's BagOfWords.
+ * exact str, or holds a character outside ASCII.
+ *
+ * count_preprocessed(text) returns the same dict for any str that river's preprocessing
+ * (strip_accents_unicode, str.lower) has already been applied to, classifying characters as the
+ * re module does; None when `text` is not an exact str.
  *
  * The tokens come from rcw_scan_ascii (_text_scan.h); equal tokens are counted in an
  * open-addressing table over offsets into the (lowercased) text, so a str is made only once per
@@ -33,6 +37,7 @@ static size_t slots_cap = 0; /* a power of two */
 static size_t *order = NULL; /* slot index of each distinct token, first occurrence first */
 static size_t order_cap = 0;
 static uint32_t stamp = 0;
+static PyObject *one = NULL; /* the int 1 */
 
 typedef struct {
     const unsigned char *text;
@@ -171,7 +176,56 @@ fail:
     return NULL;
 }
 
+typedef struct {
+    PyObject *text;
+    PyObject *counts;
+} DictCounter;
+
+static int count_in_dict(void *ctx, size_t start, size_t length)
+{
+    DictCounter *c = (DictCounter *)ctx;
+    PyObject *key = PyUnicode_Substring(c->text, (Py_ssize_t)start, (Py_ssize_t)(start + length));
+    if (!key)
+        return -1;
+    PyObject *old = PyDict_GetItemWithError(c->counts, key); /* borrowed */
+    PyObject *value = old ? PyNumber_Add(old, one) : NULL;
+    if (!old && !PyErr_Occurred()) {
+        value = one;
+        Py_INCREF(value);
+    }
+    int rc = value ? PyDict_SetItem(c->counts, key, value) : -1;
+    Py_DECREF(key);
+    Py_XDECREF(value);
+    return rc;
+}
+
+static PyObject *count_preprocessed(PyObject *self, PyObject *text)
+{
+    if (!PyUnicode_CheckExact(text))
+        Py_RETURN_NONE;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
+#endif
+    size_t n = (size_t)PyUnicode_GET_LENGTH(text);
+    if (PyUnicode_IS_ASCII(text)) {
+        PyObject *args[2] = {text, Py_False};
+        return count_ascii(self, args, 2);
+    }
+    DictCounter c = {text, PyDict_New()};
+    if (!c.counts)
+        return NULL;
+    if (rcw_scan_unicode(PyUnicode_KIND(text), PyUnicode_DATA(text), n, count_in_dict, &c)) {
+        Py_DECREF(c.counts);
+        return NULL;
+    }
+    return c.counts;
+}
+
 static PyMethodDef methods[] = {
+    {"count_preprocessed", count_preprocessed, METH_O,
+     "count_preprocessed(text) -> dict | None: river BagOfWords token counts of a str that "
+     "river's preprocessing was applied to, None when the text is not an exact str."},
     {"count_ascii", (PyCFunction)(void (*)(void))count_ascii, METH_FASTCALL,
      "count_ascii(text, lowercase) -> dict | None: river BagOfWords token counts of ASCII text, "
      "None when the text is not an exact str of ASCII characters."},
@@ -183,4 +237,8 @@ static struct PyModuleDef module = {
     "river's BagOfWords token counts for ASCII text, in C.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__text(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__text(void)
+{
+    one = PyLong_FromLong(1);
+    return one ? PyModule_Create(&module) : NULL;
+}

@@ -61,4 +61,42 @@ static int rcw_scan_ascii(const unsigned char *s, size_t n, rcw_token_sink sink,
     return 0;
 }
 
+/* The same scan over any str data (PyUnicode kind 1, 2 or 4), classifying characters as the
+ * re module does for \w in Unicode patterns (Modules/_sre: Py_UNICODE_ISALNUM(ch) || ch == '_').
+ * Offsets count characters. Needs Python.h. */
+#ifdef Py_PYTHON_H
+static inline int rcw_text_class_of(Py_UCS4 ch)
+{
+    if (ch < 128)
+        return rcw_text_class[ch];
+    return Py_UNICODE_ISALNUM(ch) ? 1 : 0;
+}
+
+static int rcw_scan_unicode(int kind, const void *s, size_t n, rcw_token_sink sink, void *ctx)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (!rcw_text_class_of(PyUnicode_READ(kind, s, i))) {
+            i++;
+            continue;
+        }
+        size_t end = i;
+        while (end < n && rcw_text_class_of(PyUnicode_READ(kind, s, end)))
+            end++;
+        size_t a = i, b = end;
+        while (a < b && PyUnicode_READ(kind, s, a) == '-')
+            a++;
+        while (b > a && PyUnicode_READ(kind, s, b - 1) == '-')
+            b--;
+        if (b - a >= 2) {
+            int rc = sink(ctx, a, b - a);
+            if (rc)
+                return rc;
+        }
+        i = end;
+    }
+    return 0;
+}
+#endif
+
 #endif

@@ -1,11 +1,13 @@
 """Text features: river's `BagOfWords` with its token counting in C.
 
 `BagOfWords` is river's `feature_extraction.BagOfWords` (same parameters, same output) whose
-`transform_one` counts tokens in C (`river_cw._text`) whenever that gives exactly river's
-answer: the compiled extension is built, the options are river's defaults (any `lowercase`,
-`strip_accents` and `stop_words` are fine too) and the text is an ASCII `str`. Everything else,
-non-ASCII text included, goes through river's own code, decided per text. `COMPILED` says whether
-the extension is active; `RIVER_CW_PURE_PYTHON=1` turns it off.
+`transform_one` counts tokens in C (`river_cw._text`) when the compiled extension is built and
+the tokenizer is river's default (any `lowercase`, `strip_accents` and `stop_words`). ASCII text
+is lowercased and counted in C at once; other text first goes through river's own preprocessing
+functions (NFKD accent stripping, `str.lower`), and C then counts its tokens with the character
+classes of Python's `re` module. Anything else (a `preprocessor`, a `tokenizer`, another
+pattern, n-grams, a text that is not a `str`) runs river's code unchanged. `COMPILED` says
+whether the extension is active; `RIVER_CW_PURE_PYTHON=1` turns it off.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from __future__ import annotations
 import os
 
 from river import feature_extraction
+from river.feature_extraction.vectorize import strip_accents_unicode
 
 try:
     if os.environ.get("RIVER_CW_PURE_PYTHON") == "1":
         raise ImportError("RIVER_CW_PURE_PYTHON=1")
-    from ._text import count_ascii
+    from ._text import count_ascii, count_preprocessed
 except ImportError:
-    count_ascii = None
+    count_ascii = count_preprocessed = None
 
 COMPILED = count_ascii is not None
 
@@ -33,7 +36,7 @@ class BagOfWords(feature_extraction.BagOfWords):
 
     The parameters and the output are river's (see `river.feature_extraction.BagOfWords`). With
     `preprocessor`, `tokenizer`, a `tokenizer_pattern` other than the default, or n-grams other
-    than unigrams, every text goes through river's code.
+    than unigrams, every text goes through river's code; so does a text that is not a `str`.
 
     Examples
     --------
@@ -82,7 +85,14 @@ class BagOfWords(feature_extraction.BagOfWords):
 
     def transform_one(self, x):
         if self._compiled:
-            counts = count_ascii(x if self.on is None else x[self.on], self.lowercase)
+            text = x if self.on is None else x[self.on]
+            counts = count_ascii(text, self.lowercase)
+            if counts is None and type(text) is str:
+                if self.strip_accents:
+                    text = strip_accents_unicode(text)
+                if self.lowercase:
+                    text = text.lower()
+                counts = count_preprocessed(text)
             if counts is not None:
                 if self.stop_words:
                     return {t: n for t, n in counts.items() if t not in self.stop_words}

@@ -44,7 +44,7 @@ TEXTS = st.one_of(
     st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127)),
     st.lists(ASCII_PIECES).map("".join),
     st.text(),  # any Unicode: accents, other scripts, Unicode digits and spaces
-    st.lists(st.one_of(ASCII_PIECES, st.sampled_from(["é", "ß", "İ", "٣", "\u00a0", "ﬁ"]))).map(
+    st.lists(st.one_of(ASCII_PIECES, st.sampled_from(["é", "ß", "İ", "٣", "\u00a0", "ﬁ", "\u212a", "²", "Ⅻ", "\u0301", "ǅ", "£"]))).map(
         "".join
     ),
     st.sampled_from(["", " ", "\n\t ", "-", "a", "a-", "-a-", "ab-", "a--b", "__", "_-_"]),
@@ -66,7 +66,7 @@ def test_stop_words(words):
 
 
 @compiled
-def test_compiled_path_only_for_exact_ascii_str():
+def test_compiled_path_only_for_exact_str():
     class Text(str):
         pass
 
@@ -75,6 +75,8 @@ def test_compiled_path_only_for_exact_ascii_str():
     assert text.count_ascii("café au lait", True) is None
     assert text.count_ascii(Text("ab"), True) is None
     assert text.count_ascii(None, True) is None
+    assert text.count_preprocessed("déjà-vu déjà-vu ab") == {"déjà-vu": 2, "ab": 1}
+    assert text.count_preprocessed(Text("ab")) is None
 
 
 @compiled
