@@ -1,6 +1,6 @@
 """Text in -> prediction and update, end to end, next to river's `BagOfWords | PAClassifier`.
 
-Every pipeline reads the raw examples ({"text": ..., "label": ...}, shuffled with a fixed seed)
+Every pipeline (river's `Pipeline`, written `+` in the tables) reads the raw examples ({"text": ..., "label": ...}, shuffled with a fixed seed)
 and runs `predict_one` then `learn_one` on each, as a server that predicts and learns does. The
 pipelines run in interleaved rounds (`--repeat`) and each keeps its best CPU time, so the ratios
 come from one run on one (noisy, shared) machine. A second table times the tokenizer alone:
@@ -34,13 +34,13 @@ STREAMS = ["sms_spam_collection.jsonl.gz", "mdsd_sorted_acl_text.jsonl.gz"]
 
 def pipelines():
     return {
-        "river BagOfWords | PAClassifier": lambda: (
+        "river BagOfWords + PAClassifier": lambda: (
             feature_extraction.BagOfWords(on="text") | linear_model.PAClassifier()
         ),
-        "river_cw BagOfWords | PAClassifier": lambda: (
+        "river_cw BagOfWords + PAClassifier": lambda: (
             text.BagOfWords(on="text") | linear_model.PAClassifier()
         ),
-        "river_cw BagOfWords | AROW": lambda: text.BagOfWords(on="text") | river_cw.AROW(),
+        "river_cw BagOfWords + AROW": lambda: text.BagOfWords(on="text") | river_cw.AROW(),
     }
 
 
@@ -108,8 +108,8 @@ def report(name: str, limit: int, repeat: int) -> None:
     table("Predict and learn, text in", best, next(iter(makers)), len(stream), tokens)
     bows = tokenizers()
     runners = {k: (lambda s, bow=bow: run_tokenizer(bow, s)) for k, bow in bows.items()}
-    table("Tokenizer alone (transform_one)", best_times(runners, stream, repeat), "river",
-          len(stream), tokens)
+    best = best_times(runners, stream, repeat)
+    table("Tokenizer alone (transform_one)", best, "river", len(stream), tokens)
 
 
 def main(argv=None):

@@ -11,8 +11,9 @@
  * re module does; None when `text` is not an exact str.
  *
  * The tokens come from rcw_scan_ascii (_text_scan.h); equal tokens are counted in an
- * open-addressing table over offsets into the (lowercased) text, so a str is made only once per
- * distinct token.
+ * open-addressing table over offsets into the (lowercased) text, so a key is needed only once per
+ * distinct token. Keys of short tokens come from a small direct-mapped cache of str objects that
+ * outlives calls: a frequent word is then one str, its hash computed once, in every dict.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -38,6 +39,11 @@ static size_t *order = NULL; /* slot index of each distinct token, first occurre
 static size_t order_cap = 0;
 static uint32_t stamp = 0;
 static PyObject *one = NULL; /* the int 1 */
+
+/* Tokens up to KEY_CACHE_LENGTH characters are cached (at most ~1.3 MB of str objects). */
+#define KEY_CACHE_SIZE (1 << 14)
+#define KEY_CACHE_LENGTH 32
+static PyObject *key_cache[KEY_CACHE_SIZE];
 
 typedef struct {
     const unsigned char *text;
@@ -117,6 +123,30 @@ static int reserve(size_t n, int lower)
     return 0;
 }
 
+/* A new reference to the str of the ASCII token tok[0:length] whose hash_bytes is h. */
+static PyObject *ascii_key(const unsigned char *tok, size_t length, uint64_t h)
+{
+    PyObject **cached = NULL;
+    if (length <= KEY_CACHE_LENGTH) {
+        cached = &key_cache[(h >> 32) & (KEY_CACHE_SIZE - 1)];
+        PyObject *key = *cached;
+        if (key && (size_t)PyUnicode_GET_LENGTH(key) == length &&
+            memcmp(PyUnicode_1BYTE_DATA(key), tok, length) == 0) {
+            Py_INCREF(key);
+            return key;
+        }
+    }
+    PyObject *key = PyUnicode_New((Py_ssize_t)length, 127);
+    if (!key)
+        return NULL;
+    memcpy(PyUnicode_1BYTE_DATA(key), tok, length);
+    if (cached) {
+        Py_INCREF(key);
+        Py_XSETREF(*cached, key);
+    }
+    return key;
+}
+
 static PyObject *count_ascii(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
@@ -155,10 +185,9 @@ static PyObject *count_ascii(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     for (size_t k = 0; k < c.distinct; k++) {
         const Slot *slot = &slots[order[k]];
-        PyObject *key = PyUnicode_New((Py_ssize_t)slot->length, 127);
+        PyObject *key = ascii_key(data + slot->start, slot->length, slot->hash);
         if (!key)
             goto fail;
-        memcpy(PyUnicode_1BYTE_DATA(key), data + slot->start, slot->length);
         PyObject *value = PyLong_FromSsize_t(slot->count);
         if (!value) {
             Py_DECREF(key);
