@@ -49,7 +49,7 @@ with TansuBroker() as broker, tempfile.TemporaryDirectory() as checkpoints:
     predictions = [json.loads(record.value) for record in consumer]
     consumer.close()
 
-right = sum(p["prediction"] == examples[p["id"]][1] for p in predictions)
+right = sum(p["prediction"] == examples[int(p["id"])][1] for p in predictions)
 print(f"{len(predictions):,} predictions, {right / len(predictions):.2%} right before learning")
 print(
     f"learned {state.learned:,} examples, {len(state.pending_examples)} still waiting for a label"

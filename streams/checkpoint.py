@@ -1,9 +1,11 @@
 """Atomic checkpoint files: a pickled state that is either the old one or the new one, never torn.
 
-`save` writes a temporary file beside the target (`.NAME.tmp`, overwritten by the next save if
-a crash leaves it behind; one writer per path), fsyncs it, renames it over the target
-(`os.replace`, atomic on POSIX) and fsyncs the directory so that the rename survives a power
-cut. A reader therefore sees the previous checkpoint or the new one, whatever happens.
+`save` writes a temporary file beside the target with a unique name (`.NAME.<random>.tmp`, so
+writers of the same path, e.g. an evicted group member that has not noticed yet and the new
+owner, never collide), fsyncs it, renames it over the target (`os.replace`, atomic on POSIX) and
+fsyncs the directory so that the rename survives a power cut. A reader therefore sees one
+complete checkpoint, the last one renamed, whatever happens. A temporary file left by a crash
+is harmless (delete `.*.tmp` files at leisure).
 Pickle runs code on load: read only checkpoints you wrote.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +28,10 @@ def save(path: str | os.PathLike, state: Any) -> None:
     """Atomically replace `path` by a pickle of `state`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
     try:
-        with open(tmp, "wb") as fh:
+        with open(fd, "wb") as fh:
             pickle.dump({"format": FORMAT, "state": state}, fh, protocol=pickle.HIGHEST_PROTOCOL)
             fh.flush()
             os.fsync(fh.fileno())

@@ -4,7 +4,9 @@ For every example the server writes `{id, prediction, probabilities, model_versi
 to the predictions topic (`model_version` = examples the model had learned), then learns it if
 it is labelled. Unlabelled examples wait (in memory and in the checkpoint, oldest dropped past
 `max_pending`) for their label on the labels topic; a label that comes first waits for its
-example. Bad messages go to the dead-letter topic with the reason, and the server goes on.
+example. One record never stops the server: whatever fails in decoding, predicting or learning
+it sends it to the dead-letter topic with the reason, and its offset is passed like any other.
+Only infrastructure faults (no broker, an unreadable checkpoint) end `run` with an exception.
 
 State is per partition: partition p of the examples topic and of the labels topic feed one model,
 with its offsets and pending examples, saved in its own checkpoint file `<topic>-<p>.ckpt`. With
@@ -43,7 +45,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from streams import checkpoint
-from streams.kafka_io import KafkaSettings, KafkaSource, Sink
+from streams.kafka_io import BrokerUnavailable, KafkaSettings, KafkaSource, RecordTooLarge, Sink
 from streams.messages import (
     Example,
     InvalidMessage,
@@ -56,6 +58,12 @@ from streams.messages import (
 log = logging.getLogger(__name__)
 
 _MISSING = object()
+
+
+def _failure(error: BaseException, limit: int = 500) -> str:
+    """One line naming an exception and its message, cut at `limit` characters."""
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass
@@ -241,24 +249,24 @@ class ModelServer:
                 self._on_example(state, decode_example(record.value))
             else:
                 self._on_label(state, decode_label(record.value))
-        except InvalidMessage as error:
+        except BrokerUnavailable:
+            raise
+        except Exception as error:  # noqa: BLE001 - one record never stops the server
+            known = isinstance(error, (InvalidMessage, RecordTooLarge))
+            reason = str(error) if known else _failure(error)
             state.dead_letters += 1
-            self.sink.dead_letter(record, str(error))
+            self.sink.dead_letter(record, reason)
 
     def _on_example(self, state: PartitionState, example: Example) -> None:
         try:
             probabilities = state.model.predict_proba_one(example.x)
             prediction = state.model.predict_one(example.x)
-        except Exception as error:
-            raise InvalidMessage(
-                f"the model cannot predict it: {type(error).__name__}: {error}"
-            ) from None
-        self.sink.prediction(
-            str(example.id).encode("utf-8"),
-            encode_prediction(
+            message = encode_prediction(
                 example.id, prediction, probabilities, state.learned, state.partition
-            ),
-        )
+            )
+        except Exception as error:  # noqa: BLE001 - whatever the model raises
+            raise InvalidMessage(f"the model cannot predict it: {_failure(error)}") from None
+        self.sink.prediction(example.id.encode("utf-8"), message)
         state.predicted += 1
         early = state.pending_labels.pop(example.id, None)
         label = early if example.label is None else example.label
@@ -277,10 +285,8 @@ class ModelServer:
     def _learn(self, state: PartitionState, x, label) -> None:
         try:
             state.model.learn_one(x, label)
-        except Exception as error:
-            raise InvalidMessage(
-                f"the model cannot learn it: {type(error).__name__}: {error}"
-            ) from None
+        except Exception as error:  # noqa: BLE001 - whatever the model raises
+            raise InvalidMessage(f"the model cannot learn it: {_failure(error)}") from None
         state.learned += 1
 
     def _remember(self, state: PartitionState, pending: dict, key, value) -> None:

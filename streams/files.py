@@ -1,17 +1,31 @@
 """File sources: JSON lines, CSV and svmlight/libsvm, plain or gzip, as streams of (x, y).
 
-Every reader yields `(x, y)` in file order and knows the line it is on. A malformed line
-raises `MalformedLineError` naming the file and the line, or, with `on_error="skip"`, is
-skipped and counted (`n_skipped`, with the first errors kept in `errors`).
+Every reader yields `(x, y)` in file order and knows the line it is on. Two kinds of error:
+
+* A record that cannot be an example (bad JSON, JSON nested too deep, an integer too large for
+  a float, a feature that is not a finite number, a float, NaN or missing label, a CSV field over
+  the csv module's size limit, bytes that are not UTF-8, ...) raises `MalformedLineError` naming
+  the file and the line, or, with `on_error="skip"`, is skipped and counted (`n_skipped`, with
+  the first errors kept in `errors`).
+* A file that cannot be read on (a truncated or corrupt gzip stream, an I/O error) ends the
+  stream with `UnreadableFileError` naming the file and the last line read, whatever
+  `on_error` says: nothing after that point can be trusted.
+
+A header that cannot be used (no label column, the same column name twice) is a
+`MalformedLineError` whatever `on_error` says, since no row can be read without it. A UTF-8
+byte order mark at the start of a file is ignored.
+
+Records follow the one example schema of `streams.schema`, shared with the Kafka messages:
+JSON lines are parsed by a `Schema` (features in `x`, raw text in `text`, or flat records);
+labels of every format are checked by `schema.check_label` (a string, integer or boolean,
+never a float). Text examples come out as `x = {"text": str}`, ready for
+`feature_extraction.BagOfWords(on="text")`.
 
 river's own `stream.iter_csv` and `stream.iter_libsvm` are not reused for parsing: their
 generators stop at the first bad line (a generator that raised is finished, so a bad line
 cannot be skipped), they report no line numbers, and `iter_csv` silently zips rows that
 have too many or too few fields. The readers here keep river's conventions: feature names
 are strings, libsvm values are floats, and the compression is found from the file itself.
-
-Text examples (`{"text": ..., "label": ...}`) come out as `x = {"text": str}`, ready for
-`feature_extraction.BagOfWords(on="text")`.
 
 >>> import gzip, tempfile, pathlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.jsonl.gz"
@@ -29,17 +43,20 @@ Text examples (`{"text": ..., "label": ...}`) come out as `x = {"text": str}`, r
 from __future__ import annotations
 
 import abc
+import contextlib
 import csv
 import gzip
 import importlib.resources
-import json
+import io
 import math
 import os
 import pathlib
+import sys
 import typing
+import zlib
 from collections.abc import Callable, Iterator
 
-from river_cw.validation import check_features
+from streams.schema import SCHEMA, Schema, check_label, loads
 
 __all__ = [
     "CSV",
@@ -47,12 +64,14 @@ __all__ = [
     "JSONLines",
     "LibSVM",
     "MalformedLineError",
+    "UnreadableFileError",
     "open_stream",
-    "parse_record",
     "sms_spam",
 ]
 
+STDIN = "-"
 GZIP_MAGIC = b"\x1f\x8b"
+BOM = "\ufeff"
 MAX_KEPT_ERRORS = 100
 
 Example = tuple[dict, typing.Hashable]
@@ -68,41 +87,33 @@ class MalformedLineError(ValueError):
         self.reason = reason
 
 
-def parse_record(record: typing.Any) -> Example:
-    """Turn one decoded JSON record into `(x, y)`, or raise `ValueError` saying what is wrong.
+class UnreadableFileError(ValueError):
+    """A data file that cannot be read past some point: a truncated or corrupt gzip stream.
 
-    A record is `{"x": {name: number, ...}, "label": ...}` or `{"text": str, "label": ...}`;
-    other keys are ignored.
-
-    >>> parse_record({"text": "free entry", "label": "spam", "id": 7})
-    ({'text': 'free entry'}, 'spam')
-    >>> parse_record({"x": {"a": "1"}, "label": 1})
-    Traceback (most recent call last):
-    ...
-    ValueError: feature 'a' has a non-numeric value: '1' (str)
-
+    `line` is the last line read whole (0 when nothing could be read).
     """
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
-    if "label" not in record:
-        raise ValueError("no 'label'")
-    y = record["label"]
-    if y is None or isinstance(y, (list, dict)):
-        raise ValueError(f"'label' must be a string, number or boolean, got {y!r}")
-    if ("x" in record) == ("text" in record):
-        raise ValueError("expected exactly one of 'x' (features) and 'text'")
-    if "text" in record:
-        if not isinstance(record["text"], str):
-            raise ValueError(f"'text' must be a string, got {type(record['text']).__name__}")
-        return {"text": record["text"]}, y
-    x = record["x"]
-    if not isinstance(x, dict):
-        raise ValueError(f"'x' must be an object of features, got {type(x).__name__}")
-    try:
-        check_features(x)
-    except TypeError as error:
-        raise ValueError(str(error)) from None
-    return x, y
+
+    def __init__(self, path: str, line: int, reason: str):
+        super().__init__(f"{path}: cannot read past line {line}: {reason}")
+        self.path = path
+        self.line = line
+        self.reason = reason
+
+
+def _unreadable(error: Exception) -> str:
+    """What went wrong reading a file, in words."""
+    if isinstance(error, EOFError):
+        return f"truncated gzip stream ({error})"
+    if isinstance(error, zlib.error):
+        return f"corrupt gzip data ({error})"
+    if isinstance(error, gzip.BadGzipFile):
+        return f"not a valid gzip stream ({error})"
+    return f"{type(error).__name__}: {error}"
+
+
+def _clip(text: str, width: int = 40) -> str:
+    """The repr of a token for an error message, cut to about `width` characters."""
+    return repr(text if len(text) <= width else text[: width - 3] + "...")
 
 
 class FileStream(abc.ABC):
@@ -114,7 +125,8 @@ class FileStream(abc.ABC):
     Parameters
     ----------
     path
-        A file path, or an `importlib.resources` traversable.
+        A file path, `"-"` for standard input (read once), or an `importlib.resources`
+        traversable.
     on_error
         `"raise"` (default) stops at the first malformed line with a `MalformedLineError`;
         `"skip"` drops it and counts it in `n_skipped` (the first 100 are kept in `errors`).
@@ -125,6 +137,7 @@ class FileStream(abc.ABC):
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         self.path = pathlib.Path(path) if isinstance(path, (str, os.PathLike)) else path
+        self.source = "<stdin>" if str(path) == STDIN else str(self.path)  # for messages
         self.on_error = on_error
         self.n_skipped = 0
         self.errors: list[MalformedLineError] = []
@@ -135,22 +148,41 @@ class FileStream(abc.ABC):
     def __iter__(self) -> Iterator[Example]:
         self.n_skipped = 0
         self.errors = []
-        with self.path.open("rb") as raw:
-            compressed = raw.read(2) == GZIP_MAGIC
-            raw.seek(0)
+        with self._open() as raw:
+            compressed = raw.peek(2)[:2] == GZIP_MAGIC
             fh = gzip.GzipFile(fileobj=raw) if compressed else raw
             yield from self._examples(self._lines(fh))
 
+    def _open(self) -> typing.ContextManager[io.BufferedReader]:
+        if self.source == "<stdin>":
+            return contextlib.nullcontext(sys.stdin.buffer)  # not closed after reading
+        return self.path.open("rb")
+
     def _lines(self, fh: typing.BinaryIO) -> Iterator[tuple[int, str]]:
-        """Yield (line number, decoded line); a line that is not UTF-8 is a malformed line."""
-        for number, raw in enumerate(fh, start=1):
+        """Yield (line number, decoded line); a line that is not UTF-8 is a malformed line.
+
+        A failure to read (truncated or corrupt gzip, an I/O error) raises
+        `UnreadableFileError` with the number of the last line read.
+        """
+        number = 0
+        raw_lines = iter(fh)
+        while True:
             try:
-                yield number, raw.decode("utf-8")
+                raw = next(raw_lines, None)
+            except (EOFError, zlib.error, OSError) as error:
+                raise UnreadableFileError(self.source, number, _unreadable(error)) from error
+            if raw is None:
+                return
+            number += 1
+            try:
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
                 self._reject(number, f"not UTF-8 ({error.reason} at byte {error.start})")
+                continue
+            yield number, line[1:] if number == 1 and line.startswith(BOM) else line
 
     def _reject(self, line: int, reason: str) -> None:
-        error = MalformedLineError(str(self.path), line, reason)
+        error = MalformedLineError(self.source, line, reason)
         if self.on_error == "raise":
             raise error
         self.n_skipped += 1
@@ -183,7 +215,7 @@ class _LineStream(FileStream):
 
 
 class JSONLines(_LineStream):
-    """JSON lines in the format of `../shared/data`: one record per line (see `parse_record`).
+    """JSON lines in the format of `../shared/data`: one record per line, read by a `Schema`.
 
     Parameters
     ----------
@@ -193,24 +225,38 @@ class JSONLines(_LineStream):
         `"raise"` or `"skip"`, see `FileStream`.
     where
         Keep only the records whose fields equal these values, e.g. `{"domain": "books"}`.
+    schema
+        Where the label, the text and the features are (`streams.schema.Schema`); every
+        record needs a label.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "flat.jsonl"
+    >>> _ = path.write_text('{"a": 1, "b": 0.5, "spam": true}\\n')
+    >>> list(JSONLines(path, schema=Schema(flat=True, label_field="spam")))
+    [({'a': 1, 'b': 0.5}, True)]
 
     """
 
-    def __init__(self, path, on_error: str = "raise", where: dict | None = None):
+    def __init__(
+        self,
+        path,
+        on_error: str = "raise",
+        where: dict | None = None,
+        schema: Schema = SCHEMA,
+    ):
         super().__init__(path, on_error)
         self.where = dict(where or {})
+        self.schema = schema
 
     def _parse(self, line: str) -> Example | None:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
+        record = loads(line)
         if self.where and (
             not isinstance(record, dict)
             or any(record.get(key) != value for key, value in self.where.items())
         ):
             return None
-        return parse_record(record)
+        example = self.schema.parse(record, need_label=True)
+        return example.x, example.label
 
 
 class LibSVM(_LineStream):
@@ -227,7 +273,8 @@ class LibSVM(_LineStream):
     on_error
         `"raise"` or `"skip"`, see `FileStream`.
     label_type
-        Applied to the label token; the default `int` reads `+1`, `-1` and class numbers.
+        Applied to the label token; the default `int` reads `+1`, `-1` and class numbers. It
+        must give a string, an integer or a boolean (`schema.check_label`), never a float.
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.svm"
@@ -247,23 +294,26 @@ class LibSVM(_LineStream):
             return None
         try:
             y = self.label_type(tokens[0])
-        except ValueError:
-            raise ValueError(f"bad label {tokens[0]!r}") from None
+        except (TypeError, ValueError):
+            raise ValueError(f"bad label {_clip(tokens[0])}") from None
+        check_label(y)
         x = {}
         for token in tokens[1:]:
             name, sep, value = token.partition(":")
             if not sep or not name or not value:
-                raise ValueError(f"expected name:value, got {token!r}")
+                raise ValueError(f"expected name:value, got {_clip(token)}")
             if name == "qid":
                 continue
             try:
                 number = float(value)
             except ValueError:
-                raise ValueError(f"feature {name!r} has a non-numeric value {value!r}") from None
+                raise ValueError(
+                    f"feature {_clip(name)} has a non-numeric value {_clip(value)}"
+                ) from None
             if not math.isfinite(number):
-                raise ValueError(f"feature {name!r} has a non-finite value {value!r}")
+                raise ValueError(f"feature {_clip(name)} has a non-finite value {_clip(value)}")
             if name in x:
-                raise ValueError(f"feature {name!r} appears twice")
+                raise ValueError(f"feature {_clip(name)} appears twice")
             x[name] = number
         return x, y
 
@@ -271,8 +321,8 @@ class LibSVM(_LineStream):
 class CSV(FileStream):
     """CSV with a header row: one column is the label, the others are numeric features.
 
-    Empty cells are missing features (left out of `x`). A column named like `text` holds
-    raw text instead and becomes `x["text"]`. Labels stay strings, as written.
+    Empty cells are missing features (left out of `x`). The column named by `text`, if any,
+    holds raw text and becomes `x["text"]`. Labels stay strings, as written.
 
     Parameters
     ----------
@@ -312,20 +362,39 @@ class CSV(FileStream):
                 yield line
 
         reader = csv.reader(feed(), **self.kwargs)
-        header = next(reader, None)
+        try:
+            header = next((row for row in reader if row), None)  # blank lines before it aside
+        except csv.Error as error:
+            raise MalformedLineError(
+                self.source, position["line"], f"bad CSV header: {error}"
+            ) from None
         if header is None:
             return
-        if self.target not in header:
-            raise MalformedLineError(
-                str(self.path), position["line"], f"no {self.target!r} column in header {header}"
-            )
-        for row in reader:
+        self._check_header(header, position["line"])
+        while True:
+            try:
+                row = next(reader, None)
+            except csv.Error as error:  # e.g. a field over csv.field_size_limit()
+                self._reject(position["line"], f"bad CSV: {error}")
+                continue
+            if row is None:
+                return
             if not row:
                 continue
             try:
                 yield self._row(header, row)
             except ValueError as error:
                 self._reject(position["line"], str(error))
+
+    def _check_header(self, header: list[str], line: int) -> None:
+        reason = None
+        duplicates = sorted({name for name in header if header.count(name) > 1})
+        if duplicates:
+            reason = f"duplicate column names in the header: {duplicates}"
+        elif self.target not in header:
+            reason = f"no {self.target!r} column in header {header}"
+        if reason:
+            raise MalformedLineError(self.source, line, reason)
 
     def _row(self, header: list[str], row: list[str]) -> Example:
         if len(row) != len(header):
@@ -336,14 +405,16 @@ class CSV(FileStream):
             if name == self.target:
                 y = value
             elif name == self.text:
-                x[name] = value
+                x["text"] = value
             elif value != "":
                 try:
                     number = float(value)
                 except ValueError:
-                    raise ValueError(f"column {name!r}: {value!r} is not a number") from None
+                    raise ValueError(
+                        f"column {_clip(name)}: {_clip(value)} is not a number"
+                    ) from None
                 if not math.isfinite(number):
-                    raise ValueError(f"column {name!r}: {value!r} is not finite")
+                    raise ValueError(f"column {_clip(name)}: {_clip(value)} is not finite")
                 x[name] = number
         if y == "":
             raise ValueError(f"empty {self.target!r}")
@@ -361,29 +432,45 @@ FORMATS = {
 }
 
 
-def open_stream(path, format: str | None = None, **options) -> FileStream:
+def open_stream(
+    path,
+    format: str | None = None,
+    on_error: str = "raise",
+    schema: Schema = SCHEMA,
+    delimiter: str = ",",
+) -> FileStream:
     """The reader for a file, chosen by `format` or by its extension (`.gz` aside).
 
-    `format` is one of `"jsonl"`, `"csv"`, `"libsvm"`; `options` go to the reader.
+    `format` is one of `"jsonl"`, `"csv"`, `"libsvm"`; standard input (`"-"`) is JSON lines
+    unless `format` says otherwise. `schema` says where the label and the text are (and, for
+    JSON lines, the features); `delimiter` separates CSV fields.
 
     >>> open_stream("data/a9a.libsvm.gz")
     LibSVM('data/a9a.libsvm.gz')
 
     """
+    readers = {"jsonl": JSONLines, "csv": CSV, "libsvm": LibSVM, "svmlight": LibSVM}
     if format is not None:
-        readers = {"jsonl": JSONLines, "csv": CSV, "libsvm": LibSVM, "svmlight": LibSVM}
         if format not in readers:
             raise ValueError(f"unknown format {format!r}; expected one of {sorted(readers)}")
-        return readers[format](path, **options)
-    suffixes = [s.lower() for s in pathlib.Path(path).suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes.pop()
-    if not suffixes or suffixes[-1] not in FORMATS:
-        raise ValueError(
-            f"cannot tell the format of {str(path)!r} from its name; "
-            f"name it *{{{','.join(FORMATS)}}}[.gz] or give the format"
-        )
-    return FORMATS[suffixes[-1]](path, **options)
+        reader = readers[format]
+    elif str(path) == STDIN:
+        reader = JSONLines
+    else:
+        suffixes = [s.lower() for s in pathlib.Path(path).suffixes]
+        if suffixes and suffixes[-1] == ".gz":
+            suffixes.pop()
+        if not suffixes or suffixes[-1] not in FORMATS:
+            raise ValueError(
+                f"cannot tell the format of {str(path)!r} from its name; "
+                f"name it *{{{','.join(FORMATS)}}}[.gz] or give the format"
+            )
+        reader = FORMATS[suffixes[-1]]
+    if reader is JSONLines:
+        return JSONLines(path, on_error, schema=schema)
+    if reader is CSV:
+        return CSV(path, on_error, schema.label_field, schema.text_field, delimiter=delimiter)
+    return LibSVM(path, on_error)
 
 
 def sms_spam(on_error: str = "raise") -> JSONLines:

@@ -32,6 +32,10 @@ class BrokerUnavailable(RuntimeError):
     """No Kafka broker answered at the bootstrap address."""
 
 
+class RecordTooLarge(ValueError):
+    """An output for one record exceeds what the producer may send."""
+
+
 class TopicError(RuntimeError):
     """A topic is missing or the topics are not co-partitioned."""
 
@@ -223,7 +227,15 @@ class KafkaSource:
 
 
 class Sink:
-    """Writes JSON predictions and dead letters; `flush` blocks until the broker has them all."""
+    """Writes JSON predictions and dead letters; `flush` blocks until the broker has them all.
+
+    A dead letter forwards the record's key and value as they came, unless together they exceed
+    `forward_limit` bytes (the producer's request limit is 1 MiB): then only the first
+    `head_bytes` of each are kept, and the `size` header tells the original value's size.
+    """
+
+    forward_limit = 1_000_000
+    head_bytes = 1024
 
     def __init__(self, settings: KafkaSettings, predictions_topic: str, dead_letter_topic: str):
         self.predictions_topic = predictions_topic
@@ -232,21 +244,37 @@ class Sink:
         self._sent: list = []  # futures since the last flush
 
     def prediction(self, key: bytes, value: bytes) -> None:
-        self._sent.append(self._producer.send(self.predictions_topic, key=key, value=value))
+        """Send a prediction; `RecordTooLarge` when it cannot be sent (e.g. a huge id)."""
+        if len(key) + len(value) > self.forward_limit:
+            raise RecordTooLarge(
+                f"its prediction would be {len(key) + len(value):,} bytes "
+                f"(at most {self.forward_limit:,})"
+            )
+        self._send(self.predictions_topic, key=key, value=value)
 
     def dead_letter(self, record, reason: str) -> None:
-        """Forward `record` as it came (key and value bytes), reason and origin in headers."""
+        """Forward `record` (key and value bytes, cut to their heads when over-large), with the
+        reason, its origin and its size in headers."""
+        key, value = record.key, record.value
+        size = len(value or b"")
         headers = [
-            ("reason", reason.encode("utf-8")),
+            ("reason", reason[:10_000].encode("utf-8", "backslashreplace")),
             ("topic", record.topic.encode()),
             ("partition", str(record.partition).encode()),
             ("offset", str(record.offset).encode()),
+            ("size", str(size).encode()),
         ]
-        self._sent.append(
-            self._producer.send(
-                self.dead_letter_topic, key=record.key, value=record.value, headers=headers
-            )
-        )
+        if len(key or b"") + size > self.forward_limit:
+            key = None if key is None else key[: self.head_bytes]
+            value = value[: self.head_bytes]
+            headers.append(("truncated", str(self.head_bytes).encode()))
+        self._send(self.dead_letter_topic, key=key, value=value, headers=headers)
+
+    def _send(self, topic: str, **message) -> None:
+        try:
+            self._sent.append(self._producer.send(topic, **message))
+        except KafkaError as error:
+            raise BrokerUnavailable(f"could not send to {topic!r}: {error}") from None
 
     def flush(self) -> None:
         """Wait until every message sent so far is acknowledged; raise if any was not."""

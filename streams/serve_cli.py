@@ -7,6 +7,8 @@ import logging
 import signal
 import sys
 
+from kafka.errors import KafkaError
+
 from streams.checkpoint import CheckpointError
 from streams.consumer import ModelServer
 from streams.kafka_io import BrokerUnavailable, KafkaSettings, TopicError
@@ -36,9 +38,11 @@ def _partition_list(text: str) -> list[int]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         'Examples are JSON {"id": ..., "x": {feature: number}} or {"id": ..., "text": "..."} '
-        'with an optional "label"; delayed labels are {"id": ..., "label": ...}, keyed by id. '
-        "Predictions: {id, prediction, probabilities, model_version, partition}. Dead letters "
-        "keep the original key and bytes, with headers reason, topic, partition and offset. "
+        'with an optional "label"; delayed labels are {"id": ..., "label": ...}; key both by '
+        "id (ids are normalised to strings). Predictions: {id, prediction, probabilities, "
+        "model_version, partition}. A record that cannot be decoded, predicted or learned goes "
+        "to the dead-letter topic with its original key and bytes (only the first 1024 bytes "
+        "of a record over 1 MB) and headers reason, topic, partition, offset and size. "
         "Exit status: 0 after SIGTERM, SIGINT or --idle-timeout; 1 when the broker is "
         "unreachable, a topic is missing or a checkpoint is unreadable; 2 for a bad --model."
     )
@@ -161,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: server.stop())
     try:
         server.run()
-    except (BrokerUnavailable, TopicError, CheckpointError) as error:
-        print(f"river-cw serve: error: {error}", file=sys.stderr)
+    except (BrokerUnavailable, TopicError, CheckpointError, KafkaError, OSError) as error:
+        # infrastructure only: a bad record never gets here (it is dead-lettered)
+        print(f"river-cw serve: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
     return 0

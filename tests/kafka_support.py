@@ -85,13 +85,14 @@ def read_topic(bootstrap: str, topic: str, count: int, timeout: float = 20.0) ->
 
 def offline(model, examples: list[tuple]) -> tuple[object, dict]:
     """Progressive validation of a copy of `model` over (id, x, y): final model and the
-    prediction message each example gets, as the server would encode it (partition 0)."""
+    prediction message each example gets, by its id as a string (as the server normalises it),
+    encoded as the server would encode it (partition 0)."""
     model = copy.deepcopy(model)
     predictions = {}
     for learned, (id_, x, y) in enumerate(examples):
         proba = model.predict_proba_one(x)
-        predictions[id_] = json.loads(
-            encode_prediction(id_, model.predict_one(x), proba, learned, 0)
+        predictions[str(id_)] = json.loads(
+            encode_prediction(str(id_), model.predict_one(x), proba, learned, 0)
         )
         model.learn_one(x, y)
     return model, predictions

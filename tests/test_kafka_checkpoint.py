@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import threading
 
 import pytest
 
@@ -46,3 +47,24 @@ def test_unreadable_files_are_named(tmp_path):
     alien.write_bytes(pickle.dumps([1, 2]))
     with pytest.raises(checkpoint.CheckpointError, match="is not a 'river-cw checkpoint 1' file"):
         checkpoint.load(alien)
+
+
+def test_concurrent_writers_of_one_path_never_fail_each_other(tmp_path):
+    path = tmp_path / "t-0.ckpt"
+    errors = []
+
+    def write(writer: int) -> None:
+        for i in range(40):
+            try:
+                checkpoint.save(path, {"writer": writer, "i": i, "payload": b"x" * 10_000})
+            except Exception as error:  # noqa: BLE001 - collected for the assertion
+                errors.append(error)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert checkpoint.load(path)["i"] == 39
+    assert [p.name for p in tmp_path.iterdir()] == ["t-0.ckpt"]

@@ -111,7 +111,7 @@ def test_kill_9_at_random_points_loses_and_repeats_nothing(kafka_broker, topic_n
         json.loads(r.value)
         for r in read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
     ]
-    assert {p["id"] for p in predictions} == set(range(len(examples)))
+    assert {p["id"] for p in predictions} == {str(i) for i in range(len(examples))}
     assert all(p == expected[p["id"]] for p in predictions)
     print(
         f"checkpointed progress at interruptions: {progress}; "

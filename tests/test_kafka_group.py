@@ -86,7 +86,7 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(
         reference, _ = offline(AROW(), mine)
         assert_same_model(state.model, reference, [x for _, x, _ in mine[:200]])
     predictions = read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
-    assert sorted(json.loads(r.value)["id"] for r in predictions) == list(range(len(examples)))
+    assert sorted(int(json.loads(r.value)["id"]) for r in predictions) == list(range(len(examples)))
 
 
 def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoint(
@@ -186,9 +186,9 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
         json.loads(r.value)
         for r in read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
     ]
-    assert {p["id"] for p in predictions} == set(range(1000))
+    assert {p["id"] for p in predictions} == {str(i) for i in range(1000)}
     for p in predictions:  # repeats (the victim's unsaved 50) are identical to the first ones
-        assert p == reference[p["id"] % 2][p["id"]] | {"partition": p["id"] % 2}
+        assert p == reference[int(p["id"]) % 2][p["id"]] | {"partition": int(p["id"]) % 2}
 
 
 def test_an_unreadable_checkpoint_stops_a_group_member_with_its_own_error(

@@ -24,14 +24,14 @@ from streams.messages import (
     [
         (
             b'{"id": 1, "x": {"a": 1, "b": -2.5, "c": true}, "label": "spam"}',
-            Example(1, {"a": 1, "b": -2.5, "c": True}, "spam"),
+            Example("1", {"a": 1, "b": -2.5, "c": True}, "spam"),
         ),
         (
             b'{"id": "m-7", "text": "caf\xc3\xa9", "label": null}',
             Example("m-7", {"text": "café"}, None),
         ),
-        (b'{"id": 3, "x": {}, "label": 0, "split": "train", "domain": "books"}', Example(3, {}, 0)),
-        (b'{"id": 4, "text": "", "label": false}', Example(4, {"text": ""}, False)),
+        (b'{"id": 3, "x": {}, "label": 0, "split": "train", "domain": "books"}', Example("3", {}, 0)),
+        (b'{"id": 4, "text": "", "label": false}', Example("4", {"text": ""}, False)),
     ],
 )
 def test_valid_examples(message, example):
@@ -45,11 +45,11 @@ def test_valid_examples(message, example):
         (b"", "bad JSON: Expecting value: line 1 column 1 (char 0)"),
         (b'{"id": 1,', "bad JSON: Expecting property name"),
         (b"\xc3\x28", "not UTF-8: 'utf-8' codec can't decode byte 0xc3"),
-        (b'{"id": 1, "x": {"a": NaN}}', "non-finite number in JSON: NaN"),
-        (b'{"id": 1, "x": {"a": Infinity}}', "non-finite number in JSON: Infinity"),
-        (b'{"id": 1, "x": {"a": 1e400}}', "feature 'a' has a non-finite value: inf"),
-        (b'{"id": 1, "x": {"a": null}}', "wrong type: feature 'a' has a non-numeric value: None"),
-        (b'{"id": 1, "x": {"a": [1]}}', "wrong type: feature 'a' has a non-numeric value: [1]"),
+        (b'{"id": 1, "x": {"a": NaN}}', "bad JSON: non-finite number NaN"),
+        (b'{"id": 1, "x": {"a": Infinity}}', "bad JSON: non-finite number Infinity"),
+        (b'{"id": 1, "x": {"a": 1e400}}', "feature 'a' has a value out of float64 range: float Infinity"),
+        (b'{"id": 1, "x": {"a": null}}', "wrong type: feature 'a' has a non-numeric value NoneType null"),
+        (b'{"id": 1, "x": {"a": [1]}}', "wrong type: feature 'a' has a non-numeric value list [1]"),
         (
             b'{"id": 1, "x": "a b"}',
             "wrong type: 'x' must be an object of features, got str \"a b\"",
@@ -72,7 +72,16 @@ def test_valid_examples(message, example):
             b'{"id": 1, "x": {}, "text": "t"}',
             "unknown schema: an example needs exactly one of 'x' (features) and 'text', got both",
         ),
-        (b"[" * 100_000, "bad JSON: nested too deeply"),
+        (b"[" * 100_000, "bad JSON: maximum recursion depth exceeded"),
+        (b'{"id": 1, "x": {"a": 1' + b"0" * 400 + b"}}", "bad JSON: an integer of 401 digits"),
+        (
+            b'{"id": 1, "x": {"a": 1' + b"0" * 399 + b"}}",
+            "feature 'a' has a value out of float64 range: int 1000",
+        ),
+        (b'{"id": 1, "x": {}, "label": ' + b"7" * 5000 + b"}", "bad JSON: an integer of 5000"),
+        (b'{"id": ' + b"7" * 5000 + b', "x": {}}', "bad JSON: an integer of 5000 digits"),
+        (b'{"id": "\\ud800", "x": {}}', 'bad id: str "\\ud800" is not valid Unicode'),
+        (b'{"id": 1, "x": {"\\udc00": 1}}', "bad feature name: str"),
     ],
 )
 def test_invalid_examples_say_why(message, reason):
@@ -83,14 +92,19 @@ def test_invalid_examples_say_why(message, reason):
 
 def test_labels():
     assert decode_label(encode_label("a", "spam")) == LabelMessage("a", "spam")
-    with pytest.raises(InvalidMessage, match="a label message needs a non-null 'label'"):
+    assert decode_label(encode_label(42, 0)) == LabelMessage("42", 0)  # joins the example "42"
+    with pytest.raises(InvalidMessage, match="no 'label' \\(a non-null label\\)"):
         decode_label(b'{"id": "a"}')
     with pytest.raises(InvalidMessage, match="no 'id' field"):
         decode_label(b'{"label": "spam"}')
+    with pytest.raises(InvalidMessage, match="bad label: .* lone surrogate"):
+        decode_label(b'{"id": 1, "label": "\\udc00"}')
+    with pytest.raises(InvalidMessage, match="wrong type: 'label'"):
+        decode_label(b'{"id": 1, "label": 1.5}')
 
 
 def test_encode_round_trips_and_predictions_stay_valid_json():
-    for example in (Example(1, {"a": 0.1}, "x"), Example("b", {"text": "hi"}, None)):
+    for example in (Example("1", {"a": 0.1}, "x"), Example("b", {"text": "hi"}, None)):
         assert decode_example(encode_example(example.id, example.x, example.label)) == example
     with pytest.raises(ValueError):
         encode_example(1, {"a": float("nan")})

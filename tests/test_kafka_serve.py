@@ -8,6 +8,7 @@ import random
 import time
 
 import pytest
+from kafka import KafkaProducer
 from river import feature_extraction
 
 from river_cw import AROW
@@ -55,8 +56,8 @@ def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_pat
         for r in read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", 5000)
     ]
     reference, expected = offline(text_model(), examples)
-    assert [p["id"] for p in predictions] == list(range(5000))
-    assert predictions == [expected[i] for i in range(5000)]
+    assert [p["id"] for p in predictions] == [str(i) for i in range(5000)]
+    assert predictions == [expected[str(i)] for i in range(5000)]
     state = states[0]
     assert (state.learned, state.predicted, state.dead_letters) == (5000, 5000, 0)
     assert state.offsets == {topic: 5000}
@@ -73,9 +74,9 @@ GARBAGE = [
     (b"", "bad JSON"),
     (b'{"id": 1, "x": {"a": 1}', "bad JSON"),
     (b"\xff\xfe\x00 binary", "not UTF-8"),
-    (b'{"id": 2, "x": {"a": NaN}, "label": "1"}', "non-finite number in JSON: NaN"),
-    (b'{"id": 3, "x": {"a": -Infinity}}', "non-finite number in JSON: -Infinity"),
-    (b'{"id": 4, "x": {"a": 1e999}}', "feature 'a' has a non-finite value: inf"),
+    (b'{"id": 2, "x": {"a": NaN}, "label": "1"}', "bad JSON: non-finite number NaN"),
+    (b'{"id": 3, "x": {"a": -Infinity}}', "bad JSON: non-finite number -Infinity"),
+    (b'{"id": 4, "x": {"a": 1e999}}', "feature 'a' has a value out of float64 range"),
     (b'{"id": 5, "x": {"a": "3"}}', "wrong type: feature 'a' has a non-numeric value"),
     (b'{"id": 6, "x": [1, 2]}', "wrong type: 'x' must be an object"),
     (b'{"id": [6], "x": {}}', "wrong type: 'id' must be a string or integer"),
@@ -184,7 +185,7 @@ def test_delayed_labels_are_joined_and_learned(kafka_broker, topic_name, tmp_pat
     for i, (x, y) in data.items():  # examples in order, learning those whose label is there
         expected[i] = json.loads(
             encode_prediction(
-                i, reference.predict_one(x), reference.predict_proba_one(x), expected_learned(i), 0
+                str(i), reference.predict_one(x), reference.predict_proba_one(x), expected_learned(i), 0
             )
         )
         if i not in late:
@@ -214,12 +215,140 @@ def test_pending_examples_and_labels_are_bounded(kafka_broker, topic_name, tmp_p
         state = lambda: running.server.states.get(0)  # noqa: E731
         produce(bootstrap, topic, [encode_example(i, {"a": float(i % 2)}) for i in range(30)])
         wait_until(lambda: state() and state().predicted == 30, what="predictions")
-        assert list(state().pending_examples) == list(range(20, 30))  # the newest 10
+        assert list(state().pending_examples) == [str(i) for i in range(20, 30)]  # the newest 10
         # labels of the dropped examples wait in turn (the newest 10 of them), then the rest join
         produce(bootstrap, f"{topic}.labels", [encode_label(i, i % 2 == 1) for i in range(30)])
         wait_until(lambda: state().learned == 10, what="the kept examples learned")
     finally:
         running.stop()
     final = running.server.states[0]
-    assert (list(final.pending_labels), final.pending_examples) == (list(range(10, 20)), {})
+    assert (list(final.pending_labels), final.pending_examples) == ([str(i) for i in range(10, 20)], {})
     assert final.expired == 20 + 10
+
+
+class Fragile(AROW):
+    """AROW that fails on purpose: predicting an example with feature 'bang', learning one with
+    feature 'boom' (as any third-party model may fail on some input)."""
+
+    def predict_proba_one(self, x):
+        if "bang" in x:
+            raise RuntimeError("bang")
+        return super().predict_proba_one(x)
+
+    def learn_one(self, x, y):
+        if "boom" in x:
+            raise ArithmeticError("boom")
+        super().learn_one(x, y)
+
+
+HUGE = "7" * 5000  # beyond Python's 4,300-digit int conversion limit
+# poison kind -> (the examples topic's middle message, or a labels topic's, and the reason)
+POISON = {
+    "integer too large for a float": (
+        b'{"id": 1, "x": {"a": 1' + b"0" * 400 + b'}, "label": "yes"}',
+        "bad JSON: an integer of 401 digits",
+    ),
+    "integer beyond float range": (
+        b'{"id": 1, "x": {"a": 1' + b"0" * 399 + b'}, "label": "yes"}',
+        "feature 'a' has a value out of float64 range",
+    ),
+    "huge integer value": (
+        f'{{"id": 1, "x": {{"a": {HUGE}}}}}'.encode(),
+        "bad JSON: an integer of 5000 digits",
+    ),
+    "huge integer label": (
+        f'{{"id": 1, "x": {{"a": 1}}, "label": {HUGE}}}'.encode(),
+        "bad JSON: an integer of 5000 digits",
+    ),
+    "huge integer id": (
+        f'{{"id": {HUGE}, "x": {{"a": 1}}}}'.encode(),
+        "bad JSON: an integer of 5000 digits",
+    ),
+    "lone surrogate id": (b'{"id": "\\ud800", "x": {"a": 1}}', "bad id: str"),
+    "invalid message over 1 MiB": (
+        b'{"id": 1, "text": "' + b"spam " * 300_000,
+        "bad JSON: Unterminated string",
+    ),
+    "valid message whose prediction is over 1 MiB": (
+        b'{"id": "' + b"i" * 1_200_000 + b'", "x": {"a": 1}}',
+        "its prediction would be 2,400,",
+    ),
+    "model fails to predict": (
+        b'{"id": 1, "x": {"bang": 1}, "label": "yes"}',
+        "the model cannot predict it: RuntimeError: bang",
+    ),
+    "model fails to learn": (
+        b'{"id": 1, "x": {"boom": 1}, "label": "yes"}',
+        "the model cannot learn it: ArithmeticError: boom",
+    ),
+    "huge integer id of a label": (
+        f'{{"id": {HUGE}, "label": "yes"}}'.encode(),
+        "bad JSON: an integer of 5000 digits",
+    ),
+    "lone surrogate label": (b'{"id": "b", "label": "\\udc00"}', "bad label: str"),
+}
+ON_LABELS_TOPIC = {"huge integer id of a label", "lone surrogate label"}
+
+
+def test_each_poison_kind_is_dead_lettered_and_the_server_goes_on(
+    kafka_broker, topic_name, tmp_path
+):
+    """One topic per poison kind, the poison between two good messages: both good ones are
+    learned, the poison is dead-lettered with its reason, and the server keeps running."""
+    bootstrap = kafka_broker.bootstrap_servers
+    producer = KafkaProducer(bootstrap_servers=bootstrap, max_request_size=4_000_000)
+    servers = {}
+    for kind, (poison, _) in POISON.items():
+        topic = topic_name("poison-kind")
+        labels = f"{topic}.labels" if kind in ON_LABELS_TOPIC else None
+        create_topics(bootstrap, {topic: 1, f"{topic}.dead": 1, **({labels: 1} if labels else {})})
+        if labels:
+            for i, value in enumerate(
+                [encode_label("a", "yes"), poison, encode_label("b", "no")]
+            ):
+                producer.send(labels, key=f"k{i}".encode(), value=value)
+            for id_, x in (("a", {"a": 1.0}), ("b", {"a": -1.0})):
+                producer.send(topic, key=id_.encode(), value=encode_example(id_, x))
+        else:
+            good = (encode_example("a", {"a": 1.0}, "yes"), encode_example("b", {"a": -1.0}, "no"))
+            for i, value in enumerate([good[0], poison, good[1]]):
+                producer.send(topic, key=f"k{i}".encode(), value=value)
+        servers[kind] = (
+            topic,
+            ServerThread(
+                server(kafka_broker, topic, tmp_path / kind, Fragile(), labels_topic=labels)
+            ),
+        )
+    producer.flush()
+    producer.close()
+    try:
+        for kind, (topic, running) in servers.items():
+            state = lambda: running.server.states.get(0)  # noqa: E731
+            wait_until(
+                lambda: state() and (state().learned, state().dead_letters) == (2, 1),
+                what=f"{kind}: two good messages learned and one dead letter",
+            )
+            assert running.thread.is_alive(), kind
+    finally:
+        for _, running in servers.values():
+            running.server.stop()
+        for _, running in servers.values():
+            running.stop()
+    for kind, (topic, running) in servers.items():
+        poison, reason = POISON[kind]
+        (letter,) = read_topic(bootstrap, f"{topic}.dead", 1)
+        headers = {k: v.decode() for k, v in letter.headers}
+        assert headers["reason"].startswith(reason), (kind, headers["reason"])
+        origin = f"{topic}.labels" if kind in ON_LABELS_TOPIC else topic
+        assert (headers["topic"], headers["partition"], headers["offset"]) == (origin, "0", "1")
+        assert (letter.key, headers["size"]) == (b"k1", str(len(poison)))
+        if len(poison) > 1_000_000:  # over-large: only its first bytes are forwarded
+            assert (letter.value, headers["truncated"]) == (poison[:1024], "1024")
+        else:
+            assert letter.value == poison and "truncated" not in headers
+        final = running.server.states[0]
+        assert final.offsets[origin] == 3  # the checkpoint moved past the poison
+        reference = Fragile()
+        reference.learn_one({"a": 1.0}, "yes")
+        reference.learn_one({"a": -1.0}, "no")
+        assert_same_model(final.model, reference, [{"a": 0.5}])
