@@ -10,7 +10,7 @@
  * (strip_accents_unicode, str.lower) has already been applied to, classifying characters as the
  * re module does; None when `text` is not an exact str.
  *
- * The tokens come from rcw_scan_ascii (_text_scan.h); equal tokens are counted in an
+ * The tokens come from rcw_scan (_text_scan.h); equal tokens are counted in an
  * open-addressing table over offsets into the (lowercased) text, so a key is needed only once per
  * distinct token. Keys of short tokens come from a small direct-mapped cache of str objects that
  * outlives calls: a frequent word is then one str, its hash computed once, in every dict.
@@ -147,6 +147,18 @@ static PyObject *ascii_key(const unsigned char *tok, size_t length, uint64_t h)
     return key;
 }
 
+/* 1 when text is an exact str ready to read, 0 when it is not an exact str, -1 on error. */
+static int exact_str(PyObject *text)
+{
+    if (!PyUnicode_CheckExact(text))
+        return 0;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return -1;
+#endif
+    return 1;
+}
+
 static PyObject *count_ascii(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
@@ -157,13 +169,10 @@ static PyObject *count_ascii(PyObject *self, PyObject *const *args, Py_ssize_t n
     int lower = PyObject_IsTrue(args[1]);
     if (lower < 0)
         return NULL;
-    if (!PyUnicode_CheckExact(text))
-        Py_RETURN_NONE;
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(text) < 0)
+    int is_str = exact_str(text);
+    if (is_str < 0)
         return NULL;
-#endif
-    if (!PyUnicode_IS_ASCII(text))
+    if (!is_str || !PyUnicode_IS_ASCII(text))
         Py_RETURN_NONE;
 
     size_t n = (size_t)PyUnicode_GET_LENGTH(text);
@@ -178,7 +187,7 @@ static PyObject *count_ascii(PyObject *self, PyObject *const *args, Py_ssize_t n
         data = lowered;
     }
     Counter c = {data, 0};
-    rcw_scan_ascii(data, n, count_token, &c);
+    rcw_scan(PyUnicode_1BYTE_KIND, data, n, count_token, &c);
 
     PyObject *counts = PyDict_New();
     if (!counts)
@@ -230,12 +239,9 @@ static int count_in_dict(void *ctx, size_t start, size_t length)
 
 static PyObject *count_preprocessed(PyObject *self, PyObject *text)
 {
-    if (!PyUnicode_CheckExact(text))
-        Py_RETURN_NONE;
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(text) < 0)
-        return NULL;
-#endif
+    int is_str = exact_str(text);
+    if (is_str <= 0)
+        return is_str < 0 ? NULL : Py_NewRef(Py_None);
     size_t n = (size_t)PyUnicode_GET_LENGTH(text);
     if (PyUnicode_IS_ASCII(text)) {
         PyObject *args[2] = {text, Py_False};
@@ -244,7 +250,7 @@ static PyObject *count_preprocessed(PyObject *self, PyObject *text)
     DictCounter c = {text, PyDict_New()};
     if (!c.counts)
         return NULL;
-    if (rcw_scan_unicode(PyUnicode_KIND(text), PyUnicode_DATA(text), n, count_in_dict, &c)) {
+    if (rcw_scan(PyUnicode_KIND(text), PyUnicode_DATA(text), n, count_in_dict, &c)) {
         Py_DECREF(c.counts);
         return NULL;
     }

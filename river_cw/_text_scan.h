@@ -1,4 +1,4 @@
-/* The token scanner of river's BagOfWords default tokenizer, for ASCII text.
+/* The token scanner of river's BagOfWords default tokenizer.
  *
  * river (feature_extraction/vectorize.py) finds tokens with the pattern (?u)\b\w[\w\-]+\b after
  * lowercasing. On ASCII text \w is [A-Za-z0-9_], so a token is found per maximal run of
@@ -7,15 +7,23 @@
  * [\w-]+ takes the rest of the run and backtracks to the last word character, the only boundary
  * at or after it inside the run; a run with one word character has no match.)
  *
- * The scanner calls sink(ctx, start, length) for each token, in text order, with offsets into
- * the text. It allocates nothing and knows nothing about Python, so a compiled learner can feed
- * its feature lookup straight from it (the fused text path). Header-only and static, so each
- * extension that includes it gets its own copy.
+ * On other text (after river's accent stripping and lowercasing) the same holds with the re
+ * module's \w. The scanner calls sink(ctx, start, length) for each token, in text order, with
+ * offsets into the text. It allocates nothing and touches no Python object, so a compiled learner
+ * can feed its feature lookup straight from it (the fused text path). Header-only and static, so
+ * each extension that includes it gets its own copy.
  */
 #ifndef RIVER_CW_TEXT_SCAN_H
 #define RIVER_CW_TEXT_SCAN_H
 
+#include <Python.h>
 #include <stddef.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define RCW_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define RCW_ALWAYS_INLINE inline
+#endif
 
 /* 1: word character (\w on ASCII), 2: hyphen, 0: anything else. */
 static const unsigned char rcw_text_class[128] = {
@@ -33,46 +41,20 @@ static const unsigned char rcw_text_class[128] = {
 
 typedef int (*rcw_token_sink)(void *ctx, size_t start, size_t length);
 
-/* Scan n ASCII bytes (every byte < 128; the caller checks). Returns 0, or the first non-zero
- * value a sink call returned (the scan stops there). */
-static int rcw_scan_ascii(const unsigned char *s, size_t n, rcw_token_sink sink, void *ctx)
-{
-    size_t i = 0;
-    while (i < n) {
-        if (!rcw_text_class[s[i]]) {
-            i++;
-            continue;
-        }
-        size_t end = i;
-        while (end < n && rcw_text_class[s[end]])
-            end++;
-        size_t a = i, b = end;
-        while (a < b && s[a] == '-')
-            a++;
-        while (b > a && s[b - 1] == '-')
-            b--;
-        if (b - a >= 2) {
-            int rc = sink(ctx, a, b - a);
-            if (rc)
-                return rc;
-        }
-        i = end;
-    }
-    return 0;
-}
-
-/* The same scan over any str data (PyUnicode kind 1, 2 or 4), classifying characters as the
- * re module does for \w in Unicode patterns (Modules/_sre: Py_UNICODE_ISALNUM(ch) || ch == '_').
- * Offsets count characters. Needs Python.h. */
-#ifdef Py_PYTHON_H
-static inline int rcw_text_class_of(Py_UCS4 ch)
+/* The class of a character as the re module sees \w in Unicode patterns (Modules/_sre:
+ * Py_UNICODE_ISALNUM(ch) || ch == '_'), with '-' apart. */
+static RCW_ALWAYS_INLINE int rcw_text_class_of(Py_UCS4 ch)
 {
     if (ch < 128)
         return rcw_text_class[ch];
     return Py_UNICODE_ISALNUM(ch) ? 1 : 0;
 }
 
-static int rcw_scan_unicode(int kind, const void *s, size_t n, rcw_token_sink sink, void *ctx)
+/* Scan the n characters of str data of the given PyUnicode kind (1, 2 or 4 bytes each); offsets
+ * count characters. Returns 0, or the first non-zero value a sink call returned (the scan stops
+ * there). Always inlined, so a constant kind gets its own tight loop. */
+static RCW_ALWAYS_INLINE int rcw_scan(int kind, const void *s, size_t n, rcw_token_sink sink,
+                                      void *ctx)
 {
     size_t i = 0;
     while (i < n) {
@@ -97,6 +79,5 @@ static int rcw_scan_unicode(int kind, const void *s, size_t n, rcw_token_sink si
     }
     return 0;
 }
-#endif
 
 #endif
