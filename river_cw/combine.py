@@ -91,6 +91,7 @@ def _combine_diagonal(gaussians: list[DiagonalGaussian], method: str) -> Diagona
                 n = len(pairs)
                 combined[f] = [sum(mu for mu, _ in pairs) / n, sum(s for _, s in pairs) / n]
         merged.blocks.append(combined)
+    merged.reset_bound()
     return merged
 
 
