@@ -25,6 +25,7 @@ from tests.kafka_support import (
     produce,
     produce_examples,
     read_topic,
+    stored_state,
     wait_until,
 )
 
@@ -63,9 +64,12 @@ def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_pat
     assert state.offsets == {topic: 5000}
     probe = [e[1] for e in examples]
     assert_same_model(state.model, reference, probe)
-    saved = checkpoint.load(tmp_path / f"{topic}-0.ckpt")
-    assert saved.offsets == {topic: 5000}
-    assert_same_model(saved.model, reference, probe)
+    for saved in (
+        stored_state(kafka_broker.bootstrap_servers, topic, 0),
+        checkpoint.load(tmp_path / f"{topic}-0.ckpt")["state"],  # the local cache
+    ):
+        assert saved.offsets == {topic: 5000}
+        assert_same_model(saved.model, reference, probe)
 
 
 # (garbage, what its dead-letter reason says)
