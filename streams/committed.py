@@ -3,18 +3,21 @@
 A `read_committed` consumer gets records up to the last stable offset (no open transaction is
 visible) and relies on the broker's list of aborted transactions to drop their records. Tansu
 0.6 never sends that list, so kafka-python's consumer also returns records of aborted
-transactions. `committed_consumer` applies Kafka's own rule on the client: records of a
-transactional batch are held until their producer's control marker, then released (commit) or
-dropped (abort). On a broker that lists aborted transactions this drops nothing more.
+transactions, and its last stable offset was seen stuck behind committed transactions.
+`committed_consumer` applies Kafka's rule on the client alone: the records of a transactional
+batch are held until their producer's control marker, then returned (commit) or dropped
+(abort); records written outside transactions are returned at once. It reads with isolation
+`read_uncommitted`, so it depends on neither the broker's list nor its last stable offset.
 
 >>> consumer = committed_consumer(bootstrap_servers="127.0.0.1:1", api_version=(3, 0))
->>> consumer.config["isolation_level"]
-'read_committed'
+>>> type(consumer._fetcher.PartitionRecords).__name__, consumer.config["isolation_level"]
+('type', 'read_uncommitted')
 >>> consumer.close()
 
 It works on kafka-python 3's fetcher (its per-fetch record parser is replaced on this consumer
 only); a transactional record is returned once its transaction is committed, so records of
-several producers may come out of offset order.
+several producers may come out of offset order. Read forward: records held when you `seek`
+elsewhere are returned when their marker comes, if it does.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ __all__ = ["committed_consumer"]
 
 def committed_consumer(*topics: str, **config) -> KafkaConsumer:
     """A `KafkaConsumer` (same arguments) that returns committed transactional records only."""
-    consumer = KafkaConsumer(*topics, isolation_level="read_committed", **config)
+    consumer = KafkaConsumer(*topics, isolation_level="read_uncommitted", **config)
     held: dict = {}  # (topic-partition, producer id) -> records waiting for their marker
 
     class PartitionRecords(Fetcher.PartitionRecords):

@@ -54,6 +54,7 @@ from streams.kafka_io import (
     Outputs,
     TopicError,
     create_topics,
+    log_reaches,
 )
 from streams.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
 
@@ -191,14 +192,6 @@ class ModelServer:
             self.source.start(self._assign, self._revoke, self._lose)
             while not self._stop.is_set():
                 records = self.source.poll(config.poll_timeout_ms)
-                beyond = self.source.beyond_end()
-                if beyond:
-                    raise TopicError(
-                        "stored offsets lie beyond the log end ("
-                        + "; ".join(beyond)
-                        + "): was the topic deleted and recreated? Delete the state topic "
-                        f"{config.states_topic!r} (and the local cache) to start over"
-                    )
                 for record in records:
                     if self._stop.is_set():
                         break
@@ -249,7 +242,17 @@ class ModelServer:
                 raise
             learner = PartitionLearner(state, model_spec=self.spec, max_pending=config.max_pending)
             for topic in self.source.topics:
-                self.source.seek(topic, p, state.offsets.get(topic))
+                offset = state.offsets.get(topic)
+                if offset is not None and not log_reaches(self.settings, topic, p, offset):
+                    if outputs is not self._shared:
+                        outputs.close()
+                    raise TopicError(
+                        f"the stored state of partition {p} has read {topic}/{p} up to offset "
+                        f"{offset}, beyond the end of its log: was the topic deleted and "
+                        f"recreated? Delete the state topic {config.states_topic!r} (and the "
+                        "local cache) to start over"
+                    )
+                self.source.seek(topic, p, offset)
             self.parts[p] = _Partition(learner, outputs)
         self._last_record = time.monotonic()
 

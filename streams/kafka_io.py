@@ -16,6 +16,7 @@ It never commits offsets to Kafka: the caller keeps its own offsets and `seek`s 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -90,6 +91,39 @@ def create_topics(
                 pass
     finally:
         admin.close()
+
+
+def log_reaches(settings: KafkaSettings, topic: str, partition: int, offset: int) -> bool:
+    """Whether `topic`/`partition` holds records up to `offset` (its end is at least there).
+
+    Tansu's ListOffsets answers the base offset of the log's last batch + 1 (an understatement)
+    and its fetch replies' high watermarks are unreliable, so past that answer the record at
+    `offset - 1` is fetched.
+    """
+    if offset <= 0:
+        return True
+    consumer = _connect(
+        KafkaConsumer,
+        settings,
+        enable_auto_commit=False,
+        auto_offset_reset="latest",
+        fetch_max_wait_ms=settings.fetch_max_wait_ms,
+    )
+    tp = TopicPartition(topic, partition)
+    try:
+        consumer.assign([tp])
+        if consumer.end_offsets([tp])[tp] >= offset:
+            return True
+        consumer.seek(tp, offset - 1)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            if consumer.poll(timeout_ms=100).get(tp):
+                return True
+            if consumer.position(tp) > offset - 1:  # moved past it: a control marker
+                return True
+        return False
+    finally:
+        consumer.close(autocommit=False)
 
 
 class _Listener(ConsumerRebalanceListener):
@@ -229,17 +263,6 @@ class KafkaSource:
                 return None
             total += max(0, high - self._consumer.position(tp))
         return total
-
-    def beyond_end(self) -> list[str]:
-        """Assigned topic-partitions whose read position lies beyond the log end the last fetch
-        reported (the topic was recreated or truncated since the offsets were stored)."""
-        found = []
-        for tp in self._consumer.assignment():
-            high = self._consumer.highwater(tp)
-            position = self._consumer.position(tp)
-            if high is not None and position > high:
-                found.append(f"{tp.topic}/{tp.partition} at offset {position}, log end {high}")
-        return found
 
     def close(self) -> None:
         """Leave the group without calling back: the caller has saved what it wanted to."""

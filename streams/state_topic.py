@@ -21,7 +21,7 @@ import time
 from kafka import TopicPartition
 
 from streams.committed import committed_consumer
-from streams.kafka_io import KafkaSettings
+from streams.kafka_io import KafkaSettings, log_reaches
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
 FORMAT = "river-cw state 1"
@@ -75,14 +75,18 @@ def restore(
     tp = TopicPartition(topic, partition)
     try:
         consumer.assign([tp])
-        end = consumer.end_offsets([tp])[tp]
-        if start > end:
+        # Tansu's ListOffsets answers the base offset of the last batch + 1 and its fetch
+        # replies' high watermark may be another partition's: read at least up to the former,
+        # then until the position stops moving (control markers move it without records)
+        if not log_reaches(settings, topic, partition, start):
             return None, -1
+        end = consumer.end_offsets([tp])[tp]
         consumer.seek(tp, start)
         deadline = time.monotonic() + timeout
-        found, chunks, snapshot, read = None, [], None, 0
-        while True:
-            for records in consumer.poll(timeout_ms=200).values():
+        found, chunks, snapshot, read, still = None, [], None, 0, 0
+        while still < 3:
+            position = consumer.position(tp)
+            for records in consumer.poll(timeout_ms=100).values():
                 for record in records:
                     read += 1
                     key = record.key.decode()
@@ -96,11 +100,8 @@ def restore(
                         if number != snapshot or key.endswith("/c0"):
                             chunks, snapshot = [], number
                         chunks.append(record.value)
-            high = consumer.highwater(tp)
-            if high is not None and consumer.position(tp) >= max(high, end):
-                break
-            if high is None and end <= start:
-                break
+            moved = consumer.position(tp) != position
+            still = 0 if moved or consumer.position(tp) < end else still + 1
             if time.monotonic() > deadline:
                 raise StateError(
                     f"restoring {topic}/{partition} took more than {timeout:.0f} s "
