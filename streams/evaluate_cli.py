@@ -10,12 +10,18 @@ use `streams.evaluation.evaluate` from Python.
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
+import os
+import pathlib
 import random
 import sys
 
-from streams import drift, files
-from streams.evaluation import Evaluation, evaluate
+from river import metrics
+from tqdm.auto import tqdm
+
+from streams import drift, files, input_options, plots
+from streams.evaluation import BASELINE, Evaluation, OneClass, iter_evaluate, metric_name
 from streams.noise import LabelNoise
 from streams.specs import parse, prepare
 from streams.tuning import tune
@@ -24,17 +30,39 @@ DEFAULT_MODELS = ["AROW()", "CW()", "SCW()", "NHERD()", "river.linear_model.PACl
 SYNTHETIC_LENGTH = 10_000
 
 
+def _count(minimum: int):
+    """An argparse type: an integer of at least `minimum`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Progressive validation: each model predicts every example before it learns it, so "
+        "every score is on data the model has not seen. A majority-class baseline runs "
+        "alongside. A running table is printed at doubling intervals while the models learn."
+    )
     parser.add_argument(
         "files",
         nargs="*",
-        help="data files: JSON lines, CSV or libsvm, plain or .gz (default: bundled SMS spam)",
+        help="data files: JSON lines, CSV or libsvm, plain or .gz; '-' reads standard input "
+        "(JSON lines unless --format says otherwise) (default: bundled SMS spam)",
     )
     parser.add_argument(
         "--format",
         choices=["jsonl", "csv", "libsvm"],
         help="file format, when the file name does not tell",
     )
+    input_options.add_arguments(parser)
     parser.add_argument(
         "--on-error",
         choices=["raise", "skip"],
@@ -47,6 +75,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="a model spec, e.g. 'AROW(r=0.1)' or 'river.linear_model.PAClassifier(C=0.01)'; "
         f"repeat to compare (default: {' '.join(DEFAULT_MODELS)})",
+    )
+    parser.add_argument(
+        "--metric",
+        default="accuracy",
+        metavar="NAME",
+        help="accuracy (default), f1 (of the rarer class), f1:CLASS, logloss, or a river "
+        "classification metric such as 'MCC()' or 'metrics.BalancedAccuracy()'",
+    )
+    parser.add_argument(
+        "--delay",
+        type=_count(0),
+        default=0,
+        metavar="N",
+        help="labels arrive N examples late: each example is learned just before the one N "
+        "later is predicted, as river's progressive_val_score(delay=N) (default: 0)",
     )
     parser.add_argument(
         "--noise",
@@ -64,19 +107,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--drift-at",
-        type=int,
+        type=_count(0),
         metavar="N",
         help="drift position (default: middle of the stream; a quarter for recurring)",
     )
     parser.add_argument(
         "--drift-width",
-        type=int,
+        type=_count(1),
         metavar="N",
         help="width of gradual drift (default: a tenth of the stream)",
     )
     parser.add_argument(
         "--drift-period",
-        type=int,
+        type=_count(1),
         metavar="N",
         help="length of each turn of recurring drift (default: the drift position)",
     )
@@ -95,13 +138,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--limit",
-        type=int,
+        type=_count(1),
         metavar="N",
         help=f"use the first N examples, after shuffling (synthetic: {SYNTHETIC_LENGTH:,})",
     )
     parser.add_argument(
         "--every",
-        type=int,
+        type=_count(1),
         metavar="K",
         help="learning-curve resolution (default: a hundredth of the stream)",
     )
@@ -112,11 +155,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tune-size",
-        type=int,
+        type=_count(1),
         metavar="N",
         help="length of the tuning prefix (default: a tenth of the stream)",
     )
-    parser.add_argument("--plot", metavar="PNG", help="write the learning curves to this PNG")
+    parser.add_argument(
+        "--quiet", action="store_true", help="print only the final table, no running table"
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="write the learning curves to this figure: PNG, PDF or SVG by extension",
+    )
     parser.add_argument("--csv", metavar="PATH", help="write the learning curves as tidy CSV")
     parser.add_argument("--json", metavar="PATH", help="write summary, curves and settings as JSON")
     parser.add_argument(
@@ -129,17 +179,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        _check_outputs(args)
         result = _run(args)
     except (ValueError, OSError) as error:
         print(f"river-cw evaluate: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("river-cw evaluate: interrupted", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        print("\nFinal scores (progressive validation: each example predicted, then learned):")
     print(result.table())
+    if not args.quiet:
+        print(f"{BASELINE}: the baseline, which predicts the most frequent label so far")
     for line in _tuned(result.info):
         print(line)
     if args.plot:
-        metric = "recent_accuracy" if args.drift else "accuracy"
+        column = "recent_metric" if args.drift else "metric"
         marks = [result.info["drift_at"]] if args.drift and not args.tune else []
-        result.plot(args.plot, title=args.title or result.info["data"], metric=metric, marks=marks)
+        result.plot(args.plot, title=args.title or result.info["data"], column=column, marks=marks)
     if args.csv:
         result.to_csv(args.csv)
     if args.json:
@@ -157,6 +215,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Fail before the run on an output path that cannot be written (or a bad figure type)."""
+    if args.plot:
+        plots.check_path(args.plot)
+    for option in ("plot", "csv", "json", "markdown"):
+        path = getattr(args, option)
+        if path is None:
+            continue
+        path = pathlib.Path(path)
+        folder = path.parent
+        if path.is_dir():
+            raise ValueError(f"--{option} {str(path)!r} is a directory")
+        if not folder.is_dir():
+            raise ValueError(f"--{option} {str(path)!r}: no directory {str(folder)!r}")
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise ValueError(f"--{option} {str(path)!r}: not writable")
+
+
 def _tuned(info: dict) -> list[str]:
     """One line per noise level saying which parameters the tuner picked."""
     lines = []
@@ -168,25 +244,29 @@ def _tuned(info: dict) -> list[str]:
 
 def _run(args: argparse.Namespace) -> Evaluation:
     specs = args.model or DEFAULT_MODELS
-    for spec in specs:
-        parse(spec)  # fail on a bad spec before reading any data
+    for spec in specs:  # fail on a bad spec, or one that is not a classifier, before reading
+        prepare(parse(spec))
+    _metric(args.metric, None)
     examples, description, readers, drift_at = _load(args)
     for reader in readers:
         if reader.n_skipped:
             print(
-                f"skipped {reader.n_skipped:,} malformed lines in {reader.path}; "
+                f"skipped {reader.n_skipped:,} malformed lines in {reader.source}; "
                 f"first: {reader.errors[0]}",
                 file=sys.stderr,
             )
     if not examples:
         raise ValueError("the stream is empty")
     classes = sorted({y for _, y in examples}, key=str)
+    metric = _metric(args.metric, [y for _, y in examples])
     text = isinstance(examples[0][0].get("text"), str)
     bool_labels = all(isinstance(c, bool) for c in classes)
 
     def build(spec):
         return prepare(parse(spec), text=text, bool_labels=bool_labels)
 
+    if args.delay:
+        description += f", labels {args.delay:,} examples late"
     every = args.every if args.every is not None else max(1, len(examples) // 100)
     results = []
     info: dict = {
@@ -196,6 +276,8 @@ def _run(args: argparse.Namespace) -> Evaluation:
         "classes": classes,
         "seed": args.seed,
         "models": specs,
+        "metric": metric_name(metric),
+        "delay": args.delay,
     }
     for rate in args.noise:
         noise = LabelNoise(_noise_rate(rate, classes), classes=classes, seed=args.seed)
@@ -206,21 +288,154 @@ def _run(args: argparse.Namespace) -> Evaluation:
                 raise ValueError(
                     f"--tune-size must be between 1 and {len(examples) - 1}, got {size}"
                 )
-            chosen, _ = tune(specs, examples[:size], build, noise)
+            chosen, _ = tune(specs, examples[:size], build, noise, metric)
             models, stream = {spec: build(chosen[spec]) for spec in specs}, examples[size:]
             info.setdefault("tuned", {})[noise.name] = chosen
             info["tune_size"] = size
-        results.append(evaluate(models, stream, noise, every=every, total=len(stream)))
+        table = None if args.quiet else RunningTable([BASELINE, *models], metric_name(metric))
+        if table:
+            table.start(f"{description}, label noise {noise.name}")
+        for result in iter_evaluate(
+            models,
+            stream,
+            noise,
+            every=every,
+            total=len(stream),
+            delay=args.delay,
+            metric=metric,
+            baseline=True,
+        ):
+            if table:
+                table.update(result)
+        if table:
+            table.finish(result)
+        results.append(result)
     if args.tune:
         info["data"] += f"; parameters tuned on the first {info['tune_size']:,}, scored on the rest"
     return Evaluation.concat([*results, Evaluation([], info)])
 
 
+class RunningTable:
+    """Progress while the models learn: a row at doubling intervals of the learning curve
+    (its first point, then twice as many examples, four times ...), as Vowpal Wabbit prints.
+
+    Each row gives the examples seen and, per model, the metric so far and, in parentheses,
+    the accuracy since the previous row (so drift shows).
+    """
+
+    def __init__(self, names: list[str], metric: str):
+        self.names = names
+        self.metric = metric
+        self.widths = [max(13, len(_short(name))) for name in names]
+        self.next_step = 0
+        self.last_step = 0
+        self.previous: dict[str, tuple[int, int]] = {}  # model -> (step, mistakes) at last row
+
+    def start(self, description: str) -> None:
+        self.next_step = self.last_step = 0
+        self.previous = {}
+        what = (
+            "accuracy so far (since the previous row)"
+            if self.metric == "Accuracy"
+            else f"{self.metric} so far (accuracy since the previous row)"
+        )
+        self._print(f"Progressive validation on {description}: {what}")
+        cells = [_short(name).ljust(width) for name, width in zip(self.names, self.widths)]
+        self._print("  ".join(["examples".rjust(10), *cells]).rstrip())
+
+    def update(self, partial: Evaluation) -> None:
+        step = partial.records[-1]["step"]
+        if step >= self.next_step:
+            self._row(partial, step)
+            self.next_step = 2 * step
+
+    def finish(self, result: Evaluation) -> None:
+        step = result.records[-1]["step"]
+        if step != self.last_step:
+            self._row(result, step)
+
+    def _row(self, partial: Evaluation, step: int) -> None:
+        latest = {r["model"]: r for r in partial.records[-len(self.names) :]}
+        cells = []
+        for name, width in zip(self.names, self.widths):
+            record = latest[name]
+            last_step, last_mistakes = self.previous.get(name, (0, 0))
+            recent = 1.0 - (record["mistakes"] - last_mistakes) / (step - last_step)
+            value = "-" if record["metric"] is None else f"{record['metric']:.3f}"
+            cells.append(f"{value} ({recent:.3f})".ljust(width))
+            self.previous[name] = (step, record["mistakes"])
+        self.last_step = step
+        self._print("  ".join([f"{step:>10,}", *cells]).rstrip())
+
+    @staticmethod
+    def _print(line: str) -> None:
+        tqdm.write(line)  # clears and redraws a progress bar around the line
+        sys.stdout.flush()
+
+
+def _short(name: str) -> str:
+    """A model's column title: its spec without the module path, cut at 30 characters.
+
+    >>> _short("river.linear_model.PAClassifier(C=0.01)")
+    'PAClassifier(C=0.01)'
+    """
+    head = name.split("(")[0]
+    if "|" not in name and "." in head:
+        name = head.rsplit(".", 1)[1] + name[len(head) :]
+    return name if len(name) <= 30 else name[:27] + "..."
+
+
+def _metric(text: str, labels: list | None) -> metrics.base.ClassificationMetric:
+    """A fresh river metric for --metric; with `labels` None, only the spelling is checked.
+
+    A binary river metric (F1, MCC, ROCAUC ...) scores one class against the others: its
+    `pos_val`, or else the rarer class (see `evaluation.OneClass`).
+    """
+    name, _, label = text.partition(":")
+    key = name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+    if key == "accuracy":
+        return metrics.Accuracy()
+    if key in ("logloss", "crossentropy"):
+        return metrics.CrossEntropy()
+    if key == "f1":
+        metric = metrics.F1()
+    else:
+        spec = text if "." in text.split("(")[0] else f"metrics.{text}"
+        try:
+            metric = parse(spec)
+        except ValueError as error:
+            raise ValueError(
+                f"--metric {text!r}: expected accuracy, f1, f1:CLASS, logloss or a river "
+                f"classification metric such as 'MCC()' ({error})"
+            ) from None
+        if not isinstance(metric, metrics.base.ClassificationMetric):
+            raise ValueError(f"--metric {text!r} is not a classification metric")
+    if labels is None or not isinstance(metric, metrics.base.BinaryMetric):
+        return metric
+    counts = collections.Counter(labels)
+    by_name = {str(c): c for c in counts}
+    wanted = label or (None if metric.pos_val is True else str(metric.pos_val))
+    if wanted is None:
+        if all(isinstance(c, bool) for c in counts):
+            return metric  # river's own case: True is the positive class
+        return OneClass(metric, min(counts, key=lambda c: (counts[c], str(c))))  # the rarer
+    if wanted not in by_name:
+        raise ValueError(
+            f"--metric {text!r}: unknown class {wanted!r}; the classes are {sorted(by_name)}"
+        )
+    return OneClass(metric, by_name[wanted])
+
+
 def _load(args: argparse.Namespace) -> tuple[list, str, list[files.FileStream], int | None]:
     """The examples (shuffled, drifted, limited), their description, readers and drift position."""
     rng = random.Random(args.seed)
-    readers = [files.open_stream(path, args.format, on_error=args.on_error) for path in args.files]
-    name = ", ".join(r.path.name for r in readers) or "SMS Spam Collection (bundled)"
+    schema, delimiter = input_options.schema(args), input_options.delimiter(args)
+    readers = [
+        files.open_stream(path, args.format, args.on_error, schema, delimiter)
+        for path in args.files
+    ]
+    name = ", ".join(pathlib.Path(r.source).name for r in readers)
+    name = name or "SMS Spam Collection (bundled)"
     if args.domains and (
         args.drift not in drift.KINDS
         or len(readers) != 1
@@ -248,7 +463,7 @@ def _drift(args, readers, name, rng):
     if args.domains:
         domains = args.domains.split(",")
         concepts = [
-            list(files.JSONLines(readers[0].path, args.on_error, where={"domain": d}))
+            list(files.JSONLines(readers[0].path, args.on_error, {"domain": d}, readers[0].schema))
             for d in domains
         ]
         for domain, concept in zip(domains, concepts):

@@ -1,22 +1,27 @@
 """Side-by-side progressive validation: several models, one pass over one stream.
 
 For each example every model first predicts, is scored against the clean label, and then
-learns from the label (after noise, if any). All models see the same examples in the same
-order with the same noisy labels; each gets its own shallow copy of `x`, so no model can
-change what another sees. river's `evaluate.progressive_val_score` runs one model per
-pass, so the loop is written here, with river's metrics.
+learns from the label (after noise, if any; `delay` examples later, if labels come late). All
+models see the same examples in the same order with the same noisy labels; each gets its own
+shallow copy of `x`, so no model can change what another sees. river's
+`evaluate.progressive_val_score` runs one model per pass, so the loop is written here, with
+river's metrics. `iter_evaluate` yields the results so far at every point of the learning
+curve (to watch curves grow in a notebook); `evaluate` returns the last of them.
 
 Conventions, per model:
 
+* `metric` is the chosen river metric (accuracy by default) over every example, and
+  `recent_metric` the same metric over the examples since the previous record: it shows drift
+  that the running value averages away. A metric that needs probabilities (log loss, ROC AUC)
+  is fed `predict_proba_one` and is None for models without it.
 * `accuracy` and `mistakes` count every example; a model that has no answer yet
   (`predict_one` returns None) makes a mistake. (river's `progressive_val_score` skips
   such examples instead; on streams where every prediction is an answer both agree.)
+  `recent_accuracy` is the accuracy since the previous record.
 * `log_loss` is river's `CrossEntropy` over the examples where the model gave a non-empty
   distribution; a distribution that leaves out the true label counts as probability 0
   (clipped to 1e-15), where river's metric would count it as a perfect prediction.
   It is None for models without `predict_proba_one`.
-* `recent_accuracy` is the accuracy since the previous record (over the last `every`
-  examples): it shows drift that the running `accuracy` averages away.
 * `seconds` is the time spent in `predict_one` and `learn_one` only, and `throughput` is
   examples per second of that time.
 
@@ -25,30 +30,44 @@ Conventions, per model:
 >>> result = evaluate({"LR": linear_model.LogisticRegression()}, stream, every=50)
 >>> [(r["step"], r["accuracy"], r["mistakes"]) for r in result.records]
 [(50, 0.94, 3), (100, 0.97, 3)]
+>>> result
+Evaluation(Accuracy, 1 model, 100 examples)
 
 """
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
+import html
+import inspect
 import json
 import math
 import time
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-import tqdm
-from river import base, compose, metrics
+from river import base, compose, dummy, metrics
 
 from streams.noise import LabelNoise
 
-__all__ = ["COLUMNS", "Evaluation", "evaluate"]
+__all__ = [
+    "BASELINE",
+    "COLUMNS",
+    "OneClass",
+    "Evaluation",
+    "evaluate",
+    "iter_evaluate",
+    "metric_name",
+]
 
 COLUMNS = (
     "noise",
     "model",
     "step",
+    "metric",
+    "recent_metric",
     "accuracy",
     "recent_accuracy",
     "log_loss",
@@ -58,25 +77,97 @@ COLUMNS = (
     "throughput",
 )
 
+# the name of the majority-class baseline (river's PriorClassifier) when `baseline=True`
+BASELINE = "majority class"
 
-@dataclasses.dataclass
+
+class OneClass(metrics.base.ClassificationMetric):
+    """A binary river metric of one class against the others, for labels of any type.
+
+    river 0.26's binary metrics (F1, MCC, Precision, ROCAUC ...) turn the labels into booleans
+    (`y == pos_val`) and then look `pos_val` up in their confusion matrix of booleans, so with
+    `pos_val="spam"` they score 0 whatever the predictions. Here each label becomes
+    `y == label` first (a distribution, the probability of `label`), and the wrapped metric
+    keeps `pos_val=True`.
+
+    >>> f1 = OneClass(metrics.F1(), "spam")
+    >>> for y_true, y_pred in [("spam", "spam"), ("ham", "spam"), ("spam", "ham")]:
+    ...     f1.update(y_true, y_pred)
+    >>> f1.get()
+    0.5
+    """
+
+    def __init__(self, metric: metrics.base.BinaryMetric, label: typing.Hashable):
+        if not isinstance(metric, metrics.base.BinaryMetric):
+            raise ValueError(f"{type(metric).__name__} is not a binary metric")
+        self.metric = metric.clone({"pos_val": True})
+        self.label = label
+
+    def _binary(self, y_pred):
+        if self.metric.requires_labels:
+            return y_pred == self.label
+        p = y_pred.get(self.label, 0.0) if isinstance(y_pred, dict) else y_pred
+        return {True: p, False: 1.0 - p}
+
+    def update(self, y_true, y_pred, w=1.0) -> None:
+        self.metric.update(y_true == self.label, self._binary(y_pred), w)
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        self.metric.revert(y_true == self.label, self._binary(y_pred), w)
+
+    def get(self) -> float:
+        return self.metric.get()
+
+    @property
+    def bigger_is_better(self) -> bool:
+        return self.metric.bigger_is_better
+
+    @property
+    def requires_labels(self) -> bool:
+        return self.metric.requires_labels
+
+    @property
+    def works_with_weights(self) -> bool:
+        return self.metric.works_with_weights
+
+
+def metric_name(metric: metrics.base.Metric) -> str:
+    """A short name for a river metric: its class, and the positive class of a binary one.
+
+    >>> metric_name(OneClass(metrics.F1(), "spam")), metric_name(metrics.CrossEntropy())
+    ('F1 (spam)', 'CrossEntropy')
+    """
+    if isinstance(metric, OneClass):
+        return f"{type(metric.metric).__name__} ({metric.label})"
+    name = type(metric).__name__
+    if isinstance(metric, metrics.base.BinaryMetric):
+        name += f" ({metric.pos_val})"
+    return name
+
+
+@dataclasses.dataclass(repr=False)
 class Evaluation:
     """The result of `evaluate`: learning curves as tidy records, one per (noise, model, step).
 
     The last record of each (noise, model) is its final score; `summary` holds those.
-    `info` carries anything else worth saving with the results (e.g. tuned parameters).
+    `metric` names the metric of the `metric` columns; `info` carries anything else worth
+    saving with the results (e.g. tuned parameters). In a notebook a result shows as a table.
     """
 
     records: list[dict]
     info: dict = dataclasses.field(default_factory=dict)
+    metric: str = "Accuracy"
+    bigger_is_better: bool = True
 
     @classmethod
     def concat(cls, evaluations: Iterable[Evaluation]) -> Evaluation:
+        evaluations = list(evaluations)
         records, info = [], {}
         for evaluation in evaluations:
             records += evaluation.records
             info.update(evaluation.info)
-        return cls(records, info)
+        first = evaluations[0] if evaluations else cls([])
+        return cls(records, info, first.metric, first.bigger_is_better)
 
     @property
     def summary(self) -> list[dict]:
@@ -85,27 +176,37 @@ class Evaluation:
             last[record["noise"], record["model"]] = record
         return list(last.values())
 
+    def __repr__(self) -> str:
+        models = {r["model"] for r in self.records}
+        levels = {r["noise"] for r in self.records}
+        steps = max((r["step"] for r in self.records), default=0)
+        noise = f", {len(levels)} noise levels" if len(levels) > 1 else ""
+        return (
+            f"Evaluation({self.metric}, {len(models)} model{'s' * (len(models) != 1)}{noise}, "
+            f"{steps:,} examples)"
+        )
+
     def to_frame(self):
         """The records as a pandas DataFrame (needs pandas)."""
         import pandas as pd
 
         return pd.DataFrame(self.records, columns=list(COLUMNS))
 
+    def _rows(self) -> tuple[list[str], list[list[str]]]:
+        header = ["noise", "model", "examples", self.metric]
+        header += ["accuracy"] if self.metric != "Accuracy" else []
+        header += ["log loss", "mistakes", "examples/s"]
+        rows = []
+        for r in self.summary:
+            row = [r["noise"], r["model"], f"{r['step']:,}", _number(r["metric"])]
+            row += [f"{r['accuracy']:.4f}"] if self.metric != "Accuracy" else []
+            row += [_number(r["log_loss"]), f"{r['mistakes']:,}", f"{r['throughput']:,.0f}"]
+            rows.append(row)
+        return header, rows
+
     def table(self, markdown: bool = False) -> str:
         """The final scores as an aligned text table, or a markdown one."""
-        header = ["noise", "model", "examples", "accuracy", "log loss", "mistakes", "examples/s"]
-        rows = [
-            [
-                r["noise"],
-                r["model"],
-                f"{r['step']:,}",
-                f"{r['accuracy']:.4f}",
-                "-" if r["log_loss"] is None else f"{r['log_loss']:.4f}",
-                f"{r['mistakes']:,}",
-                f"{r['throughput']:,.0f}",
-            ]
-            for r in self.summary
-        ]
+        header, rows = self._rows()
         left = {0, 1}
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
@@ -119,6 +220,15 @@ class Evaluation:
         rule = ["-" * w if i in left else "-" * (w - 1) + ":" for i, w in enumerate(widths)]
         return "\n".join([line(header), line(rule), *map(line, rows)])
 
+    def _repr_html_(self) -> str:
+        header, rows = self._rows()
+        cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        )
+        caption = html.escape(self.info.get("data", repr(self)))
+        return f"<table><caption>{caption}</caption><tr>{cells}</tr>{body}</table>"
+
     def to_csv(self, path) -> None:
         with open(path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
@@ -126,71 +236,115 @@ class Evaluation:
             writer.writerows(self.records)
 
     def to_json(self, path) -> None:
-        document = {"summary": self.summary, "records": self.records, "info": self.info}
+        document = {
+            "metric": self.metric,
+            "summary": self.summary,
+            "records": self.records,
+            "info": self.info,
+        }
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(document, fh, indent=1, default=str)
 
     def plot(
-        self, path, title: str | None = None, metric: str = "accuracy", marks: Sequence[int] = ()
-    ) -> None:
-        """Draw the learning curves to a PNG, one panel per noise level.
+        self,
+        path=None,
+        *,
+        ax=None,
+        title: str | None = None,
+        column: str = "metric",
+        marks: Sequence[int] = (),
+    ):
+        """Draw the learning curves, one panel per noise level; return the matplotlib Figure.
 
-        `metric` is `"accuracy"` (running) or `"recent_accuracy"` (since the previous record);
-        `marks` are positions to mark with a dashed line, such as a drift.
+        `path` also writes the figure (PNG, PDF or SVG, by its extension); `ax` draws into
+        existing axes (one per noise level) instead of a new figure. `column` is `"metric"`
+        (running), `"recent_metric"` (since the previous record), `"accuracy"`,
+        `"recent_accuracy"` or `"log_loss"`; `marks` are positions to mark with a dashed line,
+        such as a drift.
         """
         from streams.plots import learning_curves
 
-        learning_curves(self.records, path, title, metric, marks)
+        return learning_curves(
+            self.records,
+            path,
+            ax=ax,
+            title=title,
+            column=column,
+            marks=marks,
+            metric=self.metric,
+            bigger_is_better=self.bigger_is_better,
+            baseline=BASELINE,
+        )
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 class _Track:
     """One model's state in the side-by-side run."""
 
-    def __init__(self, name: str, model: base.Classifier):
+    def __init__(self, name: str, model: base.Classifier, metric: metrics.base.Metric):
         self.name = name
         self.model = model
-        self.accuracy = metrics.Accuracy()
+        self.metric = metric.clone()
+        self.recent = metric.clone()
         self.log_loss = metrics.CrossEntropy()
         self.has_proba: bool | None = None
         self.n_scored = 0  # examples with a distribution, i.e. in the log loss
+        self.n_recent_scored = 0
         self.mistakes = 0
         self.seconds = 0.0
         self._last = (0, 0)  # (step, mistakes) at the previous record
 
-    def step(self, x: dict, y, y_learn) -> None:
+    def predict(self, x: dict, y) -> dict:
+        """Predict and score one example; return the model's own copy of `x` for learning."""
         model = self.model
         x = x.copy()
         start = time.perf_counter()
         y_pred = model.predict_one(x)
         self.seconds += time.perf_counter() - start
-        self._score_proba(x, y)
-        start = time.perf_counter()
-        model.learn_one(x, y_learn)
-        self.seconds += time.perf_counter() - start
-        self.accuracy.update(y, y_pred)
+        proba = self._proba(x, y)
         self.mistakes += y_pred != y
+        if proba is not None:
+            self.log_loss.update(y, proba)
+            self.n_scored += 1
+            self.n_recent_scored += 1
+        for metric in (self.metric, self.recent):
+            if metric.requires_labels:
+                metric.update(y, y_pred)
+            elif proba is not None:
+                metric.update(y, proba)
+        return x
 
-    def _score_proba(self, x: dict, y) -> None:
+    def learn(self, x: dict, y) -> None:
+        start = time.perf_counter()
+        self.model.learn_one(x, y)
+        self.seconds += time.perf_counter() - start
+
+    def _proba(self, x: dict, y) -> dict | None:
+        """The predicted distribution with the true label filled in (0 if left out), if any."""
         if self.has_proba is False:
-            return
+            return None
         try:
             proba = self.model.predict_proba_one(x)
         except NotImplementedError:
             self.has_proba = False
-            return
+            return None
         self.has_proba = True
-        if proba:
-            self.log_loss.update(y, {**proba, y: proba.get(y, 0.0)})
-            self.n_scored += 1
+        return {**proba, y: proba.get(y, 0.0)} if proba else None
 
     def record(self, noise: str, step: int, flipped: int) -> dict:
         last_step, last_mistakes = self._last
         self._last = (step, self.mistakes)
-        return {
+        labels = self.metric.requires_labels
+        record = {
             "noise": noise,
             "model": self.name,
             "step": step,
-            "accuracy": self.accuracy.get(),
+            "metric": self.metric.get() if labels or self.n_scored else None,
+            "recent_metric": self.recent.get() if labels or self.n_recent_scored else None,
+            "accuracy": (step - self.mistakes) / step,
             "recent_accuracy": 1.0 - (self.mistakes - last_mistakes) / (step - last_step),
             "log_loss": self.log_loss.get() if self.n_scored else None,
             "mistakes": self.mistakes,
@@ -198,17 +352,26 @@ class _Track:
             "seconds": self.seconds,
             "throughput": step / self.seconds if self.seconds > 0 else math.inf,
         }
+        self.recent = self.metric.clone()
+        self.n_recent_scored = 0
+        return record
 
 
-def evaluate(
+def iter_evaluate(
     models: Mapping[str, base.Classifier] | Sequence[base.Classifier],
     stream: Iterable[tuple[dict, typing.Hashable]],
     noise: LabelNoise | None = None,
     every: int = 1000,
     total: int | None = None,
     progress: bool | None = None,
-) -> Evaluation:
-    """Progressive validation of several models side by side, in one pass over `stream`.
+    delay: int = 0,
+    metric: metrics.base.Metric | None = None,
+    baseline: bool = False,
+) -> Iterator[Evaluation]:
+    """Progressive validation of several models side by side, yielding the results so far.
+
+    Every `every` examples (and at the end) it yields an `Evaluation` holding every record
+    so far, so a notebook can redraw the curves as they grow; the last one is the result.
 
     Parameters
     ----------
@@ -223,39 +386,93 @@ def evaluate(
     total
         The length of the stream, if known, for the progress bar.
     progress
-        Show a tqdm progress bar on stderr (after one second, so short runs stay quiet);
-        None shows it only when stderr is a terminal.
+        Show a `tqdm.auto` progress bar (a widget in a notebook, text on stderr in a
+        terminal), after one second so short runs stay quiet; None shows it in a notebook
+        or when stderr is a terminal.
+    delay
+        Labels arrive `delay` examples late, as with river's `progressive_val_score(delay=...)`:
+        example t is learned just before example t + delay is predicted (so 0 and 1 score
+        alike). When the stream ends, the examples still waiting are learned (the scores do
+        not change).
+    metric
+        A river classification metric, e.g. `OneClass(metrics.F1(), "spam")` (the F1 of a class),
+        `metrics.MCC()` or `metrics.CrossEntropy()` (default: accuracy); each model gets a
+        fresh clone.
+    baseline
+        Add river's `dummy.PriorClassifier` (it predicts the majority class so far) as a
+        model named `BASELINE`.
 
     """
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every!r}")
+    if delay < 0:
+        raise ValueError(f"delay must be >= 0, got {delay!r}")
     if not isinstance(models, Mapping):
         models = _name(models)
     if not models:
         raise ValueError("no models to evaluate")
-    tracks = [_Track(name, model) for name, model in models.items()]
+    metric = metric if metric is not None else metrics.Accuracy()
+    if not isinstance(metric, metrics.base.ClassificationMetric):
+        raise ValueError(f"{metric_name(metric)} is not a classification metric")
+    if baseline:
+        models = {BASELINE: dummy.PriorClassifier(), **models}
+    tracks = [_Track(name, model, metric) for name, model in models.items()]
     noise_name = noise.name if noise is not None else "0%"
+
+    def result() -> Evaluation:
+        return Evaluation(list(records), {}, metric_name(metric), metric.bigger_is_better)
+
     records: list[dict] = []
+    waiting: collections.deque = collections.deque()  # (due, each model's x, label), oldest first
     step = flipped = 0
-    bar = tqdm.tqdm(
-        stream,
-        total=total,
-        disable=None if progress is None else not progress,
-        delay=1.0,
-        unit="ex",
-        leave=False,
-    )
-    for x, y in bar:
-        y_learn = noise(y) if noise is not None else y
-        flipped += y_learn != y
-        for track in tracks:
-            track.step(x, y, y_learn)
-        step += 1
-        if step % every == 0:
-            records += [track.record(noise_name, step, flipped) for track in tracks]
+    with _progress_bar(stream, total, progress) as bar:
+        for x, y in bar:
+            while waiting and waiting[0][0] <= step:  # labels due now come before the example
+                _learn(tracks, *waiting.popleft()[1:])
+            y_learn = noise(y) if noise is not None else y
+            flipped += y_learn != y
+            xs = [track.predict(x, y) for track in tracks]
+            if delay:
+                waiting.append((step + delay, xs, y_learn))
+            else:
+                _learn(tracks, xs, y_learn)
+            step += 1
+            if step % every == 0:
+                records += [track.record(noise_name, step, flipped) for track in tracks]
+                yield result()
+    while waiting:
+        _learn(tracks, *waiting.popleft()[1:])
     if step % every:
         records += [track.record(noise_name, step, flipped) for track in tracks]
-    return Evaluation(records)
+        yield result()
+
+
+def _learn(tracks: list[_Track], xs: list[dict], y) -> None:
+    for track, x in zip(tracks, xs):
+        track.learn(x, y)
+
+
+def _progress_bar(stream, total: int | None, progress: bool | None):
+    """A `tqdm.auto` bar: the notebook widget in Jupyter (when ipywidgets is installed)."""
+    from tqdm import auto, autonotebook  # auto first: it silences autonotebook's warning
+
+    notebook = autonotebook.tqdm.__module__ == "tqdm.notebook"
+    disable = (not progress) if progress is not None else (False if notebook else None)
+    return auto.tqdm(stream, total=total, disable=disable, delay=1.0, unit="ex", leave=False)
+
+
+def evaluate(*args, **kwargs) -> Evaluation:
+    """Progressive validation of several models side by side, in one pass over `stream`.
+
+    The parameters are those of `iter_evaluate`; this returns its last result.
+    """
+    result = Evaluation([])
+    for result in iter_evaluate(*args, **kwargs):
+        pass
+    return result
+
+
+evaluate.__signature__ = inspect.signature(iter_evaluate).replace(return_annotation="Evaluation")
 
 
 def _name(models: Sequence[base.Classifier]) -> dict[str, base.Classifier]:

@@ -43,12 +43,15 @@ are strings, libsvm values are floats, and the compression is found from the fil
 from __future__ import annotations
 
 import abc
+import contextlib
 import csv
 import gzip
 import importlib.resources
+import io
 import math
 import os
 import pathlib
+import sys
 import typing
 import zlib
 from collections.abc import Callable, Iterator
@@ -66,6 +69,7 @@ __all__ = [
     "sms_spam",
 ]
 
+STDIN = "-"
 GZIP_MAGIC = b"\x1f\x8b"
 BOM = "\ufeff"
 MAX_KEPT_ERRORS = 100
@@ -121,7 +125,8 @@ class FileStream(abc.ABC):
     Parameters
     ----------
     path
-        A file path, or an `importlib.resources` traversable.
+        A file path, `"-"` for standard input (read once), or an `importlib.resources`
+        traversable.
     on_error
         `"raise"` (default) stops at the first malformed line with a `MalformedLineError`;
         `"skip"` drops it and counts it in `n_skipped` (the first 100 are kept in `errors`).
@@ -132,6 +137,7 @@ class FileStream(abc.ABC):
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         self.path = pathlib.Path(path) if isinstance(path, (str, os.PathLike)) else path
+        self.source = "<stdin>" if str(path) == STDIN else str(self.path)  # for messages
         self.on_error = on_error
         self.n_skipped = 0
         self.errors: list[MalformedLineError] = []
@@ -142,11 +148,15 @@ class FileStream(abc.ABC):
     def __iter__(self) -> Iterator[Example]:
         self.n_skipped = 0
         self.errors = []
-        with self.path.open("rb") as raw:
-            compressed = raw.read(2) == GZIP_MAGIC
-            raw.seek(0)
+        with self._open() as raw:
+            compressed = raw.peek(2)[:2] == GZIP_MAGIC
             fh = gzip.GzipFile(fileobj=raw) if compressed else raw
             yield from self._examples(self._lines(fh))
+
+    def _open(self) -> typing.ContextManager[io.BufferedReader]:
+        if self.source == "<stdin>":
+            return contextlib.nullcontext(sys.stdin.buffer)  # not closed after reading
+        return self.path.open("rb")
 
     def _lines(self, fh: typing.BinaryIO) -> Iterator[tuple[int, str]]:
         """Yield (line number, decoded line); a line that is not UTF-8 is a malformed line.
@@ -160,7 +170,7 @@ class FileStream(abc.ABC):
             try:
                 raw = next(raw_lines, None)
             except (EOFError, zlib.error, OSError) as error:
-                raise UnreadableFileError(str(self.path), number, _unreadable(error)) from error
+                raise UnreadableFileError(self.source, number, _unreadable(error)) from error
             if raw is None:
                 return
             number += 1
@@ -172,7 +182,7 @@ class FileStream(abc.ABC):
             yield number, line[1:] if number == 1 and line.startswith(BOM) else line
 
     def _reject(self, line: int, reason: str) -> None:
-        error = MalformedLineError(str(self.path), line, reason)
+        error = MalformedLineError(self.source, line, reason)
         if self.on_error == "raise":
             raise error
         self.n_skipped += 1
@@ -356,7 +366,7 @@ class CSV(FileStream):
             header = next((row for row in reader if row), None)  # blank lines before it aside
         except csv.Error as error:
             raise MalformedLineError(
-                str(self.path), position["line"], f"bad CSV header: {error}"
+                self.source, position["line"], f"bad CSV header: {error}"
             ) from None
         if header is None:
             return
@@ -384,7 +394,7 @@ class CSV(FileStream):
         elif self.target not in header:
             reason = f"no {self.target!r} column in header {header}"
         if reason:
-            raise MalformedLineError(str(self.path), line, reason)
+            raise MalformedLineError(self.source, line, reason)
 
     def _row(self, header: list[str], row: list[str]) -> Example:
         if len(row) != len(header):
@@ -422,29 +432,45 @@ FORMATS = {
 }
 
 
-def open_stream(path, format: str | None = None, **options) -> FileStream:
+def open_stream(
+    path,
+    format: str | None = None,
+    on_error: str = "raise",
+    schema: Schema = SCHEMA,
+    delimiter: str = ",",
+) -> FileStream:
     """The reader for a file, chosen by `format` or by its extension (`.gz` aside).
 
-    `format` is one of `"jsonl"`, `"csv"`, `"libsvm"`; `options` go to the reader.
+    `format` is one of `"jsonl"`, `"csv"`, `"libsvm"`; standard input (`"-"`) is JSON lines
+    unless `format` says otherwise. `schema` says where the label and the text are (and, for
+    JSON lines, the features); `delimiter` separates CSV fields.
 
     >>> open_stream("data/a9a.libsvm.gz")
     LibSVM('data/a9a.libsvm.gz')
 
     """
+    readers = {"jsonl": JSONLines, "csv": CSV, "libsvm": LibSVM, "svmlight": LibSVM}
     if format is not None:
-        readers = {"jsonl": JSONLines, "csv": CSV, "libsvm": LibSVM, "svmlight": LibSVM}
         if format not in readers:
             raise ValueError(f"unknown format {format!r}; expected one of {sorted(readers)}")
-        return readers[format](path, **options)
-    suffixes = [s.lower() for s in pathlib.Path(path).suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes.pop()
-    if not suffixes or suffixes[-1] not in FORMATS:
-        raise ValueError(
-            f"cannot tell the format of {str(path)!r} from its name; "
-            f"name it *{{{','.join(FORMATS)}}}[.gz] or give the format"
-        )
-    return FORMATS[suffixes[-1]](path, **options)
+        reader = readers[format]
+    elif str(path) == STDIN:
+        reader = JSONLines
+    else:
+        suffixes = [s.lower() for s in pathlib.Path(path).suffixes]
+        if suffixes and suffixes[-1] == ".gz":
+            suffixes.pop()
+        if not suffixes or suffixes[-1] not in FORMATS:
+            raise ValueError(
+                f"cannot tell the format of {str(path)!r} from its name; "
+                f"name it *{{{','.join(FORMATS)}}}[.gz] or give the format"
+            )
+        reader = FORMATS[suffixes[-1]]
+    if reader is JSONLines:
+        return JSONLines(path, on_error, schema=schema)
+    if reader is CSV:
+        return CSV(path, on_error, schema.label_field, schema.text_field, delimiter=delimiter)
+    return LibSVM(path, on_error)
 
 
 def sms_spam(on_error: str = "raise") -> JSONLines:

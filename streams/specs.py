@@ -127,7 +127,7 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
     if isinstance(model, compose.Pipeline):
         return model
     if not isinstance(model, base.Classifier):
-        raise ValueError(f"{model!r} is not a classifier")
+        raise ValueError(f"{type(model).__name__} is not a classifier")
     if not bool_labels and not model._multiclass:
         model = multiclass.OneVsRestClassifier(model)
     if text:

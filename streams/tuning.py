@@ -1,8 +1,9 @@
 """Hyper-parameter tuning on a prefix of the stream, as the CW papers did on one randomized run.
 
-Every candidate of a small grid learns the prefix side by side, and the most accurate one
-(first in grid order on ties) is kept. The prefix is scored against the labels the models
-learn from (noisy, if there is noise): a tuner only has those.
+Every candidate of a small grid learns the prefix side by side, and the best one by the
+chosen metric, accuracy by default (first in grid order on ties), is kept. The prefix is
+scored against the labels the models learn from (noisy, if there is noise): a tuner only has
+those.
 
 >>> candidates("AROW()")
 ['AROW(r=0.01)', 'AROW(r=0.1)', 'AROW(r=1.0)', 'AROW(r=10.0)', 'AROW(r=100.0)']
@@ -16,10 +17,11 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
+import math
 import typing
 from collections.abc import Callable, Hashable, Sequence
 
-from river import base
+from river import base, metrics
 
 from streams.evaluation import Evaluation, evaluate
 from streams.noise import LabelNoise
@@ -66,11 +68,14 @@ def tune(
     prefix: Sequence[tuple[dict, Hashable]],
     build: Callable[[str], base.Classifier],
     noise: LabelNoise | None = None,
+    metric: metrics.base.ClassificationMetric | None = None,
 ) -> tuple[dict[str, str], Evaluation]:
     """Pick a spec for each of `specs` on `prefix`; return {spec: chosen spec} and the trial.
 
     `build` turns a spec into a fresh model (e.g. adding a bag of words for text). `noise`
-    flips the prefix labels once, and the same noisy labels are learned and scored.
+    flips the prefix labels once, and the same noisy labels are learned and scored. `metric`
+    (a river metric, accuracy by default) picks the best; a candidate it cannot score (a log
+    loss without probabilities) comes last.
     """
     if not prefix:
         raise ValueError("cannot tune on an empty prefix")
@@ -78,7 +83,10 @@ def tune(
         prefix = [(x, noise(y)) for x, y in prefix]
     trials = {spec: candidates(spec) for spec in specs}
     models = {c: build(c) for c in dict.fromkeys(itertools.chain(*trials.values()))}
-    trial = evaluate(models, prefix, every=max(len(prefix), 1))
-    accuracy: dict[str, typing.Any] = {r["model"]: r["accuracy"] for r in trial.summary}
-    chosen = {spec: max(options, key=lambda c: accuracy[c]) for spec, options in trials.items()}
+    trial = evaluate(models, prefix, every=max(len(prefix), 1), metric=metric)
+    sign = 1.0 if trial.bigger_is_better else -1.0
+    score: dict[str, typing.Any] = {
+        r["model"]: -math.inf if r["metric"] is None else sign * r["metric"] for r in trial.summary
+    }
+    chosen = {spec: max(options, key=lambda c: score[c]) for spec, options in trials.items()}
     return chosen, trial

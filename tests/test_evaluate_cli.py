@@ -1,8 +1,12 @@
 import argparse
 import csv
 import gzip
+import io
 import json
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,9 +24,13 @@ def shared(name):
 
 
 def run(*argv):
-    parser = argparse.ArgumentParser()
+    """`river-cw evaluate ARGV`'s exit status (argparse's own errors exit with 2)."""
+    parser = argparse.ArgumentParser(prog="river-cw evaluate")
     evaluate_cli.add_arguments(parser)
-    return evaluate_cli.run(parser.parse_args([str(a) for a in argv]))
+    try:
+        return evaluate_cli.run(parser.parse_args([str(a) for a in argv]))
+    except SystemExit as exit:
+        return exit.code
 
 
 def read_csv(path):
@@ -63,11 +71,11 @@ def test_end_to_end_on_a_shared_file_writes_png_csv_and_json(tmp_path, capsys):
     assert "AROW(r=0.1)" in out and "30%" in out
     assert png.stat().st_size > 5_000 and png.read_bytes()[:4] == b"\x89PNG"
     rows = read_csv(table)
-    assert len(rows) == 2 * 2 * 3
+    assert len(rows) == 2 * 3 * 3  # noise levels, models with the baseline, curve points
     assert {(r["noise"], r["model"]) for r in rows} == {
         (n, m)
         for n in ("0%", "30%")
-        for m in ("AROW(r=0.1)", "river.linear_model.PAClassifier(C=0.01)")
+        for m in ("majority class", "AROW(r=0.1)", "river.linear_model.PAClassifier(C=0.01)")
     }
     assert all(0.0 <= float(r["accuracy"]) <= 1.0 for r in rows)
     info = json.loads(document.read_text())["info"]
@@ -79,10 +87,13 @@ def test_end_to_end_on_a_shared_file_writes_png_csv_and_json(tmp_path, capsys):
 
 
 def test_default_run_uses_the_bundled_stream_and_default_models(capsys):
-    assert run("--limit", 400) == 0
+    assert run("--limit", 400, "--quiet") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[1] for line in lines[2:]] == evaluate_cli.DEFAULT_MODELS
-    assert all(line.split()[2] == "400" for line in lines[2:])
+    assert [line[7:].split("  ")[0] for line in lines[2:]] == [
+        "majority class",
+        *evaluate_cli.DEFAULT_MODELS,
+    ]
+    assert all(line.split()[-5] == "400" for line in lines[2:])
 
 
 def test_synthetic_sudden_drift(tmp_path):
@@ -126,7 +137,11 @@ def test_domain_drift_and_label_flip(tmp_path):
     info = json.loads((tmp_path / "r.json").read_text())["info"]
     assert info["drift_at"] == 300 and "books -> kitchen" in info["data"]
     assert run("--drift", "flip", "--drift-at", 100, "--limit", 300, *args) == 0
-    records = json.loads((tmp_path / "r.json").read_text())["records"]
+    records = [
+        r
+        for r in json.loads((tmp_path / "r.json").read_text())["records"]
+        if r["model"] == "AROW()"
+    ]
     # a learner that knew ham from spam is mostly wrong right after the classes swap
     assert records[0]["recent_accuracy"] > 0.8 and records[1]["recent_accuracy"] < 0.5
 
@@ -177,17 +192,29 @@ def test_malformed_lines_raise_or_are_skipped(tmp_path, capsys):
         (["--noise", "1.5"], r"in \[0, 1\]"),
         (["--noise", "junk=0.1"], "unknown class 'junk'"),
         (["--drift", "sudden", "--domains", "a,b"], "--domains needs"),
-        (["--tune", "--tune-size", "0", "--limit", "10"], "--tune-size"),
-        (["--every", "0", "--limit", "10"], "every must be >= 1"),
-        (["--limit", "0"], "the stream is empty"),
-        (["--drift", "gradual", "--drift-width", "0"], "width and period > 0"),
+        (["--tune", "--tune-size", "10", "--limit", "10"], "--tune-size must be between 1 and 9"),
+        (["--tune", "--tune-size", "0", "--limit", "10"], "--tune-size: must be >= 1, got 0"),
+        (["--every", "0", "--limit", "10"], "--every: must be >= 1, got 0"),
+        (["--limit", "-5"], "--limit: must be >= 1, got -5"),
+        (["--limit", "x"], "--limit: expected an integer, got 'x'"),
+        (["--delay", "-1"], "--delay: must be >= 0, got -1"),
+        (["--drift", "gradual", "--drift-width", "0"], "--drift-width: must be >= 1, got 0"),
+        (["--model", "preprocessing.StandardScaler()"], "StandardScaler is not a classifier$"),
+        (["--metric", "nope"], "--metric 'nope': expected accuracy, f1, f1:CLASS, logloss"),
+        (["--metric", "MAE()"], "--metric 'MAE\\(\\)' is not a classification metric"),
+        (["--metric", "f1:junk", "--limit", "10"], "unknown class 'junk'; the classes are"),
+        (["--delimiter", ";;"], "--delimiter must be one character"),
+        (["--plot", "curves.jpg"], "cannot tell the figure format of 'curves.jpg'"),
+        (["--json", "no/such/dir/r.json"], "no directory 'no/such/dir'"),
+        (["--csv", "."], "is a directory"),
     ],
 )
-def test_errors_exit_2_with_a_message(argv, message, capsys):
+def test_errors_exit_2_with_one_line(argv, message, capsys):
     assert run(*argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("river-cw evaluate: error: ")
-    assert re.search(message, err)
+    last = err.splitlines()[-1]
+    assert last.startswith("river-cw evaluate: error: ") and re.search(message, last)
+    assert "Traceback" not in err and (len(err.splitlines()) == 1 or err.startswith("usage:"))
 
 
 def test_bad_labels_and_broken_files_fail_in_the_reader_with_file_and_line(tmp_path, capsys):
@@ -206,3 +233,127 @@ def test_bad_labels_and_broken_files_fail_in_the_reader_with_file_and_line(tmp_p
     err = capsys.readouterr().err
     assert err.startswith(f"river-cw evaluate: error: {broken}: cannot read past line ")
     assert "truncated gzip stream" in err and len(err.splitlines()) == 1
+
+
+def test_running_table_at_doubling_intervals_comes_before_the_final_table(capsys):
+    assert run("--limit", 1000, "--every", 10, "--model", "AROW()", "--model", "CW()") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        "Progressive validation on SMS Spam Collection (bundled), label noise 0%: "
+        "accuracy so far (since the previous row)"
+    )
+    assert out[1].split() == ["examples", "majority", "class", "AROW()", "CW()"]
+    rows = out[2 : out.index("")]
+    assert [row.split()[0] for row in rows] == [
+        "10",
+        "20",
+        "40",
+        "80",
+        "160",
+        "320",
+        "640",
+        "1,000",
+    ]
+    final = out.index(
+        "Final scores (progressive validation: each example predicted, then learned):"
+    )
+    assert final > 2 + len(rows) and out[-1].startswith("majority class: the baseline")
+    # the last running row holds the final accuracies; the first cell is the baseline's
+    summary = {line[7:].split("  ")[0]: line.split() for line in out[final + 3 : -1]}
+    assert float(rows[-1].split()[1]) == round(float(summary["majority class"][-4]), 3)
+    assert float(rows[-1].split()[3]) == round(float(summary["AROW()"][-4]), 3)
+
+
+def test_metric_options(tmp_path, capsys):
+    document = tmp_path / "r.json"
+    for metric, name in [
+        ("f1", "F1 (spam)"),
+        ("f1:ham", "F1 (ham)"),
+        ("logloss", "CrossEntropy"),
+        ("MCC()", "MCC (spam)"),
+        ("Precision(pos_val='ham')", "Precision (ham)"),
+        ("metrics.BalancedAccuracy()", "BalancedAccuracy"),
+    ]:
+        argv = ("--limit", 500, "--model", "AROW()", "--metric", metric, "--json", document)
+        assert run(*argv) == 0
+        out = capsys.readouterr().out
+        assert f"{name} so far (accuracy since the previous row)" in out
+        result = json.loads(document.read_text())
+        assert result["metric"] == name and result["info"]["metric"] == name
+        assert name in out.splitlines()[-5]  # a column of the final table
+    spam = [y == "spam" for _, y in list(evaluate_cli.files.sms_spam())[:500]]
+    assert run("--limit", 500, "--model", "AROW()", "--metric", "f1", "--json", document) == 0
+    baseline = json.loads(document.read_text())["summary"][0]
+    assert baseline["model"] == "majority class" and baseline["metric"] == 0.0  # never says spam
+    assert sum(spam) > 0
+
+
+def test_delay_holds_labels_back(tmp_path):
+    document = tmp_path / "r.json"
+    assert run("--limit", 300, "--delay", 400, "--model", "AROW()", "--json", document) == 0
+    result = json.loads(document.read_text())
+    # no label arrives before the stream ends: no model has an answer for any example
+    assert [r["mistakes"] for r in result["summary"]] == [300, 300]
+    assert result["info"]["delay"] == 400 and "labels 400 examples late" in result["info"]["data"]
+    assert run("--limit", 300, "--delay", 5, "--model", "AROW()", "--json", document) == 0
+    assert json.loads(document.read_text())["summary"][1]["accuracy"] > 0.8
+
+
+def stdin(data: bytes) -> io.TextIOWrapper:
+    """A standard input that holds `data`, buffered as the real one is."""
+    return io.TextIOWrapper(io.BufferedReader(io.BytesIO(data)))
+
+
+def test_input_options_csv_columns_delimiter_and_flat_json_on_stdin(tmp_path, monkeypatch, capsys):
+    rows = [
+        ("spam" if i % 3 == 0 else "ham", "win cash" if i % 3 == 0 else "hi mum") for i in range(60)
+    ]
+    path = tmp_path / "d.tsv"
+    path.write_text("body\tid\ty\n" + "".join(f"{t}\t{i}\t{y}\n" for i, (y, t) in enumerate(rows)))
+    argv = ("--format", "csv", "--target", "y", "--text-field", "body", "--delimiter", "\\t")
+    assert run(path, *argv, "--model", "AROW()", "--quiet") == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[-1].split()[1:3] == ["AROW()", "60"]  # text read as a bag of words
+
+    lines = "".join(
+        json.dumps({"a": i % 2, "b": 1.0, "spam": i % 2 == 1}) + "\n" for i in range(50)
+    )
+    monkeypatch.setattr("sys.stdin", stdin(gzip.compress(lines.encode())))
+    assert run("-", "--flat", "--target", "spam", "--model", "AROW()", "--quiet") == 0
+    last = capsys.readouterr().out.splitlines()[-1].split()
+    assert last[1:3] == ["AROW()", "50"] and float(last[3]) > 0.9
+
+    monkeypatch.setattr("sys.stdin", stdin(b'{"a": 1, "label": 2}\n'))
+    assert run("-", "--model", "AROW()") == 2
+    assert "<stdin>, line 1: unknown schema" in capsys.readouterr().err
+
+
+def test_outputs_are_checked_before_the_run_and_plots_follow_their_extension(tmp_path, capsys):
+    assert run("missing.jsonl", "--plot", tmp_path / "x.jpg") == 2  # not "No such file"
+    assert "cannot tell the figure format" in capsys.readouterr().err
+    argv = ("--limit", 200, "--model", "AROW()", "--quiet")
+    for suffix, magic in [(".pdf", b"%PDF"), (".svg", b"<?xml"), (".PNG", b"\x89PNG")]:
+        assert run(*argv, "--plot", tmp_path / f"c{suffix}") == 0
+        assert (tmp_path / f"c{suffix}").read_bytes().startswith(magic)
+
+
+def test_ctrl_c_ends_with_one_line_and_the_table_talks_while_it_learns(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streams.cli", "evaluate", "--drift", "sudden", "--limit", "300000"]
+        + ["--every", "100", "--model", "AROW()"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    try:
+        assert process.stdout.readline().startswith("Progressive validation on SEA")
+        process.stdout.readline()
+        assert process.stdout.readline().split()[0] == "100"  # a row while the models learn
+        assert process.poll() is None
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 130
+        assert process.stderr.read() == "river-cw evaluate: interrupted\n"
+    finally:
+        process.kill()
+        process.wait()

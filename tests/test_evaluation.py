@@ -7,7 +7,7 @@ from river import base, datasets, linear_model, metrics
 from river import evaluate as river_evaluate
 
 import river_cw
-from streams.evaluation import COLUMNS, Evaluation, evaluate
+from streams.evaluation import BASELINE, COLUMNS, Evaluation, OneClass, evaluate, iter_evaluate
 from streams.noise import LabelNoise
 from streams.specs import parse, prepare
 from streams.tuning import candidates, tune
@@ -181,7 +181,7 @@ def test_outputs(tmp_path):
     )
     assert "200" in table[2]
 
-    result.plot(tmp_path / "r.png", title="toy", metric="recent_accuracy", marks=[100])
+    result.plot(tmp_path / "r.png", title="toy", column="recent_accuracy", marks=[100])
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -227,3 +227,131 @@ def test_candidates():
     ]
     assert len(candidates("SCW()")) == 6
     assert candidates("river.linear_model.Perceptron()") == ["river.linear_model.Perceptron()"]
+
+
+@pytest.mark.parametrize("delay", [0, 1, 7, 200])
+def test_delay_matches_river_progressive_val_score(delay):
+    stream = list(datasets.Phishing())
+    ours = evaluate({"lr": linear_model.LogisticRegression()}, stream, every=250, delay=delay)
+    theirs = river_evaluate.iter_progressive_val_score(
+        stream, linear_model.LogisticRegression(), metrics.Accuracy(), step=250, delay=delay or None
+    )
+    assert [r["accuracy"] for r in ours.records] == pytest.approx(
+        [s["Accuracy"].get() for s in theirs], rel=1e-12
+    )
+
+
+def test_delayed_labels_are_all_learned_by_the_end():
+    probe = Probe()
+    evaluate([probe], labelled_stream(50), delay=20, every=10)
+    learned = [c[1]["i"] for c in probe.calls if c[0] == "learn"]
+    assert learned == list(range(50))
+    # example 0 is learned just before example 20 is predicted
+    order = [(c[0], c[1]["i"]) for c in probe.calls]
+    assert order.index(("learn", 0)) == order.index(("predict", 20)) - 1
+
+
+def test_iter_evaluate_yields_growing_results_and_ends_with_evaluates_result():
+    stream = list(datasets.Phishing())[:500]
+    partials = list(iter_evaluate([linear_model.LogisticRegression()], stream, every=100))
+    assert [len(p.records) for p in partials] == [1, 2, 3, 4, 5]
+    assert partials[2].records == partials[-1].records[:3]
+    final = evaluate([linear_model.LogisticRegression()], stream, every=100)
+    strip = [
+        {k: v for k, v in r.items() if k not in ("seconds", "throughput")} for r in final.records
+    ]
+    assert strip == [
+        {k: v for k, v in r.items() if k not in ("seconds", "throughput")}
+        for r in partials[-1].records
+    ]
+
+
+def test_metric_f1_of_a_class_and_a_probability_metric():
+    stream = labelled_stream(600, classes="ab", truth=True)
+    result = evaluate(
+        {"oracle": Oracle(), "probe": Probe()},
+        stream,
+        every=300,
+        metric=OneClass(metrics.F1(), "b"),
+    )
+    assert result.metric == "F1 (b)"
+    probe = [c for c in result.records if c["model"] == "probe"]
+    expected = metrics.F1()
+    last = None
+    for _, y in stream:
+        expected.update(y == "b", last == "b")  # river's F1 of True
+        last = y
+    assert probe[-1]["metric"] == pytest.approx(expected.get())
+    assert [r["metric"] for r in result.records if r["model"] == "oracle"] == [1.0, 1.0]
+
+    loss = evaluate([Oracle(), Probe()], stream, every=300, metric=metrics.CrossEntropy())
+    assert loss.metric == "CrossEntropy" and not loss.bigger_is_better
+    oracle, probe = loss.summary
+    assert oracle["metric"] == pytest.approx(0.0, abs=1e-12) and probe["metric"] is None
+    with pytest.raises(ValueError, match="MAE is not a classification metric"):
+        evaluate([Probe()], stream, metric=metrics.MAE())
+
+
+def test_recent_metric_covers_the_examples_since_the_previous_record():
+    # the probe repeats the previous label: right on runs, wrong on every change
+    stream = [({"i": i}, "a" if i < 100 else "ab"[i % 2]) for i in range(200)]
+    result = evaluate([Probe()], stream, every=100)
+    assert [r["recent_metric"] for r in result.records] == [0.99, 0.01]
+    assert [r["recent_accuracy"] for r in result.records] == pytest.approx([0.99, 0.01])
+    assert result.records[-1]["metric"] == 100 / 200
+
+
+def test_baseline_is_rivers_prior_classifier():
+    stream = [({"i": i}, "b" if i % 3 == 2 else "a") for i in range(300)]
+    result = evaluate([Probe()], stream, every=300, baseline=True)
+    baseline = result.summary[0]
+    assert baseline["model"] == BASELINE
+    # the majority class "a" so far, from the second example on
+    assert baseline["mistakes"] == 1 + sum(y == "b" for _, y in stream[1:])
+
+
+def test_results_show_in_notebooks_and_plot_returns_a_figure(tmp_path):
+    from matplotlib.figure import Figure
+
+    stream = [({"text": t}, "spam" if "win" in t else "ham") for t in ["win now", "hi there"] * 60]
+    models = {"AROW": prepare(parse("AROW()"), text=True), "CW": prepare(parse("CW()"), text=True)}
+    result = evaluate(models, stream, every=10, baseline=True)
+    assert repr(result) == "Evaluation(Accuracy, 3 models, 120 examples)"
+    page = result._repr_html_()
+    assert (
+        page.startswith("<table>") and "<td>AROW</td>" in page and "<td>majority class</td>" in page
+    )
+
+    figure = result.plot(title="toy")
+    assert isinstance(figure, Figure) and figure._repr_png_()[:4] == b"\x89PNG"
+    (ax,) = figure.axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"AROW", "CW", "majority class (baseline)"}
+    styles = {(line.get_linestyle(), line.get_marker()) for line in lines.values()}
+    assert len(styles) == 3  # identical curves stay apart
+    line = lines["majority class (baseline)"]
+    settled = [y for x, y in zip(line.get_xdata(), line.get_ydata()) if x > 12]  # a tenth in
+    bottom, top = ax.get_ylim()
+    assert min(settled) - 0.1 * (top - bottom) < bottom <= min(settled)
+
+    other = Figure()
+    drawn = result.plot(ax=other.subplots(), column="recent_accuracy")
+    assert drawn is other and len(other.axes[0].get_lines()) == 3
+    with pytest.raises(ValueError, match="1 noise levels need 1 axes, got 2"):
+        result.plot(ax=other.subplots(1, 2))
+
+    for suffix, magic in [(".png", b"\x89PNG"), (".pdf", b"%PDF"), (".svg", b"<?xml")]:
+        result.plot(tmp_path / f"r{suffix}")
+        assert (tmp_path / f"r{suffix}").read_bytes().startswith(magic)
+    with pytest.raises(ValueError, match="cannot tell the figure format"):
+        result.plot(tmp_path / "r.jpg")
+
+
+def test_tune_by_a_loss_keeps_the_smallest():
+    stream = list(datasets.Phishing())[:300]
+    chosen, trial = tune(
+        ["AROW()"], stream, lambda spec: prepare(parse(spec)), None, metrics.CrossEntropy()
+    )
+    losses = {r["model"]: r["metric"] for r in trial.summary}
+    assert losses[chosen["AROW()"]] == min(losses.values())
+    assert losses[chosen["AROW()"]] < max(losses.values())

@@ -1,6 +1,7 @@
 import collections
 import csv
 import gzip
+import io
 import json
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from streams.files import (
     open_stream,
     sms_spam,
 )
+from streams.schema import Schema
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -326,7 +328,9 @@ HOSTILE_LINES = [
 )
 @settings(
     derandomize=True,
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 def test_hostile_bytes_give_examples_or_errors_naming_the_file(
     tmp_path, lines, suffix, compressed, cut
@@ -348,3 +352,18 @@ def test_hostile_bytes_give_examples_or_errors_naming_the_file(
         except UnreadableFileError as error:
             assert data[:2] == b"\x1f\x8b"  # a gzip stream, by its magic bytes
             assert str(error).startswith(f"{path}: cannot read past line ")
+
+
+def test_open_stream_passes_the_schema_and_delimiter_to_each_format(tmp_path, monkeypatch):
+    schema = Schema(label_field="y", text_field="body", flat=True)
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_text('{"id": 3, "a": 1, "b": 0.5, "y": "pos"}\n')
+    assert list(open_stream(jsonl, schema=schema)) == [({"a": 1, "b": 0.5}, "pos")]
+    table = tmp_path / "d.csv"
+    table.write_text("body|a|y\nhello there|2|neg\n")
+    assert list(open_stream(table, schema=schema, delimiter="|")) == [
+        ({"text": "hello there", "a": 2.0}, "neg")
+    ]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(b"1 a:1\n"))))
+    stdin = open_stream("-", format="libsvm")
+    assert stdin.source == "<stdin>" and list(stdin) == [({"a": 1.0}, 1)]
