@@ -71,9 +71,9 @@ class StateMismatch(RuntimeError):
 class ServeConfig:
     """What `ModelServer` serves and how (topics, group, guarantee, batching, limits).
 
-    `model_spec` names the model in the stored state (default: the model's repr); a stored
-    state with another spec stops the server unless `discard_state`, which starts new models
-    from the stored offsets. `stale_label_after`: a label still waiting for its example after
+    `model_spec` names the model in the stored state (default: the model's repr on one line);
+    a stored state with another spec stops the server unless `discard_state`, which starts new
+    models from the stored offsets. `stale_label_after`: a label still waiting for its example after
     this many examples of its partition is reported (keyed differently from its example?).
     """
 
@@ -147,7 +147,7 @@ class ModelServer:
         self.model = model
         self.settings = settings
         self.config = config if config is not None else ServeConfig(**kw)
-        self.spec = self.config.model_spec or repr(model)
+        self.spec = self.config.model_spec or " ".join(repr(model).split())
         self.parts: dict[int, _Partition] = {}
         self._shared: Outputs | None = None  # at-least-once: one producer for all partitions
         self._stop = threading.Event()

@@ -93,6 +93,18 @@ def create_topics(
         admin.close()
 
 
+def topic_partitions(settings: KafkaSettings, topic: str) -> list[int]:
+    """The partition numbers of `topic`; `TopicError` when it does not exist."""
+    consumer = _connect(KafkaConsumer, settings)
+    try:
+        partitions = consumer.partitions_for_topic(topic)
+    finally:
+        consumer.close(autocommit=False)
+    if not partitions:
+        raise TopicError(f"topic {topic!r} does not exist on the broker")
+    return sorted(partitions)
+
+
 def log_reaches(settings: KafkaSettings, topic: str, partition: int, offset: int) -> bool:
     """Whether `topic`/`partition` holds records up to `offset` (its end is at least there).
 

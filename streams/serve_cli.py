@@ -228,7 +228,7 @@ def _model(args: argparse.Namespace):
             raise ValueError(f"cannot read --init-model {args.init_model}: {error}") from None
         if not isinstance(model, base.Classifier):
             raise ValueError(f"--init-model {args.init_model} holds no river classifier")
-        return model, args.model or f"init-model {repr(model)}"
+        return model, args.model or "init-model " + " ".join(repr(model).split())
     if not args.model:
         raise ValueError("give --model (a spec) or --init-model (a pickled model)")
     spec = args.model + (" --text" if args.text else "")
