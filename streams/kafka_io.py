@@ -11,7 +11,9 @@ label land in the same partition number). It works in one of two modes:
   partition numbers.
 - static (`partitions`, or all of them): no group, no rebalances; restarts are immediate.
 
-It never commits offsets to Kafka: the caller keeps its own offsets and `seek`s to them.
+It never commits offsets itself: the caller keeps its own offsets and `seek`s to them (the
+server commits them inside its transactions, through `Outputs`). `Outputs` writes a server's
+outputs, in Kafka transactions or not.
 """
 
 from __future__ import annotations
@@ -330,6 +332,13 @@ class Outputs:
         self._call(self._producer.commit_transaction)
         self.in_transaction = False
         self._check_sent()
+
+    def abort(self) -> None:
+        """Abort the open transaction: its writes are dropped by committed readers."""
+        if self.in_transaction:
+            self._call(self._producer.abort_transaction)
+            self.in_transaction = False
+            self._sent.clear()
 
     def send(self, topic: str, **message):
         self.begin()

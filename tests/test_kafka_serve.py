@@ -356,3 +356,32 @@ def test_each_poison_kind_is_dead_lettered_and_the_server_goes_on(
         reference.learn_one({"a": 1.0}, "yes")
         reference.learn_one({"a": -1.0}, "no")
         assert_same_model(final.model, reference, [{"a": 0.5}])
+
+
+def test_at_least_once_learns_exactly_once_and_sends_outputs_at_once(
+    kafka_broker, topic_name, tmp_path
+):
+    rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=8)[:1000]
+    examples = [(i, row["x"], row["label"]) for i, row in enumerate(rows)]
+    topic = topic_name("at-least-once")
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topics(bootstrap, {topic: 1, f"{topic}.predictions": 1})
+    produce_examples(bootstrap, topic, examples[:600])
+    run = lambda: server(  # noqa: E731
+        kafka_broker,
+        topic,
+        tmp_path,
+        AROW(),
+        processing_guarantee="at-least-once",
+        checkpoint_every=100,
+        idle_timeout=1.0,
+    ).run()[0]
+    run()
+    produce_examples(bootstrap, topic, examples[600:])
+    state = run()  # resumes from the stored state (or its local cache)
+    reference, expected = offline(AROW(), examples)
+    assert (state.learned, state.offsets) == (1000, {topic: 1000})
+    assert_same_model(state.model, reference, [x for _, x, _ in examples[:100]])
+    assert_same_model(stored_state(bootstrap, topic, 0).model, reference, [examples[0][1]])
+    plain = read_topic(bootstrap, f"{topic}.predictions", 1000, committed=False)
+    assert [json.loads(r.value) for r in plain] == [expected[str(i)] for i in range(1000)]
