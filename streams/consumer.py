@@ -17,8 +17,8 @@ cache (a file per partition) that spares reading the state topic from its beginn
 Processing guarantees (`ServeConfig.processing_guarantee`):
 
 - "exactly-once" (default): each partition has a transactional producer (transactional id
-  `river-cw.<topic>.<p>`). The outputs of a batch of records, the partition's state after it
-  and the consumed offsets (committed for the group) are written in one Kafka transaction. A
+  `river-cw.<state topic>.<p>`). The outputs of a batch of records, the partition's state
+  after it and the consumed offsets (committed for the group) are in one Kafka transaction. A
   crash at any point, even kill -9, aborts the open transaction; the next owner (its producer
   with the same id fences the old one) restores the last committed state and re-learns the
   records since, silently, so a consumer reading committed records only
@@ -196,7 +196,10 @@ class ModelServer:
                     if self._stop.is_set():
                         break
                     if record.partition in self.parts:
-                        self._handle(record)
+                        try:
+                            self._handle(record)
+                        except Fenced:
+                            self._fenced(record.partition)
                         consumed += 1
                     if self._commit_due():
                         self.commit()
@@ -230,7 +233,7 @@ class ModelServer:
         config = self.config
         for p in sorted(partitions):
             outputs = (
-                Outputs(self.settings, f"river-cw.{config.examples_topic}.{p}")
+                Outputs(self.settings, f"river-cw.{config.states_topic}.{p}")
                 if config.exactly_once
                 else self._shared
             )  # a transactional producer fences the previous owner first
@@ -325,6 +328,10 @@ class ModelServer:
             sorted(partitions),
         )
 
+    def _fenced(self, p: int) -> None:
+        log.warning("partition %d: fenced by a newer owner, dropping it", p)
+        self._drop([p])
+
     def _drop(self, partitions) -> None:
         for p in partitions:
             part = self.parts.pop(p, None)
@@ -362,8 +369,7 @@ class ModelServer:
                 else:
                     part.outputs.flush()
             except Fenced:
-                log.warning("partition %d: fenced by a newer owner, dropping it", p)
-                self._drop([p])
+                self._fenced(p)
                 continue
             part.dirty = False
             path = self.checkpoint_path(p)

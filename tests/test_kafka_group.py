@@ -85,7 +85,9 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(
         produce_examples(
             kafka_broker.bootstrap_servers, topic, examples, partitions=lambda i: i % PARTITIONS
         )
-        learned = lambda: sum(s.learned for m in members for s in m.server.states.values())  # noqa: E731
+        learned = lambda: sum(  # noqa: E731
+            s.learned for m in members for s in m.server.states.values()
+        )
         wait_until(lambda: learned() == len(examples), what="every example learned")
         assert owned() == split  # no rebalance while serving
     finally:

@@ -49,7 +49,8 @@ def test_a_different_model_is_refused_unless_the_stored_ones_are_discarded(
     create_topics(kafka_broker.bootstrap_servers, {topic: 1})
     produce_examples(kafka_broker.bootstrap_servers, topic, examples[:200])
     serve(kafka_broker, topic, AROW())
-    with pytest.raises(StateMismatch, match=r"partition 0 was learned by AROW \( r=1\. .*\), not by the model given \(NHERD"):
+    mismatch = r"partition 0 was learned by AROW \( r=1\. .*\), not by the model given \(NHERD"
+    with pytest.raises(StateMismatch, match=mismatch):
         serve(kafka_broker, topic, NHERD())
     produce_examples(kafka_broker.bootstrap_servers, topic, examples[200:])
     state = serve(kafka_broker, topic, NHERD(), discard_state=True)[0]
@@ -127,7 +128,8 @@ def test_inspect_export_and_init_model(kafka_broker, topic_name, rows, tmp_path)
         assert f"partition {p} of {topic}: AROW()" in shown.stdout
     assert "learned 100, predicted 100, prequential accuracy 0." in shown.stdout
     assert f"offsets (next to read): {{'{topic}': 100}}" in shown.stdout
-    assert "pending: 0 examples waiting for a label, 0 labels waiting for an example" in shown.stdout
+    pending = "pending: 0 examples waiting for a label, 0 labels waiting for an example"
+    assert pending in shown.stdout
 
     path = tmp_path / "model.pkl"
     exported = river_cw(
@@ -138,7 +140,9 @@ def test_inspect_export_and_init_model(kafka_broker, topic_name, rows, tmp_path)
     with open(path, "rb") as fh:
         model = pickle.load(fh)
     assert_same_model(model, stored_state(bootstrap, topic, 1).model, [examples[0][1]])
-    refused = river_cw("inspect", "--bootstrap-servers", bootstrap, "--topic", topic, "--export", "x")
+    refused = river_cw(
+        "inspect", "--bootstrap-servers", bootstrap, "--topic", topic, "--export", "x"
+    )
     assert refused.returncode == 1 and "--export needs exactly one" in refused.stderr
 
     produce_examples(bootstrap, warm, examples[200:])

@@ -189,7 +189,11 @@ def test_delayed_labels_are_joined_and_learned(kafka_broker, topic_name, tmp_pat
     for i, (x, y) in data.items():  # examples in order, learning those whose label is there
         expected[i] = json.loads(
             encode_prediction(
-                str(i), reference.predict_one(x), reference.predict_proba_one(x), expected_learned(i), 0
+                str(i),
+                reference.predict_one(x),
+                reference.predict_proba_one(x),
+                expected_learned(i),
+                0,
             )
         )
         if i not in late:
@@ -226,7 +230,8 @@ def test_pending_examples_and_labels_are_bounded(kafka_broker, topic_name, tmp_p
     finally:
         running.stop()
     final = running.server.states[0]
-    assert (list(final.pending_labels), final.pending_examples) == ([str(i) for i in range(10, 20)], {})
+    assert list(final.pending_labels) == [str(i) for i in range(10, 20)]
+    assert final.pending_examples == {}
     assert final.expired == 20 + 10
 
 
