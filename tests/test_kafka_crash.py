@@ -7,58 +7,68 @@ committed records sees exactly one prediction per example, the offline run's.
 from __future__ import annotations
 
 import json
+import logging
+import multiprocessing
+import os
 import random
 import re
 import signal
-import subprocess
 import sys
-import threading
 import time
 
 import pytest
 from kafka import KafkaProducer
 
+from streams import cli
 from streams.files import sms_spam
 from streams.kafka_io import create_topics
 from streams.messages import encode_example
 from streams.serve_cli import build_model
-from tests.kafka_support import REPO, assert_same_model, offline, read_topic, stored_state
+from tests.kafka_support import assert_same_model, offline, read_topic, stored_state
 
 MODEL = "AROW()"  # with --text: BagOfWords(on="text") | AROW()
 PARTITIONS = 2
 KILLS = 20
+FORK = multiprocessing.get_context("fork")
+
+
+def serve_in_child(argv: list[str], log_path) -> None:
+    """The body of a forked server: `river-cw serve` with its output in `log_path`."""
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.stdout = sys.stderr = open(fd, "w", buffering=1)
+    logging.root.handlers.clear()  # pytest's capture handlers came along with the fork
+    os._exit(cli.main(argv))
 
 
 def start_server(broker, topic, log_path, idle_timeout="30"):
-    with open(log_path, "wb") as log:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streams.cli",
-                "serve",
-                "--model",
-                MODEL,
-                "--text",
-                "--topic",
-                topic,
-                "--bootstrap-servers",
-                broker.bootstrap_servers,
-                "--checkpoint-every",
-                "200",
-                "--checkpoint-seconds",
-                "0.5",
-                "--idle-timeout",
-                idle_timeout,
-                "--log-seconds",
-                "0.5",
-                "--connect-timeout-ms",
-                "5000",
-            ],
-            cwd=REPO,
-            stdout=log,
-            stderr=log,
-        )
+    """`river-cw serve` in a forked process: it starts at once, its modules already imported
+    (the test process runs no Kafka client thread while servers are forked)."""
+    argv = [
+        "serve",
+        "--model",
+        MODEL,
+        "--text",
+        "--topic",
+        topic,
+        "--bootstrap-servers",
+        broker.bootstrap_servers,
+        "--checkpoint-every",
+        "200",
+        "--checkpoint-seconds",
+        "0.5",
+        "--idle-timeout",
+        idle_timeout,
+        "--log-seconds",
+        "0.5",
+        "--connect-timeout-ms",
+        "5000",
+    ]
+    log_path.write_bytes(b"")
+    process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
+    process.start()
+    return process
 
 
 def wait_until_serving(log_path, process, timeout=30.0):
@@ -67,7 +77,7 @@ def wait_until_serving(log_path, process, timeout=30.0):
     while len(re.findall(r"partition \d+: (restored|no stored state)", log_path.read_text())) < (
         PARTITIONS
     ):
-        assert process.poll() is None, f"server exited early:\n{log_path.read_text()}"
+        assert process.is_alive(), f"server exited early:\n{log_path.read_text()}"
         assert time.monotonic() < deadline, f"not serving yet:\n{log_path.read_text()}"
         time.sleep(0.02)
 
@@ -96,7 +106,7 @@ def test_kill_9_at_random_points_while_streaming_is_exactly_once(
     topic = topic_name("crash")
     bootstrap = kafka_broker.bootstrap_servers
     create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": PARTITIONS})
-    producer = threading.Thread(target=stream, args=(bootstrap, topic, examples, 25.0))
+    producer = FORK.Process(target=stream, args=(bootstrap, topic, examples, 20.0))
     producer.start()
     try:
         for run in range(KILLS):
@@ -105,22 +115,25 @@ def test_kill_9_at_random_points_while_streaming_is_exactly_once(
             try:
                 wait_until_serving(log_path, process)
                 time.sleep(rng.uniform(0.0, 1.0))
-                assert process.poll() is None, "the server stopped before it could be killed"
-                process.send_signal(signal.SIGKILL)
-                assert process.wait(timeout=10) == -signal.SIGKILL
+                assert process.is_alive(), "the server stopped before it could be killed"
+                os.kill(process.pid, signal.SIGKILL)
+                process.join(10)
+                assert process.exitcode == -signal.SIGKILL
             finally:
                 process.kill()
-                process.wait()
+                process.join()
     finally:
         producer.join()
+    assert producer.exitcode == 0
 
     log_path = tmp_path / "serve-final.log"
     process = start_server(kafka_broker, topic, log_path, idle_timeout="2")
     try:
-        assert process.wait(timeout=120) == 0, log_path.read_text()
+        process.join(120)
+        assert process.exitcode == 0, log_path.read_text()
     finally:
         process.kill()
-        process.wait()
+        process.join()
 
     expected = {}
     for p in range(PARTITIONS):

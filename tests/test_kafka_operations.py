@@ -12,8 +12,12 @@ import sys
 import pytest
 from kafka import KafkaAdminClient
 
+from river import linear_model, preprocessing
+
 from river_cw import AROW, NHERD
+from streams import cli
 from streams.consumer import StateMismatch
+from streams.inspect_cli import top_weights
 from streams.kafka_io import KafkaSettings, TopicError, create_topics
 from streams.messages import encode_example, encode_label
 from tests.conftest import read_jsonl, shuffled
@@ -114,7 +118,24 @@ def river_cw(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     )
 
 
-def test_inspect_export_and_init_model(kafka_broker, topic_name, rows, tmp_path):
+def inspect(capsys, *args: str) -> tuple[int, str, str]:
+    """`river-cw inspect ARGS` in this process: exit status, output, errors."""
+    code = cli.main(["inspect", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_top_weights_come_from_the_public_weights():
+    model = linear_model.LogisticRegression()
+    model.learn_one({"a": 1.0, "b": -3.0, "c": 0.1}, True)
+    assert [f for f, _ in top_weights(preprocessing.StandardScaler() | model, 2)[None]] == [
+        "b",
+        "a",
+    ]
+    assert top_weights(NHERD(), 3) == {}  # nothing learned: no weights to show
+
+
+def test_inspect_export_and_init_model(kafka_broker, topic_name, rows, tmp_path, capsys):
     examples = [(i, row["x"], row["label"]) for i, row in enumerate(rows)]
     topic, warm = topic_name("inspected"), topic_name("warm-started")
     bootstrap = kafka_broker.bootstrap_servers
@@ -122,28 +143,30 @@ def test_inspect_export_and_init_model(kafka_broker, topic_name, rows, tmp_path)
     produce_examples(bootstrap, topic, examples[:200], partitions=lambda i: i % 2)
     serve(kafka_broker, topic, AROW(), model_spec="AROW()")
 
-    shown = river_cw("inspect", "--bootstrap-servers", bootstrap, "--topic", topic, "--top", "3")
-    assert shown.returncode == 0, shown.stderr
+    code, shown, errors = inspect(
+        capsys, "--bootstrap-servers", bootstrap, "--topic", topic, "--top", "3"
+    )
+    assert code == 0, errors
     for p in (0, 1):
-        assert f"partition {p} of {topic}: AROW()" in shown.stdout
-    assert "learned 100, predicted 100, prequential accuracy 0." in shown.stdout
-    assert f"offsets (next to read): {{'{topic}': 100}}" in shown.stdout
-    pending = "pending: 0 examples waiting for a label, 0 labels waiting for an example"
-    assert pending in shown.stdout
+        assert f"partition {p} of {topic}: AROW()" in shown
+    assert "learned 100, predicted 100, prequential accuracy 0." in shown
+    assert f"offsets (next to read): {{'{topic}': 100}}" in shown
+    assert "pending: 0 examples waiting for a label, 0 labels waiting for an example" in shown
+    assert "weights" in shown  # the top ones, or a word that the model shows none
 
     path = tmp_path / "model.pkl"
-    exported = river_cw(
-        "inspect", "--bootstrap-servers", bootstrap, "--topic", topic, "--partition", "1",
+    code, _, errors = inspect(
+        capsys, "--bootstrap-servers", bootstrap, "--topic", topic, "--partition", "1",
         "--export", str(path),
     )  # fmt: skip
-    assert exported.returncode == 0, exported.stderr
+    assert code == 0, errors
     with open(path, "rb") as fh:
         model = pickle.load(fh)
     assert_same_model(model, stored_state(bootstrap, topic, 1).model, [examples[0][1]])
-    refused = river_cw(
-        "inspect", "--bootstrap-servers", bootstrap, "--topic", topic, "--export", "x"
+    code, _, errors = inspect(
+        capsys, "--bootstrap-servers", bootstrap, "--topic", topic, "--export", "x"
     )
-    assert refused.returncode == 1 and "--export needs exactly one" in refused.stderr
+    assert code == 1 and "--export needs exactly one" in errors
 
     produce_examples(bootstrap, warm, examples[200:])
     served = river_cw(
