@@ -9,21 +9,27 @@ Kulesza (2009): the score of z is ``w_z . x`` and an update moves along the diff
 second label's block and the first label gets an empty block, so no prediction changes at that
 moment: ``score(second) - score(first) = w . x`` as before.
 
-A subclass stores the weights and provides four hooks: `_scores`, `_add_block`, `_lift` and
-`_update` (and `_learning_scores` where updates are judged by other weights than predictions,
-as in voted RDA); this base turns labels into blocks and signs.
+A subclass stores the weights and provides the hooks `_scores`, `_add_block`, `_lift`,
+`_layout`/`_restore_layout` and `_update` (and `_learning_scores` where updates are judged by
+other weights than predictions, as in voted RDA); this base turns labels into blocks and signs.
+
+Every public method converts the feature values to Python floats first
+(`river_cw.validation.as_floats`). A call either succeeds or raises `TypeError`/`ValueError`
+naming the feature or the label, and then the model is exactly as it was: `_update` validates
+and computes before it writes, and a new label is registered only together with a successful
+update (the block structure is restored if the update raises).
 """
 
 from __future__ import annotations
 
 import abc
+import copy
 import math
 
-import numpy as np
 from river import base
 
 from .gaussian import DiagonalGaussian, FullGaussian
-from .validation import check_label
+from .validation import as_floats, check_label
 
 __all__ = ["GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
 
@@ -62,6 +68,17 @@ class LinearClassifier(base.Classifier, abc.ABC):
     def _lift(self) -> None:
         """Turn the binary vector into blocks ``[empty, w]`` (see the module docstring)."""
 
+    def _layout(self):
+        """A snapshot of the block structure; a subclass returns its containers, not weights.
+
+        The default copies the whole state: always right, and taken only when a label is new.
+        """
+        return copy.deepcopy(vars(self))
+
+    def _restore_layout(self, layout) -> None:
+        """Undo `_lift`/`_add_block` calls made since `layout` was taken."""
+        vars(self).update(layout)
+
     @abc.abstractmethod
     def _update(self, x: dict, pairs: tuple[tuple[int, int], ...]) -> None:
         """Learn from the difference vector ``sum(sign * f(x, block) for block, sign in pairs)``.
@@ -75,6 +92,7 @@ class LinearClassifier(base.Classifier, abc.ABC):
 
     def learn_one(self, x: dict, y, **kwargs) -> None:
         check_label(y)
+        x = as_floats(x)
         k = self._class_index.get(y)
         if self.is_binary and (k is not None or len(self.classes_) < 2):
             sign = 1 if (len(self.classes_) if k is None else k) == 1 else -1
@@ -83,19 +101,31 @@ class LinearClassifier(base.Classifier, abc.ABC):
                 self._register(y)
             return
         scores = self._learning_scores(x)  # validates x before anything changes
-        if k is None:
+        if k is not None:
+            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)))
+            return
+        layout = (list(self.classes_), dict(self._class_index), self._layout())
+        try:
             k = self._register(y)
             scores = self._learning_scores(x)
-        wrong = max((z for z in range(len(scores)) if z != k), key=scores.__getitem__)
-        self._update(x, ((k, 1), (wrong, -1)))
+            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)))
+        except BaseException:
+            self.classes_, self._class_index, structure = layout
+            self._restore_layout(structure)
+            raise
 
     def predict_one(self, x: dict, **kwargs):
-        scores = self._scores(x)  # validates x, even before any label is known
+        scores = self._scores(as_floats(x))  # validates x, even before any label is known
         if not self.classes_:
             return None
         if self.is_binary:
             return self.classes_[-1] if scores[0] > 0 else self.classes_[0]
         return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
+
+    @staticmethod
+    def _best_wrong(scores: list[float], k: int) -> int:
+        """The best-scoring block other than k (Crammer, Dredze and Kulesza 2009)."""
+        return max((z for z in range(len(scores)) if z != k), key=scores.__getitem__)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -169,6 +199,7 @@ class GaussianClassifier(LinearClassifier):
         self.initial_variance = initial_variance
         engine = DiagonalGaussian if covariance == "diagonal" else FullGaussian
         self._gaussian = engine(initial_variance)
+        self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
     @abc.abstractmethod
     def _step(self, m: float, v: float) -> tuple[float, float] | None:
@@ -190,6 +221,12 @@ class GaussianClassifier(LinearClassifier):
     def _lift(self):
         self._gaussian.lift()
 
+    def _layout(self):
+        return self._gaussian.layout()
+
+    def _restore_layout(self, layout):
+        self._gaussian.restore_layout(layout)
+
     def _update(self, x, pairs):
         m, v, u, entries = self._gaussian.margin(x, pairs)
         if v <= 0.0:  # no non-zero feature, or all their variance is spent: nothing to learn
@@ -202,19 +239,43 @@ class GaussianClassifier(LinearClassifier):
             else:
                 step = self._step(m, v)
                 step = step and (*step, self.diagonal)
-        except (ZeroDivisionError, OverflowError):
-            step = None  # values so extreme that float64 cannot express the step
+        except (ZeroDivisionError, OverflowError):  # float64 cannot express the step
+            self.n_skipped_updates += 1
+            return
         if step is None:
             return
         alpha, gamma, *scheme = step
         # With v near 0 and a violated constraint, CW's step can overflow float64; skip it.
-        if math.isfinite(alpha) and math.isfinite(gamma):
-            self._gaussian.update(entries, alpha, gamma, v, *scheme)
+        finite = math.isfinite(alpha) and math.isfinite(gamma)
+        if not (finite and self._gaussian.update(entries, alpha, gamma, v, *scheme)):
+            self.n_skipped_updates += 1
+
+    # -- public state -------------------------------------------------------------------------
+
+    def _by_label(self, blocks: list[dict]) -> dict:
+        """One block as it is while binary; ``{label: block}`` once multi-class."""
+        if self.is_binary:
+            return blocks[0]
+        return dict(zip(self.classes_, blocks))
+
+    @property
+    def weights(self) -> dict:
+        """The means of the learned weights: ``{feature: mean}`` while binary (the score of the
+        second label seen; the first is its negation), ``{label: {feature: mean}}`` once
+        multi-class. Features never learned have mean 0 and are absent. A copy."""
+        return self._by_label(self._gaussian.block_views()[0])
+
+    @property
+    def variances(self) -> dict:
+        """The (marginal) variances of the learned weights, laid out as `weights`; features
+        never learned have variance `initial_variance`. A copy."""
+        return self._by_label(self._gaussian.block_views()[1])
 
     # -- probabilities ------------------------------------------------------------------------
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         classes = self.classes_
+        x = as_floats(x)
         scores = self._scores(x)  # validates x, even before two labels are known
         if len(classes) < 2:
             return {c: 1.0 for c in classes}
@@ -222,10 +283,10 @@ class GaussianClassifier(LinearClassifier):
         if self.is_binary:
             p = 0.5 * math.erfc(-_standardised(scores[0], cov[0, 0]) / math.sqrt(2.0))
             return {classes[0]: 1.0 - p, classes[1]: p}
-        var = np.diag(cov)
+        cov = cov.tolist()  # Python floats: an overflow is inf, silently, as in the binary case
         logp = [
             sum(
-                normal_log_cdf(_standardised(s_z - s_k, var[z] + var[k] - 2.0 * cov[z, k]))
+                normal_log_cdf(_standardised(s_z - s_k, cov[z][z] + cov[k][k] - 2.0 * cov[z][k]))
                 for k, s_k in enumerate(scores)
                 if k != z
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -15,10 +16,14 @@ __all__ = ["combine"]
 def combine(models: list[GaussianClassifier], method: str = "kl") -> GaussianClassifier:
     """Merge models of the same class and hyper-parameters into one.
 
-    ``"kl"`` weights each model by its precision, ``Sigma^-1 = sum_c Sigma_c^-1`` and
-    ``mu = Sigma sum_c Sigma_c^-1 mu_c`` (the Gaussian minimising the summed KL divergence);
-    ``"l2"`` averages the means and covariances. A weight a model never learned counts with its
-    prior (mean 0, variance `initial_variance`); a weight no model learned keeps the prior.
+    ``"kl"`` is the paper's "KL" combination: ``Sigma^-1 = sum_c Sigma_c^-1`` and
+    ``mu = Sigma sum_c Sigma_c^-1 mu_c``, the normalised product of the models' Gaussians (each
+    model's evidence multiplied in; note that the Gaussian minimising the summed KL divergence
+    ``sum_c KL(N || N_c)`` would instead average the precisions). A weight whose variance
+    underflowed to 0 in some model is a point mass: it takes the average of those models'
+    means, with variance 0. ``"l2"`` averages the means and the covariances. A weight a model
+    never learned counts with its prior (mean 0, variance `initial_variance`); a weight no model
+    learned keeps the prior.
 
     The models must have seen the same labels, in any order: a binary model whose labels came in
     the other order is negated first (its Gaussian over ``-w``). The inputs are not modified.
@@ -63,20 +68,10 @@ def _aligned(model: GaussianClassifier, classes: list) -> GaussianClassifier:
     if model.classes_ == classes:
         return model
     model = copy.deepcopy(model)
-    gaussian = model._gaussian
     if model.is_binary:  # the other orientation: the Gaussian over -w
-        if isinstance(gaussian, DiagonalGaussian):
-            for w in gaussian.blocks[0].values():
-                w[0] = -w[0]
-        else:
-            gaussian.mean = -gaussian.mean
+        model._gaussian.negate()
     else:
-        order = [model._class_index[c] for c in classes]
-        if isinstance(gaussian, DiagonalGaussian):
-            gaussian.blocks = [gaussian.blocks[k] for k in order]
-        else:
-            new_block = {k: b for b, k in enumerate(order)}
-            gaussian.index = {(new_block[b], f): i for (b, f), i in gaussian.index.items()}
+        model._gaussian.reorder([model._class_index[c] for c in classes])
     model.classes_ = list(classes)
     model._class_index = {c: i for i, c in enumerate(classes)}
     return model
@@ -91,9 +86,7 @@ def _combine_diagonal(gaussians: list[DiagonalGaussian], method: str) -> Diagona
         for f in set().union(*blocks):
             pairs = [block.get(f, (0.0, prior)) for block in blocks]
             if method == "kl":
-                precision = sum(1.0 / s for _, s in pairs)
-                mean = sum(mu / s for mu, s in pairs) / precision
-                combined[f] = [mean, 1.0 / precision]
+                combined[f] = _product(pairs)
             else:
                 n = len(pairs)
                 combined[f] = [sum(mu for mu, _ in pairs) / n, sum(s for _, s in pairs) / n]
@@ -101,26 +94,39 @@ def _combine_diagonal(gaussians: list[DiagonalGaussian], method: str) -> Diagona
     return merged
 
 
+def _product(pairs: list) -> list:
+    """``[mean, variance]`` of the normalised product of 1-D Gaussians ``(mean, variance)``.
+
+    A variance that underflowed to 0 (or whose precision overflows) is a point mass: the
+    product is then the point masses' average mean with variance 0, never a division by 0."""
+    certain = [mu for mu, s in pairs if s == 0.0 or 1.0 / s == math.inf]
+    if certain:
+        return [math.fsum(certain) / len(certain), 0.0]
+    precision = sum(1.0 / s for _, s in pairs)
+    return [sum(mu / s for mu, s in pairs) / precision, 1.0 / precision]
+
+
 def _combine_full(gaussians: list[FullGaussian], method: str) -> FullGaussian:
     prior = gaussians[0].initial_variance
     merged = FullGaussian(prior)
     merged.n_blocks = gaussians[0].n_blocks
     keys = list(dict.fromkeys(key for g in gaussians for key in g.index))
-    merged.index = {key: i for i, key in enumerate(keys)}
+    index = {key: i for i, key in enumerate(keys)}
     n = len(keys)
-    means, covs = [], []
+    means, precisions = [], []
     for g in gaussians:  # each model on the merged index, unseen weights at the prior
-        rows = np.array([merged.index[key] for key in g.index], dtype=int)
-        mean, cov = np.zeros(n), prior * np.eye(n)
+        rows = np.array([index[key] for key in g.index], dtype=int)
+        mean, precision = np.zeros(n), np.eye(n) / prior
         mean[rows] = g.mean
-        cov[np.ix_(rows, rows)] = g.cov
+        precision[np.ix_(rows, rows)] = g.precision
         means.append(mean)
-        covs.append(cov)
+        precisions.append(precision)
     if method == "kl":
-        precisions = [np.linalg.inv(cov) for cov in covs]
-        merged.cov = np.linalg.inv(sum(precisions))
-        merged.mean = merged.cov @ sum(p @ mu for p, mu in zip(precisions, means))
+        precision = sum(precisions)
+        mean = np.linalg.solve(precision, sum(p @ mu for p, mu in zip(precisions, means)))
     else:
-        merged.mean = sum(means) / len(means)
-        merged.cov = sum(covs) / len(covs)
+        mean = sum(means) / len(means)
+        cov = sum(np.linalg.inv(p) for p in precisions) / len(precisions)
+        precision = np.linalg.inv(cov)
+    merged.set_precision(index, mean, (precision + precision.T) / 2.0)
     return merged

@@ -26,10 +26,19 @@ import math
 from math import fsum
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from .validation import check_features
 
 __all__ = ["DiagonalGaussian", "FullGaussian"]
+
+
+def _total(terms) -> float:
+    """``math.fsum(terms)``, or ``inf`` where the exact sum is beyond float64."""
+    try:
+        return fsum(terms)
+    except OverflowError:
+        return math.inf
 
 
 def _raise_bad_input(x: dict) -> None:
@@ -43,6 +52,10 @@ class DiagonalGaussian:
 
     Absent features have mean 0 and the prior variance; they are stored only once learned.
     Sums are exactly rounded (`math.fsum`), so the order of the features never changes a result.
+    Feature values arrive as Python floats (`river_cw.validation.as_floats`).
+
+    An update is computed in full before anything is written (`update`): either every weight
+    it touches takes its new finite value, or none changes.
     """
 
     def __init__(self, initial_variance: float):
@@ -54,6 +67,28 @@ class DiagonalGaussian:
 
     def lift(self) -> None:
         self.blocks.insert(0, {})
+
+    def layout(self):
+        """A snapshot of the block structure, for `restore_layout` after a failed learn."""
+        return list(self.blocks)
+
+    def block_views(self) -> tuple[list[dict], list[dict]]:
+        """Per block, ``{feature: mean}`` and ``{feature: variance}`` of the learned weights."""
+        means = [{f: w[0] for f, w in block.items()} for block in self.blocks]
+        variances = [{f: w[1] for f, w in block.items()} for block in self.blocks]
+        return means, variances
+
+    def negate(self) -> None:
+        """The Gaussian over ``-w`` (a binary model's labels swapped)."""
+        for w in self.blocks[0].values():
+            w[0] = -w[0]
+
+    def reorder(self, order: list[int]) -> None:
+        """Blocks in the new order: block i becomes the old block ``order[i]``."""
+        self.blocks = [self.blocks[k] for k in order]
+
+    def restore_layout(self, layout) -> None:
+        self.blocks = layout
 
     def scores(self, x: dict) -> list[float]:
         """``mu_b . x`` for every block b; raises on a bad `x` (every value is touched)."""
@@ -71,7 +106,7 @@ class DiagonalGaussian:
                         terms.append(w[0] * xf)
                 score = fsum(terms)
                 ok = math.isfinite(score + unseen)
-            except TypeError:
+            except (TypeError, OverflowError):
                 ok = False
             if not ok:
                 _raise_bad_input(x)
@@ -88,7 +123,7 @@ class DiagonalGaussian:
             for f, xf in x.items():
                 w = get(f)
                 terms.append((prior if w is None else w[1]) * xf * xf)
-            out.append(fsum(terms))
+            out.append(_total(terms))
         return np.diag(out)
 
     def margin(self, x: dict, pairs) -> tuple[float, float, list, list]:
@@ -117,43 +152,60 @@ class DiagonalGaussian:
                 entries.append((b, sign, seen, unseen))
             v = fsum(u)
             ok = math.isfinite(m) and math.isfinite(v)
-        except TypeError:
+        except (TypeError, OverflowError):
             ok = False
         if not ok:
             _raise_bad_input(x)
         return m, v, u, entries
 
-    def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> None:
+    def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> bool:
         """Apply one step; `scheme` is "project", "drop" or a function ``(s_j, d_j^2) -> s_j``.
 
-        Variances stay in ``[0, s_j]``: a spent variance is 0, never negative or NaN.
+        Per weight, with ``a = alpha * sign``: the mean becomes ``mu_j + (a * s_j) * x_j`` and
+        the variance ``s_j / (1 + gamma * (x_j * x_j * s_j))`` (project),
+        ``s_j * max(0, 1 - beta * (x_j * x_j * s_j))`` with ``beta = gamma / (1 + gamma v)``
+        (drop) or ``scheme(s_j, x_j * x_j)``. Variances stay in ``[0, s_j]``.
+
+        All new values are computed first; they are written only if every one is finite.
+        Returns whether the step was applied (False: float64 cannot express it).
         """
         prior = self.initial_variance
         beta = gamma / (1.0 + gamma * v)
-        for b, sign, seen, unseen in entries:
-            if unseen:
-                block = self.blocks[b]
-                seen.extend((block.setdefault(f, [0.0, prior]), xf) for f, xf in unseen)
-            a = alpha * sign  # d_j = sign x_j and d_j^2 = x_j^2
-            if scheme == "project":
-                for w, xf in seen:
-                    s = w[1]
-                    w[0] += a * s * xf
-                    w[1] = s / (1.0 + gamma * (xf * xf * s))
-            elif scheme == "drop":
-                for w, xf in seen:
-                    s = w[1]
-                    w[0] += a * s * xf
-                    w[1] = s * max(0.0, 1.0 - beta * (xf * xf * s))
-            else:
-                for w, xf in seen:
-                    s = w[1]
-                    w[0] += a * s * xf
-                    w[1] = scheme(s, xf * xf)
+        planned = []
+        try:
+            for b, sign, seen, unseen in entries:
+                fresh = [(f, [0.0, prior]) for f, _ in unseen]
+                items = seen + [(w, xf) for (_, w), (_, xf) in zip(fresh, unseen)]
+                a = alpha * sign  # d_j = sign x_j and d_j^2 = x_j^2
+                means = [w[0] + a * w[1] * xf for w, xf in items]
+                if scheme == "project":
+                    variances = [w[1] / (1.0 + gamma * (xf * xf * w[1])) for w, xf in items]
+                elif scheme == "drop":
+                    variances = [w[1] * max(0.0, 1.0 - beta * (xf * xf * w[1])) for w, xf in items]
+                else:
+                    variances = [scheme(w[1], xf * xf) for w, xf in items]
+                if not (math.isfinite(sum(means)) and math.isfinite(sum(variances))):
+                    return False
+                planned.append((b, fresh, items, means, variances))
+        except (OverflowError, ZeroDivisionError):
+            return False
+        for b, fresh, items, means, variances in planned:
+            for (w, _), mean, variance in zip(items, means, variances):
+                w[0] = mean
+                w[1] = variance
+            self.blocks[b].update(fresh)
+        return True
 
 
 class FullGaussian:
     """One joint Gaussian over all ``(block, feature)`` weights, grown as features arrive.
+
+    The precision is kept as its Cholesky factor, ``Sigma^-1 = R' R`` with R upper triangular.
+    Every rule only adds to the precision (``gamma d d'``, gamma >= 0), a rank-one Cholesky
+    update by Givens rotations that keeps every diagonal entry of R at least ``1 /
+    sqrt(initial_variance)``: Sigma stays symmetric positive definite under any input, where
+    the Woodbury downdate of Sigma itself loses definiteness to cancellation (features spanning
+    1e-8..1e8). ``Sigma d`` costs two triangular solves, ``d' Sigma d = |R^-T d|^2 >= 0``.
 
     New weights enter with mean 0, the prior variance and no correlation, which leaves the
     distribution of every existing weight unchanged.
@@ -164,7 +216,24 @@ class FullGaussian:
         self.n_blocks = 1
         self.index: dict = {}  # (block, feature) -> row
         self.mean = np.zeros(0)
-        self.cov = np.zeros((0, 0))
+        self.chol = np.zeros((0, 0))  # R, upper triangular: the precision is R' R
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Sigma, the covariance matrix of the weights (rows as in `index`)."""
+        inv = _solve(self.chol, np.eye(len(self.index)))
+        return inv @ inv.T
+
+    @property
+    def precision(self) -> np.ndarray:
+        """Sigma^-1 = R' R."""
+        return self.chol.T @ self.chol
+
+    def set_precision(self, index: dict, mean: np.ndarray, precision: np.ndarray) -> None:
+        """Replace the Gaussian by N(mean, precision^-1) over the weights of `index`."""
+        self.index = dict(index)
+        self.mean = np.asarray(mean, dtype=float)
+        self.chol = np.linalg.cholesky(precision).T if len(index) else np.zeros((0, 0))
 
     def add_block(self) -> None:
         self.n_blocks += 1
@@ -173,13 +242,39 @@ class FullGaussian:
         self.index = {(b + 1, f): i for (b, f), i in self.index.items()}
         self.n_blocks += 1
 
+    def layout(self):
+        return dict(self.index), self.n_blocks
+
+    def block_views(self) -> tuple[list[dict], list[dict]]:
+        """Per block, ``{feature: mean}`` and ``{feature: marginal variance}``."""
+        means = [{} for _ in range(self.n_blocks)]
+        variances = [{} for _ in range(self.n_blocks)]
+        diagonal = np.diag(self.cov) if self.index else ()
+        for (b, f), i in self.index.items():
+            means[b][f] = float(self.mean[i])
+            variances[b][f] = float(diagonal[i])
+        return means, variances
+
+    def negate(self) -> None:
+        self.mean = -self.mean
+
+    def reorder(self, order: list[int]) -> None:
+        new_block = {k: b for b, k in enumerate(order)}
+        self.index = {(new_block[b], f): i for (b, f), i in self.index.items()}
+
+    def restore_layout(self, layout) -> None:
+        self.index, self.n_blocks = layout
+
     def scores(self, x: dict) -> list[float]:
         values = self._values(x)
         mean, index = self.mean, self.index
-        return [
-            float(sum(mean[index[b, f]] * xf for f, xf in values.items() if (b, f) in index))
+        scores = [
+            _total([mean[index[b, f]] * xf for f, xf in values.items() if (b, f) in index])
             for b in range(self.n_blocks)
         ]
+        if not all(map(math.isfinite, scores)):
+            _raise_bad_input(x)
+        return scores
 
     def score_covariance(self, x: dict) -> np.ndarray:
         """The covariance matrix of the block scores ``(mu_b . x)_b`` under N(mu, Sigma)."""
@@ -187,61 +282,102 @@ class FullGaussian:
         embed = np.zeros((self.n_blocks, len(self.index)))
         prior = np.zeros(self.n_blocks)
         for b in range(self.n_blocks):
+            unseen = []
             for f, xf in values.items():
                 i = self.index.get((b, f))
                 if i is None:
-                    prior[b] += self.initial_variance * xf * xf
+                    unseen.append(self.initial_variance * xf * xf)
                 else:
                     embed[b, i] = xf
-        return embed @ self.cov @ embed.T + np.diag(prior)
+            prior[b] = _total(unseen)
+        z = _solve(self.chol, embed.T, trans="T")  # R^-T E'
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: inf, as diagonal
+            return z.T @ z + np.diag(prior)
 
     def margin(self, x: dict, pairs) -> tuple[float, float, None, tuple]:
-        """``m = mu . d`` and ``v = d' Sigma d`` with d's rows and values; unseen rows count with
-        the prior. (No per-coordinate terms: the exact schemes are diagonal.)"""
+        """``m = mu . d`` and ``v = d' Sigma d`` with d over the known rows and the unseen
+        weights (which count with the prior). (No per-coordinate terms: the exact schemes are
+        diagonal.) Unseen weights get their rows in a canonical order of their keys, so the
+        order of the features in `x` never changes a result."""
         values = self._values(x)
-        rows, d, prior_v = [], [], 0.0
-        unseen = []
+        d = np.zeros(len(self.index))
+        prior_v, unseen = [], []
         for b, sign in pairs:
             for f, xf in values.items():
                 i = self.index.get((b, f))
                 if i is None:
                     unseen.append(((b, f), sign * xf))
-                    prior_v += self.initial_variance * xf * xf
+                    prior_v.append(self.initial_variance * xf * xf)
                 else:
-                    rows.append(i)
-                    d.append(sign * xf)
-        rows, d = np.array(rows, dtype=int), np.array(d)
-        sigma_d = self.cov[:, rows] @ d
-        v = float(d @ sigma_d[rows]) + prior_v
+                    d[i] += sign * xf
+        unseen.sort(key=_row_order)
+        z = _solve(self.chol, d, trans="T")  # R^-T d
+        with np.errstate(over="ignore", invalid="ignore"):  # refused below when not finite
+            v = float(z @ z) + _total(prior_v)
         if not math.isfinite(v):
             _raise_bad_input(x)
-        return float(self.mean[rows] @ d), v, None, (rows, d, sigma_d, unseen)
+        return float(self.mean @ d), v, None, (d, z, unseen)
 
-    def update(self, entries: tuple, alpha: float, gamma: float, v: float) -> None:
-        """Apply one step (full covariance has no diagonal scheme)."""
-        rows, d, sigma_d, unseen = entries
-        if unseen:
-            start = len(self.index)
-            self._grow([key for key, _ in unseen])
-            rows = np.concatenate([rows, np.arange(start, start + len(unseen))])
-            d = np.concatenate([d, [value for _, value in unseen]])
-            sigma_d = np.concatenate([sigma_d, self.initial_variance * d[-len(unseen) :]])
-        beta = gamma / (1.0 + gamma * v)
-        self.mean += alpha * sigma_d
-        self.cov -= beta * np.outer(sigma_d, sigma_d)
-
-    def _grow(self, keys: list) -> None:
-        n, k = len(self.index), len(keys)
-        cov = np.zeros((n + k, n + k))
-        cov[:n, :n] = self.cov
-        cov[range(n, n + k), range(n, n + k)] = self.initial_variance
-        self.cov = cov
-        self.mean = np.concatenate([self.mean, np.zeros(k)])
-        for key in keys:
+    def update(self, entries: tuple, alpha: float, gamma: float, v: float) -> bool:
+        """Apply one step (full covariance has no diagonal scheme): ``mu += alpha Sigma d`` and
+        ``R' R += gamma d d'``, computed first, written only if every number is finite."""
+        d, z, unseen = entries
+        n, k = len(self.index), len(unseen)
+        sigma_d = _solve(self.chol, z)  # R^-1 R^-T d
+        chol, mean = self.chol, self.mean
+        if k:
+            new_d = np.array([value for _, value in unseen])
+            d = np.concatenate([d, new_d])
+            sigma_d = np.concatenate([sigma_d, self.initial_variance * new_d])
+            chol = np.zeros((n + k, n + k))
+            chol[:n, :n] = self.chol
+            chol[range(n, n + k), range(n, n + k)] = 1.0 / math.sqrt(self.initial_variance)
+            mean = np.concatenate([mean, np.zeros(k)])
+        with np.errstate(all="ignore"):
+            mean = mean + alpha * sigma_d
+            chol = _cholesky_update(chol if k else chol.copy(), math.sqrt(gamma) * d)
+        if not (np.isfinite(mean).all() and np.isfinite(chol).all()):
+            return False
+        self.mean, self.chol = mean, chol
+        for key, _ in unseen:
             self.index[key] = len(self.index)
+        return True
 
     @staticmethod
     def _values(x: dict) -> dict:
-        """The non-zero values of `x` as floats; raises on a bad value."""
+        """The non-zero values of `x` (floats); raises on a bad value."""
         check_features(x)
-        return {f: float(xf) for f, xf in x.items() if xf}
+        return {f: xf for f, xf in x.items() if xf}
+
+
+def _row_order(entry) -> tuple:
+    """Sort key of a new weight ``((block, feature), value)``: block, then the feature's type
+    and repr (a total order on any mix of hashable keys)."""
+    (block, feature), _ = entry
+    return block, type(feature).__name__, repr(feature)
+
+
+def _solve(chol: np.ndarray, b: np.ndarray, trans: str = "N") -> np.ndarray:
+    """``R^-1 b`` (or ``R^-T b``) for the upper triangular R; empty when there are no weights."""
+    if not len(chol):
+        return np.zeros(b.shape)
+    return solve_triangular(chol, b, trans=trans)
+
+
+def _cholesky_update(chol: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """R with ``R' R + w w'`` in place of ``R' R``, R upper triangular (Givens rotations).
+
+    Each diagonal entry becomes ``hypot(R_kk, w_k) >= R_kk``, so R stays non-singular."""
+    nonzero = np.flatnonzero(w)
+    w = w.copy()
+    for k in range(int(nonzero[0]) if len(nonzero) else len(w), len(w)):
+        r_kk, w_k = chol[k, k], w[k]
+        if w_k == 0.0:
+            continue
+        r = math.hypot(r_kk, w_k)
+        c, s = r / r_kk, w_k / r_kk
+        chol[k, k] = r
+        row = (chol[k, k + 1 :] + s * w[k + 1 :]) / c
+        w[k + 1 :] = c * w[k + 1 :] - s * row
+        chol[k, k + 1 :] = row
+    return chol

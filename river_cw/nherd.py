@@ -68,7 +68,12 @@ class NHERD(GaussianClassifier):
         if step is None:
             return None
         C = self.C
-        return step[0], step[1], lambda s, d2: s / (1.0 + C * d2 * s) ** 2
+
+        def shrink(s, d2):  # s / (1 + C d2 s)^2: an overflowing square gives 0, never an error
+            q = 1.0 + C * d2 * s
+            return s / (q * q)
+
+        return step[0], step[1], shrink
 
     @classmethod
     def _unit_test_params(cls):

@@ -10,7 +10,7 @@ from array import array
 import numpy as np
 
 from .base import LinearClassifier
-from .validation import check_features
+from .validation import as_floats, check_features
 
 __all__ = ["VotedRDA"]
 
@@ -173,6 +173,7 @@ class VotedRDA(LinearClassifier):
         self._cuts: list = []
         self._live_cuts = 0  # the heap's size after its last clean-up
         self._k = 0  # index of the current predictor w_k (w_0 = 0)
+        self.n_skipped_updates = 0  # updates float64 could not express (nothing was written)
         self._c = 0  # examples counted for w_k so far
         self._t = 0  # examples seen
         self._inv = 0.0  # sum of c_j / sqrt(j) over the retired predictors 1 <= j < k
@@ -305,6 +306,12 @@ class VotedRDA(LinearClassifier):
         self._blocks.insert(0, {})
         self._history.insert(0, {})
 
+    def _layout(self):
+        return list(self._blocks), list(self._history)
+
+    def _restore_layout(self, layout) -> None:
+        self._blocks, self._history = layout
+
     def _logits(self, scores: list[float]) -> np.ndarray:
         return np.array([0.0, scores[0]] if self.is_binary else scores)
 
@@ -326,11 +333,12 @@ class VotedRDA(LinearClassifier):
 
     def _update(self, x: dict, pairs: tuple[tuple[int, int], ...]) -> None:
         scores = self._learning_scores(x)  # validates x before anything changes
-        margin = math.fsum(sign * scores[b] for b, sign in pairs)
-        if self.loss == "hinge" and self.prediction != "vote" and len(self.classes_) > 1:
-            label = pairs[0][0] if not self.is_binary else int(pairs[0][1] == 1)
-            self._calibrate(x, label)
-
+        terms = [sign * scores[b] for b, sign in pairs]
+        try:
+            margin = math.fsum(terms)
+        except OverflowError:  # two finite scores whose difference is beyond float64
+            margin = sum(terms)
+        plan = None
         if not self.conservative or margin <= 0:
             if self.loss == "hinge":
                 step = 1.0 if margin < 1 else 0.0
@@ -338,13 +346,43 @@ class VotedRDA(LinearClassifier):
                 step = 1.0 / (1.0 + math.exp(margin))
             else:
                 step = math.exp(-margin) / (1.0 + math.exp(-margin))
-            self._step(x, pairs, step)
-
+            plan = self._plan(x, pairs, step)
+            if plan is None:
+                self.n_skipped_updates += 1
+                return
+        if self.loss == "hinge" and self.prediction != "vote" and len(self.classes_) > 1:
+            label = pairs[0][0] if not self.is_binary else int(pairs[0][1] == 1)
+            self._calibrate(x, label)
+        if plan is not None:
+            self._step(plan)
         self._c += 1
         self._t += 1
 
-    def _step(self, x: dict, pairs: tuple[tuple[int, int], ...], step: float) -> None:
-        """Retire w_k, add the subgradient ``-step * sign * x`` of each block, start w_{k+1}."""
+    def _plan(self, x: dict, pairs: tuple[tuple[int, int], ...], step: float) -> list | None:
+        """The subgradient entries ``(block, feature, -step * sign * x_f)`` of an update, or
+        None when a sum it would store is beyond float64 (then nothing is written)."""
+        if step == 0.0:
+            return []
+        total = self._totals()  # before retiring w_k it already gives the sums up to k
+        plan = []
+        for b, sign in pairs:
+            block = self._blocks[b]
+            for f, v in x.items():
+                if v == 0:
+                    continue
+                g = -step * sign * v
+                rec = block.get(f)
+                if rec is None:
+                    finite = math.isfinite(g)
+                else:
+                    finite = math.isfinite(rec[0] + g) and math.isfinite(total(rec))
+                if not finite:
+                    return None
+                plan.append((b, f, g))
+        return plan
+
+    def _step(self, plan: list) -> None:
+        """Retire w_k, add the planned subgradient entries, start w_{k+1}."""
         k, vote = self._k, self.prediction == "vote"
         if k > 0:
             r = math.sqrt(k)
@@ -358,25 +396,21 @@ class VotedRDA(LinearClassifier):
             if rec[1] == first:  # still the same segment
                 rec[5], rec[6] = self._inv, self._sqr
         self._k, self._c = k + 1, 0
-        if step == 0.0:
+        if not plan:
             return
         total = self._totals()  # c_{k+1} = 0: the sums up to k
-        for b, sign in pairs:
-            block, history = self._blocks[b], self._history[b]
-            for f, v in x.items():
-                if v == 0:
-                    continue
-                g = -step * sign * v
-                rec = block.get(f)
-                if rec is None:
-                    rec = block[f] = [g, k + 1, 0.0, self._inv, self._sqr, None, None]
-                else:
-                    rec[:] = [rec[0] + g, k + 1, total(rec), self._inv, self._sqr, None, None]
-                self._schedule_cut(rec)
-                if vote:
-                    hist = history.setdefault(f, (array("q"), array("d")))
-                    hist[0].append(k + 1)
-                    hist[1].append(rec[0])
+        for b, f, g in plan:
+            block = self._blocks[b]
+            rec = block.get(f)
+            if rec is None:
+                rec = block[f] = [g, k + 1, 0.0, self._inv, self._sqr, None, None]
+            else:
+                rec[:] = [rec[0] + g, k + 1, total(rec), self._inv, self._sqr, None, None]
+            self._schedule_cut(rec)
+            if vote:
+                hist = self._history[b].setdefault(f, (array("q"), array("d")))
+                hist[0].append(k + 1)
+                hist[1].append(rec[0])
 
     def _schedule_cut(self, rec: list) -> None:
         """Find when the weights of a newly opened segment reach zero: j >= |s| / l1."""
@@ -397,7 +431,7 @@ class VotedRDA(LinearClassifier):
     # -- river API ------------------------------------------------------------------------------
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
-        scores = self._scores(x)  # validates x
+        scores = self._scores(as_floats(x))  # validates x
         if len(self.classes_) < 2:
             return {c: 1.0 for c in self.classes_}
         if self.prediction == "vote":

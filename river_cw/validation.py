@@ -2,12 +2,82 @@
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 
 import numpy as np
 
-__all__ = ["check_features", "check_label"]
+__all__ = ["as_floats", "check_features", "check_label", "to_float"]
+
+
+def to_float(name, value) -> float:
+    """`value` as a Python float (float64), or `TypeError`/`ValueError` naming feature `name`.
+
+    Every real number converts: Python and numpy ints and floats of every width, bool,
+    `fractions.Fraction`, `decimal.Decimal`. Complex numbers (with a zero imaginary part too),
+    strings and other objects raise `TypeError`; values outside float64 (``10**400``, a huge
+    Fraction, ``np.longdouble(1e400)``), NaN and infinities raise `ValueError`.
+
+    >>> to_float("a", np.int8(12)), to_float("b", np.float16(0.5)), to_float("c", True)
+    (12.0, 0.5, 1.0)
+    >>> to_float("a", 10**400)
+    Traceback (most recent call last):
+    ...
+    ValueError: feature 'a' has a value beyond the float64 range: 100000000000000000000000000...
+    >>> to_float("z", 1j)
+    Traceback (most recent call last):
+    ...
+    TypeError: feature 'z' has a non-real value: 1j (complex)
+
+    """
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"feature {name!r} has a non-real value: {value!r} ({type(value).__name__})")
+    if not isinstance(value, (numbers.Real, np.bool_, decimal.Decimal)):
+        raise TypeError(
+            f"feature {name!r} has a non-numeric value: {value!r} ({type(value).__name__})"
+        )
+    try:
+        result = float(value)
+    except (OverflowError, decimal.InvalidOperation):
+        result = math.inf
+    if math.isfinite(result):
+        return result
+    if not _finite(value):
+        raise ValueError(f"feature {name!r} has a non-finite value: {value!r}")
+    text = repr(value)
+    raise ValueError(
+        f"feature {name!r} has a value beyond the float64 range: "
+        f"{text if len(text) <= 30 else text[:27] + '...'}"
+    )
+
+
+def _finite(value) -> bool:
+    """Whether a real number is finite in its own type (a longdouble 1e400 is, as float64 not)."""
+    if isinstance(value, decimal.Decimal):
+        return value.is_finite()
+    if isinstance(value, (float, np.floating)):
+        return bool(np.isfinite(value))
+    return True
+
+
+def as_floats(x: dict) -> dict:
+    """`x` with every value a Python float: the boundary of every classifier.
+
+    Dicts of floats pass as they are; ints are converted in one C-level pass; anything else
+    goes value by value through `to_float`, which names the feature it refuses. NaN and
+    infinite floats pass here and are refused where the engines sum (see `check_features`).
+    The model's state therefore only ever holds Python floats, whatever numpy types come in.
+    """
+    kinds = set(map(type, x.values()))
+    if kinds <= {float}:
+        return x
+    if kinds <= {float, int}:
+        try:
+            return dict(zip(x, map(float, x.values())))
+        except OverflowError:
+            pass
+    return {name: to_float(name, value) for name, value in x.items()}
 
 
 def check_features(x: dict) -> None:

@@ -1,0 +1,213 @@
+"""Bad input never hurts: a call succeeds, or raises TypeError/ValueError and leaves the model
+exactly as it was (byte-identical pickle); the state only ever holds finite Python floats and
+non-negative variances; full covariances stay symmetric positive definite."""
+
+from __future__ import annotations
+
+import decimal
+import fractions
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import river_cw
+from tests.test_classifiers import ALL_CONFIGS, name
+
+RDA_CONFIGS = [
+    river_cw.VotedRDA(**params)
+    for params in ({}, {"loss": "log"}, {"prediction": "vote"}, {"prediction": "last", "l1": 0.1})
+]
+EVERY_CONFIG = ALL_CONFIGS + RDA_CONFIGS
+
+
+def state_floats(model):
+    """Every number of the learned state (means, variances), with the variances apart."""
+    if isinstance(model, river_cw.VotedRDA):
+        blocks = [model.weights] if model.is_binary else list(model.weights.values())
+        return [w for block in blocks for w in block.values()], []
+    weights, variances = model.weights, model.variances
+    if not model.is_binary:
+        weights = {(c, f): w for c, block in weights.items() for f, w in block.items()}
+        variances = {(c, f): s for c, block in variances.items() for f, s in block.items()}
+    return list(weights.values()), list(variances.values())
+
+
+def assert_sound(model):
+    means, variances = state_floats(model)
+    assert all(type(v) is float and math.isfinite(v) for v in means + variances)
+    assert all(s >= 0.0 for s in variances)
+    if getattr(model, "covariance", None) == "full":
+        # Sigma^-1 = R'R with R's diagonal never below the prior's 1 / sqrt(a): Sigma is SPD
+        # (its explicit inverse is only PD up to rounding when some variance is near 0)
+        chol = model._gaussian.chol
+        assert np.all(np.diag(chol) >= (1 - 1e-12) / math.sqrt(model.initial_variance))
+        assert np.array_equal(chol, np.triu(chol))
+
+
+def test_a_failed_learn_leaves_the_labels_and_the_blocks_as_they_were():
+    model = river_cw.AROW()
+    model.learn_one({"a": 1.0}, "x")
+    model.learn_one({"a": -1.0}, "y")
+    state = pickle.dumps(model)
+    with pytest.raises(ValueError, match="'a'|overflow"):
+        model.learn_one({"a": 1e200}, "z")  # x'Sigma x overflows: refused
+    assert model.classes_ == ["x", "y"] and pickle.dumps(model) == state
+    model.learn_one({"a": 2.0}, "z")  # the same label later, with a sound example
+    assert model.classes_ == ["x", "y", "z"]
+
+
+@pytest.mark.parametrize("model", EVERY_CONFIG, ids=name)
+def test_extreme_values_learn_or_refuse_cleanly_never_tear_an_update(model):
+    model = model.clone()
+    for x, y in [({"a": 1.0, "b": 2.0}, 0), ({"a": -1.0}, 1), ({"b": 1.0, "c": 1.0}, 2)]:
+        model.learn_one(x, y)
+    for x in ({"a": 1e150, "b": 1.0}, {"a": 1e-150, "b": 1e150}, {"c": 1e154}, {"d": 1e308}):
+        for y in (0, 1, 2, 3):
+            before = pickle.dumps(model)
+            try:
+                model.learn_one(x, y)
+            except ValueError:
+                assert pickle.dumps(model) == before
+            assert_sound(model)
+    assert_sound(model)
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (np.int8(12), 12.0),
+        (np.uint64(2**63), float(2**63)),
+        (np.float16(0.5), 0.5),
+        (np.float32(0.1), float(np.float32(0.1))),
+        (np.longdouble(0.25), 0.25),
+        (np.bool_(True), 1.0),
+        (True, 1.0),
+        (fractions.Fraction(1, 4), 0.25),
+        (decimal.Decimal("0.5"), 0.5),
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("model", [river_cw.AROW(), river_cw.CW(covariance="full"), RDA_CONFIGS[0]], ids=name)
+def test_every_real_number_type_is_stored_as_a_python_float(model, value, expected):
+    typed, plain = model.clone(), model.clone()
+    for extra, y in (({}, True), ({"h": 1.0}, False), ({"h": -1.0}, True)):
+        typed.learn_one({"f": value, **extra}, y)
+        plain.learn_one({"f": expected, **extra}, y)
+    assert typed.weights == plain.weights
+    assert all(type(w) is float for w in typed.weights.values())
+    assert typed.predict_proba_one({"f": value}) == plain.predict_proba_one({"f": expected})
+
+
+@pytest.mark.parametrize("model", EVERY_CONFIG, ids=name)
+@pytest.mark.parametrize(
+    "value, error, message",
+    [
+        (10**400, ValueError, "beyond the float64 range"),
+        (fractions.Fraction(10**400, 3), ValueError, "beyond the float64 range"),
+        (np.longdouble("1e400"), ValueError, "beyond the float64 range"),
+        (decimal.Decimal("NaN"), ValueError, "non-finite"),
+        (np.complex128(1.0), TypeError, "non-real"),
+        (2 + 0j, TypeError, "non-real"),
+        ("1", TypeError, "non-numeric"),
+        (b"1", TypeError, "non-numeric"),
+    ],
+    ids=repr,
+)
+def test_values_that_are_not_real_float64_numbers_are_refused_by_name(model, value, error, message):
+    model = model.clone()
+    model.learn_one({"a": 1.0}, 0)
+    model.learn_one({"a": -1.0}, 1)
+    state = pickle.dumps(model)
+    for call in (lambda: model.learn_one({"a": 1.0, "bad": value}, 2), lambda: model.predict_proba_one({"bad": value})):
+        with pytest.raises(error, match=f"'bad'.*{message}"):
+            call()
+        assert pickle.dumps(model) == state
+
+
+@pytest.mark.parametrize("cls", [river_cw.NHERD, river_cw.CW, river_cw.AROW])
+def test_full_covariance_stays_positive_definite_across_sixteen_orders_of_magnitude(cls):
+    rng = np.random.default_rng(0)
+    model = cls(covariance="full")
+    scales = 10.0 ** np.arange(-8, 9, 2)
+    for _ in range(300):
+        x = {f"f{j}": float(s * rng.normal()) for j, s in enumerate(scales) if rng.random() < 0.7}
+        model.learn_one(x, bool(rng.random() < 0.5))
+        _, v = state_floats(model)
+        assert all(s > 0 for s in v)
+    assert_sound(model)
+    p = model.predict_proba_one({"f0": 1e-8, "f8": 1e8})
+    assert math.isclose(sum(p.values()), 1.0)
+
+
+def test_nherd_exact_on_huge_values_updates_whole_or_not_at_all():
+    model = river_cw.NHERD(diagonal="exact")
+    model.learn_one({"a": 1.0, "b": 1.0}, True)
+    model.learn_one({"a": 1e150, "b": 1e-150}, False)  # (1 + C x^2 s)^2 overflows: s -> 0
+    assert_sound(model)
+    assert model.n_skipped_updates == 0
+
+
+class Reckless(river_cw.AROW):
+    """AROW with a step too large for float64 on a large feature value."""
+
+    def _step(self, m, v):
+        return 1e300, 1.0
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "full"])
+def test_a_step_float64_cannot_express_is_counted_not_hidden(covariance):
+    model = Reckless(covariance=covariance)
+    model.learn_one({"a": 1e-3}, True)  # mean 1e297: fine
+    assert model.n_skipped_updates == 0
+    state = pickle.dumps(model.weights)
+    model.learn_one({"a": 1e10, "b": 1.0}, False)  # the mean would overflow: nothing written
+    assert model.n_skipped_updates == 1 and pickle.dumps(model.weights) == state
+    assert_sound(model)
+
+
+def test_kl_combination_of_variances_that_underflowed_is_finite():
+    a, b = river_cw.CW(), river_cw.CW()
+    for model, value in ((a, 1.0), (b, 2.0)):
+        model.learn_one({"x": value}, True)
+        model.learn_one({"x": -value}, False)
+    a._gaussian.blocks[0]["x"][1] = 0.0  # a variance spent to 0, as CW-stdev reaches on long streams
+    merged = river_cw.combine([a, b], method="kl")
+    assert merged.variances["x"] == 0.0 and merged.weights["x"] == a.weights["x"]
+    assert_sound(merged)
+
+
+labels = st.one_of(st.sampled_from(["a", "b", "c", "d"]), st.integers(-2, 2), st.booleans())
+keys = st.one_of(st.sampled_from(["f0", "f1", "f2", "f3"]), st.integers(0, 3), st.tuples(st.integers(0, 1)))
+values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**400), 10**400),
+    st.sampled_from([1e-300, 1e300, 1e154, -1e-8, 1e8, np.int8(-128), np.float16(65504), np.float32(3e38), 1j]),
+    st.fractions(),
+    st.sampled_from([None, "x", [1.0]]),
+)
+
+
+@pytest.mark.parametrize("model", EVERY_CONFIG, ids=name)
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.lists(st.tuples(st.dictionaries(keys, values, max_size=4), labels), min_size=1, max_size=12))
+def test_hostile_streams_never_corrupt_a_model(model, stream):
+    model = model.clone()
+    for x, y in stream:
+        before = pickle.dumps(model)
+        try:
+            model.learn_one(x, y)
+        except (TypeError, ValueError):
+            assert pickle.dumps(model) == before
+        learned = pickle.dumps(model)
+        try:
+            proba = model.predict_proba_one(x)
+        except (TypeError, ValueError):
+            assert pickle.dumps(model) == learned
+        else:
+            assert not proba or math.isclose(sum(proba.values()), 1.0)
+            assert all(0.0 <= p <= 1.0 for p in proba.values())
+        assert_sound(model)
