@@ -1,14 +1,23 @@
-"""The optional compiled engine (river_cw._diagonal); without a compiler pure Python serves."""
+"""Optional C extensions; without a compiler the install still succeeds and pure Python serves."""
 
 from setuptools import Extension, setup
+
+COMPILE_ARGS = ["-O2", "-ffp-contract=off"]
 
 setup(
     ext_modules=[
         Extension(
-            "river_cw._diagonal",
-            ["river_cw/_diagonal.c"],
-            extra_compile_args=["-O2", "-ffp-contract=off"],
+            "river_cw._text",
+            sources=["river_cw/_text.c"],
+            depends=["river_cw/_text_scan.h"],
+            extra_compile_args=COMPILE_ARGS,
             optional=True,
-        )
+        ),
+        Extension(
+            "river_cw._diagonal",
+            sources=["river_cw/_diagonal.c"],
+            extra_compile_args=COMPILE_ARGS,
+            optional=True,
+        ),
     ]
 )

@@ -1,16 +1,17 @@
-"""Serve AROW on a Kafka topic: predictions out, delayed labels in, checkpoints on disk.
+"""Serve AROW on a Kafka topic: predictions out, delayed labels in, state in a state topic.
 
-Starts a local Tansu broker, writes the bundled SMS stream to a topic (every other label held
-back and sent later on a labels topic), serves it with `ModelServer`, and scores the
-predictions that come back against the true labels.
+Starts a local Tansu broker, writes the bundled SMS stream to a topic keyed by id (every other
+label held back and sent later on a labels topic, keyed by the same id), serves it with
+`ModelServer` (exactly-once: predictions committed in Kafka transactions), and scores the
+committed predictions against the true labels.
 """
 
 import json
-import tempfile
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
 
 from streams.broker import TansuBroker
+from streams.committed import committed_consumer
 from streams.consumer import ModelServer
 from streams.files import sms_spam
 from streams.kafka_io import KafkaSettings, create_topics
@@ -18,7 +19,7 @@ from streams.messages import encode_example, encode_label
 from streams.serve_cli import build_model
 
 examples = list(sms_spam())
-with TansuBroker() as broker, tempfile.TemporaryDirectory() as checkpoints:
+with TansuBroker() as broker:
     create_topics(broker.bootstrap_servers, {"sms": 1, "sms.labels": 1, "sms.predictions": 1})
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
     for i, (x, y) in enumerate(examples):  # odd ids come without their label...
@@ -35,12 +36,11 @@ with TansuBroker() as broker, tempfile.TemporaryDirectory() as checkpoints:
         labels_topic="sms.labels",
         predictions_topic="sms.predictions",
         dead_letter_topic="sms.dead-letters",
-        checkpoint_dir=checkpoints,
         idle_timeout=1.0,  # a demo: stop once the topics are drained
     )
     state = server.run()[0]
 
-    consumer = KafkaConsumer(
+    consumer = committed_consumer(  # committed transactions only
         "sms.predictions",
         bootstrap_servers=broker.bootstrap_servers,
         auto_offset_reset="earliest",

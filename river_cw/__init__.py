@@ -2,9 +2,11 @@
 
 Every Gaussian classifier keeps N(mu, Sigma) over its weights and updates it with one shared
 engine (`river_cw.gaussian`); each algorithm is a small rule on top of it. `VotedRDA` is the
-sparse, l1-regularised companion (regularised dual averaging with voting).
+sparse, l1-regularised companion (regularised dual averaging with voting). `river_cw.text`
+holds river's `BagOfWords` with its token counting compiled.
 """
 
+from . import text
 from .arow import AROW
 from .combine import combine
 from .cw import CW

@@ -278,6 +278,8 @@ static void table_append(Table *t, PyObject *key, Py_hash_t hash, double mean, d
 /* ---------------------------------------------------------------------------------------- */
 /* the per-coordinate formulas: one home each                                                */
 
+#define SAFE_BOUND 1e300 /* river_cw.gaussian._SAFE: far enough from float64's limit */
+
 enum { SCHEME_PROJECT, SCHEME_DROP, SCHEME_HERDING, SCHEME_CALLABLE };
 
 /* project (JMLR 2012 section 6, "KL"): 1/s <- 1/s + gamma d^2 */
@@ -316,6 +318,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     double prior;
+    double mean_bound;         /* an upper bound of every |mean| (see update) */
     Table *blocks;
     Py_ssize_t nblocks, blocks_cap;
     int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
@@ -850,7 +853,8 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     long long token;
     double alpha, gamma, v, beta, C = 0.0;
     PyObject *scheme;
-    int kind, k, pass;
+    int kind, k, pass, checked;
+    double step_bound, largest = 0.0;
     Py_ssize_t i, n_new[2] = {0, 0};
     if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
     if (enter(self) < 0) return NULL;
@@ -876,8 +880,12 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
             kind = SCHEME_CALLABLE;
     }
     beta = gamma / (1.0 + gamma * v);
+    step_bound = fabs(alpha) * sqrt(self->prior * v);
     if (scratch_reserve(self, self->ncoords) < 0) goto fail;
-    for (k = 0; k < self->npairs; k++) {
+    /* the built-in schemes far from float64's limit: every value is finite, no check needed */
+    checked = !((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
+                self->mean_bound + step_bound < SAFE_BOUND);
+    for (k = 0; checked && k < self->npairs; k++) {
         double sum_means = 0.0, sum_vars = 0.0;
         for (pass = 0; pass < 2; pass++) /* learned weights first, then the new ones */
             for (i = 0; i < self->ncoords; i++) {
@@ -898,12 +906,19 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
             }
         if (!(isfinite(sum_means) && isfinite(sum_vars))) goto refused;
     }
+    if (!checked)
+        for (i = 0; i < self->ncoords; i++) {
+            Coord *c = &self->coords[i];
+            step_coord(self, c, alpha, gamma, beta, kind, C, scheme, &self->scratch[2 * i]);
+            n_new[c->pair] += c->ix < 0;
+        }
     for (k = 0; k < self->npairs; k++)
         if (n_new[k] && table_reserve(&self->blocks[self->pair_block[k]], n_new[k]) < 0) goto fail;
     /* commit */
     for (i = 0; i < self->ncoords; i++) {
         Coord *c = &self->coords[i];
         Table *t = &self->blocks[self->pair_block[c->pair]];
+        if (fabs(self->scratch[2 * i]) > largest) largest = fabs(self->scratch[2 * i]);
         if (c->ix < 0)
             table_append(t, c->key, c->hash, self->scratch[2 * i], self->scratch[2 * i + 1]);
         else {
@@ -912,6 +927,10 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
         }
     }
     if (n_new[0] || n_new[1]) self->generation++;
+    if (!checked)
+        self->mean_bound += step_bound;
+    else if (largest > self->mean_bound)
+        self->mean_bound = largest;
     release_coords(self);
     self->busy = 0;
     Py_RETURN_TRUE;
@@ -1198,6 +1217,22 @@ static PyObject *diagonal_reduce(Diagonal *self, PyObject *unused) {
     return Py_BuildValue("O(dN)", restore_hook, self->prior, blocks);
 }
 
+/* reset_bound(): mean_bound = the largest |mean| (after the blocks were replaced) */
+static PyObject *diagonal_reset_bound(Diagonal *self, PyObject *unused) {
+    Py_ssize_t b, i;
+    double largest = 0.0;
+    for (b = 0; b < self->nblocks; b++)
+        for (i = 0; i < self->blocks[b].used; i++)
+            if (fabs(self->blocks[b].entries[i].mean) > largest)
+                largest = fabs(self->blocks[b].entries[i].mean);
+    self->mean_bound = largest;
+    Py_RETURN_NONE;
+}
+
+static PyObject *diagonal_get_bound(Diagonal *self, void *closure) {
+    return PyFloat_FromDouble(self->mean_bound);
+}
+
 static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
     return PyFloat_FromDouble(self->prior);
 }
@@ -1225,6 +1260,8 @@ static PyMethodDef diagonal_methods[] = {
     {"restore_layout", (PyCFunction)diagonal_restore_layout, METH_O,
      "Undo lift/add_block calls made since the layout was taken."},
     {"reorder", (PyCFunction)diagonal_reorder, METH_O, "Block i becomes the old block order[i]."},
+    {"reset_bound", (PyCFunction)diagonal_reset_bound, METH_NOARGS,
+     "Set mean_bound to the largest |mean|."},
     {"negate", (PyCFunction)diagonal_negate, METH_NOARGS, "The Gaussian over -w."},
     {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
      "Per block, {feature: mean} and {feature: variance}."},
@@ -1237,6 +1274,7 @@ static PyGetSetDef diagonal_getset[] = {
     {"blocks", (getter)diagonal_get_blocks, (setter)diagonal_set_blocks,
      "The weights: a list (one per block) of dicts feature -> [mean, variance] (copies).", NULL},
     {"initial_variance", (getter)diagonal_get_prior, NULL, "The prior variance.", NULL},
+    {"mean_bound", (getter)diagonal_get_bound, NULL, "An upper bound of every |mean|.", NULL},
     {NULL},
 };
 
@@ -1410,49 +1448,18 @@ static PyObject *module_exact_stdev_step(PyObject *module, PyObject *args) {
 
 static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
 
-/* as_floats(x): river_cw.validation.as_floats with its two fast paths in C (a dict of floats
- * as it is; a dict of floats and ints converted); anything else goes to the Python function */
+/* as_floats(x): river_cw.validation.as_floats with its first fast path in C (a dict of floats
+ * is returned as it is); anything else goes to the Python function */
 static PyObject *module_as_floats(PyObject *module, PyObject *x) {
     if (PyDict_CheckExact(x)) {
-        PyObject *key, *value, *d;
+        PyObject *key, *value;
         Py_ssize_t pos = 0;
-        int all_float = 1, all_number = 1;
-        while (PyDict_Next(x, &pos, &key, &value)) {
-            if (PyFloat_CheckExact(value)) continue;
-            all_float = 0;
-            if (!PyLong_CheckExact(value)) {
-                all_number = 0;
-                break;
-            }
-        }
+        int all_float = 1;
+        while (all_float && PyDict_Next(x, &pos, &key, &value)) all_float = PyFloat_CheckExact(value);
         if (all_float) {
             Py_INCREF(x);
             return x;
         }
-        if (all_number && (d = PyDict_New()) != NULL) {
-            pos = 0;
-            while (PyDict_Next(x, &pos, &key, &value)) {
-                PyObject *f;
-                if (PyFloat_CheckExact(value)) {
-                    Py_INCREF(value);
-                    f = value;
-                } else {
-                    double v = PyLong_AsDouble(value);
-                    f = (v == -1.0 && PyErr_Occurred()) ? NULL : PyFloat_FromDouble(v);
-                }
-                if (f == NULL || PyDict_SetItem(d, key, f) < 0) {
-                    Py_XDECREF(f);
-                    Py_DECREF(d);
-                    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
-                    PyErr_Clear(); /* an int beyond float64: the Python function names it */
-                    d = NULL;
-                    break;
-                }
-                Py_DECREF(f);
-            }
-            if (d != NULL) return d;
-        } else if (all_number)
-            return NULL;
     }
     if (as_floats_python == NULL) {
         PyObject *mod = PyImport_ImportModule("river_cw.validation");
@@ -1470,7 +1477,7 @@ static PyMethodDef module_methods[] = {
     {"exact_stdev_step", (PyCFunction)module_exact_stdev_step, METH_VARARGS,
      "river_cw.cw.exact_stdev_step(m, v, phi, u) for Terms u."},
     {"as_floats", (PyCFunction)module_as_floats, METH_O,
-     "river_cw.validation.as_floats, its fast paths compiled."},
+     "river_cw.validation.as_floats, its first fast path compiled."},
     {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},
     {NULL},
 };

@@ -92,6 +92,7 @@ def _combine_diagonal(gaussians: list[DiagonalGaussian], method: str) -> Diagona
                 combined[f] = [sum(mu for mu, _ in pairs) / n, sum(s for _, s in pairs) / n]
         merged_blocks.append(combined)
     merged.blocks = merged_blocks
+    merged.reset_bound()
     return merged
 
 

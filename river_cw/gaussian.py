@@ -34,6 +34,9 @@ from .validation import check_features
 __all__ = ["ENGINE", "DiagonalGaussian", "FullGaussian", "HerdingShrink"]
 
 
+_SAFE = 1e300  # far enough from float64's limit for a step's rounding
+
+
 def _total(terms) -> float:
     """``math.fsum(terms)``, or ``inf`` where the exact sum is beyond float64."""
     try:
@@ -62,6 +65,18 @@ class DiagonalGaussian:
     def __init__(self, initial_variance: float):
         self.initial_variance = initial_variance
         self.blocks: list[dict] = [{}]
+        self.mean_bound = 0.0  # an upper bound of every |mean| (see `update`)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "mean_bound" not in state:  # pickled before the bound existed
+            self.reset_bound()
+
+    def reset_bound(self) -> None:
+        """Set `mean_bound` to the largest |mean| (after the blocks were replaced)."""
+        self.mean_bound = max(
+            (abs(w[0]) for block in self.blocks for w in block.values()), default=0.0
+        )
 
     def add_block(self) -> None:
         self.blocks.append({})
@@ -82,7 +97,7 @@ class DiagonalGaussian:
     def negate(self) -> None:
         """The Gaussian over ``-w`` (a binary model's labels swapped)."""
         for w in self.blocks[0].values():
-            w[0] = -w[0]
+            w[0] = -w[0]  # |mean| unchanged: the bound holds
 
     def reorder(self, order: list[int]) -> None:
         """Blocks in the new order: block i becomes the old block ``order[i]``."""
@@ -167,9 +182,42 @@ class DiagonalGaussian:
         ``s_j * max(0, 1 - beta * (x_j * x_j * s_j))`` with ``beta = gamma / (1 + gamma v)``
         (drop) or ``scheme(s_j, x_j * x_j)``. Variances stay in ``[0, s_j]``.
 
-        All new values are computed first; they are written only if every one is finite.
-        Returns whether the step was applied (False: float64 cannot express it).
+        Either every touched weight takes its new finite value or none changes; returns whether
+        the step was applied (False: float64 cannot express it). Since ``s_j <= a0`` (the prior
+        variance) and ``s_j x_j^2 <= v``, no mean moves by more than ``|alpha| sqrt(a0 v)``; the
+        engine keeps `mean_bound`, an upper bound of every ``|mu_j|``, so while the bound and the
+        step are far from float64's limit (always, but on adversarial input) the built-in
+        schemes write in place in one pass, and otherwise all values are computed first.
         """
+        step_bound = abs(alpha) * math.sqrt(self.initial_variance * v)
+        if isinstance(scheme, str) and self.mean_bound + step_bound < _SAFE:
+            rate = gamma / (1.0 + gamma * v) if scheme == "drop" else gamma
+            self._apply(entries, alpha, rate, scheme)
+            self.mean_bound += step_bound
+            return True
+        return self._apply_checked(entries, alpha, gamma, v, scheme)
+
+    def _apply(self, entries: list, alpha: float, rate: float, scheme: str) -> None:
+        """The built-in schemes in place (see `update`); `rate` is gamma (project) or beta."""
+        prior = self.initial_variance
+        for b, sign, seen, unseen in entries:
+            if unseen:
+                block = self.blocks[b]
+                seen.extend((block.setdefault(f, [0.0, prior]), xf) for f, xf in unseen)
+            a = alpha * sign  # d_j = sign x_j and d_j^2 = x_j^2
+            if scheme == "project":
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = s / (1.0 + rate * (xf * xf * s))
+            else:
+                for w, xf in seen:
+                    s = w[1]
+                    w[0] += a * s * xf
+                    w[1] = s * max(0.0, 1.0 - rate * (xf * xf * s))
+
+    def _apply_checked(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> bool:
+        """`update` computing every new value before writing any (see `update`)."""
         prior = self.initial_variance
         beta = gamma / (1.0 + gamma * v)
         planned = []
@@ -177,7 +225,7 @@ class DiagonalGaussian:
             for b, sign, seen, unseen in entries:
                 fresh = [(f, [0.0, prior]) for f, _ in unseen]
                 items = seen + [(w, xf) for (_, w), (_, xf) in zip(fresh, unseen)]
-                a = alpha * sign  # d_j = sign x_j and d_j^2 = x_j^2
+                a = alpha * sign
                 means = [w[0] + a * w[1] * xf for w, xf in items]
                 if scheme == "project":
                     variances = [w[1] / (1.0 + gamma * (xf * xf * w[1])) for w, xf in items]
@@ -195,6 +243,7 @@ class DiagonalGaussian:
                 w[0] = mean
                 w[1] = variance
             self.blocks[b].update(fresh)
+            self.mean_bound = max(self.mean_bound, max(map(abs, means), default=0.0))
         return True
 
     def __reduce__(self):
@@ -219,6 +268,7 @@ def _restore_diagonal(initial_variance: float, blocks: list[dict]):
     """Unpickle a diagonal Gaussian into the active engine, whichever engine pickled it."""
     gaussian = DiagonalGaussian(initial_variance)
     gaussian.blocks = blocks
+    gaussian.reset_bound()
     return gaussian
 
 
@@ -235,8 +285,6 @@ if not os.environ.get("RIVER_CW_PURE_PYTHON"):
         class DiagonalGaussian(_CompiledDiagonal):
             """The compiled engine (`river_cw._diagonal`): `PythonDiagonalGaussian`'s interface
             and numbers, bit for bit; ``blocks`` returns copies."""
-
-            __slots__ = ()
 
             def score_covariance(self, x: dict) -> np.ndarray:
                 return np.diag(self.score_variances(x))

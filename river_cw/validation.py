@@ -65,20 +65,31 @@ def _finite(value) -> bool:
 def as_floats(x: dict) -> dict:
     """`x` with every value a Python float: the boundary of every classifier.
 
-    Dicts of floats pass as they are; ints are converted in one C-level pass; anything else
-    goes value by value through `to_float`, which names the feature it refuses. NaN and
-    infinite floats pass here and are refused where the engines sum (see `check_features`).
+    Dicts of floats (and of small Python ints, which compute exactly as their floats) pass as
+    they are; larger ints are converted in one C-level pass; anything else goes value by value
+    through `to_float`, which names the feature it refuses. NaN and infinite floats pass here
+    and are refused where the engines sum (see `check_features`).
     The model's state therefore only ever holds Python floats, whatever numpy types come in.
     """
-    kinds = set(map(type, x.values()))
-    if kinds <= {float}:
+    values = x.values()
+    kinds = set(map(type, values))
+    if kinds <= _FLOAT:
         return x
-    if kinds <= {float, int}:
+    if kinds <= _EXACT and -_EXACT_INT <= min(values) and max(values) <= _EXACT_INT:
+        return x
+    if kinds <= _EXACT:
         try:
-            return dict(zip(x, map(float, x.values())))
+            return dict(zip(x, map(float, values)))
         except OverflowError:
             pass
     return {name: to_float(name, value) for name, value in x.items()}
+
+
+_FLOAT = {float}
+_EXACT = {float, int}
+# Python ints up to 2**26 in magnitude need no conversion: every product the engines form with
+# them (x * w, x * x) rounds exactly as with float(x), so results are the same to the bit.
+_EXACT_INT = 2**26
 
 
 def check_features(x: dict) -> None:
@@ -99,12 +110,7 @@ def check_features(x: dict) -> None:
 
     """
     for name, value in x.items():
-        if not isinstance(value, (numbers.Real, np.bool_)):
-            raise TypeError(
-                f"feature {name!r} has a non-numeric value: {value!r} ({type(value).__name__})"
-            )
-        if not math.isfinite(value):
-            raise ValueError(f"feature {name!r} has a non-finite value: {value!r}")
+        to_float(name, value)
 
 
 def check_label(y) -> None:

@@ -15,6 +15,7 @@ import sys
 COMMANDS = {
     "evaluate": ("streams.evaluate_cli", "side-by-side progressive validation of models on a stream"),
     "serve": ("streams.serve_cli", "serve and learn a model on a Kafka topic, with checkpoints"),
+    "inspect": ("streams.inspect_cli", "show the model and state serve keeps for each partition"),
     "broker": ("streams.broker", "run a local Kafka-compatible broker (Tansu) for demos"),
 }
 

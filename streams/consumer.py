@@ -1,37 +1,38 @@
-"""Serve and learn a river classifier on a Kafka topic; checkpoints make learning exactly-once.
+"""Serve and learn a river classifier on a Kafka topic, exactly once end to end.
 
 For every example the server writes `{id, prediction, probabilities, model_version, partition}`
 to the predictions topic (`model_version` = examples the model had learned), then learns it if
-it is labelled. Unlabelled examples wait (in memory and in the checkpoint, oldest dropped past
-`max_pending`) for their label on the labels topic; a label that comes first waits for its
-example. One record never stops the server: whatever fails in decoding, predicting or learning
-it sends it to the dead-letter topic with the reason, and its offset is passed like any other.
-Only infrastructure faults (no broker, an unreadable checkpoint) end `run` with an exception.
+it is labelled. Unlabelled examples wait for their label on the labels topic; a label that comes
+first waits for its example (both bounded by `max_pending`). A record that cannot be decoded,
+predicted or learned goes to the dead-letter topic with the reason; only infrastructure faults
+(no broker, a state that cannot be restored) end `run` with an exception. The learning itself
+lives in `streams.learner.PartitionLearner`; this module moves its records and events.
 
-State is per partition: partition p of the examples topic and of the labels topic feed one model,
-with its offsets and pending examples, saved in its own checkpoint file `<topic>-<p>.ckpt`. With
-several servers in a consumer group each owns some partitions; on a rebalance the old owner
-saves the state and the new one loads it. Each partition's model learns from that partition
-alone, so it ends equal to an offline run over the partition in offset order; use one
-partition for one model over the whole stream.
+State is per partition: partition p of the examples topic and of the labels topic feed one
+model, whose `PartitionState` (model, offsets, pending examples and labels, counters) is kept
+in partition p of the compacted state topic (`streams.state_topic`), so whichever member of the
+consumer group gets the partition, on any machine, restores it. `checkpoint_dir` adds a local
+cache (a file per partition) that spares reading the state topic from its beginning.
 
-Exactly-once learning: the model learns only from records before the offsets stored beside it
-in the same atomic checkpoint, and a (re)started server seeks to those offsets, ignoring Kafka's
-committed offsets (it never commits any). So after a crash at any point, even kill -9, the
-records after the last checkpoint are read again and applied to the model that had not yet
-seen them. Outputs are at-least-once: predictions and dead letters of those records are
-written again (deduplicate by id downstream if needed). Before a checkpoint is written, all
-outputs up to it are acknowledged by the broker, so none is lost.
+Processing guarantees (`ServeConfig.processing_guarantee`):
 
-Every checkpoint is a consistent snapshot (a model and the offsets it has learned up to), so
-whichever one a server loads, nothing is learned twice or skipped. A member evicted from the
-group (it did not poll within max_poll_interval_ms) drops its partitions without saving, as
-another member may own them already. Keep processing a poll's records (up to 500) plus a
-checkpoint well under max_poll_interval_ms.
+- "exactly-once" (default): each partition has a transactional producer (transactional id
+  `river-cw.<state topic>.<p>`). The outputs of a batch of records, the partition's state
+  after it and the consumed offsets (committed for the group) are in one Kafka transaction. A
+  crash at any point, even kill -9, aborts the open transaction; the next owner (its producer
+  with the same id fences the old one) restores the last committed state and re-learns the
+  records since, silently, so a consumer reading committed records only
+  (`streams.committed.committed_consumer`) sees each example's prediction exactly once.
+  Outputs become visible when their batch commits (every `checkpoint_every` records or
+  `checkpoint_seconds`).
+- "at-least-once": outputs are sent at once; every batch, after the broker has acknowledged
+  them, the state is written. After a crash the records since the last state are learned
+  again from the state that had not seen them (the model is still learned exactly once), and
+  their outputs are written again.
 
-With a labels topic, learning order depends on how the two topics interleave when read, so
-"equals an offline run" holds for the order in which labels were joined; with labels inside
-the examples, it holds for the partition order.
+Each partition's model learns from that partition alone, so it ends equal to an offline run
+over the partition in offset order (with a labels topic: in the order the labels were joined).
+Keep processing a poll's records (up to 500) plus a commit well under max_poll_interval_ms.
 """
 
 from __future__ import annotations
@@ -40,106 +41,148 @@ import copy
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
 
-from streams import checkpoint
-from streams.kafka_io import BrokerUnavailable, KafkaSettings, KafkaSource, RecordTooLarge, Sink
-from streams.messages import (
-    Example,
-    InvalidMessage,
-    LabelMessage,
-    decode_example,
-    decode_label,
-    encode_prediction,
+from kafka import TopicPartition
+
+from streams import checkpoint, state_topic
+from streams.kafka_io import (
+    Fenced,
+    KafkaSettings,
+    KafkaSource,
+    Outputs,
+    TopicError,
+    create_topics,
+    log_reaches,
 )
+from streams.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
 
 log = logging.getLogger(__name__)
 
-_MISSING = object()
+GUARANTEES = ("exactly-once", "at-least-once")
 
 
-def _failure(error: BaseException, limit: int = 500) -> str:
-    """One line naming an exception and its message, cut at `limit` characters."""
-    text = " ".join(f"{type(error).__name__}: {error}".split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+class StateMismatch(RuntimeError):
+    """The stored state was learned by another model than the one the server was given."""
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What `ModelServer` serves and how (topics, group, guarantee, batching, limits).
+
+    `model_spec` names the model in the stored state (default: the model's repr on one line);
+    a stored state with another spec stops the server unless `discard_state`, which starts new
+    models from the stored offsets. `stale_label_after`: a label still waiting for its example after
+    this many examples of its partition is reported (keyed differently from its example?).
+    """
+
+    examples_topic: str
+    predictions_topic: str
+    dead_letter_topic: str
+    labels_topic: str | None = None
+    state_topic: str | None = None  # default: <examples_topic>.state
+    group_id: str | None = None
+    partitions: tuple[int, ...] | None = None
+    processing_guarantee: str = "exactly-once"
+    checkpoint_dir: str | Path | None = None
+    checkpoint_every: int = 1000
+    checkpoint_seconds: float = 5.0
+    max_pending: int = 100_000
+    idle_timeout: float | None = None
+    log_seconds: float = 10.0
+    poll_timeout_ms: int = 200
+    model_spec: str | None = None
+    discard_state: bool = False
+    restore_timeout: float = 120.0
+    stale_label_after: int = 10_000
+
+    def __post_init__(self):
+        if self.processing_guarantee not in GUARANTEES:
+            raise ValueError(
+                f"processing_guarantee must be one of {GUARANTEES}, "
+                f"got {self.processing_guarantee!r}"
+            )
+        if self.partitions is not None:
+            object.__setattr__(self, "partitions", tuple(self.partitions))
+
+    @property
+    def topics(self) -> list[str]:
+        return [self.examples_topic] + ([self.labels_topic] if self.labels_topic else [])
+
+    @property
+    def states_topic(self) -> str:
+        return self.state_topic or state_topic.state_topic(self.examples_topic)
+
+    @property
+    def offsets_group(self) -> str:
+        """The consumer group whose offsets the transactions commit."""
+        return self.group_id or f"river-cw.{self.examples_topic}"
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == "exactly-once"
 
 
 @dataclass
-class PartitionState:
-    """Everything one partition's learning depends on; saved as one checkpoint."""
+class _Partition:
+    learner: PartitionLearner
+    outputs: Outputs
+    dirty: bool = False
+    stale_reported: int = 0
 
-    topic: str  # the examples topic
-    partition: int
-    model: Any
-    offsets: dict[str, int] = field(default_factory=dict)  # topic -> next offset to read
-    pending_examples: dict = field(default_factory=dict)  # id -> x, oldest first
-    pending_labels: dict = field(default_factory=dict)  # id -> label, oldest first
-    predicted: int = 0
-    learned: int = 0
-    dead_letters: int = 0
-    expired: int = 0  # pending examples or labels dropped past max_pending
+    @property
+    def state(self) -> PartitionState:
+        return self.learner.state
 
 
 class ModelServer:
-    """Predict, learn and checkpoint; `run` until `stop`, or until idle for `idle_timeout` s."""
+    """Predict, learn and commit; `run` until `stop`, or until idle for `idle_timeout` s.
 
-    def __init__(
-        self,
-        model,
-        settings: KafkaSettings,
-        *,
-        examples_topic: str,
-        predictions_topic: str,
-        dead_letter_topic: str,
-        labels_topic: str | None = None,
-        group_id: str | None = None,
-        partitions: Iterable[int] | None = None,
-        checkpoint_dir: str | Path = "checkpoints",
-        checkpoint_every: int = 1000,
-        checkpoint_seconds: float = 30.0,
-        max_pending: int = 100_000,
-        idle_timeout: float | None = None,
-        log_seconds: float = 10.0,
-        poll_timeout_ms: int = 200,
-    ):
+    `ModelServer(model, settings, config)` or, for short, keyword arguments of `ServeConfig`.
+    `model` is copied for each new partition; `states` maps owned partitions to their state.
+    """
+
+    def __init__(self, model, settings: KafkaSettings, config: ServeConfig | None = None, **kw):
         self.model = model
         self.settings = settings
-        self.examples_topic = examples_topic
-        self.labels_topic = labels_topic
-        self.predictions_topic = predictions_topic
-        self.dead_letter_topic = dead_letter_topic
-        self.group_id = group_id
-        self.partitions = None if partitions is None else list(partitions)
-        self.checkpoint_dir = Path(checkpoint_dir)
-        self.checkpoint_every = checkpoint_every
-        self.checkpoint_seconds = checkpoint_seconds
-        self.max_pending = max_pending
-        self.idle_timeout = idle_timeout
-        self.log_seconds = log_seconds
-        self.poll_timeout_ms = poll_timeout_ms
-        self.states: dict[int, PartitionState] = {}
+        self.config = config if config is not None else ServeConfig(**kw)
+        self.spec = self.config.model_spec or " ".join(repr(model).split())
+        self.parts: dict[int, _Partition] = {}
+        self._shared: Outputs | None = None  # at-least-once: one producer for all partitions
         self._stop = threading.Event()
-        self._dirty: set[int] = set()
-        self._since_checkpoint = 0
-        self._last_checkpoint = self._last_record = time.monotonic()
+        self._since_commit = 0
+        self._last_commit = self._last_record = time.monotonic()
 
-    def checkpoint_path(self, partition: int) -> Path:
-        return self.checkpoint_dir / f"{self.examples_topic}-{partition}.ckpt"
+    @property
+    def states(self) -> dict[int, PartitionState]:
+        return {p: part.state for p, part in list(self.parts.items())}
+
+    def checkpoint_path(self, partition: int) -> Path | None:
+        """The local cache file of a partition's state (None without `checkpoint_dir`)."""
+        if self.config.checkpoint_dir is None:
+            return None
+        return Path(self.config.checkpoint_dir) / f"{self.config.examples_topic}-{partition}.ckpt"
 
     def stop(self) -> None:
-        """Ask `run` to checkpoint and return after the current message (thread/signal safe)."""
+        """Ask `run` to commit and return after the current message (thread/signal safe)."""
         self._stop.set()
 
     def run(self) -> dict[int, PartitionState]:
-        """Serve until stopped; returns the final states. Raises `BrokerUnavailable` at start."""
-        topics = [self.examples_topic] + ([self.labels_topic] if self.labels_topic else [])
+        """Serve until stopped; returns the final states. Raises `BrokerUnavailable`,
+        `TopicError`, `StateMismatch`, `StateError` or `CheckpointError` (infrastructure)."""
+        config = self.config
         self.source = KafkaSource(
-            self.settings, topics, group_id=self.group_id, partitions=self.partitions
+            self.settings, config.topics, group_id=config.group_id, partitions=config.partitions
         )
         try:
-            self.sink = Sink(self.settings, self.predictions_topic, self.dead_letter_topic)
+            create_topics(
+                self.settings.bootstrap_servers,
+                {config.states_topic: self.source.partition_count},
+                state_topic.TOPIC_CONFIG,
+            )
+            if not config.exactly_once:
+                self._shared = Outputs(self.settings)
         except BaseException:
             self.source.close()
             raise
@@ -148,169 +191,245 @@ class ModelServer:
         try:
             self.source.start(self._assign, self._revoke, self._lose)
             while not self._stop.is_set():
-                records = self.source.poll(self.poll_timeout_ms)
+                records = self.source.poll(config.poll_timeout_ms)
                 for record in records:
                     if self._stop.is_set():
                         break
-                    self._handle(record)
-                    consumed += 1
-                    if self._checkpoint_due():
-                        self.checkpoint()
+                    if record.partition in self.parts:
+                        try:
+                            self._handle(record)
+                        except Fenced:
+                            self._fenced(record.partition)
+                        consumed += 1
+                    if self._commit_due():
+                        self.commit()
                 now = time.monotonic()
                 if records:
                     self._last_record = now
-                elif self.idle_timeout is not None and now - self._last_record >= self.idle_timeout:
-                    log.info("no message for %.1f s: stopping", self.idle_timeout)
+                elif config.idle_timeout is not None and now - self._last_record >= (
+                    config.idle_timeout
+                ):
+                    log.info("no message for %.1f s: stopping", config.idle_timeout)
                     break
-                if self._checkpoint_due():
-                    self.checkpoint()
-                if now - last_log[1] >= self.log_seconds:
+                if self._commit_due():
+                    self.commit()
+                if now - last_log[1] >= config.log_seconds:
                     self._log_progress(consumed - last_log[0], now - last_log[1])
                     last_log = (consumed, now)
-            self.checkpoint()
+            self.commit()
             self._log_progress(consumed, time.monotonic() - started, final=True)
         finally:
             self.source.close()
-            self.sink.close()
+            for part in self.parts.values():
+                if part.outputs is not self._shared:
+                    part.outputs.close()
+            if self._shared is not None:
+                self._shared.close()
         return self.states
 
     # --- partitions -------------------------------------------------------------------------
 
     def _assign(self, partitions: set[int]) -> None:
+        config = self.config
         for p in sorted(partitions):
-            state = checkpoint.load(self.checkpoint_path(p))
-            if state is None:
-                state = PartitionState(self.examples_topic, p, copy.deepcopy(self.model))
-                log.info("partition %d: no checkpoint, reading from the beginning", p)
-            else:
-                if (state.topic, state.partition) != (self.examples_topic, p):
-                    raise checkpoint.CheckpointError(
-                        f"{self.checkpoint_path(p)} holds {state.topic}/{state.partition}, "
-                        f"not {self.examples_topic}/{p}"
-                    )
-                log.info(
-                    "partition %d: resuming from checkpoint at offsets %s (%d learned, %d pending)",
-                    p,
-                    state.offsets,
-                    state.learned,
-                    len(state.pending_examples),
-                )
+            outputs = (
+                Outputs(self.settings, f"river-cw.{config.states_topic}.{p}")
+                if config.exactly_once
+                else self._shared
+            )  # a transactional producer fences the previous owner first
+            try:
+                state = self._restore(p)
+            except BaseException:
+                if outputs is not self._shared:
+                    outputs.close()
+                raise
+            learner = PartitionLearner(state, model_spec=self.spec, max_pending=config.max_pending)
             for topic in self.source.topics:
-                self.source.seek(topic, p, state.offsets.get(topic))
-            self.states[p] = state
+                offset = state.offsets.get(topic)
+                if offset is not None and not log_reaches(self.settings, topic, p, offset):
+                    if outputs is not self._shared:
+                        outputs.close()
+                    raise TopicError(
+                        f"the stored state of partition {p} has read {topic}/{p} up to offset "
+                        f"{offset}, beyond the end of its log: was the topic deleted and "
+                        f"recreated? Delete the state topic {config.states_topic!r} (and the "
+                        "local cache) to start over"
+                    )
+                self.source.seek(topic, p, offset)
+            self.parts[p] = _Partition(learner, outputs)
         self._last_record = time.monotonic()
 
+    def _restore(self, p: int) -> PartitionState:
+        """The partition's last committed state: from the local cache and the state topic
+        after it when there is a cache, else from the whole state topic."""
+        config, started = self.config, time.monotonic()
+        path = self.checkpoint_path(p)
+        cached = None if path is None else checkpoint.load(path)
+        stored, read = None, 0
+        if cached is not None:
+            state, after = cached["state"], cached["state_offset"]
+            if (state.topic, state.partition) != (config.examples_topic, p):
+                raise checkpoint.CheckpointError(
+                    f"{path} holds {state.topic}/{state.partition}, not {config.examples_topic}/{p}"
+                )
+            stored, read = state_topic.restore(
+                self.settings, config.states_topic, p, start=after, timeout=config.restore_timeout
+            )
+            where = f"the local cache {path} and {read} newer state records"
+            if stored is None and read >= 0:
+                stored = state
+        if stored is None:
+            stored, read = state_topic.restore(
+                self.settings, config.states_topic, p, timeout=config.restore_timeout
+            )
+            where = f"the state topic ({read} records read)"
+        seconds = time.monotonic() - started
+        if stored is None:
+            log.info(
+                "partition %d: no stored state (%.2f s), reading from the beginning", p, seconds
+            )
+            return PartitionState(config.examples_topic, p, copy.deepcopy(self.model))
+        if stored.model_spec != self.spec:
+            if not config.discard_state:
+                raise StateMismatch(
+                    f"partition {p} was learned by {stored.model_spec}, not by the model given "
+                    f"({self.spec}); serve with the same --model, or discard the stored models "
+                    f"(--discard-state: new models from the stored offsets on)"
+                )
+            log.warning(
+                "partition %d: discarding the stored model %s (%d learned) for %s",
+                p,
+                stored.model_spec,
+                stored.learned,
+                self.spec,
+            )
+            stored.model, stored.model_spec = copy.deepcopy(self.model), self.spec
+        log.info(
+            "partition %d: restored from %s in %.2f s: offsets %s, %d learned, %d pending",
+            p,
+            where,
+            seconds,
+            stored.offsets,
+            stored.learned,
+            len(stored.pending_examples),
+        )
+        return stored
+
     def _revoke(self, partitions: set[int]) -> None:
-        self.checkpoint(partitions)
-        for p in partitions:
-            del self.states[p]
-        log.info("partitions %s revoked (checkpointed)", sorted(partitions))
+        self.commit(partitions)
+        self._drop(partitions)
+        log.info("partitions %s revoked (committed)", sorted(partitions))
 
     def _lose(self, partitions: set[int]) -> None:
-        for p in partitions:
-            del self.states[p]
-        self._dirty -= partitions
+        self._drop(partitions)
         log.warning(
-            "partitions %s lost (evicted from the group): their work since the last "
-            "checkpoint is dropped, the new owner redoes it",
+            "partitions %s lost (evicted from the group): their work since the last commit is "
+            "dropped, the new owner redoes it",
             sorted(partitions),
         )
 
-    # --- checkpoints ------------------------------------------------------------------------
+    def _fenced(self, p: int) -> None:
+        log.warning("partition %d: fenced by a newer owner, dropping it", p)
+        self._drop([p])
 
-    def _checkpoint_due(self) -> bool:
-        return bool(self._dirty) and (
-            self._since_checkpoint >= self.checkpoint_every
-            or time.monotonic() - self._last_checkpoint >= self.checkpoint_seconds
+    def _drop(self, partitions) -> None:
+        for p in partitions:
+            part = self.parts.pop(p, None)
+            if part is not None and part.outputs is not self._shared:
+                part.outputs.close()
+
+    # --- commits ----------------------------------------------------------------------------
+
+    def _commit_due(self) -> bool:
+        return any(part.dirty for part in self.parts.values()) and (
+            self._since_commit >= self.config.checkpoint_every
+            or time.monotonic() - self._last_commit >= self.config.checkpoint_seconds
         )
 
-    def checkpoint(self, partitions: Iterable[int] | None = None) -> None:
-        """Wait for the outputs so far to be acknowledged, then save the changed partitions."""
-        todo = sorted(self._dirty if partitions is None else self._dirty & set(partitions))
+    def commit(self, partitions=None) -> None:
+        """Commit the changed partitions: outputs, state and offsets (one transaction each
+        with exactly-once; outputs acknowledged, then the state, with at-least-once)."""
+        todo = sorted(p for p, part in self.parts.items() if part.dirty)
+        if partitions is not None:
+            todo = [p for p in todo if p in partitions]
         if not todo:
             return
-        self.sink.flush()
+        if self._shared is not None:
+            self._shared.flush()
         for p in todo:
-            checkpoint.save(self.checkpoint_path(p), self.states[p])
-        self._dirty.difference_update(todo)
-        if not self._dirty:
-            self._since_checkpoint = 0
-            self._last_checkpoint = time.monotonic()
+            part = self.parts[p]
+            part.state.batches += 1
+            try:
+                manifest = state_topic.write(part.outputs, self.config.states_topic, p, part.state)
+                offsets = {
+                    TopicPartition(topic, p): offset for topic, offset in part.state.offsets.items()
+                }
+                if self.config.exactly_once:
+                    part.outputs.commit(offsets, self.config.offsets_group)
+                else:
+                    part.outputs.flush()
+            except Fenced:
+                self._fenced(p)
+                continue
+            part.dirty = False
+            path = self.checkpoint_path(p)
+            if path is not None:
+                after = manifest.get().offset + 1
+                checkpoint.save(path, {"state": part.state, "state_offset": after})
+        if not any(part.dirty for part in self.parts.values()):
+            self._since_commit = 0
+            self._last_commit = time.monotonic()
 
     # --- messages ---------------------------------------------------------------------------
 
     def _handle(self, record) -> None:
-        state = self.states[record.partition]
-        state.offsets[record.topic] = record.offset + 1
-        self._dirty.add(record.partition)
-        self._since_checkpoint += 1
-        try:
-            if record.topic == self.examples_topic:
-                self._on_example(state, decode_example(record.value))
-            else:
-                self._on_label(state, decode_label(record.value))
-        except BrokerUnavailable:
-            raise
-        except Exception as error:  # noqa: BLE001 - one record never stops the server
-            known = isinstance(error, (InvalidMessage, RecordTooLarge))
-            reason = str(error) if known else _failure(error)
-            state.dead_letters += 1
-            self.sink.dead_letter(record, reason)
-
-    def _on_example(self, state: PartitionState, example: Example) -> None:
-        try:
-            probabilities = state.model.predict_proba_one(example.x)
-            prediction = state.model.predict_one(example.x)
-            message = encode_prediction(
-                example.id, prediction, probabilities, state.learned, state.partition
-            )
-        except Exception as error:  # noqa: BLE001 - whatever the model raises
-            raise InvalidMessage(f"the model cannot predict it: {_failure(error)}") from None
-        self.sink.prediction(example.id.encode("utf-8"), message)
-        state.predicted += 1
-        early = state.pending_labels.pop(example.id, None)
-        label = early if example.label is None else example.label
-        if label is None:
-            self._remember(state, state.pending_examples, example.id, example.x)
+        part = self.parts[record.partition]
+        part.state.offsets[record.topic] = record.offset + 1
+        part.dirty = True
+        self._since_commit += 1
+        part.outputs.begin()
+        if record.topic == self.config.examples_topic:
+            events = part.learner.example(record.value)
         else:
-            self._learn(state, example.x, label)
-
-    def _on_label(self, state: PartitionState, message: LabelMessage) -> None:
-        x = state.pending_examples.pop(message.id, _MISSING)
-        if x is _MISSING:
-            self._remember(state, state.pending_labels, message.id, message.label)
-        else:
-            self._learn(state, x, message.label)
-
-    def _learn(self, state: PartitionState, x, label) -> None:
-        try:
-            state.model.learn_one(x, label)
-        except Exception as error:  # noqa: BLE001 - whatever the model raises
-            raise InvalidMessage(f"the model cannot learn it: {_failure(error)}") from None
-        state.learned += 1
-
-    def _remember(self, state: PartitionState, pending: dict, key, value) -> None:
-        pending.pop(key, None)
-        pending[key] = value
-        while len(pending) > self.max_pending:
-            del pending[next(iter(pending))]
-            state.expired += 1
+            events = part.learner.label(record.value)
+        for event in events:
+            if isinstance(event, Prediction):
+                part.outputs.send(self.config.predictions_topic, key=event.key, value=event.value)
+            elif isinstance(event, DeadLetter):
+                part.outputs.dead_letter(self.config.dead_letter_topic, record, event.reason)
 
     # --- monitoring -------------------------------------------------------------------------
 
     def _log_progress(self, consumed: int, seconds: float, final: bool = False) -> None:
-        states, lag = self.states.values(), self.source.lag()
+        parts, lag = list(self.parts.values()), self.source.lag()
+        scored = sum(part.state.scored for part in parts)
+        correct = sum(part.state.correct for part in parts)
         log.info(
-            "%s%d messages in %.1f s (%.0f/s); partitions %s: learned %d, pending %d, "
-            "dead letters %d, expired %d; lag %s",
+            "%s%d messages in %.1f s (%.0f/s); partitions %s: learned %d, prequential accuracy "
+            "%s, pending examples %d, labels waiting %d, dead letters %d, expired %d; lag %s",
             "done: " if final else "",
             consumed,
             seconds,
             consumed / max(seconds, 1e-9),
-            sorted(self.states),
-            sum(s.learned for s in states),
-            sum(len(s.pending_examples) for s in states),
-            sum(s.dead_letters for s in states),
-            sum(s.expired for s in states),
+            sorted(self.parts),
+            sum(part.state.learned for part in parts),
+            f"{correct / scored:.4f}" if scored else "n/a",
+            sum(len(part.state.pending_examples) for part in parts),
+            sum(len(part.state.pending_labels) for part in parts),
+            sum(part.state.dead_letters for part in parts),
+            sum(part.state.expired for part in parts),
             "unknown" if lag is None else lag,
         )
+        for p, part in sorted(self.parts.items()):
+            stale = part.learner.stale_labels(self.config.stale_label_after)
+            if stale > part.stale_reported:
+                log.warning(
+                    "partition %d: %d labels have waited for their example while %d or more "
+                    "examples came; are labels keyed by the same id as their examples (same "
+                    "partition)?",
+                    p,
+                    stale,
+                    self.config.stale_label_after,
+                )
+            part.stale_reported = stale
+

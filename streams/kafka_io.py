@@ -11,11 +11,14 @@ label land in the same partition number). It works in one of two modes:
   partition numbers.
 - static (`partitions`, or all of them): no group, no rebalances; restarts are immediate.
 
-It never commits offsets to Kafka: the caller keeps its own offsets and `seek`s to them.
+It never commits offsets itself: the caller keeps its own offsets and `seek`s to them (the
+server commits them inside its transactions, through `Outputs`). `Outputs` writes a server's
+outputs, in Kafka transactions or not.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -23,17 +26,19 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
-from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+from kafka.errors import (
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerFencedError,
+    TopicAlreadyExistsError,
+)
+from kafka.structs import OffsetAndMetadata
 
 Callback = Callable[[set[int]], None]
 
 
 class BrokerUnavailable(RuntimeError):
     """No Kafka broker answered at the bootstrap address."""
-
-
-class RecordTooLarge(ValueError):
-    """An output for one record exceeds what the producer may send."""
 
 
 class TopicError(RuntimeError):
@@ -73,18 +78,66 @@ def _connect(factory: Callable, settings: KafkaSettings, **config):
         ) from None
 
 
-def create_topics(bootstrap_servers: str, topics: dict[str, int]) -> None:
-    """Create topics (name -> number of partitions); existing ones are left as they are."""
+def create_topics(
+    bootstrap_servers: str, topics: dict[str, int], configs: dict[str, str] | None = None
+) -> None:
+    """Create topics (name -> number of partitions, with topic `configs`); existing ones are
+    left as they are."""
     settings = KafkaSettings(bootstrap_servers)
     admin = _connect(KafkaAdminClient, settings)
     try:
         for name, partitions in topics.items():
             try:
-                admin.create_topics([NewTopic(name, partitions, 1)])
+                admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs or {})])
             except TopicAlreadyExistsError:
                 pass
     finally:
         admin.close()
+
+
+def topic_partitions(settings: KafkaSettings, topic: str) -> list[int]:
+    """The partition numbers of `topic`; `TopicError` when it does not exist."""
+    consumer = _connect(KafkaConsumer, settings)
+    try:
+        partitions = consumer.partitions_for_topic(topic)
+    finally:
+        consumer.close(autocommit=False)
+    if not partitions:
+        raise TopicError(f"topic {topic!r} does not exist on the broker")
+    return sorted(partitions)
+
+
+def log_reaches(settings: KafkaSettings, topic: str, partition: int, offset: int) -> bool:
+    """Whether `topic`/`partition` holds records up to `offset` (its end is at least there).
+
+    Tansu's ListOffsets answers the base offset of the log's last batch + 1 (an understatement)
+    and its fetch replies' high watermarks are unreliable, so past that answer the record at
+    `offset - 1` is fetched.
+    """
+    if offset <= 0:
+        return True
+    consumer = _connect(
+        KafkaConsumer,
+        settings,
+        enable_auto_commit=False,
+        auto_offset_reset="latest",
+        fetch_max_wait_ms=settings.fetch_max_wait_ms,
+    )
+    tp = TopicPartition(topic, partition)
+    try:
+        consumer.assign([tp])
+        if consumer.end_offsets([tp])[tp] >= offset:
+            return True
+        consumer.seek(tp, offset - 1)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            if consumer.poll(timeout_ms=100).get(tp):
+                return True
+            if consumer.position(tp) > offset - 1:  # moved past it: a control marker
+                return True
+        return False
+    finally:
+        consumer.close(autocommit=False)
 
 
 class _Listener(ConsumerRebalanceListener):
@@ -147,6 +200,11 @@ class KafkaSource:
         except BaseException:
             self.close()
             raise
+
+    @property
+    def partition_count(self) -> int:
+        """Partitions of each topic (the same in every topic)."""
+        return self._count
 
     def start(self, on_assign: Callback, on_revoke: Callback, on_lost: Callback) -> None:
         """Join the group (callbacks run inside `poll`) or take the static partitions now."""
@@ -226,33 +284,74 @@ class KafkaSource:
         self._consumer.close(autocommit=False)
 
 
-class Sink:
-    """Writes JSON predictions and dead letters; `flush` blocks until the broker has them all.
+class Outputs:
+    """A producer of a server's outputs: predictions, dead letters and state snapshots.
+
+    With `transactional_id` every write goes into the transaction open at the time (`begin`,
+    `commit` with the consumed offsets); a newer producer with the same id fences this one
+    (`Fenced`). Without, `flush` blocks until the broker has acknowledged every write.
 
     A dead letter forwards the record's key and value as they came, unless together they exceed
     `forward_limit` bytes (the producer's request limit is 1 MiB): then only the first
-    `head_bytes` of each are kept, and the `size` header tells the original value's size.
+    `head_bytes` of each are kept; the `size` header tells the original value's size.
     """
 
     forward_limit = 1_000_000
     head_bytes = 1024
 
-    def __init__(self, settings: KafkaSettings, predictions_topic: str, dead_letter_topic: str):
-        self.predictions_topic = predictions_topic
-        self.dead_letter_topic = dead_letter_topic
-        self._producer = _connect(KafkaProducer, settings, acks="all", linger_ms=5)
+    def __init__(self, settings: KafkaSettings, transactional_id: str | None = None):
+        config = {"acks": "all", "linger_ms": 5, "max_request_size": 1_048_576}
+        if transactional_id is not None:
+            config["transactional_id"] = transactional_id
+        self._producer = _connect(KafkaProducer, settings, **config)
+        self.transactional = transactional_id is not None
+        self.in_transaction = False
         self._sent: list = []  # futures since the last flush
+        if self.transactional:
+            self._call(self._producer.init_transactions)  # aborts what a dead owner left open
 
-    def prediction(self, key: bytes, value: bytes) -> None:
-        """Send a prediction; `RecordTooLarge` when it cannot be sent (e.g. a huge id)."""
-        if len(key) + len(value) > self.forward_limit:
-            raise RecordTooLarge(
-                f"its prediction would be {len(key) + len(value):,} bytes "
-                f"(at most {self.forward_limit:,})"
-            )
-        self._send(self.predictions_topic, key=key, value=value)
+    def _call(self, method, *args):
+        try:
+            return method(*args)
+        except ProducerFencedError:
+            raise Fenced("another server took this partition over") from None
+        except KafkaError as error:
+            raise BrokerUnavailable(f"Kafka transaction failed: {error}") from None
 
-    def dead_letter(self, record, reason: str) -> None:
+    def begin(self) -> None:
+        if self.transactional and not self.in_transaction:
+            self._call(self._producer.begin_transaction)
+            self.in_transaction = True
+
+    def commit(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        """Commit the open transaction with the consumed `offsets` of `group_id`."""
+        if not self.in_transaction:
+            return
+        committed = {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in offsets.items()}
+        self._call(self._producer.send_offsets_to_transaction, committed, group_id)
+        self._call(self._producer.commit_transaction)
+        self.in_transaction = False
+        self._check_sent()
+
+    def abort(self) -> None:
+        """Abort the open transaction: its writes are dropped by committed readers."""
+        if self.in_transaction:
+            self._call(self._producer.abort_transaction)
+            self.in_transaction = False
+            self._sent.clear()
+
+    def send(self, topic: str, **message):
+        self.begin()
+        try:
+            future = self._producer.send(topic, **message)
+        except ProducerFencedError:
+            raise Fenced("another server took this partition over") from None
+        except KafkaError as error:
+            raise BrokerUnavailable(f"could not send to {topic!r}: {error}") from None
+        self._sent.append(future)
+        return future
+
+    def dead_letter(self, topic: str, record, reason: str) -> None:
         """Forward `record` (key and value bytes, cut to their heads when over-large), with the
         reason, its origin and its size in headers."""
         key, value = record.key, record.value
@@ -268,24 +367,25 @@ class Sink:
             key = None if key is None else key[: self.head_bytes]
             value = value[: self.head_bytes]
             headers.append(("truncated", str(self.head_bytes).encode()))
-        self._send(self.dead_letter_topic, key=key, value=value, headers=headers)
-
-    def _send(self, topic: str, **message) -> None:
-        try:
-            self._sent.append(self._producer.send(topic, **message))
-        except KafkaError as error:
-            raise BrokerUnavailable(f"could not send to {topic!r}: {error}") from None
+        self.send(topic, key=key, value=value, headers=headers)
 
     def flush(self) -> None:
         """Wait until every message sent so far is acknowledged; raise if any was not."""
-        try:
-            self._producer.flush()
-        except KafkaError as error:
-            raise BrokerUnavailable(f"could not deliver to the broker: {error}") from None
+        self._call(self._producer.flush)
+        self._check_sent()
+
+    def _check_sent(self) -> None:
         failed = [future.exception for future in self._sent if future.failed()]
         self._sent.clear()
         if failed:
+            if isinstance(failed[0], ProducerFencedError):
+                raise Fenced("another server took this partition over")
             raise BrokerUnavailable(f"{len(failed)} messages were not delivered: {failed[0]}")
 
     def close(self) -> None:
-        self._producer.close(timeout=10)
+        """Close; an open transaction is left to be aborted by the next owner (or expire)."""
+        self._producer.close(timeout=5)
+
+
+class Fenced(RuntimeError):
+    """A newer producer with the same transactional id exists: this server lost the partition."""

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import pickle
 import signal
 import sys
 
 from kafka.errors import KafkaError
+from river import base
 
 from streams.checkpoint import CheckpointError
-from streams.consumer import ModelServer
+from streams.consumer import GUARANTEES, ModelServer, ServeConfig, StateMismatch
 from streams.kafka_io import BrokerUnavailable, KafkaSettings, TopicError
+from streams.state_topic import StateError
 from streams.specs import parse, prepare
 
 
@@ -44,11 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "to the dead-letter topic with its original key and bytes (only the first 1024 bytes "
         "of a record over 1 MB) and headers reason, topic, partition, offset and size. "
         "Exit status: 0 after SIGTERM, SIGINT or --idle-timeout; 1 when the broker is "
-        "unreachable, a topic is missing or a checkpoint is unreadable; 2 for a bad --model."
+        "unreachable, a topic is missing, a stored state cannot be restored or was learned by "
+        "another model; 2 for a bad --model or --init-model."
     )
     parser.add_argument(
         "--model",
-        required=True,
         help="model spec as for evaluate, e.g. 'AROW(r=0.1)' or "
         "'river.linear_model.PAClassifier()'",
     )
@@ -78,23 +81,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read these partitions (comma separated) without a group; default: all",
     )
     parser.add_argument(
+        "--processing-guarantee",
+        choices=GUARANTEES,
+        default="exactly-once",
+        help="exactly-once: outputs, state and offsets in one Kafka transaction per batch "
+        "(read the outputs with isolation read_committed); at-least-once: outputs sent at "
+        "once, repeated after a crash (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--state-topic",
+        help="compacted topic of the partitions' states (default: TOPIC.state, created "
+        "with as many partitions as TOPIC)",
+    )
+    parser.add_argument(
         "--checkpoint-dir",
-        default="checkpoints",
-        help="one checkpoint per partition here, shared by the group (default: %(default)s)",
+        help="optional local cache of the partitions' states (the state topic is the truth)",
     )
     parser.add_argument(
         "--checkpoint-every",
         type=int,
         default=1000,
         metavar="N",
-        help="checkpoint every N messages (default: %(default)s)",
+        help="commit a batch (outputs, state, offsets) every N messages (default: %(default)s)",
     )
     parser.add_argument(
         "--checkpoint-seconds",
         type=float,
-        default=30.0,
+        default=5.0,
         metavar="T",
         help="... or every T seconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--init-model",
+        metavar="PATH",
+        help="warm-start new partitions from this pickled model (e.g. from inspect --export) "
+        "instead of a fresh --model",
+    )
+    parser.add_argument(
+        "--discard-state",
+        action="store_true",
+        help="when the stored models differ from --model: start new models from the stored "
+        "offsets (default: refuse to start)",
+    )
+    parser.add_argument(
+        "--restore-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="give up restoring a partition's state after S seconds (default: %(default)s)",
     )
     parser.add_argument(
         "--max-pending",
@@ -134,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     )
     logging.getLogger("kafka").setLevel(logging.WARNING)  # its INFO is per-connection chatter
     try:
-        model = build_model(args.model, text=args.text)
+        model, spec = _model(args)
     except ValueError as error:
         print(f"river-cw serve: error: {error}", file=sys.stderr)
         return 2
@@ -145,28 +179,57 @@ def run(args: argparse.Namespace) -> int:
         args.max_poll_interval_ms,
         args.connect_timeout_ms,
     )
-    server = ModelServer(
-        model,
-        settings,
+    config = ServeConfig(
         examples_topic=args.topic,
         labels_topic=args.labels_topic,
         predictions_topic=args.predictions_topic or f"{args.topic}.predictions",
         dead_letter_topic=args.dead_letter_topic or f"{args.topic}.dead-letters",
+        state_topic=args.state_topic,
         group_id=args.group_id,
         partitions=args.partitions,
+        processing_guarantee=args.processing_guarantee,
         checkpoint_dir=args.checkpoint_dir,
         checkpoint_every=args.checkpoint_every,
         checkpoint_seconds=args.checkpoint_seconds,
         max_pending=args.max_pending,
         idle_timeout=args.idle_timeout,
         log_seconds=args.log_seconds,
+        model_spec=spec,
+        discard_state=args.discard_state,
+        restore_timeout=args.restore_timeout,
     )
+    server = ModelServer(model, settings, config)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.stop())
     try:
         server.run()
-    except (BrokerUnavailable, TopicError, CheckpointError, KafkaError, OSError) as error:
+    except (
+        BrokerUnavailable,
+        TopicError,
+        CheckpointError,
+        StateError,
+        StateMismatch,
+        KafkaError,
+        OSError,
+    ) as error:
         # infrastructure only: a bad record never gets here (it is dead-lettered)
         print(f"river-cw serve: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
     return 0
+
+
+def _model(args: argparse.Namespace):
+    """The model to serve and its spec, from --model or --init-model."""
+    if args.init_model:
+        try:
+            with open(args.init_model, "rb") as fh:
+                model = pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError) as error:
+            raise ValueError(f"cannot read --init-model {args.init_model}: {error}") from None
+        if not isinstance(model, base.Classifier):
+            raise ValueError(f"--init-model {args.init_model} holds no river classifier")
+        return model, args.model or "init-model " + " ".join(repr(model).split())
+    if not args.model:
+        raise ValueError("give --model (a spec) or --init-model (a pickled model)")
+    spec = args.model + (" --text" if args.text else "")
+    return build_model(args.model, text=args.text), spec

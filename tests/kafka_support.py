@@ -11,7 +11,10 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from streams import state_topic
+from streams.committed import committed_consumer
 from streams.consumer import ModelServer
+from streams.kafka_io import KafkaSettings
 from streams.messages import encode_example, encode_prediction
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,9 +63,12 @@ def model_server(model, settings, topic: str, checkpoint_dir, **kwargs):
     )
 
 
-def read_topic(bootstrap: str, topic: str, count: int, timeout: float = 20.0) -> list:
-    """At least `count` records of every partition of `topic`, in partition then offset order."""
-    consumer = KafkaConsumer(
+def read_topic(
+    bootstrap: str, topic: str, count: int, timeout: float = 20.0, committed: bool = True
+) -> list:
+    """At least `count` records of every partition of `topic`, in partition then offset order;
+    of committed transactions only (`streams.committed`) unless `committed` is False."""
+    consumer = (committed_consumer if committed else KafkaConsumer)(
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
@@ -81,6 +87,14 @@ def read_topic(bootstrap: str, topic: str, count: int, timeout: float = 20.0) ->
     finally:
         consumer.close(autocommit=False)
     return sorted(records, key=lambda r: (r.partition, r.offset))
+
+
+def stored_state(bootstrap: str, topic: str, partition: int):
+    """The last committed state of `partition` of examples topic `topic` in its state topic."""
+    state, _ = state_topic.restore(
+        KafkaSettings(bootstrap), state_topic.state_topic(topic), partition
+    )
+    return state
 
 
 def offline(model, examples: list[tuple]) -> tuple[object, dict]:

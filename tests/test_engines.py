@@ -94,6 +94,7 @@ def test_same_models_predictions_and_probabilities(cls, params, n_labels):
         assert_same(compiled, python, x)
         compiled.learn_one(x, y)
         python.learn_one(x, y)
+        assert bits(compiled._gaussian.mean_bound) == bits(python._gaussian.mean_bound)
     assert_same(compiled, python)
 
 

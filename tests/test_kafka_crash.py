@@ -1,119 +1,153 @@
-"""kill -9 `river-cw serve` at random points: the final model still equals an offline run."""
+"""kill -9 `river-cw serve` at random points while a producer streams: exactly once end to end.
+
+Every partition's final model equals the offline run over its examples, and a consumer of
+committed records sees exactly one prediction per example, the offline run's.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import multiprocessing
+import os
 import random
+import re
 import signal
-import subprocess
 import sys
 import time
 
 import pytest
+from kafka import KafkaProducer
 
-from streams import checkpoint
+from streams import cli
+from streams.files import sms_spam
 from streams.kafka_io import create_topics
+from streams.messages import encode_example
 from streams.serve_cli import build_model
-from tests.conftest import read_jsonl, shuffled
-from tests.kafka_support import REPO, assert_same_model, offline, produce_examples, read_topic
+from tests.kafka_support import assert_same_model, offline, read_topic, stored_state
 
 MODEL = "AROW()"  # with --text: BagOfWords(on="text") | AROW()
+PARTITIONS = 2
+KILLS = 20
+FORK = multiprocessing.get_context("fork")
 
 
-def start_server(broker, topic, checkpoint_dir, log_path):
-    log = open(log_path, "wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streams.cli",
-            "serve",
-            "--model",
-            MODEL,
-            "--text",
-            "--topic",
-            topic,
-            "--bootstrap-servers",
-            broker.bootstrap_servers,
-            "--partitions",
-            "0",
-            "--checkpoint-dir",
-            str(checkpoint_dir),
-            "--checkpoint-every",
-            "100",
-            "--idle-timeout",
-            "1.5",
-            "--log-seconds",
-            "0.5",
-            "--connect-timeout-ms",
-            "5000",
-        ],
-        cwd=REPO,
-        stdout=log,
-        stderr=log,
-    )
-    log.close()
+def serve_in_child(argv: list[str], log_path) -> None:
+    """The body of a forked server: `river-cw serve` with its output in `log_path`."""
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.stdout = sys.stderr = open(fd, "w", buffering=1)
+    logging.root.handlers.clear()  # pytest's capture handlers came along with the fork
+    os._exit(cli.main(argv))
+
+
+def start_server(broker, topic, log_path, idle_timeout="30"):
+    """`river-cw serve` in a forked process: it starts at once, its modules already imported
+    (the test process runs no Kafka client thread while servers are forked)."""
+    argv = [
+        "serve",
+        "--model",
+        MODEL,
+        "--text",
+        "--topic",
+        topic,
+        "--bootstrap-servers",
+        broker.bootstrap_servers,
+        "--checkpoint-every",
+        "200",
+        "--checkpoint-seconds",
+        "0.5",
+        "--idle-timeout",
+        idle_timeout,
+        "--log-seconds",
+        "0.5",
+        "--connect-timeout-ms",
+        "5000",
+    ]
+    log_path.write_bytes(b"")
+    process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
+    process.start()
     return process
 
 
-def wait_for_log(log_path, text, process, timeout=30.0):
+def wait_until_serving(log_path, process, timeout=30.0):
+    """Until the server has restored (or found no state for) every partition."""
     deadline = time.monotonic() + timeout
-    while text not in log_path.read_text():
-        assert process.poll() is None, f"server exited early:\n{log_path.read_text()}"
-        assert time.monotonic() < deadline, f"no {text!r} in the log:\n{log_path.read_text()}"
+    while len(re.findall(r"partition \d+: (restored|no stored state)", log_path.read_text())) < (
+        PARTITIONS
+    ):
+        assert process.is_alive(), f"server exited early:\n{log_path.read_text()}"
+        assert time.monotonic() < deadline, f"not serving yet:\n{log_path.read_text()}"
         time.sleep(0.02)
+
+
+def stream(bootstrap, topic, examples, seconds):
+    """Produce the examples keyed by id (partition id % 2) over about `seconds` seconds."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    step = 100
+    for start in range(0, len(examples), step):
+        for i, x, y in examples[start : start + step]:
+            producer.send(
+                topic, key=str(i).encode(), value=encode_example(i, x, y), partition=i % PARTITIONS
+            )
+        producer.flush()
+        time.sleep(seconds * step / len(examples))
+    producer.close()
 
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_kill_9_at_random_points_loses_and_repeats_nothing(kafka_broker, topic_name, tmp_path):
-    rows = shuffled(read_jsonl("mdsd_sorted_acl_text.jsonl.gz"), seed=7)[:5000]
-    examples = [(i, {"text": row["text"]}, row["label"]) for i, row in enumerate(rows)]
+def test_kill_9_at_random_points_while_streaming_is_exactly_once(
+    kafka_broker, topic_name, tmp_path
+):
+    examples = [(i, x, y) for i, (x, y) in enumerate(list(sms_spam())[:5000])]
     rng = random.Random(7)
     topic = topic_name("crash")
-    create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
-    produce_examples(kafka_broker.bootstrap_servers, topic, examples)
-    ckpt = tmp_path / f"{topic}-0.ckpt"
-
-    progress = []  # examples learned in the checkpoint after each interruption
-    for run, how in enumerate((signal.SIGKILL, signal.SIGKILL, signal.SIGTERM, signal.SIGKILL)):
-        log_path = tmp_path / f"serve-{run}.log"
-        process = start_server(kafka_broker, topic, tmp_path, log_path)
-        try:
-            wait_for_log(log_path, "partition 0:", process)
-            time.sleep(rng.uniform(0.1, 0.6))
-            assert process.poll() is None, "the server finished before it could be interrupted"
-            process.send_signal(how)
-            code = process.wait(timeout=10)
-        finally:
-            process.kill()
-            process.wait()
-        assert code == (0 if how == signal.SIGTERM else -signal.SIGKILL)
-        state = checkpoint.load(ckpt)
-        progress.append(0 if state is None else state.learned)
-    # every interruption came before the end of the stream (the last run still has work to do)
-    assert progress == sorted(progress) and progress[-1] < len(examples), progress
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": PARTITIONS})
+    producer = FORK.Process(target=stream, args=(bootstrap, topic, examples, 20.0))
+    producer.start()
+    try:
+        for run in range(KILLS):
+            log_path = tmp_path / f"serve-{run}.log"
+            process = start_server(kafka_broker, topic, log_path)
+            try:
+                wait_until_serving(log_path, process)
+                time.sleep(rng.uniform(0.0, 1.0))
+                assert process.is_alive(), "the server stopped before it could be killed"
+                os.kill(process.pid, signal.SIGKILL)
+                process.join(10)
+                assert process.exitcode == -signal.SIGKILL
+            finally:
+                process.kill()
+                process.join()
+    finally:
+        producer.join()
+    assert producer.exitcode == 0
 
     log_path = tmp_path / "serve-final.log"
-    process = start_server(kafka_broker, topic, tmp_path, log_path)
+    process = start_server(kafka_broker, topic, log_path, idle_timeout="2")
     try:
-        assert process.wait(timeout=60) == 0, log_path.read_text()
+        process.join(120)
+        assert process.exitcode == 0, log_path.read_text()
     finally:
         process.kill()
-        process.wait()
+        process.join()
 
-    state = checkpoint.load(ckpt)
-    reference, expected = offline(build_model(MODEL, text=True), examples)
-    assert (state.learned, state.offsets) == (len(examples), {topic: len(examples)})
-    assert_same_model(state.model, reference, [e[1] for e in examples[:500]])
-    # predictions are at-least-once: every id has one, and any repeat is the very same message
-    predictions = [
-        json.loads(r.value)
-        for r in read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
-    ]
-    assert {p["id"] for p in predictions} == {str(i) for i in range(len(examples))}
-    assert all(p == expected[p["id"]] for p in predictions)
-    print(
-        f"checkpointed progress at interruptions: {progress}; "
-        f"{len(predictions) - len(examples)} predictions repeated"
-    )
+    expected = {}
+    for p in range(PARTITIONS):
+        mine = [e for e in examples if e[0] % PARTITIONS == p]
+        reference, predictions = offline(build_model(MODEL, text=True), mine)
+        state = stored_state(bootstrap, topic, p)
+        assert (state.learned, state.offsets) == (len(mine), {topic: len(mine)})
+        assert_same_model(state.model, reference, [x for _, x, _ in mine[:300]])
+        expected |= {i: m | {"partition": p} for i, m in predictions.items()}
+    committed = [json.loads(r.value) for r in read_topic(bootstrap, f"{topic}.predictions", 5000)]
+    ids = sorted(int(p["id"]) for p in committed)
+    assert ids == list(range(len(examples))), "duplicates or missing predictions"
+    assert all(p == expected[p["id"]] for p in committed)
+    # the kills did interrupt transactions: their predictions are in the log, aborted
+    written = read_topic(bootstrap, f"{topic}.predictions", 5000, committed=False)
+    print(f"{KILLS} kills; {len(written) - len(committed)} predictions written and aborted")
+    assert len(written) > len(committed)

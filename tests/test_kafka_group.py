@@ -1,10 +1,12 @@
-"""Servers in one consumer group split the partitions; each partition has its own state and
-checkpoint, so a partition moves to another member without being learned twice."""
+"""Servers in one consumer group split the partitions; each partition's state lives in the state
+topic, so a partition moves to another member (on another machine: separate local directories,
+or none) without being learned twice or replayed from offset 0."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 import sys
 import time
@@ -19,10 +21,11 @@ from tests.kafka_support import (
     REPO,
     ServerThread,
     assert_same_model,
-    offline,
     model_server,
+    offline,
     produce_examples,
     read_topic,
+    stored_state,
     wait_until,
 )
 
@@ -30,6 +33,23 @@ pytestmark = pytest.mark.kafka
 PARTITIONS = 4
 # the dead member is noticed after its session timeout: keep it short where one is killed
 FAST_FAILOVER = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 500}
+
+
+def assert_partitions_equal_offline(bootstrap, topic, examples, partitions):
+    """Every partition's stored state equals the offline run over its examples, and the
+    committed predictions hold one per example, the offline run's."""
+    expected = {}
+    for p in range(partitions):
+        mine = [e for e in examples if e[0] % partitions == p]
+        state = stored_state(bootstrap, topic, p)
+        assert (state.learned, state.offsets) == (len(mine), {topic: len(mine)})
+        reference, predictions = offline(AROW(), mine)
+        assert_same_model(state.model, reference, [x for _, x, _ in mine[:200]])
+        expected |= {i: m | {"partition": p} for i, m in predictions.items()}
+    records = read_topic(bootstrap, f"{topic}.predictions", len(examples))
+    predictions = [json.loads(r.value) for r in records]
+    assert sorted(int(p["id"]) for p in predictions) == list(range(len(examples)))  # 0 dup, 0 lost
+    assert all(p == expected[p["id"]] for p in predictions)
 
 
 def test_two_members_split_partitions_and_learn_each_exactly_once(
@@ -46,18 +66,13 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(
         heartbeat_interval_ms=1000,
         max_poll_interval_ms=10000,
     )
-    members = [
+    members = [  # one with a local cache, one without
         ServerThread(
             model_server(
-                AROW(),
-                settings,
-                topic,
-                tmp_path,
-                group_id=group,
-                checkpoint_every=100,
+                AROW(), settings, topic, directory, group_id=group, checkpoint_every=100
             )
         )
-        for _ in range(2)
+        for directory in (tmp_path, None)
     ]
     owned = lambda: [set(m.server.states) for m in members]  # noqa: E731
     try:
@@ -70,7 +85,9 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(
         produce_examples(
             kafka_broker.bootstrap_servers, topic, examples, partitions=lambda i: i % PARTITIONS
         )
-        learned = lambda: sum(s.learned for m in members for s in list(m.server.states.values()))  # noqa: E731
+        learned = lambda: sum(  # noqa: E731
+            s.learned for m in members for s in m.server.states.values()
+        )
         wait_until(lambda: learned() == len(examples), what="every example learned")
         assert owned() == split  # no rebalance while serving
     finally:
@@ -78,20 +95,14 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(
             member.server.stop()
         for member in members:
             member.stop()
-
-    for p in range(PARTITIONS):
-        mine = [e for e in examples if e[0] % PARTITIONS == p]
-        state = checkpoint.load(tmp_path / f"{topic}-{p}.ckpt")
-        assert (state.learned, state.offsets) == (len(mine), {topic: len(mine)})
-        reference, _ = offline(AROW(), mine)
-        assert_same_model(state.model, reference, [x for _, x, _ in mine[:200]])
-    predictions = read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
-    assert sorted(int(json.loads(r.value)["id"]) for r in predictions) == list(range(len(examples)))
+    assert_partitions_equal_offline(kafka_broker.bootstrap_servers, topic, examples, PARTITIONS)
 
 
-def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoint(
+def test_a_surviving_member_takes_over_a_killed_members_partition_from_the_state_topic(
     kafka_broker, topic_name, tmp_path, caplog
 ):
+    """The victim (its own local cache) is killed with -9 mid-stream; the survivor (no local
+    directory) restores its partition from the state topic, not from offset 0."""
     caplog.set_level(logging.INFO, logger="streams.consumer")
     rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=6)[:1000]
     examples = [(i, row["x"], row["label"]) for i, row in enumerate(rows)]
@@ -102,68 +113,66 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
             AROW(),
             KafkaSettings(kafka_broker.bootstrap_servers, **FAST_FAILOVER),
             topic,
-            tmp_path,
+            None,
             group_id=group,
             checkpoint_every=100,
+            model_spec="AROW()",
         )
     )
-    log = open(tmp_path / "victim.log", "wb")
-    victim = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streams.cli",
-            "serve",
-            "--model",
-            "AROW()",
-            "--topic",
-            topic,
-            "--bootstrap-servers",
-            kafka_broker.bootstrap_servers,
-            "--group-id",
-            group,
-            "--checkpoint-dir",
-            str(tmp_path),
-            "--checkpoint-every",
-            "100",
-            "--session-timeout-ms",
-            "3000",
-            "--heartbeat-interval-ms",
-            "500",
-        ],
-        cwd=REPO,
-        stdout=log,
-        stderr=log,
-    )
-    log.close()
+    victim_log = tmp_path / "victim.log"
+    with open(victim_log, "wb") as log:
+        victim = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streams.cli",
+                "serve",
+                "--model",
+                "AROW()",
+                "--topic",
+                topic,
+                "--bootstrap-servers",
+                kafka_broker.bootstrap_servers,
+                "--group-id",
+                group,
+                "--checkpoint-dir",
+                str(tmp_path / "victim"),
+                "--checkpoint-every",
+                "100",
+                "--checkpoint-seconds",
+                "600",  # its last 50 stay in an open transaction until it is killed
+                "--session-timeout-ms",
+                "3000",
+                "--heartbeat-interval-ms",
+                "500",
+            ],
+            cwd=REPO,
+            stdout=log,
+            stderr=log,
+        )
     states = lambda: dict(survivor.server.states)  # noqa: E731
     try:
         wait_until(
-            lambda: len(states()) == 1 and "partition" in (tmp_path / "victim.log").read_text(),
+            lambda: len(states()) == 1 and "partition" in victim_log.read_text(),
             timeout=40,
             what="one partition each",
         )
         (mine,), theirs = states(), 1 - next(iter(states()))
         half = [e for e in examples if e[0] < 500]
         produce_examples(kafka_broker.bootstrap_servers, topic, half, partitions=lambda i: i % 2)
-        their_checkpoint = tmp_path / f"{topic}-{theirs}.ckpt"
+        stored = lambda: stored_state(kafka_broker.bootstrap_servers, topic, theirs)  # noqa: E731
         wait_until(
-            lambda: (
-                states()[mine].learned == 250
-                and their_checkpoint.exists()
-                and checkpoint.load(their_checkpoint).learned == 200
-            ),
+            lambda: states()[mine].learned == 250 and getattr(stored(), "learned", 0) == 200,
             what="the first half",
         )
-        time.sleep(0.5)  # the victim learns its last 50, which no checkpoint holds yet
+        time.sleep(0.5)  # the victim learns its last 50 (in a transaction never committed)
         victim.kill()
         victim.wait()
         rest = [e for e in examples if e[0] >= 500]
         produce_examples(kafka_broker.bootstrap_servers, topic, rest, partitions=lambda i: i % 2)
         wait_until(
-            lambda: (
-                sorted(states()) == [0, 1] and sum(s.learned for s in states().values()) == 1000
-            ),
+            lambda: sorted(states()) == [0, 1]
+            and sum(s.learned for s in states().values()) == 1000,
             timeout=40,
             what="the survivor to learn both partitions",
         )
@@ -172,23 +181,13 @@ def test_a_surviving_member_resumes_a_killed_members_partition_from_its_checkpoi
         victim.wait()
         survivor.stop()
 
-    assert (
-        f"partition {theirs}: resuming from checkpoint at offsets {{'{topic}': 200}}" in caplog.text
+    restored = re.search(
+        rf"partition {theirs}: restored from the state topic \(\d+ records read\) in [\d.]+ s: "
+        rf"offsets \{{'{topic}': (\d+)\}}, (\d+) learned",
+        caplog.text,
     )
-    reference = {}
-    for p in (0, 1):
-        part = [e for e in examples if e[0] % 2 == p]
-        state = checkpoint.load(tmp_path / f"{topic}-{p}.ckpt")
-        assert (state.learned, state.offsets) == (500, {topic: 500})
-        model, reference[p] = offline(AROW(), part)
-        assert_same_model(state.model, model, [x for _, x, _ in part[:200]])
-    predictions = [
-        json.loads(r.value)
-        for r in read_topic(kafka_broker.bootstrap_servers, f"{topic}.predictions", len(examples))
-    ]
-    assert {p["id"] for p in predictions} == {str(i) for i in range(1000)}
-    for p in predictions:  # repeats (the victim's unsaved 50) are identical to the first ones
-        assert p == reference[int(p["id"]) % 2][p["id"]] | {"partition": int(p["id"]) % 2}
+    assert restored and restored[1] == restored[2] == "200", caplog.text
+    assert_partitions_equal_offline(kafka_broker.bootstrap_servers, topic, examples, 2)
 
 
 def test_an_unreadable_checkpoint_stops_a_group_member_with_its_own_error(

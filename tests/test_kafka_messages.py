@@ -47,8 +47,8 @@ def test_valid_examples(message, example):
         (b"\xc3\x28", "not UTF-8: 'utf-8' codec can't decode byte 0xc3"),
         (b'{"id": 1, "x": {"a": NaN}}', "bad JSON: non-finite number NaN"),
         (b'{"id": 1, "x": {"a": Infinity}}', "bad JSON: non-finite number Infinity"),
-        (b'{"id": 1, "x": {"a": 1e400}}', "feature 'a' has a value out of float64 range: float Infinity"),
-        (b'{"id": 1, "x": {"a": null}}', "wrong type: feature 'a' has a non-numeric value NoneType null"),
+        (b'{"id": 1, "x": {"a": 1e400}}', "feature 'a' has a value out of float64 range: float"),
+        (b'{"id": 1, "x": {"a": null}}', "wrong type: feature 'a' has a non-numeric value None"),
         (b'{"id": 1, "x": {"a": [1]}}', "wrong type: feature 'a' has a non-numeric value list [1]"),
         (
             b'{"id": 1, "x": "a b"}',

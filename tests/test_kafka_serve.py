@@ -25,6 +25,7 @@ from tests.kafka_support import (
     produce,
     produce_examples,
     read_topic,
+    stored_state,
     wait_until,
 )
 
@@ -63,9 +64,12 @@ def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_pat
     assert state.offsets == {topic: 5000}
     probe = [e[1] for e in examples]
     assert_same_model(state.model, reference, probe)
-    saved = checkpoint.load(tmp_path / f"{topic}-0.ckpt")
-    assert saved.offsets == {topic: 5000}
-    assert_same_model(saved.model, reference, probe)
+    for saved in (
+        stored_state(kafka_broker.bootstrap_servers, topic, 0),
+        checkpoint.load(tmp_path / f"{topic}-0.ckpt")["state"],  # the local cache
+    ):
+        assert saved.offsets == {topic: 5000}
+        assert_same_model(saved.model, reference, probe)
 
 
 # (garbage, what its dead-letter reason says)
@@ -185,7 +189,11 @@ def test_delayed_labels_are_joined_and_learned(kafka_broker, topic_name, tmp_pat
     for i, (x, y) in data.items():  # examples in order, learning those whose label is there
         expected[i] = json.loads(
             encode_prediction(
-                str(i), reference.predict_one(x), reference.predict_proba_one(x), expected_learned(i), 0
+                str(i),
+                reference.predict_one(x),
+                reference.predict_proba_one(x),
+                expected_learned(i),
+                0,
             )
         )
         if i not in late:
@@ -222,7 +230,8 @@ def test_pending_examples_and_labels_are_bounded(kafka_broker, topic_name, tmp_p
     finally:
         running.stop()
     final = running.server.states[0]
-    assert (list(final.pending_labels), final.pending_examples) == ([str(i) for i in range(10, 20)], {})
+    assert list(final.pending_labels) == [str(i) for i in range(10, 20)]
+    assert final.pending_examples == {}
     assert final.expired == 20 + 10
 
 
@@ -352,3 +361,32 @@ def test_each_poison_kind_is_dead_lettered_and_the_server_goes_on(
         reference.learn_one({"a": 1.0}, "yes")
         reference.learn_one({"a": -1.0}, "no")
         assert_same_model(final.model, reference, [{"a": 0.5}])
+
+
+def test_at_least_once_learns_exactly_once_and_sends_outputs_at_once(
+    kafka_broker, topic_name, tmp_path
+):
+    rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=8)[:1000]
+    examples = [(i, row["x"], row["label"]) for i, row in enumerate(rows)]
+    topic = topic_name("at-least-once")
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topics(bootstrap, {topic: 1, f"{topic}.predictions": 1})
+    produce_examples(bootstrap, topic, examples[:600])
+    run = lambda: server(  # noqa: E731
+        kafka_broker,
+        topic,
+        tmp_path,
+        AROW(),
+        processing_guarantee="at-least-once",
+        checkpoint_every=100,
+        idle_timeout=1.0,
+    ).run()[0]
+    run()
+    produce_examples(bootstrap, topic, examples[600:])
+    state = run()  # resumes from the stored state (or its local cache)
+    reference, expected = offline(AROW(), examples)
+    assert (state.learned, state.offsets) == (1000, {topic: 1000})
+    assert_same_model(state.model, reference, [x for _, x, _ in examples[:100]])
+    assert_same_model(stored_state(bootstrap, topic, 0).model, reference, [examples[0][1]])
+    plain = read_topic(bootstrap, f"{topic}.predictions", 1000, committed=False)
+    assert [json.loads(r.value) for r in plain] == [expected[str(i)] for i in range(1000)]

@@ -1,0 +1,279 @@
+/* river_cw._text: river's BagOfWords token counts, in C.
+ *
+ * count_ascii(text, lowercase) returns the dict {token: count} that river's
+ * feature_extraction.BagOfWords(lowercase=lowercase) returns for `text` with its other options at
+ * their defaults (strip_accents is the identity on ASCII text), keys in first-occurrence order as
+ * collections.Counter gives them. It returns None when it cannot promise that: `text` is not an
+ * exact str, or holds a character outside ASCII.
+ *
+ * count_preprocessed(text) returns the same dict for any str that river's preprocessing
+ * (strip_accents_unicode, str.lower) has already been applied to, classifying characters as the
+ * re module does; None when `text` is not an exact str.
+ *
+ * The tokens come from rcw_scan (_text_scan.h); equal tokens are counted in an
+ * open-addressing table over offsets into the (lowercased) text, so a key is needed only once per
+ * distinct token. Keys of short tokens come from a small direct-mapped cache of str objects that
+ * outlives calls: a frequent word is then one str, its hash computed once, in every dict.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_text_scan.h"
+
+typedef struct {
+    uint64_t hash;
+    size_t start;
+    size_t length;
+    Py_ssize_t count;
+    uint32_t stamp; /* the call that filled this slot; other stamps mean empty */
+} Slot;
+
+/* Scratch space reused across calls (the GIL is held throughout a call). */
+static unsigned char *lowered = NULL;
+static size_t lowered_cap = 0;
+static Slot *slots = NULL;
+static size_t slots_cap = 0; /* a power of two */
+static size_t *order = NULL; /* slot index of each distinct token, first occurrence first */
+static size_t order_cap = 0;
+static uint32_t stamp = 0;
+static PyObject *one = NULL; /* the int 1 */
+
+/* Tokens up to KEY_CACHE_LENGTH characters are cached (at most ~1.3 MB of str objects). */
+#define KEY_CACHE_SIZE (1 << 14)
+#define KEY_CACHE_LENGTH 32
+static PyObject *key_cache[KEY_CACHE_SIZE];
+
+typedef struct {
+    const unsigned char *text;
+    size_t distinct;
+} Counter;
+
+static uint64_t hash_bytes(const unsigned char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+static int count_token(void *ctx, size_t start, size_t length)
+{
+    Counter *c = (Counter *)ctx;
+    const unsigned char *tok = c->text + start;
+    uint64_t h = hash_bytes(tok, length);
+    size_t mask = slots_cap - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        Slot *slot = &slots[i];
+        if (slot->stamp != stamp) {
+            slot->stamp = stamp;
+            slot->hash = h;
+            slot->start = start;
+            slot->length = length;
+            slot->count = 1;
+            order[c->distinct++] = i;
+            return 0;
+        }
+        if (slot->hash == h && slot->length == length &&
+            memcmp(c->text + slot->start, tok, length) == 0) {
+            slot->count++;
+            return 0;
+        }
+    }
+}
+
+/* Room for the tokens of an n-byte text: each token takes at least two bytes and tokens are
+ * separated, so there are at most n / 3 + 1. The table stays at most half full. */
+static int reserve(size_t n, int lower)
+{
+    if (lower && n > lowered_cap) {
+        unsigned char *p = PyMem_Realloc(lowered, n);
+        if (!p)
+            return -1;
+        lowered = p;
+        lowered_cap = n;
+    }
+    size_t tokens = n / 3 + 1;
+    if (tokens > order_cap) {
+        size_t *p = PyMem_Realloc(order, tokens * sizeof(size_t));
+        if (!p)
+            return -1;
+        order = p;
+        order_cap = tokens;
+    }
+    size_t need = 16;
+    while (need < 2 * tokens)
+        need <<= 1;
+    if (need > slots_cap) {
+        Slot *p = PyMem_Calloc(need, sizeof(Slot));
+        if (!p)
+            return -1;
+        PyMem_Free(slots);
+        slots = p;
+        slots_cap = need;
+        stamp = 0;
+    }
+    if (++stamp == 0) { /* wrapped: forget every old stamp */
+        memset(slots, 0, slots_cap * sizeof(Slot));
+        stamp = 1;
+    }
+    return 0;
+}
+
+/* A new reference to the str of the ASCII token tok[0:length] whose hash_bytes is h. */
+static PyObject *ascii_key(const unsigned char *tok, size_t length, uint64_t h)
+{
+    PyObject **cached = NULL;
+    if (length <= KEY_CACHE_LENGTH) {
+        cached = &key_cache[(h >> 32) & (KEY_CACHE_SIZE - 1)];
+        PyObject *key = *cached;
+        if (key && (size_t)PyUnicode_GET_LENGTH(key) == length &&
+            memcmp(PyUnicode_1BYTE_DATA(key), tok, length) == 0) {
+            Py_INCREF(key);
+            return key;
+        }
+    }
+    PyObject *key = PyUnicode_New((Py_ssize_t)length, 127);
+    if (!key)
+        return NULL;
+    memcpy(PyUnicode_1BYTE_DATA(key), tok, length);
+    if (cached) {
+        Py_INCREF(key);
+        Py_XSETREF(*cached, key);
+    }
+    return key;
+}
+
+/* 1 when text is an exact str ready to read, 0 when it is not an exact str, -1 on error. */
+static int exact_str(PyObject *text)
+{
+    if (!PyUnicode_CheckExact(text))
+        return 0;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return -1;
+#endif
+    return 1;
+}
+
+static PyObject *count_ascii(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "count_ascii(text, lowercase) takes two arguments");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    int lower = PyObject_IsTrue(args[1]);
+    if (lower < 0)
+        return NULL;
+    int is_str = exact_str(text);
+    if (is_str < 0)
+        return NULL;
+    if (!is_str || !PyUnicode_IS_ASCII(text))
+        Py_RETURN_NONE;
+
+    size_t n = (size_t)PyUnicode_GET_LENGTH(text);
+    const unsigned char *data = PyUnicode_1BYTE_DATA(text);
+    if (reserve(n, lower) < 0)
+        return PyErr_NoMemory();
+    if (lower) {
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = data[i];
+            lowered[i] = (ch >= 'A' && ch <= 'Z') ? (unsigned char)(ch + 32) : ch;
+        }
+        data = lowered;
+    }
+    Counter c = {data, 0};
+    rcw_scan(PyUnicode_1BYTE_KIND, data, n, count_token, &c);
+
+    PyObject *counts = PyDict_New();
+    if (!counts)
+        return NULL;
+    for (size_t k = 0; k < c.distinct; k++) {
+        const Slot *slot = &slots[order[k]];
+        PyObject *key = ascii_key(data + slot->start, slot->length, slot->hash);
+        if (!key)
+            goto fail;
+        PyObject *value = PyLong_FromSsize_t(slot->count);
+        if (!value) {
+            Py_DECREF(key);
+            goto fail;
+        }
+        int rc = PyDict_SetItem(counts, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (rc < 0)
+            goto fail;
+    }
+    return counts;
+fail:
+    Py_DECREF(counts);
+    return NULL;
+}
+
+typedef struct {
+    PyObject *text;
+    PyObject *counts;
+} DictCounter;
+
+static int count_in_dict(void *ctx, size_t start, size_t length)
+{
+    DictCounter *c = (DictCounter *)ctx;
+    PyObject *key = PyUnicode_Substring(c->text, (Py_ssize_t)start, (Py_ssize_t)(start + length));
+    if (!key)
+        return -1;
+    PyObject *old = PyDict_GetItemWithError(c->counts, key); /* borrowed */
+    PyObject *value = old ? PyNumber_Add(old, one) : NULL;
+    if (!old && !PyErr_Occurred()) {
+        value = one;
+        Py_INCREF(value);
+    }
+    int rc = value ? PyDict_SetItem(c->counts, key, value) : -1;
+    Py_DECREF(key);
+    Py_XDECREF(value);
+    return rc;
+}
+
+static PyObject *count_preprocessed(PyObject *self, PyObject *text)
+{
+    int is_str = exact_str(text);
+    if (is_str <= 0)
+        return is_str < 0 ? NULL : Py_NewRef(Py_None);
+    size_t n = (size_t)PyUnicode_GET_LENGTH(text);
+    if (PyUnicode_IS_ASCII(text)) {
+        PyObject *args[2] = {text, Py_False};
+        return count_ascii(self, args, 2);
+    }
+    DictCounter c = {text, PyDict_New()};
+    if (!c.counts)
+        return NULL;
+    if (rcw_scan(PyUnicode_KIND(text), PyUnicode_DATA(text), n, count_in_dict, &c)) {
+        Py_DECREF(c.counts);
+        return NULL;
+    }
+    return c.counts;
+}
+
+static PyMethodDef methods[] = {
+    {"count_preprocessed", count_preprocessed, METH_O,
+     "count_preprocessed(text) -> dict | None: river BagOfWords token counts of a str that "
+     "river's preprocessing was applied to, None when the text is not an exact str."},
+    {"count_ascii", (PyCFunction)(void (*)(void))count_ascii, METH_FASTCALL,
+     "count_ascii(text, lowercase) -> dict | None: river BagOfWords token counts of ASCII text, "
+     "None when the text is not an exact str of ASCII characters."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "river_cw._text",
+    "river's BagOfWords token counts for ASCII text, in C.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__text(void)
+{
+    one = PyLong_FromLong(1);
+    return one ? PyModule_Create(&module) : NULL;
+}

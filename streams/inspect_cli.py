@@ -1,0 +1,104 @@
+"""`river-cw inspect`: show the state `river-cw serve` keeps for a topic's partitions.
+
+Reads the last committed snapshot of each partition from the state topic (`TOPIC.state`) and
+prints its model, classes, learned count, prequential accuracy, offsets, pending examples and
+labels, dead letters and the largest weights (through the model's public `weights`);
+`--export PATH` writes one partition's model as a plain pickle (for `serve --init-model`, or
+to use offline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+
+from river import compose
+
+from streams.kafka_io import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
+from streams.state_topic import StateError, restore, state_topic
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-servers", default="127.0.0.1:9092", help="default: %(default)s"
+    )
+    parser.add_argument("--topic", required=True, help="the examples topic `serve` reads")
+    parser.add_argument("--state-topic", help="default: TOPIC.state")
+    parser.add_argument("--partition", type=int, help="this partition only (default: all)")
+    parser.add_argument("--top", type=int, default=10, help="weights shown (default: %(default)s)")
+    parser.add_argument(
+        "--export", metavar="PATH", help="write the partition's model here as a pickle"
+    )
+    parser.add_argument("--connect-timeout-ms", type=int, default=10000)
+
+
+def top_weights(model, n: int) -> dict:
+    """The `n` largest weights by magnitude of the model (the last step of a pipeline), per
+    class where the model keeps one weight dict per class; {} without public `weights`."""
+    if isinstance(model, compose.Pipeline):
+        model = list(model.steps.values())[-1]
+    weights = getattr(model, "weights", None)
+    if not isinstance(weights, dict) or not weights:
+        return {}
+    if all(isinstance(w, dict) for w in weights.values()):
+        return {label: top_weights_of(w, n) for label, w in weights.items()}
+    return {None: top_weights_of(weights, n)}
+
+
+def top_weights_of(weights: dict, n: int) -> list[tuple]:
+    return sorted(weights.items(), key=lambda item: -abs(item[1]))[:n]
+
+
+def describe(state, top: int) -> str:
+    """A few lines on a `streams.learner.PartitionState`."""
+    model = state.model
+    core = list(model.steps.values())[-1] if isinstance(model, compose.Pipeline) else model
+    accuracy = state.accuracy
+    lines = [
+        f"partition {state.partition} of {state.topic}: {state.model_spec}",
+        f"  classes: {getattr(core, 'classes_', 'n/a')}",
+        f"  learned {state.learned:,}, predicted {state.predicted:,}, prequential accuracy "
+        + ("n/a" if accuracy is None else f"{accuracy:.4f}")
+        + f" ({state.scored:,} scored)",
+        f"  offsets (next to read): {state.offsets}; batches committed: {state.batches:,}",
+        f"  pending: {len(state.pending_examples):,} examples waiting for a label, "
+        f"{len(state.pending_labels):,} labels waiting for an example; expired "
+        f"{state.expired:,}; dead letters {state.dead_letters:,}",
+    ]
+    weights = top_weights(model, top)
+    if not weights:
+        lines.append("  weights: the model shows no public `weights`")
+    for label, items in weights.items():
+        shown = ", ".join(f"{feature!r}: {w:+.4g}" for feature, w in items)
+        lines.append(f"  top weights{'' if label is None else f' of {label!r}'}: {shown}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = KafkaSettings(args.bootstrap_servers, connect_timeout_ms=args.connect_timeout_ms)
+    topic = args.state_topic or state_topic(args.topic)
+    try:
+        partitions = (
+            [args.partition] if args.partition is not None else topic_partitions(settings, topic)
+        )
+        states = [restore(settings, topic, p)[0] for p in partitions]
+    except (BrokerUnavailable, TopicError, StateError) as error:
+        print(f"river-cw inspect: error: {error}", file=sys.stderr)
+        return 1
+    found = [s for s in states if s is not None]
+    for p, state in zip(partitions, states):
+        print(f"partition {p}: no stored state" if state is None else describe(state, args.top))
+    if args.export:
+        if len(found) != 1:
+            print(
+                f"river-cw inspect: error: --export needs exactly one stored partition "
+                f"(give --partition), found {len(found)}",
+                file=sys.stderr,
+            )
+            return 1
+        with open(args.export, "wb") as fh:
+            pickle.dump(found[0].model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        print(f"model of partition {found[0].partition} written to {args.export}")
+    return 0
+

@@ -1,0 +1,117 @@
+"""Partition state in a compacted Kafka topic, so that any member on any machine restores it.
+
+Partition p of the examples topic keeps its `PartitionState` in partition p of the state topic
+(`<topic>.state`, `cleanup.policy=compact`). A snapshot is the state's pickle cut in chunks of at
+most `CHUNK_BYTES` (records with key `p/c<i>`) followed by a manifest (key `p`, JSON
+`{"snapshot": n, "chunks": k, "bytes": size}`), all written inside the transaction that commits
+the outputs and offsets the state goes with: a snapshot is visible exactly when its batch is.
+Compaction keeps the last value of each key, so the last snapshot survives whole.
+
+`restore` reads the partition with `streams.committed.committed_consumer` (aborted snapshots
+are dropped even on brokers that do not list aborted transactions) up to its end, and returns
+the last complete snapshot. Pickle runs code on load: read only state topics you wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+
+from kafka import TopicPartition
+
+from streams.committed import committed_consumer
+from streams.kafka_io import KafkaSettings, log_reaches
+
+CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
+FORMAT = "river-cw state 1"
+TOPIC_CONFIG = {"cleanup.policy": "compact"}
+
+
+class StateError(RuntimeError):
+    """The state topic cannot be read back in time, or holds something else."""
+
+
+def state_topic(examples_topic: str) -> str:
+    return f"{examples_topic}.state"
+
+
+def write(outputs, topic: str, partition: int, state):
+    """Send a snapshot of `state` with `outputs` (`streams.kafka_io.Outputs`, inside its open
+    transaction if it is transactional); the send future of the manifest."""
+    data = pickle.dumps({"format": FORMAT, "state": state}, protocol=pickle.HIGHEST_PROTOCOL)
+    chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+    snapshot = state.batches
+    for i, chunk in enumerate(chunks):
+        outputs.send(
+            topic,
+            key=f"{partition}/c{i}".encode(),
+            value=chunk,
+            partition=partition,
+            headers=[("snapshot", str(snapshot).encode())],
+        )
+    manifest = {"snapshot": snapshot, "chunks": len(chunks), "bytes": len(data)}
+    return outputs.send(
+        topic,
+        key=str(partition).encode(),
+        value=json.dumps(manifest).encode(),
+        partition=partition,
+    )
+
+
+def restore(
+    settings: KafkaSettings, topic: str, partition: int, start: int = 0, timeout: float = 120.0
+):
+    """The last committed snapshot of `partition` in `topic` from offset `start` on and the
+    number of records read, or (None, n) when there is none; n is -1 when `start` lies beyond
+    the partition's end (a cache from another broker or topic). `StateError` past `timeout` s."""
+    consumer = committed_consumer(
+        bootstrap_servers=settings.bootstrap_servers,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=settings.fetch_max_wait_ms,
+        max_partition_fetch_bytes=4 * CHUNK_BYTES,
+    )
+    tp = TopicPartition(topic, partition)
+    try:
+        consumer.assign([tp])
+        # Tansu's ListOffsets answers the base offset of the last batch + 1 and its fetch
+        # replies' high watermark may be another partition's: read at least up to the former,
+        # then until the position stops moving (control markers move it without records)
+        if not log_reaches(settings, topic, partition, start):
+            return None, -1
+        end = consumer.end_offsets([tp])[tp]
+        consumer.seek(tp, start)
+        deadline = time.monotonic() + timeout
+        found, chunks, snapshot, read, still = None, [], None, 0, 0
+        while still < 3:
+            position = consumer.position(tp)
+            for records in consumer.poll(timeout_ms=100).values():
+                for record in records:
+                    read += 1
+                    key = record.key.decode()
+                    if key == str(partition):
+                        manifest = json.loads(record.value)
+                        data = b"".join(chunks)
+                        if str(manifest["snapshot"]) == snapshot and len(data) == manifest["bytes"]:
+                            found = data
+                    else:
+                        number = dict(record.headers)["snapshot"].decode()
+                        if number != snapshot or key.endswith("/c0"):
+                            chunks, snapshot = [], number
+                        chunks.append(record.value)
+            moved = consumer.position(tp) != position
+            still = 0 if moved or consumer.position(tp) < end else still + 1
+            if time.monotonic() > deadline:
+                raise StateError(
+                    f"restoring {topic}/{partition} took more than {timeout:.0f} s "
+                    f"({read} records read)"
+                )
+    finally:
+        consumer.close(autocommit=False)
+    if found is None:
+        return None, read
+    payload = pickle.loads(found)
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise StateError(f"{topic}/{partition} holds no {FORMAT!r} snapshot")
+    return payload["state"], read

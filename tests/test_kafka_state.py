@@ -1,0 +1,54 @@
+"""The state topic against the real broker: chunked snapshots, the last committed one restored,
+aborted ones ignored, a cache offset beyond the end recognised."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from kafka import TopicPartition
+
+from river_cw import AROW
+from streams import state_topic
+from streams.kafka_io import KafkaSettings, Outputs, create_topics
+from streams.learner import PartitionState
+from tests.kafka_support import assert_same_model
+
+pytestmark = pytest.mark.kafka
+
+
+def big_state(features: int, batches: int) -> PartitionState:
+    model = AROW()
+    model.learn_one({f"feature-{j}": 1.0 for j in range(features)}, True)
+    model.learn_one({"other": 1.0}, False)
+    return PartitionState("t", 1, model, offsets={"t": batches}, batches=batches)
+
+
+def test_snapshots_are_chunked_and_only_committed_ones_restored(kafka_broker, topic_name):
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    large, small, aborted = big_state(60_000, 1), big_state(10, 2), big_state(20, 3)
+    assert len(pickle.dumps(large)) > 2 * state_topic.CHUNK_BYTES  # three chunks or more
+    offsets = {TopicPartition("t", 1): 5}
+    try:
+        state_topic.write(outputs, topic, 1, large)
+        outputs.commit(offsets, "group")
+        restored, read = state_topic.restore(settings, topic, 1)
+        assert read >= 4 and restored.batches == 1
+        assert_same_model(restored.model, large.model, [{"feature-7": 1.0, "other": 1.0}])
+
+        manifest = state_topic.write(outputs, topic, 1, small)
+        outputs.commit(offsets, "group")
+        state_topic.write(outputs, topic, 1, aborted)
+        outputs.abort()  # as a crash inside the transaction would
+    finally:
+        outputs.close()
+    restored, _ = state_topic.restore(settings, topic, 1)
+    assert restored.batches == 2
+    assert_same_model(restored.model, small.model, [{"feature-7": 1.0, "other": 1.0}])
+    after = manifest.get().offset + 1  # what a local cache remembers
+    assert state_topic.restore(settings, topic, 1, start=after)[0] is None  # nothing newer
+    assert state_topic.restore(settings, topic, 1, start=after + 1000) == (None, -1)
+    assert state_topic.restore(settings, topic, 0) == (None, 0)
