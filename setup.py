@@ -13,5 +13,11 @@ setup(
             extra_compile_args=COMPILE_ARGS,
             optional=True,
         ),
+        Extension(
+            "river_cw._diagonal",
+            sources=["river_cw/_diagonal.c"],
+            extra_compile_args=COMPILE_ARGS,
+            optional=True,
+        ),
     ]
 )

@@ -10,6 +10,8 @@ LogisticRegression measured in the same run.
     python benchmarks/throughput.py [--data FILE ...] [--limit 4000] [--repeat 3]
 
 The default streams are short SMS messages (15 tokens) and long product reviews (135 tokens).
+The Gaussian models run on the active engine (`river_cw.ENGINE`, printed with each table: the
+compiled one when built); ``RIVER_CW_PURE_PYTHON=1`` measures the pure-Python engine.
 """
 
 from __future__ import annotations
@@ -86,7 +88,10 @@ def report(name: str, stream: list, repeat: int) -> None:
         for model, make in models().items():
             times[model] = min(times[model], cpu_time(make, stream))
     pa, lr = times["river PAClassifier"], times["river LogisticRegression"]
-    print(f"\n{name}: {len(stream)} examples, {n_features / len(stream):.0f} features each, learn_one only\n")
+    print(
+        f"\n{name}: {len(stream)} examples, {n_features / len(stream):.0f} features each, "
+        f"learn_one only, engine {river_cw.ENGINE!r}\n"
+    )
     print("| model | examples/s | features/s | vs PAClassifier | vs LogisticRegression |")
     print("|---|---:|---:|---:|---:|")
     for model, seconds in times.items():

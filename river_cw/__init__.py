@@ -10,9 +10,10 @@ from . import text
 from .arow import AROW
 from .combine import combine
 from .cw import CW
+from .gaussian import ENGINE
 from .nherd import NHERD
 from .rda import VotedRDA
 from .scw import SCW
 from .sop import SOP
 
-__all__ = ["AROW", "CW", "NHERD", "SCW", "SOP", "VotedRDA", "combine"]
+__all__ = ["AROW", "CW", "ENGINE", "NHERD", "SCW", "SOP", "VotedRDA", "combine"]

@@ -80,7 +80,7 @@ def _aligned(model: GaussianClassifier, classes: list) -> GaussianClassifier:
 def _combine_diagonal(gaussians: list[DiagonalGaussian], method: str) -> DiagonalGaussian:
     prior = gaussians[0].initial_variance
     merged = DiagonalGaussian(prior)
-    merged.blocks = []
+    merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy
     for blocks in zip(*(g.blocks for g in gaussians)):
         combined = {}
         for f in set().union(*blocks):
@@ -90,7 +90,8 @@ def _combine_diagonal(gaussians: list[DiagonalGaussian], method: str) -> Diagona
             else:
                 n = len(pairs)
                 combined[f] = [sum(mu for mu, _ in pairs) / n, sum(s for _, s in pairs) / n]
-        merged.blocks.append(combined)
+        merged_blocks.append(combined)
+    merged.blocks = merged_blocks
     merged.reset_bound()
     return merged
 

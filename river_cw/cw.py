@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import math
 import statistics
+from math import fsum
 
 from .base import GaussianClassifier
+from .gaussian import ENGINE
+
+if ENGINE == "c":  # the same solvers on the compiled engine's terms (river_cw/_diagonal.c)
+    from . import _diagonal as _compiled
+else:
+    _compiled = None
 
 __all__ = ["CW"]
 
@@ -53,7 +60,8 @@ def cw_stdev_gamma(alpha: float, v: float, phi: float) -> float:
 
 
 def _solve_increasing(f, lo: float, hi: float) -> float:
-    """Root of an increasing ``f -> (value, slope)`` with ``f(lo) < 0 <= f(hi)``.
+    """Root of an increasing ``f -> (value, slope)`` (both exactly rounded sums, so the order of
+    the features never changes the root) with ``f(lo) < 0 <= f(hi)``.
 
     Safeguarded Newton: a Newton step when it stays inside the bracket, a bisection otherwise;
     at most `_MAX_ITER` evaluations, so it always ends, whatever the input.
@@ -83,16 +91,18 @@ def exact_var_alpha(m: float, v: float, phi: float, u: list[float]) -> float:
     ``f(alpha) = m + alpha v - phi sum_j u_j / (1 + 2 alpha phi u_j) = 0``;
     f is increasing, ``f(0) = m - phi v`` and ``f((phi v - m) / v) >= 0`` bracket the root.
     """
+    if _compiled is not None and isinstance(u, _compiled.Terms):
+        return _compiled.exact_var_alpha(m, v, phi, u)
     if m >= phi * v:
         return 0.0
 
     def f(alpha):
-        value, slope = m + alpha * v, v
+        value, slope = [m, alpha * v], [v]
         for uj in u:
             q = 1.0 + 2.0 * alpha * phi * uj
-            value -= phi * uj / q
-            slope += 2.0 * phi * phi * uj * uj / (q * q)
-        return value, slope
+            value.append(-phi * uj / q)
+            slope.append(2.0 * phi * phi * uj * uj / (q * q))
+        return fsum(value), fsum(slope)
 
     return _solve_increasing(f, 0.0, (phi * v - m) / v)
 
@@ -107,17 +117,19 @@ def exact_stdev_step(m: float, v: float, phi: float, u: list[float]) -> tuple[fl
     badly when the variance has collapsed; g is increasing on ``s > max(0, m / phi)`` and
     non-negative at ``s = sqrt(v)``. Returns ``(0, 0)`` when the constraint already holds.
     """
+    if _compiled is not None and isinstance(u, _compiled.Terms):
+        return _compiled.exact_stdev_step(m, v, phi, u)
     if m >= phi * math.sqrt(v):
         return 0.0, 0.0
 
     def g(s):
         alpha = (phi * s - m) / v
-        value, slope = s, 1.0
+        value, slope = [s], [1.0]
         for uj in u:
             q = s + alpha * phi * uj
-            value -= uj / q
-            slope += uj * (1.0 + phi * phi * uj / v) / (q * q)
-        return value, slope
+            value.append(-uj / q)
+            slope.append(uj * (1.0 + phi * phi * uj / v) / (q * q))
+        return fsum(value), fsum(slope)
 
     s = _solve_increasing(g, max(0.0, m / phi), math.sqrt(v))
     return (phi * s - m) / v, s

@@ -23,6 +23,7 @@ section 6): ``project`` (their "KL": ``1/s_j <- 1/s_j + gamma d_j^2``), ``drop``
 from __future__ import annotations
 
 import math
+import os
 from math import fsum
 
 import numpy as np
@@ -30,7 +31,7 @@ from scipy.linalg import solve_triangular
 
 from .validation import check_features
 
-__all__ = ["DiagonalGaussian", "FullGaussian"]
+__all__ = ["ENGINE", "DiagonalGaussian", "FullGaussian", "HerdingShrink"]
 
 
 _SAFE = 1e300  # far enough from float64's limit for a step's rounding
@@ -244,6 +245,49 @@ class DiagonalGaussian:
             self.blocks[b].update(fresh)
             self.mean_bound = max(self.mean_bound, max(map(abs, means), default=0.0))
         return True
+
+    def __reduce__(self):
+        return _restore_diagonal, (self.initial_variance, self.blocks)
+
+
+class HerdingShrink:
+    """NHERD's exact diagonal variance step ``s_j <- s_j / (1 + C d_j^2 s_j)^2`` (Crammer and
+    Lee 2010), as a scheme of `DiagonalGaussian.update`; the compiled engine runs it natively."""
+
+    __slots__ = ("C",)
+
+    def __init__(self, C: float):
+        self.C = C
+
+    def __call__(self, s: float, d2: float) -> float:  # an overflowing square gives 0, no error
+        q = 1.0 + self.C * d2 * s
+        return s / (q * q)
+
+
+def _restore_diagonal(initial_variance: float, blocks: list[dict]):
+    """Unpickle a diagonal Gaussian into the active engine, whichever engine pickled it."""
+    gaussian = DiagonalGaussian(initial_variance)
+    gaussian.blocks = blocks
+    gaussian.reset_bound()
+    return gaussian
+
+
+PythonDiagonalGaussian = DiagonalGaussian
+ENGINE = "python"
+if not os.environ.get("RIVER_CW_PURE_PYTHON"):
+    try:
+        from ._diagonal import Diagonal as _CompiledDiagonal
+    except ImportError:  # built without a compiler: the pure-Python engine serves
+        pass
+    else:
+        ENGINE = "c"
+
+        class DiagonalGaussian(_CompiledDiagonal):
+            """The compiled engine (`river_cw._diagonal`): `PythonDiagonalGaussian`'s interface
+            and numbers, bit for bit; ``blocks`` returns copies."""
+
+            def score_covariance(self, x: dict) -> np.ndarray:
+                return np.diag(self.score_variances(x))
 
 
 class FullGaussian:

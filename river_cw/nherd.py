@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .base import GaussianClassifier
+from .gaussian import HerdingShrink
 
 __all__ = ["NHERD"]
 
@@ -67,13 +68,7 @@ class NHERD(GaussianClassifier):
         step = self._step(m, v)
         if step is None:
             return None
-        C = self.C
-
-        def shrink(s, d2):  # s / (1 + C d2 s)^2: an overflowing square gives 0, never an error
-            q = 1.0 + C * d2 * s
-            return s / (q * q)
-
-        return step[0], step[1], shrink
+        return step[0], step[1], HerdingShrink(self.C)
 
     @classmethod
     def _unit_test_params(cls):

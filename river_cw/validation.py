@@ -5,6 +5,7 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -127,3 +128,11 @@ def check_label(y) -> None:
         hash(y)
     except TypeError:
         raise TypeError(f"labels must be hashable, got {type(y).__name__}: {y!r}") from None
+
+
+_as_floats_python = as_floats
+if not os.environ.get("RIVER_CW_PURE_PYTHON"):
+    try:  # the same function with its fast paths compiled (see river_cw.gaussian.ENGINE)
+        from ._diagonal import as_floats  # noqa: F811
+    except ImportError:
+        pass

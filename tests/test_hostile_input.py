@@ -174,7 +174,9 @@ def test_kl_combination_of_variances_that_underflowed_is_finite():
     for model, value in ((a, 1.0), (b, 2.0)):
         model.learn_one({"x": value}, True)
         model.learn_one({"x": -value}, False)
-    a._gaussian.blocks[0]["x"][1] = 0.0  # a variance spent to 0, as CW-stdev reaches on long streams
+    blocks = a._gaussian.blocks
+    blocks[0]["x"][1] = 0.0  # a variance spent to 0, as CW-stdev reaches on long streams
+    a._gaussian.blocks = blocks  # assigned whole: the compiled engine's `blocks` is a copy
     merged = river_cw.combine([a, b], method="kl")
     assert merged.variances["x"] == 0.0 and merged.weights["x"] == a.weights["x"]
     assert_sound(merged)

@@ -1,0 +1,1504 @@
+/* The compiled diagonal Gaussian engine: the same interface and the same numbers as
+ * river_cw.gaussian.DiagonalGaussian (the readable reference), bit for bit.
+ *
+ * Each weight block is an insertion-ordered open-addressing table (CPython's compact dict
+ * layout): an index of int32 slots probed with the key's hash, and a dense array of entries
+ * holding the key, its hash and the interleaved (mean, variance) pair. Keys compare by
+ * identity, then (for str) by length and bytes, then with ==. Sums are exactly rounded with
+ * the algorithm of math.fsum (Shewchuk's partials), so the order of the features never changes
+ * a result and both engines agree bit for bit. Compile with -ffp-contract=off: the operation
+ * order must be the one written here.
+ *
+ * margin() leaves the difference vector in the engine's scratch space and returns a token;
+ * update() checks the token, computes every new (mean, variance) first and commits only when
+ * the scheme has produced them all (a raising scheme leaves the model unchanged).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* exactly rounded sums: math.fsum's algorithm, streamed                                     */
+
+#define NUM_PARTIALS 32
+
+typedef struct {
+    double *p;
+    Py_ssize_t n, m;
+    double special, inf;
+    int overflow;
+    double ps[NUM_PARTIALS];
+} Fsum;
+
+static void fsum_init(Fsum *s) {
+    s->p = s->ps;
+    s->n = 0;
+    s->m = NUM_PARTIALS;
+    s->special = s->inf = 0.0;
+    s->overflow = 0;
+}
+
+static void fsum_free(Fsum *s) {
+    if (s->p != s->ps) PyMem_Free(s->p);
+    s->p = s->ps;
+}
+
+/* add one term; 0 on success, -1 on memory error (overflow is recorded, raised by fsum_result) */
+static int fsum_add(Fsum *s, double x) {
+    Py_ssize_t i, j;
+    double y, t, hi, yr, lo, xsave = x;
+    double *p = s->p;
+    if (s->overflow) return 0;
+    for (i = j = 0; j < s->n; j++) {
+        y = p[j];
+        if (fabs(x) < fabs(y)) {
+            t = x;
+            x = y;
+            y = t;
+        }
+        hi = x + y;
+        yr = hi - x;
+        lo = y - yr;
+        if (lo != 0.0) p[i++] = lo;
+        x = hi;
+    }
+    s->n = i;
+    if (x != 0.0) {
+        if (!isfinite(x)) {
+            if (isfinite(xsave)) {
+                s->overflow = 1;
+                return 0;
+            }
+            if (isinf(xsave)) s->inf += xsave;
+            s->special += xsave;
+            s->n = 0;
+        } else {
+            if (s->n >= s->m) {
+                Py_ssize_t m = s->m * 2;
+                double *q = PyMem_Malloc(sizeof(double) * m);
+                if (q == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                memcpy(q, p, sizeof(double) * s->n);
+                if (p != s->ps) PyMem_Free(p);
+                s->p = p = q;
+                s->m = m;
+            }
+            p[s->n++] = x;
+        }
+    }
+    return 0;
+}
+
+/* the exactly rounded sum, raising as math.fsum does; frees the partials */
+static int fsum_result(Fsum *s, double *out) {
+    double *p = s->p, hi, x, y, yr, lo = 0.0;
+    Py_ssize_t n = s->n;
+    if (s->overflow) {
+        fsum_free(s);
+        PyErr_SetString(PyExc_OverflowError, "intermediate overflow in fsum");
+        return -1;
+    }
+    if (s->special != 0.0) {
+        fsum_free(s);
+        if (isnan(s->inf)) {
+            PyErr_SetString(PyExc_ValueError, "-inf + inf in fsum");
+            return -1;
+        }
+        *out = s->special;
+        return 0;
+    }
+    hi = 0.0;
+    if (n > 0) {
+        hi = p[--n];
+        while (n > 0) {
+            x = hi;
+            y = p[--n];
+            hi = x + y;
+            yr = hi - x;
+            lo = y - yr;
+            if (lo != 0.0) break;
+        }
+        if (n > 0 && ((lo < 0.0 && p[n - 1] < 0.0) || (lo > 0.0 && p[n - 1] > 0.0))) {
+            y = lo * 2.0;
+            x = hi + y;
+            yr = x - hi;
+            if (y == yr) hi = x;
+        }
+    }
+    fsum_free(s);
+    *out = hi;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the feature table of one block                                                            */
+
+typedef struct {
+    PyObject *key;
+    Py_hash_t hash;
+    double mean, var; /* interleaved: one cache line holds both */
+} Entry;
+
+typedef struct {
+    int32_t *index; /* -1: empty; else the entry's position */
+    Entry *entries;
+    Py_ssize_t mask; /* index size - 1 (a power of two) */
+    Py_ssize_t used, cap;
+    long long id; /* names the block in layout snapshots */
+} Table;
+
+#define PERTURB_SHIFT 5
+
+static int table_init(Table *t) {
+    Py_ssize_t size = 8;
+    t->index = PyMem_Malloc(sizeof(int32_t) * size);
+    t->entries = PyMem_Malloc(sizeof(Entry) * 5);
+    if (t->index == NULL || t->entries == NULL) {
+        PyMem_Free(t->index);
+        PyMem_Free(t->entries);
+        t->index = NULL;
+        t->entries = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(t->index, 0xff, sizeof(int32_t) * size);
+    t->mask = size - 1;
+    t->used = 0;
+    t->cap = 5;
+    return 0;
+}
+
+static void table_free(Table *t) {
+    Py_ssize_t i;
+    if (t->entries != NULL)
+        for (i = 0; i < t->used; i++) Py_CLEAR(t->entries[i].key);
+    PyMem_Free(t->index);
+    PyMem_Free(t->entries);
+    t->index = NULL;
+    t->entries = NULL;
+    t->used = t->cap = 0;
+}
+
+static inline int keys_equal_fast(PyObject *a, PyObject *b) {
+    /* 1 equal, 0 different, -1 unknown (needs ==) */
+    if (a == b) return 1;
+    if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+        int kind = PyUnicode_KIND(a);
+        return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
+               memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * kind) == 0;
+    }
+    return -1;
+}
+
+/* position of `key` in t->entries, -1 when absent, -2 on error (raised by ==) */
+static Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
+    size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
+    for (;;) {
+        int32_t ix = t->index[i];
+        if (ix < 0) return -1;
+        Entry *e = &t->entries[ix];
+        if (e->hash == hash) {
+            int eq = keys_equal_fast(e->key, key);
+            if (eq < 0) {
+                PyObject *stored = e->key;
+                Py_INCREF(stored);
+                eq = PyObject_RichCompareBool(stored, key, Py_EQ);
+                Py_DECREF(stored);
+                if (eq < 0) return -2;
+            }
+            if (eq) return ix;
+        }
+        perturb >>= PERTURB_SHIFT;
+        i = (i * 5 + perturb + 1) & mask;
+    }
+}
+
+static void index_place(int32_t *index, size_t mask, Py_hash_t hash, int32_t ix) {
+    size_t i = (size_t)hash & mask, perturb = (size_t)hash;
+    while (index[i] >= 0) {
+        perturb >>= PERTURB_SHIFT;
+        i = (i * 5 + perturb + 1) & mask;
+    }
+    index[i] = ix;
+}
+
+/* room for `extra` more entries (load at most 2/3); 0 or -1 (memory) */
+static int table_reserve(Table *t, Py_ssize_t extra) {
+    Py_ssize_t need = t->used + extra;
+    if (need > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_OverflowError, "too many features in one weight block");
+        return -1;
+    }
+    if (need > t->cap) {
+        Py_ssize_t cap = t->cap;
+        while (cap < need) cap += cap / 2 + 4;
+        Entry *e = PyMem_Realloc(t->entries, sizeof(Entry) * cap);
+        if (e == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->entries = e;
+        t->cap = cap;
+    }
+    if (3 * need > 2 * (t->mask + 1)) {
+        Py_ssize_t size = t->mask + 1, i;
+        while (3 * need > 2 * size) size *= 2;
+        int32_t *index = PyMem_Malloc(sizeof(int32_t) * size);
+        if (index == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(index, 0xff, sizeof(int32_t) * size);
+        for (i = 0; i < t->used; i++) index_place(index, size - 1, t->entries[i].hash, (int32_t)i);
+        PyMem_Free(t->index);
+        t->index = index;
+        t->mask = size - 1;
+    }
+    return 0;
+}
+
+/* append a key known to be absent (room reserved); takes a new reference */
+static void table_append(Table *t, PyObject *key, Py_hash_t hash, double mean, double var) {
+    Entry *e = &t->entries[t->used];
+    Py_INCREF(key);
+    e->key = key;
+    e->hash = hash;
+    e->mean = mean;
+    e->var = var;
+    index_place(t->index, (size_t)t->mask, hash, (int32_t)t->used);
+    t->used++;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the per-coordinate formulas: one home each                                                */
+
+#define SAFE_BOUND 1e300 /* river_cw.gaussian._SAFE: far enough from float64's limit */
+
+enum { SCHEME_PROJECT, SCHEME_DROP, SCHEME_HERDING, SCHEME_CALLABLE };
+
+/* project (JMLR 2012 section 6, "KL"): 1/s <- 1/s + gamma d^2 */
+static inline double shrink_project(double s, double xf, double gamma) {
+    return s / (1.0 + gamma * (xf * xf * s));
+}
+
+/* drop ("L2"): s <- s - beta (s d)^2, never below 0 */
+static inline double shrink_drop(double s, double xf, double beta) {
+    double f = 1.0 - beta * (xf * xf * s);
+    return s * (f > 0.0 ? f : 0.0);
+}
+
+/* NHERD's exact diagonal step: s <- s / (1 + C d^2 s)^2 (Crammer and Lee 2010) */
+static inline double shrink_herding(double s, double d2, double C) {
+    double q = 1.0 + C * d2 * s;
+    return s / (q * q);
+}
+
+/* mean step of every scheme: mu_j <- mu_j + alpha sign s_j x_j */
+static inline double step_mean(double mean, double a, double s, double xf) {
+    return mean + a * s * xf;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the engine                                                                                */
+
+typedef struct {
+    int pair;        /* index into the pairs of the last margin */
+    Py_ssize_t ix;   /* entry position, or -1 when unseen */
+    double x;        /* the feature value */
+    PyObject *key;   /* unseen only: a reference, and its hash */
+    Py_hash_t hash;
+} Coord;
+
+typedef struct {
+    PyObject_HEAD
+    double prior;
+    double mean_bound;         /* an upper bound of every |mean| (see update) */
+    Table *blocks;
+    Py_ssize_t nblocks, blocks_cap;
+    int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
+    uint64_t generation;       /* bumped by every change of the table layout */
+    /* the difference vector of the last margin */
+    uint64_t margin_generation;
+    long long token, next_token;
+    Coord *coords;
+    Py_ssize_t ncoords, coords_cap;
+    double *u;
+    Py_ssize_t nu, u_cap;
+    double *scratch;           /* update: new (mean, var) per coordinate */
+    Py_ssize_t scratch_cap;
+    int npairs;
+    Py_ssize_t pair_block[2];
+    double pair_sign[2];
+    long long next_block_id;
+    PyObject *weakreflist;
+} Diagonal;
+
+static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
+static PyObject *restore_hook = NULL;   /* river_cw.gaussian._restore_diagonal */
+static PyObject *herding_type = NULL;   /* river_cw.gaussian.HerdingShrink */
+
+static PyObject *gaussian_attr(const char *name) {
+    PyObject *mod = PyImport_ImportModule("river_cw.gaussian"), *attr;
+    if (mod == NULL) return NULL;
+    attr = PyObject_GetAttrString(mod, name);
+    Py_DECREF(mod);
+    return attr;
+}
+
+/* after a TypeError in a pass over x: name the bad feature as the Python engine does */
+static PyObject *raise_bad_input(PyObject *x) {
+    PyObject *r;
+    if (bad_input_hook == NULL && (bad_input_hook = gaussian_attr("_raise_bad_input")) == NULL)
+        return NULL;
+    r = PyObject_CallOneArg(bad_input_hook, x);
+    Py_XDECREF(r);
+    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "_raise_bad_input returned");
+    return NULL;
+}
+
+/* in a pass over x: a TypeError or OverflowError names the bad feature, others propagate */
+static void bad_or_propagate(PyObject *x) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        raise_bad_input(x);
+    }
+}
+
+static int new_block(Diagonal *self, Table *t) {
+    if (table_init(t) < 0) return -1;
+    t->id = self->next_block_id++;
+    return 0;
+}
+
+static int enter(Diagonal *self) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the diagonal engine was re-entered (from a feature's __eq__ or a scheme)");
+        return -1;
+    }
+    self->busy = 1;
+    return 0;
+}
+
+static void release_coords(Diagonal *self) {
+    Py_ssize_t i;
+    for (i = 0; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
+    self->ncoords = 0;
+    self->nu = 0;
+    self->token = -1;
+}
+
+static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
+    Py_ssize_t b, i;
+    for (b = 0; b < self->nblocks; b++)
+        for (i = 0; i < self->blocks[b].used; i++) Py_VISIT(self->blocks[b].entries[i].key);
+    for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
+    return 0;
+}
+
+static int diagonal_clear(Diagonal *self) {
+    Py_ssize_t b;
+    release_coords(self);
+    for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
+    self->nblocks = 0;
+    self->generation++;
+    return 0;
+}
+
+static void diagonal_dealloc(Diagonal *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
+    diagonal_clear(self);
+    PyMem_Free(self->blocks);
+    PyMem_Free(self->coords);
+    PyMem_Free(self->u);
+    PyMem_Free(self->scratch);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int blocks_reserve(Diagonal *self, Py_ssize_t n) {
+    if (n > self->blocks_cap) {
+        Py_ssize_t cap = n + 4;
+        Table *b = PyMem_Realloc(self->blocks, sizeof(Table) * cap);
+        if (b == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->blocks = b;
+        self->blocks_cap = cap;
+    }
+    return 0;
+}
+
+static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"initial_variance", NULL};
+    double prior;
+    Diagonal *self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "d", kwlist, &prior)) return NULL;
+    self = (Diagonal *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->prior = prior;
+    self->token = -1;
+    if (blocks_reserve(self, 1) < 0 || new_block(self, &self->blocks[0]) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->nblocks = 1;
+    return (PyObject *)self;
+}
+
+/* x as a dict (a new reference): dicts as they are, other mappings through .items() */
+static PyObject *as_dict(PyObject *x) {
+    PyObject *d, *items;
+    if (PyDict_Check(x)) {
+        Py_INCREF(x);
+        return x;
+    }
+    items = PyObject_CallMethod(x, "items", NULL);
+    if (items == NULL) return NULL;
+    d = PyDict_New();
+    if (d != NULL && PyDict_MergeFromSeq2(d, items, 1) < 0) Py_CLEAR(d);
+    Py_DECREF(items);
+    return d;
+}
+
+/* a feature value as a double, as float(value) */
+static inline int value_of(PyObject *v, double *out) {
+    if (PyFloat_CheckExact(v)) {
+        *out = PyFloat_AS_DOUBLE(v);
+        return 0;
+    }
+    *out = PyFloat_AsDouble(v);
+    if (*out == -1.0 && PyErr_Occurred()) return -1;
+    return 0;
+}
+
+/* one feature of x: its value as a double, its hash, and its entry in t (-1: unseen) */
+static inline int lookup(Table *t, PyObject *key, PyObject *value, double *xf, Py_hash_t *h,
+                         Py_ssize_t *ix) {
+    if (value_of(value, xf) < 0 || (*h = PyObject_Hash(key)) == -1) return -1;
+    *ix = table_find(t, key, *h);
+    return *ix == -2 ? -1 : 0;
+}
+
+/* out[b] = a new float; -1 (out cleared) on failure */
+static int set_float(PyObject **out, Py_ssize_t b, double value) {
+    PyObject *f = PyFloat_FromDouble(value);
+    if (f == NULL) {
+        Py_CLEAR(*out);
+        return -1;
+    }
+    PyList_SET_ITEM(*out, b, f);
+    return 0;
+}
+
+static PyObject *diagonal_add_block(Diagonal *self, PyObject *unused) {
+    if (enter(self) < 0) return NULL;
+    self->busy = 0;
+    if (blocks_reserve(self, self->nblocks + 1) < 0 || new_block(self, &self->blocks[self->nblocks]) < 0)
+        return NULL;
+    self->nblocks++;
+    self->generation++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *diagonal_lift(Diagonal *self, PyObject *unused) {
+    Table t;
+    if (enter(self) < 0) return NULL;
+    self->busy = 0;
+    if (blocks_reserve(self, self->nblocks + 1) < 0 || new_block(self, &t) < 0) return NULL;
+    memmove(&self->blocks[1], &self->blocks[0], sizeof(Table) * self->nblocks);
+    self->blocks[0] = t;
+    self->nblocks++;
+    self->generation++;
+    Py_RETURN_NONE;
+}
+
+/* scores(x): mu_b . x for every block; a bad x raises, every value is touched */
+static PyObject *diagonal_scores(Diagonal *self, PyObject *x_in) {
+    PyObject *x, *out = NULL, *key, *value;
+    Py_ssize_t b, pos;
+    if (enter(self) < 0) return NULL;
+    if ((x = as_dict(x_in)) == NULL) goto done;
+    if ((out = PyList_New(self->nblocks)) == NULL) goto done;
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        Fsum acc;
+        double unseen = 0.0, score, xf;
+        int failed = 0;
+        fsum_init(&acc);
+        pos = 0;
+        while (PyDict_Next(x, &pos, &key, &value)) {
+            Py_hash_t h;
+            Py_ssize_t ix;
+            if (lookup(t, key, value, &xf, &h, &ix) < 0) {
+                failed = 1;
+                break;
+            }
+            if (ix < 0)
+                unseen += xf;
+            else if (fsum_add(&acc, t->entries[ix].mean * xf) < 0) {
+                failed = 1;
+                break;
+            }
+        }
+        if (failed) {
+            fsum_free(&acc);
+            bad_or_propagate(x);
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (fsum_result(&acc, &score) < 0) {
+            bad_or_propagate(x);
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (!isfinite(score + unseen)) {
+            raise_bad_input(x);
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (set_float(&out, b, score) < 0) goto done;
+    }
+done:
+    Py_XDECREF(x);
+    self->busy = 0;
+    return out;
+}
+
+/* score_variances(x): x' Sigma_b x for every block (x already validated by scores) */
+static PyObject *diagonal_score_variances(Diagonal *self, PyObject *x_in) {
+    PyObject *x, *out = NULL, *key, *value;
+    Py_ssize_t b, pos;
+    if (enter(self) < 0) return NULL;
+    if ((x = as_dict(x_in)) == NULL) goto done;
+    if ((out = PyList_New(self->nblocks)) == NULL) goto done;
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        Fsum acc;
+        double total, xf;
+        fsum_init(&acc);
+        pos = 0;
+        while (PyDict_Next(x, &pos, &key, &value)) {
+            Py_hash_t h;
+            Py_ssize_t ix;
+            if (lookup(t, key, value, &xf, &h, &ix) < 0 ||
+                fsum_add(&acc, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
+                fsum_free(&acc);
+                Py_CLEAR(out);
+                goto done;
+            }
+        }
+        if (acc.overflow) { /* beyond float64: inf, as the Python engine's _total */
+            fsum_free(&acc);
+            total = INFINITY;
+        } else if (fsum_result(&acc, &total) < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (set_float(&out, b, total) < 0) goto done;
+    }
+done:
+    Py_XDECREF(x);
+    self->busy = 0;
+    return out;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the terms u_j = s_j d_j^2 of v, as a read-only sequence of floats                          */
+
+typedef struct {
+    PyObject_VAR_HEAD
+    double values[1];
+} Terms;
+
+static PyTypeObject TermsType;
+
+static Py_ssize_t terms_length(Terms *self) { return Py_SIZE(self); }
+
+static PyObject *terms_item(Terms *self, Py_ssize_t i) {
+    if (i < 0 || i >= Py_SIZE(self)) {
+        PyErr_SetString(PyExc_IndexError, "terms index out of range");
+        return NULL;
+    }
+    return PyFloat_FromDouble(self->values[i]);
+}
+
+static PySequenceMethods terms_as_sequence = {
+    .sq_length = (lenfunc)terms_length,
+    .sq_item = (ssizeargfunc)terms_item,
+};
+
+static PyTypeObject TermsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._diagonal.Terms",
+    .tp_basicsize = sizeof(Terms) - sizeof(double),
+    .tp_itemsize = sizeof(double),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The terms u_j = Sigma_jj d_j^2 of the margin variance, as floats.",
+    .tp_as_sequence = &terms_as_sequence,
+};
+
+static PyObject *make_terms(const double *u, Py_ssize_t n) {
+    Terms *t = PyObject_NewVar(Terms, &TermsType, n);
+    if (t == NULL) return NULL;
+    if (n) memcpy(t->values, u, sizeof(double) * n);
+    return (PyObject *)t;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* margin and update                                                                         */
+
+static int coords_reserve(Diagonal *self, Py_ssize_t n) {
+    if (n > self->coords_cap) {
+        Py_ssize_t cap = n + n / 2 + 16;
+        Coord *c = PyMem_Realloc(self->coords, sizeof(Coord) * cap);
+        if (c == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->coords = c;
+        self->coords_cap = cap;
+    }
+    if (n > self->u_cap) {
+        Py_ssize_t cap = n + n / 2 + 16;
+        double *u = PyMem_Realloc(self->u, sizeof(double) * cap);
+        if (u == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->u = u;
+        self->u_cap = cap;
+    }
+    return 0;
+}
+
+/* margin(x, pairs) -> (m, v, u, entries): one pass over d = sum(sign f(x, block)) */
+static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
+    PyObject *x_in, *pairs, *x = NULL, *result = NULL, *key, *value, *terms;
+    Py_ssize_t npairs, k, pos, n;
+    double m = 0.0, v;
+    Fsum u_acc;
+    if (!PyArg_ParseTuple(args, "OO", &x_in, &pairs)) return NULL;
+    if (enter(self) < 0) return NULL;
+    release_coords(self);
+    fsum_init(&u_acc);
+    if ((x = as_dict(x_in)) == NULL) goto fail;
+    pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)");
+    if (pairs == NULL) goto fail;
+    npairs = PySequence_Fast_GET_SIZE(pairs);
+    if (npairs > 2) {
+        Py_DECREF(pairs);
+        PyErr_SetString(PyExc_ValueError, "at most two (block, sign) pairs");
+        goto fail;
+    }
+    n = PyDict_GET_SIZE(x);
+    if (coords_reserve(self, n * npairs) < 0) {
+        Py_DECREF(pairs);
+        goto fail;
+    }
+    for (k = 0; k < npairs; k++) {
+        Py_ssize_t b;
+        long sign;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(pairs, k), "nl", &b, &sign)) {
+            Py_DECREF(pairs);
+            goto fail;
+        }
+        if (b < 0) b += self->nblocks;
+        if (b < 0 || b >= self->nblocks) {
+            Py_DECREF(pairs);
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            goto fail;
+        }
+        self->pair_block[k] = b;
+        self->pair_sign[k] = (double)sign;
+    }
+    Py_DECREF(pairs);
+    self->npairs = (int)npairs;
+    for (k = 0; k < npairs; k++) {
+        Table *t = &self->blocks[self->pair_block[k]];
+        Fsum m_acc;
+        double mk, xf;
+        fsum_init(&m_acc);
+        pos = 0;
+        while (PyDict_Next(x, &pos, &key, &value)) {
+            Py_hash_t h;
+            Py_ssize_t ix;
+            double x2;
+            if (lookup(t, key, value, &xf, &h, &ix) < 0) {
+                fsum_free(&m_acc);
+                goto bad;
+            }
+            x2 = xf * xf;
+            if (ix < 0) {
+                if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
+                    double uj = self->prior * x2;
+                    Coord *c = &self->coords[self->ncoords++];
+                    c->pair = (int)k;
+                    c->ix = -1;
+                    c->x = xf;
+                    Py_INCREF(key);
+                    c->key = key;
+                    c->hash = h;
+                    self->u[self->nu++] = uj;
+                    if (fsum_add(&u_acc, uj) < 0) {
+                        fsum_free(&m_acc);
+                        goto fail;
+                    }
+                }
+            } else {
+                Entry *e = &t->entries[ix];
+                double uj = e->var * x2;
+                Coord *c = &self->coords[self->ncoords++];
+                c->pair = (int)k;
+                c->ix = ix;
+                c->x = xf;
+                c->key = NULL;
+                self->u[self->nu++] = uj;
+                if (fsum_add(&m_acc, e->mean * xf) < 0 || fsum_add(&u_acc, uj) < 0) {
+                    fsum_free(&m_acc);
+                    goto fail;
+                }
+            }
+        }
+        if (fsum_result(&m_acc, &mk) < 0) goto bad;
+        m += self->pair_sign[k] * mk;
+    }
+    if (fsum_result(&u_acc, &v) < 0) {
+        bad_or_propagate(x);
+        goto fail_freed;
+    }
+    if (!(isfinite(m) && isfinite(v))) {
+        raise_bad_input(x);
+        goto fail_freed;
+    }
+    if ((terms = make_terms(self->u, self->nu)) == NULL) goto fail_freed;
+    self->token = ++self->next_token;
+    self->margin_generation = self->generation;
+    result = Py_BuildValue("ddNL", m, v, terms, self->token);
+    if (result == NULL) release_coords(self);
+    Py_DECREF(x);
+    self->busy = 0;
+    return result;
+bad:
+    bad_or_propagate(x);
+fail:
+    fsum_free(&u_acc);
+fail_freed:
+    release_coords(self);
+    Py_XDECREF(x);
+    self->busy = 0;
+    return NULL;
+}
+
+static int scratch_reserve(Diagonal *self, Py_ssize_t n) {
+    if (n > self->scratch_cap) {
+        double *s = PyMem_Realloc(self->scratch, sizeof(double) * 2 * (n + 16));
+        if (s == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->scratch = s;
+        self->scratch_cap = n + 16;
+    }
+    return 0;
+}
+
+/* one coordinate's new (mean, variance) into out[0], out[1]; -1 when a scheme raised */
+static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
+                      int kind, double C, PyObject *scheme, double *out) {
+    double a = alpha * self->pair_sign[c->pair], xf = c->x, s, mean;
+    if (c->ix < 0) {
+        s = self->prior;
+        mean = 0.0;
+    } else {
+        Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+        s = e->var;
+        mean = e->mean;
+    }
+    out[0] = step_mean(mean, a, s, xf);
+    switch (kind) {
+    case SCHEME_PROJECT:
+        out[1] = shrink_project(s, xf, gamma);
+        return 0;
+    case SCHEME_DROP:
+        out[1] = shrink_drop(s, xf, beta);
+        return 0;
+    case SCHEME_HERDING:
+        out[1] = shrink_herding(s, xf * xf, C);
+        return 0;
+    default: {
+        PyObject *r = PyObject_CallFunction(scheme, "dd", s, xf * xf), *f;
+        if (r == NULL) return -1;
+        f = PyNumber_Float(r);
+        Py_DECREF(r);
+        if (f == NULL) return -1;
+        out[1] = PyFloat_AS_DOUBLE(f);
+        Py_DECREF(f);
+        return 0;
+    }
+    }
+}
+
+/* update(entries, alpha, gamma, v, scheme) -> bool: apply one step to the last margin's
+ * coordinates. Every new (mean, variance) is computed first, per pair the learned weights then
+ * the new ones (the Python engine's order); nothing is written unless, per pair, the plain sums
+ * of the new means and of the new variances are finite. False: float64 cannot express it. */
+static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
+    long long token;
+    double alpha, gamma, v, beta, C = 0.0;
+    PyObject *scheme;
+    int kind, k, pass, checked;
+    double step_bound, largest = 0.0;
+    Py_ssize_t i, n_new[2] = {0, 0};
+    if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
+    if (enter(self) < 0) return NULL;
+    if (token != self->token || self->margin_generation != self->generation) {
+        PyErr_SetString(PyExc_RuntimeError, "update needs the entries of the latest margin");
+        goto fail;
+    }
+    if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
+        kind = SCHEME_PROJECT;
+    else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
+        kind = SCHEME_DROP;
+    else {
+        if (herding_type == NULL && (herding_type = gaussian_attr("HerdingShrink")) == NULL)
+            goto fail;
+        if ((PyObject *)Py_TYPE(scheme) == herding_type) {
+            PyObject *c = PyObject_GetAttrString(scheme, "C");
+            if (c == NULL) goto fail;
+            C = PyFloat_AsDouble(c);
+            Py_DECREF(c);
+            if (C == -1.0 && PyErr_Occurred()) goto fail;
+            kind = SCHEME_HERDING;
+        } else
+            kind = SCHEME_CALLABLE;
+    }
+    beta = gamma / (1.0 + gamma * v);
+    step_bound = fabs(alpha) * sqrt(self->prior * v);
+    if (scratch_reserve(self, self->ncoords) < 0) goto fail;
+    /* the built-in schemes far from float64's limit: every value is finite, no check needed */
+    checked = !((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
+                self->mean_bound + step_bound < SAFE_BOUND);
+    for (k = 0; checked && k < self->npairs; k++) {
+        double sum_means = 0.0, sum_vars = 0.0;
+        for (pass = 0; pass < 2; pass++) /* learned weights first, then the new ones */
+            for (i = 0; i < self->ncoords; i++) {
+                Coord *c = &self->coords[i];
+                double *out = &self->scratch[2 * i];
+                if (c->pair != k || (c->ix < 0) != pass) continue;
+                if (step_coord(self, c, alpha, gamma, beta, kind, C, scheme, out) < 0) {
+                    if (PyErr_ExceptionMatches(PyExc_OverflowError) ||
+                        PyErr_ExceptionMatches(PyExc_ZeroDivisionError)) {
+                        PyErr_Clear();
+                        goto refused;
+                    }
+                    goto fail;
+                }
+                n_new[k] += pass;
+                sum_means += out[0];
+                sum_vars += out[1];
+            }
+        if (!(isfinite(sum_means) && isfinite(sum_vars))) goto refused;
+    }
+    if (!checked)
+        for (i = 0; i < self->ncoords; i++) {
+            Coord *c = &self->coords[i];
+            step_coord(self, c, alpha, gamma, beta, kind, C, scheme, &self->scratch[2 * i]);
+            n_new[c->pair] += c->ix < 0;
+        }
+    for (k = 0; k < self->npairs; k++)
+        if (n_new[k] && table_reserve(&self->blocks[self->pair_block[k]], n_new[k]) < 0) goto fail;
+    /* commit */
+    for (i = 0; i < self->ncoords; i++) {
+        Coord *c = &self->coords[i];
+        Table *t = &self->blocks[self->pair_block[c->pair]];
+        if (fabs(self->scratch[2 * i]) > largest) largest = fabs(self->scratch[2 * i]);
+        if (c->ix < 0)
+            table_append(t, c->key, c->hash, self->scratch[2 * i], self->scratch[2 * i + 1]);
+        else {
+            t->entries[c->ix].mean = self->scratch[2 * i];
+            t->entries[c->ix].var = self->scratch[2 * i + 1];
+        }
+    }
+    if (n_new[0] || n_new[1]) self->generation++;
+    if (!checked)
+        self->mean_bound += step_bound;
+    else if (largest > self->mean_bound)
+        self->mean_bound = largest;
+    release_coords(self);
+    self->busy = 0;
+    Py_RETURN_TRUE;
+refused:
+    self->busy = 0;
+    Py_RETURN_FALSE;
+fail:
+    self->busy = 0;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* layout: blocks named by id, so a failed learn can drop the blocks it added                 */
+
+static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
+    PyObject *out = PyTuple_New(self->nblocks);
+    Py_ssize_t b;
+    for (b = 0; out != NULL && b < self->nblocks; b++) {
+        PyObject *id = PyLong_FromLongLong(self->blocks[b].id);
+        if (id == NULL) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, b, id);
+    }
+    return out;
+}
+
+/* blocks in the order of `ids` (each an existing block, at most once); the others are freed */
+static int arrange_blocks(Diagonal *self, long long *ids, Py_ssize_t n) {
+    Table *tables;
+    char *kept;
+    Py_ssize_t i, b;
+    tables = PyMem_Calloc(n ? n : 1, sizeof(Table));
+    kept = PyMem_Calloc(self->nblocks ? self->nblocks : 1, 1);
+    if (tables == NULL || kept == NULL) {
+        PyMem_Free(tables);
+        PyMem_Free(kept);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        for (b = 0; b < self->nblocks && (self->blocks[b].id != ids[i] || kept[b]); b++)
+            ;
+        if (b == self->nblocks) {
+            PyMem_Free(tables);
+            PyMem_Free(kept);
+            PyErr_SetString(PyExc_ValueError, "not a layout of this engine's blocks");
+            return -1;
+        }
+        kept[b] = 1;
+        tables[i] = self->blocks[b];
+    }
+    release_coords(self);
+    for (b = 0; b < self->nblocks; b++)
+        if (!kept[b]) table_free(&self->blocks[b]);
+    memcpy(self->blocks, tables, sizeof(Table) * n);
+    self->nblocks = n;
+    self->generation++;
+    PyMem_Free(tables);
+    PyMem_Free(kept);
+    return 0;
+}
+
+static PyObject *diagonal_restore_layout(Diagonal *self, PyObject *layout) {
+    PyObject *seq;
+    Py_ssize_t n, i;
+    long long *ids;
+    int r;
+    if ((seq = PySequence_Fast(layout, "a layout is a tuple of block ids")) == NULL) return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    ids = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
+    if (ids == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (ids[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            PyMem_Free(ids);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    if (enter(self) < 0) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    r = arrange_blocks(self, ids, n);
+    self->busy = 0;
+    PyMem_Free(ids);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* reorder(order): block i becomes the old block order[i] (a permutation) */
+static PyObject *diagonal_reorder(Diagonal *self, PyObject *order) {
+    PyObject *seq;
+    Py_ssize_t n, i, k;
+    long long *ids;
+    int r;
+    if (enter(self) < 0) return NULL;
+    self->busy = 0;
+    if ((seq = PySequence_Fast(order, "order must be a list of block indices")) == NULL) return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    ids = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
+    if (ids == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        k = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_IndexError);
+        if (k == -1 && PyErr_Occurred()) break;
+        if (k < 0) k += self->nblocks;
+        if (k < 0 || k >= self->nblocks) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            break;
+        }
+        ids[i] = self->blocks[k].id;
+    }
+    Py_DECREF(seq);
+    if (PyErr_Occurred()) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    if (n != self->nblocks) {
+        PyMem_Free(ids);
+        PyErr_SetString(PyExc_ValueError, "order must be a permutation of the blocks");
+        return NULL;
+    }
+    self->busy = 1;
+    r = arrange_blocks(self, ids, n);
+    self->busy = 0;
+    PyMem_Free(ids);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* negate(): the Gaussian over -w (block 0's means negated) */
+static PyObject *diagonal_negate(Diagonal *self, PyObject *unused) {
+    Py_ssize_t i;
+    if (enter(self) < 0) return NULL;
+    if (self->nblocks > 0)
+        for (i = 0; i < self->blocks[0].used; i++)
+            self->blocks[0].entries[i].mean = -self->blocks[0].entries[i].mean;
+    self->generation++;
+    self->busy = 0;
+    Py_RETURN_NONE;
+}
+
+/* block_views(): per block, {feature: mean} and {feature: variance} */
+static PyObject *diagonal_block_views(Diagonal *self, PyObject *unused) {
+    PyObject *means = NULL, *vars = NULL, *d, *f;
+    Py_ssize_t b, i;
+    int which;
+    if (enter(self) < 0) return NULL;
+    means = PyList_New(self->nblocks);
+    vars = PyList_New(self->nblocks);
+    if (means == NULL || vars == NULL) goto fail;
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        for (which = 0; which < 2; which++) {
+            if ((d = PyDict_New()) == NULL) goto fail;
+            PyList_SET_ITEM(which ? vars : means, b, d);
+            for (i = 0; i < t->used; i++) {
+                f = PyFloat_FromDouble(which ? t->entries[i].var : t->entries[i].mean);
+                if (f == NULL || PyDict_SetItem(d, t->entries[i].key, f) < 0) {
+                    Py_XDECREF(f);
+                    goto fail;
+                }
+                Py_DECREF(f);
+            }
+        }
+    }
+    self->busy = 0;
+    return Py_BuildValue("NN", means, vars);
+fail:
+    Py_XDECREF(means);
+    Py_XDECREF(vars);
+    self->busy = 0;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* state: blocks as a list of dicts feature -> [mean, variance] (the Python engine's layout)   */
+
+static PyObject *diagonal_get_blocks(Diagonal *self, void *closure) {
+    PyObject *out;
+    Py_ssize_t b, i;
+    if (enter(self) < 0) return NULL;
+    out = PyList_New(self->nblocks);
+    for (b = 0; out != NULL && b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        PyObject *d = PyDict_New();
+        if (d == NULL) goto fail;
+        PyList_SET_ITEM(out, b, d);
+        for (i = 0; i < t->used; i++) {
+            PyObject *w = Py_BuildValue("[dd]", t->entries[i].mean, t->entries[i].var);
+            if (w == NULL || PyDict_SetItem(d, t->entries[i].key, w) < 0) {
+                Py_XDECREF(w);
+                goto fail;
+            }
+            Py_DECREF(w);
+        }
+    }
+    self->busy = 0;
+    return out;
+fail:
+    Py_XDECREF(out);
+    self->busy = 0;
+    return NULL;
+}
+
+static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
+    PyObject *seq, *key, *w;
+    Py_ssize_t n, b, pos, i;
+    Table *tables;
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete blocks");
+        return -1;
+    }
+    if ((seq = PySequence_Fast(value, "blocks must be a list of dicts")) == NULL) return -1;
+    n = PySequence_Fast_GET_SIZE(seq);
+    tables = PyMem_Calloc(n ? n : 1, sizeof(Table));
+    if (tables == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (b = 0; b < n; b++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, b);
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "blocks must be a list of dicts");
+            goto fail;
+        }
+        if (new_block(self, &tables[b]) < 0 || table_reserve(&tables[b], PyDict_GET_SIZE(d)) < 0)
+            goto fail;
+        pos = 0;
+        while (PyDict_Next(d, &pos, &key, &w)) {
+            double mean, var;
+            PyObject *pair = PySequence_Fast(w, "a weight is a [mean, variance] pair");
+            Py_hash_t h;
+            if (pair == NULL) goto fail;
+            if (PySequence_Fast_GET_SIZE(pair) != 2) {
+                Py_DECREF(pair);
+                PyErr_SetString(PyExc_ValueError, "a weight is a [mean, variance] pair");
+                goto fail;
+            }
+            mean = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 0));
+            var = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 1));
+            Py_DECREF(pair);
+            if (PyErr_Occurred() || (h = PyObject_Hash(key)) == -1) goto fail;
+            table_append(&tables[b], key, h, mean, var);
+        }
+    }
+    Py_DECREF(seq);
+    if (enter(self) < 0) {
+        seq = NULL;
+        goto fail;
+    }
+    if (blocks_reserve(self, n ? n : 1) < 0) {
+        self->busy = 0;
+        seq = NULL;
+        goto fail;
+    }
+    release_coords(self);
+    for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
+    memcpy(self->blocks, tables, sizeof(Table) * n);
+    self->nblocks = n;
+    self->generation++;
+    PyMem_Free(tables);
+    self->busy = 0;
+    return 0;
+fail:
+    Py_XDECREF(seq);
+    for (i = 0; i < n; i++) table_free(&tables[i]);
+    PyMem_Free(tables);
+    return -1;
+}
+
+static PyObject *diagonal_reduce(Diagonal *self, PyObject *unused) {
+    PyObject *blocks;
+    if (restore_hook == NULL && (restore_hook = gaussian_attr("_restore_diagonal")) == NULL)
+        return NULL;
+    if ((blocks = diagonal_get_blocks(self, NULL)) == NULL) return NULL;
+    return Py_BuildValue("O(dN)", restore_hook, self->prior, blocks);
+}
+
+/* reset_bound(): mean_bound = the largest |mean| (after the blocks were replaced) */
+static PyObject *diagonal_reset_bound(Diagonal *self, PyObject *unused) {
+    Py_ssize_t b, i;
+    double largest = 0.0;
+    for (b = 0; b < self->nblocks; b++)
+        for (i = 0; i < self->blocks[b].used; i++)
+            if (fabs(self->blocks[b].entries[i].mean) > largest)
+                largest = fabs(self->blocks[b].entries[i].mean);
+    self->mean_bound = largest;
+    Py_RETURN_NONE;
+}
+
+static PyObject *diagonal_get_bound(Diagonal *self, void *closure) {
+    return PyFloat_FromDouble(self->mean_bound);
+}
+
+static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
+    return PyFloat_FromDouble(self->prior);
+}
+
+static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
+    Py_ssize_t size = Py_TYPE(self)->tp_basicsize, b;
+    size += sizeof(Table) * self->blocks_cap;
+    for (b = 0; b < self->nblocks; b++)
+        size += sizeof(int32_t) * (self->blocks[b].mask + 1) + sizeof(Entry) * self->blocks[b].cap;
+    size += sizeof(Coord) * self->coords_cap + sizeof(double) * (self->u_cap + 2 * self->scratch_cap);
+    return PyLong_FromSsize_t(size);
+}
+
+static PyMethodDef diagonal_methods[] = {
+    {"scores", (PyCFunction)diagonal_scores, METH_O, "mu_b . x for every block b."},
+    {"score_variances", (PyCFunction)diagonal_score_variances, METH_O,
+     "x' Sigma_b x for every block b."},
+    {"margin", (PyCFunction)diagonal_margin, METH_VARARGS,
+     "(m, v, u, entries) along the difference vector of (block, sign) pairs."},
+    {"update", (PyCFunction)diagonal_update, METH_VARARGS,
+     "Apply one step (entries, alpha, gamma, v, scheme)."},
+    {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
+    {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
+    {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},
+    {"restore_layout", (PyCFunction)diagonal_restore_layout, METH_O,
+     "Undo lift/add_block calls made since the layout was taken."},
+    {"reorder", (PyCFunction)diagonal_reorder, METH_O, "Block i becomes the old block order[i]."},
+    {"reset_bound", (PyCFunction)diagonal_reset_bound, METH_NOARGS,
+     "Set mean_bound to the largest |mean|."},
+    {"negate", (PyCFunction)diagonal_negate, METH_NOARGS, "The Gaussian over -w."},
+    {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
+     "Per block, {feature: mean} and {feature: variance}."},
+    {"__reduce__", (PyCFunction)diagonal_reduce, METH_NOARGS, "Engine-neutral pickling."},
+    {"__sizeof__", (PyCFunction)diagonal_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
+    {NULL},
+};
+
+static PyGetSetDef diagonal_getset[] = {
+    {"blocks", (getter)diagonal_get_blocks, (setter)diagonal_set_blocks,
+     "The weights: a list (one per block) of dicts feature -> [mean, variance] (copies).", NULL},
+    {"initial_variance", (getter)diagonal_get_prior, NULL, "The prior variance.", NULL},
+    {"mean_bound", (getter)diagonal_get_bound, NULL, "An upper bound of every |mean|.", NULL},
+    {NULL},
+};
+
+static PyTypeObject DiagonalType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._diagonal.Diagonal",
+    .tp_basicsize = sizeof(Diagonal),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The compiled diagonal Gaussian engine (see river_cw.gaussian.DiagonalGaussian).",
+    .tp_new = diagonal_new,
+    .tp_dealloc = (destructor)diagonal_dealloc,
+    .tp_traverse = (traverseproc)diagonal_traverse,
+    .tp_clear = (inquiry)diagonal_clear,
+    .tp_methods = diagonal_methods,
+    .tp_getset = diagonal_getset,
+    .tp_weaklistoffset = offsetof(Diagonal, weakreflist),
+};
+
+/* ---------------------------------------------------------------------------------------- */
+
+static PyObject *module_fsum(PyObject *module, PyObject *seq) {
+    PyObject *it = PyObject_GetIter(seq), *item;
+    Fsum acc;
+    double x, total;
+    if (it == NULL) return NULL;
+    fsum_init(&acc);
+    while ((item = PyIter_Next(it)) != NULL) {
+        x = PyFloat_AsDouble(item);
+        Py_DECREF(item);
+        if ((x == -1.0 && PyErr_Occurred()) || fsum_add(&acc, x) < 0) {
+            Py_DECREF(it);
+            fsum_free(&acc);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        fsum_free(&acc);
+        return NULL;
+    }
+    if (fsum_result(&acc, &total) < 0) return NULL;
+    return PyFloat_FromDouble(total);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the exact diagonal CW steps (JMLR 2012 section 6.2): river_cw.cw's Newton solvers on Terms */
+
+#define MAX_ITER 200
+
+typedef struct {
+    double m, v, phi;
+    const double *u;
+    Py_ssize_t n;
+} ExactProblem;
+
+static int checked_div(double a, double b, double *out) {
+    if (b == 0.0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+        return -1;
+    }
+    *out = a / b;
+    return 0;
+}
+
+/* the two exactly rounded sums of a Newton step, value first (its error is the one raised) */
+static int value_and_slope(Fsum *val, Fsum *slo, double *value, double *slope) {
+    if (fsum_result(val, value) < 0) {
+        fsum_free(slo);
+        return -1;
+    }
+    return fsum_result(slo, slope);
+}
+
+/* f(alpha) of exact_var_alpha: m + alpha v - phi sum u_j / q_j, slope v + sum 2 phi^2 u_j^2 / q_j^2 */
+static int exact_var_f(const ExactProblem *p, double alpha, double *value, double *slope) {
+    Fsum val, slo;
+    Py_ssize_t j;
+    double t;
+    fsum_init(&val);
+    fsum_init(&slo);
+    if (fsum_add(&val, p->m) < 0 || fsum_add(&val, alpha * p->v) < 0 || fsum_add(&slo, p->v) < 0)
+        goto fail;
+    for (j = 0; j < p->n; j++) {
+        double uj = p->u[j], q = 1.0 + 2.0 * alpha * p->phi * uj;
+        if (checked_div(-p->phi * uj, q, &t) < 0 || fsum_add(&val, t) < 0) goto fail;
+        if (checked_div(2.0 * p->phi * p->phi * uj * uj, q * q, &t) < 0 || fsum_add(&slo, t) < 0)
+            goto fail;
+    }
+    return value_and_slope(&val, &slo, value, slope);
+fail:
+    fsum_free(&val);
+    fsum_free(&slo);
+    return -1;
+}
+
+/* g(s) of exact_stdev_step: s - sum u_j / q_j, slope 1 + sum u_j (1 + phi^2 u_j / v) / q_j^2 */
+static int exact_stdev_g(const ExactProblem *p, double s, double *value, double *slope) {
+    Fsum val, slo;
+    Py_ssize_t j;
+    double t, alpha = (p->phi * s - p->m) / p->v;
+    fsum_init(&val);
+    fsum_init(&slo);
+    if (fsum_add(&val, s) < 0 || fsum_add(&slo, 1.0) < 0) goto fail;
+    for (j = 0; j < p->n; j++) {
+        double uj = p->u[j], q = s + alpha * p->phi * uj;
+        if (checked_div(-uj, q, &t) < 0 || fsum_add(&val, t) < 0) goto fail;
+        if (checked_div(uj * (1.0 + p->phi * p->phi * uj / p->v), q * q, &t) < 0 ||
+            fsum_add(&slo, t) < 0)
+            goto fail;
+    }
+    return value_and_slope(&val, &slo, value, slope);
+fail:
+    fsum_free(&val);
+    fsum_free(&slo);
+    return -1;
+}
+
+typedef int (*Increasing)(const ExactProblem *, double, double *, double *);
+
+/* river_cw.cw._solve_increasing: safeguarded Newton on an increasing f, f(lo) < 0 <= f(hi) */
+static int solve_increasing(Increasing f, const ExactProblem *p, double lo, double hi, double *root) {
+    double x = hi, value, slope, step;
+    int it;
+    for (it = 0; it < MAX_ITER; it++) {
+        if (f(p, x, &value, &slope) < 0) return -1;
+        if (value >= 0.0) {
+            if (value == 0.0) {
+                *root = x;
+                return 0;
+            }
+            hi = x;
+        } else
+            lo = x;
+        step = slope > 0.0 ? x - value / slope : NAN;
+        if (!(lo < step && step < hi)) step = 0.5 * (lo + hi);
+        if (fabs(step - x) <= 1e-15 * fabs(step) || hi - lo <= 1e-15 * hi) {
+            *root = x > step ? x : step;
+            return 0;
+        }
+        x = step;
+    }
+    *root = hi;
+    return 0;
+}
+
+static int parse_exact(PyObject *args, ExactProblem *p) {
+    PyObject *terms;
+    if (!PyArg_ParseTuple(args, "dddO!", &p->m, &p->v, &p->phi, &TermsType, &terms)) return -1;
+    p->u = ((Terms *)terms)->values;
+    p->n = Py_SIZE(terms);
+    return 0;
+}
+
+static PyObject *module_exact_var_alpha(PyObject *module, PyObject *args) {
+    ExactProblem p;
+    double alpha;
+    if (parse_exact(args, &p) < 0) return NULL;
+    if (p.m >= p.phi * p.v) return PyFloat_FromDouble(0.0);
+    if (solve_increasing(exact_var_f, &p, 0.0, (p.phi * p.v - p.m) / p.v, &alpha) < 0) return NULL;
+    return PyFloat_FromDouble(alpha);
+}
+
+static PyObject *module_exact_stdev_step(PyObject *module, PyObject *args) {
+    ExactProblem p;
+    double s, lo;
+    if (parse_exact(args, &p) < 0) return NULL;
+    if (p.m >= p.phi * sqrt(p.v)) return Py_BuildValue("dd", 0.0, 0.0);
+    lo = p.m / p.phi > 0.0 ? p.m / p.phi : 0.0;
+    if (solve_increasing(exact_stdev_g, &p, lo, sqrt(p.v), &s) < 0) return NULL;
+    return Py_BuildValue("dd", (p.phi * s - p.m) / p.v, s);
+}
+
+static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
+
+/* as_floats(x): river_cw.validation.as_floats with its first fast path in C (a dict of floats
+ * is returned as it is); anything else goes to the Python function */
+static PyObject *module_as_floats(PyObject *module, PyObject *x) {
+    if (PyDict_CheckExact(x)) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        int all_float = 1;
+        while (all_float && PyDict_Next(x, &pos, &key, &value)) all_float = PyFloat_CheckExact(value);
+        if (all_float) {
+            Py_INCREF(x);
+            return x;
+        }
+    }
+    if (as_floats_python == NULL) {
+        PyObject *mod = PyImport_ImportModule("river_cw.validation");
+        if (mod == NULL) return NULL;
+        as_floats_python = PyObject_GetAttrString(mod, "_as_floats_python");
+        Py_DECREF(mod);
+        if (as_floats_python == NULL) return NULL;
+    }
+    return PyObject_CallOneArg(as_floats_python, x);
+}
+
+static PyMethodDef module_methods[] = {
+    {"exact_var_alpha", (PyCFunction)module_exact_var_alpha, METH_VARARGS,
+     "river_cw.cw.exact_var_alpha(m, v, phi, u) for Terms u."},
+    {"exact_stdev_step", (PyCFunction)module_exact_stdev_step, METH_VARARGS,
+     "river_cw.cw.exact_stdev_step(m, v, phi, u) for Terms u."},
+    {"as_floats", (PyCFunction)module_as_floats, METH_O,
+     "river_cw.validation.as_floats, its first fast path compiled."},
+    {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},
+    {NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "river_cw._diagonal",
+    "The compiled diagonal Gaussian engine of river_cw (optional; see river_cw.gaussian).", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC PyInit__diagonal(void) {
+    PyObject *m;
+    if (PyType_Ready(&DiagonalType) < 0 || PyType_Ready(&TermsType) < 0) return NULL;
+    m = PyModule_Create(&moduledef);
+    if (m == NULL) return NULL;
+    Py_INCREF(&DiagonalType);
+    Py_INCREF(&TermsType);
+    if (PyModule_AddObject(m, "Diagonal", (PyObject *)&DiagonalType) < 0 ||
+        PyModule_AddObject(m, "Terms", (PyObject *)&TermsType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

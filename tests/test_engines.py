@@ -1,0 +1,272 @@
+"""The compiled diagonal engine against the pure-Python reference: the same numbers, bit for bit.
+
+Both engines run side by side in one process: the model's Gaussian is swapped for the
+pure-Python engine (`river_cw.gaussian.PythonDiagonalGaussian`). Skipped when the extension is
+not built (or RIVER_CW_PURE_PYTHON is set): the rest of the suite then runs on pure Python.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import random
+
+import pytest
+
+import river_cw
+from river_cw import gaussian
+
+pytestmark = pytest.mark.skipif(
+    river_cw.ENGINE != "c", reason="the compiled engine is not built or RIVER_CW_PURE_PYTHON is set"
+)
+
+CONFIGS = [
+    (river_cw.AROW, {}),
+    (river_cw.AROW, {"diagonal": "drop", "r": 0.3}),
+    (river_cw.CW, {}),
+    (river_cw.CW, {"variant": "var"}),
+    (river_cw.CW, {"diagonal": "drop"}),
+    (river_cw.CW, {"diagonal": "exact"}),
+    (river_cw.CW, {"variant": "var", "diagonal": "exact"}),
+    (river_cw.NHERD, {}),
+    (river_cw.NHERD, {"diagonal": "drop"}),
+    (river_cw.NHERD, {"diagonal": "exact", "C": 0.1}),
+    (river_cw.SOP, {}),
+    (river_cw.SCW, {}),
+    (river_cw.SCW, {"variant": "II", "diagonal": "drop"}),
+]
+IDS = [f"{cls.__name__}{params}" for cls, params in CONFIGS]
+
+
+def pair(cls, params):
+    """The same model twice: compiled engine, pure-Python engine."""
+    compiled, python = cls(**params), cls(**params)
+    python._gaussian = gaussian.PythonDiagonalGaussian(python.initial_variance)
+    assert isinstance(compiled._gaussian, gaussian.DiagonalGaussian)
+    return compiled, python
+
+
+def bits(value: float) -> str:
+    return float(value).hex()
+
+
+def state(model) -> list[dict]:
+    """Every block as feature -> (mean, variance) in hex, so -0.0 and 0.0 differ."""
+    return [
+        {f: (bits(m), bits(s)) for f, (m, s) in block.items()} for block in model._gaussian.blocks
+    ]
+
+
+def assert_same(a, b, x=None):
+    assert a.classes_ == b.classes_ and a.n_skipped_updates == b.n_skipped_updates
+    assert state(a) == state(b)
+    assert repr(a.weights) == repr(b.weights) and repr(a.variances) == repr(b.variances)
+    if x is not None:
+        assert a.predict_one(x) == b.predict_one(x)
+        pa, pb = a.predict_proba_one(x), b.predict_proba_one(x)
+        assert {c: bits(p) for c, p in pa.items()} == {c: bits(p) for c, p in pb.items()}
+
+
+def value(rng: random.Random):
+    kind = rng.random()
+    if kind < 0.15:
+        return rng.randint(-5, 5)
+    if kind < 0.25:
+        return rng.random() < 0.5
+    if kind < 0.3:
+        return 0.0
+    return rng.choice([1.0, 1e-3, 1e3]) * rng.gauss(0.0, 1.0)
+
+
+def stream(seed: int, n: int = 300, n_labels: int = 2):
+    rng = random.Random(seed)
+    keys = [f"w{i}" for i in range(40)] + list(range(10)) + [("t", i) for i in range(5)] + [2.5]
+    for _ in range(n):
+        x = {k: value(rng) for k in rng.sample(keys, rng.randint(0, 12))}
+        yield x, rng.randrange(n_labels)
+
+
+@pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("n_labels", [2, 4])
+def test_same_models_predictions_and_probabilities(cls, params, n_labels):
+    compiled, python = pair(cls, params)
+    for x, y in stream(n_labels, n_labels=n_labels):
+        assert_same(compiled, python, x)
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+        assert bits(compiled._gaussian.mean_bound) == bits(python._gaussian.mean_bound)
+    assert_same(compiled, python)
+
+
+@pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
+def test_feature_order_never_changes_a_result(cls, params):
+    forward, backward = cls(**params), cls(**params)
+    for x, y in stream(7, n_labels=3):
+        forward.learn_one(x, y)
+        backward.learn_one(dict(reversed(list(x.items()))), y)
+    assert state(forward) == [
+        {f: block[f] for f in state(forward)[b]} for b, block in enumerate(state(backward))
+    ]
+
+
+BAD_VALUES = ["3", None, math.nan, math.inf, -math.inf, 1e308, 2**2000, [1.0], 1e200]
+
+
+@pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=repr)
+def test_bad_input_raises_alike_and_changes_nothing(cls, params, bad):
+    compiled, python = pair(cls, params)
+    for x, y in stream(3, n=40, n_labels=3):
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+    before = state(compiled)
+    x = {"w1": 1e200, "fresh": 2.0, "w2": bad}
+    for call in ("learn_one", "predict_one", "predict_proba_one"):
+        outcomes = []
+        for model in (compiled, python):
+            try:
+                args = (x, 1) if call == "learn_one" else (x,)
+                outcomes.append(("ok", repr(getattr(model, call)(*args))))
+            except Exception as error:  # the comparison is the point
+                outcomes.append((type(error), str(error)))
+        assert outcomes[0] == outcomes[1], call
+        assert_same(compiled, python)
+    if outcomes[0][0] != "ok":
+        assert state(compiled) == before
+
+
+@pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
+def test_pickles_cross_engines(cls, params):
+    compiled, python = pair(cls, params)
+    data = list(stream(11, n_labels=3))
+    for x, y in data[:150]:
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+    from_python = pickle.loads(pickle.dumps(python))
+    from_compiled = pickle.loads(pickle.dumps(compiled))
+    assert type(from_python._gaussian) is gaussian.DiagonalGaussian  # the active engine
+    assert_same(from_python, python)
+    assert_same(from_compiled, python)
+    for x, y in data[150:]:
+        for model in (compiled, python, from_python, from_compiled):
+            model.learn_one(x, y)
+    for model in (compiled, from_python, from_compiled):
+        assert_same(model, python, data[-1][0])
+
+
+class Hostile:
+    """A feature name whose == raises, or compares equal to everything with the same hash."""
+
+    def __init__(self, name, raises):
+        self.name, self.raises = name, raises
+
+    def __hash__(self):
+        return 42
+
+    def __repr__(self):
+        return f"Hostile({self.name!r})"
+
+    def __eq__(self, other):
+        if self.raises:
+            raise RuntimeError("no comparing")
+        return isinstance(other, Hostile) and other.name == self.name
+
+
+def test_hostile_keys_keep_both_engines_consistent():
+    compiled, python = pair(river_cw.AROW, {})
+    for model in (compiled, python):
+        model.learn_one({Hostile("a", False): 1.0, 42: 2.0}, 0)
+        model.learn_one({Hostile("b", False): 1.0}, 1)
+    assert_same(compiled, python, {Hostile("a", False): 1.0})
+    before = state(compiled)
+    for model in (compiled, python):
+        with pytest.raises(RuntimeError, match="no comparing"):
+            model.learn_one({Hostile("c", True): 1.0}, 1)
+    assert state(compiled) == before
+    assert_same(compiled, python)
+
+
+def test_reentry_from_a_key_is_refused():
+    model = river_cw.AROW()
+
+    class Sneaky(Hostile):
+        __hash__ = Hostile.__hash__
+
+        def __eq__(self, other):
+            model.learn_one({"z": 1.0}, 1)
+            return False
+
+    model.learn_one({Sneaky("a", False): 1.0}, 0)
+    with pytest.raises(RuntimeError, match="re-entered"):
+        model.learn_one({Sneaky("b", False): 1.0}, 1)
+
+
+def test_exactly_rounded_sums_match_math_fsum():
+    from river_cw import _diagonal
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        terms = [rng.choice([1.0, -1.0]) * 10 ** rng.uniform(-20, 20) for _ in range(rng.randint(0, 30))]
+        terms += [-t for t in rng.sample(terms, len(terms) // 2)]
+        rng.shuffle(terms)
+        assert bits(_diagonal.fsum(terms)) == bits(math.fsum(terms))
+    for special in ([math.inf, -math.inf], [1e308, 1e308], [math.inf, 1.0], [math.nan, 1.0]):
+        outcomes = []
+        for fsum in (_diagonal.fsum, math.fsum):
+            try:
+                outcomes.append(repr(fsum(special)))
+            except (OverflowError, ValueError) as error:
+                outcomes.append((type(error), str(error)))
+        assert outcomes[0] == outcomes[1]
+
+
+def test_layout_operations_agree():
+    compiled, python = pair(river_cw.AROW, {})
+    data = list(stream(5, n=60, n_labels=2))
+    for x, y in data:
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+    for model in (compiled, python):
+        model._gaussian.negate()
+    assert_same(compiled, python, data[0][0])
+    layouts = [model._gaussian.layout() for model in (compiled, python)]
+    for model in (compiled, python):
+        model._gaussian.lift()
+        model._gaussian.add_block()
+        model._gaussian.reorder([2, 0, 1])
+    assert state(compiled) == state(python)
+    for model, layout in zip((compiled, python), layouts):
+        model._gaussian.restore_layout(layout)
+    assert_same(compiled, python, data[0][0])
+
+
+def test_a_failed_new_label_restores_both_engines_alike():
+    compiled, python = pair(river_cw.CW, {"diagonal": "exact"})
+    for x, y in stream(9, n=30, n_labels=2):
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+    for model in (compiled, python):
+        with pytest.raises(TypeError):
+            model.learn_one({"w1": 1.0, "w2": "bad"}, "third")
+    assert_same(compiled, python, {"w1": 1.0})
+    for model in (compiled, python):
+        model.learn_one({"w1": 1.0, "w3": -2.0}, "third")
+    assert_same(compiled, python, {"w1": 1.0, "w3": 1.0})
+
+
+@pytest.mark.parametrize(
+    "x",
+    [{}, {"a": 1.0}, {"a": 1, "b": 2.5}, {"a": True}, {"a": 10**400}, {"a": "x"}, {1: 2**53 + 1}],
+    ids=repr,
+)
+def test_compiled_as_floats_is_the_python_function(x):
+    from river_cw import validation
+
+    outcomes = []
+    for as_floats in (validation.as_floats, validation._as_floats_python):
+        try:
+            outcomes.append(repr(as_floats(x)))
+        except (TypeError, ValueError) as error:
+            outcomes.append((type(error), str(error)))
+    assert validation.as_floats is not validation._as_floats_python
+    assert outcomes[0] == outcomes[1]

@@ -1,0 +1,38 @@
+"""The engine-sensitive tests again under the other engine, so that one test run covers both.
+
+The suite runs on the active engine (`river_cw.ENGINE`: the compiled one once built); this test
+runs the modules that exercise the diagonal engine's behaviour in a subprocess on the other
+one (``RIVER_CW_PURE_PYTHON=1`` forces pure Python). `tests/test_engines.py` checks the two
+engines against each other number by number.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import river_cw
+
+ROOT = Path(__file__).resolve().parents[1]
+MODULES = ["tests/test_diagonal.py", "tests/test_hostile_input.py", "tests/test_engines.py", "river_cw"]
+
+
+@pytest.mark.slow
+def test_the_other_engine_passes_the_engine_sensitive_tests():
+    if importlib.util.find_spec("river_cw._diagonal") is None:
+        pytest.skip("the compiled engine is not built: the whole suite ran on pure Python")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if river_cw.ENGINE == "c":
+        env["RIVER_CW_PURE_PYTHON"] = "1"
+    else:
+        env.pop("RIVER_CW_PURE_PYTHON", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *MODULES],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
