@@ -16,6 +16,14 @@ setup(
         Extension(
             "river_cw._diagonal",
             sources=["river_cw/_diagonal.c"],
+            depends=["river_cw/_fsum.h"],
+            extra_compile_args=COMPILE_ARGS,
+            optional=True,
+        ),
+        Extension(
+            "river_cw._rda",
+            sources=["river_cw/_rda.c"],
+            depends=["river_cw/_fsum.h"],
             extra_compile_args=COMPILE_ARGS,
             optional=True,
         ),

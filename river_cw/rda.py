@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 import math
 import numbers
+import os
 from array import array
 
 import numpy as np
@@ -14,8 +15,16 @@ from .validation import as_floats, check_features
 
 __all__ = ["VotedRDA"]
 
+_compiled = None  # river_cw._rda: the per-feature loops in C, the same numbers (see _dot, _step)
+if not os.environ.get("RIVER_CW_PURE_PYTHON"):
+    try:
+        from . import _rda as _compiled
+    except ImportError:  # built without a compiler: Python serves
+        pass
+
 # Temperatures tried by the online calibration of the hinge loss: 4 per octave, 2^-32 .. 2^16.
 _TEMPERATURES = 2.0 ** np.arange(-32.0, 16.25, 0.25)
+_CALIBRATION_BATCH = 256  # examples whose log losses are computed in one numpy pass
 
 
 def _raise_bad_input(x: dict) -> None:
@@ -184,6 +193,11 @@ class VotedRDA(LinearClassifier):
         self._counts = array("q")
         self._history: list[dict] = [{}]
         self._calibration = np.zeros(len(_TEMPERATURES))  # hinge: log loss of each temperature
+        self._pending: list = []  # (logits, label) of examples not yet in _calibration
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_pending", [])  # pickled before the queue existed
 
     # -- closed forms: each returns a function of a record, with the model's counters bound -----
 
@@ -196,6 +210,7 @@ class VotedRDA(LinearClassifier):
             s = rec[0]
             return -(s - math.copysign(threshold, s)) / scale if abs(s) > threshold else 0.0
 
+        newest.spec = ("newest", threshold, scale)  # the same function, for river_cw._rda
         return newest
 
     def _totals(self):
@@ -215,6 +230,7 @@ class VotedRDA(LinearClassifier):
                 inv1, sqr1 = inv_k, sqr_k
             return closed - (s * (inv1 - inv0) - math.copysign(l1, s) * (sqr1 - sqr0)) / eta
 
+        total.spec = ("totals", inv_k, sqr_k, l1, eta)  # the same function, for river_cw._rda
         return total
 
     def _weight(self) -> tuple:
@@ -228,6 +244,10 @@ class VotedRDA(LinearClassifier):
     def _dot(self, x: dict, weight, divisor=1) -> list[float]:
         """``w_b . x / divisor`` for every block, w given per record; validates x (fast path, then
         check_features)."""
+        if _compiled is not None and type(x) is dict:
+            scores = _compiled.dot(self._blocks, x, weight.spec, float(divisor))
+            if scores is not None:  # else something to report or check: the code below does
+                return scores
         try:  # fsum is correctly rounded: the score does not depend on the order of the features
             scores = [
                 math.fsum([v * (weight(r) if (r := block.get(f)) else 0.0) for f, v in x.items()])
@@ -316,20 +336,40 @@ class VotedRDA(LinearClassifier):
         return np.array([0.0, scores[0]] if self.is_binary else scores)
 
     def _calibrate(self, x: dict, label: int) -> None:
-        """Add this example's log loss, under every candidate temperature, to the running sums.
+        """Queue this example's logits for the temperature's running sums (`_flush_calibration`).
 
         x was validated by the learning scores; the averaged ones may still overflow, and then
         the example is not used for calibration."""
         try:
-            z = self._logits(self._scores(x))
+            scores = self._scores(x)
         except ValueError:
             return
-        with np.errstate(all="ignore"):
-            za = np.outer(_TEMPERATURES, z)
-            top = za.max(axis=1)
-            losses = top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - za[:, label]
-        if np.isfinite(losses).all():  # scores near the float64 limit: skip, for every candidate
-            self._calibration += losses
+        self._pending.append(([0.0, scores[0]] if self.is_binary else scores, label))
+        if len(self._pending) >= _CALIBRATION_BATCH:
+            self._flush_calibration()
+
+    def _flush_calibration(self) -> None:
+        """Add the queued examples' log losses, under every candidate temperature, to the
+        running sums, in numpy arrays of examples: the same numbers, to the bit, as adding
+        them one example at a time (each row is computed alone; `cumsum` adds them in order)."""
+        pending, self._pending = self._pending, []
+        start = 0
+        while start < len(pending):  # runs with the same number of labels
+            end = start
+            while end < len(pending) and len(pending[end][0]) == len(pending[start][0]):
+                end += 1
+            z = np.array([logits for logits, _ in pending[start:end]])
+            labels = np.array([label for _, label in pending[start:end]])
+            with np.errstate(all="ignore"):
+                za = _TEMPERATURES[None, :, None] * z[:, None, :]  # (example, temperature, label)
+                top = za.max(axis=2)
+                chosen = np.take_along_axis(za, labels[:, None, None], axis=2)[:, :, 0]
+                losses = top + np.log(np.exp(za - top[:, :, None]).sum(axis=2)) - chosen
+            # scores near the float64 limit: skip the example, for every candidate
+            losses = losses[np.isfinite(losses).all(axis=1)]
+            if len(losses):
+                self._calibration = np.cumsum(np.vstack([self._calibration, losses]), axis=0)[-1]
+            start = end
 
     def _update(self, x: dict, pairs: tuple[tuple[int, int], ...]) -> None:
         scores = self._learning_scores(x)  # validates x before anything changes
@@ -360,10 +400,15 @@ class VotedRDA(LinearClassifier):
 
     def _plan(self, x: dict, pairs: tuple[tuple[int, int], ...], step: float) -> list | None:
         """The subgradient entries ``(block, feature, -step * sign * x_f)`` of an update, or
-        None when a sum it would store is beyond float64 (then nothing is written)."""
+        None when a sum it would store is beyond float64 (then nothing is written). With
+        `river_cw._rda`, ``(x, pairs, step)`` once checked, and `_step` writes it in C."""
         if step == 0.0:
             return []
         total = self._totals()  # before retiring w_k it already gives the sums up to k
+        if _compiled is not None and type(x) is dict and self.prediction != "vote":
+            finite = _compiled.plan(self._blocks, x, pairs, step, total.spec)
+            if finite is not None:  # the compiled plan: `_step` has river_cw._rda write it
+                return (x, pairs, step) if finite else None
         plan = []
         for b, sign in pairs:
             block = self._blocks[b]
@@ -399,6 +444,13 @@ class VotedRDA(LinearClassifier):
         if not plan:
             return
         total = self._totals()  # c_{k+1} = 0: the sums up to k
+        if isinstance(plan, tuple):  # a compiled plan: the loop below, in C
+            opened = []
+            _compiled.apply(self._blocks, *plan, total.spec, k + 1, self._inv, self._sqr, opened)
+            if self.l1 > 0:
+                for rec in opened:
+                    self._schedule_cut(rec)
+            return
         for b, f, g in plan:
             block = self._blocks[b]
             rec = block.get(f)
@@ -450,6 +502,7 @@ class VotedRDA(LinearClassifier):
     def temperature(self) -> float:
         if self.loss == "log":
             return 1.0
+        self._flush_calibration()
         return float(_TEMPERATURES[np.argmin(self._calibration)])
 
     @property

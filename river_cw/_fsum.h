@@ -1,0 +1,235 @@
+/* Exactly rounded sums for the compiled engines (river_cw._diagonal, river_cw._rda): the
+ * result of math.fsum, bit for bit, with its errors. Include after Python.h. */
+#ifndef RIVER_CW_FSUM_H
+#define RIVER_CW_FSUM_H
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* exactly rounded sums: math.fsum's algorithm (Shewchuk's partials), the fallback             */
+
+#define NUM_PARTIALS 32
+
+typedef struct {
+    double *p;
+    Py_ssize_t n, m;
+    double special, inf;
+    int overflow;
+    double ps[NUM_PARTIALS];
+} Msum;
+
+static void msum_init(Msum *s) {
+    s->p = s->ps;
+    s->n = 0;
+    s->m = NUM_PARTIALS;
+    s->special = s->inf = 0.0;
+    s->overflow = 0;
+}
+
+static void msum_free(Msum *s) {
+    if (s->p != s->ps) PyMem_Free(s->p);
+    s->p = s->ps;
+}
+
+/* add one term; 0 on success, -1 on memory error (overflow is recorded, raised by msum_result) */
+static int msum_add(Msum *s, double x) {
+    Py_ssize_t i, j;
+    double y, t, hi, yr, lo, xsave = x;
+    double *p = s->p;
+    if (s->overflow) return 0;
+    for (i = j = 0; j < s->n; j++) {
+        y = p[j];
+        if (fabs(x) < fabs(y)) {
+            t = x;
+            x = y;
+            y = t;
+        }
+        hi = x + y;
+        yr = hi - x;
+        lo = y - yr;
+        if (lo != 0.0) p[i++] = lo;
+        x = hi;
+    }
+    s->n = i;
+    if (x != 0.0) {
+        if (!isfinite(x)) {
+            if (isfinite(xsave)) {
+                s->overflow = 1;
+                return 0;
+            }
+            if (isinf(xsave)) s->inf += xsave;
+            s->special += xsave;
+            s->n = 0;
+        } else {
+            if (s->n >= s->m) {
+                Py_ssize_t m = s->m * 2;
+                double *q = PyMem_Malloc(sizeof(double) * m);
+                if (q == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                memcpy(q, p, sizeof(double) * s->n);
+                if (p != s->ps) PyMem_Free(p);
+                s->p = p = q;
+                s->m = m;
+            }
+            p[s->n++] = x;
+        }
+    }
+    return 0;
+}
+
+/* the exactly rounded sum, raising as math.fsum does; frees the partials */
+static int msum_result(Msum *s, double *out) {
+    double *p = s->p, hi, x, y, yr, lo = 0.0;
+    Py_ssize_t n = s->n;
+    if (s->overflow) {
+        msum_free(s);
+        PyErr_SetString(PyExc_OverflowError, "intermediate overflow in fsum");
+        return -1;
+    }
+    if (s->special != 0.0) {
+        msum_free(s);
+        if (isnan(s->inf)) {
+            PyErr_SetString(PyExc_ValueError, "-inf + inf in fsum");
+            return -1;
+        }
+        *out = s->special;
+        return 0;
+    }
+    hi = 0.0;
+    if (n > 0) {
+        hi = p[--n];
+        while (n > 0) {
+            x = hi;
+            y = p[--n];
+            hi = x + y;
+            yr = hi - x;
+            lo = y - yr;
+            if (lo != 0.0) break;
+        }
+        if (n > 0 && ((lo < 0.0 && p[n - 1] < 0.0) || (lo > 0.0 && p[n - 1] > 0.0))) {
+            y = lo * 2.0;
+            x = hi + y;
+            yr = x - hi;
+            if (y == yr) hi = x;
+        }
+    }
+    msum_free(s);
+    *out = hi;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* exactly rounded sums, fast: a double-double accumulator certified by an error bound          */
+/*
+ * Each term is added to (hi, lo) with TwoSum (exact: hi + e is the true sum of hi and the term)
+ * and e goes into lo with one rounding, of at most 2^-53 |lo| (round to nearest). The terms are
+ * kept, in order. At the end r + t = hi + lo exactly (TwoSum again) and the exact sum lies within
+ * B = 2^-52 sum |lo| of it (twice the bound, for the rounding of the bound's own sum); when
+ * |t| + B stays below half the gap to r's neighbours on both sides, the exact sum rounds to r,
+ * which is then math.fsum's result. That needs sum |x_i| < 2^1020 too: then no partial sum,
+ * here or in math.fsum's partials, can overflow (and NaN or infinite terms fail it). Otherwise (and whenever something is not finite) the kept
+ * terms go through math.fsum's own algorithm (Msum) in their order, which also gives its errors
+ * (an intermediate overflow depends on the order) and its handling of infinities and NaN.
+ */
+
+#define FSUM_INLINE 64
+
+typedef struct {
+    double hi, lo, err, size;
+    double *terms;
+    Py_ssize_t n, cap;
+    double inline_terms[FSUM_INLINE];
+} Fsum;
+
+static void fsum_init(Fsum *s) {
+    s->hi = s->lo = s->err = s->size = 0.0;
+    s->terms = s->inline_terms;
+    s->n = 0;
+    s->cap = FSUM_INLINE;
+}
+
+static void fsum_free(Fsum *s) {
+    if (s->terms != s->inline_terms) PyMem_Free(s->terms);
+    s->terms = s->inline_terms;
+}
+
+/* add one term; 0 on success, -1 on memory error */
+static inline int fsum_add(Fsum *s, double x) {
+    double hi, b, e;
+    if (s->n == s->cap) {
+        Py_ssize_t cap = 2 * s->cap;
+        double *q = PyMem_Malloc(sizeof(double) * cap);
+        if (q == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(q, s->terms, sizeof(double) * s->n);
+        if (s->terms != s->inline_terms) PyMem_Free(s->terms);
+        s->terms = q;
+        s->cap = cap;
+    }
+    s->terms[s->n++] = x;
+    hi = s->hi + x; /* TwoSum (Knuth): hi + e == s->hi + x exactly */
+    b = hi - s->hi;
+    e = (s->hi - (hi - b)) + (x - b);
+    s->hi = hi;
+    s->lo += e;
+    s->err += fabs(s->lo);
+    s->size += fabs(x);
+    return 0;
+}
+
+/* the gap from |r| (finite, non-zero) to its neighbour towards zero and away from it */
+static inline void neighbour_gaps(double r, double *below, double *above) {
+    double a = fabs(r), next;
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    bits -= 1;
+    memcpy(&next, &bits, sizeof next);
+    *below = a - next;
+    bits += 2;
+    memcpy(&next, &bits, sizeof next);
+    *above = next - a;
+}
+
+/* the exactly rounded sum, raising as math.fsum does; frees the kept terms */
+static int fsum_result(Fsum *s, double *out) {
+    double r, b, t, bound, below, above;
+    Msum slow;
+    Py_ssize_t i;
+    r = s->hi + s->lo;
+    b = r - s->hi;
+    t = (s->hi - (r - b)) + (s->lo - b);
+    bound = s->err * 0x1p-52;
+    if (s->size < 0x1p1020 && isfinite(t) && isfinite(bound)) {
+        if (r == 0.0) {
+            if (bound == 0.0 && t == 0.0) {
+                fsum_free(s);
+                *out = 0.0;
+                return 0;
+            }
+        } else {
+            neighbour_gaps(r, &below, &above);
+            if (r < 0.0) t = -t; /* t towards |r|'s side */
+            if (t + bound < 0.5 * above && bound - t < 0.5 * below) {
+                fsum_free(s);
+                *out = r;
+                return 0;
+            }
+        }
+    }
+    msum_init(&slow);
+    for (i = 0; i < s->n; i++)
+        if (msum_add(&slow, s->terms[i]) < 0) {
+            msum_free(&slow);
+            fsum_free(s);
+            return -1;
+        }
+    fsum_free(s);
+    return msum_result(&slow, out);
+}
+
+#endif

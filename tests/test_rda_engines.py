@@ -1,0 +1,149 @@
+"""Voted RDA's compiled loops (`river_cw._rda`) against its Python code: the same numbers.
+
+Two models learn the same stream in one process, one with the compiled loops and one with them
+switched off (``river_cw.rda._compiled = None`` around its calls). Skipped when the extension
+is not built (or RIVER_CW_PURE_PYTHON is set).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import pickle
+import random
+
+import pytest
+
+import river_cw
+from river_cw import rda
+
+pytestmark = pytest.mark.skipif(
+    rda._compiled is None, reason="river_cw._rda is not built or RIVER_CW_PURE_PYTHON is set"
+)
+
+CONFIGS = [
+    {},
+    {"l1": 0.01},
+    {"l1": 0.005, "loss": "log"},
+    {"l1": 0.01, "prediction": "last", "conservative": False},
+    {"l1": 0.001, "eta": 0.5, "loss": "log", "conservative": False},
+    {"l1": 0.01, "prediction": "vote"},
+]
+
+
+@contextlib.contextmanager
+def pure_python():
+    compiled, rda._compiled = rda._compiled, None
+    try:
+        yield
+    finally:
+        rda._compiled = compiled
+
+
+def call(model, python: bool, method: str, *args):
+    """`model.method(*args)`, under the pure-Python loops when `python`; the outcome as text."""
+    with pure_python() if python else contextlib.nullcontext():
+        try:
+            return "ok", repr(getattr(model, method)(*args))
+        except Exception as error:  # the comparison is the point
+            return type(error), str(error)
+
+
+def hexed(model) -> str:
+    """Everything a model's numbers depend on, floats in hex (so -0.0 and 0.0 differ)."""
+    with pure_python():
+        weights = model.weights
+        blocks = weights.values() if not model.is_binary else [weights]
+        return repr(
+            (
+                [{f: w.hex() for f, w in block.items()} for block in blocks],
+                [[[v.hex() if isinstance(v, float) else v for v in rec] for rec in b.values()]
+                 for b in model._blocks],
+                model.n_updates, model.n_skipped_updates, model.temperature,
+            )
+        )
+
+
+def value(rng: random.Random):
+    kind = rng.random()
+    if kind < 0.2:
+        return rng.randint(-5, 5)
+    if kind < 0.25:
+        return 0.0
+    return rng.choice([1.0, 1e-3, 1e3]) * rng.gauss(0.0, 1.0)
+
+
+def stream(seed: int, n: int = 300, n_labels: int = 2):
+    rng = random.Random(seed)
+    keys = [f"w{i}" for i in range(40)] + list(range(10)) + [("t", i) for i in range(5)]
+    for _ in range(n):
+        x = {k: value(rng) for k in rng.sample(keys, rng.randint(0, 12))}
+        yield x, rng.randrange(n_labels)
+
+
+@pytest.mark.parametrize("params", CONFIGS, ids=repr)
+@pytest.mark.parametrize("n_labels", [2, 3])
+def test_same_weights_scores_and_probabilities(params, n_labels):
+    compiled, python = river_cw.VotedRDA(**params), river_cw.VotedRDA(**params)
+    for i, (x, y) in enumerate(stream(n_labels, n_labels=n_labels)):
+        if i % 7 == 0:
+            for method in ("predict_one", "predict_proba_one"):
+                assert call(compiled, False, method, x) == call(python, True, method, x)
+        compiled.learn_one(x, y)
+        with pure_python():
+            python.learn_one(x, y)
+    assert hexed(compiled) == hexed(python)
+
+
+BAD_VALUES = ["3", None, math.nan, math.inf, 1e308, 2**2000, 1e200]
+
+
+@pytest.mark.parametrize("params", CONFIGS[:4], ids=repr)
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=repr)
+def test_bad_input_raises_alike_and_changes_nothing(params, bad):
+    compiled, python = river_cw.VotedRDA(**params), river_cw.VotedRDA(**params)
+    for x, y in stream(5, n=60):
+        compiled.learn_one(x, y)
+        with pure_python():
+            python.learn_one(x, y)
+    x = {"w1": 1e200, "fresh": 2.0, "w2": bad}
+    for method in ("learn_one", "predict_one", "predict_proba_one"):
+        before = hexed(compiled)
+        args = (x, 1) if method == "learn_one" else (x,)
+        outcome = call(compiled, False, method, *args)
+        assert outcome == call(python, True, method, *args), method
+        assert hexed(compiled) == hexed(python)
+        if outcome[0] != "ok":
+            assert hexed(compiled) == before
+
+
+@pytest.mark.parametrize("params", CONFIGS[:3], ids=repr)
+def test_pickles_cross_engines(params):
+    compiled, python = river_cw.VotedRDA(**params), river_cw.VotedRDA(**params)
+    data = list(stream(9))
+    for x, y in data[:150]:
+        compiled.learn_one(x, y)
+        with pure_python():
+            python.learn_one(x, y)
+    copies = [pickle.loads(pickle.dumps(model)) for model in (compiled, python)]
+    for x, y in data[150:]:
+        compiled.learn_one(x, y)
+        copies[0].learn_one(x, y)
+        with pure_python():
+            python.learn_one(x, y)
+            copies[1].learn_one(x, y)
+    assert hexed(compiled) == hexed(python) == hexed(copies[0]) == hexed(copies[1])
+
+
+def test_calibration_in_batches_adds_as_one_at_a_time():
+    """The queued calibration gives the running sums example by example would, to the bit."""
+    data = list(stream(4, n=400)) + list(stream(5, n=300, n_labels=3))  # binary, then 3 labels
+    batched, one_by_one = river_cw.VotedRDA(l1=0.01), river_cw.VotedRDA(l1=0.01)
+    for i, (x, y) in enumerate(data):
+        batched.learn_one(x, y)
+        if i % 97 == 0:
+            batched.temperature  # flushes the queue at odd points
+        one_by_one.learn_one(x, y)
+        one_by_one.temperature
+    assert batched.temperature == one_by_one.temperature
+    assert batched._calibration.tobytes() == one_by_one._calibration.tobytes()
