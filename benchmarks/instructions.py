@@ -1,13 +1,17 @@
 """Instructions per feature of `learn_one`, counted by valgrind's callgrind: repeatable where
 CPU time on a shared machine is not.
 
-The stream is prepared once (river's `BagOfWords`, as in `throughput.py`) and pickled; each
-model then learns it in a child process under callgrind, twice: with no example and with all of
-them, so the difference is the learning alone (imports, loading and construction cancel out).
+The stream is prepared once (river's `BagOfWords`, as in `throughput.py`) and pickled; a child
+process under callgrind then has every model learn it, one after the other, calling
+`time.process_time` (a marker: callgrind dumps its counters at each call, `--dump-before`)
+just before and after each model's pass, so each pass is counted alone: imports, loading,
+construction and a warm-up of a few examples are outside. One child per engine: the compiled
+one and, for the models in `PYTHON_ROWS`, the pure-Python one.
 Prints a markdown table of instructions per feature and the ratio to river's PAClassifier, and
 exits non-zero when a ratio misses its `--require` bound (a guard CI can run).
 
     python benchmarks/instructions.py [--data FILE ...] [--limit 300] [--require AROW=10 ...]
+    python benchmarks/instructions.py --text   # raw text in: predict_one and learn_one
 
 Needs valgrind (`apt-get install valgrind`); without it the benchmark says so and exits 0.
 """
@@ -15,6 +19,7 @@ Needs valgrind (`apt-get install valgrind`); without it the benchmark says so an
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import pickle
 import re
@@ -22,30 +27,100 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import text_throughput  # noqa: E402
 from throughput import load, models  # noqa: E402
 
-ENGINES = {"": {}, " (pure Python)": {"RIVER_CW_PURE_PYTHON": "1"}}
 PYTHON_ROWS = ("AROW", "CW stdev exact")  # the pure-Python engine, for reference
+WARM_UP = 5  # examples learned before counting (first-call imports and caches)
 
 
-def child(model: str, path: str, n: int) -> None:
-    with open(path, "rb") as fh:
-        stream = pickle.load(fh)[:n]
-    learner = models()[model]()
+def learn(model, stream) -> None:
     for x, y in stream:
-        learner.learn_one(x, y)
+        model.learn_one(x, y)
 
 
-def instructions(model: str, path: str, n: int, env: dict) -> int:
-    run = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-         __file__, "--child", model, path, str(n)],
-        capture_output=True, text=True, env={**os.environ, **env}, check=True,
-    )
-    return int(re.search(r"Collected : (\d+)", run.stderr).group(1))
+def predict_and_learn(model, stream) -> None:
+    for x, y in stream:
+        model.predict_one(x)
+        model.learn_one(x, y)
+
+
+def child(mode: str, path: str, names: list[str]) -> None:
+    with open(path, "rb") as fh:
+        stream = pickle.load(fh)
+    makers, run = (models(), learn) if mode == "learn" else (text_throughput.pipelines(), predict_and_learn)
+    for name in names:
+        model = makers[name]()
+        run(model, stream[:WARM_UP])
+        time.process_time()  # marker: counting starts
+        run(model, stream[WARM_UP:])
+        time.process_time()  # marker: counting stops
+
+
+def instructions(mode: str, names: list[str], path: str, env: dict) -> dict[str, int]:
+    """Instructions of each model's pass, from the dumps callgrind writes at the markers."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
+             f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--child", mode, path,
+             *names],
+            capture_output=True, text=True, env={**os.environ, **env}, check=True,
+        )
+        parts = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
+        counts = [int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1))
+                  for p in parts]
+    # part 1 runs up to the first marker; then one part per pass, one between passes
+    return {name: counts[1 + 2 * i] for i, name in enumerate(names)}
+
+
+def count_learning(data: str, limit: int, names, required: dict, python: bool) -> list[str]:
+    """The table of `learn_one` on BagOfWords' dicts; the misses of `required`."""
+    names = list(dict.fromkeys(["river PAClassifier", *(names or models())]))
+    stream = load(data, limit + WARM_UP)
+    n_features = sum(len(x) for x, _ in stream[WARM_UP:])
+    with tempfile.NamedTemporaryFile(suffix=".pkl") as fh:
+        pickle.dump(stream, fh)
+        fh.flush()
+        counts = instructions("learn", names, fh.name, {})
+        python = [name for name in names if name in PYTHON_ROWS and python]
+        if python:
+            pure = instructions("learn", python, fh.name, {"RIVER_CW_PURE_PYTHON": "1"})
+            counts.update({f"{name} (pure Python)": count for name, count in pure.items()})
+    n = len(stream) - WARM_UP
+    title = f"{data}: {n} examples, {n_features / n:.0f} features each, learn_one, callgrind"
+    return table(title, {k: c / n_features for k, c in counts.items()}, "river PAClassifier",
+                 "instructions/feature", required)
+
+
+def count_text(data: str, limit: int, required: dict) -> list[str]:
+    """The table of text in -> predict_one and learn_one; the misses of `required`."""
+    names = list(text_throughput.pipelines())
+    stream = text_throughput.load(data, limit + WARM_UP)
+    with tempfile.NamedTemporaryFile(suffix=".pkl") as fh:
+        pickle.dump(stream, fh)
+        fh.flush()
+        counts = instructions("text", names, fh.name, {})
+    n = len(stream) - WARM_UP
+    title = f"{data}: {n} texts in, predict_one and learn_one, callgrind"
+    return table(title, {k: c / n for k, c in counts.items()}, names[0], "instructions/example",
+                 required)
+
+
+def table(title: str, counts: dict, reference: str, unit: str, required: dict) -> list[str]:
+    print(f"\n{title}\n")
+    print(f"| model | {unit} | vs {reference.removeprefix('river ')} |")
+    print("|---|---:|---:|")
+    failed = []
+    for name, count in counts.items():
+        ratio = counts[reference] / count
+        print(f"| {name} | {count:,.0f} | {ratio:.2f}x |")
+        if name in required and ratio < required[name]:
+            failed.append(f"{title.split(':')[0]}: {name} at {ratio:.2f}x, required {required[name]}x")
+    return failed
 
 
 def main(argv=None) -> int:
@@ -55,40 +130,24 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", default=None, help="rows to count (default: all)")
     parser.add_argument("--require", nargs="*", default=[], metavar="MODEL=RATIO",
                         help="fail unless MODEL's ratio to PAClassifier is at least RATIO")
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--no-python", action="store_true", help="no pure-Python rows")
+    parser.add_argument("--text", action="store_true",
+                        help="text in: predict_one and learn_one of text_throughput's pipelines")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]))
+        child(args.child[0], args.child[1], args.child[2:])
         return 0
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: no instruction counts (apt-get install valgrind)")
         return 0
     required = {name: float(ratio) for name, ratio in (r.rsplit("=", 1) for r in args.require)}
-    names = args.models or list(models())
     failed = []
     for data in args.data:
-        stream = load(data, args.limit)
-        n_features = sum(len(x) for x, _ in stream)
-        with tempfile.NamedTemporaryFile(suffix=".pkl") as fh:
-            pickle.dump(stream, fh)
-            fh.flush()
-            counts = {}
-            for name in dict.fromkeys(["river PAClassifier", *names]):
-                for suffix, env in ENGINES.items():
-                    if suffix and name not in PYTHON_ROWS:
-                        continue
-                    empty = instructions(name, fh.name, 0, env)
-                    full = instructions(name, fh.name, len(stream), env)
-                    counts[name + suffix] = (full - empty) / n_features
-        pa = counts["river PAClassifier"]
-        print(f"\n{data}: {len(stream)} examples, {n_features / len(stream):.0f} features each, "
-              "learn_one, callgrind\n")
-        print("| model | instructions/feature | vs PAClassifier |")
-        print("|---|---:|---:|")
-        for name, count in counts.items():
-            print(f"| {name} | {count:,.0f} | {pa / count:.2f}x |")
-            if name in required and pa / count < required[name]:
-                failed.append(f"{data}: {name} at {pa / count:.2f}x, required {required[name]}x")
+        if args.text:
+            failed += count_text(data, args.limit, required)
+        else:
+            failed += count_learning(data, args.limit, args.models, required, not args.no_python)
     for line in failed:
         print("FAILED", line)
     return 1 if failed else 0

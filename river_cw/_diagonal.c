@@ -831,6 +831,89 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* learn: margin, the rule's step and update in one call                                      */
+
+enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
+
+/* learn(x, pairs, step, scheme, *extra) -> 0, 1 or 2: river_cw.gaussian.DiagonalGaussian.learn
+ * (the reference), margin() and update() called from C */
+static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *margin_args, *margin, *step, *scheme, *result, *update_args, *applied;
+    PyObject *call[8];
+    double v, alpha, gamma;
+    Py_ssize_t i, nextra;
+    int outcome;
+    if (nargs < 4 || nargs > 8) {
+        PyErr_SetString(PyExc_TypeError, "learn(x, pairs, step, scheme, *extra): 4 to 8 arguments");
+        return NULL;
+    }
+    step = args[2];
+    scheme = args[3];
+    nextra = nargs - 4;
+    if ((margin_args = PyTuple_Pack(2, args[0], args[1])) == NULL) return NULL;
+    margin = diagonal_margin(self, margin_args);
+    Py_DECREF(margin_args);
+    if (margin == NULL) return NULL;
+    v = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(margin, 1));
+    if (v <= 0.0) { /* no non-zero feature, or all their variance is spent: nothing to learn */
+        Py_DECREF(margin);
+        return PyLong_FromLong(LEARN_NOTHING);
+    }
+    /* step(m, v, *extra), or step(m, v, u, *extra) for the exact scheme (scheme None) */
+    call[0] = PyTuple_GET_ITEM(margin, 0);
+    call[1] = PyTuple_GET_ITEM(margin, 1);
+    i = 2;
+    if (scheme == Py_None) call[i++] = PyTuple_GET_ITEM(margin, 2);
+    memcpy(&call[i], &args[4], sizeof(PyObject *) * nextra);
+    result = PyObject_Vectorcall(step, call, (size_t)(i + nextra), NULL);
+    if (result == NULL) {
+        Py_DECREF(margin);
+        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
+            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
+            PyErr_Clear();
+            return PyLong_FromLong(LEARN_SKIPPED);
+        }
+        return NULL;
+    }
+    if (result == Py_None) {
+        Py_DECREF(result);
+        Py_DECREF(margin);
+        return PyLong_FromLong(LEARN_NOTHING);
+    }
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (scheme == Py_None ? 3 : 2)) {
+        Py_DECREF(result);
+        Py_DECREF(margin);
+        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
+                                         "(alpha, gamma, scheme)");
+        return NULL;
+    }
+    alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
+    gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
+    if (PyErr_Occurred()) {
+        Py_DECREF(result);
+        Py_DECREF(margin);
+        return NULL;
+    }
+    outcome = LEARN_SKIPPED; /* with v near 0 and a violated constraint, a step can overflow */
+    if (isfinite(alpha) && isfinite(gamma)) {
+        update_args = Py_BuildValue("OdddO", PyTuple_GET_ITEM(margin, 3), alpha, gamma, v,
+                                    scheme == Py_None ? PyTuple_GET_ITEM(result, 2) : scheme);
+        applied = update_args == NULL ? NULL : diagonal_update(self, update_args);
+        Py_XDECREF(update_args);
+        if (applied == NULL) {
+            Py_DECREF(result);
+            Py_DECREF(margin);
+            return NULL;
+        }
+        if (applied == Py_True) outcome = LEARN_APPLIED;
+        Py_DECREF(applied);
+    }
+    Py_DECREF(result);
+    Py_DECREF(margin);
+    return PyLong_FromLong(outcome);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* layout: blocks named by id, so a failed learn can drop the blocks it added                 */
 
 static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
@@ -1142,6 +1225,8 @@ static PyMethodDef diagonal_methods[] = {
      "(m, v, u, entries) along the difference vector of (block, sign) pairs."},
     {"update", (PyCFunction)diagonal_update, METH_VARARGS,
      "Apply one step (entries, alpha, gamma, v, scheme)."},
+    {"learn", (PyCFunction)(void (*)(void))diagonal_learn, METH_FASTCALL,
+     "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},

@@ -28,7 +28,7 @@ import math
 
 from river import base
 
-from .gaussian import DiagonalGaussian, FullGaussian
+from .gaussian import SKIPPED, DiagonalGaussian, FullGaussian
 from .validation import as_floats, check_label
 
 __all__ = ["GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
@@ -228,27 +228,13 @@ class GaussianClassifier(LinearClassifier):
         self._gaussian.restore_layout(layout)
 
     def _update(self, x, pairs):
-        m, v, u, entries = self._gaussian.margin(x, pairs)
-        if v <= 0.0:  # no non-zero feature, or all their variance is spent: nothing to learn
-            return
-        try:
-            if self.covariance == "full":
-                step = self._step(m, v)
-            elif self.diagonal == "exact":
-                step = self._exact_step(m, v, u)
-            else:
-                step = self._step(m, v)
-                step = step and (*step, self.diagonal)
-        except (ZeroDivisionError, OverflowError):  # float64 cannot express the step
-            self.n_skipped_updates += 1
-            return
-        if step is None:
-            return
-        alpha, gamma, *scheme = step
-        # With v near 0 and a violated constraint, CW's step can overflow float64; skip it.
-        finite = math.isfinite(alpha) and math.isfinite(gamma)
-        if not (finite and self._gaussian.update(entries, alpha, gamma, v, *scheme)):
-            self.n_skipped_updates += 1
+        """One step of the rule in the engine (`DiagonalGaussian.learn`); a step float64 cannot
+        express is counted in `n_skipped_updates` and changes nothing."""
+        if self.covariance == "diagonal" and self.diagonal == "exact":
+            step, scheme = self._exact_step, None
+        else:
+            step, scheme = self._step, self.diagonal  # full covariance has no diagonal scheme
+        self.n_skipped_updates += self._gaussian.learn(x, pairs, step, scheme) == SKIPPED
 
     # -- public state -------------------------------------------------------------------------
 

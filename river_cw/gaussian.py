@@ -35,6 +35,7 @@ __all__ = ["ENGINE", "DiagonalGaussian", "FullGaussian", "HerdingShrink"]
 
 
 _SAFE = 1e300  # far enough from float64's limit for a step's rounding
+NOTHING, APPLIED, SKIPPED = 0, 1, 2  # the outcomes of `DiagonalGaussian.learn`
 
 
 def _total(terms) -> float:
@@ -43,6 +44,34 @@ def _total(terms) -> float:
         return fsum(terms)
     except OverflowError:
         return math.inf
+
+
+def _learn(self, x: dict, pairs, step, scheme, *extra) -> int:
+    """One update along ``d``, the `learn` of both Python engines (the compiled one mirrors it):
+    `margin`, the rule's `step`, `update`. Returns `NOTHING` (``v = 0``: no non-zero feature, or
+    all their variance is spent; or the step is None), `APPLIED`, or `SKIPPED` (float64 cannot
+    express the step: the step raised ZeroDivisionError or OverflowError, gave a non-finite
+    number, or `update` refused it).
+
+    ``step(m, v, *extra)`` gives None or ``(alpha, gamma)`` for the built-in `scheme`
+    ("project" or "drop"); with ``scheme=None`` (an exact scheme) ``step(m, v, u, *extra)``
+    gives None or ``(alpha, gamma, scheme)``. Raises on a bad `x` before anything changes.
+    """
+    m, v, u, entries = self.margin(x, pairs)
+    if v <= 0.0:
+        return NOTHING
+    try:
+        result = step(m, v, u, *extra) if scheme is None else step(m, v, *extra)
+    except (ZeroDivisionError, OverflowError):
+        return SKIPPED
+    if result is None:
+        return NOTHING
+    alpha, gamma, *exact = result
+    # With v near 0 and a violated constraint, CW's step can overflow float64.
+    if not (math.isfinite(alpha) and math.isfinite(gamma)):
+        return SKIPPED
+    applied = self.update(entries, alpha, gamma, v, exact[0] if scheme is None else scheme)
+    return APPLIED if applied else SKIPPED
 
 
 def _raise_bad_input(x: dict) -> None:
@@ -173,6 +202,8 @@ class DiagonalGaussian:
         if not ok:
             _raise_bad_input(x)
         return m, v, u, entries
+
+    learn = _learn
 
     def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> bool:
         """Apply one step; `scheme` is "project", "drop" or a function ``(s_j, d_j^2) -> s_j``.
@@ -411,9 +442,12 @@ class FullGaussian:
             _raise_bad_input(x)
         return float(self.mean @ d), v, None, (d, z, unseen)
 
-    def update(self, entries: tuple, alpha: float, gamma: float, v: float) -> bool:
-        """Apply one step (full covariance has no diagonal scheme): ``mu += alpha Sigma d`` and
-        ``R' R += gamma d d'``, computed first, written only if every number is finite."""
+    learn = _learn
+
+    def update(self, entries: tuple, alpha: float, gamma: float, v: float, scheme=None) -> bool:
+        """Apply one step (full covariance has no diagonal scheme: `scheme` is ignored):
+        ``mu += alpha Sigma d`` and ``R' R += gamma d d'``, computed first, written only if every
+        number is finite."""
         d, z, unseen = entries
         n, k = len(self.index), len(unseen)
         sigma_d = _solve(self.chol, z)  # R^-1 R^-T d

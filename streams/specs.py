@@ -23,9 +23,10 @@ from __future__ import annotations
 import ast
 import importlib
 
-from river import base, compose, feature_extraction, multiclass
+from river import base, compose, multiclass
 
 import river_cw
+from river_cw import text as text_features
 
 __all__ = ["parse", "prepare"]
 
@@ -120,9 +121,9 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
     """Fit a parsed model to a stream: bag of words for text, one-vs-rest for binary-only models.
 
     A pipeline is left as it is (its author chose the features). Otherwise, for text streams
-    (`x = {"text": str}`) the model gets `BagOfWords(on="text")` in front, and a binary-only
-    river classifier (one that wants bool labels) is wrapped in `OneVsRestClassifier` unless
-    the labels are bools.
+    (`x = {"text": str}`) the model gets `BagOfWords(on="text")` in front (`river_cw.text`'s:
+    river's token counts, counted in C), and a binary-only river classifier (one that wants
+    bool labels) is wrapped in `OneVsRestClassifier` unless the labels are bools.
     """
     if isinstance(model, compose.Pipeline):
         return model
@@ -131,5 +132,5 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
     if not bool_labels and not model._multiclass:
         model = multiclass.OneVsRestClassifier(model)
     if text:
-        model = feature_extraction.BagOfWords(on="text") | model
+        model = text_features.BagOfWords(on="text") | model
     return model

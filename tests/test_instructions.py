@@ -1,0 +1,41 @@
+"""The instruction-count guard: `benchmarks/instructions.py --require`, counted by callgrind.
+
+Instruction counts are repeatable where CPU time on a shared machine is not, so this guards the
+compiled engine's ratios to river's PAClassifier against regressions without timing anything.
+The bounds sit below the ratios measured when they were set (README, Speed), leaving room for
+other versions of river, numpy and the compiler. Skipped without valgrind or the compiled
+extensions.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import river_cw
+from river_cw import rda
+
+from tests.conftest import read_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUIRE = ["AROW=6", "VotedRDA=2"]
+
+
+@pytest.mark.slow
+def test_instruction_counts_keep_the_ratios_to_pa_classifier():
+    read_jsonl("mdsd_sorted_acl_text.jsonl.gz")  # skips when the shared data is absent
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed")
+    if river_cw.ENGINE != "c" or rda._compiled is None:
+        pytest.skip("the compiled extensions are not built (or RIVER_CW_PURE_PYTHON is set)")
+    run = subprocess.run(
+        [sys.executable, "benchmarks/instructions.py", "--data", "mdsd_sorted_acl_text.jsonl.gz",
+         "--limit", "100", "--models", "AROW", "VotedRDA", "--no-python", "--require", *REQUIRE],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr[-2000:]
