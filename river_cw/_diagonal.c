@@ -361,7 +361,10 @@ static inline int value_of(PyObject *v, double *out) {
         *out = PyFloat_AS_DOUBLE(v);
         return 0;
     }
-    *out = PyFloat_AsDouble(v);
+    if (PyLong_CheckExact(v)) /* correctly rounded, as float(int); OverflowError beyond */
+        *out = PyLong_AsDouble(v);
+    else
+        *out = PyFloat_AsDouble(v);
     if (*out == -1.0 && PyErr_Occurred()) return -1;
     return 0;
 }
@@ -369,7 +372,9 @@ static inline int value_of(PyObject *v, double *out) {
 /* one feature of x: its value as a double, its hash, and its entry in t (-1: unseen) */
 static inline int lookup(Table *t, PyObject *key, PyObject *value, double *xf, Py_hash_t *h,
                          Py_ssize_t *ix) {
-    if (value_of(value, xf) < 0 || (*h = PyObject_Hash(key)) == -1) return -1;
+    if (value_of(value, xf) < 0) return -1;
+    if (!PyUnicode_CheckExact(key) || (*h = ((PyASCIIObject *)key)->hash) == -1) /* str: cached */
+        if ((*h = PyObject_Hash(key)) == -1) return -1;
     *ix = table_find(t, key, *h);
     return *ix == -2 ? -1 : 0;
 }
@@ -1421,15 +1426,33 @@ static PyObject *module_exact_stdev_step(PyObject *module, PyObject *args) {
 
 static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
 
-/* as_floats(x): river_cw.validation.as_floats with its first fast path in C (a dict of floats
- * is returned as it is); anything else goes to the Python function */
+#define EXACT_INT 67108864.0 /* river_cw.validation._EXACT_INT, 2**26 */
+
+/* as_floats(x): river_cw.validation.as_floats with its first fast paths in C: a dict whose
+ * values are floats, or floats and ints all within +-2**26, is returned as it is (the Python
+ * function's min/max test; NaN or a huge int beside an int goes to Python, as does anything
+ * else) */
 static PyObject *module_as_floats(PyObject *module, PyObject *x) {
     if (PyDict_CheckExact(x)) {
         PyObject *key, *value;
         Py_ssize_t pos = 0;
-        int all_float = 1;
-        while (all_float && PyDict_Next(x, &pos, &key, &value)) all_float = PyFloat_CheckExact(value);
-        if (all_float) {
+        int ints = 0, large = 0, other = 0;
+        while (!other && PyDict_Next(x, &pos, &key, &value)) {
+            if (PyFloat_CheckExact(value)) {
+                double v = PyFloat_AS_DOUBLE(value);
+                large |= !(v >= -EXACT_INT && v <= EXACT_INT); /* NaN included */
+            } else if (PyLong_CheckExact(value)) {
+                double v = PyLong_AsDouble(value); /* exact within +-2**26, rounded beyond */
+                if (v == -1.0 && PyErr_Occurred()) {
+                    PyErr_Clear(); /* beyond float64: Python's job */
+                    v = INFINITY;
+                }
+                ints = 1;
+                other = !(v >= -EXACT_INT && v <= EXACT_INT);
+            } else
+                other = 1;
+        }
+        if (!other && !(ints && large)) {
             Py_INCREF(x);
             return x;
         }
@@ -1450,7 +1473,7 @@ static PyMethodDef module_methods[] = {
     {"exact_stdev_step", (PyCFunction)module_exact_stdev_step, METH_VARARGS,
      "river_cw.cw.exact_stdev_step(m, v, phi, u) for Terms u."},
     {"as_floats", (PyCFunction)module_as_floats, METH_O,
-     "river_cw.validation.as_floats, its first fast path compiled."},
+     "river_cw.validation.as_floats, its first fast paths compiled."},
     {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},
     {NULL},
 };

@@ -75,6 +75,7 @@ class BagOfWords(feature_extraction.BagOfWords):
             tokenizer=tokenizer,
             ngram_range=ngram_range,
         )
+        self._last = (None, None)  # the last text and its counts (see `_counts`)
         self._compiled = (
             COMPILED
             and preprocessor is None
@@ -85,16 +86,29 @@ class BagOfWords(feature_extraction.BagOfWords):
 
     def transform_one(self, x):
         if self._compiled:
-            text = x if self.on is None else x[self.on]
-            counts = count_ascii(text, self.lowercase)
-            if counts is None and type(text) is str:
-                if self.strip_accents:
-                    text = strip_accents_unicode(text)
-                if self.lowercase:
-                    text = text.lower()
-                counts = count_preprocessed(text)
+            counts = self._counts(x if self.on is None else x[self.on])
             if counts is not None:
                 if self.stop_words:
                     return {t: n for t, n in counts.items() if t not in self.stop_words}
                 return counts
         return super().transform_one(x)
+
+    def _counts(self, text) -> dict | None:
+        """The token counts of `text` (a copy: the caller may change it), or None when the
+        compiled path does not apply. The counts of the last text are kept: a pipeline that
+        predicts and then learns an example (river's `Pipeline` transforms it both times)
+        counts its tokens once."""
+        last_text, last_counts = self._last
+        if text is last_text and type(text) is str:
+            return dict(last_counts)
+        counts = count_ascii(text, self.lowercase)
+        if counts is None and type(text) is str:
+            preprocessed = strip_accents_unicode(text) if self.strip_accents else text
+            counts = count_preprocessed(preprocessed.lower() if self.lowercase else preprocessed)
+        if counts is not None:
+            self._last = (text, counts)
+            return dict(counts)
+        return None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_last": (None, None)}  # no text of the stream in a pickle

@@ -109,3 +109,19 @@ def test_in_a_pipeline_and_river_checks():
     assert model.predict_one({"text": "free prize"}) is True
     for check in checks.yield_checks(BagOfWords()):
         check(BagOfWords())
+
+
+@compiled
+def test_the_last_text_is_counted_once_and_handed_out_as_copies(monkeypatch):
+    import pickle
+
+    calls = []
+    monkeypatch.setattr(text, "count_ascii", lambda *a: calls.append(a) or {"free": 1, "now": 2})
+    bow, message = BagOfWords(on="text"), "free now now"
+    first = bow.transform_one({"text": message})
+    first["changed"] = 1  # a caller may change what it got
+    assert bow.transform_one({"text": message}) == {"free": 1, "now": 2}
+    assert len(calls) == 1  # predict, then learn: one count
+    assert "free now" not in repr(pickle.loads(pickle.dumps(bow)).__dict__)
+    bow.transform_one({"text": "".join(["free now ", "now"])})  # equal, another object
+    assert len(calls) == 2
