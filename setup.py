@@ -4,28 +4,22 @@ from setuptools import Extension, setup
 
 COMPILE_ARGS = ["-O2", "-ffp-contract=off"]
 
+
+def extension(name: str, *headers: str) -> Extension:
+    """`river_cw.<name>` from `river_cw/<name>.c`, optional, in the engines' float semantics."""
+    return Extension(
+        f"river_cw.{name}",
+        sources=[f"river_cw/{name}.c"],
+        depends=[f"river_cw/{header}" for header in headers],
+        extra_compile_args=COMPILE_ARGS,
+        optional=True,
+    )
+
+
 setup(
     ext_modules=[
-        Extension(
-            "river_cw._text",
-            sources=["river_cw/_text.c"],
-            depends=["river_cw/_text_scan.h"],
-            extra_compile_args=COMPILE_ARGS,
-            optional=True,
-        ),
-        Extension(
-            "river_cw._diagonal",
-            sources=["river_cw/_diagonal.c"],
-            depends=["river_cw/_fsum.h"],
-            extra_compile_args=COMPILE_ARGS,
-            optional=True,
-        ),
-        Extension(
-            "river_cw._rda",
-            sources=["river_cw/_rda.c"],
-            depends=["river_cw/_fsum.h"],
-            extra_compile_args=COMPILE_ARGS,
-            optional=True,
-        ),
+        extension("_text", "_text_scan.h"),
+        extension("_diagonal", "_fsum.h"),
+        extension("_rda", "_fsum.h"),
     ]
 )
