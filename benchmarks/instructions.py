@@ -52,7 +52,10 @@ def predict_and_learn(model, stream) -> None:
 def child(mode: str, path: str, names: list[str]) -> None:
     with open(path, "rb") as fh:
         stream = pickle.load(fh)
-    makers, run = (models(), learn) if mode == "learn" else (text_throughput.pipelines(), predict_and_learn)
+    if mode == "learn":
+        makers, run = models(), learn
+    else:
+        makers, run = text_throughput.pipelines(), predict_and_learn
     for name in names:
         model = makers[name]()
         run(model, stream[:WARM_UP])
@@ -119,13 +122,16 @@ def table(title: str, counts: dict, reference: str, unit: str, required: dict) -
         ratio = counts[reference] / count
         print(f"| {name} | {count:,.0f} | {ratio:.2f}x |")
         if name in required and ratio < required[name]:
-            failed.append(f"{title.split(':')[0]}: {name} at {ratio:.2f}x, required {required[name]}x")
+            bound = required[name]
+            failed.append(f"{title.split(':')[0]}: {name} at {ratio:.2f}x, required {bound}x")
     return failed
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", nargs="+", default=["mdsd_sorted_acl_text.jsonl.gz", "sms_spam_collection.jsonl.gz"])
+    parser.add_argument(
+        "--data", nargs="+", default=["mdsd_sorted_acl_text.jsonl.gz", "sms_spam_collection.jsonl.gz"]
+    )
     parser.add_argument("--limit", type=int, default=300)
     parser.add_argument("--models", nargs="+", default=None, help="rows to count (default: all)")
     parser.add_argument("--require", nargs="*", default=[], metavar="MODEL=RATIO",

@@ -362,9 +362,15 @@ class VotedRDA(LinearClassifier):
             labels = np.array([label for _, label in pending[start:end]])
             with np.errstate(all="ignore"):
                 za = _TEMPERATURES[None, :, None] * z[:, None, :]  # (example, temperature, label)
-                top = za.max(axis=2)
                 chosen = np.take_along_axis(za, labels[:, None, None], axis=2)[:, :, 0]
-                losses = top + np.log(np.exp(za - top[:, :, None]).sum(axis=2)) - chosen
+                if za.shape[2] == 2:  # numpy's max and sum of two, without its slow reduction
+                    top = np.maximum(za[:, :, 0], za[:, :, 1])
+                    e = np.exp(za - top[:, :, None])
+                    total = e[:, :, 0] + e[:, :, 1]
+                else:
+                    top = za.max(axis=2)
+                    total = np.exp(za - top[:, :, None]).sum(axis=2)
+                losses = top + np.log(total) - chosen
             # scores near the float64 limit: skip the example, for every candidate
             losses = losses[np.isfinite(losses).all(axis=1)]
             if len(losses):
