@@ -26,6 +26,7 @@ import itertools
 import json
 import math
 import random
+import resource
 import statistics
 import sys
 import time
@@ -456,7 +457,7 @@ def main(argv=None) -> None:
     doc.synthetic(s)
     doc.rda(s)
     doc.combination(s)
-    doc.footer(time.perf_counter() - started, args.jobs, s)
+    doc.footer(time.perf_counter() - started, cpu_seconds(), args.jobs, s)
     path = doc.write()
     print(f"wrote {path}", file=sys.stderr)
 
@@ -733,20 +734,27 @@ class Document:
             f"{len(kl_wins)} rows: {_holds(sum(kl_wins) > len(kl_wins) / 2)}.",
         )
 
-    def footer(self, seconds: float, jobs: int, s: Setting) -> None:
+    def footer(self, wall: float, cpu: float, jobs: int, s: Setting) -> None:
         full = SETTINGS["full"]
         text = (
-            f"Wall time {seconds / 60:.1f} minutes with {jobs} worker process(es), on the shared "
-            "2-core development machine (other jobs were running)."
+            f"CPU time {cpu / 60:.1f} minutes (wall time {wall / 60:.1f} minutes with {jobs} "
+            "worker process(es), on the shared 2-core development machine, where other jobs were "
+            "running)."
         )
         if s != full:
             text += (
                 f" The full setting learns up to {full.work() / s.work():.0f} times as many "
                 "examples per table cell, i.e. roughly "
-                f"{seconds * full.work() / s.work() / 3600:.0f} hours at this pace (an "
-                "extrapolation, not a measurement)."
+                f"{cpu * full.work() / s.work() / 3600:.0f} CPU hours (an extrapolation, not a "
+                "measurement)."
             )
         self.add("## Run", text)
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of the workers it has waited for."""
+    usages = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return sum(usage.ru_utime + usage.ru_stime for usage in usages)
 
 
 def _rates(rates) -> str:
