@@ -173,13 +173,13 @@ def _combine_pipelines(models: list, method: str, base):
                     "only the last step, the Gaussian classifier, is mixed"
                 )
     last = names[-1]
-    merged = copy.deepcopy(first)
-    merged.steps[last] = combine(
+    mixed = combine(
         [model.steps[last] for model in models],
         method,
         None if base is None else base.steps[last],
     )
-    return merged
+    head = copy.deepcopy(list(first.steps.items())[:-1])
+    return compose.Pipeline(*head, (last, mixed))  # a new pipeline: river caches its plan
 
 
 def _extended_labels(models: list, base) -> list:
@@ -203,12 +203,15 @@ def _extended_labels(models: list, base) -> list:
 
 
 def _aligned(model: GaussianClassifier, labels: list):
-    """A copy of the model's Gaussian with blocks laid out for `labels` (see the module)."""
-    gaussian = copy.deepcopy(model._gaussian)
+    """The model's Gaussian with blocks laid out for `labels` (see the module): itself when it
+    is laid out so, else a copy."""
+    gaussian = model._gaussian
     known = list(model.classes_)
+    if known == labels or (len(labels) <= 2 and (not known or known[0] == labels[0])):
+        return gaussian
+    gaussian = pickle.loads(pickle.dumps(gaussian, protocol=pickle.HIGHEST_PROTOCOL))
     if len(labels) <= 2:
-        if known and known[0] != labels[0]:
-            gaussian.negate()  # the binary vector scores the second label against the first
+        gaussian.negate()  # the binary vector scores the second label against the first
         return gaussian
     if model.is_binary:  # one block per label, as `LinearClassifier._register` lifts
         if len(known) == 1:

@@ -56,6 +56,7 @@ class PartitionState:
     examples_seen: int = 0
     model_spec: str | None = None
     batches: int = 0
+    mixing: Any = None  # a `streams.mixing.MixState` when the partitions' models are mixed
 
     @property
     def accuracy(self) -> float | None:
@@ -166,6 +167,8 @@ class PartitionLearner:
         except Exception as error:  # noqa: BLE001 - whatever the model raises
             raise InvalidMessage(f"the model cannot learn it: {_failure(error)}") from None
         self.state.learned += 1
+        if self.state.mixing is not None:
+            self.state.mixing.record(x, label)
         self.state.scored += 1
         self.state.correct += prediction == label
 
