@@ -63,7 +63,7 @@ from river import compose
 from .base import GaussianClassifier
 from .gaussian import DiagonalGaussian, FullGaussian
 
-__all__ = ["combine"]
+__all__ = ["changes", "combine"]
 
 METHODS = ("kl", "l2")
 
@@ -155,15 +155,52 @@ def combine(models: list, method: str = "kl", base=None):
     return merged
 
 
-def _combine_pipelines(models: list, method: str, base):
-    """Mix the last steps of pipelines whose other steps are identical."""
-    every = models if base is None else [*models, base]
-    if not all(isinstance(model, compose.Pipeline) for model in every):
+def changes(model, base):
+    """What `model` learned since `base`: a copy of it holding only the weights whose mean or
+    variance differ from the base's (all of them with full covariance).
+
+    `combine(..., base=base)` takes a weight absent from a member for the base's, so mixing
+    these is mixing the models themselves, with far less to store or send when each learned a
+    few examples. On its own it is no model to predict with (its other weights are missing).
+
+    >>> import river_cw
+    >>> start = river_cw.AROW()
+    >>> start.learn_one({"a": 1.0, "b": 1.0}, True)
+    >>> model = copy.deepcopy(start)
+    >>> model.learn_one({"b": 1.0, "c": 1.0}, False)
+    >>> sorted(changes(model, start).weights)
+    ['b', 'c']
+    >>> combine([changes(model, start)], base=start).weights == model.weights
+    True
+    """
+    if isinstance(model, compose.Pipeline) or isinstance(base, compose.Pipeline):
+        last = _last_step([model, base])
+        head = copy.deepcopy(list(model.steps.items())[:-1])
+        return compose.Pipeline(*head, (last, changes(model.steps[last], base.steps[last])))
+    labels = _extended_labels([model], base)
+    if not isinstance(model._gaussian, DiagonalGaussian):
+        return copy.deepcopy(model)
+    out = copy.copy(model)
+    out._gaussian = DiagonalGaussian(model.initial_variance)
+    out.classes_, out._class_index = list(model.classes_), dict(model._class_index)
+    starts = _aligned(base, labels).blocks
+    out._gaussian.blocks = [
+        {f: w for f, w in block.items() if start.get(f) != w}
+        for block, start in zip(_aligned(model, labels).blocks, starts)
+    ]
+    if labels != list(model.classes_):  # a model aligned differently from its own labels
+        out.classes_, out._class_index = labels, {c: i for i, c in enumerate(labels)}
+    out._gaussian.reset_bound()
+    return out
+
+
+def _last_step(pipelines: list) -> str:
+    """The name of the last step of pipelines whose other steps are identical."""
+    if not all(isinstance(model, compose.Pipeline) for model in pipelines):
         raise ValueError("cannot mix pipelines with models that are not pipelines")
-    first = models[0]
-    names = list(first.steps)
-    head = [pickle.dumps(step) for step in list(first.steps.values())[:-1]]
-    for model in every:
+    names = list(pipelines[0].steps)
+    head = [pickle.dumps(step) for step in list(pipelines[0].steps.values())[:-1]]
+    for model in pipelines:
         if list(model.steps) != names:
             raise ValueError(f"cannot mix pipelines of other steps: {names} vs {list(model.steps)}")
         for name, step, state in zip(names, model.steps.values(), head):
@@ -172,7 +209,13 @@ def _combine_pipelines(models: list, method: str, base):
                     f"cannot mix pipelines whose step {name!r} differs between the models: "
                     "only the last step, the Gaussian classifier, is mixed"
                 )
-    last = names[-1]
+    return names[-1]
+
+
+def _combine_pipelines(models: list, method: str, base):
+    """Mix the last steps of pipelines whose other steps are identical."""
+    first = models[0]
+    last = _last_step(models if base is None else [*models, base])
     mixed = combine(
         [model.steps[last] for model in models],
         method,
@@ -247,12 +290,14 @@ def _combine_diagonal(gaussians: list, method: str, base) -> DiagonalGaussian:
     merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy
     base_blocks = [{}] * len(gaussians[0].blocks) if base is None else base.blocks
     for start, *blocks in zip(base_blocks, *(g.blocks for g in gaussians)):
-        combined = {}
-        for f in dict.fromkeys(key for block in (start, *blocks) for key in block):
-            if base is None:
+        if base is None:
+            combined = {}
+            for f in dict.fromkeys(key for block in blocks for key in block):
                 pairs = [block.get(f, (0.0, prior)) for block in blocks]
                 combined[f] = _product(pairs) if method == "kl" else _average(pairs)
-            else:
+        else:  # the base's weights, and those the members have, mixed
+            combined = {f: [mu, s] for f, (mu, s) in start.items()}
+            for f in dict.fromkeys(key for block in blocks for key in block):
                 combined[f] = _delta(f, start.get(f, (0.0, prior)), blocks, method)
         merged_blocks.append(combined)
     merged.blocks = merged_blocks

@@ -63,7 +63,7 @@ from typing import Any
 
 from river import compose
 
-from river_cw import combine
+from river_cw import changes, combine
 
 __all__ = ["Contribution", "Mix", "MixError", "MixState", "Mixer", "Rounds", "fingerprint"]
 
@@ -138,8 +138,9 @@ class MixState:
 
 @dataclass(frozen=True)
 class Contribution:
-    """Partition `partition`'s model for round `round` (None: unchanged since its anchor),
-    with the examples learned since the anchor and the anchor's fingerprint."""
+    """Partition `partition`'s model for round `round` (its weights that differ from the
+    anchor's, `river_cw.changes`; None: nothing learned since the anchor), with the examples
+    learned since the anchor and the anchor's fingerprint."""
 
     round: int
     partition: int
@@ -187,6 +188,12 @@ class Mixer:
             return True
         return self.seconds is not None and elapsed >= self.seconds and (fresh > 0 or waiting)
 
+    def ahead(self, lag: int | None) -> bool:
+        """Whether the partition has learned `lag` examples or more since it published to a
+        round that is not mixed yet (None: never): bounded staleness, it should wait."""
+        state = self.state
+        return lag is not None and state.published and state.learned - state.learned_at_publication >= lag
+
     def publish(self, model, partition: int) -> Contribution:
         """The contribution of `model` to the current round; the partition starts a replay."""
         state = self.state
@@ -196,7 +203,7 @@ class Mixer:
         contribution = Contribution(
             state.round,
             partition,
-            clone(model) if examples else None,
+            changes(model, state.anchor) if examples else None,  # the rest is the anchor's
             examples,
             state.fingerprint,
         )
@@ -230,6 +237,7 @@ class Mixer:
 @dataclass
 class _Round:
     contributions: dict = field(default_factory=dict)  # partition -> Contribution
+    offsets: dict = field(default_factory=dict)  # partition -> offset it was read at
     end: int = 0  # the models topic offset after the last contribution seen
 
 
@@ -250,13 +258,18 @@ class Rounds:
         self.duplicates = 0
 
     def add(self, contribution: Contribution, offset: int = 0) -> None:
-        """Take a contribution (read at `offset` of the models topic)."""
+        """Take a contribution (read at `offset` of the models topic; one read again at the
+        same offset is ignored)."""
         entry = self._rounds.setdefault(contribution.round, _Round())
         entry.end = max(entry.end, offset + 1)
-        if contribution.partition in entry.contributions:
-            self.duplicates += 1
+        p = contribution.partition
+        if p in entry.contributions:
+            if entry.offsets[p] != offset:
+                self.duplicates += 1
+                log.warning("round %d: a second contribution of partition %d ignored", contribution.round, p)
             return
-        entry.contributions[contribution.partition] = contribution
+        entry.contributions[p] = contribution
+        entry.offsets[p] = offset
 
     def waiting(self, round_: int) -> bool:
         """Whether some partition has published to `round_` (and waits for the others)."""

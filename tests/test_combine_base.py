@@ -230,3 +230,19 @@ def test_models_that_cannot_be_mixed_are_refused():
         river_cw.combine([piped, other])
     with pytest.raises(ValueError, match="not pipelines"):
         river_cw.combine([piped, river_cw.AROW()])
+
+
+@pytest.mark.parametrize("method", ["kl", "l2"])
+def test_mixing_the_changes_is_mixing_the_models(method):
+    base = learned(river_cw.AROW(), [({"a": 1.0}, 0), ({"b": 1.0}, 1)], "xy")
+    members = [learned(base, [({"a": 0.5, f"n{i}": 1.0}, i), ({"c": 1.0}, 2)], "xyz") for i in range(3)]
+    delta = [river_cw.changes(m, base) for m in members]
+    assert "b" not in delta[0].weights["y"]  # unchanged since the base: left out
+    mixed = river_cw.combine(members, method=method, base=base)
+    from_changes = river_cw.combine(delta, method=method, base=base)
+    assert mixed.classes_ == from_changes.classes_
+    assert mixed.weights == from_changes.weights and mixed.variances == from_changes.variances
+    piped = text.BagOfWords(on="text") | river_cw.AROW()
+    grown = copy.deepcopy(piped)
+    grown.learn_one({"text": "hello"}, "ham")
+    assert river_cw.changes(grown, piped)["AROW"].weights == grown["AROW"].weights
