@@ -30,9 +30,25 @@ Processing guarantees (`ServeConfig.processing_guarantee`):
   again from the state that had not seen them (the model is still learned exactly once), and
   their outputs are written again.
 
-Each partition's model learns from that partition alone, so it ends equal to an offline run
-over the partition in offset order (with a labels topic: in the order the labels were joined).
-Keep processing a poll's records (up to 500) plus a commit well under max_poll_interval_ms.
+Without mixing each partition's model learns from that partition alone, so it ends equal to an
+offline run over the partition in offset order (with a labels topic: in the order the labels
+were joined). Keep processing a poll's records (up to 500) plus a commit well under
+max_poll_interval_ms.
+
+Mixing (`ServeConfig.mix` "kl" or "l2", exactly-once only): one model for the whole group, by
+the rounds of `streams.mixing`. Every `mix_every` examples it learned (or after `mix_seconds`
+when it learned something or others wait for it), a partition publishes its changes since the
+last mix to the models topic (`streams.models_topic`, one partition), in the same transaction as
+its state (which records the publication, its anchor and the examples to replay) and its
+consumed offsets: after any crash a contribution is committed exactly when the state that says
+so is, so no example's evidence is lost or counted twice. Every member reads the models topic;
+once a round has every partition's contribution, each partition adopts the mix (a
+deterministic function of the previous mix and the contributions, the same on every member)
+and learns again the examples it learned since publishing. Partitions do not wait for each
+other unless `mix_lag` is set (bounded staleness: a partition that many examples past its
+publication leaves its records until the round is mixed, then reads them again from its
+offsets). A partition restored by a new owner carries its round and anchor in its state and
+reads the models topic from where its round's contributions start.
 """
 
 from __future__ import annotations

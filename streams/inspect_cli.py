@@ -66,6 +66,12 @@ def describe(state, top: int) -> str:
         f"{len(state.pending_labels):,} labels waiting for an example; expired "
         f"{state.expired:,}; dead letters {state.dead_letters:,}",
     ]
+    mixing = getattr(state, "mixing", None)
+    if mixing is not None:
+        lines.append(
+            f"  mixing: round {mixing.round:,}, {mixing.examples:,} examples in the last mix, "
+            + ("published to this round" if mixing.published else "not published yet")
+        )
     weights = top_weights(model, top)
     if not weights:
         lines.append("  weights: the model shows no public `weights`")

@@ -38,7 +38,9 @@ class PartitionState:
     exactly the records before them. Pending examples and labels are kept oldest first.
     `scored`/`correct` count labelled examples whose prediction was made before learning
     (prequential accuracy). `model_spec` says what model this is, to refuse a restart with
-    another one; `batches` counts the transactions committed for this partition.
+    another one; `batches` counts the transactions committed for this partition. `mixing` is
+    the partition's place in the mixing rounds (`streams.mixing.MixState`) when the server mixes
+    the partitions' models; every example learned is recorded there.
     """
 
     topic: str  # the examples topic

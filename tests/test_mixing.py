@@ -250,3 +250,27 @@ def test_mixing_brings_shards_close_to_one_model_on_sms_spam():
     scores = {r["model"]: r["accuracy"] for r in result.summary}
     one, mixed, isolated = (scores[k] for k in ("one model", "4 shards, kl every 25", "4 shards, off"))
     assert mixed > isolated + 0.01 and one - mixed < (one - isolated) / 2
+
+
+def test_inspect_shows_the_mixing_round():
+    from streams.inspect_cli import describe
+
+    state = PartitionState("t", 0, river_cw.AROW())
+    state.mixing = MixState.starting(state.model)
+    assert "mixing: round 0, 0 examples in the last mix, not published yet" in describe(state, 3)
+
+
+def test_serving_refuses_what_cannot_be_mixed():
+    import argparse
+
+    from streams import serve_cli
+    from streams.consumer import ServeConfig
+
+    with pytest.raises(ValueError, match="exactly-once"):
+        ServeConfig("t", "t.p", "t.d", mix="kl", processing_guarantee="at-least-once")
+    with pytest.raises(ValueError, match="mix must be one of"):
+        ServeConfig("t", "t.p", "t.d", mix="average")
+    parser = argparse.ArgumentParser()
+    serve_cli.add_arguments(parser)
+    args = parser.parse_args(["--topic", "t", "--model", "VotedRDA()", "--mix", "kl"])
+    assert serve_cli.run(args) == 2  # before any broker is asked
