@@ -42,7 +42,7 @@ from river import base, feature_extraction, linear_model, multiclass, optim  # n
 import river_cw  # noqa: E402
 from streams.noise import LabelNoise  # noqa: E402
 from streams.tuning import GRIDS  # noqa: E402
-from tests.test_paper_claims import rotated_gaussian  # noqa: E402  (one generator for both)
+from streams.synthetic import rotated_gaussian  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -653,7 +653,7 @@ class Document:
             "Crammer, Dredze and Pereira, *Exact convex confidence-weighted learning*, NIPS 2008. "
             "1,000 separable points in R^20: a 45-degree rotated Gaussian in the first two "
             "coordinates (axis scales 1 and 10, ours), labelled along its long axis, and 18 "
-            "N(0, 2) noise coordinates (`rotated_gaussian` of tests/test_paper_claims.py, seeds "
+            "N(0, 2) noise coordinates (`streams.synthetic.rotated_gaussian`, seeds "
             f"0-{s.synthetic_runs - 1}). Progressive: predict, count, learn; default parameters "
             "(confidence 0.9, r = 1, C = 1, a = 1), no tuning. Paper's numbers: not quoted.",
             md_table(["model", "after 100", "after 500", "after 1,000"], rows),
