@@ -47,7 +47,10 @@ def offline(spec: str, stream: list, shards: int, every: list[int]) -> dict:
     """Accuracy by model name, one pass of progressive validation."""
     text = isinstance(stream[0][0].get("text"), str)
     result = evaluate_mixing(
-        build_model(spec, text=text), stream, shards=shards, mix_every=every,
+        build_model(spec, text=text),
+        stream,
+        shards=shards,
+        mix_every=every,
         methods=(*METHODS, "off"),
     )
     return {r["model"]: r["accuracy"] for r in result.summary}
@@ -55,12 +58,13 @@ def offline(spec: str, stream: list, shards: int, every: list[int]) -> dict:
 
 def served(spec: str, stream: list, shards: int, every: int, method: str, members: int) -> float:
     """Prequential accuracy of the predictions `members` servers commit on a local broker."""
+    from kafka import KafkaProducer, TopicPartition
+
     from streams.broker import TansuBroker
     from streams.committed import committed_consumer
     from streams.consumer import ModelServer
     from streams.kafka_io import KafkaSettings, create_topics
     from streams.messages import encode_example
-    from kafka import KafkaProducer, TopicPartition
 
     text = isinstance(stream[0][0].get("text"), str)
     with TansuBroker() as broker:
@@ -68,15 +72,26 @@ def served(spec: str, stream: list, shards: int, every: int, method: str, member
         create_topics(bootstrap, {"examples": shards, "examples.predictions": 1})
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
         for i, (x, y) in enumerate(stream):
-            producer.send("examples", encode_example(i, x, y), key=str(i).encode(), partition=i % shards)
+            producer.send(
+                "examples", encode_example(i, x, y), key=str(i).encode(), partition=i % shards
+            )
         producer.close()
         settings = KafkaSettings(bootstrap, session_timeout_ms=3000, heartbeat_interval_ms=500)
         servers = [
             ModelServer(
-                build_model(spec, text=text), settings, examples_topic="examples",
-                predictions_topic="examples.predictions", dead_letter_topic="examples.dead",
-                group_id="mixing", checkpoint_every=200, checkpoint_seconds=0.5, mix=method,
-                mix_every=every, mix_lag=every, mix_seconds=0.5, idle_timeout=6.0,
+                build_model(spec, text=text),
+                settings,
+                examples_topic="examples",
+                predictions_topic="examples.predictions",
+                dead_letter_topic="examples.dead",
+                group_id="mixing",
+                checkpoint_every=200,
+                checkpoint_seconds=0.5,
+                mix=method,
+                mix_every=every,
+                mix_lag=every,
+                mix_seconds=0.5,
+                idle_timeout=6.0,
             )
             for _ in range(members)
         ]
@@ -116,7 +131,9 @@ def main(argv=None) -> None:
     scores = offline(args.model, stream, args.shards, args.every)
     seconds = time.perf_counter() - started
     one, isolated = scores["one model"], scores[shard_name(args.shards, "off", 0)]
-    print(f"{name}: {len(stream):,} examples, {args.model}, {args.shards} shards ({seconds:.0f} s)\n")
+    print(
+        f"{name}: {len(stream):,} examples, {args.model}, {args.shards} shards ({seconds:.0f} s)\n"
+    )
     print("| mix every N | " + " | ".join(f"{m.upper()} delta rule" for m in METHODS) + " |")
     print("|---:|" + "---:|" * len(METHODS))
     for n in args.every:
@@ -127,26 +144,35 @@ def main(argv=None) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for method, marker in zip(METHODS, "os"):
         values = [scores[shard_name(args.shards, method, n)] for n in args.every]
-        ax.plot(args.every, values, marker=marker, label=f"{args.shards} shards, {method.upper()} mixing")
+        ax.plot(
+            args.every,
+            values,
+            marker=marker,
+            label=f"{args.shards} shards, {method.upper()} mixing",
+        )
     ax.axhline(one, color="black", linestyle="--", label="one model, whole stream")
     ax.axhline(isolated, color="grey", linestyle=":", label=f"{args.shards} isolated models")
     ax.set_xscale("log")
     ax.set_xlabel("mix every N examples per shard")
     ax.set_ylabel("prequential accuracy")
     ax.set_title(f"{args.model} on {name.split(',')[0]}", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
 
     if args.broker:
-        print(f"\nServed by {args.members} members of one group, {args.shards} partitions, mixed "
-              f"every {args.served_every} (--mix-lag {args.served_every}):\n")
+        print(
+            f"\nServed by {args.members} members of one group, {args.shards} partitions, mixed "
+            f"every {args.served_every} (--mix-lag {args.served_every}):\n"
+        )
         print("| mixing | prequential accuracy of the served predictions | seconds |")
         print("|---|---:|---:|")
         for method in (*METHODS, "off"):
             started = time.perf_counter()
-            accuracy = served(args.model, stream, args.shards, args.served_every, method, args.members)
+            accuracy = served(
+                args.model, stream, args.shards, args.served_every, method, args.members
+            )
             print(f"| {method} | {accuracy:.4f} | {time.perf_counter() - started:.0f} |")
 
 

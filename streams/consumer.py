@@ -320,7 +320,9 @@ class ModelServer:
         contribution)."""
         if not self.config.mixing:
             if state.mixing is not None:
-                log.warning("partition %d: mixing is off, its mixing state dropped", state.partition)
+                log.warning(
+                    "partition %d: mixing is off, its mixing state dropped", state.partition
+                )
                 state.mixing = None
             return None
         if state.mixing is None:
@@ -557,4 +559,3 @@ class ModelServer:
                     self.config.stale_label_after,
                 )
             part.stale_reported = stale
-

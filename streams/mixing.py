@@ -56,8 +56,8 @@ True
 from __future__ import annotations
 
 import hashlib
-import pickle
 import logging
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,7 +192,11 @@ class Mixer:
         """Whether the partition has learned `lag` examples or more since it published to a
         round that is not mixed yet (None: never): bounded staleness, it should wait."""
         state = self.state
-        return lag is not None and state.published and state.learned - state.learned_at_publication >= lag
+        return (
+            lag is not None
+            and state.published
+            and state.learned - state.learned_at_publication >= lag
+        )
 
     def publish(self, model, partition: int) -> Contribution:
         """The contribution of `model` to the current round; the partition starts a replay."""
@@ -266,7 +270,9 @@ class Rounds:
         if p in entry.contributions:
             if entry.offsets[p] != offset:
                 self.duplicates += 1
-                log.warning("round %d: a second contribution of partition %d ignored", contribution.round, p)
+                log.warning(
+                    "round %d: a second contribution of partition %d ignored", contribution.round, p
+                )
             return
         entry.contributions[p] = contribution
         entry.offsets[p] = offset

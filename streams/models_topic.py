@@ -91,8 +91,12 @@ class Reader:
                 parts = self._chunks.pop(name, {})
                 data = b"".join(parts.get(i, b"") for i in range(manifest["chunks"]))
                 if len(parts) != manifest["chunks"] or len(data) != manifest["bytes"]:
-                    log.warning("%s: contribution %s at offset %d is incomplete, skipped",
-                                self._tp.topic, name, record.offset)
+                    log.warning(
+                        "%s: contribution %s at offset %d is incomplete, skipped",
+                        self._tp.topic,
+                        name,
+                        record.offset,
+                    )
                     continue
                 payload = pickle.loads(data)
                 if not isinstance(payload, dict) or payload.get("format") != FORMAT:

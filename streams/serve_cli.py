@@ -12,13 +12,12 @@ from kafka.errors import KafkaError
 from river import base
 
 from river_cw import combine
-
 from streams.checkpoint import CheckpointError
 from streams.consumer import GUARANTEES, MIXES, ModelServer, ServeConfig, StateMismatch
 from streams.kafka_io import BrokerUnavailable, KafkaSettings, TopicError
 from streams.mixing import MixError
-from streams.state_topic import StateError
 from streams.specs import parse, prepare
+from streams.state_topic import StateError
 
 
 def build_model(spec: str, text: bool = False):

@@ -107,7 +107,11 @@ class ShardedClassifier(base.Classifier):
 
 def shard_name(shards: int, method: str, mix_every: int) -> str:
     """`evaluate_mixing`'s name of a sharded model."""
-    return f"{shards} shards, off" if method == "off" else f"{shards} shards, {method} every {mix_every}"
+    return (
+        f"{shards} shards, off"
+        if method == "off"
+        else f"{shards} shards, {method} every {mix_every}"
+    )
 
 
 def evaluate_mixing(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import math
-import pickle
 
 import numpy as np
 import pytest
@@ -99,9 +98,7 @@ def test_binary_delta_rule_is_the_product_divided_by_the_base(name, start, shard
 def test_multiclass_delta_rule_with_new_labels(start, shards):
     """A base that knew two labels; members learn up to two more, some staying binary."""
     base = learned(river_cw.AROW(r=0.5), [({"a": 1.0}, 0), ({"b": 1.0}, 1), *start], "xy")
-    members = [
-        learned(base, shard, "xy" + "zw"[: i % 3]) for i, shard in enumerate(shards)
-    ]
+    members = [learned(base, shard, "xy" + "zw"[: i % 3]) for i, shard in enumerate(shards)]
     merged = river_cw.combine(members, base=base)
     labels = list(merged.classes_)
     assert labels[:2] == ["x", "y"] and set(labels) == {c for m in members for c in m.classes_}
@@ -123,8 +120,10 @@ def test_full_covariance_delta_rule_against_dense_matrices():
     rng = np.random.default_rng(3)
 
     def stream(n):
-        return [({f: float(v) for f, v in zip("abc", rng.normal(size=3))}, int(rng.integers(2)))
-                for _ in range(n)]
+        return [
+            ({f: float(v) for f, v in zip("abc", rng.normal(size=3))}, int(rng.integers(2)))
+            for _ in range(n)
+        ]
 
     base = learned(river_cw.AROW(covariance="full"), stream(5), "ab")
     members = [learned(base, stream(6), "ab") for _ in range(3)]
@@ -168,8 +167,11 @@ def test_l2_delta_rule_adds_mean_changes_and_log_variance_changes(start, shards)
 @pytest.mark.parametrize("method", ["kl", "l2"])
 @pytest.mark.parametrize("name", list(MODELS))
 def test_mixing_copies_of_an_unchanged_model_returns_it(name, method):
-    model = learned(MODELS[name](), [({"a": 1.0, "b": -2.0}, 0), ({"a": -1.0, "c": 0.5}, 1)] * 3,
-                    ["spam", "ham"])
+    model = learned(
+        MODELS[name](),
+        [({"a": 1.0, "b": -2.0}, 0), ({"a": -1.0, "c": 0.5}, 1)] * 3,
+        ["spam", "ham"],
+    )
     merged = river_cw.combine([model, copy.deepcopy(model), model], method=method, base=model)
     assert merged.classes_ == model.classes_
     assert merged.weights == model.weights and merged.variances == model.variances
@@ -222,8 +224,9 @@ def test_models_that_cannot_be_mixed_are_refused():
         river_cw.combine([member, base], base=grown)
     one = learned(river_cw.AROW(), [({"a": 1.0}, 0)], "x")
     with pytest.raises(ValueError, match="knew only 'x'"):
-        river_cw.combine([learned(one, [({"b": 1.0}, 0)], "y"),
-                          learned(one, [({"b": 1.0}, 0)], "z")], base=one)
+        river_cw.combine(
+            [learned(one, [({"b": 1.0}, 0)], "y"), learned(one, [({"b": 1.0}, 0)], "z")], base=one
+        )
     piped = text.BagOfWords(on="text") | river_cw.AROW()
     other = text.BagOfWords(on="text", lowercase=False) | river_cw.AROW()
     with pytest.raises(ValueError, match="step 'BagOfWords' differs"):
@@ -235,7 +238,9 @@ def test_models_that_cannot_be_mixed_are_refused():
 @pytest.mark.parametrize("method", ["kl", "l2"])
 def test_mixing_the_changes_is_mixing_the_models(method):
     base = learned(river_cw.AROW(), [({"a": 1.0}, 0), ({"b": 1.0}, 1)], "xy")
-    members = [learned(base, [({"a": 0.5, f"n{i}": 1.0}, i), ({"c": 1.0}, 2)], "xyz") for i in range(3)]
+    members = [
+        learned(base, [({"a": 0.5, f"n{i}": 1.0}, i), ({"c": 1.0}, 2)], "xyz") for i in range(3)
+    ]
     delta = [river_cw.changes(m, base) for m in members]
     assert "b" not in delta[0].weights["y"]  # unchanged since the base: left out
     mixed = river_cw.combine(members, method=method, base=base)

@@ -361,8 +361,21 @@ def test_ctrl_c_ends_with_one_line_and_the_table_talks_while_it_learns(tmp_path)
 
 def test_shards_mixed_every_n_next_to_one_model(capsys):
     code = run(
-        "--limit", 600, "--model", "AROW()", "--model", "river.linear_model.PAClassifier()",
-        "--shards", 3, "--mix", "kl", "off", "--mix-every", 20, 100, "--quiet",
+        "--limit",
+        600,
+        "--model",
+        "AROW()",
+        "--model",
+        "river.linear_model.PAClassifier()",
+        "--shards",
+        3,
+        "--mix",
+        "kl",
+        "off",
+        "--mix-every",
+        20,
+        100,
+        "--quiet",
     )
     out, err = capsys.readouterr()
     assert code == 0

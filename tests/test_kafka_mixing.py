@@ -63,9 +63,19 @@ def test_two_members_serve_one_mixed_model_as_good_as_one_process(kafka_broker, 
     members = [
         ServerThread(
             model_server(
-                model, settings, topic, None, group_id=group, checkpoint_every=200,
-                checkpoint_seconds=0.5, mix="kl", mix_every=25, mix_seconds=0.5,
-                mix_lag=25, idle_timeout=6.0, model_spec="AROW() --text",
+                model,
+                settings,
+                topic,
+                None,
+                group_id=group,
+                checkpoint_every=200,
+                checkpoint_seconds=0.5,
+                mix="kl",
+                mix_every=25,
+                mix_seconds=0.5,
+                mix_lag=25,
+                idle_timeout=6.0,
+                model_spec="AROW() --text",
             )
         )
         for _ in range(2)
@@ -93,12 +103,36 @@ def test_two_members_serve_one_mixed_model_as_good_as_one_process(kafka_broker, 
 
 def start_member(bootstrap, topic, group, log_path, idle_timeout="8"):
     argv = [
-        "serve", "--model", "AROW(r=10000)", "--text", "--topic", topic,
-        "--bootstrap-servers", bootstrap, "--group-id", group,
-        "--mix", "kl", "--mix-every", "10", "--mix-seconds", "0.3",
-        "--checkpoint-every", "100", "--checkpoint-seconds", "0.3",
-        "--idle-timeout", idle_timeout, "--log-seconds", "0.5", "--connect-timeout-ms", "5000",
-        "--session-timeout-ms", "3000", "--heartbeat-interval-ms", "500",
+        "serve",
+        "--model",
+        "AROW(r=10000)",
+        "--text",
+        "--topic",
+        topic,
+        "--bootstrap-servers",
+        bootstrap,
+        "--group-id",
+        group,
+        "--mix",
+        "kl",
+        "--mix-every",
+        "10",
+        "--mix-seconds",
+        "0.3",
+        "--checkpoint-every",
+        "100",
+        "--checkpoint-seconds",
+        "0.3",
+        "--idle-timeout",
+        idle_timeout,
+        "--log-seconds",
+        "0.5",
+        "--connect-timeout-ms",
+        "5000",
+        "--session-timeout-ms",
+        "3000",
+        "--heartbeat-interval-ms",
+        "500",
     ]
     log_path.write_bytes(b"")
     process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
@@ -126,7 +160,9 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
     topic, group = topic_name("mixkill"), topic_name("mixkill-group")
     create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": 1})
     producer = FORK.Process(target=produce_slowly, args=(bootstrap, topic, examples, 12.0))
-    members = {name: start_member(bootstrap, topic, group, tmp_path / f"{name}.log") for name in "abc"}
+    members = {
+        name: start_member(bootstrap, topic, group, tmp_path / f"{name}.log") for name in "abc"
+    }
     producer.start()
     try:
         log = tmp_path / "c.log"
@@ -157,7 +193,11 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
             expected[token] = expected.get(token, 1.0) + count * count / 10000
     variances = list(mix.anchor.steps.values())[-1].variances
     assert set(variances) == set(expected)
-    wrong = {t: (1 / variances[t], p) for t, p in expected.items() if abs(1 / variances[t] - p) > 1e-9 * p}
+    wrong = {
+        t: (1 / variances[t], p)
+        for t, p in expected.items()
+        if abs(1 / variances[t] - p) > 1e-9 * p
+    }
     assert not wrong, list(wrong.items())[:5]
     for state in states:  # every partition serves the mix
         assert list(state.model.steps.values())[-1].variances == variances

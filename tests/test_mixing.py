@@ -30,7 +30,8 @@ def stream(rng: random.Random, n: int) -> list[tuple]:
     return [
         (
             i,
-            {f"w{rng.randrange(12)}": rng.uniform(-2, 2), f"w{rng.randrange(12)}": 1.0, f"id{i}": 1.0},
+            {f"w{rng.randrange(12)}": rng.uniform(-2, 2)}
+            | {f"w{rng.randrange(12)}": 1.0, f"id{i}": 1.0},
             rng.choice(["ham", "spam"]),
         )
         for i in range(n)
@@ -244,11 +245,16 @@ def test_mixing_brings_shards_close_to_one_model_on_sms_spam():
     from streams.files import sms_spam
 
     result = evaluate_mixing(
-        BagOfWords(on="text") | river_cw.AROW(), list(sms_spam())[:2500], shards=4,
-        mix_every=[25], methods=["kl", "off"],
+        BagOfWords(on="text") | river_cw.AROW(),
+        list(sms_spam())[:2500],
+        shards=4,
+        mix_every=[25],
+        methods=["kl", "off"],
     )
     scores = {r["model"]: r["accuracy"] for r in result.summary}
-    one, mixed, isolated = (scores[k] for k in ("one model", "4 shards, kl every 25", "4 shards, off"))
+    one, mixed, isolated = (
+        scores[k] for k in ("one model", "4 shards, kl every 25", "4 shards, off")
+    )
     assert mixed > isolated + 0.01 and one - mixed < (one - isolated) / 2
 
 
