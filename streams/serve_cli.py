@@ -206,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         model, spec = _model(args)
         if args.mix != "off":
             combine([model], method=args.mix, base=model)  # ValueError: it cannot be mixed
+        config = _config(args, spec)  # ValueError: e.g. mixing without exactly-once
     except ValueError as error:
         print(f"river-cw serve: error: {error}", file=sys.stderr)
         return 2
@@ -216,34 +217,6 @@ def run(args: argparse.Namespace) -> int:
         args.max_poll_interval_ms,
         args.connect_timeout_ms,
     )
-    try:
-        config = ServeConfig(
-            examples_topic=args.topic,
-            labels_topic=args.labels_topic,
-            predictions_topic=args.predictions_topic or f"{args.topic}.predictions",
-            dead_letter_topic=args.dead_letter_topic or f"{args.topic}.dead-letters",
-            state_topic=args.state_topic,
-            group_id=args.group_id,
-            partitions=args.partitions,
-            processing_guarantee=args.processing_guarantee,
-            checkpoint_dir=args.checkpoint_dir,
-            checkpoint_every=args.checkpoint_every,
-            checkpoint_seconds=args.checkpoint_seconds,
-            max_pending=args.max_pending,
-            idle_timeout=args.idle_timeout,
-            log_seconds=args.log_seconds,
-            model_spec=spec,
-            discard_state=args.discard_state,
-            restore_timeout=args.restore_timeout,
-            mix=args.mix,
-            mix_every=args.mix_every,
-            mix_seconds=args.mix_seconds,
-            mix_lag=args.mix_lag,
-            models_topic=args.models_topic,
-        )
-    except ValueError as error:  # e.g. mixing without exactly-once
-        print(f"river-cw serve: error: {error}", file=sys.stderr)
-        return 2
     server = ModelServer(model, settings, config)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.stop())
@@ -263,6 +236,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"river-cw serve: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
     return 0
+
+
+def _config(args: argparse.Namespace, spec: str) -> ServeConfig:
+    """The server's configuration from the command line."""
+    return ServeConfig(
+        examples_topic=args.topic,
+        labels_topic=args.labels_topic,
+        predictions_topic=args.predictions_topic or f"{args.topic}.predictions",
+        dead_letter_topic=args.dead_letter_topic or f"{args.topic}.dead-letters",
+        state_topic=args.state_topic,
+        group_id=args.group_id,
+        partitions=args.partitions,
+        processing_guarantee=args.processing_guarantee,
+        checkpoint_dir=args.checkpoint_dir,
+        checkpoint_every=args.checkpoint_every,
+        checkpoint_seconds=args.checkpoint_seconds,
+        max_pending=args.max_pending,
+        idle_timeout=args.idle_timeout,
+        log_seconds=args.log_seconds,
+        model_spec=spec,
+        discard_state=args.discard_state,
+        restore_timeout=args.restore_timeout,
+        mix=args.mix,
+        mix_every=args.mix_every,
+        mix_seconds=args.mix_seconds,
+        mix_lag=args.mix_lag,
+        models_topic=args.models_topic,
+    )
 
 
 def _model(args: argparse.Namespace):

@@ -28,7 +28,7 @@ from tests.kafka_support import (
     stored_state,
     wait_until,
 )
-from tests.test_kafka_crash import FORK, serve_in_child
+from tests.test_kafka_crash import FORK, fork_server
 
 pytestmark = pytest.mark.kafka
 PARTITIONS = 4
@@ -134,10 +134,7 @@ def start_member(bootstrap, topic, group, log_path, idle_timeout="8"):
         "--heartbeat-interval-ms",
         "500",
     ]
-    log_path.write_bytes(b"")
-    process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
-    process.start()
-    return process
+    return fork_server(argv, log_path)
 
 
 def produce_slowly(bootstrap, topic, examples, seconds):
