@@ -26,13 +26,13 @@ from streams.sharded import ShardedClassifier, evaluate_mixing, shard_of
 R = 1e4
 
 
-def stream(rng: random.Random, n: int) -> list[tuple]:
+def stream(rng: random.Random, n: int, labels=("ham", "spam")) -> list[tuple]:
     return [
         (
             i,
             {f"w{rng.randrange(12)}": rng.uniform(-2, 2)}
             | {f"w{rng.randrange(12)}": 1.0, f"id{i}": 1.0},
-            rng.choice(["ham", "spam"]),
+            rng.choice(labels),
         )
         for i in range(n)
     ]
@@ -91,9 +91,9 @@ class Partition:
             self.rounds.forget(mixing.round)
 
 
-def run(seed: int, n: int, partitions: int, every: int, method: str = "kl"):
+def run(seed: int, n: int, partitions: int, every: int, method: str = "kl", labels=("ham", "spam")):
     rng = random.Random(seed)
-    examples = stream(rng, n)
+    examples = stream(rng, n, labels)
     model = river_cw.AROW(r=R)
     records = [[] for _ in range(partitions)]
     for i, x, y in examples:
@@ -158,6 +158,16 @@ def test_l2_mixing_also_counts_every_example():
     mixing = parts[0].state.mixing
     assert mixing.examples == len(examples)
     assert mixing.round > 3
+
+
+@pytest.mark.parametrize("method", ["kl", "l2"])
+def test_multiclass_partitions_meeting_labels_in_any_order_end_with_one_model(method):
+    examples, parts, _ = run(8, 90, 3, 4, method=method, labels=("a", "b", "c", "d"))
+    states = [part.state for part in parts]
+    mixing = states[0].mixing
+    assert mixing.examples == len(examples) and len({s.mixing.round for s in states}) == 1
+    assert sorted(mixing.anchor.classes_) == ["a", "b", "c", "d"]
+    assert all(fingerprint(s.model) == mixing.fingerprint for s in states)
 
 
 def test_members_compute_the_same_mix_in_any_reading_order():
