@@ -8,7 +8,7 @@ holds river's `BagOfWords` with its token counting compiled.
 
 from . import text
 from .arow import AROW
-from .combine import combine
+from .combine import changes, combine
 from .cw import CW
 from .gaussian import ENGINE
 from .nherd import NHERD
@@ -16,4 +16,4 @@ from .rda import VotedRDA
 from .scw import SCW
 from .sop import SOP
 
-__all__ = ["AROW", "CW", "ENGINE", "NHERD", "SCW", "SOP", "VotedRDA", "combine"]
+__all__ = ["AROW", "CW", "ENGINE", "NHERD", "SCW", "SOP", "VotedRDA", "changes", "combine"]

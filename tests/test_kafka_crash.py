@@ -42,6 +42,15 @@ def serve_in_child(argv: list[str], log_path) -> None:
     os._exit(cli.main(argv))
 
 
+def fork_server(argv: list[str], log_path):
+    """`river-cw ARGV` in a forked process writing to `log_path`: it starts at once, its
+    modules already imported (the test process runs no Kafka client thread while forking)."""
+    log_path.write_bytes(b"")
+    process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
+    process.start()
+    return process
+
+
 def start_server(broker, topic, log_path, idle_timeout="30"):
     """`river-cw serve` in a forked process: it starts at once, its modules already imported
     (the test process runs no Kafka client thread while servers are forked)."""
@@ -65,10 +74,7 @@ def start_server(broker, topic, log_path, idle_timeout="30"):
         "--connect-timeout-ms",
         "5000",
     ]
-    log_path.write_bytes(b"")
-    process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
-    process.start()
-    return process
+    return fork_server(argv, log_path)
 
 
 def wait_until_serving(log_path, process, timeout=30.0):
