@@ -48,7 +48,8 @@ and learns again the examples it learned since publishing. Partitions do not wai
 other unless `mix_lag` is set (bounded staleness: a partition that many examples past its
 publication leaves its records until the round is mixed, then reads them again from its
 offsets). A partition restored by a new owner carries its round and anchor in its state and
-reads the models topic from where its round's contributions start.
+reads the models topic from where its round's contributions start. A round needs a
+contribution of every partition of the topic: some member must serve each.
 """
 
 from __future__ import annotations
