@@ -10,7 +10,7 @@ from array import array
 import numpy as np
 
 from .base import LinearClassifier
-from .validation import as_floats, check_features
+from .validation import check_features
 
 __all__ = ["VotedRDA"]
 
@@ -90,6 +90,13 @@ class VotedRDA(LinearClassifier):
     conservative
         Update on mistakes only (``y w_k . x <= 0``), the voted RDA. ``False`` is plain RDA: every
         example is a step (``k`` counts examples) with the loss subgradient at ``w_k``.
+    learn_intercept
+        Learn an intercept, the weight of a constant feature 1 (see `intercept`); like every
+        weight it is l1-regularised.
+
+    A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its subgradient is
+    multiplied by w (with the conservative hinge loss: the update of the example ``w x``), and so is
+    its log loss in the calibration of the temperature. The counts ``c_k`` count examples.
 
     Attributes
     ----------
@@ -146,6 +153,7 @@ class VotedRDA(LinearClassifier):
         loss: str = "hinge",
         prediction: str = "average",
         conservative: bool = True,
+        learn_intercept: bool = False,
     ):
         if isinstance(l1, bool) or not isinstance(l1, numbers.Real) or not 0 <= l1 < math.inf:
             raise ValueError(f"l1 must be a finite number >= 0, got {l1!r}")
@@ -157,7 +165,7 @@ class VotedRDA(LinearClassifier):
             raise ValueError(f"prediction must be 'average', 'vote' or 'last', got {prediction!r}")
         if not isinstance(conservative, bool):
             raise ValueError(f"conservative must be True or False, got {conservative!r}")
-        super().__init__()
+        super().__init__(learn_intercept)
         self.l1 = l1
         self.eta = eta
         self.loss = loss
@@ -315,8 +323,9 @@ class VotedRDA(LinearClassifier):
     def _logits(self, scores: list[float]) -> np.ndarray:
         return np.array([0.0, scores[0]] if self.is_binary else scores)
 
-    def _calibrate(self, x: dict, label: int) -> None:
-        """Add this example's log loss, under every candidate temperature, to the running sums.
+    def _calibrate(self, x: dict, label: int, w: float) -> None:
+        """Add this example's log loss (times w), under every candidate temperature, to the
+        running sums.
 
         x was validated by the learning scores; the averaged ones may still overflow, and then
         the example is not used for calibration."""
@@ -329,9 +338,9 @@ class VotedRDA(LinearClassifier):
             top = za.max(axis=1)
             losses = top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - za[:, label]
         if np.isfinite(losses).all():  # scores near the float64 limit: skip, for every candidate
-            self._calibration += losses
+            self._calibration += losses if w == 1.0 else w * losses
 
-    def _update(self, x: dict, pairs: tuple[tuple[int, int], ...]) -> None:
+    def _update(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float) -> None:
         scores = self._learning_scores(x)  # validates x before anything changes
         terms = [sign * scores[b] for b, sign in pairs]
         try:
@@ -346,13 +355,13 @@ class VotedRDA(LinearClassifier):
                 step = 1.0 / (1.0 + math.exp(margin))
             else:
                 step = math.exp(-margin) / (1.0 + math.exp(-margin))
-            plan = self._plan(x, pairs, step)
+            plan = self._plan(x, pairs, step if w == 1.0 else w * step)
             if plan is None:
                 self.n_skipped_updates += 1
                 return
         if self.loss == "hinge" and self.prediction != "vote" and len(self.classes_) > 1:
             label = pairs[0][0] if not self.is_binary else int(pairs[0][1] == 1)
-            self._calibrate(x, label)
+            self._calibrate(x, label, w)
         if plan is not None:
             self._step(plan)
         self._c += 1
@@ -430,8 +439,8 @@ class VotedRDA(LinearClassifier):
 
     # -- river API ------------------------------------------------------------------------------
 
-    def predict_proba_one(self, x: dict, **kwargs) -> dict:
-        scores = self._scores(as_floats(x))  # validates x
+    def predict_proba_one(self, x: dict) -> dict:
+        scores = self._scores(self._features(x))  # validates x
         if len(self.classes_) < 2:
             return {c: 1.0 for c in self.classes_}
         if self.prediction == "vote":
@@ -456,13 +465,9 @@ class VotedRDA(LinearClassifier):
     def n_updates(self) -> int:
         return self._k
 
-    @property
-    def weights(self) -> dict:
+    def _weight_blocks(self) -> list[dict]:
         weight, divisor = self._weight()
-        blocks = [{f: w / divisor for f, r in b.items() if (w := weight(r))} for b in self._blocks]
-        if self.is_binary:
-            return blocks[0]
-        return dict(zip(self.classes_, blocks))
+        return [{f: w / divisor for f, r in b.items() if (w := weight(r))} for b in self._blocks]
 
     @property
     def n_nonzero(self) -> int:

@@ -154,7 +154,7 @@ def test_nherd_exact_on_huge_values_updates_whole_or_not_at_all():
 class Reckless(river_cw.AROW):
     """AROW with a step too large for float64 on a large feature value."""
 
-    def _step(self, m, v):
+    def _step(self, m, v, w):
         return 1e300, 1.0
 
 

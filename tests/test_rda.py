@@ -87,7 +87,11 @@ class NaiveRDA(LinearClassifier):
         self.total = np.vstack([np.zeros(self.d), self.total])
         self.voters = [[np.vstack([np.zeros(self.d), w]), c] for w, c in self.voters]
 
-    def _update(self, x, pairs):
+    def _weight_blocks(self):
+        rows = self.total / max(self.t, 1) if self.prediction == "average" else self.current()
+        return [{f: w for f, w in enumerate(row) if w} for row in rows]
+
+    def _update(self, x, pairs, w):
         scores = self._learning_scores(x)
         margin = sum(sign * scores[b] for b, sign in pairs)
         if not self.conservative or margin <= 0:
@@ -96,7 +100,7 @@ class NaiveRDA(LinearClassifier):
             else:
                 step = float(special.expit(-margin))
             for b, sign in pairs:
-                self.s[b] -= step * sign * self.dense(x)
+                self.s[b] -= w * step * sign * self.dense(x)
             self.k += 1
             self.voters.append([self.current(), 0])
         w = self.current()
