@@ -63,7 +63,7 @@ class AROW(GaussianClassifier):
         covariance: str = "diagonal",
         diagonal: str = "project",
         initial_variance: float = 1.0,
-        learn_intercept: bool = False,
+        learn_intercept: bool = True,
     ):
         if not r > 0:
             raise ValueError(f"r must be positive, got {r!r}")

@@ -216,7 +216,7 @@ class CW(GaussianClassifier):
         covariance: str = "diagonal",
         diagonal: str = "project",
         initial_variance: float = 1.0,
-        learn_intercept: bool = False,
+        learn_intercept: bool = True,
     ):
         if not 0.5 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")

@@ -58,7 +58,7 @@ class NHERD(GaussianClassifier):
         covariance: str = "diagonal",
         diagonal: str = "project",
         initial_variance: float = 1.0,
-        learn_intercept: bool = False,
+        learn_intercept: bool = True,
     ):
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")

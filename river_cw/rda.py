@@ -153,7 +153,7 @@ class VotedRDA(LinearClassifier):
         loss: str = "hinge",
         prediction: str = "average",
         conservative: bool = True,
-        learn_intercept: bool = False,
+        learn_intercept: bool = True,
     ):
         if isinstance(l1, bool) or not isinstance(l1, numbers.Real) or not 0 <= l1 < math.inf:
             raise ValueError(f"l1 must be a finite number >= 0, got {l1!r}")

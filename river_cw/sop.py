@@ -56,7 +56,7 @@ class SOP(GaussianClassifier):
         a: float = 1.0,
         covariance: str = "diagonal",
         diagonal: str = "project",
-        learn_intercept: bool = False,
+        learn_intercept: bool = True,
     ):
         if not a > 0:
             raise ValueError(f"a must be positive, got {a!r}")
