@@ -100,7 +100,7 @@ def test_empty_x_teaches_only_the_intercept_and_pickling_round_trips(model):
     for x, y in mixed_stream(1):
         model.learn_one(x, y)
     state = pickle.dumps(model)
-    model.learn_one({}, "a")
+    model.learn_one({}, next(c for c in model.classes_ if c != model.predict_one({})))  # a mistake
     assert (pickle.dumps(model) == state) != model.learn_intercept  # the intercept learns
     clone = pickle.loads(pickle.dumps(model))
     for x, _ in mixed_stream(2, n=30):
