@@ -32,6 +32,10 @@ class AROW(GaussianClassifier):
         a, the prior variance of every weight: Sigma_0 = a I.
     learn_intercept
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
+    forgetting
+        f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
+        example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
+        forgets (the papers' models).
 
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its regularization is
     ``r / w`` (``w = 2`` is the step of ``AROW(r=r/2)``). In natural parameters AROW adds
@@ -64,10 +68,11 @@ class AROW(GaussianClassifier):
         diagonal: str = "project",
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
+        forgetting: float = 0.0,
     ):
         if not r > 0:
             raise ValueError(f"r must be positive, got {r!r}")
-        super().__init__(covariance, diagonal, initial_variance, learn_intercept)
+        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting)
         self.r = r
 
     def _step(self, m, v, w):

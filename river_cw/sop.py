@@ -28,6 +28,10 @@ class SOP(GaussianClassifier):
         ``"project"`` (``A_jj += x_j^2``) or ``"drop"``.
     learn_intercept
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
+    forgetting
+        f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
+        example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
+        forgets (the papers' models).
 
     A sample weight ``learn_one(x, y, w)`` counts a mistaken example w times in the sums:
     ``b += w y x`` and ``A += w x x'``, i.e. ``alpha = w (1 - m) / (1 + w v)``, ``gamma = w``.
@@ -57,10 +61,11 @@ class SOP(GaussianClassifier):
         covariance: str = "diagonal",
         diagonal: str = "project",
         learn_intercept: bool = True,
+        forgetting: float = 0.0,
     ):
         if not a > 0:
             raise ValueError(f"a must be positive, got {a!r}")
-        super().__init__(covariance, diagonal, 1.0 / a, learn_intercept)
+        super().__init__(covariance, diagonal, 1.0 / a, learn_intercept, forgetting)
         self.a = a
 
     def _step(self, m, v, w):

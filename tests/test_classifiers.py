@@ -56,7 +56,20 @@ def name(model):
     return repr(model).replace("\n", "").replace(" ", "")
 
 
-@pytest.mark.parametrize("model", ALL_CONFIGS, ids=name)
+# the papers' models (no intercept) and forgetting, beside the defaults of ALL_CONFIGS; the
+# full-covariance models are slow to check, so one of them stands for the others
+CHECKED_CONFIGS = ALL_CONFIGS + [
+    model.clone({"learn_intercept": False})
+    for model in ALL_CONFIGS
+    if model.covariance == "diagonal" or isinstance(model, river_cw.AROW)
+] + [
+    river_cw.AROW(forgetting=0.1),
+    river_cw.CW(diagonal="exact", forgetting=0.05),
+    river_cw.NHERD(covariance="full", forgetting=0.1),
+]
+
+
+@pytest.mark.parametrize("model", CHECKED_CONFIGS, ids=name)
 def test_river_check_estimator(model):
     checks.check_estimator(model)
 
