@@ -36,6 +36,8 @@ class AROW(GaussianClassifier):
         f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
         example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
         forgets (the papers' models).
+    calibrate
+        Fit a temperature of the probabilities online (see `GaussianClassifier`).
 
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its regularization is
     ``r / w`` (``w = 2`` is the step of ``AROW(r=r/2)``). In natural parameters AROW adds
@@ -69,10 +71,11 @@ class AROW(GaussianClassifier):
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
         forgetting: float = 0.0,
+        calibrate: bool = False,
     ):
         if not r > 0:
             raise ValueError(f"r must be positive, got {r!r}")
-        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting)
+        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate)
         self.r = r
 
     def _step(self, m, v, w):

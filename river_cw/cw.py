@@ -180,6 +180,8 @@ class CW(GaussianClassifier):
         f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
         example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
         forgets (the papers' models).
+    calibrate
+        Fit a temperature of the probabilities online (see `GaussianClassifier`).
 
     CW has a constraint and no loss, so a sample weight cannot scale a loss. ``learn_one(x, y,
     w)`` raises the Gaussian factor of CW's update to the power w (`weighted_step`): the
@@ -222,12 +224,13 @@ class CW(GaussianClassifier):
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
         forgetting: float = 0.0,
+        calibrate: bool = False,
     ):
         if not 0.5 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")
         if variant not in ("stdev", "var"):
             raise ValueError(f"variant must be 'stdev' or 'var', got {variant!r}")
-        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting)
+        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate)
         self.confidence = confidence
         self.variant = variant
         self._phi = statistics.NormalDist().inv_cdf(confidence)

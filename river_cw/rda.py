@@ -9,13 +9,12 @@ from array import array
 
 import numpy as np
 
+from . import calibration
 from .base import LinearClassifier
 from .validation import check_features
 
 __all__ = ["VotedRDA"]
 
-# Temperatures tried by the online calibration of the hinge loss: 4 per octave, 2^-32 .. 2^16.
-_TEMPERATURES = 2.0 ** np.arange(-32.0, 16.25, 0.25)
 
 
 def _raise_bad_input(x: dict) -> None:
@@ -71,8 +70,8 @@ class VotedRDA(LinearClassifier):
     logistic link: ``P(second) = sigmoid(a f)`` for two labels, ``softmax(a f)`` over the blocks
     for more. With the log loss ``a = 1``: the model is trained as a logistic regression. The
     hinge loss fixes only the sign of the score, not its scale, so ``a`` is a temperature fitted
-    online (temperature scaling): before each update the model scores the example, and ``a`` is
-    the value, on a log grid from 2^-32 to 2^16, with the least cumulative log loss on these
+    online (`river_cw.calibration`): before each update the model scores the example, and ``a``
+    is the value, on a log grid from 2^-32 to 2^16, with the least cumulative log loss on these
     progressive predictions. Until the stream shows otherwise the grid's smallest value wins the
     tie, so a fresh model is (nearly) uniform.
 
@@ -191,7 +190,7 @@ class VotedRDA(LinearClassifier):
         # feature -> (updates, values), the history of s.
         self._counts = array("q")
         self._history: list[dict] = [{}]
-        self._calibration = np.zeros(len(_TEMPERATURES))  # hinge: log loss of each temperature
+        self._calibration = np.zeros(len(calibration.TEMPERATURES))  # hinge: each one's log loss
 
     # -- closed forms: each returns a function of a record, with the model's counters bound -----
 
@@ -333,10 +332,7 @@ class VotedRDA(LinearClassifier):
             z = self._logits(self._scores(x))
         except ValueError:
             return
-        with np.errstate(all="ignore"):
-            za = np.outer(_TEMPERATURES, z)
-            top = za.max(axis=1)
-            losses = top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - za[:, label]
+        losses = calibration.softmax_losses(z, label)
         if np.isfinite(losses).all():  # scores near the float64 limit: skip, for every candidate
             self._calibration += losses if w == 1.0 else w * losses
 
@@ -459,7 +455,7 @@ class VotedRDA(LinearClassifier):
     def temperature(self) -> float:
         if self.loss == "log":
             return 1.0
-        return float(_TEMPERATURES[np.argmin(self._calibration)])
+        return calibration.best(self._calibration)
 
     @property
     def n_updates(self) -> int:

@@ -45,6 +45,8 @@ class SCW(GaussianClassifier):
         f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
         example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
         forgets (the papers' models).
+    calibrate
+        Fit a temperature of the probabilities online (see `GaussianClassifier`).
 
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss, ``C -> w C`` (``w = 2`` is
     the step of ``SCW(C=2 C)``).
@@ -78,6 +80,7 @@ class SCW(GaussianClassifier):
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
         forgetting: float = 0.0,
+        calibrate: bool = False,
     ):
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")
@@ -85,7 +88,7 @@ class SCW(GaussianClassifier):
             raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")
         if variant not in ("I", "II"):
             raise ValueError(f"variant must be 'I' or 'II', got {variant!r}")
-        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting)
+        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate)
         self.C = C
         self.confidence = confidence
         self.variant = variant

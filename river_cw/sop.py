@@ -32,6 +32,8 @@ class SOP(GaussianClassifier):
         f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
         example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
         forgets (the papers' models).
+    calibrate
+        Fit a temperature of the probabilities online (see `GaussianClassifier`).
 
     A sample weight ``learn_one(x, y, w)`` counts a mistaken example w times in the sums:
     ``b += w y x`` and ``A += w x x'``, i.e. ``alpha = w (1 - m) / (1 + w v)``, ``gamma = w``.
@@ -62,10 +64,11 @@ class SOP(GaussianClassifier):
         diagonal: str = "project",
         learn_intercept: bool = True,
         forgetting: float = 0.0,
+        calibrate: bool = False,
     ):
         if not a > 0:
             raise ValueError(f"a must be positive, got {a!r}")
-        super().__init__(covariance, diagonal, 1.0 / a, learn_intercept, forgetting)
+        super().__init__(covariance, diagonal, 1.0 / a, learn_intercept, forgetting, calibrate)
         self.a = a
 
     def _step(self, m, v, w):

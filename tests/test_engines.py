@@ -274,8 +274,8 @@ def test_compiled_as_floats_is_the_python_function(x):
 
 @pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
 @pytest.mark.parametrize("forgetting", [0.0, 0.05])
-def test_same_with_intercept_sample_weights_and_forgetting(cls, params, forgetting):
-    params = {**params, "learn_intercept": True, "forgetting": forgetting}
+def test_same_with_intercept_sample_weights_forgetting_and_calibration(cls, params, forgetting):
+    params = {**params, "learn_intercept": True, "forgetting": forgetting, "calibrate": True}
     compiled, python = pair(cls, params)
     rng = random.Random(11)
     for x, y in stream(5, n_labels=3):
