@@ -52,7 +52,7 @@ class AROW(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.AROW(r=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.47%
+    Accuracy: 88.95%
 
     References
     ----------

@@ -198,7 +198,7 @@ class CW(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.CW(variant="var")
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 84.39%
+    Accuracy: 84.87%
 
     CW forces every example to be classified with the required confidence, so on noisy,
     non-separable data its variance collapses quickly (AROW and SCW were designed against

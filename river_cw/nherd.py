@@ -50,7 +50,7 @@ class NHERD(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.NHERD(C=0.1)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.87%
+    Accuracy: 89.59%
 
     References
     ----------

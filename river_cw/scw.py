@@ -59,7 +59,7 @@ class SCW(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.SCW(C=0.1, variant="II")
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.15%
+    Accuracy: 89.27%
 
     References
     ----------

@@ -46,7 +46,7 @@ class SOP(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.SOP(a=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 85.51%
+    Accuracy: 86.71%
 
     References
     ----------
