@@ -678,13 +678,21 @@ static int coords_reserve(Diagonal *self, Py_ssize_t n) {
     return 0;
 }
 
-/* margin(x, pairs) -> (m, v, u, entries): one pass over d = sum(sign f(x, block)) */
+/* forgetting: a learned variance relaxed toward the prior, 1/s <- keep/s + rest (see
+ * river_cw.gaussian.forget); keep == 1 leaves it as it is */
+static inline double forget(double s, double keep, double rest) {
+    return keep == 1.0 ? s : s / (keep + rest * s);
+}
+
+/* margin(x, pairs, keep=1, rest=0) -> (m, v, u, entries): one pass over
+ * d = sum(sign f(x, block)), with the learned variances of d's features forgotten first (written
+ * once x is known to be valid) */
 static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
     PyObject *x_in, *pairs, *x = NULL, *result = NULL, *key, *value, *terms;
     Py_ssize_t npairs, k, pos, n;
-    double m = 0.0, v;
+    double m = 0.0, v, keep = 1.0, rest = 0.0;
     Fsum u_acc;
-    if (!PyArg_ParseTuple(args, "OO", &x_in, &pairs)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO|dd", &x_in, &pairs, &keep, &rest)) return NULL;
     if (enter(self) < 0) return NULL;
     release_coords(self);
     fsum_init(&u_acc);
@@ -753,7 +761,7 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
                 }
             } else {
                 Entry *e = &t->entries[ix];
-                double uj = e->var * x2;
+                double uj = forget(e->var, keep, rest) * x2;
                 Coord *c = &self->coords[self->ncoords++];
                 c->pair = (int)k;
                 c->ix = ix;
@@ -778,6 +786,14 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
         goto fail_freed;
     }
     if ((terms = make_terms(self->u, self->nu)) == NULL) goto fail_freed;
+    if (keep != 1.0) /* x is valid: write the forgotten variances (of non-zero values) */
+        for (k = 0; k < self->ncoords; k++) {
+            Coord *c = &self->coords[k];
+            if (c->ix >= 0 && c->x != 0.0) {
+                Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+                e->var = forget(e->var, keep, rest);
+            }
+        }
     self->token = ++self->next_token;
     self->margin_generation = self->generation;
     result = Py_BuildValue("ddNL", m, v, terms, self->token);
@@ -1251,7 +1267,7 @@ static PyMethodDef diagonal_methods[] = {
     {"score_variances", (PyCFunction)diagonal_score_variances, METH_O,
      "x' Sigma_b x for every block b."},
     {"margin", (PyCFunction)diagonal_margin, METH_VARARGS,
-     "(m, v, u, entries) along the difference vector of (block, sign) pairs."},
+     "(m, v, u, entries) along the difference vector of (block, sign) pairs; forgets first."},
     {"update", (PyCFunction)diagonal_update, METH_VARARGS,
      "Apply one step (entries, alpha, gamma, v, scheme)."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
