@@ -81,18 +81,20 @@ def perceptron():
     )
 
 
-# name -> (constructor, fixed parameters, tuning grid of streams.tuning.GRIDS or None)
+# name -> (constructor, fixed parameters, tuning grid of streams.tuning.GRIDS or None); the
+# papers' models: no intercept
+PAPER = {"learn_intercept": False}
 MODELS = {
-    "CW-stdev KL": (river_cw.CW, {"variant": "stdev", "diagonal": "project"}, "CW"),
-    "CW-stdev L2": (river_cw.CW, {"variant": "stdev", "diagonal": "drop"}, "CW"),
-    "CW-stdev exact": (river_cw.CW, {"variant": "stdev", "diagonal": "exact"}, "CW"),
-    "CW-var KL": (river_cw.CW, {"variant": "var", "diagonal": "project"}, "CW"),
-    "CW-var L2": (river_cw.CW, {"variant": "var", "diagonal": "drop"}, "CW"),
-    "CW-var exact": (river_cw.CW, {"variant": "var", "diagonal": "exact"}, "CW"),
-    "AROW": (river_cw.AROW, {}, "AROW"),
-    "NHERD": (river_cw.NHERD, {}, "NHERD"),
-    "NHERD exact": (river_cw.NHERD, {"diagonal": "exact"}, "NHERD"),
-    "SOP": (river_cw.SOP, {}, "SOP"),
+    "CW-stdev KL": (river_cw.CW, {**PAPER, "variant": "stdev", "diagonal": "project"}, "CW"),
+    "CW-stdev L2": (river_cw.CW, {**PAPER, "variant": "stdev", "diagonal": "drop"}, "CW"),
+    "CW-stdev exact": (river_cw.CW, {**PAPER, "variant": "stdev", "diagonal": "exact"}, "CW"),
+    "CW-var KL": (river_cw.CW, {**PAPER, "variant": "var", "diagonal": "project"}, "CW"),
+    "CW-var L2": (river_cw.CW, {**PAPER, "variant": "var", "diagonal": "drop"}, "CW"),
+    "CW-var exact": (river_cw.CW, {**PAPER, "variant": "var", "diagonal": "exact"}, "CW"),
+    "AROW": (river_cw.AROW, PAPER, "AROW"),
+    "NHERD": (river_cw.NHERD, PAPER, "NHERD"),
+    "NHERD exact": (river_cw.NHERD, {**PAPER, "diagonal": "exact"}, "NHERD"),
+    "SOP": (river_cw.SOP, PAPER, "SOP"),
     "Perceptron": (perceptron, {}, None),
     "PA-I": (linear_model.PAClassifier, {"mode": 1, "learn_intercept": False}, "PAClassifier"),
     "river LogReg": (linear_model.LogisticRegression, {"intercept_lr": 0.0}, "LogisticRegression"),
@@ -389,7 +391,7 @@ def rda_path(examples: list, epochs: int, seed: int) -> list[list]:
     for method, options in RDA_METHODS.items():
         for loss in ("hinge", "log"):
             for l1 in RDA_L1:
-                model = river_cw.VotedRDA(l1=l1, loss=loss, **options)
+                model = river_cw.VotedRDA(l1=l1, loss=loss, learn_intercept=False, **options)
                 accuracy = epoch_curve(model, train, test, epochs, seed, 2)[-1]
                 rows.append([method, loss, l1, accuracy, model.n_nonzero])
     model = AveragedPerceptron()
