@@ -32,6 +32,7 @@ import abc
 import copy
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -427,6 +428,7 @@ class GaussianClassifier(LinearClassifier):
             losses = calibration.probit_losses(np.array(t), label)
         if self.forgetting:
             keep = 1.0 - self.forgetting if w == 1.0 else (1.0 - self.forgetting) ** w
+            keep = max(keep, sys.float_info.min)  # a huge w forgets all but a trace
             m, v, u, entries = self._gaussian.margin(x, pairs, keep, (1.0 - keep) / self.initial_variance)
         else:
             m, v, u, entries = self._gaussian.margin(x, pairs)

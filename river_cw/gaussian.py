@@ -422,7 +422,11 @@ class FullGaussian:
         chol = self.chol
         if keep != 1.0:
             rows = {self.index.get((b, f)) for b, _ in pairs for f in values} - {None}
-            chol = _forget_rows(chol, sorted(rows), keep, rest) if rows else chol
+            if rows:
+                with np.errstate(all="ignore"):
+                    forgotten = _forget_rows(chol, sorted(rows), keep, rest)
+                if np.isfinite(forgotten).all():  # else float64 cannot express it: not forgotten
+                    chol = forgotten
         d = np.zeros(len(self.index))
         prior_v, unseen = [], []
         for b, sign in pairs:

@@ -30,8 +30,10 @@ def log_loss(proba, y):
     return -math.log(p) if p > 0.0 else math.inf
 
 
-@pytest.mark.parametrize("labels", [(False, True), ("a", "b", "c")])
-@pytest.mark.parametrize("covariance", ["diagonal", "full"])
+@pytest.mark.parametrize(
+    "covariance, labels",
+    [("diagonal", (False, True)), ("full", (False, True)), ("diagonal", ("a", "b", "c"))],
+)
 def test_the_temperature_is_the_grid_minimiser_of_the_progressive_log_loss(labels, covariance):
     """Brute force: every candidate temperature's log loss on the predictions made just before
     each update; the model's temperature is the least (ties to 1 first)."""

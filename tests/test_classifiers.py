@@ -65,7 +65,7 @@ CHECKED_CONFIGS = ALL_CONFIGS + [
 ] + [
     river_cw.AROW(forgetting=0.1),
     river_cw.CW(diagonal="exact", forgetting=0.05),
-    river_cw.NHERD(covariance="full", forgetting=0.1),
+    river_cw.NHERD(diagonal="drop", forgetting=0.1, calibrate=True),
 ]
 
 

@@ -278,7 +278,7 @@ def test_same_with_intercept_sample_weights_forgetting_and_calibration(cls, para
     params = {**params, "learn_intercept": True, "forgetting": forgetting, "calibrate": True}
     compiled, python = pair(cls, params)
     rng = random.Random(11)
-    for x, y in stream(5, n_labels=3):
+    for x, y in stream(5, n=150, n_labels=3):
         w = rng.choice([0.0, 0.25, 1.0, 1.0, 2, 3.5])
         compiled.learn_one(x, y, w)
         python.learn_one(x, y, w)

@@ -53,7 +53,7 @@ def rows_of(records, columns):
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: repr(m).replace("\n", "").replace(" ", ""))
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(frames, min_size=1, max_size=3), use_weights=st.booleans())
 def test_learn_many_is_the_learn_one_loop_bit_for_bit(model, batches, use_weights):
     many, one = model.clone(), model.clone()

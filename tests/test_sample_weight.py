@@ -130,7 +130,7 @@ KEYS = [INTERCEPT, "f0", "f1", "f2", "f3"]
 def test_an_integer_weight_counts_a_sop_mistake_w_times_in_the_papers_sums(w):
     """SOP keeps b = sum y x and A = a I + sum x x' over mistakes: w times this example."""
     model = trained(river_cw.SOP(a=0.7, covariance="full"), ("a", "b"))
-    for x, y in stream(4, 40, ("a", "b")):
+    for x, y in stream(4, 20, ("a", "b")):
         mu, S = dense(model, KEYS)
         A = np.linalg.inv(S)
         b = A @ mu
@@ -145,13 +145,13 @@ def test_an_integer_weight_counts_a_sop_mistake_w_times_in_the_papers_sums(w):
         np.testing.assert_allclose(np.linalg.inv(got_S), A, rtol=1e-8, atol=1e-8)
 
 
-@pytest.mark.parametrize("w", [0.25, 0.5] + integer_weights())
+@pytest.mark.parametrize("w", [0.25, 3])
 @pytest.mark.parametrize("variant", ["stdev", "var"])
 def test_a_weight_raises_cws_gaussian_factor_to_its_power(variant, w):
     """CW: the change of the natural parameters (precision, precision times mean) is w times
     the unweighted one, and Sigma stays positive definite."""
     model = trained(river_cw.CW(variant=variant, covariance="full"), ("a", "b"), n=10)
-    for x, y in stream(5, 30, ("a", "b")):
+    for x, y in stream(5, 12, ("a", "b")):
         once = copy.deepcopy(model)
         once.learn_one(x, y)
         before = dense(model, KEYS)
