@@ -8,7 +8,8 @@ holds river's `BagOfWords` with its token counting compiled.
 
 from . import text
 from .arow import AROW
-from .combine import combine
+from .base import INTERCEPT
+from .combine import changes, combine
 from .cw import CW
 from .gaussian import ENGINE
 from .nherd import NHERD
@@ -16,4 +17,15 @@ from .rda import VotedRDA
 from .scw import SCW
 from .sop import SOP
 
-__all__ = ["AROW", "CW", "ENGINE", "NHERD", "SCW", "SOP", "VotedRDA", "combine"]
+__all__ = [
+    "AROW",
+    "CW",
+    "ENGINE",
+    "INTERCEPT",
+    "NHERD",
+    "SCW",
+    "SOP",
+    "VotedRDA",
+    "changes",
+    "combine",
+]

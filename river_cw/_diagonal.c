@@ -571,13 +571,21 @@ static int coords_reserve(Diagonal *self, Py_ssize_t n) {
     return 0;
 }
 
-/* margin(x, pairs) -> (m, v, u, entries): one pass over d = sum(sign f(x, block)) */
+/* forgetting: a learned variance relaxed toward the prior, 1/s <- keep/s + rest (see
+ * river_cw.gaussian.forget); keep == 1 leaves it as it is */
+static inline double forget(double s, double keep, double rest) {
+    return keep == 1.0 ? s : s / (keep + rest * s);
+}
+
+/* margin(x, pairs, keep=1, rest=0) -> (m, v, u, entries): one pass over
+ * d = sum(sign f(x, block)), with the learned variances of d's features forgotten first (written
+ * once x is known to be valid) */
 static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
     PyObject *x_in, *pairs, *x = NULL, *result = NULL, *key, *value, *terms;
     Py_ssize_t npairs, k, pos, n;
-    double m = 0.0, v;
+    double m = 0.0, v, keep = 1.0, rest = 0.0;
     Fsum u_acc;
-    if (!PyArg_ParseTuple(args, "OO", &x_in, &pairs)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO|dd", &x_in, &pairs, &keep, &rest)) return NULL;
     if (enter(self) < 0) return NULL;
     release_coords(self);
     fsum_init(&u_acc);
@@ -646,7 +654,7 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
                 }
             } else {
                 Entry *e = &t->entries[ix];
-                double uj = e->var * x2;
+                double uj = forget(e->var, keep, rest) * x2;
                 Coord *c = &self->coords[self->ncoords++];
                 c->pair = (int)k;
                 c->ix = ix;
@@ -671,6 +679,14 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
         goto fail_freed;
     }
     if ((terms = make_terms(self->u, self->nu)) == NULL) goto fail_freed;
+    if (keep != 1.0) /* x is valid: write the forgotten variances (of non-zero values) */
+        for (k = 0; k < self->ncoords; k++) {
+            Coord *c = &self->coords[k];
+            if (c->ix >= 0 && c->x != 0.0) {
+                Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+                e->var = forget(e->var, keep, rest);
+            }
+        }
     self->token = ++self->next_token;
     self->margin_generation = self->generation;
     result = Py_BuildValue("ddNL", m, v, terms, self->token);
@@ -840,22 +856,24 @@ fail:
 
 enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
 
-/* learn(x, pairs, step, scheme, *extra) -> 0, 1 or 2: river_cw.gaussian.DiagonalGaussian.learn
- * (the reference), margin() and update() called from C */
+/* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2:
+ * river_cw.gaussian.DiagonalGaussian.learn (the reference), margin() and update() from C */
 static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *margin_args, *margin, *step, *scheme, *result, *update_args, *applied;
-    PyObject *call[8];
+    PyObject *call[4];
     double v, alpha, gamma;
-    Py_ssize_t i, nextra;
+    Py_ssize_t i;
     int outcome;
-    if (nargs < 4 || nargs > 8) {
-        PyErr_SetString(PyExc_TypeError, "learn(x, pairs, step, scheme, *extra): 4 to 8 arguments");
+    if (nargs < 5 || nargs > 7) {
+        PyErr_SetString(PyExc_TypeError, "learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0)");
         return NULL;
     }
     step = args[2];
     scheme = args[3];
-    nextra = nargs - 4;
-    if ((margin_args = PyTuple_Pack(2, args[0], args[1])) == NULL) return NULL;
+    margin_args = nargs == 5 ? PyTuple_Pack(2, args[0], args[1])
+                  : nargs == 6 ? PyTuple_Pack(3, args[0], args[1], args[5])
+                               : PyTuple_Pack(4, args[0], args[1], args[5], args[6]);
+    if (margin_args == NULL) return NULL;
     margin = diagonal_margin(self, margin_args);
     Py_DECREF(margin_args);
     if (margin == NULL) return NULL;
@@ -864,13 +882,13 @@ static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_
         Py_DECREF(margin);
         return PyLong_FromLong(LEARN_NOTHING);
     }
-    /* step(m, v, *extra), or step(m, v, u, *extra) for the exact scheme (scheme None) */
+    /* step(m, v, w), or step(m, v, u, w) for the exact scheme (scheme None) */
     call[0] = PyTuple_GET_ITEM(margin, 0);
     call[1] = PyTuple_GET_ITEM(margin, 1);
     i = 2;
     if (scheme == Py_None) call[i++] = PyTuple_GET_ITEM(margin, 2);
-    memcpy(&call[i], &args[4], sizeof(PyObject *) * nextra);
-    result = PyObject_Vectorcall(step, call, (size_t)(i + nextra), NULL);
+    call[i++] = args[4];
+    result = PyObject_Vectorcall(step, call, (size_t)i, NULL);
     if (result == NULL) {
         Py_DECREF(margin);
         if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
@@ -1227,7 +1245,7 @@ static PyMethodDef diagonal_methods[] = {
     {"score_variances", (PyCFunction)diagonal_score_variances, METH_O,
      "x' Sigma_b x for every block b."},
     {"margin", (PyCFunction)diagonal_margin, METH_VARARGS,
-     "(m, v, u, entries) along the difference vector of (block, sign) pairs."},
+     "(m, v, u, entries) along the difference vector of (block, sign) pairs; forgets first."},
     {"update", (PyCFunction)diagonal_update, METH_VARARGS,
      "Apply one step (entries, alpha, gamma, v, scheme)."},
     {"learn", (PyCFunction)(void (*)(void))diagonal_learn, METH_FASTCALL,
@@ -1426,33 +1444,37 @@ static PyObject *module_exact_stdev_step(PyObject *module, PyObject *args) {
 
 static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
 
-#define EXACT_INT 67108864.0 /* river_cw.validation._EXACT_INT, 2**26 */
+/* river_cw.validation._EXACT_INT ** 2 (2**52), less a margin for rounding (see as_floats) */
+#define EXACT_NORM2 (4503599627370496.0 * (1.0 - 0x1p-20))
 
 /* as_floats(x): river_cw.validation.as_floats with its first fast paths in C: a dict whose
- * values are floats, or floats and ints all within +-2**26, is returned as it is (the Python
- * function's min/max test; NaN or a huge int beside an int goes to Python, as does anything
- * else) */
+ * values are all floats is returned as it is, and so is a dict of floats and ints whose sum of
+ * squares is below 2**52 by a margin far above its rounding (so that math.hypot of the values,
+ * the Python function's test, is at most 2**26 too); anything else goes to the Python function */
 static PyObject *module_as_floats(PyObject *module, PyObject *x) {
     if (PyDict_CheckExact(x)) {
         PyObject *key, *value;
         Py_ssize_t pos = 0;
-        int ints = 0, large = 0, other = 0;
+        int ints = 0, other = 0;
+        double norm2 = 0.0;
         while (!other && PyDict_Next(x, &pos, &key, &value)) {
-            if (PyFloat_CheckExact(value)) {
-                double v = PyFloat_AS_DOUBLE(value);
-                large |= !(v >= -EXACT_INT && v <= EXACT_INT); /* NaN included */
-            } else if (PyLong_CheckExact(value)) {
-                double v = PyLong_AsDouble(value); /* exact within +-2**26, rounded beyond */
+            double v;
+            if (PyFloat_CheckExact(value))
+                v = PyFloat_AS_DOUBLE(value);
+            else if (PyLong_CheckExact(value)) {
+                v = PyLong_AsDouble(value);
                 if (v == -1.0 && PyErr_Occurred()) {
                     PyErr_Clear(); /* beyond float64: Python's job */
                     v = INFINITY;
                 }
                 ints = 1;
-                other = !(v >= -EXACT_INT && v <= EXACT_INT);
-            } else
+            } else {
                 other = 1;
+                break;
+            }
+            norm2 += v * v;
         }
-        if (!other && !(ints && large)) {
+        if (!other && (!ints || norm2 <= EXACT_NORM2)) { /* NaN fails the comparison */
             Py_INCREF(x);
             return x;
         }

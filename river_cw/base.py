@@ -18,6 +18,12 @@ Every public method converts the feature values to Python floats first
 naming the feature or the label, and then the model is exactly as it was: `_update` validates
 and computes before it writes, and a new label is registered only together with a successful
 update (the block structure is restored if the update raises).
+
+The intercept (``learn_intercept=True``) is a weight like any other, of a feature whose value is
+always 1 and whose name is `INTERCEPT`, a reserved object no user feature can equal: it has a
+mean and a variance in the Gaussian and every rule updates it as it updates the features, in
+both engines and with the full covariance alike. The public views (`weights`, `variances`,
+`covariances`) leave it out and show it as `intercept` and `intercept_variance`.
 """
 
 from __future__ import annotations
@@ -25,21 +31,57 @@ from __future__ import annotations
 import abc
 import copy
 import math
+import numbers
+import sys
+
+import numpy as np
 
 from river import base
 
+from . import calibration
 from .gaussian import SKIPPED, DiagonalGaussian, FullGaussian
-from .validation import as_floats, check_label
+from .validation import as_floats, check_label, check_weight
 
-__all__ = ["GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
+__all__ = ["INTERCEPT", "GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
 
 
-class LinearClassifier(base.Classifier, abc.ABC):
+class _Intercept:
+    """The type of `INTERCEPT`: one object, equal only to itself, pickled by reference."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "river_cw.INTERCEPT"
+
+    def __hash__(self):  # fixed, so that nothing depends on the process (PYTHONHASHSEED, id)
+        return 0x1C7E5CE97
+
+    def __reduce__(self):
+        return "INTERCEPT"  # the module attribute: unpickles (and deep-copies) to the same object
+
+
+INTERCEPT = _Intercept()
+"""The feature name of the intercept: its value is always 1.0 (see `learn_intercept`)."""
+
+
+class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
     """Base for the linear classifiers: labels to weight blocks, binary or multi-class."""
 
-    def __init__(self):
+    # Attributes added after the first release, with the value that reproduces older models
+    # (`__setstate__` fills them in when an older pickle lacks them).
+    _PICKLE_DEFAULTS = {"learn_intercept": False}
+
+    def __init__(self, learn_intercept: bool = False):
+        if not isinstance(learn_intercept, bool):
+            raise ValueError(f"learn_intercept must be True or False, got {learn_intercept!r}")
+        self.learn_intercept = learn_intercept
         self.classes_: list = []
         self._class_index: dict = {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for name, value in self._PICKLE_DEFAULTS.items():
+            self.__dict__.setdefault(name, value)
 
     @property
     def _multiclass(self):
@@ -80,47 +122,123 @@ class LinearClassifier(base.Classifier, abc.ABC):
         vars(self).update(layout)
 
     @abc.abstractmethod
-    def _update(self, x: dict, pairs: tuple[tuple[int, int], ...]) -> None:
-        """Learn from the difference vector ``sum(sign * f(x, block) for block, sign in pairs)``.
+    def _update(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float) -> None:
+        """Learn from the difference vector ``sum(sign * f(x, block) for block, sign in pairs)``
+        with sample weight ``w > 0`` (each subclass documents what the weight means).
 
         The margin along it is ``y w . x`` when binary and ``w_y . x - w_y' . x`` when
         multi-class; it is computed here, in the same pass as the update's other sums. Raise on a
         bad `x` before anything changes.
         """
 
+    @abc.abstractmethod
+    def _weight_blocks(self) -> list[dict]:
+        """Per block, ``{feature: weight}`` of the weights predictions use (`INTERCEPT` included)."""
+
     # -- river API ----------------------------------------------------------------------------
 
-    def learn_one(self, x: dict, y, **kwargs) -> None:
-        check_label(y)
+    def _features(self, x: dict) -> dict:
+        """`x` as the engines see it: Python floats, and the intercept's constant feature."""
         x = as_floats(x)
+        return {**x, INTERCEPT: 1.0} if self.learn_intercept else x
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Learn the example `x` with label `y` and sample weight `w` (a finite number >= 0;
+        ``w=0`` validates `x` and `y` and changes nothing, ``w=1`` is the unweighted rule)."""
+        check_label(y)
+        w = check_weight(w)
+        x = self._features(x)
+        if w == 0.0:
+            self._learning_scores(x)  # validates x
+            return
         k = self._class_index.get(y)
         if self.is_binary and (k is not None or len(self.classes_) < 2):
             sign = 1 if (len(self.classes_) if k is None else k) == 1 else -1
-            self._update(x, ((0, sign),))  # validates x before anything changes
+            self._update(x, ((0, sign),), w)  # validates x before anything changes
             if k is None:
                 self._register(y)
             return
         scores = self._learning_scores(x)  # validates x before anything changes
         if k is not None:
-            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)))
+            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)), w)
             return
         layout = (list(self.classes_), dict(self._class_index), self._layout())
         try:
             k = self._register(y)
             scores = self._learning_scores(x)
-            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)))
+            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)), w)
         except BaseException:
             self.classes_, self._class_index, structure = layout
             self._restore_layout(structure)
             raise
 
-    def predict_one(self, x: dict, **kwargs):
-        scores = self._scores(as_floats(x))  # validates x, even before any label is known
+    def predict_one(self, x: dict):
+        scores = self._scores(self._features(x))  # validates x, even before any label is known
         if not self.classes_:
             return None
         if self.is_binary:
             return self.classes_[-1] if scores[0] > 0 else self.classes_[0]
         return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
+
+    # -- public state -------------------------------------------------------------------------
+
+    def _by_label(self, blocks: list):
+        """One block as it is while binary; ``{label: block}`` once multi-class."""
+        if self.is_binary:
+            return blocks[0]
+        return dict(zip(self.classes_, blocks))
+
+    @property
+    def weights(self) -> dict:
+        """The weights predictions use: ``{feature: weight}`` while binary (the score of the
+        second label seen; the first is its negation), ``{label: {feature: weight}}`` once
+        multi-class (one weight vector per label, in the order of ``classes_``). Features never
+        learned have weight 0 and are absent; the intercept is `intercept`. A copy."""
+        return self._by_label(_without_intercept(self._weight_blocks()))
+
+    @property
+    def intercept(self):
+        """The intercept: a float while binary, ``{label: intercept}`` once multi-class (laid
+        out as `weights`); 0.0 until learned, and always without `learn_intercept`."""
+        return self._by_label([block.get(INTERCEPT, 0.0) for block in self._weight_blocks()])
+
+    # -- mini-batches (river.base.MiniBatchClassifier) ----------------------------------------
+
+    def learn_many(self, X, y, w=1.0) -> None:
+        """Learn the rows of the DataFrame `X` with the labels of the Series `y`, in order.
+
+        Exactly the `learn_one` loop over the rows, to the last bit: row i is the dict of its
+        non-missing entries (NaN and None are pandas' marks of a missing value, so a feature absent
+        from a row is absent from its dict), its label ``y.iloc[i]`` and weight `w` (a number, or
+        a sequence or Series of one weight per row). A bad row raises the error `learn_one` raises,
+        with the row's index; the rows before it have been learned.
+        """
+        rows = _rows(X)
+        labels = _column(y, len(rows), "y")
+        weights = [w] * len(rows) if _is_number(w) else _column(w, len(rows), "w")
+        self._learn_rows(X.index, rows, labels, weights)
+
+    def _learn_rows(self, index, rows: list[dict], labels: list, weights: list) -> None:
+        """The mini-batch loop: `learn_one` row after row (one place for a batch kernel)."""
+        for i, x, y, w in zip(index, rows, labels, weights):
+            try:
+                self.learn_one(x, y, w)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"row {i!r}: {error}") from error
+
+    def predict_many(self, X):
+        """`predict_one` of every row of `X` (missing entries left out), as a Series on X's index."""
+        import pandas as pd
+
+        return pd.Series([self.predict_one(x) for x in _rows(X)], index=X.index, dtype=object)
+
+    def predict_proba_many(self, X):
+        """`predict_proba_one` of every row, as a DataFrame on X's index, one column per class
+        (in the order of ``classes_``, the order the labels were first seen)."""
+        import pandas as pd
+
+        probas = [self.predict_proba_one(x) for x in _rows(X)]
+        return pd.DataFrame(probas, index=X.index, columns=list(self.classes_), dtype=float)
 
     @staticmethod
     def _best_wrong(scores: list[float], k: int) -> int:
@@ -139,6 +257,30 @@ class LinearClassifier(base.Classifier, abc.ABC):
         elif len(self.classes_) > 3:
             self._add_block()
         return len(self.classes_) - 1
+
+
+def _without_intercept(blocks: list[dict]) -> list[dict]:
+    return [{f: v for f, v in block.items() if f is not INTERCEPT} for block in blocks]
+
+
+def _rows(X) -> list[dict]:
+    """The rows of a DataFrame as dicts of their non-missing entries (Python scalars)."""
+    return [
+        {f: v for f, v in row.items() if not (v is None or (isinstance(v, float) and v != v))}
+        for row in X.to_dict(orient="records")
+    ]
+
+
+def _is_number(w) -> bool:
+    return isinstance(w, (int, float)) or not hasattr(w, "__len__")
+
+
+def _column(values, n: int, name: str) -> list:
+    """A Series or sequence as a list of Python values, checked to have one per row."""
+    values = values.tolist() if hasattr(values, "tolist") else list(values)
+    if len(values) != n:
+        raise ValueError(f"{name} has {len(values)} entries for {n} rows of X")
+    return values
 
 
 def normal_log_cdf(t: float) -> float:
@@ -179,12 +321,62 @@ class GaussianClassifier(LinearClassifier):
     keeps the papers' rule, the best mean score; where margins differ much in variance the most
     probable label can differ from it.
     Before any label is seen the distribution is empty; with one label it is certain.
+
+    Forgetting (``forgetting = f > 0``; off by default, the papers' models never forget). Every
+    rule only adds precision, so after concept drift the variances stay small and the model
+    barely moves (CW's reach 1e-193 on SEA). With forgetting, each example first relaxes the
+    precision of the weights it touches toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``
+    (``a`` = `initial_variance`), before its margin is computed; the means stay. This is
+    directional forgetting (Kulhavy and Karny 1984; Kulhavy 1987): information is discounted
+    only in the directions the data excite, here the coordinates of x, so the cost is that of
+    the example (no pass over all features, which suits sparse text) and the variance of a
+    weight never seen again does not wind up. Relaxing toward the prior rather than toward
+    zero precision is the stabilised forgetting of Kulhavy and Zarrop (1993): a variance never
+    exceeds ``a``. A weight touched k times in a row with no update regains variance as
+    ``1/s_j -> 1/a`` geometrically, ``(1 - f)^k``; between updates the precision settles near
+    ``gamma x_j^2 / f`` instead of growing without bound. With a sample weight w the example
+    forgets w times: ``(1 - f)^w``. With ``covariance="full"``, ``Sigma^-1 <- S Sigma^-1 S +
+    (f/a) E`` with ``S = diag(sqrt(1 - f))`` on the touched coordinates and E the identity there.
+    The forgetting of a valid example is kept even when its step is not taken.
+
+    Calibration (``calibrate=True``; off by default). Under label noise or a collapsed variance
+    the margins' probabilities are overconfident (CW on a9a: log loss 10). A temperature a then
+    scales every standardised margin, ``Phi(a m / sqrt(v))``, fitted online on the progressive
+    log loss (`river_cw.calibration`, as voted RDA calibrates its hinge scores); it starts at 1
+    and never changes `predict_one`.
+
+    References: Kulhavy, R. and Karny, M., 1984. Tracking of slowly varying parameters by
+    directional forgetting. IFAC Proceedings 17(2); Kulhavy, R. and Zarrop, M. B., 1993. On a
+    general concept of forgetting. International Journal of Control 58(4), 905-924.
     """
 
     _diagonal_schemes: tuple[str, ...] = ("project", "drop", "exact")
+    _PICKLE_DEFAULTS = {
+        **LinearClassifier._PICKLE_DEFAULTS,
+        "forgetting": 0.0,
+        "calibrate": False,
+        "_calibration": None,
+    }
 
-    def __init__(self, covariance: str, diagonal: str, initial_variance: float):
-        super().__init__()
+    def __init__(
+        self,
+        covariance: str,
+        diagonal: str,
+        initial_variance: float,
+        learn_intercept: bool,
+        forgetting: float = 0.0,
+        calibrate: bool = False,
+    ):
+        super().__init__(learn_intercept)
+        if not isinstance(calibrate, bool):
+            raise ValueError(f"calibrate must be True or False, got {calibrate!r}")
+        self.calibrate = calibrate
+        self._calibration = calibration.start(prefer=1.0) if calibrate else None
+        if not isinstance(forgetting, numbers.Real) or isinstance(forgetting, bool) or not (
+            0.0 <= forgetting < 1.0
+        ):
+            raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
+        self.forgetting = forgetting
         if covariance not in ("diagonal", "full"):
             raise ValueError(f"covariance must be 'diagonal' or 'full', got {covariance!r}")
         if diagonal not in self._diagonal_schemes:
@@ -202,10 +394,11 @@ class GaussianClassifier(LinearClassifier):
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
     @abc.abstractmethod
-    def _step(self, m: float, v: float) -> tuple[float, float] | None:
-        """``(alpha, gamma)`` for margin mean `m` and variance `v > 0`, or None for no update."""
+    def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
+        """``(alpha, gamma)`` for margin mean `m`, variance `v > 0` and sample weight ``w > 0``
+        (``w == 1`` must give the paper's step bit for bit), or None for no update."""
 
-    def _exact_step(self, m: float, v: float, u: list[float]):
+    def _exact_step(self, m: float, v: float, u: list[float], w: float):
         """``(alpha, gamma, scheme)`` of the exact diagonal update, given the terms
         ``u_j = Sigma_jj d_j^2`` of v (see `DiagonalGaussian`)."""
         raise NotImplementedError
@@ -227,56 +420,115 @@ class GaussianClassifier(LinearClassifier):
     def _restore_layout(self, layout):
         self._gaussian.restore_layout(layout)
 
-    def _update(self, x, pairs):
-        """One step of the rule in the engine (`DiagonalGaussian.learn`); a step float64 cannot
-        express is counted in `n_skipped_updates` and changes nothing."""
+    def _update(self, x, pairs, w):
+        """One step of the rule in the engine (`DiagonalGaussian.learn`): margin (after the
+        forgetting), the rule's step with sample weight w, update; a step float64 cannot express
+        is counted in `n_skipped_updates` and changes nothing."""
+        losses = None
+        if self.calibrate and len(self.classes_) > 1:  # the progressive log loss, before learning
+            label = pairs[0][0] if not self.is_binary else int(pairs[0][1] == 1)
+            t = self._pairwise(x, self._scores(x))
+            losses = calibration.probit_losses(np.array(t), label)
+        keep, rest = 1.0, 0.0
+        if self.forgetting:
+            keep = 1.0 - self.forgetting if w == 1.0 else (1.0 - self.forgetting) ** w
+            keep = max(keep, sys.float_info.min)  # a huge w forgets all but a trace
+            rest = (1.0 - keep) / self.initial_variance
         if self.covariance == "diagonal" and self.diagonal == "exact":
             step, scheme = self._exact_step, None
         else:
             step, scheme = self._step, self.diagonal  # full covariance has no diagonal scheme
-        self.n_skipped_updates += self._gaussian.learn(x, pairs, step, scheme) == SKIPPED
+        outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
+        if losses is not None:  # x is valid: record the losses, unless one is beyond float64
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = self._calibration + (losses if w == 1.0 else w * losses)
+            if np.isfinite(total).all():
+                self._calibration = total
+        self.n_skipped_updates += outcome == SKIPPED
+
+    def _weight_blocks(self):
+        return self._gaussian.block_views()[0]
 
     # -- public state -------------------------------------------------------------------------
-
-    def _by_label(self, blocks: list[dict]) -> dict:
-        """One block as it is while binary; ``{label: block}`` once multi-class."""
-        if self.is_binary:
-            return blocks[0]
-        return dict(zip(self.classes_, blocks))
-
-    @property
-    def weights(self) -> dict:
-        """The means of the learned weights: ``{feature: mean}`` while binary (the score of the
-        second label seen; the first is its negation), ``{label: {feature: mean}}`` once
-        multi-class. Features never learned have mean 0 and are absent. A copy."""
-        return self._by_label(self._gaussian.block_views()[0])
 
     @property
     def variances(self) -> dict:
         """The (marginal) variances of the learned weights, laid out as `weights`; features
         never learned have variance `initial_variance`. A copy."""
-        return self._by_label(self._gaussian.block_views()[1])
+        return self._by_label(_without_intercept(self._gaussian.block_views()[1]))
+
+    @property
+    def intercept_variance(self):
+        """The variance of `intercept`, laid out as it: `initial_variance` until it is learned,
+        0.0 without `learn_intercept` (the intercept is then fixed at 0)."""
+        prior = self.initial_variance if self.learn_intercept else 0.0
+        blocks = self._gaussian.block_views()[1]
+        return self._by_label([block.get(INTERCEPT, prior) for block in blocks])
+
+    @property
+    def covariances(self) -> dict:
+        """The covariance matrix of the learned weights as ``{(f, g): Sigma_fg}``, a copy.
+
+        Binary: keyed by pairs of feature names; multi-class: by pairs of ``(label, feature)``.
+        ``covariance="full"`` gives every pair of learned weights (both orders; features of
+        different labels correlate once a multi-class update has touched both);
+        ``"diagonal"`` only the pairs ``(f, f)``, whose value is `variances`' (every other
+        covariance is 0). The intercept's row is named `INTERCEPT`. Features never learned are
+        absent: independent of everything, variance `initial_variance`.
+        (The constructor's `covariance` names the kind of matrix; this is the matrix.)
+        """
+        if self.covariance == "full":
+            gaussian = self._gaussian
+            keys = [self._public_key(b, f) for b, f in gaussian.index]
+            rows = gaussian.cov.tolist() if keys else []
+            return {(k, l): value for k, row in zip(keys, rows) for l, value in zip(keys, row)}
+        return {
+            (self._public_key(b, f),) * 2: s
+            for b, block in enumerate(self._gaussian.block_views()[1])
+            for f, s in block.items()
+        }
+
+    def _public_key(self, block: int, feature):
+        """The name of a weight in the public views: its feature, or ``(label, feature)``."""
+        return feature if self.is_binary else (self.classes_[block], feature)
 
     # -- probabilities ------------------------------------------------------------------------
+    # -- probabilities ------------------------------------------------------------------------
 
-    def predict_proba_one(self, x: dict, **kwargs) -> dict:
+    @property
+    def temperature(self) -> float:
+        """a, the temperature of the probabilities: 1 unless `calibrate` (see above)."""
+        return calibration.best(self._calibration) if self.calibrate else 1.0
+
+    def _pairwise(self, x: dict, scores: list[float]) -> list[list[float]]:
+        """The standardised pairwise margins ``t[z][k] = m_zk / sqrt(v_zk)`` of x, given its
+        scores (two labels or more; the diagonal is 0)."""
+        cov = self._gaussian.score_covariance(x)
+        if self.is_binary:
+            t = _standardised(scores[0], cov[0, 0])
+            return [[0.0, -t], [t, 0.0]]
+        cov = cov.tolist()  # Python floats: an overflow is inf, silently, as in the binary case
+        return [
+            [
+                _standardised(s_z - s_k, cov[z][z] + cov[k][k] - 2.0 * cov[z][k]) if k != z else 0.0
+                for k, s_k in enumerate(scores)
+            ]
+            for z, s_z in enumerate(scores)
+        ]
+
+    def predict_proba_one(self, x: dict) -> dict:
         classes = self.classes_
-        x = as_floats(x)
+        x = self._features(x)
         scores = self._scores(x)  # validates x, even before two labels are known
         if len(classes) < 2:
             return {c: 1.0 for c in classes}
-        cov = self._gaussian.score_covariance(x)
+        t, a = self._pairwise(x, scores), self.temperature
         if self.is_binary:
-            p = 0.5 * math.erfc(-_standardised(scores[0], cov[0, 0]) / math.sqrt(2.0))
+            p = 0.5 * math.erfc(-(a * t[1][0]) / math.sqrt(2.0))
             return {classes[0]: 1.0 - p, classes[1]: p}
-        cov = cov.tolist()  # Python floats: an overflow is inf, silently, as in the binary case
         logp = [
-            sum(
-                normal_log_cdf(_standardised(s_z - s_k, cov[z][z] + cov[k][k] - 2.0 * cov[z][k]))
-                for k, s_k in enumerate(scores)
-                if k != z
-            )
-            for z, s_z in enumerate(scores)
+            sum(normal_log_cdf(a * t_zk) for k, t_zk in enumerate(row) if k != z)
+            for z, row in enumerate(t)
         ]
         top = max(logp)
         weights = [math.exp(lp - top) for lp in logp]

@@ -31,7 +31,7 @@ from scipy.linalg import solve_triangular
 
 from .validation import check_features
 
-__all__ = ["ENGINE", "DiagonalGaussian", "FullGaussian", "HerdingShrink"]
+__all__ = ["ENGINE", "DiagonalGaussian", "FullGaussian", "HerdingShrink", "forget"]
 
 
 _SAFE = 1e300  # far enough from float64's limit for a step's rounding
@@ -46,22 +46,23 @@ def _total(terms) -> float:
         return math.inf
 
 
-def _learn(self, x: dict, pairs, step, scheme, *extra) -> int:
+def _learn(self, x: dict, pairs, step, scheme, w: float, keep=1.0, rest=0.0) -> int:
     """One update along ``d``, the `learn` of both Python engines (the compiled one mirrors it):
     `margin`, the rule's `step`, `update`. Returns `NOTHING` (``v = 0``: no non-zero feature, or
     all their variance is spent; or the step is None), `APPLIED`, or `SKIPPED` (float64 cannot
     express the step: the step raised ZeroDivisionError or OverflowError, gave a non-finite
     number, or `update` refused it).
 
-    ``step(m, v, *extra)`` gives None or ``(alpha, gamma)`` for the built-in `scheme`
-    ("project" or "drop"); with ``scheme=None`` (an exact scheme) ``step(m, v, u, *extra)``
-    gives None or ``(alpha, gamma, scheme)``. Raises on a bad `x` before anything changes.
+    ``step(m, v, w)`` gives None or ``(alpha, gamma)`` for the built-in `scheme` ("project" or
+    "drop"); with ``scheme=None`` (an exact scheme) ``step(m, v, u, w)`` gives None or
+    ``(alpha, gamma, scheme)``; w is the sample weight. `keep` and `rest` go to `margin` (the
+    forgetting). Raises on a bad `x` before anything changes.
     """
-    m, v, u, entries = self.margin(x, pairs)
+    m, v, u, entries = self.margin(x, pairs, keep, rest)
     if v <= 0.0:
         return NOTHING
     try:
-        result = step(m, v, u, *extra) if scheme is None else step(m, v, *extra)
+        result = step(m, v, u, w) if scheme is None else step(m, v, w)
     except (ZeroDivisionError, OverflowError):
         return SKIPPED
     if result is None:
@@ -171,12 +172,19 @@ class DiagonalGaussian:
             out.append(_total(terms))
         return np.diag(out)
 
-    def margin(self, x: dict, pairs) -> tuple[float, float, list, list]:
+    def margin(
+        self, x: dict, pairs, keep: float = 1.0, rest: float = 0.0
+    ) -> tuple[float, float, list, list]:
         """One pass over d: ``m = mu . d``, ``v = d' Sigma d``, the terms ``u_j = s_j d_j^2`` of
-        v, and d's entries for `update`. Raises on a bad `x` (every value is touched)."""
+        v, and d's entries for `update`. Raises on a bad `x` (every value is touched).
+
+        With ``keep < 1`` the learned variances of d's features (non-zero values) are forgotten
+        first (`forget`): the margin uses the forgotten ones, written once x is known to be
+        valid."""
         prior = self.initial_variance
         m, u, entries = 0.0, [], []
         add_u = u.append
+        forgetting = keep != 1.0
         try:
             for b, sign in pairs:
                 get = self.blocks[b].get
@@ -191,7 +199,7 @@ class DiagonalGaussian:
                             unseen.append((f, xf))
                     else:
                         add_m(w[0] * xf)
-                        add_u(w[1] * x2)
+                        add_u((forget(w[1], keep, rest) if forgetting else w[1]) * x2)
                         add_seen((w, xf))
                 m += sign * fsum(m_terms)
                 entries.append((b, sign, seen, unseen))
@@ -201,6 +209,11 @@ class DiagonalGaussian:
             ok = False
         if not ok:
             _raise_bad_input(x)
+        if forgetting:  # a zero value is no direction of d: its weight is not touched
+            for _, _, seen, _ in entries:
+                for w, xf in seen:
+                    if xf:
+                        w[1] = forget(w[1], keep, rest)
         return m, v, u, entries
 
     learn = _learn
@@ -279,6 +292,13 @@ class DiagonalGaussian:
 
     def __reduce__(self):
         return _restore_diagonal, (self.initial_variance, self.blocks)
+
+
+def forget(s: float, keep: float, rest: float) -> float:
+    """A variance after forgetting: the precision relaxed toward the prior's, ``1/s <- keep/s +
+    rest`` with ``rest = (1 - keep) / a``, written ``s / (keep + rest s)`` (no division by a
+    variance that underflowed to 0). Stays in ``[s, a]`` for ``s <= a``: no wind-up."""
+    return s / (keep + rest * s)
 
 
 class HerdingShrink:
@@ -418,12 +438,27 @@ class FullGaussian:
         with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: inf, as diagonal
             return z.T @ z + np.diag(prior)
 
-    def margin(self, x: dict, pairs) -> tuple[float, float, None, tuple]:
+    def margin(
+        self, x: dict, pairs, keep: float = 1.0, rest: float = 0.0
+    ) -> tuple[float, float, None, tuple]:
         """``m = mu . d`` and ``v = d' Sigma d`` with d over the known rows and the unseen
         weights (which count with the prior). (No per-coordinate terms: the exact schemes are
         diagonal.) Unseen weights get their rows in a canonical order of their keys, so the
-        order of the features in `x` never changes a result."""
+        order of the features in `x` never changes a result.
+
+        With ``keep < 1`` the precision is forgotten first along the coordinates of d's learned
+        weights J: ``Sigma^-1 <- S Sigma^-1 S + rest E_J`` with ``S = diag(sqrt(keep))`` on J and
+        1 elsewhere, E_J the identity on J (the diagonal engine's `forget`, coordinate-wise,
+        when Sigma is diagonal); written once x is known to be valid."""
         values = self._values(x)
+        chol = self.chol
+        if keep != 1.0:
+            rows = {self.index.get((b, f)) for b, _ in pairs for f in values} - {None}
+            if rows:
+                with np.errstate(all="ignore"):
+                    forgotten = _forget_rows(chol, sorted(rows), keep, rest)
+                if np.isfinite(forgotten).all():  # else float64 cannot express it: not forgotten
+                    chol = forgotten
         d = np.zeros(len(self.index))
         prior_v, unseen = [], []
         for b, sign in pairs:
@@ -435,11 +470,12 @@ class FullGaussian:
                 else:
                     d[i] += sign * xf
         unseen.sort(key=_row_order)
-        z = _solve(self.chol, d, trans="T")  # R^-T d
+        z = _solve(chol, d, trans="T")  # R^-T d
         with np.errstate(over="ignore", invalid="ignore"):  # refused below when not finite
             v = float(z @ z) + _total(prior_v)
         if not math.isfinite(v):
             _raise_bad_input(x)
+        self.chol = chol
         return float(self.mean @ d), v, None, (d, z, unseen)
 
     learn = _learn
@@ -475,6 +511,20 @@ class FullGaussian:
         """The non-zero values of `x` (floats); raises on a bad value."""
         check_features(x)
         return {f: xf for f, xf in x.items() if xf}
+
+
+def _forget_rows(chol: np.ndarray, rows: list[int], keep: float, rest: float) -> np.ndarray:
+    """A new R with ``R' R <- S R' R S + rest E_rows`` (see `FullGaussian.margin`): columns of
+    `rows` scaled by ``sqrt(keep)``, then one rank-one update ``rest e_j e_j'`` per row j. Each
+    diagonal entry of those rows stays at least ``1 / sqrt(initial_variance)``."""
+    chol = chol.copy()
+    chol[:, rows] *= math.sqrt(keep)
+    e = np.zeros(len(chol))
+    for j in rows:
+        e[j] = math.sqrt(rest)
+        chol = _cholesky_update(chol, e)
+        e[j] = 0.0
+    return chol
 
 
 def _row_order(entry) -> tuple:

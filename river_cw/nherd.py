@@ -30,6 +30,17 @@ class NHERD(GaussianClassifier):
         ``"project"``, ``"drop"`` or ``"exact"`` (see above).
     initial_variance
         a, the prior variance of every weight: Sigma_0 = a I.
+    learn_intercept
+        Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
+    forgetting
+        f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
+        example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
+        forgets (the papers' models).
+    calibrate
+        Fit a temperature of the probabilities online (see `GaussianClassifier`).
+
+    A sample weight ``learn_one(x, y, w)`` weighs the example's loss, ``C -> w C`` (``w = 2`` is
+    the step of ``NHERD(C=2 C)``).
 
     Examples
     --------
@@ -39,7 +50,7 @@ class NHERD(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.NHERD(C=0.1)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.87%
+    Accuracy: 89.59%
 
     References
     ----------
@@ -53,22 +64,26 @@ class NHERD(GaussianClassifier):
         covariance: str = "diagonal",
         diagonal: str = "project",
         initial_variance: float = 1.0,
+        learn_intercept: bool = True,
+        forgetting: float = 0.0,
+        calibrate: bool = False,
     ):
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")
-        super().__init__(covariance, diagonal, initial_variance)
+        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate)
         self.C = C
 
-    def _step(self, m, v):
+    def _step(self, m, v, w):
         if m >= 1.0:
             return None
-        return (1.0 - m) / (v + 1.0 / self.C), 2.0 * self.C + self.C * self.C * v
+        C = self.C * w  # exactly self.C when w == 1
+        return (1.0 - m) / (v + 1.0 / C), 2.0 * C + C * C * v
 
-    def _exact_step(self, m, v, u):
-        step = self._step(m, v)
+    def _exact_step(self, m, v, u, w):
+        step = self._step(m, v, w)
         if step is None:
             return None
-        return step[0], step[1], HerdingShrink(self.C)
+        return step[0], step[1], HerdingShrink(self.C * w)
 
     @classmethod
     def _unit_test_params(cls):

@@ -24,19 +24,19 @@ D = len(NAMES)
 
 
 def diagonal_state(model):
-    block = model._gaussian.blocks[0]
-    mu = np.array([block[f][0] if f in block else 0.0 for f in NAMES])
-    s = np.array([block[f][1] if f in block else model.initial_variance for f in NAMES])
+    weights, variances = model.weights, model.variances
+    mu = np.array([weights.get(f, 0.0) for f in NAMES])
+    s = np.array([variances.get(f, model.initial_variance) for f in NAMES])
     return mu, s
 
 
 RULES = {
-    "CW-var": (lambda **kw: river_cw.CW(variant="var", **kw), lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9)),
-    "CW-stdev": (lambda **kw: river_cw.CW(**kw), lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.9)),
-    "AROW": (lambda **kw: river_cw.AROW(r=0.5, **kw), lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5)),
-    "NHERD": (lambda **kw: river_cw.NHERD(C=0.3, **kw), lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3)),
-    "SCW-I": (lambda **kw: river_cw.SCW(C=0.5, **kw), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I")),
-    "SCW-II": (lambda **kw: river_cw.SCW(C=0.5, variant="II", **kw), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II")),
+    "CW-var": (lambda **kw: river_cw.CW(learn_intercept=False, variant="var", **kw), lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9)),
+    "CW-stdev": (lambda **kw: river_cw.CW(learn_intercept=False, **kw), lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.9)),
+    "AROW": (lambda **kw: river_cw.AROW(learn_intercept=False, r=0.5, **kw), lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5)),
+    "NHERD": (lambda **kw: river_cw.NHERD(learn_intercept=False, C=0.3, **kw), lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3)),
+    "SCW-I": (lambda **kw: river_cw.SCW(learn_intercept=False, C=0.5, **kw), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I")),
+    "SCW-II": (lambda **kw: river_cw.SCW(learn_intercept=False, C=0.5, variant="II", **kw), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II")),
 }
 
 
@@ -65,7 +65,7 @@ def test_diagonal_scheme_is_the_full_update_seen_through_the_diagonal(rule, sche
 def test_exact_diagonal_cw_meets_its_constraint_with_equality(variant, seed):
     """After each exact step on a violated example: m_new = phi v_new (var) or
     m_new = phi sqrt(v_new) (stdev), with the per-coordinate update of JMLR section 6.2."""
-    model = river_cw.CW(variant=variant, diagonal="exact", confidence=0.85)
+    model = river_cw.CW(learn_intercept=False, variant=variant, diagonal="exact", confidence=0.85)
     phi = model._phi
     updates = 0
     for x, y in random_stream(seed, n=80):
@@ -93,7 +93,7 @@ def test_exact_diagonal_cw_meets_its_constraint_with_equality(variant, seed):
 
 def test_exact_diagonal_nherd_runs_the_one_dimensional_update_per_coordinate():
     C = 0.4
-    model = river_cw.NHERD(C=C, diagonal="exact")
+    model = river_cw.NHERD(learn_intercept=False, C=C, diagonal="exact")
     for x, y in random_stream(1):
         mu, s = diagonal_state(model)
         sign = 1 if y else -1
@@ -106,16 +106,16 @@ def test_exact_diagonal_nherd_runs_the_one_dimensional_update_per_coordinate():
 
 
 CONFIGS = [
-    river_cw.CW(variant=variant, diagonal=diagonal)
+    river_cw.CW(learn_intercept=False, variant=variant, diagonal=diagonal)
     for variant in ("var", "stdev")
     for diagonal in ("project", "drop", "exact")
 ] + [
-    river_cw.AROW(diagonal="drop"),
-    river_cw.AROW(),
-    river_cw.NHERD(diagonal="exact"),
-    river_cw.NHERD(diagonal="drop"),
-    river_cw.SOP(),
-    river_cw.SCW(variant="II", diagonal="drop"),
+    river_cw.AROW(learn_intercept=False, diagonal="drop"),
+    river_cw.AROW(learn_intercept=False),
+    river_cw.NHERD(learn_intercept=False, diagonal="exact"),
+    river_cw.NHERD(learn_intercept=False, diagonal="drop"),
+    river_cw.SOP(learn_intercept=False),
+    river_cw.SCW(learn_intercept=False, variant="II", diagonal="drop"),
 ]
 
 
@@ -133,7 +133,7 @@ def test_diagonal_variances_stay_positive_and_never_grow(model, seed):
 
 @pytest.mark.parametrize(
     "model",
-    [river_cw.CW(covariance="full"), river_cw.CW(variant="var", covariance="full"), river_cw.AROW(covariance="full"), river_cw.NHERD(covariance="full"), river_cw.SCW(covariance="full")],
+    [river_cw.CW(learn_intercept=False, covariance="full"), river_cw.CW(learn_intercept=False, variant="var", covariance="full"), river_cw.AROW(learn_intercept=False, covariance="full"), river_cw.NHERD(learn_intercept=False, covariance="full"), river_cw.SCW(learn_intercept=False, covariance="full")],
     ids=repr,
 )
 def test_full_covariance_stays_positive_definite_and_never_grows(model):
@@ -178,7 +178,7 @@ def test_huge_and_tiny_feature_values_never_produce_nan(variant, diagonal):
     """Magnitudes from 1e-120 to 1e120: each example is learned, or, where float64 overflows,
     refused with a clear error and no change; the state never holds a NaN."""
     rng = np.random.default_rng(0)
-    model = river_cw.CW(variant=variant, diagonal=diagonal)
+    model = river_cw.CW(learn_intercept=False, variant=variant, diagonal=diagonal)
     learned = 0
     for i in range(300):
         scale = 10.0 ** rng.uniform(-120, 120)
@@ -190,7 +190,7 @@ def test_huge_and_tiny_feature_values_never_produce_nan(variant, diagonal):
         except ValueError as error:
             assert "too large" in str(error) and pickle.dumps(model) == state
             continue
-        assert not any(math.isnan(a) or math.isnan(b) for a, b in model._gaussian.blocks[0].values())
+        assert not any(map(math.isnan, [*model.weights.values(), *model.variances.values()]))
         try:
             proba = model.predict_proba_one(x)
         except ValueError as error:
@@ -203,13 +203,13 @@ def test_huge_and_tiny_feature_values_never_produce_nan(variant, diagonal):
 def test_stdev_exact_survives_variance_collapse():
     """On a long stream the exact stdev variant drives v towards 0 (DESIGN.md); still no NaN."""
     rng = np.random.default_rng(1)
-    model = river_cw.CW(diagonal="exact", confidence=0.95)
+    model = river_cw.CW(learn_intercept=False, diagonal="exact", confidence=0.95)
     w = rng.normal(size=8)
     for _ in range(2000):
         x = rng.normal(size=8)
         model.learn_one({j: float(v) for j, v in enumerate(x)}, bool(w @ x + rng.normal() > 0))
     state = pickle.dumps(model)
-    variances = [s for _, s in model._gaussian.blocks[0].values()]
+    variances = list(model.variances.values())
     assert all(math.isfinite(s) and s >= 0 for s in variances)
     assert min(variances) < 1e-3
     assert pickle.loads(state).predict_one({0: 1.0}) in (False, True)

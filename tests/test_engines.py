@@ -270,3 +270,18 @@ def test_compiled_as_floats_is_the_python_function(x):
             outcomes.append((type(error), str(error)))
     assert validation.as_floats is not validation._as_floats_python
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("forgetting", [0.0, 0.05])
+def test_same_with_intercept_sample_weights_forgetting_and_calibration(cls, params, forgetting):
+    params = {**params, "learn_intercept": True, "forgetting": forgetting, "calibrate": True}
+    compiled, python = pair(cls, params)
+    rng = random.Random(11)
+    for x, y in stream(5, n=150, n_labels=3):
+        w = rng.choice([0.0, 0.25, 1.0, 1.0, 2, 3.5])
+        compiled.learn_one(x, y, w)
+        python.learn_one(x, y, w)
+        assert_same(compiled, python, x)
+        assert bits(compiled._gaussian.mean_bound) == bits(python._gaussian.mean_bound)
+    assert pickle.dumps(compiled) == pickle.dumps(python)

@@ -154,7 +154,7 @@ def test_nherd_exact_on_huge_values_updates_whole_or_not_at_all():
 class Reckless(river_cw.AROW):
     """AROW with a step too large for float64 on a large feature value."""
 
-    def _step(self, m, v):
+    def _step(self, m, v, w):
         return 1e300, 1.0
 
 
@@ -213,3 +213,49 @@ def test_hostile_streams_never_corrupt_a_model(model, stream):
             assert not proba or math.isclose(sum(proba.values()), 1.0)
             assert all(0.0 <= p <= 1.0 for p in proba.values())
         assert_sound(model)
+
+
+NEW_PARAMETERS = [
+    river_cw.AROW(forgetting=0.1),
+    river_cw.AROW(covariance="full", forgetting=0.2),
+    river_cw.CW(diagonal="exact", forgetting=0.05),
+    river_cw.CW(variant="var", covariance="full", forgetting=0.01),
+    river_cw.NHERD(diagonal="exact", forgetting=0.3),
+    river_cw.SOP(learn_intercept=False, forgetting=0.5),
+    river_cw.SCW(variant="II", forgetting=0.01),
+    river_cw.VotedRDA(l1=0.01),
+]
+weights = st.one_of(
+    st.floats(0, 1e6),
+    st.integers(0, 5),
+    st.sampled_from([-1.0, math.nan, math.inf, "2", None, True, 10**400, 1e-300]),
+)
+
+
+@pytest.mark.parametrize("model", NEW_PARAMETERS, ids=name)
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stream=st.lists(
+        st.tuples(st.dictionaries(keys, values, max_size=4), labels, weights), min_size=1, max_size=12
+    )
+)
+def test_hostile_streams_and_weights_never_corrupt_a_model_with_an_intercept_or_forgetting(
+    model, stream
+):
+    model = model.clone()
+    for x, y, w in stream:
+        before = pickle.dumps(model)
+        try:
+            model.learn_one(x, y, w)
+        except (TypeError, ValueError):
+            assert pickle.dumps(model) == before
+        try:
+            proba = model.predict_proba_one(x)
+        except (TypeError, ValueError):
+            pass
+        else:
+            assert not proba or math.isclose(sum(proba.values()), 1.0)
+        assert_sound(model)
+        if not isinstance(model, river_cw.VotedRDA):
+            assert all(s <= model.initial_variance for s in state_floats(model)[1])
+

@@ -29,14 +29,14 @@ def test_second_order_methods_make_far_fewer_mistakes_on_the_separable_synthetic
         mistakes(linear_model.Perceptron(), stream), mistakes(linear_model.PAClassifier(), stream)
     )
     for model in (
-        river_cw.CW(covariance="full"),
-        river_cw.CW(variant="var", covariance="full"),
-        river_cw.AROW(covariance="full"),
-        river_cw.SOP(covariance="full"),
+        river_cw.CW(learn_intercept=False, covariance="full"),
+        river_cw.CW(learn_intercept=False, variant="var", covariance="full"),
+        river_cw.AROW(learn_intercept=False, covariance="full"),
+        river_cw.SOP(learn_intercept=False, covariance="full"),
     ):
         assert mistakes(model, stream) < 0.6 * first_order, model
     # NHERD's covariance shrinks fastest (gamma = 2C + C^2 v); its papers tune C, here 0.1
-    assert mistakes(river_cw.NHERD(C=0.1, covariance="full"), stream) < 0.7 * first_order
+    assert mistakes(river_cw.NHERD(learn_intercept=False, C=0.1, covariance="full"), stream) < 0.7 * first_order
 
 
 def text_task(name, positive, keep=lambda ex: True):
@@ -65,7 +65,7 @@ def test_cw_and_arow_beat_river_pa_and_perceptron_on_text(task):
         mistakes(bag_of_words(linear_model.PAClassifier()), stream),
         mistakes(bag_of_words(linear_model.Perceptron()), stream),
     )
-    for model in (river_cw.CW(), river_cw.CW(variant="var"), river_cw.AROW()):
+    for model in (river_cw.CW(learn_intercept=False), river_cw.CW(learn_intercept=False, variant="var"), river_cw.AROW(learn_intercept=False)):
         assert mistakes(bag_of_words(model), stream) < baseline, model
 
 
@@ -82,8 +82,8 @@ def test_arow_and_nherd_beat_cw_under_20_percent_label_noise(task):
     The hyper-parameters are the strongly regularising ones the papers select under noise."""
     stream = text_task(*task)
     cw = min(
-        mistakes(bag_of_words(river_cw.CW()), stream, noise=0.2),
-        mistakes(bag_of_words(river_cw.CW(variant="var")), stream, noise=0.2),
+        mistakes(bag_of_words(river_cw.CW(learn_intercept=False)), stream, noise=0.2),
+        mistakes(bag_of_words(river_cw.CW(learn_intercept=False, variant="var")), stream, noise=0.2),
     )
-    assert mistakes(bag_of_words(river_cw.AROW(r=100.0)), stream, noise=0.2) < cw
-    assert mistakes(bag_of_words(river_cw.NHERD(C=0.01)), stream, noise=0.2) < cw
+    assert mistakes(bag_of_words(river_cw.AROW(learn_intercept=False, r=100.0)), stream, noise=0.2) < cw
+    assert mistakes(bag_of_words(river_cw.NHERD(learn_intercept=False, C=0.01)), stream, noise=0.2) < cw

@@ -18,10 +18,15 @@ from hypothesis import strategies as st
 from river import checks, datasets, linear_model
 from scipy import optimize, special
 
-from river_cw import VotedRDA
+import river_cw
 from river_cw.base import LinearClassifier
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def VotedRDA(**params):
+    """The paper's voted RDA: no intercept unless asked (tests/test_intercept.py checks it)."""
+    return river_cw.VotedRDA(**{"learn_intercept": False, **params})
 
 
 # -- a naive oracle -------------------------------------------------------------------------------
@@ -87,7 +92,11 @@ class NaiveRDA(LinearClassifier):
         self.total = np.vstack([np.zeros(self.d), self.total])
         self.voters = [[np.vstack([np.zeros(self.d), w]), c] for w, c in self.voters]
 
-    def _update(self, x, pairs):
+    def _weight_blocks(self):
+        rows = self.total / max(self.t, 1) if self.prediction == "average" else self.current()
+        return [{f: w for f, w in enumerate(row) if w} for row in rows]
+
+    def _update(self, x, pairs, w):
         scores = self._learning_scores(x)
         margin = sum(sign * scores[b] for b, sign in pairs)
         if not self.conservative or margin <= 0:
@@ -96,7 +105,7 @@ class NaiveRDA(LinearClassifier):
             else:
                 step = float(special.expit(-margin))
             for b, sign in pairs:
-                self.s[b] -= step * sign * self.dense(x)
+                self.s[b] -= w * step * sign * self.dense(x)
             self.k += 1
             self.voters.append([self.current(), 0])
         w = self.current()
@@ -121,9 +130,9 @@ def random_stream(n, d, n_classes, seed, density=15):
 # -- river conventions ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("params", list(VotedRDA._unit_test_params()), ids=str)
+@pytest.mark.parametrize("params", list(river_cw.VotedRDA._unit_test_params()), ids=str)
 def test_check_estimator(params):
-    checks.check_estimator(VotedRDA(**params))
+    checks.check_estimator(river_cw.VotedRDA(**params))
 
 
 @pytest.mark.parametrize(
@@ -538,7 +547,7 @@ def test_bad_label_leaves_the_model_unchanged(y, error):
     assert pickle.dumps(model) == snapshot
 
 
-@pytest.mark.parametrize("params", list(VotedRDA._unit_test_params()), ids=str)
+@pytest.mark.parametrize("params", list(river_cw.VotedRDA._unit_test_params()), ids=str)
 def test_pickling_round_trip_gives_an_identical_model(params):
     stream = list(random_stream(400, 200, 3, seed=11))
     model = VotedRDA(**params)

@@ -29,24 +29,26 @@ def as_dict(x):
 
 
 def library_state(model):
-    """mu and Sigma of a binary full-covariance model, in the order of NAMES (prior if unseen)."""
-    g = model._gaussian
-    mu, S = np.zeros(D), model.initial_variance * np.eye(D)
-    rows = {f: i for (_, f), i in g.index.items()}
-    seen = [j for j, name in enumerate(NAMES) if name in rows]
-    idx = [rows[NAMES[j]] for j in seen]
-    mu[seen] = g.mean[idx]
-    S[np.ix_(seen, seen)] = g.cov[np.ix_(idx, idx)]
+    """mu and Sigma of a binary full-covariance model, in the order of NAMES (prior if unseen),
+    from its public views."""
+    weights, covariances = model.weights, model.covariances
+    mu = np.array([weights.get(f, 0.0) for f in NAMES])
+    S = np.array(
+        [
+            [covariances.get((f, g), model.initial_variance * (f == g)) for g in NAMES]
+            for f in NAMES
+        ]
+    )
     return mu, S
 
 
 CASES = [
-    (river_cw.CW(variant="var", covariance="full"), lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9)),
-    (river_cw.CW(variant="stdev", covariance="full", confidence=0.8), lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.8)),
-    (river_cw.AROW(r=0.5, covariance="full"), lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5)),
-    (river_cw.NHERD(C=0.3, covariance="full"), lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3)),
-    (river_cw.SCW(C=0.5, variant="I", covariance="full"), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I")),
-    (river_cw.SCW(C=0.5, variant="II", covariance="full"), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II")),
+    (river_cw.CW(learn_intercept=False, variant="var", covariance="full"), lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9)),
+    (river_cw.CW(learn_intercept=False, variant="stdev", covariance="full", confidence=0.8), lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.8)),
+    (river_cw.AROW(learn_intercept=False, r=0.5, covariance="full"), lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5)),
+    (river_cw.NHERD(learn_intercept=False, C=0.3, covariance="full"), lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3)),
+    (river_cw.SCW(learn_intercept=False, C=0.5, variant="I", covariance="full"), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I")),
+    (river_cw.SCW(learn_intercept=False, C=0.5, variant="II", covariance="full"), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II")),
 ]
 
 
@@ -67,7 +69,7 @@ def test_full_covariance_matches_paper(model, paper, seed):
 def test_sop_matches_the_papers_b_and_A_form(seed):
     """SOP as the shared Gaussian step equals the paper's algorithm (b, A, current x in A)."""
     a = 0.7
-    model = river_cw.SOP(a=a, covariance="full")
+    model = river_cw.SOP(learn_intercept=False, a=a, covariance="full")
     paper = reference.SecondOrderPerceptron(D, a)
     for x, y in random_stream(seed):
         sign = 1 if y else -1
@@ -102,7 +104,7 @@ def test_multiclass_full_covariance_matches_the_joint_feature_space():
     rng = np.random.default_rng(7)
     K, r = 4, 0.8
     W = rng.normal(size=(K, D))
-    model = river_cw.AROW(r=r, covariance="full")
+    model = river_cw.AROW(learn_intercept=False, r=r, covariance="full")
     w, Sw = np.zeros(D), np.eye(D)  # binary phase: labels 0 (-1) and 1 (+1)
     labels = [0, 1, 2] + [int(z) for z in rng.integers(0, K, size=80)]
     for i, label in enumerate(labels):
@@ -121,11 +123,8 @@ def test_multiclass_full_covariance_matches_the_joint_feature_space():
             d[label * D : (label + 1) * D], d[wrong * D : (wrong + 1) * D] = x, -x
             mu, S = reference.arow(mu, S, d, 1, r)
         model.learn_one(as_dict(x), label)
-    g = model._gaussian
-    for (b, f), row in g.index.items():
-        z = model.classes_[b]
-        assert g.mean[row] == pytest.approx(mu[z * D + NAMES.index(f)], abs=1e-9)
-        for (b2, f2), row2 in g.index.items():
-            z2 = model.classes_[b2]
-            expected = S[z * D + NAMES.index(f), z2 * D + NAMES.index(f2)]
-            assert g.cov[row, row2] == pytest.approx(expected, abs=1e-9)
+    weights = model.weights
+    for ((z, f), (z2, f2)), covariance in model.covariances.items():
+        assert weights[z][f] == pytest.approx(mu[z * D + NAMES.index(f)], abs=1e-9)
+        expected = S[z * D + NAMES.index(f), z2 * D + NAMES.index(f2)]
+        assert covariance == pytest.approx(expected, abs=1e-9)

@@ -1,0 +1,57 @@
+"""Online temperature scaling: one home for the calibration of probabilities.
+
+A model whose scores fix a label's rank but not how sure it is (voted RDA's hinge scores, a
+Gaussian classifier's standardised margins under noise) gets its probabilities from the scores
+times a temperature ``a``. ``a`` is fitted online: before each update the model scores the
+example and adds its log loss under every candidate temperature (a log grid, 4 per octave,
+2^-32 .. 2^16) to running sums; the temperature with the least cumulative log loss on these
+progressive predictions wins (Guo, Pleiss, Sun and Weinberger 2017, temperature scaling, fitted
+on the stream instead of a held-out set). A grid rather than gradient steps: no learning rate,
+and the choice is the exact minimiser of the progressive log loss among the candidates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import log_ndtr
+
+__all__ = ["TEMPERATURES", "best", "probit_losses", "softmax_losses", "start"]
+
+TEMPERATURES = 2.0 ** np.arange(-32.0, 16.25, 0.25)
+
+
+def start(prefer: float | None = None) -> np.ndarray:
+    """Running sums before any example: zeros, so that ties go to the smallest temperature, or,
+    with `prefer` (a power of 2 on the grid), a tie-breaker of 1e-12 per octave away from it."""
+    if prefer is None:
+        return np.zeros(len(TEMPERATURES))
+    return 1e-12 * np.abs(np.log2(TEMPERATURES) - np.log2(prefer))
+
+
+def best(losses: np.ndarray) -> float:
+    """The temperature of least cumulative loss (ties: the first, i.e. the smallest)."""
+    return float(TEMPERATURES[np.argmin(losses)])
+
+
+def softmax_losses(z: np.ndarray, label: int) -> np.ndarray:
+    """Log loss of ``softmax(a z)`` at `label`, for every temperature a of the grid."""
+    with np.errstate(all="ignore"):
+        za = np.outer(TEMPERATURES, z)
+        top = za.max(axis=1)
+        return top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - za[:, label]
+
+
+def probit_losses(t: np.ndarray, label: int) -> np.ndarray:
+    """Log loss at `label` of the Gaussian margins' probabilities (`river_cw.base`) with the
+    standardised margins scaled by a, for every temperature a of the grid.
+
+    `t` is the matrix of standardised pairwise margins ``t[z, k]`` (its diagonal unused): binary
+    ``[[0, -t], [t, 0]]``, where ``P(z) ~ prod_{k != z} Phi(a t[z, k])``."""
+    k = len(t)
+    off = ~np.eye(k, dtype=bool)
+    with np.errstate(all="ignore"):
+        logp = np.where(off, log_ndtr(TEMPERATURES[:, None, None] * t), 0.0).sum(axis=2)
+        if k == 2:  # Phi(a t) and Phi(-a t) already sum to 1
+            return -logp[:, label]
+        top = logp.max(axis=1)
+        return top + np.log(np.exp(logp - top[:, None]).sum(axis=1)) - logp[:, label]

@@ -1,0 +1,114 @@
+"""The public views (`weights`, `variances`, `covariances`, `intercept`, `intercept_variance`)
+say everything predictions use: probabilities recomputed from them match `predict_proba_one`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import river_cw
+from river_cw import INTERCEPT
+from river_cw.base import normal_log_cdf
+
+CONFIGS = [
+    cls(learn_intercept=b, **kind)
+    for cls in (river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP)
+    for kind in ({}, {"diagonal": "drop"}, {"covariance": "full"})
+    for b in (False, True)
+]
+
+
+def name(model):
+    return repr(model).replace("\n", "").replace(" ", "")
+
+
+def stream(seed, n, labels):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(len(labels), 5))
+    for _ in range(n):
+        x = rng.normal(size=5) + 0.5
+        yield {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.7}, labels[
+            int(np.argmax(W @ x))
+        ]
+
+
+def recomputed(model, x: dict) -> dict:
+    """P(label | x) from the public views alone (see `GaussianClassifier`'s docstring)."""
+    classes, prior = model.classes_, model.initial_variance
+    binary = model.is_binary
+    weights = {classes[-1]: model.weights} if binary else model.weights
+    intercept = {classes[-1]: model.intercept} if binary else model.intercept
+    covariances = model.covariances
+    key = (lambda z, f: f) if binary else (lambda z, f: (z, f))
+    blocks = [classes[-1]] if binary else classes
+    xs = {**x, INTERCEPT: 1.0} if model.learn_intercept else dict(x)
+    scores = [
+        math.fsum([weights[z].get(f, 0.0) * v for f, v in x.items()]) + intercept[z]
+        for z in blocks
+    ]
+    cov = np.zeros((len(blocks), len(blocks)))
+    for i, z in enumerate(blocks):
+        for f, v in xs.items():
+            if (key(z, f), key(z, f)) not in covariances:
+                cov[i, i] += prior * v * v  # never learned: the prior, independent of the rest
+            for j, k in enumerate(blocks):
+                for g, u in xs.items():
+                    cov[i, j] += covariances.get((key(z, f), key(k, g)), 0.0) * v * u
+    if binary:
+        p = 0.5 * math.erfc(-scores[0] / math.sqrt(cov[0, 0]) / math.sqrt(2.0))
+        return {classes[0]: 1.0 - p, classes[1]: p}
+    logp = [
+        sum(
+            normal_log_cdf((scores[z] - scores[k]) / math.sqrt(cov[z, z] + cov[k, k] - 2 * cov[z, k]))
+            for k in range(len(blocks))
+            if k != z
+        )
+        for z in range(len(blocks))
+    ]
+    unnormalised = [math.exp(lp - max(logp)) for lp in logp]
+    return {c: u / sum(unnormalised) for c, u in zip(classes, unnormalised)}
+
+
+@pytest.mark.parametrize("labels", [("no", "yes"), ("a", "b", "c")])
+@pytest.mark.parametrize("model", CONFIGS, ids=name)
+def test_probabilities_recomputed_from_the_public_views_match(model, labels):
+    model = model.clone()
+    for i, (x, y) in enumerate(stream(len(labels), 80, labels)):
+        if i > 10 and i % 7 == 0:
+            x = {**x, "unseen": 0.3}
+            expected = recomputed(model, x)
+            got = model.predict_proba_one(x)
+            assert got.keys() == expected.keys()
+            for c in got:
+                assert got[c] == pytest.approx(expected[c], rel=1e-9, abs=1e-12)
+        model.learn_one(x, y)
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "full"])
+def test_the_multiclass_layout_is_per_label(covariance):
+    model = river_cw.AROW(covariance=covariance)
+    for x, y in stream(0, 60, ("a", "b", "c")):
+        model.learn_one(x, y)
+    assert set(model.weights) == set(model.variances) == {"a", "b", "c"}
+    assert set(model.intercept) == set(model.intercept_variance) == {"a", "b", "c"}
+    for label, block in model.variances.items():
+        for f, s in block.items():
+            assert model.covariances[(label, f), (label, f)] == pytest.approx(s, rel=1e-12)
+    if covariance == "full":  # labels correlate through the difference vectors
+        assert any(a[0] != b[0] and c != 0.0 for (a, b), c in model.covariances.items())
+        keys = {k for pair in model.covariances for k in pair}
+        matrix = np.array([[model.covariances[k, l] for l in keys] for k in keys])
+        assert np.allclose(matrix, matrix.T) and np.linalg.eigvalsh(matrix).min() > 0
+
+
+def test_views_are_copies():
+    model = river_cw.CW(covariance="full")
+    for x, y in stream(1, 30, (0, 1)):
+        model.learn_one(x, y)
+    before = model.predict_proba_one({"f0": 1.0})
+    model.weights["f0"] = 1e6
+    model.covariances.clear()
+    model.variances.clear()
+    assert model.predict_proba_one({"f0": 1.0}) == before
