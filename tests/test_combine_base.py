@@ -128,7 +128,7 @@ def test_full_covariance_delta_rule_against_dense_matrices():
     base = learned(river_cw.AROW(covariance="full"), stream(5), "ab")
     members = [learned(base, stream(6), "ab") for _ in range(3)]
     merged = river_cw.combine(members, base=base)
-    keys = sorted(base._gaussian.index)
+    keys = sorted(base._gaussian.index, key=repr)
 
     def moments(model):
         g = model._gaussian
