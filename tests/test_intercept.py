@@ -6,7 +6,6 @@ import copy
 import itertools
 import math
 import pickle
-import random
 
 import numpy as np
 import pytest
@@ -15,15 +14,8 @@ from river import linear_model, metrics, preprocessing
 import river_cw
 from river_cw import INTERCEPT
 from streams import drift
+from streams.synthetic import threshold_stream
 
-
-def threshold_stream(n: int, seed: int = 0):
-    """One standard normal feature labelled ``x > 0.5`` (issue 9): a threshold off the origin.
-    Through the origin the best rule is ``x > 0``, wrong on the 19.1% of x in (0, 0.5]."""
-    rng = random.Random(seed)
-    for _ in range(n):
-        x = rng.gauss(0.0, 1.0)
-        yield {"x": x}, x > 0.5
 
 GAUSSIANS = [river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP]
 KINDS = [
