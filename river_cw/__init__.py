@@ -9,7 +9,7 @@ holds river's `BagOfWords` with its token counting compiled.
 from . import text
 from .arow import AROW
 from .base import INTERCEPT
-from .combine import combine
+from .combine import changes, combine
 from .cw import CW
 from .gaussian import ENGINE
 from .nherd import NHERD
@@ -17,4 +17,15 @@ from .rda import VotedRDA
 from .scw import SCW
 from .sop import SOP
 
-__all__ = ["AROW", "CW", "ENGINE", "INTERCEPT", "NHERD", "SCW", "SOP", "VotedRDA", "combine"]
+__all__ = [
+    "AROW",
+    "CW",
+    "ENGINE",
+    "INTERCEPT",
+    "NHERD",
+    "SCW",
+    "SOP",
+    "VotedRDA",
+    "changes",
+    "combine",
+]

@@ -1,32 +1,92 @@
-"""Merging Gaussian models trained on disjoint shards (Crammer, Dredze and Pereira 2012, 7.10)."""
+"""Merging Gaussian models: of disjoint shards (Crammer, Dredze and Pereira, JMLR 2012, section
+7.10), and of models that learned their shards since a common start (iterative mixing).
+
+Without a base, ``combine`` is the paper's combination of models trained from the prior on
+disjoint shards. With ``base=``, the models all started from the same Gaussian ``N(mu0,
+Sigma0)`` (the base, e.g. the model of the last mixing round) and each learned its own shard
+since; this is iterative parameter mixing (McDonald, Hall and Mann, NAACL 2010, who average
+perceptrons after each epoch) for Gaussian models, done many times during a stream.
+
+The delta rule (``method="kl"``). Write a Gaussian in natural parameters, precision
+``P = Sigma^-1`` and precision-weighted mean ``h = P mu``. Every update of the family adds
+evidence to the precision (``P += gamma d d'``, section 2 of the paper), and a model that learned
+shard i from the base holds ``N_i ~ N_0 L_i``, the base times the likelihood-like factor of its
+shard. The model that learned every shard holds ``N_0 prod_i L_i = prod_i N_i / N_0^(n-1)``: the
+product of the members' Gaussians divided by the common one counted n - 1 times. A product of
+Gaussians adds natural parameters, a division subtracts them, so per weight
+
+    P = P0 + sum_i (P_i - P0)        h = h0 + sum_i (h_i - h0)        mu = h / P
+
+Each member's change of precision and of precision-weighted mean is added to the common start,
+each shard's evidence counted once. The paper's plain product (``base=None``) counts the common
+part n times; an average of precisions (the minimiser of the summed KL divergences) counts each
+shard's evidence 1/n times. Since precisions only grow, ``P >= P_i > 0`` for members that
+descend from the base: the rule is always a proper Gaussian. With diagonal covariance it holds
+per weight; with full covariance for the matrices.
+
+The moment analogue (``method="l2"``). The paper's L2 combination averages the means and the
+covariances; with a base its delta analogue adds each member's change of the mean to the base
+mean, ``mu = mu0 + sum_i (mu_i - mu0)``, and each member's change of the variance in the log
+domain, ``s = s0 prod_i (s_i / s0)``: adding the variance changes themselves would drive a
+variance negative as soon as the members together removed more than it had (two members that
+each halve a variance would leave nothing), while in the log domain it stays in ``(0, s0]``
+and agrees with the sum of the changes to first order. Diagonal covariance only.
+
+A weight whose variance underflowed to 0 is a point mass: the result takes the average of the
+point masses' means, with variance 0. A weight that only one member changed takes that member's
+value exactly, and a weight no member changed keeps the base's: mixing copies of an unchanged
+model returns the model, bit for bit.
+
+Labels: models are aligned on one label list before their weights meet. A binary model whose
+labels came in the other order is negated (its Gaussian over ``-w``); when the union of the
+labels has three or more, binary models are lifted to one block per label as the classifiers do
+at their third label (``[empty, w]``; a model that knew one label keeps ``-w`` on its block) and
+blocks of labels a model never saw are empty (the prior). With a base, every member must extend
+the base's label list (as a model that started from it does); a base that knew exactly one label
+and learned from it cannot be aligned with members that learned different second labels.
+
+An intercept (a classifier's bias weight) is a weight of the Gaussian like any other and is
+mixed with the others. Pipelines mix their last step, a Gaussian classifier; the other steps
+must be identical in every model (stateless ones such as a bag of words). Voted RDA keeps no
+Gaussian and cannot be mixed.
+"""
 
 from __future__ import annotations
 
 import copy
 import math
+import pickle
 
 import numpy as np
+from river import compose
 
 from .base import GaussianClassifier
 from .gaussian import DiagonalGaussian, FullGaussian
 
-__all__ = ["combine"]
+__all__ = ["changes", "combine"]
+
+METHODS = ("kl", "l2")
 
 
-def combine(models: list[GaussianClassifier], method: str = "kl") -> GaussianClassifier:
-    """Merge models of the same class and hyper-parameters into one.
+def combine(models: list, method: str = "kl", base=None):
+    """Merge models of the same class and hyper-parameters into one (see the module docstring).
 
-    ``"kl"`` is the paper's "KL" combination: ``Sigma^-1 = sum_c Sigma_c^-1`` and
-    ``mu = Sigma sum_c Sigma_c^-1 mu_c``, the normalised product of the models' Gaussians (each
-    model's evidence multiplied in; note that the Gaussian minimising the summed KL divergence
-    ``sum_c KL(N || N_c)`` would instead average the precisions). A weight whose variance
-    underflowed to 0 in some model is a point mass: it takes the average of those models'
-    means, with variance 0. ``"l2"`` averages the means and the covariances. A weight a model
+    ``"kl"`` without `base` is the paper's "KL" combination: ``Sigma^-1 = sum_c Sigma_c^-1`` and
+    ``mu = Sigma sum_c Sigma_c^-1 mu_c``, the normalised product of the models' Gaussians (note
+    that the Gaussian minimising the summed KL divergence ``sum_c KL(N || N_c)`` would instead
+    average the precisions). ``"l2"`` averages the means and the covariances. A weight a model
     never learned counts with its prior (mean 0, variance `initial_variance`); a weight no model
-    learned keeps the prior.
+    learned keeps the prior. The models must have seen the same labels, in any order.
 
-    The models must have seen the same labels, in any order: a binary model whose labels came in
-    the other order is negated first (its Gaussian over ``-w``). The inputs are not modified.
+    With `base`, a model every member started from, the members' changes since the base are
+    added to it: ``"kl"`` adds the changes of precision and of precision-weighted mean (the
+    product of the members' Gaussians divided by the base's counted n - 1 times), ``"l2"`` the
+    changes of the mean and, in the log domain, of the variance. A weight absent from a member
+    has the base's value. Members may have learned labels the base had not seen.
+
+    Models may be pipelines ending in the classifier (e.g. ``BagOfWords() | AROW()``) whose
+    other steps are identical. The inputs are not modified. `ValueError` when the models cannot
+    be mixed.
 
     >>> import river_cw
     >>> a, b = river_cw.AROW(), river_cw.AROW()
@@ -38,62 +98,216 @@ def combine(models: list[GaussianClassifier], method: str = "kl") -> GaussianCla
     >>> merged.predict_one({"x": 2.0})
     True
 
+    Mixing rounds: members copied from a base learn, then continue from their mix.
+
+    >>> start = river_cw.AROW()
+    >>> start.learn_one({"x": 1.0}, True)
+    >>> members = [copy.deepcopy(start) for _ in range(3)]
+    >>> members[0].learn_one({"y": 1.0}, False)
+    >>> members[1].learn_one({"z": 1.0}, True)
+    >>> mixed = river_cw.combine(members, base=start)
+    >>> sorted(mixed.weights) == ["x", "y", "z"]
+    True
+    >>> river_cw.combine([start, start], base=start).weights == start.weights
+    True
+
     """
-    if method not in ("kl", "l2"):
+    if method not in METHODS:
         raise ValueError(f"method must be 'kl' or 'l2', got {method!r}")
+    models = list(models)
     if not models:
         raise ValueError("combine needs at least one model")
+    every = models if base is None else [*models, base]
+    if any(isinstance(model, compose.Pipeline) for model in every):
+        return _combine_pipelines(models, method, base)
     first = models[0]
-    for model in models[1:]:
+    for model in every:
+        if not isinstance(model, GaussianClassifier):
+            raise ValueError(
+                f"cannot mix {type(model).__name__}: only Gaussian classifiers (CW, AROW, "
+                "NHERD, SOP, SCW) keep a Gaussian over their weights"
+            )
         if type(model) is not type(first) or model._get_params() != first._get_params():
             raise ValueError("combine needs models of the same class and hyper-parameters")
-        if set(model.classes_) != set(first.classes_):
-            raise ValueError(
-                f"combine needs models that saw the same labels: "
-                f"{first.classes_!r} vs {model.classes_!r}"
-            )
-    aligned = [_aligned(model, first.classes_) for model in models]
-    merged = first.clone()
-    merged.classes_ = list(first.classes_)
-    merged._class_index = dict(first._class_index)
-    if isinstance(first._gaussian, DiagonalGaussian):
-        merged._gaussian = _combine_diagonal([m._gaussian for m in aligned], method)
+    if base is None:
+        for model in models[1:]:
+            if set(model.classes_) != set(first.classes_):
+                raise ValueError(
+                    f"combine needs models that saw the same labels: "
+                    f"{first.classes_!r} vs {model.classes_!r}"
+                )
+        labels = list(first.classes_)
     else:
-        merged._gaussian = _combine_full([m._gaussian for m in aligned], method)
+        labels = _extended_labels(models, base)
+    gaussians = [_aligned(model, labels) for model in models]
+    merged = first.clone()
+    merged.classes_ = labels
+    merged._class_index = {c: i for i, c in enumerate(labels)}
+    skipped = [model.n_skipped_updates for model in models]
+    if base is None:
+        merged._gaussian = _combine_plain(gaussians, method)
+        merged.n_skipped_updates = sum(skipped)
+    else:
+        merged._gaussian = _combine_from(gaussians, _aligned(base, labels), method)
+        merged.n_skipped_updates = base.n_skipped_updates + sum(
+            s - base.n_skipped_updates for s in skipped
+        )
     return merged
 
 
-def _aligned(model: GaussianClassifier, classes: list) -> GaussianClassifier:
-    """A copy of `model` whose blocks follow the label order of `classes`."""
-    if model.classes_ == classes:
-        return model
-    model = copy.deepcopy(model)
-    if model.is_binary:  # the other orientation: the Gaussian over -w
-        model._gaussian.negate()
-    else:
-        model._gaussian.reorder([model._class_index[c] for c in classes])
-    model.classes_ = list(classes)
-    model._class_index = {c: i for i, c in enumerate(classes)}
-    return model
+def changes(model, base):
+    """What `model` learned since `base`: a copy of it holding only the weights whose mean or
+    variance differ from the base's (all of them with full covariance).
+
+    `combine(..., base=base)` takes a weight absent from a member for the base's, so mixing
+    these is mixing the models themselves, with far less to store or send when each learned a
+    few examples. On its own it is no model to predict with (its other weights are missing).
+
+    >>> import river_cw
+    >>> start = river_cw.AROW()
+    >>> start.learn_one({"a": 1.0, "b": 1.0}, True)
+    >>> model = copy.deepcopy(start)
+    >>> model.learn_one({"b": 1.0, "c": 1.0}, False)
+    >>> sorted(changes(model, start).weights)
+    ['b', 'c']
+    >>> combine([changes(model, start)], base=start).weights == model.weights
+    True
+    """
+    if isinstance(model, compose.Pipeline) or isinstance(base, compose.Pipeline):
+        last = _last_step([model, base])
+        head = copy.deepcopy(list(model.steps.items())[:-1])
+        return compose.Pipeline(*head, (last, changes(model.steps[last], base.steps[last])))
+    labels = _extended_labels([model], base)
+    if not isinstance(model._gaussian, DiagonalGaussian):
+        return copy.deepcopy(model)
+    out = copy.copy(model)
+    out._gaussian = DiagonalGaussian(model.initial_variance)
+    out.classes_, out._class_index = list(model.classes_), dict(model._class_index)
+    starts = _aligned(base, labels).blocks
+    out._gaussian.blocks = [
+        {f: w for f, w in block.items() if start.get(f) != w}
+        for block, start in zip(_aligned(model, labels).blocks, starts)
+    ]
+    if labels != list(model.classes_):  # a model aligned differently from its own labels
+        out.classes_, out._class_index = labels, {c: i for i, c in enumerate(labels)}
+    out._gaussian.reset_bound()
+    return out
 
 
-def _combine_diagonal(gaussians: list[DiagonalGaussian], method: str) -> DiagonalGaussian:
+def _last_step(pipelines: list) -> str:
+    """The name of the last step of pipelines whose other steps are identical."""
+    if not all(isinstance(model, compose.Pipeline) for model in pipelines):
+        raise ValueError("cannot mix pipelines with models that are not pipelines")
+    names = list(pipelines[0].steps)
+    head = [pickle.dumps(step) for step in list(pipelines[0].steps.values())[:-1]]
+    for model in pipelines:
+        if list(model.steps) != names:
+            raise ValueError(f"cannot mix pipelines of other steps: {names} vs {list(model.steps)}")
+        for name, step, state in zip(names, model.steps.values(), head):
+            if pickle.dumps(step) != state:
+                raise ValueError(
+                    f"cannot mix pipelines whose step {name!r} differs between the models: "
+                    "only the last step, the Gaussian classifier, is mixed"
+                )
+    return names[-1]
+
+
+def _combine_pipelines(models: list, method: str, base):
+    """Mix the last steps of pipelines whose other steps are identical."""
+    first = models[0]
+    last = _last_step(models if base is None else [*models, base])
+    mixed = combine(
+        [model.steps[last] for model in models],
+        method,
+        None if base is None else base.steps[last],
+    )
+    head = copy.deepcopy(list(first.steps.items())[:-1])
+    return compose.Pipeline(*head, (last, mixed))  # a new pipeline: river caches its plan
+
+
+def _extended_labels(models: list, base) -> list:
+    """The base's labels, then the members' new ones in order of appearance; every member must
+    extend the base's list."""
+    known = list(base.classes_)
+    labels = list(known)
+    for model in models:
+        if list(model.classes_[: len(known)]) != known:
+            raise ValueError(
+                f"a member with labels {model.classes_!r} did not start from the base "
+                f"(labels {known!r}): its labels must extend the base's"
+            )
+        labels += [c for c in model.classes_ if c not in labels]
+    if len(known) == 1 and len(labels) >= 3 and base.weights:
+        raise ValueError(
+            f"cannot mix members that learned the labels {labels[1:]!r} after a base that knew "
+            f"only {known[0]!r}: its weights belong to whichever label came second"
+        )
+    return labels
+
+
+def _aligned(model: GaussianClassifier, labels: list):
+    """The model's Gaussian with blocks laid out for `labels` (see the module): itself when it
+    is laid out so, else a copy."""
+    gaussian = model._gaussian
+    known = list(model.classes_)
+    if known == labels or (len(labels) <= 2 and (not known or known[0] == labels[0])):
+        return gaussian
+    gaussian = pickle.loads(pickle.dumps(gaussian, protocol=pickle.HIGHEST_PROTOCOL))
+    if len(labels) <= 2:
+        gaussian.negate()  # the binary vector scores the second label against the first
+        return gaussian
+    if model.is_binary:  # one block per label, as `LinearClassifier._register` lifts
+        if len(known) == 1:
+            gaussian.negate()
+        gaussian.lift()
+        known = [None] * (2 - len(known)) + known
+    missing = [c for c in labels if c not in known]
+    known = [missing.pop(0) if c is None else c for c in known]
+    for label in missing:
+        gaussian.add_block()
+        known.append(label)
+    gaussian.reorder([known.index(c) for c in labels])
+    return gaussian
+
+
+def _combine_plain(gaussians: list, method: str):
+    if isinstance(gaussians[0], DiagonalGaussian):
+        return _combine_diagonal(gaussians, method, None)
+    return _combine_full(gaussians, method, None)
+
+
+def _combine_from(gaussians: list, base, method: str):
+    if isinstance(base, DiagonalGaussian):
+        return _combine_diagonal(gaussians, method, base)
+    if method != "kl":
+        raise ValueError("full covariance mixes from a base with method='kl' only")
+    return _combine_full(gaussians, method, base)
+
+
+def _combine_diagonal(gaussians: list, method: str, base) -> DiagonalGaussian:
     prior = gaussians[0].initial_variance
     merged = DiagonalGaussian(prior)
     merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy
-    for blocks in zip(*(g.blocks for g in gaussians)):
-        combined = {}
-        for f in set().union(*blocks):
-            pairs = [block.get(f, (0.0, prior)) for block in blocks]
-            if method == "kl":
-                combined[f] = _product(pairs)
-            else:
-                n = len(pairs)
-                combined[f] = [sum(mu for mu, _ in pairs) / n, sum(s for _, s in pairs) / n]
+    base_blocks = [{}] * len(gaussians[0].blocks) if base is None else base.blocks
+    for start, *blocks in zip(base_blocks, *(g.blocks for g in gaussians)):
+        if base is None:
+            combined = {}
+            for f in dict.fromkeys(key for block in blocks for key in block):
+                pairs = [block.get(f, (0.0, prior)) for block in blocks]
+                combined[f] = _product(pairs) if method == "kl" else _average(pairs)
+        else:  # the base's weights, and those the members have, mixed
+            combined = {f: [mu, s] for f, (mu, s) in start.items()}
+            for f in dict.fromkeys(key for block in blocks for key in block):
+                combined[f] = _delta(f, start.get(f, (0.0, prior)), blocks, method)
         merged_blocks.append(combined)
     merged.blocks = merged_blocks
     merged.reset_bound()
     return merged
+
+
+def _average(pairs: list) -> list:
+    n = len(pairs)
+    return [sum(mu for mu, _ in pairs) / n, sum(s for _, s in pairs) / n]
 
 
 def _product(pairs: list) -> list:
@@ -108,27 +322,77 @@ def _product(pairs: list) -> list:
     return [sum(mu / s for mu, s in pairs) / precision, 1.0 / precision]
 
 
-def _combine_full(gaussians: list[FullGaussian], method: str) -> FullGaussian:
+def _delta(feature, start, blocks: list, method: str) -> list:
+    """One weight mixed from its base value `start` (``(mean, variance)``) by the delta rule."""
+    mu0, s0 = start
+    changed = []
+    for block in blocks:
+        pair = block.get(feature)
+        if pair is None or (pair[0] == mu0 and pair[1] == s0):
+            continue
+        if not pair[1] <= s0:
+            raise ValueError(
+                f"a member's variance of {feature!r} grew from the base's ({s0!r} to "
+                f"{pair[1]!r}): it did not start from the base"
+            )
+        changed.append(pair)
+    if not changed:
+        return [mu0, s0]
+    if len(changed) == 1:
+        return list(changed[0])
+    k = len(changed)
+    if method == "l2":
+        mean = math.fsum([mu0, *(mu - mu0 for mu, _ in changed)])
+        variance = s0
+        for _, s in changed:
+            variance *= s / s0
+        return [mean, variance]
+    certain = [mu for mu, s in changed if s == 0.0 or 1.0 / s == math.inf]
+    if certain:
+        return [math.fsum(certain) / len(certain), 0.0]
+    precision = math.fsum([*(1.0 / s for _, s in changed), -(k - 1) / s0])
+    weighted = math.fsum([*(mu / s for mu, s in changed), -(k - 1) * (mu0 / s0)])
+    if not (math.isfinite(precision) and math.isfinite(weighted)):
+        return _product(changed)  # precisions beyond float64: the members' product
+    return [weighted / precision, 1.0 / precision]
+
+
+def _combine_full(gaussians: list, method: str, base) -> FullGaussian:
     prior = gaussians[0].initial_variance
     merged = FullGaussian(prior)
     merged.n_blocks = gaussians[0].n_blocks
-    keys = list(dict.fromkeys(key for g in gaussians for key in g.index))
+    every = gaussians if base is None else [base, *gaussians]
+    keys = list(dict.fromkeys(key for g in every for key in g.index))
     index = {key: i for i, key in enumerate(keys)}
     n = len(keys)
-    means, precisions = [], []
-    for g in gaussians:  # each model on the merged index, unseen weights at the prior
+
+    def embedded(g):  # on the merged index, unseen weights at the prior
         rows = np.array([index[key] for key in g.index], dtype=int)
         mean, precision = np.zeros(n), np.eye(n) / prior
         mean[rows] = g.mean
         precision[np.ix_(rows, rows)] = g.precision
-        means.append(mean)
-        precisions.append(precision)
-    if method == "kl":
+        return mean, precision
+
+    parts = [embedded(g) for g in gaussians]
+    means = [mean for mean, _ in parts]
+    precisions = [precision for _, precision in parts]
+    if base is not None:
+        mean0, precision0 = embedded(base)
+        k = len(gaussians) - 1
+        precision = sum(precisions) - k * precision0
+        weighted = sum(p @ mu for p, mu in zip(precisions, means)) - k * (precision0 @ mean0)
+        mean = np.linalg.solve(precision, weighted)
+    elif method == "kl":
         precision = sum(precisions)
         mean = np.linalg.solve(precision, sum(p @ mu for p, mu in zip(precisions, means)))
     else:
         mean = sum(means) / len(means)
         cov = sum(np.linalg.inv(p) for p in precisions) / len(precisions)
         precision = np.linalg.inv(cov)
-    merged.set_precision(index, mean, (precision + precision.T) / 2.0)
+    try:
+        merged.set_precision(index, mean, (precision + precision.T) / 2.0)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            "the mixed precision is not positive definite: the members did not start from the base"
+        ) from None
     return merged

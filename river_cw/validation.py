@@ -75,10 +75,11 @@ def as_floats(x: dict) -> dict:
     kinds = set(map(type, values))
     if kinds <= _FLOAT:
         return x
-    if kinds <= _EXACT and -_EXACT_INT <= min(values) and max(values) <= _EXACT_INT:
-        return x
     if kinds <= _EXACT:
         try:
+            # hypot >= every |value| (to rounding); one C-level pass, cheaper than min and max
+            if math.hypot(*values) <= _EXACT_INT:
+                return x
             return dict(zip(x, map(float, values)))
         except OverflowError:
             pass

@@ -30,9 +30,26 @@ Processing guarantees (`ServeConfig.processing_guarantee`):
   again from the state that had not seen them (the model is still learned exactly once), and
   their outputs are written again.
 
-Each partition's model learns from that partition alone, so it ends equal to an offline run
-over the partition in offset order (with a labels topic: in the order the labels were joined).
-Keep processing a poll's records (up to 500) plus a commit well under max_poll_interval_ms.
+Without mixing each partition's model learns from that partition alone, so it ends equal to an
+offline run over the partition in offset order (with a labels topic: in the order the labels
+were joined). Keep processing a poll's records (up to 500) plus a commit well under
+max_poll_interval_ms.
+
+Mixing (`ServeConfig.mix` "kl" or "l2", exactly-once only): one model for the whole group, by
+the rounds of `streams.mixing`. Every `mix_every` examples it learned (or after `mix_seconds`
+when it learned something or others wait for it), a partition publishes its changes since the
+last mix to the models topic (`streams.models_topic`, one partition), in the same transaction as
+its state (which records the publication, its anchor and the examples to replay) and its
+consumed offsets: after any crash a contribution is committed exactly when the state that says
+so is, so no example's evidence is lost or counted twice. Every member reads the models topic;
+once a round has every partition's contribution, each partition adopts the mix (a
+deterministic function of the previous mix and the contributions, the same on every member)
+and learns again the examples it learned since publishing. Partitions do not wait for each
+other unless `mix_lag` is set (bounded staleness: a partition that many examples past its
+publication leaves its records until the round is mixed, then reads them again from its
+offsets). A partition restored by a new owner carries its round and anchor in its state and
+reads the models topic from where its round's contributions start. A round needs a
+contribution of every partition of the topic: some member must serve each.
 """
 
 from __future__ import annotations
@@ -46,7 +63,7 @@ from pathlib import Path
 
 from kafka import TopicPartition
 
-from streams import checkpoint, state_topic
+from streams import checkpoint, models_topic, state_topic
 from streams.kafka_io import (
     Fenced,
     KafkaSettings,
@@ -57,10 +74,12 @@ from streams.kafka_io import (
     log_reaches,
 )
 from streams.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
+from streams.mixing import Mixer, MixState, Rounds
 
 log = logging.getLogger(__name__)
 
 GUARANTEES = ("exactly-once", "at-least-once")
+MIXES = ("off", "kl", "l2")
 
 
 class StateMismatch(RuntimeError):
@@ -96,6 +115,11 @@ class ServeConfig:
     discard_state: bool = False
     restore_timeout: float = 120.0
     stale_label_after: int = 10_000
+    mix: str = "off"
+    mix_every: int = 1000
+    mix_seconds: float | None = 10.0
+    mix_lag: int | None = None  # pause a partition this far past an unmixed publication
+    models_topic: str | None = None  # default: <examples_topic>.models
 
     def __post_init__(self):
         if self.processing_guarantee not in GUARANTEES:
@@ -103,6 +127,12 @@ class ServeConfig:
                 f"processing_guarantee must be one of {GUARANTEES}, "
                 f"got {self.processing_guarantee!r}"
             )
+        if self.mix not in MIXES:
+            raise ValueError(f"mix must be one of {MIXES}, got {self.mix!r}")
+        if self.mixing and not self.exactly_once:
+            raise ValueError("mixing needs exactly-once processing (its rounds are transactional)")
+        if self.mix_every < 1:
+            raise ValueError(f"mix_every must be >= 1, got {self.mix_every!r}")
         if self.partitions is not None:
             object.__setattr__(self, "partitions", tuple(self.partitions))
 
@@ -123,6 +153,14 @@ class ServeConfig:
     def exactly_once(self) -> bool:
         return self.processing_guarantee == "exactly-once"
 
+    @property
+    def mixing(self) -> bool:
+        return self.mix != "off"
+
+    @property
+    def contributions_topic(self) -> str:
+        return self.models_topic or models_topic.models_topic(self.examples_topic)
+
 
 @dataclass
 class _Partition:
@@ -130,6 +168,9 @@ class _Partition:
     outputs: Outputs
     dirty: bool = False
     stale_reported: int = 0
+    mixer: Mixer | None = None
+    mixed_at: float = 0.0  # monotonic time of the last publication or adoption
+    paused: bool = False  # waiting for its round (`ServeConfig.mix_lag`)
 
     @property
     def state(self) -> PartitionState:
@@ -151,6 +192,8 @@ class ModelServer:
         self.parts: dict[int, _Partition] = {}
         self._shared: Outputs | None = None  # at-least-once: one producer for all partitions
         self._stop = threading.Event()
+        self._rounds: Rounds | None = None  # mixing: the contributions seen, by round
+        self._models: models_topic.Reader | None = None
         self._since_commit = 0
         self._last_commit = self._last_record = time.monotonic()
 
@@ -183,6 +226,10 @@ class ModelServer:
             )
             if not config.exactly_once:
                 self._shared = Outputs(self.settings)
+            if config.mixing:
+                create_topics(self.settings.bootstrap_servers, {config.contributions_topic: 1})
+                self._rounds = Rounds(self.source.partition_count, config.mix)
+                self._models = models_topic.Reader(self.settings, config.contributions_topic)
         except BaseException:
             self.source.close()
             raise
@@ -191,21 +238,25 @@ class ModelServer:
         try:
             self.source.start(self._assign, self._revoke, self._lose)
             while not self._stop.is_set():
-                records = self.source.poll(config.poll_timeout_ms)
+                waiting = any(part.paused for part in self.parts.values())
+                records = self.source.poll(10 if waiting else config.poll_timeout_ms)
                 for record in records:
                     if self._stop.is_set():
                         break
-                    if record.partition in self.parts:
+                    if record.partition in self.parts and not self._waits(record.partition):
                         try:
                             self._handle(record)
+                            self._publish_due(record.partition)
                         except Fenced:
                             self._fenced(record.partition)
                         consumed += 1
                     if self._commit_due():
                         self.commit()
+                if self._rounds is not None:
+                    self._mix()
                 now = time.monotonic()
-                if records:
-                    self._last_record = now
+                if records or waiting:
+                    self._last_record = now  # waiting for a round is not idleness
                 elif config.idle_timeout is not None and now - self._last_record >= (
                     config.idle_timeout
                 ):
@@ -225,6 +276,8 @@ class ModelServer:
                     part.outputs.close()
             if self._shared is not None:
                 self._shared.close()
+            if self._models is not None:
+                self._models.close()
         return self.states
 
     # --- partitions -------------------------------------------------------------------------
@@ -244,6 +297,7 @@ class ModelServer:
                     outputs.close()
                 raise
             learner = PartitionLearner(state, model_spec=self.spec, max_pending=config.max_pending)
+            mixer = self._mixer(state)
             for topic in self.source.topics:
                 offset = state.offsets.get(topic)
                 if offset is not None and not log_reaches(self.settings, topic, p, offset):
@@ -256,8 +310,26 @@ class ModelServer:
                         "local cache) to start over"
                     )
                 self.source.seek(topic, p, offset)
-            self.parts[p] = _Partition(learner, outputs)
+            self.parts[p] = _Partition(learner, outputs, mixer=mixer, mixed_at=time.monotonic())
+        if self._models is not None:  # from where the new partitions' rounds need
+            self._models.rewind(min(self.parts[p].state.mixing.models_from for p in partitions))
         self._last_record = time.monotonic()
+
+    def _mixer(self, state: PartitionState) -> Mixer | None:
+        """The partition's side of mixing; a partition that never mixed starts its rounds from
+        the served model (every partition descends from it: its learning so far is its first
+        contribution)."""
+        if not self.config.mixing:
+            if state.mixing is not None:
+                log.warning(
+                    "partition %d: mixing is off, its mixing state dropped", state.partition
+                )
+                state.mixing = None
+            return None
+        if state.mixing is None:
+            state.mixing = MixState.starting(self.model)
+            state.mixing.learned = state.learned
+        return Mixer(state.mixing, self.config.mix_every, self.config.mix_seconds)
 
     def _restore(self, p: int) -> PartitionState:
         """The partition's last committed state: from the local cache and the state topic
@@ -304,6 +376,7 @@ class ModelServer:
                 self.spec,
             )
             stored.model, stored.model_spec = copy.deepcopy(self.model), self.spec
+            stored.mixing = None  # a new lineage: delete the models topic too
         log.info(
             "partition %d: restored from %s in %.2f s: offsets %s, %d learned, %d pending",
             p,
@@ -337,6 +410,61 @@ class ModelServer:
             part = self.parts.pop(p, None)
             if part is not None and part.outputs is not self._shared:
                 part.outputs.close()
+
+    # --- mixing -----------------------------------------------------------------------------
+
+    def _mix(self) -> None:
+        """Take new contributions; adopt complete rounds; publish where due."""
+        for contribution, offset in self._models.poll(0):
+            self._rounds.add(contribution, offset)
+        now = time.monotonic()
+        for p, part in list(self.parts.items()):
+            mixing = part.state.mixing
+            mix = self._rounds.mix(mixing.round, mixing) if mixing.published else None
+            if mix is not None:
+                part.state.model = part.mixer.adopt(part.state.model, mix)
+                part.dirty, part.mixed_at = True, now
+                if part.paused:  # read on from the first record it left
+                    for topic in self.source.topics:
+                        self.source.seek(topic, p, part.state.offsets.get(topic))
+                    part.paused = False
+                log.info(
+                    "partition %d: mixed round %d (%d examples in the mix)",
+                    p,
+                    mix.round,
+                    mix.examples,
+                )
+            try:
+                self._publish_due(p, now - part.mixed_at)
+            except Fenced:
+                self._fenced(p)
+        if self.parts:
+            self._rounds.forget(min(part.state.mixing.round for part in self.parts.values()))
+
+    def _waits(self, p: int) -> bool:
+        """Whether partition p is `mix_lag` examples past its unmixed publication: its records
+        are left, to be read again from its offsets once its round is mixed. (Not
+        `KafkaConsumer.pause`: resumed partitions were seen to get no records from the test
+        broker again.)"""
+        part = self.parts[p]
+        if not part.paused and part.mixer is not None:
+            part.paused = part.mixer.ahead(self.config.mix_lag)
+        return part.paused
+
+    def _publish_due(self, p: int, elapsed: float = 0.0) -> None:
+        """Publish partition p's contribution if due, committed at once with its state and
+        offsets (one transaction: see `streams.mixing`)."""
+        part = self.parts.get(p)
+        if part is None or part.mixer is None:
+            return
+        waiting = self._rounds.waiting(part.state.mixing.round)
+        if not part.mixer.due(elapsed, waiting):
+            return
+        contribution = part.mixer.publish(part.state.model, p)
+        part.outputs.begin()
+        models_topic.write(part.outputs, self.config.contributions_topic, contribution)
+        part.dirty, part.mixed_at = True, time.monotonic()
+        self.commit([p])
 
     # --- commits ----------------------------------------------------------------------------
 
@@ -432,4 +560,3 @@ class ModelServer:
                     self.config.stale_label_after,
                 )
             part.stale_reported = stale
-

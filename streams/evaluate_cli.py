@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from streams import drift, files, input_options, plots
 from streams.evaluation import BASELINE, Evaluation, OneClass, iter_evaluate, metric_name
 from streams.noise import LabelNoise
+from streams.sharded import MIX_METHODS, ShardedClassifier, shard_name
 from streams.specs import parse, prepare
 from streams.tuning import tune
 
@@ -160,6 +161,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="length of the tuning prefix (default: a tenth of the stream)",
     )
     parser.add_argument(
+        "--shards",
+        type=_count(1),
+        metavar="P",
+        help="also run each model as P partitions of a consumer group, each copy learning its "
+        "shard (by a hash of the example) and mixed as `river-cw serve --mix` mixes, to choose "
+        "--mix-every before deploying",
+    )
+    parser.add_argument(
+        "--mix",
+        nargs="+",
+        choices=MIX_METHODS,
+        default=["kl", "off"],
+        help="with --shards: mixing rules to compare; off = isolated per-partition models "
+        "(default: kl off)",
+    )
+    parser.add_argument(
+        "--mix-every",
+        nargs="+",
+        type=_count(1),
+        default=[100],
+        metavar="N",
+        help="with --shards: mix every N examples per shard; several values compare them "
+        "(default: 100)",
+    )
+    parser.add_argument(
         "--quiet", action="store_true", help="print only the final table, no running table"
     )
     parser.add_argument(
@@ -292,6 +318,7 @@ def _run(args: argparse.Namespace) -> Evaluation:
             models, stream = {spec: build(chosen[spec]) for spec in specs}, examples[size:]
             info.setdefault("tuned", {})[noise.name] = chosen
             info["tune_size"] = size
+        models = _sharded(models, args)
         table = None if args.quiet else RunningTable([BASELINE, *models], metric_name(metric))
         if table:
             table.start(f"{description}, label noise {noise.name}")
@@ -313,6 +340,25 @@ def _run(args: argparse.Namespace) -> Evaluation:
     if args.tune:
         info["data"] += f"; parameters tuned on the first {info['tune_size']:,}, scored on the rest"
     return Evaluation.concat([*results, Evaluation([], info)])
+
+
+def _sharded(models: dict, args: argparse.Namespace) -> dict:
+    """With --shards, each model followed by its sharded versions (`streams.sharded`); a model
+    that cannot be mixed gets the isolated shards only."""
+    if not args.shards:
+        return models
+    out = {}
+    for name, model in models.items():
+        out[name] = model
+        for method in args.mix:
+            for every in args.mix_every if method != "off" else args.mix_every[:1]:
+                try:
+                    sharded = ShardedClassifier(model, args.shards, every, method)
+                except ValueError as error:
+                    print(f"{name}: not mixed ({error})", file=sys.stderr)
+                    break
+                out[f"{name}, {shard_name(args.shards, method, every)}"] = sharded
+    return out
 
 
 class RunningTable:

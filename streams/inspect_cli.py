@@ -66,6 +66,13 @@ def describe(state, top: int) -> str:
         f"{len(state.pending_labels):,} labels waiting for an example; expired "
         f"{state.expired:,}; dead letters {state.dead_letters:,}",
     ]
+    mixing = getattr(state, "mixing", None)
+    if mixing is not None:
+        published = "published to this round" if mixing.published else "not published yet"
+        lines.append(
+            f"  mixing: round {mixing.round:,}, {mixing.examples:,} examples in the last mix, "
+            f"{published}"
+        )
     weights = top_weights(model, top)
     if not weights:
         lines.append("  weights: the model shows no public `weights`")
@@ -101,4 +108,3 @@ def run(args: argparse.Namespace) -> int:
             pickle.dump(found[0].model, fh, protocol=pickle.HIGHEST_PROTOCOL)
         print(f"model of partition {found[0].partition} written to {args.export}")
     return 0
-

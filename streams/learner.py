@@ -38,7 +38,9 @@ class PartitionState:
     exactly the records before them. Pending examples and labels are kept oldest first.
     `scored`/`correct` count labelled examples whose prediction was made before learning
     (prequential accuracy). `model_spec` says what model this is, to refuse a restart with
-    another one; `batches` counts the transactions committed for this partition.
+    another one; `batches` counts the transactions committed for this partition. `mixing` is
+    the partition's place in the mixing rounds (`streams.mixing.MixState`) when the server mixes
+    the partitions' models; every example learned is recorded there.
     """
 
     topic: str  # the examples topic
@@ -56,6 +58,7 @@ class PartitionState:
     examples_seen: int = 0
     model_spec: str | None = None
     batches: int = 0
+    mixing: Any = None  # a `streams.mixing.MixState` when the partitions' models are mixed
 
     @property
     def accuracy(self) -> float | None:
@@ -166,6 +169,8 @@ class PartitionLearner:
         except Exception as error:  # noqa: BLE001 - whatever the model raises
             raise InvalidMessage(f"the model cannot learn it: {_failure(error)}") from None
         self.state.learned += 1
+        if self.state.mixing is not None:
+            self.state.mixing.record(x, label)
         self.state.scored += 1
         self.state.correct += prediction == label
 

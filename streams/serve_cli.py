@@ -11,11 +11,13 @@ import sys
 from kafka.errors import KafkaError
 from river import base
 
+from river_cw import combine
 from streams.checkpoint import CheckpointError
-from streams.consumer import GUARANTEES, ModelServer, ServeConfig, StateMismatch
+from streams.consumer import GUARANTEES, MIXES, ModelServer, ServeConfig, StateMismatch
 from streams.kafka_io import BrokerUnavailable, KafkaSettings, TopicError
-from streams.state_topic import StateError
+from streams.mixing import MixError
 from streams.specs import parse, prepare
+from streams.state_topic import StateError
 
 
 def build_model(spec: str, text: bool = False):
@@ -112,6 +114,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="... or every T seconds (default: %(default)s)",
     )
     parser.add_argument(
+        "--mix",
+        choices=MIXES,
+        default="off",
+        help="one model for the whole group: every partition publishes its model's changes to "
+        "the models topic every --mix-every examples and goes on from the mix of all "
+        "partitions (kl: precisions and precision-weighted means add; l2: means and log "
+        "variances); off: one independent model per partition (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--mix-every",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="examples learned by a partition between its publications (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--mix-seconds",
+        type=float,
+        default=10.0,
+        metavar="T",
+        help="... or after T seconds when it learned something or others wait for it, so "
+        "that quiet partitions do not hold the rounds back (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--mix-lag",
+        type=int,
+        metavar="N",
+        help="bounded staleness: a partition N examples past a publication whose round is not "
+        "mixed yet waits for it (a backlog is then learned in step; a dead member holds the "
+        "others until its partitions move); default: never wait",
+    )
+    parser.add_argument("--models-topic", help="the mixing rounds' topic (default: TOPIC.models)")
+    parser.add_argument(
         "--init-model",
         metavar="PATH",
         help="warm-start new partitions from this pickled model (e.g. from inspect --export) "
@@ -169,6 +204,9 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("kafka").setLevel(logging.WARNING)  # its INFO is per-connection chatter
     try:
         model, spec = _model(args)
+        if args.mix != "off":
+            combine([model], method=args.mix, base=model)  # ValueError: it cannot be mixed
+        config = _config(args, spec)  # ValueError: e.g. mixing without exactly-once
     except ValueError as error:
         print(f"river-cw serve: error: {error}", file=sys.stderr)
         return 2
@@ -179,7 +217,30 @@ def run(args: argparse.Namespace) -> int:
         args.max_poll_interval_ms,
         args.connect_timeout_ms,
     )
-    config = ServeConfig(
+    server = ModelServer(model, settings, config)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: server.stop())
+    try:
+        server.run()
+    except (
+        BrokerUnavailable,
+        TopicError,
+        CheckpointError,
+        StateError,
+        StateMismatch,
+        MixError,
+        KafkaError,
+        OSError,
+    ) as error:
+        # infrastructure only: a bad record never gets here (it is dead-lettered)
+        print(f"river-cw serve: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _config(args: argparse.Namespace, spec: str) -> ServeConfig:
+    """The server's configuration from the command line."""
+    return ServeConfig(
         examples_topic=args.topic,
         labels_topic=args.labels_topic,
         predictions_topic=args.predictions_topic or f"{args.topic}.predictions",
@@ -197,25 +258,12 @@ def run(args: argparse.Namespace) -> int:
         model_spec=spec,
         discard_state=args.discard_state,
         restore_timeout=args.restore_timeout,
+        mix=args.mix,
+        mix_every=args.mix_every,
+        mix_seconds=args.mix_seconds,
+        mix_lag=args.mix_lag,
+        models_topic=args.models_topic,
     )
-    server = ModelServer(model, settings, config)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: server.stop())
-    try:
-        server.run()
-    except (
-        BrokerUnavailable,
-        TopicError,
-        CheckpointError,
-        StateError,
-        StateMismatch,
-        KafkaError,
-        OSError,
-    ) as error:
-        # infrastructure only: a bad record never gets here (it is dead-lettered)
-        print(f"river-cw serve: error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def _model(args: argparse.Namespace):

@@ -36,11 +36,16 @@ def state_topic(examples_topic: str) -> str:
     return f"{examples_topic}.state"
 
 
+def chunked(data: bytes) -> list[bytes]:
+    """`data` cut in record values of at most `CHUNK_BYTES` (one empty chunk for no data)."""
+    return [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+
+
 def write(outputs, topic: str, partition: int, state):
     """Send a snapshot of `state` with `outputs` (`streams.kafka_io.Outputs`, inside its open
     transaction if it is transactional); the send future of the manifest."""
     data = pickle.dumps({"format": FORMAT, "state": state}, protocol=pickle.HIGHEST_PROTOCOL)
-    chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+    chunks = chunked(data)
     snapshot = state.batches
     for i, chunk in enumerate(chunks):
         outputs.send(

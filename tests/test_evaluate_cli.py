@@ -357,3 +357,36 @@ def test_ctrl_c_ends_with_one_line_and_the_table_talks_while_it_learns(tmp_path)
     finally:
         process.kill()
         process.wait()
+
+
+def test_shards_mixed_every_n_next_to_one_model(capsys):
+    code = run(
+        "--limit",
+        600,
+        "--model",
+        "AROW()",
+        "--model",
+        "river.linear_model.PAClassifier()",
+        "--shards",
+        3,
+        "--mix",
+        "kl",
+        "off",
+        "--mix-every",
+        20,
+        100,
+        "--quiet",
+    )
+    out, err = capsys.readouterr()
+    assert code == 0
+    names = re.findall(r"^0%\s+(.+?)\s{2,}600", out, flags=re.M)
+    assert names == [
+        "majority class",
+        "AROW()",
+        "AROW(), 3 shards, kl every 20",
+        "AROW(), 3 shards, kl every 100",
+        "AROW(), 3 shards, off",
+        "river.linear_model.PAClassifier()",
+        "river.linear_model.PAClassifier(), 3 shards, off",
+    ]
+    assert "PAClassifier(): not mixed (cannot mix OneVsRestClassifier" in err

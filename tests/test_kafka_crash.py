@@ -42,6 +42,15 @@ def serve_in_child(argv: list[str], log_path) -> None:
     os._exit(cli.main(argv))
 
 
+def fork_server(argv: list[str], log_path):
+    """`river-cw ARGV` in a forked process writing to `log_path`: it starts at once, its
+    modules already imported (the test process runs no Kafka client thread while forking)."""
+    log_path.write_bytes(b"")
+    process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
+    process.start()
+    return process
+
+
 def start_server(broker, topic, log_path, idle_timeout="30"):
     """`river-cw serve` in a forked process: it starts at once, its modules already imported
     (the test process runs no Kafka client thread while servers are forked)."""
@@ -65,10 +74,7 @@ def start_server(broker, topic, log_path, idle_timeout="30"):
         "--connect-timeout-ms",
         "5000",
     ]
-    log_path.write_bytes(b"")
-    process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
-    process.start()
-    return process
+    return fork_server(argv, log_path)
 
 
 def wait_until_serving(log_path, process, timeout=30.0):
@@ -80,6 +86,17 @@ def wait_until_serving(log_path, process, timeout=30.0):
         assert process.is_alive(), f"server exited early:\n{log_path.read_text()}"
         assert time.monotonic() < deadline, f"not serving yet:\n{log_path.read_text()}"
         time.sleep(0.02)
+
+
+def wait_until_consuming(log_path, process, timeout=30.0) -> bool:
+    """Until the server logs progress with records consumed; False if none come in `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not any(int(n) for n in re.findall(r"(\d+) messages in", log_path.read_text())):
+        assert process.is_alive(), f"server exited early:\n{log_path.read_text()}"
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def stream(bootstrap, topic, examples, seconds):
@@ -108,17 +125,23 @@ def test_kill_9_at_random_points_while_streaming_is_exactly_once(
     create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": PARTITIONS})
     producer = FORK.Process(target=stream, args=(bootstrap, topic, examples, 20.0))
     producer.start()
+    kills = 0
     try:
         for run in range(KILLS):
             log_path = tmp_path / f"serve-{run}.log"
             process = start_server(kafka_broker, topic, log_path)
             try:
                 wait_until_serving(log_path, process)
-                time.sleep(rng.uniform(0.0, 1.0))
+                # kill mid-stream, not while starting (a loaded machine starts slowly), and
+                # stop killing once the server has caught up with the whole stream
+                if not wait_until_consuming(log_path, process, timeout=10.0):
+                    break
+                time.sleep(rng.uniform(0.0, 0.5))
                 assert process.is_alive(), "the server stopped before it could be killed"
                 os.kill(process.pid, signal.SIGKILL)
                 process.join(10)
                 assert process.exitcode == -signal.SIGKILL
+                kills += 1
             finally:
                 process.kill()
                 process.join()
@@ -149,5 +172,6 @@ def test_kill_9_at_random_points_while_streaming_is_exactly_once(
     assert all(p == expected[p["id"]] for p in committed)
     # the kills did interrupt transactions: their predictions are in the log, aborted
     written = read_topic(bootstrap, f"{topic}.predictions", 5000, committed=False)
-    print(f"{KILLS} kills; {len(written) - len(committed)} predictions written and aborted")
+    print(f"{kills} kills; {len(written) - len(committed)} predictions written and aborted")
+    assert kills >= 3, "the servers caught up before they could be killed mid-stream"
     assert len(written) > len(committed)

@@ -4,23 +4,12 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 from river import feature_extraction, linear_model
 
 import river_cw
+from streams.synthetic import rotated_gaussian
 from tests.conftest import read_jsonl, shuffled
-
-
-def rotated_gaussian(seed, n=1000):
-    """Exact convex CW (Crammer, Dredze, Pereira 2008), section 5: 1,000 separable points in
-    R^20; the first two coordinates a 45-degree rotated Gaussian, labelled by a separator along
-    its long axis, the other 18 independent N(0, 2) noise. (Axis scales 1 and 10 are ours.)"""
-    rng = np.random.default_rng(seed)
-    short, long_ = rng.normal(0, 1, n), rng.normal(0, 10, n)
-    c = np.sqrt(0.5)
-    X = np.column_stack([c * (short + long_), c * (long_ - short), rng.normal(0, np.sqrt(2), (n, 18))])
-    return [({j: float(v) for j, v in enumerate(row)}, bool(s > 0)) for row, s in zip(X, short)]
 
 
 def mistakes(model, stream, noise=0.0, seed=1):

@@ -53,5 +53,5 @@ def test_quick_reproduction_writes_every_table_with_numbers(tmp_path):
             assert rows, heading
             for row in rows:  # a number (accuracy, count, rank, parameter) beside the row's name
                 assert re.search(r"\d", row.split("|", 2)[2]), (heading, row)
-    assert re.search(r"Wall time \d+\.\d minutes", text)
+    assert re.search(r"CPU time \d+\.\d minutes \(wall time \d+\.\d minutes", text)
     assert text.count("holds") >= 6  # every claim is judged, "holds" or "does not hold"

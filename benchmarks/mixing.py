@@ -1,0 +1,180 @@
+"""Accuracy against the mixing period N (JMLR 2012 Figure 6 in spirit): P partitions of a stream
+mixed every N examples per partition by the KL and L2 delta rules, next to one model learning the
+whole stream and to isolated per-partition models.
+
+Offline, with `streams.sharded` (the protocol `river-cw serve --mix` runs); with ``--broker``,
+also served by `river-cw serve` members in one consumer group on a local Tansu broker, the
+prequential accuracy of the committed predictions. Prints markdown tables; writes a PNG.
+
+    python benchmarks/mixing.py [docs/mixing.png] [--data FILE] [--every 10 25 ...] [--broker]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import threading
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from streams.files import sms_spam  # noqa: E402
+from streams.serve_cli import build_model  # noqa: E402
+from streams.sharded import evaluate_mixing, shard_name  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+METHODS = ("kl", "l2")
+
+
+def load(path: str | None, seed: int) -> tuple[list, str]:
+    """(x, y) pairs: the bundled SMS spam in its order, or a shared JSON-lines file shuffled."""
+    if path is None:
+        return list(sms_spam()), "SMS Spam Collection (bundled)"
+    with gzip.open(DATA / path if not Path(path).exists() else path, "rt") as fh:
+        rows = [json.loads(line) for line in fh]
+    stream = [({"text": r["text"]} if "text" in r else r["x"], r["label"]) for r in rows]
+    random.Random(seed).shuffle(stream)
+    return stream, f"{Path(path).name}, shuffled (seed {seed})"
+
+
+def offline(spec: str, stream: list, shards: int, every: list[int]) -> dict:
+    """Accuracy by model name, one pass of progressive validation."""
+    text = isinstance(stream[0][0].get("text"), str)
+    result = evaluate_mixing(
+        build_model(spec, text=text),
+        stream,
+        shards=shards,
+        mix_every=every,
+        methods=(*METHODS, "off"),
+    )
+    return {r["model"]: r["accuracy"] for r in result.summary}
+
+
+def served(spec: str, stream: list, shards: int, every: int, method: str, members: int) -> float:
+    """Prequential accuracy of the predictions `members` servers commit on a local broker."""
+    from kafka import KafkaProducer, TopicPartition
+
+    from streams.broker import TansuBroker
+    from streams.committed import committed_consumer
+    from streams.consumer import ModelServer
+    from streams.kafka_io import KafkaSettings, create_topics
+    from streams.messages import encode_example
+
+    text = isinstance(stream[0][0].get("text"), str)
+    with TansuBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        create_topics(bootstrap, {"examples": shards, "examples.predictions": 1})
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+        for i, (x, y) in enumerate(stream):
+            producer.send(
+                "examples", encode_example(i, x, y), key=str(i).encode(), partition=i % shards
+            )
+        producer.close()
+        settings = KafkaSettings(bootstrap, session_timeout_ms=3000, heartbeat_interval_ms=500)
+        servers = [
+            ModelServer(
+                build_model(spec, text=text),
+                settings,
+                examples_topic="examples",
+                predictions_topic="examples.predictions",
+                dead_letter_topic="examples.dead",
+                group_id="mixing",
+                checkpoint_every=200,
+                checkpoint_seconds=0.5,
+                mix=method,
+                mix_every=every,
+                mix_lag=every,
+                mix_seconds=0.5,
+                idle_timeout=6.0,
+            )
+            for _ in range(members)
+        ]
+        threads = [threading.Thread(target=server.run) for server in servers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        consumer = committed_consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        consumer.assign([TopicPartition("examples.predictions", 0)])
+        predictions, deadline = {}, time.monotonic() + 60
+        while len(predictions) < len(stream) and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                for record in records:
+                    message = json.loads(record.value)
+                    predictions[int(message["id"])] = message["prediction"]
+        consumer.close()
+    if len(predictions) != len(stream):
+        raise SystemExit(f"{len(predictions)} predictions for {len(stream)} examples")
+    return sum(predictions[i] == y for i, (_, y) in enumerate(stream)) / len(stream)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default="docs/mixing.png")
+    parser.add_argument("--data", help="a shared JSON-lines file (default: bundled SMS spam)")
+    parser.add_argument("--model", default="AROW()")
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--every", type=int, nargs="+", default=[10, 25, 50, 100, 250, 1000])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--broker", action="store_true", help="also serve on a local broker")
+    parser.add_argument("--served-every", type=int, default=25)
+    parser.add_argument("--members", type=int, default=2)
+    args = parser.parse_args(argv)
+    stream, name = load(args.data, args.seed)
+    started = time.perf_counter()
+    scores = offline(args.model, stream, args.shards, args.every)
+    seconds = time.perf_counter() - started
+    one, isolated = scores["one model"], scores[shard_name(args.shards, "off", 0)]
+    print(
+        f"{name}: {len(stream):,} examples, {args.model}, {args.shards} shards ({seconds:.0f} s)\n"
+    )
+    print("| mix every N | " + " | ".join(f"{m.upper()} delta rule" for m in METHODS) + " |")
+    print("|---:|" + "---:|" * len(METHODS))
+    for n in args.every:
+        cells = [f"{scores[shard_name(args.shards, m, n)]:.4f}" for m in METHODS]
+        print(f"| {n:,} | " + " | ".join(cells) + " |")
+    print(f"\none model: {one:.4f}; isolated per-partition models (no mixing): {isolated:.4f}")
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for method, marker in zip(METHODS, "os"):
+        values = [scores[shard_name(args.shards, method, n)] for n in args.every]
+        ax.plot(
+            args.every,
+            values,
+            marker=marker,
+            label=f"{args.shards} shards, {method.upper()} mixing",
+        )
+    ax.axhline(one, color="black", linestyle="--", label="one model, whole stream")
+    ax.axhline(isolated, color="grey", linestyle=":", label=f"{args.shards} isolated models")
+    ax.set_xscale("log")
+    ax.set_xlabel("mix every N examples per shard")
+    ax.set_ylabel("prequential accuracy")
+    ax.set_title(f"{args.model} on {name.split(',')[0]}", fontsize=10)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=120)
+    print(f"wrote {args.out}")
+
+    if args.broker:
+        print(
+            f"\nServed by {args.members} members of one group, {args.shards} partitions, mixed "
+            f"every {args.served_every} (--mix-lag {args.served_every}):\n"
+        )
+        print("| mixing | prequential accuracy of the served predictions | seconds |")
+        print("|---|---:|---:|")
+        for method in (*METHODS, "off"):
+            started = time.perf_counter()
+            accuracy = served(
+                args.model, stream, args.shards, args.served_every, method, args.members
+            )
+            print(f"| {method} | {accuracy:.4f} | {time.perf_counter() - started:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

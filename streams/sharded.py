@@ -1,0 +1,132 @@
+"""Offline simulation of a consumer group that mixes its partitions' models (no broker).
+
+`ShardedClassifier` is a river classifier made of P copies of a model: each example goes to
+the shard its content hashes to (as Kafka sends a record to the partition its key hashes to),
+which predicts and learns it; every shard publishes its model after `mix_every` examples and
+continues from the mix as soon as every shard has published, with the protocol of
+`streams.mixing` that `river-cw serve --mix` runs (there, over Kafka). Its progressive
+validation (`streams.evaluation`) shows what a deployment with P partitions would score for a
+choice of the mixing period, before deploying: `evaluate_mixing` runs one model learning the
+whole stream next to P shards mixed every N examples by each method (``"off"``: never mixed,
+the isolated per-partition models of `river-cw serve` without ``--mix``).
+
+>>> import river_cw
+>>> from streams.files import sms_spam
+>>> from river_cw.text import BagOfWords
+>>> stream = list(sms_spam())[:1000]
+>>> model = BagOfWords(on="text") | river_cw.AROW()
+>>> result = evaluate_mixing(model, stream, shards=4, mix_every=[50], methods=["kl", "off"])
+>>> [(r["model"], round(r["accuracy"], 2)) for r in result.summary]
+[('one model', 0.94), ('4 shards, kl every 50', 0.91), ('4 shards, off', 0.88)]
+"""
+
+from __future__ import annotations
+
+import copy
+import zlib
+from collections.abc import Iterable, Sequence
+
+from river import base
+
+from river_cw import combine
+from streams.evaluation import Evaluation, evaluate
+from streams.mixing import Mixer, MixState, Rounds, clone
+
+__all__ = ["ShardedClassifier", "evaluate_mixing", "shard_name"]
+
+MIX_METHODS = ("kl", "l2", "off")
+
+
+def shard_of(x: dict, shards: int) -> int:
+    """The shard of an example: a CRC-32 of its content (stable across runs and processes)."""
+    key = repr(sorted(x.items(), key=lambda item: repr(item[0])))
+    return zlib.crc32(key.encode("utf-8", "backslashreplace")) % shards
+
+
+class ShardedClassifier(base.Classifier):
+    """`shards` copies of `model`, each predicting and learning its shard of the stream, mixed
+    every `mix_every` examples per shard by `method` (``"kl"``, ``"l2"`` or ``"off"``).
+
+    Shards publish and adopt mixes as the partitions of `river-cw serve --mix` do
+    (`streams.mixing`); here a mix is adopted as soon as the last shard has published.
+    """
+
+    def __init__(self, model, shards: int = 4, mix_every: int = 100, method: str = "kl"):
+        if shards < 1:
+            raise ValueError(f"shards must be >= 1, got {shards!r}")
+        if method not in MIX_METHODS:
+            raise ValueError(f"method must be one of {MIX_METHODS}, got {method!r}")
+        self.model = model
+        self.shards = shards
+        self.mix_every = mix_every
+        self.method = method
+        self._models = [clone(model) for _ in range(shards)]
+        self._mixers: list[Mixer] = []
+        if method != "off":
+            combine([model], method=method, base=model)  # ValueError: cannot be mixed
+            self._rounds = Rounds(shards, method)
+            self._mixers = [Mixer(MixState.starting(model), mix_every) for _ in range(shards)]
+
+    @property
+    def _multiclass(self):
+        return True
+
+    @property
+    def models(self) -> list:
+        """The shards' models (copies)."""
+        return [clone(model) for model in self._models]
+
+    @property
+    def rounds(self) -> int:
+        """Mixing rounds completed."""
+        return self._mixers[0].state.round if self._mixers else 0
+
+    def predict_one(self, x: dict, **kwargs):
+        return self._models[shard_of(x, self.shards)].predict_one(x, **kwargs)
+
+    def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        return self._models[shard_of(x, self.shards)].predict_proba_one(x, **kwargs)
+
+    def learn_one(self, x: dict, y, **kwargs) -> None:
+        p = shard_of(x, self.shards)
+        self._models[p].learn_one(x, y, **kwargs)
+        if not self._mixers:
+            return
+        self._mixers[p].state.record(x, y)
+        while any(mixer.due() for mixer in self._mixers):
+            for q, mixer in enumerate(self._mixers):
+                if mixer.due():
+                    self._rounds.add(mixer.publish(self._models[q], q))
+            first = self._mixers[0].state
+            mix = self._rounds.mix(first.round, first)
+            if mix is None:
+                return
+            self._models = [m.adopt(model, mix) for m, model in zip(self._mixers, self._models)]
+            self._rounds.forget(mix.round + 1)
+
+
+def shard_name(shards: int, method: str, mix_every: int) -> str:
+    """`evaluate_mixing`'s name of a sharded model."""
+    return (
+        f"{shards} shards, off"
+        if method == "off"
+        else f"{shards} shards, {method} every {mix_every}"
+    )
+
+
+def evaluate_mixing(
+    model,
+    stream: Iterable,
+    shards: int = 4,
+    mix_every: Sequence[int] = (100,),
+    methods: Sequence[str] = MIX_METHODS,
+    **kwargs,
+) -> Evaluation:
+    """Progressive validation of `model` learning the whole stream (``"one model"``) next to
+    `shards` shards mixed every N examples per shard for each N of `mix_every` and each of
+    `methods` (``"off"`` once). Other arguments go to `streams.evaluation.evaluate`."""
+    models = {"one model": copy.deepcopy(model)}
+    for method in methods:
+        for n in mix_every if method != "off" else mix_every[:1]:
+            models[shard_name(shards, method, n)] = ShardedClassifier(model, shards, n, method)
+    return evaluate(models, stream, **kwargs)

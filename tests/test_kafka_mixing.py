@@ -1,0 +1,200 @@
+"""`river-cw serve --mix` against the real broker: one model for the whole consumer group.
+
+Four partitions of SMS spam, two or three members: the served predictions score within a point
+of one model learning the whole stream in one process and clearly above the isolated
+per-partition models; a member killed with -9 while rounds go on loses nothing and counts
+nothing twice in the mix (AROW with a large r updates on every example, so every weight's
+precision in the final mix is known from the examples alone: see tests/test_mixing.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from river_cw.text import BagOfWords
+from streams.files import sms_spam
+from streams.kafka_io import KafkaSettings, create_topics
+from streams.serve_cli import build_model
+from tests.kafka_support import (
+    ServerThread,
+    model_server,
+    produce_examples,
+    read_topic,
+    stored_state,
+    wait_until,
+)
+from tests.test_kafka_crash import FORK, fork_server
+
+pytestmark = pytest.mark.kafka
+PARTITIONS = 4
+SETTINGS = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 10000}
+
+
+def prequential(bootstrap: str, topic: str, examples: list) -> float:
+    """Accuracy of the committed predictions (one per example, made before learning it)."""
+    records = read_topic(bootstrap, f"{topic}.predictions", len(examples), timeout=60)
+    predictions = {int(p["id"]): p["prediction"] for p in (json.loads(r.value) for r in records)}
+    assert sorted(predictions) == list(range(len(examples))) and len(records) == len(examples)
+    return sum(predictions[i] == y for i, _, y in examples) / len(examples)
+
+
+def one_pass(model, examples: list) -> float:
+    correct = 0
+    for _, x, y in examples:
+        correct += model.predict_one(x) == y
+        model.learn_one(x, y)
+    return correct / len(examples)
+
+
+@pytest.mark.slow
+def test_two_members_serve_one_mixed_model_as_good_as_one_process(kafka_broker, topic_name):
+    examples = [(i, x, y) for i, (x, y) in enumerate(sms_spam())]
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = topic_name("mix"), topic_name("mix-group")
+    create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": 1})
+    produce_examples(bootstrap, topic, examples, partitions=lambda i: i % PARTITIONS)
+    settings = KafkaSettings(bootstrap, **SETTINGS)
+    model = build_model("AROW()", text=True)
+    members = [
+        ServerThread(
+            model_server(
+                model,
+                settings,
+                topic,
+                None,
+                group_id=group,
+                checkpoint_every=200,
+                checkpoint_seconds=0.5,
+                mix="kl",
+                mix_every=25,
+                mix_seconds=0.5,
+                mix_lag=25,
+                idle_timeout=6.0,
+                model_spec="AROW() --text",
+            )
+        )
+        for _ in range(2)
+    ]
+    try:
+        for member in members:
+            member.thread.join(300)
+    finally:
+        for member in members:
+            member.stop()
+    served = prequential(bootstrap, topic, examples)
+    single = one_pass(build_model("AROW()", text=True), examples)
+    isolated = sum(
+        one_pass(build_model("AROW()", text=True), [e for e in examples if e[0] % PARTITIONS == p])
+        * sum(1 for e in examples if e[0] % PARTITIONS == p)
+        for p in range(PARTITIONS)
+    ) / len(examples)
+    print(f"served with kl mixing {served:.4f}, one model {single:.4f}, isolated {isolated:.4f}")
+    assert served > single - 0.01
+    assert served > isolated + 0.01
+    states = [stored_state(bootstrap, topic, p) for p in range(PARTITIONS)]
+    assert len({s.mixing.round for s in states}) == 1 and states[0].mixing.round > 50
+    assert states[0].mixing.examples == len(examples)  # the last round mixed every example
+
+
+def start_member(bootstrap, topic, group, log_path, idle_timeout="8"):
+    argv = [
+        "serve",
+        "--model",
+        "AROW(r=10000)",
+        "--text",
+        "--topic",
+        topic,
+        "--bootstrap-servers",
+        bootstrap,
+        "--group-id",
+        group,
+        "--mix",
+        "kl",
+        "--mix-every",
+        "10",
+        "--mix-seconds",
+        "0.3",
+        "--checkpoint-every",
+        "100",
+        "--checkpoint-seconds",
+        "0.3",
+        "--idle-timeout",
+        idle_timeout,
+        "--log-seconds",
+        "0.5",
+        "--connect-timeout-ms",
+        "5000",
+        "--session-timeout-ms",
+        "3000",
+        "--heartbeat-interval-ms",
+        "500",
+    ]
+    return fork_server(argv, log_path)
+
+
+def produce_slowly(bootstrap, topic, examples, seconds):
+    step = 50
+    for start in range(0, len(examples), step):
+        produce_examples(
+            bootstrap, topic, examples[start : start + step], partitions=lambda i: i % PARTITIONS
+        )
+        time.sleep(seconds * step / len(examples))
+
+
+@pytest.mark.slow
+def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_once(
+    kafka_broker, topic_name, tmp_path
+):
+    # a token of its own in every message: its weight's precision says how often it was counted
+    examples = [(i, {"text": f"{x['text']} zzid{i}"}, y) for i, (x, y) in enumerate(sms_spam())]
+    examples = examples[:1500]
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = topic_name("mixkill"), topic_name("mixkill-group")
+    create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": 1})
+    producer = FORK.Process(target=produce_slowly, args=(bootstrap, topic, examples, 12.0))
+    members = {
+        name: start_member(bootstrap, topic, group, tmp_path / f"{name}.log") for name in "abc"
+    }
+    producer.start()
+    try:
+        log = tmp_path / "c.log"
+        wait_until(lambda: "mixed round 1 " in log.read_text(), 60, "c mixing")
+        os.kill(members["c"].pid, signal.SIGKILL)  # rounds go on all the time: in one
+        members["c"].join(10)
+        assert members["c"].exitcode == -signal.SIGKILL
+        time.sleep(5.0)  # a and b take its partitions over
+        members["c"] = start_member(bootstrap, topic, group, tmp_path / "c2.log")
+        producer.join(60)
+        assert producer.exitcode == 0
+        for process in members.values():
+            process.join(120)
+            assert process.exitcode == 0
+    finally:
+        for process in [producer, *members.values()]:
+            process.kill()
+            process.join()
+    states = [stored_state(bootstrap, topic, p) for p in range(PARTITIONS)]
+    assert sum(s.learned for s in states) == len(examples)
+    assert len({s.mixing.round for s in states}) == 1
+    mix = states[0].mixing
+    assert mix.examples == len(examples)
+    expected: dict = {}
+    bag = BagOfWords(on="text")
+    for _, x, _ in examples:
+        for token, count in bag.transform_one(x).items():
+            expected[token] = expected.get(token, 1.0) + count * count / 10000
+    variances = list(mix.anchor.steps.values())[-1].variances
+    assert set(variances) == set(expected)
+    wrong = {
+        t: (1 / variances[t], p)
+        for t, p in expected.items()
+        if abs(1 / variances[t] - p) > 1e-9 * p
+    }
+    assert not wrong, list(wrong.items())[:5]
+    for state in states:  # every partition serves the mix
+        assert list(state.model.steps.values())[-1].variances == variances
