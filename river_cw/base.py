@@ -429,7 +429,8 @@ class GaussianClassifier(LinearClassifier):
         if self.forgetting:
             keep = 1.0 - self.forgetting if w == 1.0 else (1.0 - self.forgetting) ** w
             keep = max(keep, sys.float_info.min)  # a huge w forgets all but a trace
-            m, v, u, entries = self._gaussian.margin(x, pairs, keep, (1.0 - keep) / self.initial_variance)
+            rest = (1.0 - keep) / self.initial_variance
+            m, v, u, entries = self._gaussian.margin(x, pairs, keep, rest)
         else:
             m, v, u, entries = self._gaussian.margin(x, pairs)
         if losses is not None:  # x is valid: record the losses, unless one is beyond float64

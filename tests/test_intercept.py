@@ -81,7 +81,9 @@ def test_the_intercept_is_a_weight_of_the_constant_feature_1(cls, kind):
         )
 
 
-@pytest.mark.parametrize("name", ["intercept", "bias", "INTERCEPT", "river_cw.INTERCEPT", None, 0, 1.0])
+@pytest.mark.parametrize(
+    "name", ["intercept", "bias", "INTERCEPT", "river_cw.INTERCEPT", None, 0, 1.0]
+)
 def test_no_user_feature_name_is_the_intercept(name):
     model = river_cw.AROW(learn_intercept=True)
     for x, y in threshold_stream(50):
@@ -135,7 +137,8 @@ def test_learn_intercept_must_be_a_bool():
 
 
 def test_voted_rda_learns_an_intercept_too():
-    assert progressive_accuracy(river_cw.VotedRDA(learn_intercept=True), threshold_stream(2000)) > 0.95
+    model = river_cw.VotedRDA(learn_intercept=True)
+    assert progressive_accuracy(model, threshold_stream(2000)) > 0.95
     model = river_cw.VotedRDA(learn_intercept=True, prediction="last")
     for x, y in threshold_stream(200):
         model.learn_one(x, y)
