@@ -18,13 +18,14 @@ from river import linear_model
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import river_cw  # noqa: E402
-from benchmarks.intercept import progressive, shared  # noqa: E402
+from intercept import progressive, shared  # noqa: E402  (benchmarks/ is on the path)
 
 
 def models():
     for cls in (river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP):
         for on in (False, True):
-            yield f"{cls.__name__}{' calibrated' if on else ''}", lambda cls=cls, on=on: cls(calibrate=on)
+            name = f"{cls.__name__}{' calibrated' if on else ''}"
+            yield name, lambda cls=cls, on=on: cls(calibrate=on)
     yield "VotedRDA (hinge, calibrated)", river_cw.VotedRDA
     yield "river LogisticRegression", linear_model.LogisticRegression
 

@@ -44,7 +44,7 @@ def streams(seed: int) -> dict:
     """name -> (examples, drift position, how to prepare the features)."""
     out = {
         "SEA, sudden at 5,000": (
-            list(itertools.islice(drift.synthetic("sudden", position=5000, seed=seed), 5000 + AFTER)),
+            list(itertools.islice(drift.synthetic("sudden", 5000, seed=seed), 5000 + AFTER)),
             5000,
             preprocessing.StandardScaler,
         ),
@@ -80,14 +80,16 @@ def main(argv=None) -> None:
     print(f"engine: {river_cw.ENGINE}; accuracy over the {AFTER:,} examples after the drift\n")
     start = time.perf_counter()
     for name, (examples, position, prepare) in data.items():
-        print(f"**{name}**\n\n| model | " + " | ".join(columns) + " |\n|---|" + "---:|" * len(columns))
+        print(f"**{name}**\n\n| model | " + " | ".join(columns) + " |")
+        print("|---|" + "---:|" * len(columns))
         for rule in rules:
             cells = []
             for f in [0.0, *args.forgetting]:
                 cells.append(after_drift(prepare() | rule(forgetting=f), examples, position))
             retrain = river_drift.DriftRetrainingClassifier(rule())
             cells.append(after_drift(prepare() | retrain, examples, position))
-            print(f"| {rule.__name__} | " + " | ".join(f"{c:.3f}" for c in cells) + " |", flush=True)
+            row = " | ".join(f"{c:.3f}" for c in cells)
+            print(f"| {rule.__name__} | {row} |", flush=True)
         print()
     print(f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
 

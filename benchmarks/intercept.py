@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import river_cw  # noqa: E402
 from streams import drift  # noqa: E402
-from tests.test_intercept import threshold_stream  # noqa: E402  (one generator for both)
+from streams.synthetic import threshold_stream  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

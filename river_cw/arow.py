@@ -75,7 +75,9 @@ class AROW(GaussianClassifier):
     ):
         if not r > 0:
             raise ValueError(f"r must be positive, got {r!r}")
-        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate)
+        super().__init__(
+            covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate
+        )
         self.r = r
 
     def _step(self, m, v, w):

@@ -230,7 +230,9 @@ class CW(GaussianClassifier):
             raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")
         if variant not in ("stdev", "var"):
             raise ValueError(f"variant must be 'stdev' or 'var', got {variant!r}")
-        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate)
+        super().__init__(
+            covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate
+        )
         self.confidence = confidence
         self.variant = variant
         self._phi = statistics.NormalDist().inv_cdf(confidence)

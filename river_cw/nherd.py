@@ -70,7 +70,9 @@ class NHERD(GaussianClassifier):
     ):
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")
-        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate)
+        super().__init__(
+            covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate
+        )
         self.C = C
 
     def _step(self, m, v, w):

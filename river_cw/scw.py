@@ -88,7 +88,9 @@ class SCW(GaussianClassifier):
             raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")
         if variant not in ("I", "II"):
             raise ValueError(f"variant must be 'I' or 'II', got {variant!r}")
-        super().__init__(covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate)
+        super().__init__(
+            covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate
+        )
         self.C = C
         self.confidence = confidence
         self.variant = variant

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterator
+
 import numpy as np
 
-__all__ = ["rotated_gaussian"]
+__all__ = ["rotated_gaussian", "threshold_stream"]
 
 
 def rotated_gaussian(seed: int, n: int = 1000) -> list[tuple[dict, bool]]:
@@ -27,3 +30,17 @@ def rotated_gaussian(seed: int, n: int = 1000) -> list[tuple[dict, bool]]:
         [c * (short + long_), c * (long_ - short), rng.normal(0, np.sqrt(2), (n, 18))]
     )
     return [({j: float(v) for j, v in enumerate(row)}, bool(s > 0)) for row, s in zip(X, short)]
+
+
+def threshold_stream(n: int, seed: int = 0) -> Iterator[tuple[dict, bool]]:
+    """One standard normal feature labelled ``x > 0.5`` (issue 9): a threshold off the origin.
+    Through the origin the best rule is ``x > 0``, wrong on the 19.1% of x in (0, 0.5].
+
+    >>> [y for _, y in threshold_stream(4)]
+    [True, False, False, False]
+
+    """
+    rng = random.Random(seed)
+    for _ in range(n):
+        x = rng.gauss(0.0, 1.0)
+        yield {"x": x}, x > 0.5

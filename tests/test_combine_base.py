@@ -128,12 +128,13 @@ def test_full_covariance_delta_rule_against_dense_matrices():
     base = learned(river_cw.AROW(covariance="full"), stream(5), "ab")
     members = [learned(base, stream(6), "ab") for _ in range(3)]
     merged = river_cw.combine(members, base=base)
-    keys = sorted(base._gaussian.index)
+    keys = sorted({k for k, _ in base.covariances}, key=repr)  # features and the intercept
 
-    def moments(model):
-        g = model._gaussian
-        rows = [g.index[k] for k in keys]
-        return g.mean[rows], np.linalg.inv(g.cov[np.ix_(rows, rows)])
+    def moments(model):  # from the public views
+        weights = {**model.weights, river_cw.INTERCEPT: model.intercept}
+        cov = model.covariances
+        matrix = np.array([[cov[k, l] for l in keys] for k in keys])
+        return np.array([weights[k] for k in keys]), np.linalg.inv(matrix)
 
     mean0, precision0 = moments(base)
     parts = [moments(m) for m in members]

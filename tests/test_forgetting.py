@@ -30,7 +30,8 @@ def test_a_touch_without_an_update_relaxes_the_precision_toward_the_prior(covari
     the weights not touched keep everything."""
     f, a = 0.2, 0.5
     model = river_cw.SOP(a=1 / a, covariance=covariance, forgetting=f)
-    for x, y in [({"a": 1.0, "b": 0.5}, True), ({"b": 1.0, "c": -1.0}, False), ({"a": -1.0}, False)]:
+    first = [({"a": 1.0, "b": 0.5}, True), ({"b": 1.0, "c": -1.0}, False), ({"a": -1.0}, False)]
+    for x, y in first:
         model.learn_one(x, y)
     x = {"a": 2.0, "b": 0.0}  # b: a zero value touches nothing
     y = model.predict_one(x)  # a correct example: no update

@@ -6,7 +6,6 @@ import copy
 import itertools
 import math
 import pickle
-import random
 
 import numpy as np
 import pytest
@@ -15,15 +14,8 @@ from river import linear_model, metrics, preprocessing
 import river_cw
 from river_cw import INTERCEPT
 from streams import drift
+from streams.synthetic import threshold_stream
 
-
-def threshold_stream(n: int, seed: int = 0):
-    """One standard normal feature labelled ``x > 0.5`` (issue 9): a threshold off the origin.
-    Through the origin the best rule is ``x > 0``, wrong on the 19.1% of x in (0, 0.5]."""
-    rng = random.Random(seed)
-    for _ in range(n):
-        x = rng.gauss(0.0, 1.0)
-        yield {"x": x}, x > 0.5
 
 GAUSSIANS = [river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP]
 KINDS = [
@@ -89,7 +81,9 @@ def test_the_intercept_is_a_weight_of_the_constant_feature_1(cls, kind):
         )
 
 
-@pytest.mark.parametrize("name", ["intercept", "bias", "INTERCEPT", "river_cw.INTERCEPT", None, 0, 1.0])
+@pytest.mark.parametrize(
+    "name", ["intercept", "bias", "INTERCEPT", "river_cw.INTERCEPT", None, 0, 1.0]
+)
 def test_no_user_feature_name_is_the_intercept(name):
     model = river_cw.AROW(learn_intercept=True)
     for x, y in threshold_stream(50):
@@ -143,7 +137,8 @@ def test_learn_intercept_must_be_a_bool():
 
 
 def test_voted_rda_learns_an_intercept_too():
-    assert progressive_accuracy(river_cw.VotedRDA(learn_intercept=True), threshold_stream(2000)) > 0.95
+    model = river_cw.VotedRDA(learn_intercept=True)
+    assert progressive_accuracy(model, threshold_stream(2000)) > 0.95
     model = river_cw.VotedRDA(learn_intercept=True, prediction="last")
     for x, y in threshold_stream(200):
         model.learn_one(x, y)

@@ -157,9 +157,8 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
     topic, group = topic_name("mixkill"), topic_name("mixkill-group")
     create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": 1})
     producer = FORK.Process(target=produce_slowly, args=(bootstrap, topic, examples, 12.0))
-    members = {
-        name: start_member(bootstrap, topic, group, tmp_path / f"{name}.log") for name in "abc"
-    }
+    logs = {name: tmp_path / f"{name}.log" for name in "abc"}
+    members = {name: start_member(bootstrap, topic, group, logs[name]) for name in "abc"}
     producer.start()
     try:
         log = tmp_path / "c.log"
@@ -168,12 +167,13 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
         members["c"].join(10)
         assert members["c"].exitcode == -signal.SIGKILL
         time.sleep(5.0)  # a and b take its partitions over
-        members["c"] = start_member(bootstrap, topic, group, tmp_path / "c2.log")
+        logs["c"] = tmp_path / "c2.log"
+        members["c"] = start_member(bootstrap, topic, group, logs["c"])
         producer.join(60)
         assert producer.exitcode == 0
-        for process in members.values():
+        for name, process in members.items():
             process.join(120)
-            assert process.exitcode == 0
+            assert process.exitcode == 0, f"member {name}:\n{logs[name].read_text()[-3000:]}"
     finally:
         for process in [producer, *members.values()]:
             process.kill()

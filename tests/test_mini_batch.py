@@ -36,7 +36,9 @@ values = st.one_of(
 )
 frames = st.integers(1, 25).flatmap(
     lambda n: st.tuples(
-        st.lists(st.fixed_dictionaries({f"f{j}": values for j in range(4)}), min_size=n, max_size=n),
+        st.lists(
+            st.fixed_dictionaries({f"f{j}": values for j in range(4)}), min_size=n, max_size=n
+        ),
         st.lists(st.sampled_from(["a", "b", "c"]), min_size=n, max_size=n),
         st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3]), min_size=n, max_size=n),
     )
@@ -62,7 +64,8 @@ def test_learn_many_is_the_learn_one_loop_bit_for_bit(model, batches, use_weight
         y = pd.Series(labels, index=X.index)
         w = pd.Series(weights, index=X.index) if use_weights else 1.0
         many.learn_many(X, y, w)
-        for x, label, weight in zip(rows_of(records, X.columns), labels, weights if use_weights else [1.0] * len(labels)):
+        row_weights = weights if use_weights else [1.0] * len(labels)
+        for x, label, weight in zip(rows_of(records, X.columns), labels, row_weights):
             one.learn_one(x, label, weight)
         assert pickle.dumps(many) == pickle.dumps(one)
         predicted = many.predict_many(X)

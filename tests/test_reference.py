@@ -128,3 +128,21 @@ def test_multiclass_full_covariance_matches_the_joint_feature_space():
         assert weights[z][f] == pytest.approx(mu[z * D + NAMES.index(f)], abs=1e-9)
         expected = S[z * D + NAMES.index(f), z2 * D + NAMES.index(f2)]
         assert covariance == pytest.approx(expected, abs=1e-9)
+
+
+def test_full_covariance_keeps_its_digits_when_one_example_dwarfs_the_prior():
+    """Rank-one precision updates by Givens rotations lose no digits to cancellation: Sigma
+    after one AROW step on x = (1, 1e8, 1e8), against Sherman-Morrison in exact rationals."""
+    from fractions import Fraction
+
+    model = river_cw.AROW(r=1.0, covariance="full")
+    model.learn_one({"f0": 1e8, "f1": 1e8}, True)
+    x = {river_cw.INTERCEPT: Fraction(1), "f0": Fraction(10**8), "f1": Fraction(10**8)}
+    norm = 1 + sum(v * v for v in x.values())  # r + x' Sigma x with Sigma = I
+    for f in ("f0", "f1"):
+        for g in (river_cw.INTERCEPT, "f0", "f1"):
+            exact = float((f == g) - x[f] * x[g] / norm)
+            # the precision's condition number is 2e16: an entry far below |Sigma| = 1 keeps
+            # only an absolute accuracy; the form with 1/c got f0's variance 1.0 for 0.5
+            tolerance = dict(rel=1e-12) if g != river_cw.INTERCEPT else dict(abs=1e-8)
+            assert model.covariances[f, g] == pytest.approx(exact, **tolerance)

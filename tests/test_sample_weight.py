@@ -12,7 +12,9 @@ import pytest
 import river_cw
 from river_cw import INTERCEPT
 
-CLASSES = [river_cw.CW, river_cw.AROW, river_cw.NHERD, river_cw.SOP, river_cw.SCW, river_cw.VotedRDA]
+CLASSES = [
+    river_cw.CW, river_cw.AROW, river_cw.NHERD, river_cw.SOP, river_cw.SCW, river_cw.VotedRDA
+]
 CONFIGS = [
     cls(learn_intercept=b, **params)
     for cls in CLASSES
@@ -156,8 +158,9 @@ def test_a_weight_raises_cws_gaussian_factor_to_its_power(variant, w):
         once.learn_one(x, y)
         before = dense(model, KEYS)
         model.learn_one(x, y, w=w)
-        P0, P1, Pw = (np.linalg.inv(S) for _, S in (before, dense(once, KEYS), dense(model, KEYS)))
-        h0, h1, hw = (P @ mu for P, (mu, _) in zip((P0, P1, Pw), (before, dense(once, KEYS), dense(model, KEYS))))
+        states = (before, dense(once, KEYS), dense(model, KEYS))
+        P0, P1, Pw = (np.linalg.inv(S) for _, S in states)
+        h0, h1, hw = (P @ mu for P, (mu, _) in zip((P0, P1, Pw), states))
         np.testing.assert_allclose(Pw - P0, w * (P1 - P0), rtol=1e-7, atol=1e-7)
         np.testing.assert_allclose(hw - h0, w * (h1 - h0), rtol=1e-7, atol=1e-7)
         assert np.linalg.eigvalsh(dense(model, KEYS)[1]).min() > 0

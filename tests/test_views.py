@@ -61,7 +61,9 @@ def recomputed(model, x: dict) -> dict:
         return {classes[0]: 1.0 - p, classes[1]: p}
     logp = [
         sum(
-            normal_log_cdf((scores[z] - scores[k]) / math.sqrt(cov[z, z] + cov[k, k] - 2 * cov[z, k]))
+            normal_log_cdf(
+                (scores[z] - scores[k]) / math.sqrt(cov[z, z] + cov[k, k] - 2 * cov[z, k])
+            )
             for k in range(len(blocks))
             if k != z
         )
