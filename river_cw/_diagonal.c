@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "_fsum.h"
+#include "_steps.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* the feature table of one block                                                            */
@@ -577,6 +578,39 @@ static inline double forget(double s, double keep, double rest) {
     return keep == 1.0 ? s : s / (keep + rest * s);
 }
 
+/* one feature of d in pair k (entry ix of t, -1: unseen): its coordinate, and its terms of the
+ * margin's sums (room reserved); -1 on a memory error */
+static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_hash_t h,
+                            Py_ssize_t ix, double xf, double keep, double rest, Fsum *m_acc,
+                            Fsum *u_acc) {
+    double x2 = xf * xf;
+    if (ix < 0) {
+        if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
+            double uj = self->prior * x2;
+            Coord *c = &self->coords[self->ncoords++];
+            c->pair = k;
+            c->ix = -1;
+            c->x = xf;
+            Py_INCREF(key);
+            c->key = key;
+            c->hash = h;
+            self->u[self->nu++] = uj;
+            return fsum_add(u_acc, uj);
+        }
+        return 0;
+    } else {
+        Entry *e = &t->entries[ix];
+        double uj = forget(e->var, keep, rest) * x2;
+        Coord *c = &self->coords[self->ncoords++];
+        c->pair = k;
+        c->ix = ix;
+        c->x = xf;
+        c->key = NULL;
+        self->u[self->nu++] = uj;
+        return fsum_add(m_acc, e->mean * xf) < 0 || fsum_add(u_acc, uj) < 0 ? -1 : 0;
+    }
+}
+
 /* margin(x, pairs, keep=1, rest=0) -> (m, v, u, entries): one pass over
  * d = sum(sign f(x, block)), with the learned variances of d's features forgotten first (written
  * once x is known to be valid) */
@@ -630,41 +664,13 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
         while (PyDict_Next(x, &pos, &key, &value)) {
             Py_hash_t h;
             Py_ssize_t ix;
-            double x2;
             if (lookup(t, key, value, &xf, &h, &ix) < 0) {
                 fsum_free(&m_acc);
                 goto bad;
             }
-            x2 = xf * xf;
-            if (ix < 0) {
-                if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
-                    double uj = self->prior * x2;
-                    Coord *c = &self->coords[self->ncoords++];
-                    c->pair = (int)k;
-                    c->ix = -1;
-                    c->x = xf;
-                    Py_INCREF(key);
-                    c->key = key;
-                    c->hash = h;
-                    self->u[self->nu++] = uj;
-                    if (fsum_add(&u_acc, uj) < 0) {
-                        fsum_free(&m_acc);
-                        goto fail;
-                    }
-                }
-            } else {
-                Entry *e = &t->entries[ix];
-                double uj = forget(e->var, keep, rest) * x2;
-                Coord *c = &self->coords[self->ncoords++];
-                c->pair = (int)k;
-                c->ix = ix;
-                c->x = xf;
-                c->key = NULL;
-                self->u[self->nu++] = uj;
-                if (fsum_add(&m_acc, e->mean * xf) < 0 || fsum_add(&u_acc, uj) < 0) {
-                    fsum_free(&m_acc);
-                    goto fail;
-                }
+            if (add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &m_acc, &u_acc) < 0) {
+                fsum_free(&m_acc);
+                goto fail;
             }
         }
         if (fsum_result(&m_acc, &mk) < 0) goto bad;
@@ -758,13 +764,14 @@ static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, doub
  * coordinates. Every new (mean, variance) is computed first, per pair the learned weights then
  * the new ones (the Python engine's order); nothing is written unless, per pair, the plain sums
  * of the new means and of the new variances are finite. False: float64 cannot express it. */
+static int update_core(Diagonal *self, double alpha, double gamma, double v, int kind, double C,
+                       PyObject *scheme);
+
 static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     long long token;
-    double alpha, gamma, v, beta, C = 0.0;
+    double alpha, gamma, v, C = 0.0;
     PyObject *scheme;
-    int kind, k, pass, checked;
-    double step_bound, largest = 0.0;
-    Py_ssize_t i, n_new[2] = {0, 0};
+    int kind, applied;
     if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
     if (enter(self) < 0) return NULL;
     if (token != self->token || self->margin_generation != self->generation) {
@@ -788,6 +795,22 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
         } else
             kind = SCHEME_CALLABLE;
     }
+    applied = update_core(self, alpha, gamma, v, kind, C, scheme);
+    self->busy = 0;
+    if (applied < 0) return NULL;
+    return PyBool_FromLong(applied);
+fail:
+    self->busy = 0;
+    return NULL;
+}
+
+/* the step of `update` on the last margin's coordinates, with the scheme resolved to `kind`:
+ * 1 applied, 0 refused (float64 cannot express it; nothing written), -1 an error */
+static int update_core(Diagonal *self, double alpha, double gamma, double v, int kind, double C,
+                       PyObject *scheme) {
+    int k, pass, checked;
+    double beta, step_bound, largest = 0.0;
+    Py_ssize_t i, n_new[2] = {0, 0};
     beta = gamma / (1.0 + gamma * v);
     step_bound = fabs(alpha) * sqrt(self->prior * v);
     if (scratch_reserve(self, self->ncoords) < 0) goto fail;
@@ -841,14 +864,11 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     else if (largest > self->mean_bound)
         self->mean_bound = largest;
     release_coords(self);
-    self->busy = 0;
-    Py_RETURN_TRUE;
+    return 1;
 refused:
-    self->busy = 0;
-    Py_RETURN_FALSE;
+    return 0;
 fail:
-    self->busy = 0;
-    return NULL;
+    return -1;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -934,6 +954,171 @@ static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_
     Py_DECREF(result);
     Py_DECREF(margin);
     return PyLong_FromLong(outcome);
+}
+
+/* a rule's `_native_step`, (name, params): its C step (_steps.h) and the params as doubles */
+static rcw_step parse_step(PyObject *spec, double *params) {
+    PyObject *name, *values;
+    const char *text;
+    rcw_step step;
+    int nparams, i;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2 ||
+        !PyUnicode_Check(name = PyTuple_GET_ITEM(spec, 0)) ||
+        !PyTuple_Check(values = PyTuple_GET_ITEM(spec, 1))) {
+        PyErr_SetString(PyExc_TypeError, "a native step is (name, (params...))");
+        return NULL;
+    }
+    if ((text = PyUnicode_AsUTF8(name)) == NULL) return NULL;
+    if ((step = rcw_find_step_n(text, &nparams)) == NULL) {
+        PyErr_Format(PyExc_ValueError, "no native step %R", name);
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(values) != nparams) {
+        PyErr_Format(PyExc_ValueError, "the native step %R takes %d parameters", name, nparams);
+        return NULL;
+    }
+    for (i = 0; i < nparams; i++)
+        if ((params[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, i))) == -1.0 && PyErr_Occurred())
+            return NULL;
+    return step;
+}
+
+/* a feature value of the lean path, exactly as float(value): 0 for a float, an int within
+ * float64 or a bool; 1 (no error set) for anything else, which is the general path's to judge */
+static inline int plain_value(PyObject *value, double *out) {
+    if (PyFloat_CheckExact(value)) {
+        *out = PyFloat_AS_DOUBLE(value);
+        return 0;
+    }
+    if (PyLong_CheckExact(value)) {
+        *out = PyLong_AsDouble(value); /* correctly rounded, as float(int) */
+        if (*out == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        return 0;
+    }
+    if (PyBool_Check(value)) {
+        *out = value == Py_True ? 1.0 : 0.0;
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *intercept_key = NULL; /* the last intercept seen (river_cw.INTERCEPT) */
+static Py_hash_t intercept_hash;
+
+/* learn_native(x, sign, step, w, scheme, intercept) -> 0, 1, 2 or -1: `learn` of a binary model
+ * (one block) along sign * x, with x's values read as river_cw.validation.as_floats reads them,
+ * the `intercept` feature (None: none) appended with value 1.0 as GaussianClassifier._features
+ * does, and the rule's step in C (`step` = (name, params), see _steps.h); scheme "project" or
+ * "drop". -1: the general path's case (x not a dict of floats, ints and bools with finite
+ * sums, or holding the intercept): nothing changed, no error set. */
+static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *x, *scheme, *intercept, *key, *value;
+    double params[RCW_MAX_PARAMS], w, sign, m = 0.0, mk, v, alpha, gamma, xf;
+    rcw_step step;
+    int kind, outcome = LEARN_NOTHING;
+    long sign_in;
+    Py_ssize_t pos = 0, ix;
+    Py_hash_t h;
+    Table *t;
+    Fsum m_acc, u_acc;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "learn_native(x, sign, step, w, scheme, intercept)");
+        return NULL;
+    }
+    x = args[0];
+    scheme = args[4];
+    intercept = args[5];
+    if ((sign_in = PyLong_AsLong(args[1])) == -1 && PyErr_Occurred()) return NULL;
+    sign = (double)sign_in;
+    if ((w = PyFloat_AsDouble(args[3])) == -1.0 && PyErr_Occurred()) return NULL;
+    if ((step = parse_step(args[2], params)) == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
+        return PyLong_FromLong(-1);
+    }
+    if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
+        kind = SCHEME_PROJECT;
+    else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
+        kind = SCHEME_DROP;
+    else {
+        PyErr_SetString(PyExc_ValueError, "learn_native's scheme is 'project' or 'drop'");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(x) || self->nblocks != 1) return PyLong_FromLong(-1);
+    if (enter(self) < 0) return NULL;
+    release_coords(self);
+    if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) {
+        self->busy = 0;
+        return NULL;
+    }
+    self->pair_block[0] = 0;
+    self->pair_sign[0] = sign;
+    self->npairs = 1;
+    t = &self->blocks[0];
+    fsum_init(&m_acc);
+    fsum_init(&u_acc);
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (key == intercept || plain_value(value, &xf)) goto general;
+        if (!PyUnicode_CheckExact(key) || (h = ((PyASCIIObject *)key)->hash) == -1)
+            if ((h = PyObject_Hash(key)) == -1) goto general_error;
+        if ((ix = table_find(t, key, h)) == -2) goto general_error;
+        if (add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &m_acc, &u_acc) < 0) goto fail;
+    }
+    if (intercept != Py_None) {
+        if (intercept != intercept_key) {
+            if ((h = PyObject_Hash(intercept)) == -1) goto fail;
+            Py_INCREF(intercept);
+            Py_XSETREF(intercept_key, intercept);
+            intercept_hash = h;
+        }
+        if ((ix = table_find(t, intercept, intercept_hash)) == -2) goto general_error;
+        if (add_coord(self, t, 0, intercept, intercept_hash, ix, 1.0, 1.0, 0.0, &m_acc, &u_acc) < 0)
+            goto fail;
+    }
+    if (fsum_result(&m_acc, &mk) < 0) { /* frees m_acc's terms */
+        fsum_free(&u_acc);
+        goto general_error_freed;
+    }
+    if (fsum_result(&u_acc, &v) < 0) goto general_error_freed;
+    m += sign * mk;
+    if (!(isfinite(m) && isfinite(v))) goto general_freed;
+    if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
+        int r = step(params, m, v, w, &alpha, &gamma);
+        if (r < 0)
+            outcome = LEARN_SKIPPED;
+        else if (r > 0) {
+            int applied = update_core(self, alpha, gamma, v, kind, 0.0, scheme);
+            if (applied < 0) goto fail_freed;
+            outcome = applied ? LEARN_APPLIED : LEARN_SKIPPED;
+        }
+    }
+    release_coords(self);
+    self->busy = 0;
+    return PyLong_FromLong(outcome);
+general_error: /* an error the general path raises again, with its message */
+    if (PyErr_ExceptionMatches(PyExc_MemoryError)) goto fail;
+    PyErr_Clear();
+general:
+    fsum_free(&m_acc);
+    fsum_free(&u_acc);
+general_freed:
+    release_coords(self);
+    self->busy = 0;
+    return PyLong_FromLong(-1);
+general_error_freed:
+    if (PyErr_ExceptionMatches(PyExc_MemoryError)) goto fail_freed;
+    PyErr_Clear();
+    goto general_freed;
+fail:
+    fsum_free(&m_acc);
+    fsum_free(&u_acc);
+fail_freed:
+    release_coords(self);
+    self->busy = 0;
+    return NULL;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1250,6 +1435,8 @@ static PyMethodDef diagonal_methods[] = {
      "Apply one step (entries, alpha, gamma, v, scheme)."},
     {"learn", (PyCFunction)(void (*)(void))diagonal_learn, METH_FASTCALL,
      "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
+    {"learn_native", (PyCFunction)(void (*)(void))diagonal_learn_native, METH_FASTCALL,
+     "learn of a binary model with the rule's step in C; -1: the general path's case."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},
@@ -1489,6 +1676,21 @@ static PyObject *module_as_floats(PyObject *module, PyObject *x) {
     return PyObject_CallOneArg(as_floats_python, x);
 }
 
+/* native_step(step, m, v, w): a rule's C step (_steps.h) as its Python `_step` reports it: None
+ * (no update), (alpha, gamma), or False (float64 cannot express the step) */
+static PyObject *module_native_step(PyObject *module, PyObject *args) {
+    PyObject *spec;
+    double params[RCW_MAX_PARAMS], m, v, w, alpha, gamma;
+    rcw_step step;
+    int r;
+    if (!PyArg_ParseTuple(args, "Oddd", &spec, &m, &v, &w)) return NULL;
+    if ((step = parse_step(spec, params)) == NULL) return NULL;
+    r = step(params, m, v, w, &alpha, &gamma);
+    if (r < 0) Py_RETURN_FALSE;
+    if (r == 0) Py_RETURN_NONE;
+    return Py_BuildValue("dd", alpha, gamma);
+}
+
 static PyMethodDef module_methods[] = {
     {"exact_var_alpha", (PyCFunction)module_exact_var_alpha, METH_VARARGS,
      "river_cw.cw.exact_var_alpha(m, v, phi, u) for Terms u."},
@@ -1497,6 +1699,8 @@ static PyMethodDef module_methods[] = {
     {"as_floats", (PyCFunction)module_as_floats, METH_O,
      "river_cw.validation.as_floats, its first fast paths compiled."},
     {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},
+    {"native_step", (PyCFunction)module_native_step, METH_VARARGS,
+     "A rule's C step (m, v, w) -> None, (alpha, gamma) or False (skipped)."},
     {NULL},
 };
 

@@ -39,7 +39,7 @@ import numpy as np
 from river import base
 
 from . import calibration
-from .gaussian import SKIPPED, DiagonalGaussian, FullGaussian
+from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian
 from .validation import as_floats, check_label, check_weight
 
 __all__ = ["INTERCEPT", "GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
@@ -393,6 +393,10 @@ class GaussianClassifier(LinearClassifier):
         self._gaussian = engine(initial_variance)
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
+    _native_step: tuple[str, tuple] | None = None
+    """The rule's `_step` in C, ``(name, params)`` (see river_cw/_steps.h), or None: the compiled
+    engine's lean `learn_one` then serves the common case in one call."""
+
     @abc.abstractmethod
     def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
         """``(alpha, gamma)`` for margin mean `m`, variance `v > 0` and sample weight ``w > 0``
@@ -402,6 +406,39 @@ class GaussianClassifier(LinearClassifier):
         """``(alpha, gamma, scheme)`` of the exact diagonal update, given the terms
         ``u_j = Sigma_jj d_j^2`` of v (see `DiagonalGaussian`)."""
         raise NotImplementedError
+
+    if ENGINE == "c":
+
+        def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+            # The common case in one call of the compiled engine (`learn_native`: as_floats'
+            # reading of x, margin, the rule's C step, update), the same numbers as the general
+            # path; any other case, and any x it does not take as it is (to name a bad feature),
+            # goes the general way, the model unchanged.
+            if (
+                type(w) is float
+                and 0.0 < w < math.inf
+                and len(self.classes_) == 2
+                and type(self._gaussian) is DiagonalGaussian  # the compiled engine's
+                and self.diagonal != "exact"
+                and not self.calibrate
+                and not self.forgetting
+            ):
+                step = self._native_step
+                try:
+                    k = self._class_index.get(y)
+                except TypeError:  # unhashable: the general path names it
+                    k = None
+                if step is not None and k is not None:
+                    outcome = self._gaussian.learn_native(
+                        x, 1 if k else -1, step, w, self.diagonal,
+                        INTERCEPT if self.learn_intercept else None,
+                    )
+                    if outcome >= 0:
+                        self.n_skipped_updates += outcome == SKIPPED
+                        return
+            LinearClassifier.learn_one(self, x, y, w)
+
+        learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
     # -- hooks of LinearClassifier ------------------------------------------------------------
 
