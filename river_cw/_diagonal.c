@@ -582,7 +582,7 @@ static inline double forget(double s, double keep, double rest) {
  * margin's sums (room reserved); -1 on a memory error */
 static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_hash_t h,
                             Py_ssize_t ix, double xf, double keep, double rest, Fsum *m_acc,
-                            Fsum *u_acc) {
+                            Fsum *u_acc, int kept) {
     double x2 = xf * xf;
     if (ix < 0) {
         if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
@@ -594,6 +594,10 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
             Py_INCREF(key);
             c->key = key;
             c->hash = h;
+            if (!kept) { /* the lean path: sums certified or given up, no terms (see learn_native) */
+                fsum_add_unkept(u_acc, uj);
+                return 0;
+            }
             self->u[self->nu++] = uj;
             return fsum_add(u_acc, uj);
         }
@@ -606,6 +610,11 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
         c->ix = ix;
         c->x = xf;
         c->key = NULL;
+        if (!kept) {
+            fsum_add_unkept(m_acc, e->mean * xf);
+            fsum_add_unkept(u_acc, uj);
+            return 0;
+        }
         self->u[self->nu++] = uj;
         return fsum_add(m_acc, e->mean * xf) < 0 || fsum_add(u_acc, uj) < 0 ? -1 : 0;
     }
@@ -668,7 +677,7 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
                 fsum_free(&m_acc);
                 goto bad;
             }
-            if (add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &m_acc, &u_acc) < 0) {
+            if (add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &m_acc, &u_acc, 1) < 0) {
                 fsum_free(&m_acc);
                 goto fail;
             }
@@ -724,26 +733,37 @@ static int scratch_reserve(Diagonal *self, Py_ssize_t n) {
     return 0;
 }
 
+/* a coordinate's variance (*s) and mean before the step */
+static inline double coord_state(Diagonal *self, Coord *c, double *s) {
+    Entry *e;
+    if (c->ix < 0) {
+        *s = self->prior;
+        return 0.0;
+    }
+    e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+    *s = e->var;
+    return e->mean;
+}
+
+/* step_coord of the built-in schemes, "project" (kind SCHEME_PROJECT) and "drop" */
+static inline void step_builtin(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
+                                int kind, double *out) {
+    double s, mean = coord_state(self, c, &s);
+    out[0] = step_mean(mean, alpha * self->pair_sign[c->pair], s, c->x);
+    out[1] = kind == SCHEME_PROJECT ? shrink_project(s, c->x, gamma) : shrink_drop(s, c->x, beta);
+}
+
 /* one coordinate's new (mean, variance) into out[0], out[1]; -1 when a scheme raised */
 static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
                       int kind, double C, PyObject *scheme, double *out) {
     double a = alpha * self->pair_sign[c->pair], xf = c->x, s, mean;
-    if (c->ix < 0) {
-        s = self->prior;
-        mean = 0.0;
-    } else {
-        Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
-        s = e->var;
-        mean = e->mean;
+    if (kind == SCHEME_PROJECT || kind == SCHEME_DROP) {
+        step_builtin(self, c, alpha, gamma, beta, kind, out);
+        return 0;
     }
+    mean = coord_state(self, c, &s);
     out[0] = step_mean(mean, a, s, xf);
     switch (kind) {
-    case SCHEME_PROJECT:
-        out[1] = shrink_project(s, xf, gamma);
-        return 0;
-    case SCHEME_DROP:
-        out[1] = shrink_drop(s, xf, beta);
-        return 0;
     case SCHEME_HERDING:
         out[1] = shrink_herding(s, xf * xf, C);
         return 0;
@@ -841,7 +861,7 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
     if (!checked)
         for (i = 0; i < self->ncoords; i++) {
             Coord *c = &self->coords[i];
-            step_coord(self, c, alpha, gamma, beta, kind, C, scheme, &self->scratch[2 * i]);
+            step_builtin(self, c, alpha, gamma, beta, kind, &self->scratch[2 * i]);
             n_new[c->pair] += c->ix < 0;
         }
     for (k = 0; k < self->npairs; k++)
@@ -991,6 +1011,17 @@ static inline int plain_value(PyObject *value, double *out) {
         return 0;
     }
     if (PyLong_CheckExact(value)) {
+#if PY_VERSION_HEX >= 0x030C0000
+        if (PyUnstable_Long_IsCompact((PyLongObject *)value)) { /* exact as a double */
+            *out = (double)PyUnstable_Long_CompactValue((PyLongObject *)value);
+            return 0;
+        }
+#else
+        if (Py_ABS(Py_SIZE(value)) <= 1) { /* one digit (30 bits) or zero: exact as a double */
+            *out = (double)(Py_SIZE(value) * (long)((PyLongObject *)value)->ob_digit[0]);
+            return 0;
+        }
+#endif
         *out = PyLong_AsDouble(value); /* correctly rounded, as float(int) */
         if (*out == -1.0 && PyErr_Occurred()) {
             PyErr_Clear();
@@ -1065,7 +1096,7 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
         if (!PyUnicode_CheckExact(key) || (h = ((PyASCIIObject *)key)->hash) == -1)
             if ((h = PyObject_Hash(key)) == -1) goto general_error;
         if ((ix = table_find(t, key, h)) == -2) goto general_error;
-        if (add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &m_acc, &u_acc) < 0) goto fail;
+        add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &m_acc, &u_acc, 0);
     }
     if (intercept != Py_None) {
         if (intercept != intercept_key) {
@@ -1075,23 +1106,20 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
             intercept_hash = h;
         }
         if ((ix = table_find(t, intercept, intercept_hash)) == -2) goto general_error;
-        if (add_coord(self, t, 0, intercept, intercept_hash, ix, 1.0, 1.0, 0.0, &m_acc, &u_acc) < 0)
-            goto fail;
+        add_coord(self, t, 0, intercept, intercept_hash, ix, 1.0, 1.0, 0.0, &m_acc, &u_acc, 0);
     }
-    if (fsum_result(&m_acc, &mk) < 0) { /* frees m_acc's terms */
-        fsum_free(&u_acc);
-        goto general_error_freed;
-    }
-    if (fsum_result(&u_acc, &v) < 0) goto general_error_freed;
+    /* the exactly rounded sums where the bound certifies them (nearly always); else, and for
+     * non-finite sums, the general path sums the kept terms and names a bad feature */
+    if (!fsum_certified(&m_acc, &mk) || !fsum_certified(&u_acc, &v)) goto general;
     m += sign * mk;
-    if (!(isfinite(m) && isfinite(v))) goto general_freed;
+    if (!(isfinite(m) && isfinite(v))) goto general;
     if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
         int r = step(params, m, v, w, &alpha, &gamma);
         if (r < 0)
             outcome = LEARN_SKIPPED;
         else if (r > 0) {
             int applied = update_core(self, alpha, gamma, v, kind, 0.0, scheme);
-            if (applied < 0) goto fail_freed;
+            if (applied < 0) goto fail;
             outcome = applied ? LEARN_APPLIED : LEARN_SKIPPED;
         }
     }
@@ -1102,20 +1130,10 @@ general_error: /* an error the general path raises again, with its message */
     if (PyErr_ExceptionMatches(PyExc_MemoryError)) goto fail;
     PyErr_Clear();
 general:
-    fsum_free(&m_acc);
-    fsum_free(&u_acc);
-general_freed:
     release_coords(self);
     self->busy = 0;
     return PyLong_FromLong(-1);
-general_error_freed:
-    if (PyErr_ExceptionMatches(PyExc_MemoryError)) goto fail_freed;
-    PyErr_Clear();
-    goto general_freed;
 fail:
-    fsum_free(&m_acc);
-    fsum_free(&u_acc);
-fail_freed:
     release_coords(self);
     self->busy = 0;
     return NULL;
