@@ -84,8 +84,17 @@ static inline int keys_equal_fast(PyObject *a, PyObject *b) {
     return -1;
 }
 
+/* `stored == key` by Python's ==: 1, 0 or -1 (an error) */
+static int keys_equal_slow(PyObject *stored, PyObject *key) {
+    int eq;
+    Py_INCREF(stored);
+    eq = PyObject_RichCompareBool(stored, key, Py_EQ);
+    Py_DECREF(stored);
+    return eq;
+}
+
 /* position of `key` in t->entries, -1 when absent, -2 on error (raised by ==) */
-static Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
+static inline Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
     size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
     for (;;) {
         int32_t ix = t->index[i];
@@ -93,13 +102,7 @@ static Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
         Entry *e = &t->entries[ix];
         if (e->hash == hash) {
             int eq = keys_equal_fast(e->key, key);
-            if (eq < 0) {
-                PyObject *stored = e->key;
-                Py_INCREF(stored);
-                eq = PyObject_RichCompareBool(stored, key, Py_EQ);
-                Py_DECREF(stored);
-                if (eq < 0) return -2;
-            }
+            if (eq < 0 && (eq = keys_equal_slow(e->key, key)) < 0) return -2;
             if (eq) return ix;
         }
         perturb >>= PERTURB_SHIFT;
@@ -216,6 +219,7 @@ typedef struct {
     long long token, next_token;
     Coord *coords;
     Py_ssize_t ncoords, coords_cap;
+    Py_ssize_t nkeyed;         /* coordinates holding a key (unseen features) */
     double *u;
     Py_ssize_t nu, u_cap;
     double *scratch;           /* update: new (mean, var) per coordinate */
@@ -276,7 +280,9 @@ static int enter(Diagonal *self) {
 
 static void release_coords(Diagonal *self) {
     Py_ssize_t i;
-    for (i = 0; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
+    if (self->nkeyed)
+        for (i = 0; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
+    self->nkeyed = 0;
     self->ncoords = 0;
     self->nu = 0;
     self->token = -1;
@@ -594,6 +600,7 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
             Py_INCREF(key);
             c->key = key;
             c->hash = h;
+            self->nkeyed++;
             if (!kept) { /* the lean path: sums certified or given up, no terms (see learn_native) */
                 fsum_add_unkept(u_acc, uj);
                 return 0;
@@ -870,10 +877,13 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
     for (i = 0; i < self->ncoords; i++) {
         Coord *c = &self->coords[i];
         Table *t = &self->blocks[self->pair_block[c->pair]];
-        if (fabs(self->scratch[2 * i]) > largest) largest = fabs(self->scratch[2 * i]);
-        if (c->ix < 0)
+        if (checked && fabs(self->scratch[2 * i]) > largest) largest = fabs(self->scratch[2 * i]);
+        if (c->ix < 0) { /* the table takes the coordinate's reference */
             table_append(t, c->key, c->hash, self->scratch[2 * i], self->scratch[2 * i + 1]);
-        else {
+            Py_DECREF(c->key);
+            c->key = NULL;
+            self->nkeyed--;
+        } else {
             t->entries[c->ix].mean = self->scratch[2 * i];
             t->entries[c->ix].var = self->scratch[2 * i + 1];
         }
@@ -1039,33 +1049,49 @@ static inline int plain_value(PyObject *value, double *out) {
 static PyObject *intercept_key = NULL; /* the last intercept seen (river_cw.INTERCEPT) */
 static Py_hash_t intercept_hash;
 
-/* learn_native(x, sign, step, w, scheme, intercept) -> 0, 1, 2 or -1: `learn` of a binary model
- * (one block) along sign * x, with x's values read as river_cw.validation.as_floats reads them,
- * the `intercept` feature (None: none) appended with value 1.0 as GaussianClassifier._features
- * does, and the rule's step in C (`step` = (name, params), see _steps.h); scheme "project" or
- * "drop". -1: the general path's case (x not a dict of floats, ints and bools with finite
- * sums, or holding the intercept): nothing changed, no error set. */
+/* learn_native(x, y, w, class_index, lean) -> 0, 1, 2 or -1: `learn` of a binary model (one
+ * block) for a known label y (its sign from class_index: block 1 is +1) and a float weight w > 0,
+ * with x's values read as river_cw.validation.as_floats reads them, the `intercept` feature
+ * (None: none) appended with value 1.0 as GaussianClassifier._features does, and the rule's step
+ * in C; lean = (step, scheme, intercept), step = (name, params) (see _steps.h), scheme "project"
+ * or "drop". -1: the general path's case (any other model, label, weight, or x anything but a
+ * dict of floats, ints and bools with finite sums, or holding the intercept): nothing changed,
+ * no error set. */
 static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *x, *scheme, *intercept, *key, *value;
+    PyObject *x, *y, *lean, *scheme, *intercept, *key, *value, *k;
+    long kv;
     double params[RCW_MAX_PARAMS], w, sign, m = 0.0, mk, v, alpha, gamma, xf;
     rcw_step step;
     int kind, outcome = LEARN_NOTHING;
-    long sign_in;
     Py_ssize_t pos = 0, ix;
     Py_hash_t h;
     Table *t;
     Fsum m_acc, u_acc;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "learn_native(x, sign, step, w, scheme, intercept)");
+    if (nargs != 5 || !PyDict_Check(args[3]) || !PyTuple_Check(args[4]) ||
+        PyTuple_GET_SIZE(args[4]) != 3) {
+        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, (step, scheme, "
+                                         "intercept))");
         return NULL;
     }
     x = args[0];
-    scheme = args[4];
-    intercept = args[5];
-    if ((sign_in = PyLong_AsLong(args[1])) == -1 && PyErr_Occurred()) return NULL;
-    sign = (double)sign_in;
-    if ((w = PyFloat_AsDouble(args[3])) == -1.0 && PyErr_Occurred()) return NULL;
-    if ((step = parse_step(args[2], params)) == NULL) {
+    y = args[1];
+    lean = args[4];
+    scheme = PyTuple_GET_ITEM(lean, 1);
+    intercept = PyTuple_GET_ITEM(lean, 2);
+    if (!PyFloat_CheckExact(args[2]) || !((w = PyFloat_AS_DOUBLE(args[2])) > 0.0 && w < INFINITY) ||
+        !PyDict_CheckExact(x) || self->nblocks != 1)
+        return PyLong_FromLong(-1);
+    if ((k = PyDict_GetItemWithError(args[3], y)) == NULL) { /* a new label, or unhashable */
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    if (!PyLong_CheckExact(k) || (kv = PyLong_AsLong(k)) < 0 || kv > 1) {
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    sign = kv == 1 ? 1.0 : -1.0; /* the first label seen is y = -1 */
+    if ((step = parse_step(PyTuple_GET_ITEM(lean, 0), params)) == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
@@ -1078,7 +1104,6 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
         PyErr_SetString(PyExc_ValueError, "learn_native's scheme is 'project' or 'drop'");
         return NULL;
     }
-    if (!PyDict_CheckExact(x) || self->nblocks != 1) return PyLong_FromLong(-1);
     if (enter(self) < 0) return NULL;
     release_coords(self);
     if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) {

@@ -410,35 +410,44 @@ class GaussianClassifier(LinearClassifier):
     if ENGINE == "c":
 
         def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-            # The common case in one call of the compiled engine (`learn_native`: as_floats'
-            # reading of x, margin, the rule's C step, update), the same numbers as the general
-            # path; any other case, and any x it does not take as it is (to name a bad feature),
-            # goes the general way, the model unchanged.
-            if (
-                type(w) is float
-                and 0.0 < w < math.inf
-                and len(self.classes_) == 2
-                and type(self._gaussian) is DiagonalGaussian  # the compiled engine's
-                and self.diagonal != "exact"
-                and not self.calibrate
-                and not self.forgetting
-            ):
-                step = self._native_step
-                try:
-                    k = self._class_index.get(y)
-                except TypeError:  # unhashable: the general path names it
-                    k = None
-                if step is not None and k is not None:
-                    outcome = self._gaussian.learn_native(
-                        x, 1 if k else -1, step, w, self.diagonal,
-                        INTERCEPT if self.learn_intercept else None,
-                    )
-                    if outcome >= 0:
-                        self.n_skipped_updates += outcome == SKIPPED
-                        return
+            # The common case in one call of the compiled engine (`learn_native`: a binary
+            # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
+            # the rule's C step, update): the general path's numbers. Any other case, and any x
+            # it does not take as it is (to name a bad feature), goes the general way.
+            lean = self._lean
+            if lean is False:
+                lean = self._lean = self._lean_spec()
+            if lean is not None and type(self._gaussian) is DiagonalGaussian:  # not swapped
+                outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)
+                if outcome >= 0:
+                    if outcome == SKIPPED:
+                        self.n_skipped_updates += 1
+                    return
             LinearClassifier.learn_one(self, x, y, w)
 
         learn_one.__doc__ = LinearClassifier.learn_one.__doc__
+
+    _lean = False  # not yet known: `_lean_spec` on the first learn_one (not pickled)
+
+    def _lean_spec(self):
+        """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
+        model needs the general one (full covariance, an exact scheme, calibration, forgetting,
+        no `_native_step`). Hyperparameters are fixed once the model is built (as `_phi`)."""
+        step = self._native_step
+        if (
+            step is None
+            or self.covariance != "diagonal"
+            or self.diagonal not in ("project", "drop")
+            or self.calibrate
+            or self.forgetting
+        ):
+            return None
+        return step, self.diagonal, INTERCEPT if self.learn_intercept else None
+
+    def __getstate__(self) -> dict:
+        state = dict(vars(self))
+        state.pop("_lean", None)
+        return state
 
     # -- hooks of LinearClassifier ------------------------------------------------------------
 
