@@ -229,6 +229,13 @@ typedef struct {
     double pair_sign[2];
     long long next_block_id;
     PyObject *weakreflist;
+    /* learn_native's last `lean` argument, parsed */
+    PyObject *lean;
+    rcw_step lean_step;
+    double lean_params[RCW_MAX_PARAMS];
+    int lean_kind;
+    PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
+    Py_hash_t lean_intercept_hash;
 } Diagonal;
 
 static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
@@ -293,12 +300,14 @@ static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
     for (b = 0; b < self->nblocks; b++)
         for (i = 0; i < self->blocks[b].used; i++) Py_VISIT(self->blocks[b].entries[i].key);
     for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
+    Py_VISIT(self->lean);
     return 0;
 }
 
 static int diagonal_clear(Diagonal *self) {
     Py_ssize_t b;
     release_coords(self);
+    Py_CLEAR(self->lean);
     for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
     self->nblocks = 0;
     self->generation++;
@@ -1046,8 +1055,38 @@ static inline int plain_value(PyObject *value, double *out) {
     return 1;
 }
 
-static PyObject *intercept_key = NULL; /* the last intercept seen (river_cw.INTERCEPT) */
-static Py_hash_t intercept_hash;
+/* learn_native's `lean` = (step, scheme, intercept) into self's fields: 0, -1 on error */
+static int parse_lean(Diagonal *self, PyObject *lean) {
+    PyObject *scheme, *intercept;
+    double params[RCW_MAX_PARAMS];
+    rcw_step step;
+    Py_hash_t h = 0;
+    int kind;
+    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3) {
+        PyErr_SetString(PyExc_TypeError, "learn_native's lean is (step, scheme, intercept)");
+        return -1;
+    }
+    scheme = PyTuple_GET_ITEM(lean, 1);
+    intercept = PyTuple_GET_ITEM(lean, 2);
+    if ((step = parse_step(PyTuple_GET_ITEM(lean, 0), params)) == NULL) return -1;
+    if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
+        kind = SCHEME_PROJECT;
+    else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
+        kind = SCHEME_DROP;
+    else {
+        PyErr_SetString(PyExc_ValueError, "learn_native's scheme is 'project' or 'drop'");
+        return -1;
+    }
+    if (intercept != Py_None && (h = PyObject_Hash(intercept)) == -1) return -1;
+    Py_INCREF(lean);
+    Py_XSETREF(self->lean, lean);
+    self->lean_step = step;
+    memcpy(self->lean_params, params, sizeof params);
+    self->lean_kind = kind;
+    self->lean_intercept = intercept;
+    self->lean_intercept_hash = h;
+    return 0;
+}
 
 /* learn_native(x, y, w, class_index, lean) -> 0, 1, 2 or -1: `learn` of a binary model (one
  * block) for a known label y (its sign from class_index: block 1 is +1) and a float weight w > 0,
@@ -1058,30 +1097,23 @@ static Py_hash_t intercept_hash;
  * dict of floats, ints and bools with finite sums, or holding the intercept): nothing changed,
  * no error set. */
 static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *x, *y, *lean, *scheme, *intercept, *key, *value, *k;
+    PyObject *x, *intercept, *key, *value, *k;
     long kv;
-    double params[RCW_MAX_PARAMS], w, sign, m = 0.0, mk, v, alpha, gamma, xf;
-    rcw_step step;
-    int kind, outcome = LEARN_NOTHING;
+    double w, sign, m = 0.0, mk, v, alpha, gamma, xf;
+    int outcome = LEARN_NOTHING;
     Py_ssize_t pos = 0, ix;
     Py_hash_t h;
     Table *t;
     Fsum m_acc, u_acc;
-    if (nargs != 5 || !PyDict_Check(args[3]) || !PyTuple_Check(args[4]) ||
-        PyTuple_GET_SIZE(args[4]) != 3) {
-        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, (step, scheme, "
-                                         "intercept))");
+    if (nargs != 5 || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
         return NULL;
     }
     x = args[0];
-    y = args[1];
-    lean = args[4];
-    scheme = PyTuple_GET_ITEM(lean, 1);
-    intercept = PyTuple_GET_ITEM(lean, 2);
     if (!PyFloat_CheckExact(args[2]) || !((w = PyFloat_AS_DOUBLE(args[2])) > 0.0 && w < INFINITY) ||
         !PyDict_CheckExact(x) || self->nblocks != 1)
         return PyLong_FromLong(-1);
-    if ((k = PyDict_GetItemWithError(args[3], y)) == NULL) { /* a new label, or unhashable */
+    if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
         if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
         PyErr_Clear();
         return PyLong_FromLong(-1);
@@ -1091,19 +1123,12 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
         return PyLong_FromLong(-1);
     }
     sign = kv == 1 ? 1.0 : -1.0; /* the first label seen is y = -1 */
-    if ((step = parse_step(PyTuple_GET_ITEM(lean, 0), params)) == NULL) {
+    if (args[4] != self->lean && parse_lean(self, args[4]) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
     }
-    if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
-        kind = SCHEME_PROJECT;
-    else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
-        kind = SCHEME_DROP;
-    else {
-        PyErr_SetString(PyExc_ValueError, "learn_native's scheme is 'project' or 'drop'");
-        return NULL;
-    }
+    intercept = self->lean_intercept;
     if (enter(self) < 0) return NULL;
     release_coords(self);
     if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) {
@@ -1124,14 +1149,9 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
         add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &m_acc, &u_acc, 0);
     }
     if (intercept != Py_None) {
-        if (intercept != intercept_key) {
-            if ((h = PyObject_Hash(intercept)) == -1) goto fail;
-            Py_INCREF(intercept);
-            Py_XSETREF(intercept_key, intercept);
-            intercept_hash = h;
-        }
-        if ((ix = table_find(t, intercept, intercept_hash)) == -2) goto general_error;
-        add_coord(self, t, 0, intercept, intercept_hash, ix, 1.0, 1.0, 0.0, &m_acc, &u_acc, 0);
+        h = self->lean_intercept_hash;
+        if ((ix = table_find(t, intercept, h)) == -2) goto general_error;
+        add_coord(self, t, 0, intercept, h, ix, 1.0, 1.0, 0.0, &m_acc, &u_acc, 0);
     }
     /* the exactly rounded sums where the bound certifies them (nearly always); else, and for
      * non-finite sums, the general path sums the kept terms and names a bad feature */
@@ -1139,11 +1159,11 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
     m += sign * mk;
     if (!(isfinite(m) && isfinite(v))) goto general;
     if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
-        int r = step(params, m, v, w, &alpha, &gamma);
+        int r = self->lean_step(self->lean_params, m, v, w, &alpha, &gamma);
         if (r < 0)
             outcome = LEARN_SKIPPED;
         else if (r > 0) {
-            int applied = update_core(self, alpha, gamma, v, kind, 0.0, scheme);
+            int applied = update_core(self, alpha, gamma, v, self->lean_kind, 0.0, Py_None);
             if (applied < 0) goto fail;
             outcome = applied ? LEARN_APPLIED : LEARN_SKIPPED;
         }

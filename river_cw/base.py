@@ -415,8 +415,6 @@ class GaussianClassifier(LinearClassifier):
             # the rule's C step, update): the general path's numbers. Any other case, and any x
             # it does not take as it is (to name a bad feature), goes the general way.
             lean = self._lean
-            if lean is False:
-                lean = self._lean = self._lean_spec()
             if lean is not None and type(self._gaussian) is DiagonalGaussian:  # not swapped
                 outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)
                 if outcome >= 0:
@@ -427,7 +425,7 @@ class GaussianClassifier(LinearClassifier):
 
         learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
-    _lean = False  # not yet known: `_lean_spec` on the first learn_one (not pickled)
+    _lean = None  # `_lean_spec`, set once a label is known (the lean path needs one)
 
     def _lean_spec(self):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
@@ -444,10 +442,19 @@ class GaussianClassifier(LinearClassifier):
             return None
         return step, self.diagonal, INTERCEPT if self.learn_intercept else None
 
+    def _register(self, y) -> int:
+        self._lean = self._lean_spec()
+        return super()._register(y)
+
     def __getstate__(self) -> dict:
         state = dict(vars(self))
-        state.pop("_lean", None)
+        state.pop("_lean", None)  # derived from the hyperparameters
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if self.classes_:
+            self._lean = self._lean_spec()
 
     # -- hooks of LinearClassifier ------------------------------------------------------------
 
