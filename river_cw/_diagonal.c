@@ -1088,7 +1088,38 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
     return 0;
 }
 
-/* learn_native(x, y, w, class_index, lean) -> 0, 1, 2 or -1: `learn` of a binary model (one
+/* the lean path's sums when the bound does not certify them: math.fsum's own algorithm over the
+ * coordinates' terms, in x's order (the terms the general path keeps); 0, or -1 with fsum's error */
+static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
+    Msum ms, us;
+    Py_ssize_t i;
+    int failed = 0;
+    msum_init(&ms);
+    msum_init(&us);
+    for (i = 0; !failed && i < self->ncoords; i++) {
+        Coord *c = &self->coords[i];
+        double x2 = c->x * c->x;
+        if (c->ix < 0)
+            failed = msum_add(&us, self->prior * x2) < 0;
+        else {
+            Entry *e = &t->entries[c->ix];
+            failed = msum_add(&ms, e->mean * c->x) < 0 || msum_add(&us, e->var * x2) < 0;
+        }
+    }
+    if (failed) {
+        msum_free(&ms);
+        msum_free(&us);
+        return -1;
+    }
+    if (msum_result(&ms, mk) < 0) {
+        msum_free(&us);
+        return -1;
+    }
+    return msum_result(&us, v);
+}
+
+/* learn_native(x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2 (skipped: float64
+ * cannot express the step) or -1: `learn` of a binary model (one
  * block) for a known label y (its sign from class_index: block 1 is +1) and a float weight w > 0,
  * with x's values read as river_cw.validation.as_floats reads them, the `intercept` feature
  * (None: none) appended with value 1.0 as GaussianClassifier._features does, and the rule's step
@@ -1153,9 +1184,11 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
         if ((ix = table_find(t, intercept, h)) == -2) goto general_error;
         add_coord(self, t, 0, intercept, h, ix, 1.0, 1.0, 0.0, &m_acc, &u_acc, 0);
     }
-    /* the exactly rounded sums where the bound certifies them (nearly always); else, and for
-     * non-finite sums, the general path sums the kept terms and names a bad feature */
-    if (!fsum_certified(&m_acc, &mk) || !fsum_certified(&u_acc, &v)) goto general;
+    /* the exactly rounded sums: certified by the bound (nearly always), else summed again by
+     * math.fsum's algorithm; where that raises, the general path names the bad feature */
+    if ((!fsum_certified(&m_acc, &mk) || !fsum_certified(&u_acc, &v)) &&
+        coords_fsum(self, t, &mk, &v) < 0)
+        goto general_error;
     m += sign * mk;
     if (!(isfinite(m) && isfinite(v))) goto general;
     if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
@@ -1165,7 +1198,7 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
         else if (r > 0) {
             int applied = update_core(self, alpha, gamma, v, self->lean_kind, 0.0, Py_None);
             if (applied < 0) goto fail;
-            outcome = applied ? LEARN_APPLIED : LEARN_SKIPPED;
+            outcome = applied ? 0 : LEARN_SKIPPED; /* 0: learned */
         }
     }
     release_coords(self);

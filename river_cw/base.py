@@ -415,11 +415,12 @@ class GaussianClassifier(LinearClassifier):
             # the rule's C step, update): the general path's numbers. Any other case, and any x
             # it does not take as it is (to name a bad feature), goes the general way.
             lean = self._lean
-            if lean is not None and type(self._gaussian) is DiagonalGaussian:  # not swapped
+            if lean is not None:
                 outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)
-                if outcome >= 0:
-                    if outcome == SKIPPED:
-                        self.n_skipped_updates += 1
+                if not outcome:  # learned (or nothing to learn)
+                    return
+                if outcome == SKIPPED:
+                    self.n_skipped_updates += 1
                     return
             LinearClassifier.learn_one(self, x, y, w)
 
