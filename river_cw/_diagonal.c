@@ -220,6 +220,7 @@ typedef struct {
     Coord *coords;
     Py_ssize_t ncoords, coords_cap;
     Py_ssize_t nkeyed;         /* coordinates holding a key (unseen features) */
+    Py_ssize_t pair_new[2];    /* per pair, its unseen coordinates */
     double *u;
     Py_ssize_t nu, u_cap;
     double *scratch;           /* update: new (mean, var) per coordinate */
@@ -290,6 +291,7 @@ static void release_coords(Diagonal *self) {
     if (self->nkeyed)
         for (i = 0; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
     self->nkeyed = 0;
+    self->pair_new[0] = self->pair_new[1] = 0;
     self->ncoords = 0;
     self->nu = 0;
     self->token = -1;
@@ -610,6 +612,7 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
             c->key = key;
             c->hash = h;
             self->nkeyed++;
+            self->pair_new[k]++;
             if (!kept) { /* the lean path: sums certified or given up, no terms (see learn_native) */
                 fsum_add_unkept(u_acc, uj);
                 return 0;
@@ -846,7 +849,8 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
                        PyObject *scheme) {
     int k, pass, checked;
     double beta, step_bound, largest = 0.0;
-    Py_ssize_t i, n_new[2] = {0, 0};
+    Py_ssize_t i, n_new[2];
+    Table *tables[2];
     beta = gamma / (1.0 + gamma * v);
     step_bound = fabs(alpha) * sqrt(self->prior * v);
     if (scratch_reserve(self, self->ncoords) < 0) goto fail;
@@ -868,24 +872,24 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
                     }
                     goto fail;
                 }
-                n_new[k] += pass;
                 sum_means += out[0];
                 sum_vars += out[1];
             }
         if (!(isfinite(sum_means) && isfinite(sum_vars))) goto refused;
     }
     if (!checked)
-        for (i = 0; i < self->ncoords; i++) {
-            Coord *c = &self->coords[i];
-            step_builtin(self, c, alpha, gamma, beta, kind, &self->scratch[2 * i]);
-            n_new[c->pair] += c->ix < 0;
-        }
+        for (i = 0; i < self->ncoords; i++)
+            step_builtin(self, &self->coords[i], alpha, gamma, beta, kind, &self->scratch[2 * i]);
+    n_new[0] = self->pair_new[0];
+    n_new[1] = self->pair_new[1];
     for (k = 0; k < self->npairs; k++)
         if (n_new[k] && table_reserve(&self->blocks[self->pair_block[k]], n_new[k]) < 0) goto fail;
     /* commit */
+    tables[0] = &self->blocks[self->pair_block[0]];
+    tables[1] = self->npairs > 1 ? &self->blocks[self->pair_block[1]] : tables[0];
     for (i = 0; i < self->ncoords; i++) {
         Coord *c = &self->coords[i];
-        Table *t = &self->blocks[self->pair_block[c->pair]];
+        Table *t = tables[c->pair];
         if (checked && fabs(self->scratch[2 * i]) > largest) largest = fabs(self->scratch[2 * i]);
         if (c->ix < 0) { /* the table takes the coordinate's reference */
             table_append(t, c->key, c->hash, self->scratch[2 * i], self->scratch[2 * i + 1]);
