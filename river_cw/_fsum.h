@@ -156,9 +156,20 @@ static void fsum_free(Fsum *s) {
     s->terms = s->inline_terms;
 }
 
+/* add one term to the accumulator only, not to the kept terms: for a caller that takes another
+ * way when `fsum_certified` fails (and then never calls `fsum_result`) */
+static inline void fsum_add_unkept(Fsum *s, double x) {
+    double hi = s->hi + x, b, e; /* TwoSum (Knuth): hi + e == s->hi + x exactly */
+    b = hi - s->hi;
+    e = (s->hi - (hi - b)) + (x - b);
+    s->hi = hi;
+    s->lo += e;
+    s->err += fabs(s->lo);
+    s->size += fabs(x);
+}
+
 /* add one term; 0 on success, -1 on memory error */
 static inline int fsum_add(Fsum *s, double x) {
-    double hi, b, e;
     if (s->n == s->cap) {
         Py_ssize_t cap = 2 * s->cap;
         double *q = PyMem_Malloc(sizeof(double) * cap);
@@ -172,13 +183,7 @@ static inline int fsum_add(Fsum *s, double x) {
         s->cap = cap;
     }
     s->terms[s->n++] = x;
-    hi = s->hi + x; /* TwoSum (Knuth): hi + e == s->hi + x exactly */
-    b = hi - s->hi;
-    e = (s->hi - (hi - b)) + (x - b);
-    s->hi = hi;
-    s->lo += e;
-    s->err += fabs(s->lo);
-    s->size += fabs(x);
+    fsum_add_unkept(s, x);
     return 0;
 }
 
@@ -195,11 +200,10 @@ static inline void neighbour_gaps(double r, double *below, double *above) {
     *above = next - a;
 }
 
-/* the exactly rounded sum, raising as math.fsum does; frees the kept terms */
-static int fsum_result(Fsum *s, double *out) {
+/* 1 when the error bound certifies the accumulator's rounding as the exactly rounded sum
+ * (then *out is math.fsum's result), else 0 (only the kept terms can tell) */
+static inline int fsum_certified(const Fsum *s, double *out) {
     double r, b, t, bound, below, above;
-    Msum slow;
-    Py_ssize_t i;
     r = s->hi + s->lo;
     b = r - s->hi;
     t = (s->hi - (r - b)) + (s->lo - b);
@@ -207,19 +211,28 @@ static int fsum_result(Fsum *s, double *out) {
     if (s->size < 0x1p1020 && isfinite(t) && isfinite(bound)) {
         if (r == 0.0) {
             if (bound == 0.0 && t == 0.0) {
-                fsum_free(s);
                 *out = 0.0;
-                return 0;
+                return 1;
             }
         } else {
             neighbour_gaps(r, &below, &above);
             if (r < 0.0) t = -t; /* t towards |r|'s side */
             if (t + bound < 0.5 * above && bound - t < 0.5 * below) {
-                fsum_free(s);
                 *out = r;
-                return 0;
+                return 1;
             }
         }
+    }
+    return 0;
+}
+
+/* the exactly rounded sum, raising as math.fsum does; frees the kept terms */
+static int fsum_result(Fsum *s, double *out) {
+    Msum slow;
+    Py_ssize_t i;
+    if (fsum_certified(s, out)) {
+        fsum_free(s);
+        return 0;
     }
     msum_init(&slow);
     for (i = 0; i < s->n; i++)

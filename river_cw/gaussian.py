@@ -218,6 +218,11 @@ class DiagonalGaussian:
 
     learn = _learn
 
+    def learn_native(self, x, y, w, class_index, lean) -> int:
+        """The compiled engine's one-call `learn` with the rule's step in C; this engine has
+        none: -1, the general path (`GaussianClassifier.learn_one`) serves."""
+        return -1
+
     def update(self, entries: list, alpha: float, gamma: float, v: float, scheme) -> bool:
         """Apply one step; `scheme` is "project", "drop" or a function ``(s_j, d_j^2) -> s_j``.
 
