@@ -214,6 +214,9 @@ class TextClassifier(base.Classifier):
         yield {"classifier": AROW()}
         yield {"classifier": AROW(), "on": "text", "stop_words": {"the"}}
 
+    def __str__(self):
+        return f"{type(self).__name__}({self.classifier})"
+
     def _more_tags(self):
         return {base.tags.TEXT_INPUT}
 

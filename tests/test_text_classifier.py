@@ -148,3 +148,23 @@ def test_river_checks_that_apply():
             if isinstance(check, functools.partial) or "dataset" in check.__code__.co_varnames:
                 continue
             check(model.clone())
+
+
+def test_combine_and_changes_mix_the_classifier():
+    start = TextClassifier(river_cw.AROW(), on="text")
+    start.learn_one({"text": "good movie"}, True)
+    start.learn_one({"text": "bad movie"}, False)
+    members = [pickle.loads(pickle.dumps(start)) for _ in range(2)]
+    members[0].learn_one({"text": "good plot"}, True)
+    members[1].learn_one({"text": "bad cast"}, False)
+    mixed = river_cw.combine(members, base=start)
+    expected = river_cw.combine([m.classifier for m in members], base=start.classifier)
+    assert isinstance(mixed, TextClassifier) and mixed.on == "text"
+    assert state(mixed.classifier) == state(expected)
+    delta = river_cw.changes(members[0], start)
+    assert sorted(delta.classifier.weights) == ["good", "plot"]
+    assert state(river_cw.combine([delta], base=start).classifier) == state(members[0].classifier)
+    with pytest.raises(ValueError, match="other text options"):
+        river_cw.combine([start, TextClassifier(river_cw.AROW(), on="body")])
+    with pytest.raises(ValueError, match="not"):
+        river_cw.combine([start, start.classifier])
