@@ -11,8 +11,8 @@
  * re module does; None when `text` is not an exact str.
  *
  * The tokens are counted by rcw_count_ascii (_text_count.h, over _text_scan.h's scanner), so a
- * key is needed only once per distinct token. Keys of short tokens come from a small direct-mapped cache of str objects that
- * outlives calls: a frequent word is then one str, its hash computed once, in every dict.
+ * key is needed only once per distinct token; keys of short tokens come from its cache of str
+ * objects, so a frequent word is one str, its hash computed once, in every dict.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,32 +23,16 @@
 
 static PyObject *one = NULL; /* the int 1 */
 
-/* Tokens up to KEY_CACHE_LENGTH characters are cached (at most ~1.3 MB of str objects). */
-#define KEY_CACHE_SIZE (1 << 14)
-#define KEY_CACHE_LENGTH 32
-static PyObject *key_cache[KEY_CACHE_SIZE];
-
-/* A new reference to the str of the ASCII token tok[0:length] whose rcw_hash_bytes is h. */
+/* A new reference to the str of the ASCII token tok[0:length] whose rcw_hash_bytes is h: the
+ * cached one (_text_count.h), else a new str, cached when short. */
 static PyObject *ascii_key(const unsigned char *tok, size_t length, uint64_t h)
 {
-    PyObject **cached = NULL;
-    if (length <= KEY_CACHE_LENGTH) {
-        cached = &key_cache[(h >> 32) & (KEY_CACHE_SIZE - 1)];
-        PyObject *key = *cached;
-        if (key && (size_t)PyUnicode_GET_LENGTH(key) == length &&
-            memcmp(PyUnicode_1BYTE_DATA(key), tok, length) == 0) {
-            Py_INCREF(key);
-            return key;
-        }
-    }
-    PyObject *key = PyUnicode_New((Py_ssize_t)length, 127);
-    if (!key)
-        return NULL;
-    memcpy(PyUnicode_1BYTE_DATA(key), tok, length);
-    if (cached) {
-        Py_INCREF(key);
-        Py_XSETREF(*cached, key);
-    }
+    int hit;
+    PyObject **slot = rcw_key_slot(tok, length, h, &hit), *key;
+    if (hit)
+        return Py_NewRef(*slot);
+    if ((key = rcw_new_key(tok, length)) != NULL && slot)
+        Py_XSETREF(*slot, Py_NewRef(key));
     return key;
 }
 

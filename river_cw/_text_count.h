@@ -112,6 +112,37 @@ static int rcw_count_reserve(size_t n, int lower)
     return 0;
 }
 
+/* A direct-mapped cache of the str objects of short tokens that outlives calls: a frequent word
+ * is then one str, its hash computed once, in every dict (at most ~1.3 MB of str objects). */
+#define RCW_KEY_CACHE_SIZE (1 << 14)
+#define RCW_KEY_CACHE_LENGTH 32
+static PyObject *rcw_key_cache[RCW_KEY_CACHE_SIZE];
+
+/* The cache slot of the ASCII token tok[0:length] whose rcw_hash_bytes is h (NULL: too long to
+ * be cached); *hit says whether the slot holds that token's str. */
+static inline PyObject **rcw_key_slot(const unsigned char *tok, size_t length, uint64_t h,
+                                      int *hit)
+{
+    PyObject **slot, *key;
+    *hit = 0;
+    if (length > RCW_KEY_CACHE_LENGTH)
+        return NULL;
+    slot = &rcw_key_cache[(h >> 32) & (RCW_KEY_CACHE_SIZE - 1)];
+    key = *slot;
+    *hit = key && (size_t)PyUnicode_GET_LENGTH(key) == length &&
+           memcmp(PyUnicode_1BYTE_DATA(key), tok, length) == 0;
+    return slot;
+}
+
+/* A new str of the ASCII token tok[0:length], NULL on error. */
+static inline PyObject *rcw_new_key(const unsigned char *tok, size_t length)
+{
+    PyObject *key = PyUnicode_New((Py_ssize_t)length, 127);
+    if (key)
+        memcpy(PyUnicode_1BYTE_DATA(key), tok, length);
+    return key;
+}
+
 /* Count the tokens of n ASCII characters; 0, or -1 with MemoryError set. */
 static int rcw_count_ascii(const unsigned char *data, size_t n, int lower)
 {

@@ -8,22 +8,22 @@
  *
  * What is new is where the keys come from: a token that is already a feature of the engine is
  * given as the key object stored in the engine's table, found by CPython's hash of a str (for
- * ASCII text, _Py_HashBytes of its bytes: the hash the table stores) and a comparison of the
- * key's ASCII characters, so no str object is created for it, and margin(), update() and
- * learn() then find it by identity. Only a token the engine has never learned gets a new str.
- * A key found or not changes no number: the dict is equal to BagOfWords' either way.
+ * ASCII text, _Py_HashBytes of its bytes: the hash the table stores; a cached str's own hash
+ * when _text_count.h's key cache holds the token) and a comparison of the key's ASCII
+ * characters, so no str object is created for it, and margin(), update() and learn() then find
+ * it by identity. Only a token the engine has never learned gets a new str. A key found or not
+ * changes no number: the dict is equal to BagOfWords' either way.
  */
 #ifndef RIVER_CW_TEXT_LOOKUP_H
 #define RIVER_CW_TEXT_LOOKUP_H
 
 #include "_text_count.h"
 
-/* The stored str key of the ASCII token tok[0:length] in any block (borrowed), or NULL. */
-static PyObject *text_stored_key(Diagonal *self, const unsigned char *tok, size_t length)
+/* The stored str key of the ASCII token tok[0:length], whose str hash is `hash`, in any block
+ * (borrowed), or NULL. */
+static PyObject *text_stored_key(Diagonal *self, const unsigned char *tok, size_t length,
+                                 Py_hash_t hash)
 {
-    Py_hash_t hash = _Py_HashBytes(tok, (Py_ssize_t)length);
-    if (hash == -1)
-        hash = -2; /* as CPython's str hash */
     for (Py_ssize_t b = 0; b < self->nblocks; b++) {
         Table *t = &self->blocks[b];
         size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
@@ -41,6 +41,32 @@ static PyObject *text_stored_key(Diagonal *self, const unsigned char *tok, size_
         }
     }
     return NULL;
+}
+
+/* A new reference to the key of the ASCII token tok[0:length] (rcw_hash_bytes h): the engine's
+ * own key when the token is a feature, else a new str. The cache of _text_count.h spares the
+ * hash: a cached str carries its hash (CPython's, computed once), and when the engine holds the
+ * same token under another object (a model loaded from a pickle), the cache takes the engine's. */
+static PyObject *text_key(Diagonal *self, const unsigned char *tok, size_t length, uint64_t h)
+{
+    int hit;
+    PyObject **slot = rcw_key_slot(tok, length, h, &hit), *stored, *key;
+    Py_hash_t hash;
+    if (hit) {
+        if ((hash = PyObject_Hash(*slot)) == -1) /* a str: cached after the first time */
+            return NULL;
+        stored = text_stored_key(self, tok, length, hash);
+        if (stored != NULL && stored != *slot)
+            Py_XSETREF(*slot, Py_NewRef(stored));
+        return Py_NewRef(*slot);
+    }
+    hash = _Py_HashBytes(tok, (Py_ssize_t)length); /* CPython's hash of an ASCII str */
+    if (hash == -1)
+        hash = -2;
+    stored = text_stored_key(self, tok, length, hash);
+    if ((key = stored ? Py_NewRef(stored) : rcw_new_key(tok, length)) != NULL && slot)
+        Py_XSETREF(*slot, Py_NewRef(key));
+    return key;
 }
 
 /* {t: n for t, n in counts.items() if t not in stop_words}, as BagOfWords filters; steals the
@@ -97,13 +123,9 @@ static PyObject *diagonal_text_counts(Diagonal *self, PyObject *const *args, Py_
     for (k = 0; k < rcw_count.distinct; k++) {
         const RcwSlot *slot = rcw_count_slot(k);
         const unsigned char *tok = rcw_count.text + slot->start;
-        PyObject *key = text_stored_key(self, tok, slot->length), *value;
+        PyObject *key = text_key(self, tok, slot->length, slot->hash), *value;
         int rc;
-        if (key != NULL)
-            Py_INCREF(key);
-        else if ((key = PyUnicode_New((Py_ssize_t)slot->length, 127)) != NULL)
-            memcpy(PyUnicode_1BYTE_DATA(key), tok, slot->length);
-        else
+        if (key == NULL)
             goto fail;
         if ((value = PyLong_FromSsize_t(slot->count)) == NULL) {
             Py_DECREF(key);

@@ -123,6 +123,10 @@ def test_the_fused_lookup_gives_the_engines_own_keys():
     assert model.classifier.gaussian.text_counts("déjà vu", True, None) is None
     assert model.classifier.gaussian.text_counts(b"spam", True, None) is None
     assert model.classifier.gaussian.text_counts("the spam", True, {"the"}) == {"spam": 1}
+    loaded = pickle.loads(pickle.dumps(model)).classifier  # other str objects than the cache's
+    keys = {k: k for k in loaded.weights}
+    counts = loaded.gaussian.text_counts("spam eggs", True, None)
+    assert all(key is keys[key] for key in counts)
 
 
 def test_pickles_forget_the_last_text_and_continue_alike():
