@@ -18,6 +18,7 @@ new str object.
 
 from __future__ import annotations
 
+import inspect
 import os
 
 from river import base, feature_extraction
@@ -120,6 +121,9 @@ class BagOfWords(feature_extraction.BagOfWords):
         return {**self.__dict__, "_last": (None, None)}  # no text of the stream in a pickle
 
 
+_TEXT_OPTIONS = tuple(inspect.signature(BagOfWords).parameters)  # TextClassifier's too
+
+
 class TextClassifier(base.Classifier):
     """A classifier of texts: ``BagOfWords(...) | classifier`` as one river classifier.
 
@@ -189,16 +193,7 @@ class TextClassifier(base.Classifier):
         self.tokenizer_pattern = tokenizer_pattern
         self.tokenizer = tokenizer
         self.ngram_range = ngram_range
-        self._bag_of_words = BagOfWords(
-            on=on,
-            strip_accents=strip_accents,
-            lowercase=lowercase,
-            preprocessor=preprocessor,
-            stop_words=stop_words,
-            tokenizer_pattern=tokenizer_pattern,
-            tokenizer=tokenizer,
-            ngram_range=ngram_range,
-        )
+        self._bag_of_words = BagOfWords(**{name: getattr(self, name) for name in _TEXT_OPTIONS})
         self._default_tokens = (
             preprocessor is None
             and tokenizer is None
