@@ -53,7 +53,8 @@ static PyObject *text_key(Diagonal *self, const unsigned char *tok, size_t lengt
     PyObject **slot = rcw_key_slot(tok, length, h, &hit), *stored, *key;
     Py_hash_t hash;
     if (hit) {
-        if ((hash = PyObject_Hash(*slot)) == -1) /* a str: cached after the first time */
+        hash = ((PyASCIIObject *)*slot)->hash; /* a str caches its hash (-1: not yet) */
+        if (hash == -1 && (hash = PyObject_Hash(*slot)) == -1)
             return NULL;
         stored = text_stored_key(self, tok, length, hash);
         if (stored != NULL && stored != *slot)
