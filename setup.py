@@ -18,8 +18,10 @@ def extension(name: str, *headers: str) -> Extension:
 
 setup(
     ext_modules=[
-        extension("_text", "_text_scan.h"),
-        extension("_diagonal", "_fsum.h", "_steps.h"),
+        extension("_text", "_text_scan.h", "_text_count.h"),
+        extension(
+            "_diagonal", "_fsum.h", "_steps.h", "_text_lookup.h", "_text_count.h", "_text_scan.h"
+        ),
         extension("_rda", "_fsum.h"),
     ]
 )

@@ -41,6 +41,7 @@ def pipelines():
             text.BagOfWords(on="text") | linear_model.PAClassifier()
         ),
         "river_cw BagOfWords + AROW": lambda: text.BagOfWords(on="text") | river_cw.AROW(),
+        "river_cw TextClassifier(AROW)": lambda: text.TextClassifier(river_cw.AROW(), on="text"),
     }
 
 

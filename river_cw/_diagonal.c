@@ -1525,6 +1525,8 @@ static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
     return PyLong_FromSsize_t(size);
 }
 
+#include "_text_lookup.h"
+
 static PyMethodDef diagonal_methods[] = {
     {"scores", (PyCFunction)diagonal_scores, METH_O, "mu_b . x for every block b."},
     {"score_variances", (PyCFunction)diagonal_score_variances, METH_O,
@@ -1549,6 +1551,9 @@ static PyMethodDef diagonal_methods[] = {
     {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
      "Per block, {feature: mean} and {feature: variance}."},
     {"__reduce__", (PyCFunction)diagonal_reduce, METH_NOARGS, "Engine-neutral pickling."},
+    {"text_counts", (PyCFunction)(void (*)(void))diagonal_text_counts, METH_FASTCALL,
+     "river_cw.text.BagOfWords' counts of an ASCII text, keyed by the features' own keys; None "
+     "for other text (see _text_lookup.h)."},
     {"__sizeof__", (PyCFunction)diagonal_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
     {NULL},
 };

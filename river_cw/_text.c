@@ -10,140 +10,29 @@
  * (strip_accents_unicode, str.lower) has already been applied to, classifying characters as the
  * re module does; None when `text` is not an exact str.
  *
- * The tokens come from rcw_scan (_text_scan.h); equal tokens are counted in an
- * open-addressing table over offsets into the (lowercased) text, so a key is needed only once per
- * distinct token. Keys of short tokens come from a small direct-mapped cache of str objects that
- * outlives calls: a frequent word is then one str, its hash computed once, in every dict.
+ * The tokens are counted by rcw_count_ascii (_text_count.h, over _text_scan.h's scanner), so a
+ * key is needed only once per distinct token; keys of short tokens come from its cache of str
+ * objects, so a frequent word is one str, its hash computed once, in every dict.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "_text_scan.h"
+#include "_text_count.h"
 
-typedef struct {
-    uint64_t hash;
-    size_t start;
-    size_t length;
-    Py_ssize_t count;
-    uint32_t stamp; /* the call that filled this slot; other stamps mean empty */
-} Slot;
-
-/* Scratch space reused across calls (the GIL is held throughout a call). */
-static unsigned char *lowered = NULL;
-static size_t lowered_cap = 0;
-static Slot *slots = NULL;
-static size_t slots_cap = 0; /* a power of two */
-static size_t *order = NULL; /* slot index of each distinct token, first occurrence first */
-static size_t order_cap = 0;
-static uint32_t stamp = 0;
 static PyObject *one = NULL; /* the int 1 */
 
-/* Tokens up to KEY_CACHE_LENGTH characters are cached (at most ~1.3 MB of str objects). */
-#define KEY_CACHE_SIZE (1 << 14)
-#define KEY_CACHE_LENGTH 32
-static PyObject *key_cache[KEY_CACHE_SIZE];
-
-typedef struct {
-    const unsigned char *text;
-    size_t distinct;
-} Counter;
-
-static uint64_t hash_bytes(const unsigned char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ULL;
-    }
-    return h ^ (h >> 29);
-}
-
-static int count_token(void *ctx, size_t start, size_t length)
-{
-    Counter *c = (Counter *)ctx;
-    const unsigned char *tok = c->text + start;
-    uint64_t h = hash_bytes(tok, length);
-    size_t mask = slots_cap - 1;
-    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-        Slot *slot = &slots[i];
-        if (slot->stamp != stamp) {
-            slot->stamp = stamp;
-            slot->hash = h;
-            slot->start = start;
-            slot->length = length;
-            slot->count = 1;
-            order[c->distinct++] = i;
-            return 0;
-        }
-        if (slot->hash == h && slot->length == length &&
-            memcmp(c->text + slot->start, tok, length) == 0) {
-            slot->count++;
-            return 0;
-        }
-    }
-}
-
-/* Room for the tokens of an n-byte text: each token takes at least two bytes and tokens are
- * separated, so there are at most n / 3 + 1. The table stays at most half full. */
-static int reserve(size_t n, int lower)
-{
-    if (lower && n > lowered_cap) {
-        unsigned char *p = PyMem_Realloc(lowered, n);
-        if (!p)
-            return -1;
-        lowered = p;
-        lowered_cap = n;
-    }
-    size_t tokens = n / 3 + 1;
-    if (tokens > order_cap) {
-        size_t *p = PyMem_Realloc(order, tokens * sizeof(size_t));
-        if (!p)
-            return -1;
-        order = p;
-        order_cap = tokens;
-    }
-    size_t need = 16;
-    while (need < 2 * tokens)
-        need <<= 1;
-    if (need > slots_cap) {
-        Slot *p = PyMem_Calloc(need, sizeof(Slot));
-        if (!p)
-            return -1;
-        PyMem_Free(slots);
-        slots = p;
-        slots_cap = need;
-        stamp = 0;
-    }
-    if (++stamp == 0) { /* wrapped: forget every old stamp */
-        memset(slots, 0, slots_cap * sizeof(Slot));
-        stamp = 1;
-    }
-    return 0;
-}
-
-/* A new reference to the str of the ASCII token tok[0:length] whose hash_bytes is h. */
+/* A new reference to the str of the ASCII token tok[0:length] whose rcw_hash_bytes is h: the
+ * cached one (_text_count.h), else a new str, cached when short. */
 static PyObject *ascii_key(const unsigned char *tok, size_t length, uint64_t h)
 {
-    PyObject **cached = NULL;
-    if (length <= KEY_CACHE_LENGTH) {
-        cached = &key_cache[(h >> 32) & (KEY_CACHE_SIZE - 1)];
-        PyObject *key = *cached;
-        if (key && (size_t)PyUnicode_GET_LENGTH(key) == length &&
-            memcmp(PyUnicode_1BYTE_DATA(key), tok, length) == 0) {
-            Py_INCREF(key);
-            return key;
-        }
-    }
-    PyObject *key = PyUnicode_New((Py_ssize_t)length, 127);
-    if (!key)
-        return NULL;
-    memcpy(PyUnicode_1BYTE_DATA(key), tok, length);
-    if (cached) {
-        Py_INCREF(key);
-        Py_XSETREF(*cached, key);
-    }
+    int hit;
+    PyObject **slot = rcw_key_slot(tok, length, h, &hit), *key;
+    if (hit)
+        return Py_NewRef(*slot);
+    if ((key = rcw_new_key(tok, length)) != NULL && slot)
+        Py_XSETREF(*slot, Py_NewRef(key));
     return key;
 }
 
@@ -175,26 +64,15 @@ static PyObject *count_ascii(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (!is_str || !PyUnicode_IS_ASCII(text))
         Py_RETURN_NONE;
 
-    size_t n = (size_t)PyUnicode_GET_LENGTH(text);
-    const unsigned char *data = PyUnicode_1BYTE_DATA(text);
-    if (reserve(n, lower) < 0)
-        return PyErr_NoMemory();
-    if (lower) {
-        for (size_t i = 0; i < n; i++) {
-            unsigned char ch = data[i];
-            lowered[i] = (ch >= 'A' && ch <= 'Z') ? (unsigned char)(ch + 32) : ch;
-        }
-        data = lowered;
-    }
-    Counter c = {data, 0};
-    rcw_scan(PyUnicode_1BYTE_KIND, data, n, count_token, &c);
+    if (rcw_count_ascii(PyUnicode_1BYTE_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), lower) < 0)
+        return NULL;
 
     PyObject *counts = PyDict_New();
     if (!counts)
         return NULL;
-    for (size_t k = 0; k < c.distinct; k++) {
-        const Slot *slot = &slots[order[k]];
-        PyObject *key = ascii_key(data + slot->start, slot->length, slot->hash);
+    for (size_t k = 0; k < rcw_count.distinct; k++) {
+        const RcwSlot *slot = rcw_count_slot(k);
+        PyObject *key = ascii_key(rcw_count.text + slot->start, slot->length, slot->hash);
         if (!key)
             goto fail;
         PyObject *value = PyLong_FromSsize_t(slot->count);

@@ -506,6 +506,13 @@ class GaussianClassifier(LinearClassifier):
     # -- public state -------------------------------------------------------------------------
 
     @property
+    def gaussian(self):
+        """The engine holding N(mu, Sigma) (`river_cw.gaussian`'s `DiagonalGaussian` or
+        `FullGaussian`), for reading: change the model through `learn_one` only.
+        (`river_cw.text.TextClassifier` looks tokens up in the compiled engine's feature table.)"""
+        return self._gaussian
+
+    @property
     def variances(self) -> dict:
         """The (marginal) variances of the learned weights, laid out as `weights`; features
         never learned have variance `initial_variance`. A copy."""

@@ -62,6 +62,7 @@ from river import compose
 
 from .base import GaussianClassifier
 from .gaussian import DiagonalGaussian, FullGaussian
+from .text import TextClassifier
 
 __all__ = ["changes", "combine"]
 
@@ -85,7 +86,7 @@ def combine(models: list, method: str = "kl", base=None):
     has the base's value. Members may have learned labels the base had not seen.
 
     Models may be pipelines ending in the classifier (e.g. ``BagOfWords() | AROW()``) whose
-    other steps are identical. The inputs are not modified. `ValueError` when the models cannot
+    other steps are identical, or `river_cw.text.TextClassifier`s of the same text options. The inputs are not modified. `ValueError` when the models cannot
     be mixed.
 
     >>> import river_cw
@@ -120,6 +121,10 @@ def combine(models: list, method: str = "kl", base=None):
     every = models if base is None else [*models, base]
     if any(isinstance(model, compose.Pipeline) for model in every):
         return _combine_pipelines(models, method, base)
+    if any(isinstance(model, TextClassifier) for model in every):
+        _same_text_options(every)
+        mixed = combine([model.classifier for model in models], method, base and base.classifier)
+        return models[0].clone({"classifier": mixed})
     first = models[0]
     for model in every:
         if not isinstance(model, GaussianClassifier):
@@ -177,6 +182,9 @@ def changes(model, base):
         last = _last_step([model, base])
         head = copy.deepcopy(list(model.steps.items())[:-1])
         return compose.Pipeline(*head, (last, changes(model.steps[last], base.steps[last])))
+    if isinstance(model, TextClassifier) or isinstance(base, TextClassifier):
+        _same_text_options([model, base])
+        return model.clone({"classifier": changes(model.classifier, base.classifier)})
     labels = _extended_labels([model], base)
     if not isinstance(model._gaussian, DiagonalGaussian):
         return copy.deepcopy(model)
@@ -210,6 +218,19 @@ def _last_step(pipelines: list) -> str:
                     "only the last step, the Gaussian classifier, is mixed"
                 )
     return names[-1]
+
+
+def _same_text_options(models: list) -> None:
+    """`ValueError` unless the models are text classifiers of the same text options."""
+    if not all(isinstance(model, TextClassifier) for model in models):
+        raise ValueError("cannot mix text classifiers with models that are not")
+    options = [
+        {k: v for k, v in model._get_params().items() if k != "classifier"} for model in models
+    ]
+    if any(other != options[0] for other in options):
+        raise ValueError(
+            "cannot mix text classifiers of other text options: only the classifier is mixed"
+        )
 
 
 def _combine_pipelines(models: list, method: str, base):

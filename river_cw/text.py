@@ -1,4 +1,4 @@
-"""Text features: river's `BagOfWords` with its token counting in C.
+"""Text features: river's `BagOfWords` with its token counting in C, and `TextClassifier`.
 
 `BagOfWords` is river's `feature_extraction.BagOfWords` (same parameters, same output) whose
 `transform_one` counts tokens in C (`river_cw._text`) when the compiled extension is built and
@@ -8,13 +8,20 @@ functions (NFKD accent stripping, `str.lower`), and C then counts its tokens wit
 classes of Python's `re` module. Anything else (a `preprocessor`, a `tokenizer`, another
 pattern, n-grams, a text that is not a `str`) runs river's code unchanged. `COMPILED` says
 whether the extension is active; `RIVER_CW_PURE_PYTHON=1` turns it off.
+
+`TextClassifier(classifier, ...)` is ``BagOfWords(...) | classifier`` as one river classifier
+with the same numbers, and the fused text path where the compiled diagonal engine learns: ASCII
+text is counted in C and its tokens are looked up in the engine's feature table
+(`DiagonalGaussian.text_counts`, `river_cw/_text_lookup.h`), so a word the model knows costs no
+new str object.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 
-from river import feature_extraction
+from river import base, feature_extraction
 from river.feature_extraction.vectorize import strip_accents_unicode
 
 try:
@@ -26,7 +33,7 @@ except ImportError:
 
 COMPILED = count_ascii is not None
 
-__all__ = ["COMPILED", "BagOfWords"]
+__all__ = ["COMPILED", "BagOfWords", "TextClassifier"]
 
 _DEFAULT_PATTERN = feature_extraction.BagOfWords().tokenizer_pattern
 
@@ -109,6 +116,132 @@ class BagOfWords(feature_extraction.BagOfWords):
             self._last = (text, counts)
             return dict(counts)
         return None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_last": (None, None)}  # no text of the stream in a pickle
+
+
+_TEXT_OPTIONS = tuple(inspect.signature(BagOfWords).parameters)  # TextClassifier's too
+
+
+class TextClassifier(base.Classifier):
+    """A classifier of texts: ``BagOfWords(...) | classifier`` as one river classifier.
+
+    A text (a `str`, or a dict holding it under `on`) is turned into river's `BagOfWords` token
+    counts, with the bag-of-words parameters given here (river's names and defaults), and the
+    wrapped `classifier` predicts and learns from them. Predictions, probabilities and the
+    learned model are those of ``river_cw.text.BagOfWords(...) | classifier``, bit for bit; the
+    classifier stays public (`classifier`), with its `weights`, `variances` and the rest.
+
+    With a diagonal Gaussian classifier (CW, AROW, NHERD, SOP, SCW) on the compiled engine and
+    the default tokenizer (unigrams of river's pattern, no `preprocessor` nor `tokenizer`), an
+    ASCII text takes the fused path: its tokens are counted in C and looked up in the engine's
+    feature table, so a known word gets the engine's own key and no str object is created for
+    it. Anything else (non-ASCII text, other options, full covariance, VotedRDA, any river
+    classifier, the pure-Python engine) goes through `BagOfWords`. Predicting and then learning
+    the same text object counts its tokens once.
+
+    Parameters
+    ----------
+    classifier
+        The classifier of the token counts (any river classifier).
+    on, strip_accents, lowercase, preprocessor, stop_words, tokenizer_pattern, tokenizer, ngram_range
+        The parameters of `river.feature_extraction.BagOfWords`.
+
+    Examples
+    --------
+
+    >>> import river_cw
+    >>> from river_cw.text import TextClassifier
+
+    >>> model = TextClassifier(river_cw.AROW(), on="text")
+    >>> model.learn_one({"text": "Win a FREE prize now"}, "spam")
+    >>> model.learn_one({"text": "See you at lunch"}, "ham")
+    >>> model.predict_one({"text": "a free lunch prize"})
+    'spam'
+    >>> round(model.classifier.weights["free"], 3)  # binary: the score of "ham", seen second
+    -0.167
+
+    It drops into a pipeline like any river classifier; with `on=None` it takes the text itself:
+
+    >>> from river import compose
+    >>> pipeline = compose.FuncTransformer(str.strip) | TextClassifier(river_cw.AROW())
+    >>> pipeline.learn_one("  good movie ", True)
+    >>> pipeline.predict_proba_one(" good ")
+    {True: 1.0}
+
+    """
+
+    def __init__(
+        self,
+        classifier: base.Classifier,
+        on: str | None = None,
+        strip_accents=True,
+        lowercase=True,
+        preprocessor=None,
+        stop_words: set[str] | None = None,
+        tokenizer_pattern=_DEFAULT_PATTERN,
+        tokenizer=None,
+        ngram_range=(1, 1),
+    ):
+        self.classifier = classifier
+        self.on = on
+        self.strip_accents = strip_accents
+        self.lowercase = lowercase
+        self.preprocessor = preprocessor
+        self.stop_words = stop_words
+        self.tokenizer_pattern = tokenizer_pattern
+        self.tokenizer = tokenizer
+        self.ngram_range = ngram_range
+        self._bag_of_words = BagOfWords(**{name: getattr(self, name) for name in _TEXT_OPTIONS})
+        self._default_tokens = (
+            preprocessor is None
+            and tokenizer is None
+            and tokenizer_pattern == _DEFAULT_PATTERN
+            and tuple(ngram_range) == (1, 1)
+        )
+        self._last = (None, None)  # the last text and its counts (see `_counts`)
+
+    @classmethod
+    def _unit_test_params(cls):
+        from .arow import AROW
+
+        yield {"classifier": AROW()}
+        yield {"classifier": AROW(), "on": "text", "stop_words": {"the"}}
+
+    def __str__(self):
+        return f"{type(self).__name__}({self.classifier})"
+
+    def _more_tags(self):
+        return {base.tags.TEXT_INPUT}
+
+    @property
+    def _multiclass(self):
+        return self.classifier._multiclass
+
+    def _counts(self, x) -> dict:
+        """The token counts of `x`: BagOfWords' dict, from the fused path where it applies."""
+        text_counts = getattr(getattr(self.classifier, "gaussian", None), "text_counts", None)
+        if text_counts is not None and self._default_tokens:
+            text = x if self.on is None else x[self.on]
+            last_text, counts = self._last
+            if text is not last_text or type(text) is not str:
+                counts = text_counts(text, self.lowercase, self.stop_words or None)
+            if counts is not None:
+                self._last = (text, counts)
+                return dict(counts)  # a copy: the classifier may keep or change its input
+        return self._bag_of_words.transform_one(x)
+
+    def learn_one(self, x, y, **params) -> None:
+        """Learn the text `x` with label `y`; `params` (e.g. a sample weight ``w``) go to the
+        classifier's `learn_one`."""
+        self.classifier.learn_one(self._counts(x), y, **params)
+
+    def predict_one(self, x, **params):
+        return self.classifier.predict_one(self._counts(x), **params)
+
+    def predict_proba_one(self, x, **params) -> dict:
+        return self.classifier.predict_proba_one(self._counts(x), **params)
 
     def __getstate__(self):
         return {**self.__dict__, "_last": (None, None)}  # no text of the stream in a pickle

@@ -50,6 +50,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from river import base, compose, dummy, metrics
 
+from river_cw.text import TextClassifier
 from streams.noise import LabelNoise
 
 __all__ = [
@@ -478,9 +479,12 @@ evaluate.__signature__ = inspect.signature(iter_evaluate).replace(return_annotat
 def _name(models: Sequence[base.Classifier]) -> dict[str, base.Classifier]:
     names: dict[str, base.Classifier] = {}
     for model in models:
-        stem = (
-            " | ".join(model.steps) if isinstance(model, compose.Pipeline) else type(model).__name__
-        )
+        if isinstance(model, compose.Pipeline):
+            stem = " | ".join(model.steps)
+        elif isinstance(model, TextClassifier):
+            stem = str(model)
+        else:
+            stem = type(model).__name__
         name = stem
         count = 1
         while name in names:

@@ -13,9 +13,8 @@ import argparse
 import pickle
 import sys
 
-from river import compose
-
 from streams.kafka_io import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
+from streams.specs import classifier_of
 from streams.state_topic import StateError, restore, state_topic
 
 
@@ -34,10 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def top_weights(model, n: int) -> dict:
-    """The `n` largest weights by magnitude of the model (the last step of a pipeline), per
+    """The `n` largest weights by magnitude of the model (its classifier: `streams.specs.classifier_of`), per
     class where the model keeps one weight dict per class; {} without public `weights`."""
-    if isinstance(model, compose.Pipeline):
-        model = list(model.steps.values())[-1]
+    model = classifier_of(model)
     weights = getattr(model, "weights", None)
     if not isinstance(weights, dict) or not weights:
         return {}
@@ -53,7 +51,7 @@ def top_weights_of(weights: dict, n: int) -> list[tuple]:
 def describe(state, top: int) -> str:
     """A few lines on a `streams.learner.PartitionState`."""
     model = state.model
-    core = list(model.steps.values())[-1] if isinstance(model, compose.Pipeline) else model
+    core = classifier_of(model)
     accuracy = state.accuracy
     lines = [
         f"partition {state.partition} of {state.topic}: {state.model_spec}",

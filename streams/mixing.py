@@ -61,9 +61,8 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
-from river import compose
-
 from river_cw import changes, combine
+from streams.specs import classifier_of
 
 __all__ = ["Contribution", "Mix", "MixError", "MixState", "Mixer", "Rounds", "fingerprint"]
 
@@ -84,9 +83,8 @@ def clone(model):
 
 def fingerprint(model) -> str:
     """A digest of a model's labels and Gaussian (public `classes_`, `weights`, `variances` of
-    the classifier, the last step of a pipeline), independent of the order of its features."""
-    if isinstance(model, compose.Pipeline):
-        model = list(model.steps.values())[-1]
+    the classifier: `streams.specs.classifier_of`), independent of the order of its features."""
+    model = classifier_of(model)
     digest = hashlib.sha256(repr(list(model.classes_)).encode())
     weights, variances = model.weights, model.variances
     if model.is_binary:
@@ -330,6 +328,4 @@ class Rounds:
 
 
 def _labels(model) -> int:
-    if isinstance(model, compose.Pipeline):
-        model = list(model.steps.values())[-1]
-    return len(model.classes_)
+    return len(classifier_of(model).classes_)

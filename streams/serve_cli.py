@@ -25,8 +25,8 @@ def build_model(spec: str, text: bool = False):
     `river-cw evaluate` does: a bag of words in front for text, one-vs-rest around a
     binary-only river classifier.
 
-    >>> list(build_model("AROW(r=0.5)", text=True).steps)
-    ['BagOfWords', 'AROW']
+    >>> print(build_model("AROW(r=0.5)", text=True))
+    TextClassifier(AROW)
     """
     return prepare(parse(spec), text=text)
 
@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--text",
         action="store_true",
-        help="the examples are text: put BagOfWords(on='text') in front of a "
-        "model that is not a pipeline",
+        help="the examples are text: wrap a model that is not a pipeline in "
+        "river_cw.text.TextClassifier(model, on='text') (BagOfWords in front)",
     )
     parser.add_argument(
         "--bootstrap-servers", default="127.0.0.1:9092", help="default: %(default)s"

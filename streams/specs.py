@@ -9,8 +9,8 @@ or `river_cw` (a leading `river.` may be left out).
 0.1
 >>> parse("river.linear_model.PAClassifier(C=0.01)").C
 0.01
->>> list(prepare(parse("river.linear_model.PAClassifier()"), text=True).steps)
-['BagOfWords', 'OneVsRestClassifier']
+>>> print(prepare(parse("river.linear_model.PAClassifier()"), text=True))
+TextClassifier(OneVsRestClassifier(PAClassifier))
 >>> parse("__import__('os').system('ls')")
 Traceback (most recent call last):
 ...
@@ -28,7 +28,7 @@ from river import base, compose, multiclass
 import river_cw
 from river_cw import text as text_features
 
-__all__ = ["parse", "prepare"]
+__all__ = ["classifier_of", "parse", "prepare"]
 
 ROOTS = ("river_cw", "river")
 
@@ -121,9 +121,10 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
     """Fit a parsed model to a stream: bag of words for text, one-vs-rest for binary-only models.
 
     A pipeline is left as it is (its author chose the features). Otherwise, for text streams
-    (`x = {"text": str}`) the model gets `BagOfWords(on="text")` in front (`river_cw.text`'s:
-    river's token counts, counted in C), and a binary-only river classifier (one that wants
-    bool labels) is wrapped in `OneVsRestClassifier` unless the labels are bools.
+    (`x = {"text": str}`) the model becomes `river_cw.text.TextClassifier(model, on="text")`
+    (`BagOfWords(on="text") | model` with the same numbers, on the fused text path where the
+    compiled engine learns), and a binary-only river classifier (one that wants bool labels) is
+    wrapped in `OneVsRestClassifier` unless the labels are bools.
     """
     if isinstance(model, compose.Pipeline):
         return model
@@ -132,5 +133,15 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
     if not bool_labels and not model._multiclass:
         model = multiclass.OneVsRestClassifier(model)
     if text:
-        model = text_features.BagOfWords(on="text") | model
+        model = text_features.TextClassifier(model, on="text")
+    return model
+
+
+def classifier_of(model: base.Estimator) -> base.Estimator:
+    """The classifier that holds a prepared model's weights: the last step of a pipeline, the
+    classifier of a `TextClassifier`, else the model itself."""
+    if isinstance(model, compose.Pipeline):
+        model = list(model.steps.values())[-1]
+    if isinstance(model, text_features.TextClassifier):
+        model = model.classifier
     return model

@@ -26,7 +26,7 @@ from streams.messages import encode_example
 from streams.serve_cli import build_model
 from tests.kafka_support import assert_same_model, offline, read_topic, stored_state
 
-MODEL = "AROW()"  # with --text: BagOfWords(on="text") | AROW()
+MODEL = "AROW()"  # with --text: TextClassifier(AROW(), on="text")
 PARTITIONS = 2
 KILLS = 20
 FORK = multiprocessing.get_context("fork")

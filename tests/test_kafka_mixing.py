@@ -20,6 +20,7 @@ from river_cw.text import BagOfWords
 from streams.files import sms_spam
 from streams.kafka_io import KafkaSettings, create_topics
 from streams.serve_cli import build_model
+from streams.specs import classifier_of
 from tests.kafka_support import (
     ServerThread,
     model_server,
@@ -188,7 +189,7 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
     for _, x, _ in examples:
         for token, count in bag.transform_one(x).items():
             expected[token] = expected.get(token, 1.0) + count * count / 10000
-    variances = list(mix.anchor.steps.values())[-1].variances
+    variances = classifier_of(mix.anchor).variances
     assert set(variances) == set(expected)
     wrong = {
         t: (1 / variances[t], p)
@@ -197,4 +198,4 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
     }
     assert not wrong, list(wrong.items())[:5]
     for state in states:  # every partition serves the mix
-        assert list(state.model.steps.values())[-1].variances == variances
+        assert classifier_of(state.model).variances == variances

@@ -2,7 +2,8 @@ import pytest
 from river import compose, feature_extraction, linear_model, multiclass, optim, preprocessing
 
 import river_cw
-from streams.specs import parse, prepare
+from river_cw.text import TextClassifier
+from streams.specs import classifier_of, parse, prepare
 
 
 @pytest.mark.parametrize(
@@ -61,9 +62,9 @@ def test_parse_rejects_with_a_clear_message(spec, message):
 
 def test_prepare_wraps_text_and_binary_only_models():
     text_pa = prepare(linear_model.PAClassifier(), text=True)
-    bag, ovr = text_pa.steps.values()
-    assert isinstance(bag, feature_extraction.BagOfWords) and bag.on == "text"
-    assert isinstance(ovr, multiclass.OneVsRestClassifier)
+    assert isinstance(text_pa, TextClassifier) and text_pa.on == "text"
+    assert isinstance(text_pa.classifier, multiclass.OneVsRestClassifier)
+    assert classifier_of(text_pa) is text_pa.classifier
     assert isinstance(
         prepare(linear_model.PAClassifier(), bool_labels=True), linear_model.PAClassifier
     )

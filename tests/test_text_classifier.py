@@ -1,0 +1,174 @@
+"""river_cw.text.TextClassifier is `BagOfWords(...) | classifier`, bit for bit: on the shared
+corpora and on generated texts (non-ASCII included), on the fused path (the compiled diagonal
+engine's `text_counts`) and on every fallback (other options, full covariance, VotedRDA, river's
+classifiers, the pure-Python engine: this module runs under both engines, see
+tests/test_other_engine.py)."""
+
+from __future__ import annotations
+
+import functools
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from river import checks, linear_model
+
+import river_cw
+from river_cw import gaussian
+from river_cw.text import BagOfWords, TextClassifier
+
+from .conftest import read_jsonl, shuffled
+from .test_text import CORPORA, TEXTS
+
+compiled = pytest.mark.skipif(river_cw.ENGINE != "c", reason="the compiled engine is not active")
+
+
+def bits(probabilities: dict) -> dict:
+    return {c: float(p).hex() for c, p in probabilities.items()}
+
+
+def state(model) -> tuple:
+    """The public state of a classifier, to the bit."""
+    state = []
+    for name in ("classes_", "weights", "variances", "covariances", "intercept", "intercept_variance"):
+        if hasattr(model, name):
+            state.append(repr(getattr(model, name)))
+    return tuple(state)
+
+
+def python_engine(model):
+    """`model` on the pure-Python reference engine where it has a diagonal Gaussian."""
+    if isinstance(model, river_cw.base.GaussianClassifier) and model.covariance == "diagonal":
+        model._gaussian = gaussian.PythonDiagonalGaussian(model.initial_variance)
+    return model
+
+
+def assert_same_stream(make, examples, **options):
+    """TextClassifier(make(), **options) against BagOfWords(**options) | make() on the
+    pure-Python engine: every prediction, probability and the learned model."""
+    ours = TextClassifier(make(), **options)
+    theirs = BagOfWords(**options) | python_engine(make())
+    for x, y in examples:
+        assert ours.predict_one(x) == theirs.predict_one(x)
+        assert bits(ours.predict_proba_one(x)) == bits(theirs.predict_proba_one(x))
+        ours.learn_one(x, y)
+        theirs.learn_one(x, y)
+    assert state(ours.classifier) == state(theirs[-1])
+    return ours
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_every_shared_corpus(name):
+    examples = [(x, y) for x, y in ((e, e.pop("label")) for e in read_jsonl(name))]
+    examples = shuffled(examples)[:400]
+    assert_same_stream(river_cw.AROW, examples, on="text")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(TEXTS, st.sampled_from("abc")), max_size=20),
+    st.booleans(),
+    st.sampled_from([None, {"a", "the", "é-é"}]),
+)
+def test_generated_texts(stream, lowercase, stop_words):
+    assert_same_stream(river_cw.AROW, stream, lowercase=lowercase, stop_words=stop_words)
+
+
+WORDS = st.lists(st.sampled_from(["the", "A", "bc", "the-end", "déjà", "vu", "x_1"]), max_size=8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(WORDS.map(" ".join), st.booleans()), max_size=12))
+@pytest.mark.parametrize(
+    "make, options",
+    [
+        (lambda: river_cw.CW(diagonal="exact"), {}),
+        (lambda: river_cw.NHERD(learn_intercept=True), {"on": None}),
+        (lambda: river_cw.AROW(forgetting=0.1, calibrate=True), {"stop_words": ["the"]}),
+        (lambda: river_cw.AROW(covariance="full"), {}),
+        (river_cw.VotedRDA, {}),
+        (linear_model.PAClassifier, {}),
+        (river_cw.SOP, {"ngram_range": (1, 2)}),
+        (river_cw.SCW, {"tokenizer": str.split}),
+        (river_cw.AROW, {"preprocessor": str.upper, "lowercase": False}),
+    ],
+)
+def test_every_model_and_option(make, options, stream):
+    assert_same_stream(make, stream, **options)
+
+
+def test_a_dict_with_the_text_under_on_and_a_sample_weight():
+    ours = TextClassifier(river_cw.AROW(), on="body")
+    theirs = BagOfWords(on="body") | river_cw.AROW()
+    for i, text in enumerate(["good movie", "bad movie", "good plot, GOOD cast", "bad bad"]):
+        x, y = {"body": text, "other": 1.0}, text.startswith("good")
+        ours.learn_one(x, y, w=0.5 + i)
+        theirs.learn_one(x, y, w=0.5 + i)
+    assert state(ours.classifier) == state(theirs[-1])
+    with pytest.raises(KeyError):
+        ours.predict_one({"text": "good"})
+
+
+@compiled
+def test_the_fused_lookup_gives_the_engines_own_keys():
+    model = TextClassifier(river_cw.AROW())
+    model.learn_one("Spam spam eggs", True)
+    model.learn_one("ham", False)
+    keys = {k: k for k in model.classifier.weights}
+    counts = model.classifier.gaussian.text_counts("EGGS and spam, spam", True, None)
+    assert counts == {"eggs": 1, "and": 1, "spam": 2}
+    assert counts.keys() - {"and"} <= keys.keys()
+    assert all(key is keys[key] for key in counts if key != "and")
+    assert model.classifier.gaussian.text_counts("déjà vu", True, None) is None
+    assert model.classifier.gaussian.text_counts(b"spam", True, None) is None
+    assert model.classifier.gaussian.text_counts("the spam", True, {"the"}) == {"spam": 1}
+    loaded = pickle.loads(pickle.dumps(model)).classifier  # other str objects than the cache's
+    keys = {k: k for k in loaded.weights}
+    counts = loaded.gaussian.text_counts("spam eggs", True, None)
+    assert all(key is keys[key] for key in counts)
+
+
+def test_pickles_forget_the_last_text_and_continue_alike():
+    model = TextClassifier(river_cw.AROW(), on="text")
+    stream = [({"text": t}, t.endswith("!")) for t in ["hi there!", "hello there", "go away!"]]
+    for x, y in stream[:2]:
+        model.learn_one(x, y)
+    model.predict_one(stream[2][0])
+    blob = pickle.dumps(model)
+    assert b"go away" not in blob
+    copy = pickle.loads(blob)
+    model.learn_one(*stream[2])
+    copy.learn_one(*stream[2])
+    assert state(copy.classifier) == state(model.classifier)
+
+
+def test_river_checks_that_apply():
+    """river's checks without its datasets (numeric dicts, which a text classifier does not
+    take; the streams above are this class's dataset checks)."""
+    for params in TextClassifier._unit_test_params():
+        model = TextClassifier(**params)
+        for check in checks.yield_checks(model):
+            if isinstance(check, functools.partial) or "dataset" in check.__code__.co_varnames:
+                continue
+            check(model.clone())
+
+
+def test_combine_and_changes_mix_the_classifier():
+    start = TextClassifier(river_cw.AROW(), on="text")
+    start.learn_one({"text": "good movie"}, True)
+    start.learn_one({"text": "bad movie"}, False)
+    members = [pickle.loads(pickle.dumps(start)) for _ in range(2)]
+    members[0].learn_one({"text": "good plot"}, True)
+    members[1].learn_one({"text": "bad cast"}, False)
+    mixed = river_cw.combine(members, base=start)
+    expected = river_cw.combine([m.classifier for m in members], base=start.classifier)
+    assert isinstance(mixed, TextClassifier) and mixed.on == "text"
+    assert state(mixed.classifier) == state(expected)
+    delta = river_cw.changes(members[0], start)
+    assert sorted(delta.classifier.weights) == ["good", "plot"]
+    assert state(river_cw.combine([delta], base=start).classifier) == state(members[0].classifier)
+    with pytest.raises(ValueError, match="other text options"):
+        river_cw.combine([start, TextClassifier(river_cw.AROW(), on="body")])
+    with pytest.raises(ValueError, match="not"):
+        river_cw.combine([start, start.classifier])
