@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import abc
 import copy
+import functools
+import inspect
 import math
 import numbers
 import sys
@@ -306,6 +308,15 @@ def _standardised(m: float, v: float) -> float:
     return math.copysign(math.inf, m) if m else 0.0
 
 
+_STALE = object()  # a lean-path spec to be built anew (see GaussianClassifier.__setattr__)
+
+
+@functools.cache
+def _hyperparameters(cls) -> frozenset:
+    """The names of a model class's hyperparameters (its ``__init__``'s parameters)."""
+    return frozenset(inspect.signature(cls.__init__).parameters) - {"self"}
+
+
 class GaussianClassifier(LinearClassifier):
     """A Gaussian N(mu, Sigma) over the weights, updated by a rule ``(m, v) -> (alpha, gamma)``.
 
@@ -415,6 +426,8 @@ class GaussianClassifier(LinearClassifier):
             # the rule's C step, update): the general path's numbers. Any other case, and any x
             # it does not take as it is (to name a bad feature), goes the general way.
             lean = self._lean
+            if lean is _STALE:
+                lean = self._lean = self._lean_spec()
             if lean is not None:
                 outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)
                 if not outcome:  # learned (or nothing to learn)
@@ -426,12 +439,12 @@ class GaussianClassifier(LinearClassifier):
 
         learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
-    _lean = None  # `_lean_spec`, set once a label is known (the lean path needs one)
+    _lean = _STALE  # `_lean_spec`, built by the first learn_one after a hyperparameter is set
 
     def _lean_spec(self):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
         model needs the general one (full covariance, an exact scheme, calibration, forgetting,
-        no `_native_step`). Hyperparameters are fixed once the model is built (as `_phi`)."""
+        no `_native_step`)."""
         step = self._native_step
         if (
             step is None
@@ -443,19 +456,15 @@ class GaussianClassifier(LinearClassifier):
             return None
         return step, self.diagonal, INTERCEPT if self.learn_intercept else None
 
-    def _register(self, y) -> int:
-        self._lean = self._lean_spec()
-        return super()._register(y)
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        if name in _hyperparameters(type(self)):  # the lean path's spec reads them
+            object.__setattr__(self, "_lean", _STALE)
 
     def __getstate__(self) -> dict:
         state = dict(vars(self))
         state.pop("_lean", None)  # derived from the hyperparameters
         return state
-
-    def __setstate__(self, state: dict) -> None:
-        super().__setstate__(state)
-        if self.classes_:
-            self._lean = self._lean_spec()
 
     # -- hooks of LinearClassifier ------------------------------------------------------------
 
