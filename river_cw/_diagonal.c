@@ -1240,6 +1240,8 @@ static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
     return PyLong_FromSsize_t(size);
 }
 
+#include "_batch.h"
+
 static PyMethodDef diagonal_methods[] = {
     {"scores", (PyCFunction)diagonal_scores, METH_O, "mu_b . x for every block b."},
     {"score_variances", (PyCFunction)diagonal_score_variances, METH_O,
@@ -1250,6 +1252,8 @@ static PyMethodDef diagonal_methods[] = {
      "Apply one step (entries, alpha, gamma, v, scheme)."},
     {"learn", (PyCFunction)(void (*)(void))diagonal_learn, METH_FASTCALL,
      "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
+    {"learn_rows", (PyCFunction)diagonal_learn_rows, METH_VARARGS,
+     "The learn_one loop over a batch of rows (_batch.h)."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},

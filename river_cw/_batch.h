@@ -1,0 +1,586 @@
+/* The mini-batch kernel of the compiled diagonal engine: Diagonal.learn_rows learns a batch of
+ * rows in one call, exactly as the learn_one loop of river_cw.base would (the reference), bit for
+ * bit: the same margins with the same exactly rounded sums, the same step, the same update
+ * (diagonal_update, on the coordinates this kernel leaves in the engine's scratch space).
+ *
+ * Rows come as a list of dicts or as CSR arrays (data, indices, indptr) whose column j is the
+ * feature named features[j], or the int j itself (hashed ids). For CSR each distinct column of
+ * the batch is resolved once to its entry in every block's table (room for every column not yet
+ * learned is reserved first, so the tables never grow while the slots are in use); new features
+ * get their slots as the updates append them.
+ *
+ * The kernel never raises on a bad row: it stops at any row it does not handle (a label not yet
+ * known, a sample weight that is not a float > 0, a value that is not a float or an int, a mapping
+ * other than a dict, a bad key, a margin beyond float64) before touching the model, and the caller
+ * hands that row to learn_one, which raises what it raises or learns it (river_cw.base).
+ *
+ * Included by _diagonal.c after diagonal_update. */
+
+/* A rule's step (m, v, w) -> (alpha, gamma) in C: 1 update, 0 no update, -1 float64 cannot
+ * express the step (skipped, counted). */
+typedef int (*rcw_step)(const double *params, double m, double v, double w, double *alpha,
+                        double *gamma);
+
+/* The step of a batch: a native step, or the rule's Python method called per example */
+typedef struct {
+    rcw_step native;      /* NULL: call `callable` */
+    const double *params; /* the native step's parameters */
+    PyObject *callable;   /* step(m, v, w) -> None | (alpha, gamma); exact: step(m, v, u, w) */
+    PyObject *scheme;     /* "project" or "drop"; None: the step returns its exact scheme */
+} BatchStep;
+
+#include <float.h>
+
+enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
+
+/* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma and a new reference to
+ * the scheme, or BATCH_NONE, BATCH_SKIP, BATCH_ERROR (raised). The Python step's result and
+ * errors map as in river_cw.gaussian._learn. */
+static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, double w,
+                      double *alpha, double *gamma, PyObject **scheme) {
+    PyObject *args[4], *result, *own[4] = {NULL, NULL, NULL, NULL};
+    Py_ssize_t n = 0, i;
+    int exact = s->scheme == Py_None;
+    if (s->native != NULL) {
+        int r = s->native(s->params, m, v, w, alpha, gamma);
+        if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
+        if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
+        Py_INCREF(s->scheme);
+        *scheme = s->scheme;
+        return BATCH_UPDATE;
+    }
+    own[n] = PyFloat_FromDouble(m), args[n] = own[n], n++;
+    own[n] = PyFloat_FromDouble(v), args[n] = own[n], n++;
+    if (exact) own[n] = make_terms(self->u, self->nu), args[n] = own[n], n++;
+    own[n] = PyFloat_FromDouble(w), args[n] = own[n], n++;
+    for (i = 0; i < n; i++)
+        if (own[i] == NULL) goto error;
+    result = PyObject_Vectorcall(s->callable, args, (size_t)n, NULL);
+    for (i = 0; i < n; i++) Py_CLEAR(own[i]);
+    if (result == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
+            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
+            PyErr_Clear();
+            return BATCH_SKIP;
+        }
+        return BATCH_ERROR;
+    }
+    if (result == Py_None) {
+        Py_DECREF(result);
+        return BATCH_NONE;
+    }
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (exact ? 3 : 2)) {
+        Py_DECREF(result);
+        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
+                                         "(alpha, gamma, scheme)");
+        return BATCH_ERROR;
+    }
+    *alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
+    *gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
+    if (PyErr_Occurred()) {
+        Py_DECREF(result);
+        return BATCH_ERROR;
+    }
+    if (!(isfinite(*alpha) && isfinite(*gamma))) { /* v near 0, a violated constraint */
+        Py_DECREF(result);
+        return BATCH_SKIP;
+    }
+    *scheme = exact ? PyTuple_GET_ITEM(result, 2) : s->scheme;
+    Py_INCREF(*scheme);
+    Py_DECREF(result);
+    return BATCH_UPDATE;
+error:
+    for (i = 0; i < n; i++) Py_CLEAR(own[i]);
+    return BATCH_ERROR;
+}
+
+/* One row's features (the intercept last): value, key (borrowed), hash, its column among the
+ * batch's distinct columns (CSR) and its entry per block (ix[b * cap + j], -1 unseen). */
+typedef struct {
+    Py_ssize_t n, cap, nblocks;
+    double *x;
+    PyObject **key;
+    Py_hash_t *hash;
+    Py_ssize_t *col;
+    Py_ssize_t *ix;
+    double *scores;
+} BatchRow;
+
+static void row_free(BatchRow *r) {
+    PyMem_Free(r->x);
+    PyMem_Free(r->key);
+    PyMem_Free(r->hash);
+    PyMem_Free(r->col);
+    PyMem_Free(r->ix);
+    PyMem_Free(r->scores);
+}
+
+static int row_reserve(BatchRow *r, Py_ssize_t n) {
+    if (n <= r->cap && r->x != NULL) return 0;
+    n += n / 2 + 16;
+    row_free(r);
+    r->x = PyMem_Malloc(sizeof(double) * n);
+    r->key = PyMem_Malloc(sizeof(PyObject *) * n);
+    r->hash = PyMem_Malloc(sizeof(Py_hash_t) * n);
+    r->col = PyMem_Malloc(sizeof(Py_ssize_t) * n);
+    r->ix = PyMem_Malloc(sizeof(Py_ssize_t) * n * r->nblocks);
+    r->scores = PyMem_Malloc(sizeof(double) * r->nblocks);
+    r->cap = n;
+    if (!r->x || !r->key || !r->hash || !r->col || !r->ix || !r->scores) {
+        r->cap = 0;
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* Validate a multi-class row as `scores` does and pick the best-scoring block other than k (the
+ * first of equals, as Python's max); -1: the row is bad, 0 otherwise */
+static int batch_best_wrong(Diagonal *self, BatchRow *r, Py_ssize_t k, Py_ssize_t *wrong) {
+    Py_ssize_t b, j;
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        const Py_ssize_t *ix = &r->ix[b * r->cap];
+        double unseen = 0.0, score;
+        Fsum acc;
+        fsum_init(&acc);
+        for (j = 0; j < r->n; j++) {
+            if (ix[j] < 0)
+                unseen += r->x[j];
+            else if (fsum_add(&acc, t->entries[ix[j]].mean * r->x[j]) < 0) {
+                fsum_free(&acc);
+                return -1;
+            }
+        }
+        if (fsum_result(&acc, &score) < 0 || !isfinite(score + unseen)) return -1;
+        r->scores[b] = score;
+    }
+    *wrong = -1;
+    for (b = 0; b < self->nblocks; b++)
+        if (b != k && (*wrong < 0 || r->scores[b] > r->scores[*wrong])) *wrong = b;
+    return 0;
+}
+
+/* diagonal_margin on a resolved row: fills the engine's coordinates, u, pairs and token and
+ * writes the forgotten variances; -1 (nothing changed, coordinates released) when the row is bad
+ * (a non-finite margin, an overflow, memory) */
+static int batch_margin(Diagonal *self, BatchRow *r, const Py_ssize_t *blocks,
+                        const double *signs, int npairs, double keep, double rest, double *m_out,
+                        double *v_out) {
+    Py_ssize_t j;
+    double m = 0.0, v;
+    int k;
+    Fsum u_acc, m_acc;
+    release_coords(self);
+    if (coords_reserve(self, r->n * npairs) < 0) return -1;
+    fsum_init(&u_acc);
+    self->npairs = npairs;
+    for (k = 0; k < npairs; k++) {
+        Table *t = &self->blocks[blocks[k]];
+        const Py_ssize_t *ix = &r->ix[blocks[k] * r->cap];
+        double mk;
+        self->pair_block[k] = blocks[k];
+        self->pair_sign[k] = signs[k];
+        fsum_init(&m_acc);
+        for (j = 0; j < r->n; j++) {
+            double xf = r->x[j], x2 = xf * xf, uj;
+            Coord *c;
+            if (ix[j] < 0) {
+                if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
+                uj = self->prior * x2;
+                c = &self->coords[self->ncoords++];
+                c->ix = -1;
+                Py_INCREF(r->key[j]);
+                c->key = r->key[j];
+                c->hash = r->hash[j];
+            } else {
+                Entry *e = &t->entries[ix[j]];
+                uj = forget(e->var, keep, rest) * x2;
+                c = &self->coords[self->ncoords++];
+                c->ix = ix[j];
+                c->key = NULL;
+                if (fsum_add(&m_acc, e->mean * xf) < 0) goto fail_m;
+            }
+            c->pair = k;
+            c->x = xf;
+            self->u[self->nu++] = uj;
+            if (fsum_add(&u_acc, uj) < 0) goto fail_m;
+        }
+        if (fsum_result(&m_acc, &mk) < 0) goto fail;
+        m += signs[k] * mk;
+    }
+    if (fsum_result(&u_acc, &v) < 0) goto fail_freed;
+    if (!(isfinite(m) && isfinite(v))) goto fail_freed;
+    if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
+        for (j = 0; j < self->ncoords; j++) {
+            Coord *c = &self->coords[j];
+            if (c->ix >= 0 && c->x != 0.0) {
+                Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+                e->var = forget(e->var, keep, rest);
+            }
+        }
+    self->token = ++self->next_token;
+    self->margin_generation = self->generation;
+    *m_out = m;
+    *v_out = v;
+    return 0;
+fail_m:
+    fsum_free(&m_acc);
+fail:
+    fsum_free(&u_acc);
+fail_freed:
+    PyErr_Clear();
+    release_coords(self);
+    return -1;
+}
+
+/* the update of the last margin (diagonal_update): 1 applied, 0 refused, -1 error */
+static int batch_update(Diagonal *self, double alpha, double gamma, double v, PyObject *scheme) {
+    PyObject *args = Py_BuildValue("LdddO", self->token, alpha, gamma, v, scheme), *r;
+    int applied;
+    if (args == NULL) return -1;
+    r = diagonal_update(self, args);
+    Py_DECREF(args);
+    if (r == NULL) return -1;
+    applied = r == Py_True;
+    Py_DECREF(r);
+    return applied;
+}
+
+/* The CSR columns of a batch: each distinct column's key, hash and entry in every block */
+typedef struct {
+    const double *data;
+    const Py_ssize_t *indices, *indptr;
+    Py_ssize_t ncols, ndistinct;
+    int32_t *local;     /* per column: 1 + its position among the distinct ones, 0 absent */
+    Py_ssize_t *column; /* per distinct column: the column */
+    PyObject **key;     /* new references; NULL: the key is bad (unhashable, or its == raised) */
+    Py_hash_t *hash;
+    Py_ssize_t *slot;   /* slot[b * ndistinct + l]: entry of distinct column l in block b, -1 */
+    Py_buffer views[3];
+    int nviews;
+} BatchColumns;
+
+static void columns_free(BatchColumns *c) {
+    Py_ssize_t l;
+    int i;
+    if (c->key != NULL)
+        for (l = 0; l < c->ndistinct; l++) Py_XDECREF(c->key[l]);
+    PyMem_Free(c->local);
+    PyMem_Free(c->column);
+    PyMem_Free(c->key);
+    PyMem_Free(c->hash);
+    PyMem_Free(c->slot);
+    for (i = 0; i < c->nviews; i++) PyBuffer_Release(&c->views[i]);
+}
+
+/* a C-contiguous buffer of `item`-byte items whose format is one of `formats` */
+static int columns_view(BatchColumns *c, PyObject *array, const char *formats, Py_ssize_t item,
+                        const void **out, Py_ssize_t *n) {
+    Py_buffer *view = &c->views[c->nviews];
+    const char *f;
+    if (PyObject_GetBuffer(array, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    c->nviews++;
+    f = view->format[0] == '<' || view->format[0] == '=' || view->format[0] == '@'
+            ? view->format + 1 : view->format;
+    if (view->itemsize != item || strlen(f) != 1 || strchr(formats, f[0]) == NULL) {
+        PyErr_SetString(PyExc_TypeError, "CSR arrays must be float64 data and intp indices");
+        return -1;
+    }
+    *out = view->buf;
+    *n = view->len / item;
+    return 0;
+}
+
+/* Resolve the distinct columns of rows [start, end) in every block; reserve room for those not
+ * learned yet (the intercept included) so that no table grows while the slots are in use */
+static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
+                           PyObject *intercept, Py_ssize_t start, Py_ssize_t end) {
+    Py_ssize_t p, l, b, first = c->indptr[start], last = c->indptr[end];
+    Py_ssize_t extra = intercept != Py_None;
+    if ((c->local = PyMem_Calloc(c->ncols + 1, sizeof(int32_t))) == NULL) goto memory;
+    for (p = start; p < end; p++)
+        if (c->indptr[p] > c->indptr[p + 1]) {
+            PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
+            return -1;
+        }
+    for (p = first; p < last; p++) {
+        Py_ssize_t j = c->indices[p];
+        if (j < 0 || j >= c->ncols) {
+            PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", j);
+            return -1;
+        }
+        if (c->local[j] == 0) {
+            if (c->ndistinct >= INT32_MAX - 1) {
+                PyErr_SetString(PyExc_OverflowError, "too many distinct columns in one batch");
+                return -1;
+            }
+            c->local[j] = (int32_t)++c->ndistinct;
+        }
+    }
+    c->ndistinct += extra; /* the intercept: the last distinct column */
+    c->column = PyMem_Malloc(sizeof(Py_ssize_t) * (c->ndistinct + 1));
+    c->key = PyMem_Calloc(c->ndistinct + 1, sizeof(PyObject *));
+    c->hash = PyMem_Malloc(sizeof(Py_hash_t) * (c->ndistinct + 1));
+    c->slot = PyMem_Malloc(sizeof(Py_ssize_t) * (c->ndistinct * self->nblocks + 1));
+    if (!c->column || !c->key || !c->hash || !c->slot) goto memory;
+    for (p = 0; p < c->ncols; p++)
+        if (c->local[p]) c->column[c->local[p] - 1] = p;
+    for (l = 0; l < c->ndistinct; l++) {
+        PyObject *key;
+        if (extra && l == c->ndistinct - 1) {
+            key = intercept;
+            Py_INCREF(key);
+        } else if (features == Py_None)
+            key = PyLong_FromSsize_t(c->column[l]);
+        else {
+            key = PyList_GET_ITEM(features, c->column[l]);
+            Py_INCREF(key);
+        }
+        if (key == NULL) return -1;
+        c->key[l] = key;
+        if ((c->hash[l] = PyObject_Hash(key)) == -1) { /* learn_one names it */
+            PyErr_Clear();
+            Py_CLEAR(c->key[l]);
+        }
+    }
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        Py_ssize_t absent = 0;
+        for (l = 0; l < c->ndistinct; l++) {
+            Py_ssize_t ix = -1;
+            if (c->key[l] != NULL && (ix = table_find(t, c->key[l], c->hash[l])) == -2) {
+                PyErr_Clear(); /* its == raised: learn_one raises it */
+                Py_CLEAR(c->key[l]);
+            }
+            c->slot[b * c->ndistinct + l] = ix;
+            absent += ix == -1;
+        }
+        if (table_reserve(t, absent) < 0) return -1;
+    }
+    return 0;
+memory:
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* row i of the CSR batch, resolved; 0, or 1 when the kernel leaves it to learn_one */
+static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
+                       PyObject *intercept) {
+    Py_ssize_t p, b, a = c->indptr[i], e = c->indptr[i + 1], n = e - a + (intercept != Py_None);
+    if (row_reserve(r, n) < 0) return -1;
+    r->n = n;
+    for (p = 0; p < n; p++) {
+        Py_ssize_t l = p < e - a ? c->local[c->indices[a + p]] - 1 : c->ndistinct - 1;
+        if (c->key[l] == NULL) return 1;
+        r->x[p] = p < e - a ? c->data[a + p] : 1.0;
+        r->key[p] = c->key[l];
+        r->hash[p] = c->hash[l];
+        r->col[p] = l;
+        for (b = 0; b < self->nblocks; b++) r->ix[b * r->cap + p] = c->slot[b * c->ndistinct + l];
+    }
+    return 0;
+}
+
+/* a dict row, resolved; 0, 1 when the kernel leaves it to learn_one, -1 on error */
+static int dict_row(Diagonal *self, BatchRow *r, PyObject *x, PyObject *intercept,
+                    Py_hash_t intercept_hash) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, j = 0, b, n;
+    if (!PyDict_CheckExact(x)) return 1;
+    n = PyDict_GET_SIZE(x) + (intercept != Py_None);
+    if (row_reserve(r, n) < 0) return -1;
+    r->n = n;
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        Py_hash_t h;
+        if (key == intercept && intercept != Py_None) return 1;
+        if (PyFloat_CheckExact(value))
+            r->x[j] = PyFloat_AS_DOUBLE(value);
+        else if (PyLong_CheckExact(value)) {
+            r->x[j] = PyLong_AsDouble(value); /* as float(int) */
+            if (r->x[j] == -1.0 && PyErr_Occurred()) goto leave;
+        } else
+            return 1;
+        if (!PyUnicode_CheckExact(key) || (h = ((PyASCIIObject *)key)->hash) == -1)
+            if ((h = PyObject_Hash(key)) == -1) goto leave;
+        r->key[j] = key;
+        r->hash[j] = h;
+        j++;
+    }
+    if (intercept != Py_None) {
+        r->x[j] = 1.0;
+        r->key[j] = intercept;
+        r->hash[j] = intercept_hash;
+    }
+    for (b = 0; b < self->nblocks; b++)
+        for (j = 0; j < n; j++)
+            if ((r->ix[b * r->cap + j] = table_find(&self->blocks[b], r->key[j], r->hash[j])) == -2)
+                goto leave;
+    return 0;
+leave:
+    PyErr_Clear();
+    return 1;
+}
+
+/* learn_rows(rows, classes, n_classes, weights, start, step, scheme, forgetting, intercept,
+ * stats): the learn_one loop over rows[start:] (see the top of this file); `rows` is a list of
+ * dicts or (data, indices, indptr, features or None, n_columns), `classes` the class index of each
+ * row's label (-1 unknown), `weights` the sample weight of each row, `intercept` the intercept's
+ * key or None. Sets stats[0] to the row it stopped at (len(rows): all learned) and adds the
+ * skipped updates to stats[1], also when a step raises. */
+static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
+    PyObject *rows, *classes, *weights, *step_fn, *scheme, *intercept, *stats, *features = Py_None;
+    PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
+    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize;
+    double forgetting, initial = self->prior;
+    Py_hash_t intercept_hash = 0;
+    BatchRow r = {0};
+    BatchColumns c = {0};
+    BatchStep step = {NULL, NULL, NULL, NULL};
+    int csr, failed = 1;
+    uint64_t generation;
+    if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!", &rows, &PyList_Type, &classes, &n_classes,
+                          &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
+                          &intercept, &PyList_Type, &stats))
+        return NULL;
+    step.callable = step_fn;
+    step.scheme = scheme;
+    csr = PyTuple_Check(rows);
+    if (csr) {
+        if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))
+            return NULL;
+        if (features != Py_None && (!PyList_Check(features) || PyList_GET_SIZE(features) != c.ncols)) {
+            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
+            return NULL;
+        }
+    } else if (!PyList_Check(rows)) {
+        PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
+        return NULL;
+    }
+    if (PyList_GET_SIZE(stats) != 2) {
+        PyErr_SetString(PyExc_TypeError, "stats must be [row, skipped]");
+        return NULL;
+    }
+    if (self->nblocks != (n_classes > 2 ? n_classes : 1)) {
+        PyErr_SetString(PyExc_RuntimeError, "learn_rows: the blocks do not match the classes");
+        return NULL;
+    }
+    if (intercept != Py_None && (intercept_hash = PyObject_Hash(intercept)) == -1) return NULL;
+    if (enter(self) < 0) return NULL;
+    i = start;
+    r.nblocks = self->nblocks;
+    nrows = PyList_GET_SIZE(classes);
+    if (PyList_GET_SIZE(weights) != nrows || start < 0 || start > nrows) {
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
+        goto done;
+    }
+    if (csr) {
+        const void *p;
+        Py_ssize_t ndata, nindices;
+        if (columns_view(&c, data, "d", sizeof(double), &p, &ndata) < 0) goto done;
+        c.data = p;
+        if (columns_view(&c, indices, "lqn", sizeof(Py_ssize_t), &p, &nindices) < 0) goto done;
+        c.indices = p;
+        if (columns_view(&c, indptr, "lqn", sizeof(Py_ssize_t), &p, &nsize) < 0) goto done;
+        c.indptr = p;
+        if (nsize != nrows + 1 || c.indptr[0] < 0 || c.indptr[nrows] > ndata ||
+            c.indptr[nrows] > nindices) {
+            PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
+            goto done;
+        }
+        if (columns_resolve(self, &c, features, intercept, start, nrows) < 0) goto done;
+    } else if (PyList_GET_SIZE(rows) != nrows) {
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
+        goto done;
+    }
+    generation = self->generation;
+    for (i = start; i < nrows; i++) {
+        Py_ssize_t k = PyLong_AsSsize_t(PyList_GET_ITEM(classes, i)), pair_blocks[2];
+        PyObject *w_obj = PyList_GET_ITEM(weights, i), *update_scheme = NULL;
+        double w, keep = 1.0, rest = 0.0, pair_signs[2], m, v, alpha, gamma;
+        int npairs = 1, outcome, leave;
+        if (k == -1 && PyErr_Occurred()) goto done;
+        if (k < 0 || k >= n_classes || !PyFloat_CheckExact(w_obj)) break;
+        w = PyFloat_AS_DOUBLE(w_obj);
+        if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
+        if (self->generation != generation) {
+            PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
+            goto done;
+        }
+        leave = csr ? columns_row(self, &c, &r, i, intercept)
+                    : dict_row(self, &r, PyList_GET_ITEM(rows, i), intercept, intercept_hash);
+        if (leave < 0) goto done;
+        if (leave) break;
+        if (n_classes <= 2) { /* binary: the second label seen is +1 */
+            pair_blocks[0] = 0;
+            pair_signs[0] = k == 1 ? 1.0 : -1.0;
+        } else {
+            npairs = 2;
+            pair_blocks[0] = k;
+            pair_signs[0] = 1.0;
+            pair_signs[1] = -1.0;
+            if (batch_best_wrong(self, &r, k, &pair_blocks[1]) < 0) {
+                PyErr_Clear();
+                break;
+            }
+        }
+        if (forgetting != 0.0) {
+            keep = w == 1.0 ? 1.0 - forgetting : pow(1.0 - forgetting, w);
+            if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
+            rest = (1.0 - keep) / initial;
+        }
+        if (batch_margin(self, &r, pair_blocks, pair_signs, npairs, keep, rest, &m, &v) < 0)
+            break;
+        if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
+            continue;
+        self->busy = 0; /* the step and the update are Python's or re-enter the engine */
+        outcome = batch_step(self, &step, m, v, w, &alpha, &gamma, &update_scheme);
+        if (outcome == BATCH_UPDATE) {
+            Py_ssize_t used[2] = {0, 0}, q, j;
+            int applied;
+            for (q = 0; q < npairs; q++) used[q] = self->blocks[pair_blocks[q]].used;
+            applied = batch_update(self, alpha, gamma, v, update_scheme);
+            Py_DECREF(update_scheme);
+            if (applied < 0) goto done_free;
+            if (!applied)
+                skipped++;
+            else if (csr) /* the new features' slots: appended per pair in the row's order */
+                for (q = 0; q < npairs; q++) {
+                    Py_ssize_t b = pair_blocks[q], *slot = &c.slot[b * c.ndistinct];
+                    const Py_ssize_t *ix = &r.ix[b * r.cap];
+                    for (j = 0; j < r.n; j++)
+                        if (ix[j] < 0 && r.x[j] * r.x[j] != 0.0) slot[r.col[j]] = used[q]++;
+                }
+            generation = self->generation;
+        } else if (outcome == BATCH_SKIP)
+            skipped++;
+        else if (outcome == BATCH_ERROR)
+            goto done_free;
+        if (enter(self) < 0) goto done_free;
+    }
+    failed = 0;
+done:
+    self->busy = 0;
+done_free:
+    release_coords(self);
+    row_free(&r);
+    columns_free(&c);
+    {
+        PyObject *at = PyLong_FromSsize_t(i), *before = PyList_GET_ITEM(stats, 1);
+        skipped_obj = NULL;
+        if (at != NULL && before != NULL) {
+            PyObject *count = PyLong_FromSsize_t(skipped);
+            if (count != NULL) skipped_obj = PyNumber_Add(before, count);
+            Py_XDECREF(count);
+        }
+        if (at == NULL || skipped_obj == NULL) {
+            Py_XDECREF(at);
+            Py_XDECREF(skipped_obj);
+            return NULL;
+        }
+        PyList_SetItem(stats, 0, at);
+        PyList_SetItem(stats, 1, skipped_obj);
+    }
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
