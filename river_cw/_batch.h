@@ -161,66 +161,68 @@ static int batch_best_wrong(Diagonal *self, BatchRow *r, Py_ssize_t k, Py_ssize_
     return 0;
 }
 
-/* diagonal_margin on a resolved row: fills the engine's coordinates, u, pairs and token and
- * writes the forgotten variances; -1 (nothing changed, coordinates released) when the row is bad
- * (a non-finite margin, an overflow, memory) */
-static int batch_margin(Diagonal *self, BatchRow *r, const Py_ssize_t *blocks,
-                        const double *signs, int npairs, double keep, double rest, double *m_out,
-                        double *v_out) {
+/* SCHEME_PROJECT or SCHEME_DROP for the built-in schemes' names, else SCHEME_CALLABLE */
+static int builtin_scheme(PyObject *scheme) {
+    if (!PyUnicode_Check(scheme)) return SCHEME_CALLABLE;
+    if (PyUnicode_CompareWithASCIIString(scheme, "project") == 0) return SCHEME_PROJECT;
+    if (PyUnicode_CompareWithASCIIString(scheme, "drop") == 0) return SCHEME_DROP;
+    return SCHEME_CALLABLE;
+}
+
+/* The pairs of a row's difference vector d = sum(sign f(x, block)) */
+typedef struct {
+    int n;
+    Py_ssize_t block[2];
+    double sign[2];
+    Py_ssize_t n_new[2]; /* features of the pair not learned yet with a non-zero value */
+} BatchPairs;
+
+/* diagonal_margin's sums on a resolved row: m = mu . d and v = d' Sigma d (the terms u_j in
+ * the engine's u, in its order), with the learned variances forgotten first, written once the
+ * row is known to be valid; -1 (nothing changed) when the row is bad (a non-finite margin, an
+ * overflow, memory) */
+static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
+                        double *m_out, double *v_out) {
     Py_ssize_t j;
     double m = 0.0, v;
     int k;
     Fsum u_acc, m_acc;
     release_coords(self);
-    if (coords_reserve(self, r->n * npairs) < 0) return -1;
+    if (coords_reserve(self, r->n * p->n) < 0) goto fail_freed;
     fsum_init(&u_acc);
-    self->npairs = npairs;
-    for (k = 0; k < npairs; k++) {
-        Table *t = &self->blocks[blocks[k]];
-        const Py_ssize_t *ix = &r->ix[blocks[k] * r->cap];
+    for (k = 0; k < p->n; k++) {
+        Entry *entries = self->blocks[p->block[k]].entries;
+        const Py_ssize_t *ix = &r->ix[p->block[k] * r->cap];
         double mk;
-        self->pair_block[k] = blocks[k];
-        self->pair_sign[k] = signs[k];
+        p->n_new[k] = 0;
         fsum_init(&m_acc);
         for (j = 0; j < r->n; j++) {
             double xf = r->x[j], x2 = xf * xf, uj;
-            Coord *c;
             if (ix[j] < 0) {
                 if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
                 uj = self->prior * x2;
-                c = &self->coords[self->ncoords++];
-                c->ix = -1;
-                Py_INCREF(r->key[j]);
-                c->key = r->key[j];
-                c->hash = r->hash[j];
+                p->n_new[k]++;
             } else {
-                Entry *e = &t->entries[ix[j]];
+                Entry *e = &entries[ix[j]];
                 uj = forget(e->var, keep, rest) * x2;
-                c = &self->coords[self->ncoords++];
-                c->ix = ix[j];
-                c->key = NULL;
                 if (fsum_add(&m_acc, e->mean * xf) < 0) goto fail_m;
             }
-            c->pair = k;
-            c->x = xf;
             self->u[self->nu++] = uj;
             if (fsum_add(&u_acc, uj) < 0) goto fail_m;
         }
         if (fsum_result(&m_acc, &mk) < 0) goto fail;
-        m += signs[k] * mk;
+        m += p->sign[k] * mk;
     }
     if (fsum_result(&u_acc, &v) < 0) goto fail_freed;
     if (!(isfinite(m) && isfinite(v))) goto fail_freed;
     if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
-        for (j = 0; j < self->ncoords; j++) {
-            Coord *c = &self->coords[j];
-            if (c->ix >= 0 && c->x != 0.0) {
-                Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
-                e->var = forget(e->var, keep, rest);
-            }
+        for (k = 0; k < p->n; k++) {
+            Entry *entries = self->blocks[p->block[k]].entries;
+            const Py_ssize_t *ix = &r->ix[p->block[k] * r->cap];
+            for (j = 0; j < r->n; j++)
+                if (ix[j] >= 0 && r->x[j] != 0.0)
+                    entries[ix[j]].var = forget(entries[ix[j]].var, keep, rest);
         }
-    self->token = ++self->next_token;
-    self->margin_generation = self->generation;
     *m_out = m;
     *v_out = v;
     return 0;
@@ -230,8 +232,76 @@ fail:
     fsum_free(&u_acc);
 fail_freed:
     PyErr_Clear();
-    release_coords(self);
+    self->nu = 0;
     return -1;
+}
+
+/* the engine's coordinates of the last margin (diagonal_margin's), for diagonal_update */
+static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
+    Py_ssize_t j;
+    int k;
+    self->npairs = p->n;
+    for (k = 0; k < p->n; k++) {
+        const Py_ssize_t *ix = &r->ix[p->block[k] * r->cap];
+        self->pair_block[k] = p->block[k];
+        self->pair_sign[k] = p->sign[k];
+        for (j = 0; j < r->n; j++) {
+            Coord *c;
+            if (ix[j] < 0 && r->x[j] * r->x[j] == 0.0) continue;
+            c = &self->coords[self->ncoords++];
+            c->pair = k;
+            c->ix = ix[j];
+            c->x = r->x[j];
+            c->key = NULL;
+            if (ix[j] < 0) {
+                Py_INCREF(r->key[j]);
+                c->key = r->key[j];
+                c->hash = r->hash[j];
+            }
+        }
+    }
+    self->token = ++self->next_token;
+    self->margin_generation = self->generation;
+}
+
+/* diagonal_update's unchecked path (a built-in scheme far from float64's limit: every value is
+ * finite) in place on the row: per weight the same formulas, new weights appended per pair in
+ * the row's order (their entries' positions go to `slots`, per block, for CSR); -1 on memory */
+static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
+                       double gamma, double v, int kind, Py_ssize_t *slots, Py_ssize_t nslots) {
+    double beta = gamma / (1.0 + gamma * v), prior = self->prior;
+    Py_ssize_t j;
+    int k;
+    for (k = 0; k < p->n; k++)
+        if (p->n_new[k] && table_reserve(&self->blocks[p->block[k]], p->n_new[k]) < 0) return -1;
+    for (k = 0; k < p->n; k++) {
+        Table *t = &self->blocks[p->block[k]];
+        const Py_ssize_t *ix = &r->ix[p->block[k] * r->cap];
+        Py_ssize_t *slot = slots == NULL ? NULL : &slots[p->block[k] * nslots];
+        double a = alpha * p->sign[k];
+        for (j = 0; j < r->n; j++) {
+            double xf = r->x[j], s, mean;
+            if (ix[j] < 0) {
+                if (xf * xf == 0.0) continue;
+                s = prior;
+                mean = 0.0;
+            } else {
+                s = t->entries[ix[j]].var;
+                mean = t->entries[ix[j]].mean;
+            }
+            mean = step_mean(mean, a, s, xf);
+            s = kind == SCHEME_PROJECT ? shrink_project(s, xf, gamma) : shrink_drop(s, xf, beta);
+            if (ix[j] >= 0) {
+                t->entries[ix[j]].mean = mean;
+                t->entries[ix[j]].var = s;
+            } else {
+                if (slot != NULL) slot[r->col[j]] = t->used;
+                table_append(t, r->key[j], r->hash[j], mean, s);
+            }
+        }
+    }
+    if (p->n_new[0] || (p->n > 1 && p->n_new[1])) self->generation++;
+    return 0;
 }
 
 /* the update of the last margin (diagonal_update): 1 applied, 0 refused, -1 error */
@@ -495,10 +565,11 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     }
     generation = self->generation;
     for (i = start; i < nrows; i++) {
-        Py_ssize_t k = PyLong_AsSsize_t(PyList_GET_ITEM(classes, i)), pair_blocks[2];
+        Py_ssize_t k = PyLong_AsSsize_t(PyList_GET_ITEM(classes, i));
         PyObject *w_obj = PyList_GET_ITEM(weights, i), *update_scheme = NULL;
-        double w, keep = 1.0, rest = 0.0, pair_signs[2], m, v, alpha, gamma;
-        int npairs = 1, outcome, leave;
+        double w, keep = 1.0, rest = 0.0, m, v, alpha, gamma;
+        BatchPairs pairs;
+        int outcome, leave;
         if (k == -1 && PyErr_Occurred()) goto done;
         if (k < 0 || k >= n_classes || !PyFloat_CheckExact(w_obj)) break;
         w = PyFloat_AS_DOUBLE(w_obj);
@@ -512,14 +583,15 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         if (leave < 0) goto done;
         if (leave) break;
         if (n_classes <= 2) { /* binary: the second label seen is +1 */
-            pair_blocks[0] = 0;
-            pair_signs[0] = k == 1 ? 1.0 : -1.0;
+            pairs.n = 1;
+            pairs.block[0] = 0;
+            pairs.sign[0] = k == 1 ? 1.0 : -1.0;
         } else {
-            npairs = 2;
-            pair_blocks[0] = k;
-            pair_signs[0] = 1.0;
-            pair_signs[1] = -1.0;
-            if (batch_best_wrong(self, &r, k, &pair_blocks[1]) < 0) {
+            pairs.n = 2;
+            pairs.block[0] = k;
+            pairs.sign[0] = 1.0;
+            pairs.sign[1] = -1.0;
+            if (batch_best_wrong(self, &r, k, &pairs.block[1]) < 0) {
                 PyErr_Clear();
                 break;
             }
@@ -529,33 +601,53 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
             rest = (1.0 - keep) / initial;
         }
-        if (batch_margin(self, &r, pair_blocks, pair_signs, npairs, keep, rest, &m, &v) < 0)
-            break;
+        if (batch_margin(self, &r, &pairs, keep, rest, &m, &v) < 0) break;
         if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
             continue;
-        self->busy = 0; /* the step and the update are Python's or re-enter the engine */
+        self->busy = 0; /* the step is Python's: it may call the engine */
         outcome = batch_step(self, &step, m, v, w, &alpha, &gamma, &update_scheme);
         if (outcome == BATCH_UPDATE) {
-            Py_ssize_t used[2] = {0, 0}, q, j;
-            int applied;
-            for (q = 0; q < npairs; q++) used[q] = self->blocks[pair_blocks[q]].used;
-            applied = batch_update(self, alpha, gamma, v, update_scheme);
-            Py_DECREF(update_scheme);
-            if (applied < 0) goto done_free;
-            if (!applied)
-                skipped++;
-            else if (csr) /* the new features' slots: appended per pair in the row's order */
-                for (q = 0; q < npairs; q++) {
-                    Py_ssize_t b = pair_blocks[q], *slot = &c.slot[b * c.ndistinct];
-                    const Py_ssize_t *ix = &r.ix[b * r.cap];
-                    for (j = 0; j < r.n; j++)
-                        if (ix[j] < 0 && r.x[j] * r.x[j] != 0.0) slot[r.col[j]] = used[q]++;
+            int kind = builtin_scheme(update_scheme);
+            double step_bound = fabs(alpha) * sqrt(self->prior * v);
+            int applied = 1;
+            if (enter(self) < 0 || self->generation != generation) {
+                Py_DECREF(update_scheme);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
+                goto done_free;
+            }
+            if (kind != SCHEME_CALLABLE && self->mean_bound + step_bound < SAFE_BOUND) {
+                if (batch_apply(self, &r, &pairs, alpha, gamma, v, kind,
+                                csr ? c.slot : NULL, c.ndistinct) < 0) {
+                    Py_DECREF(update_scheme);
+                    goto done;
                 }
+                self->mean_bound += step_bound;
+            } else { /* checked, or another scheme: diagonal_update on the coordinates */
+                Py_ssize_t used[2] = {0, 0}, q, j;
+                batch_coords(self, &r, &pairs);
+                for (q = 0; q < pairs.n; q++) used[q] = self->blocks[pairs.block[q]].used;
+                self->busy = 0;
+                applied = batch_update(self, alpha, gamma, v, update_scheme);
+                if (applied < 0 || enter(self) < 0) {
+                    Py_DECREF(update_scheme);
+                    goto done_free;
+                }
+                if (applied && csr) /* the new features' slots, appended in the row's order */
+                    for (q = 0; q < pairs.n; q++) {
+                        Py_ssize_t b = pairs.block[q], *slot = &c.slot[b * c.ndistinct];
+                        const Py_ssize_t *ix = &r.ix[b * r.cap];
+                        for (j = 0; j < r.n; j++)
+                            if (ix[j] < 0 && r.x[j] * r.x[j] != 0.0) slot[r.col[j]] = used[q]++;
+                    }
+            }
+            Py_DECREF(update_scheme);
+            skipped += !applied;
             generation = self->generation;
-        } else if (outcome == BATCH_SKIP)
-            skipped++;
-        else if (outcome == BATCH_ERROR)
-            goto done_free;
+            continue;
+        }
+        if (outcome == BATCH_ERROR) goto done_free;
+        skipped += outcome == BATCH_SKIP;
         if (enter(self) < 0) goto done_free;
     }
     failed = 0;
