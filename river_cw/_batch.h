@@ -327,6 +327,7 @@ typedef struct {
     PyObject **key;     /* new references; NULL: the key is bad (unhashable, or its == raised) */
     Py_hash_t *hash;
     Py_ssize_t *slot;   /* slot[b * ndistinct + l]: entry of distinct column l in block b, -1 */
+    Py_ssize_t *stamp;  /* per distinct column: 1 + the last row it was seen in */
     Py_buffer views[3];
     int nviews;
 } BatchColumns;
@@ -341,6 +342,7 @@ static void columns_free(BatchColumns *c) {
     PyMem_Free(c->key);
     PyMem_Free(c->hash);
     PyMem_Free(c->slot);
+    PyMem_Free(c->stamp);
     for (i = 0; i < c->nviews; i++) PyBuffer_Release(&c->views[i]);
 }
 
@@ -362,6 +364,31 @@ static int columns_view(BatchColumns *c, PyObject *array, const char *formats, P
     return 0;
 }
 
+/* ValueError when two of the batch's columns have equal names */
+static int columns_distinct(BatchColumns *c) {
+    Table seen;
+    Py_ssize_t l, ix;
+    int status = 0;
+    if (table_init(&seen) < 0 || table_reserve(&seen, c->ndistinct) < 0) {
+        table_free(&seen);
+        return -1;
+    }
+    for (l = 0; l < c->ndistinct && status == 0; l++) {
+        if (c->key[l] == NULL) continue;
+        ix = table_find(&seen, c->key[l], c->hash[l]);
+        if (ix == -2)
+            PyErr_Clear(); /* its == raised: the rows that hold it go to learn_one */
+        else if (ix >= 0) {
+            PyErr_Format(PyExc_ValueError, "features names columns %zd and %zd alike: %R",
+                         (Py_ssize_t)seen.entries[ix].mean, c->column[l], c->key[l]);
+            status = -1;
+        } else
+            table_append(&seen, c->key[l], c->hash[l], (double)c->column[l], 0.0);
+    }
+    table_free(&seen);
+    return status;
+}
+
 /* Resolve the distinct columns of rows [start, end) in every block; reserve room for those not
  * learned yet (the intercept included) so that no table grows while the slots are in use */
 static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
@@ -374,6 +401,8 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
             PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
             return -1;
         }
+    c->column = PyMem_Malloc(sizeof(Py_ssize_t) * (last - first + 1));
+    if (c->column == NULL) goto memory;
     for (p = first; p < last; p++) {
         Py_ssize_t j = c->indices[p];
         if (j < 0 || j >= c->ncols) {
@@ -385,17 +414,16 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
                 PyErr_SetString(PyExc_OverflowError, "too many distinct columns in one batch");
                 return -1;
             }
+            c->column[c->ndistinct] = j;
             c->local[j] = (int32_t)++c->ndistinct;
         }
     }
     c->ndistinct += extra; /* the intercept: the last distinct column */
-    c->column = PyMem_Malloc(sizeof(Py_ssize_t) * (c->ndistinct + 1));
     c->key = PyMem_Calloc(c->ndistinct + 1, sizeof(PyObject *));
     c->hash = PyMem_Malloc(sizeof(Py_hash_t) * (c->ndistinct + 1));
     c->slot = PyMem_Malloc(sizeof(Py_ssize_t) * (c->ndistinct * self->nblocks + 1));
-    if (!c->column || !c->key || !c->hash || !c->slot) goto memory;
-    for (p = 0; p < c->ncols; p++)
-        if (c->local[p]) c->column[c->local[p] - 1] = p;
+    c->stamp = PyMem_Calloc(c->ndistinct + 1, sizeof(Py_ssize_t));
+    if (!c->key || !c->hash || !c->slot || !c->stamp) goto memory;
     for (l = 0; l < c->ndistinct; l++) {
         PyObject *key;
         if (extra && l == c->ndistinct - 1) {
@@ -409,11 +437,14 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
         }
         if (key == NULL) return -1;
         c->key[l] = key;
-        if ((c->hash[l] = PyObject_Hash(key)) == -1) { /* learn_one names it */
+        if (key == intercept && intercept != Py_None && !(extra && l == c->ndistinct - 1))
+            Py_CLEAR(c->key[l]); /* a column named INTERCEPT: learn_one's {**x, INTERCEPT: 1} */
+        else if ((c->hash[l] = PyObject_Hash(key)) == -1) { /* learn_one names it */
             PyErr_Clear();
             Py_CLEAR(c->key[l]);
         }
     }
+    if (features != Py_None && columns_distinct(c) < 0) return -1;
     for (b = 0; b < self->nblocks; b++) {
         Table *t = &self->blocks[b];
         Py_ssize_t absent = 0;
@@ -442,7 +473,8 @@ static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t 
     r->n = n;
     for (p = 0; p < n; p++) {
         Py_ssize_t l = p < e - a ? c->local[c->indices[a + p]] - 1 : c->ndistinct - 1;
-        if (c->key[l] == NULL) return 1;
+        if (c->key[l] == NULL || c->stamp[l] == i + 1) return 1; /* a bad key, a duplicate */
+        c->stamp[l] = i + 1;
         r->x[p] = p < e - a ? c->data[a + p] : 1.0;
         r->key[p] = c->key[l];
         r->hash[p] = c->hash[l];

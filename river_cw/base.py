@@ -233,12 +233,13 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         TypeError: row 1: feature 'bad' has a non-numeric value: 'x' (str)
 
         """
-        rows = Rows.of(X, features, reserved=(INTERCEPT,))
+        rows = Rows.of(X, features)
         labels = _column(y, len(rows), "y")
         self._learn_rows(rows, labels, _weights(w, len(rows)))
 
     def _learn_rows(self, rows: Rows, labels: list, weights: list) -> None:
         """The mini-batch loop: `learn_one` row after row (a model may run it compiled)."""
+        rows.check_names()
         for i in range(len(rows)):
             self._learn_row(rows, i, labels[i], weights[i])
 
@@ -251,7 +252,7 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
     def predict_many(self, X, *, features=None):
         """`predict_one` of every row of `X` (see `learn_many`): a Series on the index of a
         DataFrame, else a list."""
-        rows = Rows.of(X, features, reserved=(INTERCEPT,))
+        rows = Rows.of(X, features)
         predictions = [self.predict_one(x) for x in rows.all()]
         if not rows.frame:
             return predictions
@@ -263,7 +264,7 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         """`predict_proba_one` of every row of `X` (see `learn_many`): for a DataFrame, a
         DataFrame on its index with one column per class (in the order of ``classes_``, the
         order the labels were first seen); else a list of the dicts."""
-        rows = Rows.of(X, features, reserved=(INTERCEPT,))
+        rows = Rows.of(X, features)
         probas = [self.predict_proba_one(x) for x in rows.all()]
         if not rows.frame:
             return probas

@@ -6,9 +6,11 @@ A batch is one of:
   marks of a missing value), in the frame's column order; rows are named by the frame's index;
 - a sequence of dicts (a list, a tuple, any iterable of dicts): row i is the i-th dict as it is;
 - a `scipy.sparse` matrix or array (CSR, or any format scipy converts to CSR): row i is the dict
-  of its stored entries, in increasing column order (duplicate entries summed, as scipy does),
-  its values as float64; column j is the feature ``features[j]`` when the caller names the
-  columns (a vocabulary: distinct names, one per column), else the int j itself (hashed ids).
+  of its stored entries in their stored order, values as float64 (a column stored twice in a
+  row is one feature, its values summed in that order, as scipy sums them); column j is the
+  feature ``features[j]`` when the caller names the columns (a vocabulary: a list of distinct
+  names, one per column; a `ValueError` names two columns named alike), else the int j itself
+  (hashed ids).
 
 Rows of a sequence or a matrix are named by their position. Every model learns a batch exactly
 as the `learn_one` loop over its rows (`river_cw.base`); the compiled engine runs the loop in C
@@ -45,19 +47,38 @@ class Rows:
             return self.dicts[i]
         data, indices, indptr, keys, _ = self.csr
         a, b = indptr[i], indptr[i + 1]
-        columns = indices[a:b].tolist()
-        names = columns if keys is None else [keys[j] for j in columns]
-        return dict(zip(names, data[a:b].tolist()))
+        row: dict = {}
+        for j, value in zip(indices[a:b].tolist(), data[a:b].tolist()):
+            name = j if keys is None else keys[j]
+            row[name] = row[name] + value if name in row else value  # a repeated entry: summed
+        return row
+
+    def check_names(self) -> None:
+        """`ValueError` when two columns of the batch are named alike (the compiled loop checks
+        this itself, in `river_cw/_batch.h`); names that cannot be hashed are left to the rows."""
+        if self.csr is None or self.csr[3] is None:
+            return
+        data, indices, indptr, keys, _ = self.csr
+        _, first = np.unique(indices[indptr[0] : indptr[-1]], return_index=True)
+        seen: dict = {}
+        for j in indices[indptr[0] + np.sort(first)].tolist():  # in order of appearance
+            try:
+                other = seen.setdefault(keys[j], j)
+            except TypeError:
+                continue
+            if other != j:
+                raise ValueError(f"features names columns {other} and {j} alike: {keys[j]!r}")
 
     def all(self) -> list[dict]:
+        self.check_names()
         return self.dicts if self.dicts is not None else [self.row(i) for i in range(len(self))]
 
     @classmethod
-    def of(cls, X, features=None, reserved=()) -> Rows:
+    def of(cls, X, features=None) -> Rows:
         """The rows of the batch `X` (see the module docstring); `features` names the columns of
-        a sparse `X`; no name may equal one of `reserved` (the intercept's)."""
+        a sparse `X`."""
         if sparse.issparse(X):
-            return cls._of_sparse(X, features, reserved)
+            return cls._of_sparse(X, features)
         if features is not None:
             raise TypeError("features names the columns of a scipy.sparse X only")
         if hasattr(X, "to_dict") and hasattr(X, "columns"):  # a pandas DataFrame
@@ -74,27 +95,15 @@ class Rows:
         return cls(range(len(dicts)), dicts=dicts)
 
     @classmethod
-    def _of_sparse(cls, X, features, reserved) -> Rows:
+    def _of_sparse(cls, X, features) -> Rows:
         X = X.tocsr()
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
         n_rows, n_columns = X.shape
         if X.dtype.kind not in "biuf":
             raise TypeError(f"X has values of dtype {X.dtype}: learn_many needs real numbers")
         if features is not None:
-            features = list(features)
+            features = features if type(features) is list else list(features)
             if len(features) != n_columns:
                 raise ValueError(f"features has {len(features)} names for {n_columns} columns")
-            try:
-                distinct = set(features)
-            except TypeError as error:
-                raise TypeError(f"features must be hashable: {error}") from None
-            if len(distinct) != n_columns:
-                raise ValueError("features must name every column differently")
-            for name in reserved:
-                if name in distinct:
-                    raise ValueError(f"features must not name a column {name!r}")
         data = np.ascontiguousarray(X.data, dtype=np.float64)
         indices = np.ascontiguousarray(X.indices, dtype=np.intp)
         indptr = np.ascontiguousarray(X.indptr, dtype=np.intp)
