@@ -94,17 +94,24 @@ error:
     return BATCH_ERROR;
 }
 
-/* One row's features (the intercept last): value, key (borrowed), hash, its column among the
- * batch's distinct columns (CSR) and its entry per block (ix[b * cap + j], -1 unseen). */
+/* One row's features (the intercept last): feature j has the value x[j] and the column col[j],
+ * whose key (borrowed) and hash are keys[col[j]] and hashes[col[j]] and whose entry in block b is
+ * slot[b * stride + col[j]] (-1: unseen). A dict row's columns are its own (col[j] = j, in the
+ * row's arrays key, hash and ix); a CSR row's are the batch's distinct columns (BatchColumns). */
 typedef struct {
     Py_ssize_t n, cap, nblocks;
     double *x;
-    PyObject **key;
-    Py_hash_t *hash;
     Py_ssize_t *col;
+    PyObject **keys;
+    Py_hash_t *hashes;
+    Py_ssize_t *slot, stride;
+    PyObject **key; /* a dict row's own columns */
+    Py_hash_t *hash;
     Py_ssize_t *ix;
     double *scores;
 } BatchRow;
+
+#define ROW_SLOTS(r, b) (&(r)->slot[(b) * (r)->stride])
 
 static void row_free(BatchRow *r) {
     PyMem_Free(r->x);
@@ -140,14 +147,14 @@ static int batch_best_wrong(Diagonal *self, BatchRow *r, Py_ssize_t k, Py_ssize_
     Py_ssize_t b, j;
     for (b = 0; b < self->nblocks; b++) {
         Table *t = &self->blocks[b];
-        const Py_ssize_t *ix = &r->ix[b * r->cap];
+        const Py_ssize_t *slot = ROW_SLOTS(r, b), *col = r->col;
         double unseen = 0.0, score;
         Fsum acc;
         fsum_init(&acc);
         for (j = 0; j < r->n; j++) {
-            if (ix[j] < 0)
+            if (slot[col[j]] < 0)
                 unseen += r->x[j];
-            else if (fsum_add(&acc, t->entries[ix[j]].mean * r->x[j]) < 0) {
+            else if (fsum_add(&acc, t->entries[slot[col[j]]].mean * r->x[j]) < 0) {
                 fsum_free(&acc);
                 return -1;
             }
@@ -192,18 +199,19 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
     fsum_init(&u_acc);
     for (k = 0; k < p->n; k++) {
         Entry *entries = self->blocks[p->block[k]].entries;
-        const Py_ssize_t *ix = &r->ix[p->block[k] * r->cap];
+        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
         double mk;
         p->n_new[k] = 0;
         fsum_init(&m_acc);
         for (j = 0; j < r->n; j++) {
             double xf = r->x[j], x2 = xf * xf, uj;
-            if (ix[j] < 0) {
+            Py_ssize_t ix = slot[col[j]];
+            if (ix < 0) {
                 if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
                 uj = self->prior * x2;
                 p->n_new[k]++;
             } else {
-                Entry *e = &entries[ix[j]];
+                Entry *e = &entries[ix];
                 uj = forget(e->var, keep, rest) * x2;
                 if (fsum_add(&m_acc, e->mean * xf) < 0) goto fail_m;
             }
@@ -218,10 +226,10 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
     if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
         for (k = 0; k < p->n; k++) {
             Entry *entries = self->blocks[p->block[k]].entries;
-            const Py_ssize_t *ix = &r->ix[p->block[k] * r->cap];
+            const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
             for (j = 0; j < r->n; j++)
-                if (ix[j] >= 0 && r->x[j] != 0.0)
-                    entries[ix[j]].var = forget(entries[ix[j]].var, keep, rest);
+                if (slot[col[j]] >= 0 && r->x[j] != 0.0)
+                    entries[slot[col[j]]].var = forget(entries[slot[col[j]]].var, keep, rest);
         }
     *m_out = m;
     *v_out = v;
@@ -242,21 +250,22 @@ static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
     int k;
     self->npairs = p->n;
     for (k = 0; k < p->n; k++) {
-        const Py_ssize_t *ix = &r->ix[p->block[k] * r->cap];
+        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
         self->pair_block[k] = p->block[k];
         self->pair_sign[k] = p->sign[k];
         for (j = 0; j < r->n; j++) {
+            Py_ssize_t l = r->col[j];
             Coord *c;
-            if (ix[j] < 0 && r->x[j] * r->x[j] == 0.0) continue;
+            if (slot[l] < 0 && r->x[j] * r->x[j] == 0.0) continue;
             c = &self->coords[self->ncoords++];
             c->pair = k;
-            c->ix = ix[j];
+            c->ix = slot[l];
             c->x = r->x[j];
             c->key = NULL;
-            if (ix[j] < 0) {
-                Py_INCREF(r->key[j]);
-                c->key = r->key[j];
-                c->hash = r->hash[j];
+            if (slot[l] < 0) {
+                Py_INCREF(r->keys[l]);
+                c->key = r->keys[l];
+                c->hash = r->hashes[l];
             }
         }
     }
@@ -266,9 +275,9 @@ static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
 
 /* diagonal_update's unchecked path (a built-in scheme far from float64's limit: every value is
  * finite) in place on the row: per weight the same formulas, new weights appended per pair in
- * the row's order (their entries' positions go to `slots`, per block, for CSR); -1 on memory */
+ * the row's order (their entries' positions go to the row's slots); -1 on memory */
 static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
-                       double gamma, double v, int kind, Py_ssize_t *slots, Py_ssize_t nslots) {
+                       double gamma, double v, int kind) {
     double beta = gamma / (1.0 + gamma * v), prior = self->prior;
     Py_ssize_t j;
     int k;
@@ -276,27 +285,27 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
         if (p->n_new[k] && table_reserve(&self->blocks[p->block[k]], p->n_new[k]) < 0) return -1;
     for (k = 0; k < p->n; k++) {
         Table *t = &self->blocks[p->block[k]];
-        const Py_ssize_t *ix = &r->ix[p->block[k] * r->cap];
-        Py_ssize_t *slot = slots == NULL ? NULL : &slots[p->block[k] * nslots];
+        Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
         double a = alpha * p->sign[k];
         for (j = 0; j < r->n; j++) {
+            Py_ssize_t l = r->col[j], ix = slot[l];
             double xf = r->x[j], s, mean;
-            if (ix[j] < 0) {
+            if (ix < 0) {
                 if (xf * xf == 0.0) continue;
                 s = prior;
                 mean = 0.0;
             } else {
-                s = t->entries[ix[j]].var;
-                mean = t->entries[ix[j]].mean;
+                s = t->entries[ix].var;
+                mean = t->entries[ix].mean;
             }
             mean = step_mean(mean, a, s, xf);
             s = kind == SCHEME_PROJECT ? shrink_project(s, xf, gamma) : shrink_drop(s, xf, beta);
-            if (ix[j] >= 0) {
-                t->entries[ix[j]].mean = mean;
-                t->entries[ix[j]].var = s;
+            if (ix >= 0) {
+                t->entries[ix].mean = mean;
+                t->entries[ix].var = s;
             } else {
-                if (slot != NULL) slot[r->col[j]] = t->used;
-                table_append(t, r->key[j], r->hash[j], mean, s);
+                slot[l] = t->used;
+                table_append(t, r->keys[l], r->hashes[l], mean, s);
             }
         }
     }
@@ -468,7 +477,7 @@ memory:
 /* row i of the CSR batch, resolved; 0, or 1 when the kernel leaves it to learn_one */
 static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
                        PyObject *intercept) {
-    Py_ssize_t p, b, a = c->indptr[i], e = c->indptr[i + 1], n = e - a + (intercept != Py_None);
+    Py_ssize_t p, a = c->indptr[i], e = c->indptr[i + 1], n = e - a + (intercept != Py_None);
     if (row_reserve(r, n) < 0) return -1;
     r->n = n;
     for (p = 0; p < n; p++) {
@@ -476,11 +485,12 @@ static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t 
         if (c->key[l] == NULL || c->stamp[l] == i + 1) return 1; /* a bad key, a duplicate */
         c->stamp[l] = i + 1;
         r->x[p] = p < e - a ? c->data[a + p] : 1.0;
-        r->key[p] = c->key[l];
-        r->hash[p] = c->hash[l];
         r->col[p] = l;
-        for (b = 0; b < self->nblocks; b++) r->ix[b * r->cap + p] = c->slot[b * c->ndistinct + l];
     }
+    r->keys = c->key;
+    r->hashes = c->hash;
+    r->slot = c->slot;
+    r->stride = c->ndistinct;
     return 0;
 }
 
@@ -507,13 +517,19 @@ static int dict_row(Diagonal *self, BatchRow *r, PyObject *x, PyObject *intercep
             if ((h = PyObject_Hash(key)) == -1) goto leave;
         r->key[j] = key;
         r->hash[j] = h;
+        r->col[j] = j;
         j++;
     }
     if (intercept != Py_None) {
         r->x[j] = 1.0;
         r->key[j] = intercept;
         r->hash[j] = intercept_hash;
+        r->col[j] = j;
     }
+    r->keys = r->key;
+    r->hashes = r->hash;
+    r->slot = r->ix;
+    r->stride = r->cap;
     for (b = 0; b < self->nblocks; b++)
         for (j = 0; j < n; j++)
             if ((r->ix[b * r->cap + j] = table_find(&self->blocks[b], r->key[j], r->hash[j])) == -2)
@@ -649,8 +665,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
                 goto done_free;
             }
             if (kind != SCHEME_CALLABLE && self->mean_bound + step_bound < SAFE_BOUND) {
-                if (batch_apply(self, &r, &pairs, alpha, gamma, v, kind,
-                                csr ? c.slot : NULL, c.ndistinct) < 0) {
+                if (batch_apply(self, &r, &pairs, alpha, gamma, v, kind) < 0) {
                     Py_DECREF(update_scheme);
                     goto done;
                 }
@@ -665,12 +680,12 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
                     Py_DECREF(update_scheme);
                     goto done_free;
                 }
-                if (applied && csr) /* the new features' slots, appended in the row's order */
+                if (applied) /* the new features' slots, appended in the row's order */
                     for (q = 0; q < pairs.n; q++) {
-                        Py_ssize_t b = pairs.block[q], *slot = &c.slot[b * c.ndistinct];
-                        const Py_ssize_t *ix = &r.ix[b * r.cap];
+                        Py_ssize_t *slot = ROW_SLOTS(&r, pairs.block[q]);
                         for (j = 0; j < r.n; j++)
-                            if (ix[j] < 0 && r.x[j] * r.x[j] != 0.0) slot[r.col[j]] = used[q]++;
+                            if (slot[r.col[j]] < 0 && r.x[j] * r.x[j] != 0.0)
+                                slot[r.col[j]] = used[q]++;
                     }
             }
             Py_DECREF(update_scheme);
