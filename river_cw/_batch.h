@@ -141,25 +141,38 @@ static int row_reserve(BatchRow *r, Py_ssize_t n) {
     return 0;
 }
 
+/* mu_b . x of a row (the terms kept when `kept`, else only accumulated): 0, 1 when the sum
+ * is not certified without its terms, -1 on an error (raised) */
+static int batch_score(const Table *t, const BatchRow *r, const Py_ssize_t *slot, int kept,
+                       double *score, double *unseen) {
+    Py_ssize_t j;
+    Fsum acc;
+    fsum_init(&acc);
+    *unseen = 0.0;
+    for (j = 0; j < r->n; j++) {
+        Py_ssize_t ix = slot[r->col[j]];
+        if (ix < 0)
+            *unseen += r->x[j];
+        else if (!kept)
+            fsum_accumulate(&acc, t->entries[ix].mean * r->x[j]);
+        else if (fsum_add(&acc, t->entries[ix].mean * r->x[j]) < 0) {
+            fsum_free(&acc);
+            return -1;
+        }
+    }
+    if (!kept) return fsum_certified(&acc, score) ? 0 : 1;
+    return fsum_result(&acc, score);
+}
+
 /* Validate a multi-class row as `scores` does and pick the best-scoring block other than k (the
  * first of equals, as Python's max); -1: the row is bad, 0 otherwise */
 static int batch_best_wrong(Diagonal *self, BatchRow *r, Py_ssize_t k, Py_ssize_t *wrong) {
-    Py_ssize_t b, j;
+    Py_ssize_t b;
     for (b = 0; b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
-        const Py_ssize_t *slot = ROW_SLOTS(r, b), *col = r->col;
-        double unseen = 0.0, score;
-        Fsum acc;
-        fsum_init(&acc);
-        for (j = 0; j < r->n; j++) {
-            if (slot[col[j]] < 0)
-                unseen += r->x[j];
-            else if (fsum_add(&acc, t->entries[slot[col[j]]].mean * r->x[j]) < 0) {
-                fsum_free(&acc);
-                return -1;
-            }
-        }
-        if (fsum_result(&acc, &score) < 0 || !isfinite(score + unseen)) return -1;
+        double score, unseen;
+        int status = batch_score(&self->blocks[b], r, ROW_SLOTS(r, b), 0, &score, &unseen);
+        if (status == 1) status = batch_score(&self->blocks[b], r, ROW_SLOTS(r, b), 1, &score, &unseen);
+        if (status < 0 || !isfinite(score + unseen)) return -1;
         r->scores[b] = score;
     }
     *wrong = -1;
@@ -185,17 +198,16 @@ typedef struct {
 } BatchPairs;
 
 /* diagonal_margin's sums on a resolved row: m = mu . d and v = d' Sigma d (the terms u_j in
- * the engine's u, in its order), with the learned variances forgotten first, written once the
- * row is known to be valid; -1 (nothing changed) when the row is bad (a non-finite margin, an
- * overflow, memory) */
-static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
-                        double *m_out, double *v_out) {
+ * the engine's u, in its order), with the learned variances forgotten (not written). The terms
+ * are kept when `kept`, else only accumulated. 0, 1 when a sum is not certified without its
+ * terms, -1 on an error (raised) */
+static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
+                      int kept, double *m_out, double *v_out) {
     Py_ssize_t j;
-    double m = 0.0, v;
+    double m = 0.0;
     int k;
     Fsum u_acc, m_acc;
-    release_coords(self);
-    if (coords_reserve(self, r->n * p->n) < 0) goto fail_freed;
+    self->nu = 0;
     fsum_init(&u_acc);
     for (k = 0; k < p->n; k++) {
         Entry *entries = self->blocks[p->block[k]].entries;
@@ -213,16 +225,46 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
             } else {
                 Entry *e = &entries[ix];
                 uj = forget(e->var, keep, rest) * x2;
-                if (fsum_add(&m_acc, e->mean * xf) < 0) goto fail_m;
+                if (!kept)
+                    fsum_accumulate(&m_acc, e->mean * xf);
+                else if (fsum_add(&m_acc, e->mean * xf) < 0)
+                    goto fail;
             }
             self->u[self->nu++] = uj;
-            if (fsum_add(&u_acc, uj) < 0) goto fail_m;
+            if (!kept)
+                fsum_accumulate(&u_acc, uj);
+            else if (fsum_add(&u_acc, uj) < 0)
+                goto fail;
         }
-        if (fsum_result(&m_acc, &mk) < 0) goto fail;
+        if (!kept) {
+            if (!fsum_certified(&m_acc, &mk)) return 1;
+        } else if (fsum_result(&m_acc, &mk) < 0) {
+            fsum_free(&u_acc);
+            return -1;
+        }
         m += p->sign[k] * mk;
     }
-    if (fsum_result(&u_acc, &v) < 0) goto fail_freed;
-    if (!(isfinite(m) && isfinite(v))) goto fail_freed;
+    *m_out = m;
+    if (!kept) return fsum_certified(&u_acc, v_out) ? 0 : 1;
+    return fsum_result(&u_acc, v_out);
+fail:
+    fsum_free(&m_acc);
+    fsum_free(&u_acc);
+    return -1;
+}
+
+/* diagonal_margin on a resolved row: batch_sums, then the forgotten variances written once the
+ * row is known to be valid; -1 (nothing changed) when the row is bad (a non-finite margin, an
+ * overflow, memory) */
+static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
+                        double *m_out, double *v_out) {
+    Py_ssize_t j;
+    int k, status;
+    release_coords(self);
+    if (coords_reserve(self, r->n * p->n) < 0) goto fail;
+    status = batch_sums(self, r, p, keep, rest, 0, m_out, v_out);
+    if (status == 1) status = batch_sums(self, r, p, keep, rest, 1, m_out, v_out);
+    if (status < 0 || !(isfinite(*m_out) && isfinite(*v_out))) goto fail;
     if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
         for (k = 0; k < p->n; k++) {
             Entry *entries = self->blocks[p->block[k]].entries;
@@ -231,14 +273,8 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
                 if (slot[col[j]] >= 0 && r->x[j] != 0.0)
                     entries[slot[col[j]]].var = forget(entries[slot[col[j]]].var, keep, rest);
         }
-    *m_out = m;
-    *v_out = v;
     return 0;
-fail_m:
-    fsum_free(&m_acc);
 fail:
-    fsum_free(&u_acc);
-fail_freed:
     PyErr_Clear();
     self->nu = 0;
     return -1;

@@ -133,6 +133,8 @@ static int msum_result(Msum *s, double *out) {
  * here or in math.fsum's partials, can overflow (and NaN or infinite terms fail it). Otherwise (and whenever something is not finite) the kept
  * terms go through math.fsum's own algorithm (Msum) in their order, which also gives its errors
  * (an intermediate overflow depends on the order) and its handling of infinities and NaN.
+ * A caller that can give its terms again may accumulate without keeping them (fsum_accumulate)
+ * and, when fsum_certified refuses, sum them again with fsum_add and fsum_result.
  */
 
 #define FSUM_INLINE 64
@@ -156,9 +158,20 @@ static void fsum_free(Fsum *s) {
     s->terms = s->inline_terms;
 }
 
+/* add one term to (hi, lo) and the error bound without keeping it (see fsum_certified) */
+static inline void fsum_accumulate(Fsum *s, double x) {
+    double hi, b, e;
+    hi = s->hi + x; /* TwoSum (Knuth): hi + e == s->hi + x exactly */
+    b = hi - s->hi;
+    e = (s->hi - (hi - b)) + (x - b);
+    s->hi = hi;
+    s->lo += e;
+    s->err += fabs(s->lo);
+    s->size += fabs(x);
+}
+
 /* add one term; 0 on success, -1 on memory error */
 static inline int fsum_add(Fsum *s, double x) {
-    double hi, b, e;
     if (s->n == s->cap) {
         Py_ssize_t cap = 2 * s->cap;
         double *q = PyMem_Malloc(sizeof(double) * cap);
@@ -172,13 +185,7 @@ static inline int fsum_add(Fsum *s, double x) {
         s->cap = cap;
     }
     s->terms[s->n++] = x;
-    hi = s->hi + x; /* TwoSum (Knuth): hi + e == s->hi + x exactly */
-    b = hi - s->hi;
-    e = (s->hi - (hi - b)) + (x - b);
-    s->hi = hi;
-    s->lo += e;
-    s->err += fabs(s->lo);
-    s->size += fabs(x);
+    fsum_accumulate(s, x);
     return 0;
 }
 
@@ -195,11 +202,9 @@ static inline void neighbour_gaps(double r, double *below, double *above) {
     *above = next - a;
 }
 
-/* the exactly rounded sum, raising as math.fsum does; frees the kept terms */
-static int fsum_result(Fsum *s, double *out) {
+/* 1 with the exactly rounded sum in *out when the bound certifies (hi, lo), else 0 */
+static int fsum_certified(const Fsum *s, double *out) {
     double r, b, t, bound, below, above;
-    Msum slow;
-    Py_ssize_t i;
     r = s->hi + s->lo;
     b = r - s->hi;
     t = (s->hi - (r - b)) + (s->lo - b);
@@ -207,19 +212,28 @@ static int fsum_result(Fsum *s, double *out) {
     if (s->size < 0x1p1020 && isfinite(t) && isfinite(bound)) {
         if (r == 0.0) {
             if (bound == 0.0 && t == 0.0) {
-                fsum_free(s);
                 *out = 0.0;
-                return 0;
+                return 1;
             }
         } else {
             neighbour_gaps(r, &below, &above);
             if (r < 0.0) t = -t; /* t towards |r|'s side */
             if (t + bound < 0.5 * above && bound - t < 0.5 * below) {
-                fsum_free(s);
                 *out = r;
-                return 0;
+                return 1;
             }
         }
+    }
+    return 0;
+}
+
+/* the exactly rounded sum, raising as math.fsum does; frees the kept terms */
+static int fsum_result(Fsum *s, double *out) {
+    Msum slow;
+    Py_ssize_t i;
+    if (fsum_certified(s, out)) {
+        fsum_free(s);
+        return 0;
     }
     msum_init(&slow);
     for (i = 0; i < s->n; i++)
