@@ -19,7 +19,7 @@ def extension(name: str, *headers: str) -> Extension:
 setup(
     ext_modules=[
         extension("_text", "_text_scan.h"),
-        extension("_diagonal", "_fsum.h", "_batch.h"),
+        extension("_diagonal", "_fsum.h", "_steps.h", "_batch.h"),
         extension("_rda", "_fsum.h"),
     ]
 )

@@ -16,11 +16,6 @@
  *
  * Included by _diagonal.c after diagonal_update. */
 
-/* A rule's step (m, v, w) -> (alpha, gamma) in C: 1 update, 0 no update, -1 float64 cannot
- * express the step (skipped, counted). */
-typedef int (*rcw_step)(const double *params, double m, double v, double w, double *alpha,
-                        double *gamma);
-
 /* The step of a batch: a native step, or the rule's Python method called per example */
 typedef struct {
     rcw_step native;      /* NULL: call `callable` */
@@ -154,7 +149,7 @@ static int batch_score(const Table *t, const BatchRow *r, const Py_ssize_t *slot
         if (ix < 0)
             *unseen += r->x[j];
         else if (!kept)
-            fsum_accumulate(&acc, t->entries[ix].mean * r->x[j]);
+            fsum_add_unkept(&acc, t->entries[ix].mean * r->x[j]);
         else if (fsum_add(&acc, t->entries[ix].mean * r->x[j]) < 0) {
             fsum_free(&acc);
             return -1;
@@ -226,13 +221,13 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
                 Entry *e = &entries[ix];
                 uj = forget(e->var, keep, rest) * x2;
                 if (!kept)
-                    fsum_accumulate(&m_acc, e->mean * xf);
+                    fsum_add_unkept(&m_acc, e->mean * xf);
                 else if (fsum_add(&m_acc, e->mean * xf) < 0)
                     goto fail;
             }
             self->u[self->nu++] = uj;
             if (!kept)
-                fsum_accumulate(&u_acc, uj);
+                fsum_add_unkept(&u_acc, uj);
             else if (fsum_add(&u_acc, uj) < 0)
                 goto fail;
         }
@@ -576,14 +571,36 @@ leave:
     return 1;
 }
 
+/* The native step a rule's `_native_step` ``(name, params)`` names (_steps.h), its parameters
+ * copied to `params`; 0, or -1 with ValueError/TypeError set. */
+static int batch_native_step(PyObject *spec, BatchStep *step, double *params) {
+    const char *name;
+    PyObject *values;
+    int nparams, k;
+    if (!PyArg_ParseTuple(spec, "sO!", &name, &PyTuple_Type, &values)) return -1;
+    step->native = rcw_find_step_n(name, &nparams);
+    if (step->native == NULL || PyTuple_GET_SIZE(values) != nparams || nparams > RCW_MAX_PARAMS) {
+        PyErr_Format(PyExc_ValueError, "no native step %R", spec);
+        return -1;
+    }
+    for (k = 0; k < nparams; k++)
+        if ((params[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, k))) == -1.0 && PyErr_Occurred())
+            return -1;
+    step->params = params;
+    return 0;
+}
+
 /* learn_rows(rows, classes, n_classes, weights, start, step, scheme, forgetting, intercept,
- * stats): the learn_one loop over rows[start:] (see the top of this file); `rows` is a list of
- * dicts or (data, indices, indptr, features or None, n_columns), `classes` the class index of each
- * row's label (-1 unknown), `weights` the sample weight of each row, `intercept` the intercept's
- * key or None. Sets stats[0] to the row it stopped at (len(rows): all learned) and adds the
- * skipped updates to stats[1], also when a step raises. */
+ * stats, native): the learn_one loop over rows[start:] (see the top of this file); `rows` is a
+ * list of dicts or (data, indices, indptr, features or None, n_columns), `classes` the class
+ * index of each row's label (-1 unknown), `weights` the sample weight of each row, `intercept`
+ * the intercept's key or None, `native` the rule's `_native_step` (then `step` is not called) or
+ * None. Sets stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped
+ * updates to stats[1], also when a step raises. */
 static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
-    PyObject *rows, *classes, *weights, *step_fn, *scheme, *intercept, *stats, *features = Py_None;
+    PyObject *rows, *classes, *weights, *step_fn, *scheme, *intercept, *stats, *native;
+    PyObject *features = Py_None;
+    double native_params[RCW_MAX_PARAMS];
     PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
     Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize;
     double forgetting, initial = self->prior;
@@ -593,12 +610,13 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     BatchStep step = {NULL, NULL, NULL, NULL};
     int csr, failed = 1;
     uint64_t generation;
-    if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!", &rows, &PyList_Type, &classes, &n_classes,
+    if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!O", &rows, &PyList_Type, &classes, &n_classes,
                           &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
-                          &intercept, &PyList_Type, &stats))
+                          &intercept, &PyList_Type, &stats, &native))
         return NULL;
     step.callable = step_fn;
     step.scheme = scheme;
+    if (native != Py_None && batch_native_step(native, &step, native_params) < 0) return NULL;
     csr = PyTuple_Check(rows);
     if (csr) {
         if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))

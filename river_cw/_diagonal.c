@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "_fsum.h"
+#include "_steps.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* the feature table of one block                                                            */
@@ -83,8 +84,17 @@ static inline int keys_equal_fast(PyObject *a, PyObject *b) {
     return -1;
 }
 
+/* `stored == key` by Python's ==: 1, 0 or -1 (an error) */
+static int keys_equal_slow(PyObject *stored, PyObject *key) {
+    int eq;
+    Py_INCREF(stored);
+    eq = PyObject_RichCompareBool(stored, key, Py_EQ);
+    Py_DECREF(stored);
+    return eq;
+}
+
 /* position of `key` in t->entries, -1 when absent, -2 on error (raised by ==) */
-static Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
+static inline Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
     size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
     for (;;) {
         int32_t ix = t->index[i];
@@ -92,13 +102,7 @@ static Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
         Entry *e = &t->entries[ix];
         if (e->hash == hash) {
             int eq = keys_equal_fast(e->key, key);
-            if (eq < 0) {
-                PyObject *stored = e->key;
-                Py_INCREF(stored);
-                eq = PyObject_RichCompareBool(stored, key, Py_EQ);
-                Py_DECREF(stored);
-                if (eq < 0) return -2;
-            }
+            if (eq < 0 && (eq = keys_equal_slow(e->key, key)) < 0) return -2;
             if (eq) return ix;
         }
         perturb >>= PERTURB_SHIFT;
@@ -215,6 +219,8 @@ typedef struct {
     long long token, next_token;
     Coord *coords;
     Py_ssize_t ncoords, coords_cap;
+    Py_ssize_t nkeyed;         /* coordinates holding a key (unseen features) */
+    Py_ssize_t pair_new[2];    /* per pair, its unseen coordinates */
     double *u;
     Py_ssize_t nu, u_cap;
     double *scratch;           /* update: new (mean, var) per coordinate */
@@ -224,6 +230,13 @@ typedef struct {
     double pair_sign[2];
     long long next_block_id;
     PyObject *weakreflist;
+    /* learn_native's last `lean` argument, parsed */
+    PyObject *lean;
+    rcw_step lean_step;
+    double lean_params[RCW_MAX_PARAMS];
+    int lean_kind;
+    PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
+    Py_hash_t lean_intercept_hash;
 } Diagonal;
 
 static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
@@ -275,7 +288,10 @@ static int enter(Diagonal *self) {
 
 static void release_coords(Diagonal *self) {
     Py_ssize_t i;
-    for (i = 0; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
+    if (self->nkeyed)
+        for (i = 0; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
+    self->nkeyed = 0;
+    self->pair_new[0] = self->pair_new[1] = 0;
     self->ncoords = 0;
     self->nu = 0;
     self->token = -1;
@@ -286,12 +302,14 @@ static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
     for (b = 0; b < self->nblocks; b++)
         for (i = 0; i < self->blocks[b].used; i++) Py_VISIT(self->blocks[b].entries[i].key);
     for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
+    Py_VISIT(self->lean);
     return 0;
 }
 
 static int diagonal_clear(Diagonal *self) {
     Py_ssize_t b;
     release_coords(self);
+    Py_CLEAR(self->lean);
     for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
     self->nblocks = 0;
     self->generation++;
@@ -577,6 +595,50 @@ static inline double forget(double s, double keep, double rest) {
     return keep == 1.0 ? s : s / (keep + rest * s);
 }
 
+/* one feature of d in pair k (entry ix of t, -1: unseen): its coordinate, and its terms of the
+ * margin's sums (room reserved); -1 on a memory error */
+static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_hash_t h,
+                            Py_ssize_t ix, double xf, double keep, double rest, Fsum *m_acc,
+                            Fsum *u_acc, int kept) {
+    double x2 = xf * xf;
+    if (ix < 0) {
+        if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
+            double uj = self->prior * x2;
+            Coord *c = &self->coords[self->ncoords++];
+            c->pair = k;
+            c->ix = -1;
+            c->x = xf;
+            Py_INCREF(key);
+            c->key = key;
+            c->hash = h;
+            self->nkeyed++;
+            self->pair_new[k]++;
+            if (!kept) { /* the lean path: sums certified or given up, no terms (see learn_native) */
+                fsum_add_unkept(u_acc, uj);
+                return 0;
+            }
+            self->u[self->nu++] = uj;
+            return fsum_add(u_acc, uj);
+        }
+        return 0;
+    } else {
+        Entry *e = &t->entries[ix];
+        double uj = forget(e->var, keep, rest) * x2;
+        Coord *c = &self->coords[self->ncoords++];
+        c->pair = k;
+        c->ix = ix;
+        c->x = xf;
+        c->key = NULL;
+        if (!kept) {
+            fsum_add_unkept(m_acc, e->mean * xf);
+            fsum_add_unkept(u_acc, uj);
+            return 0;
+        }
+        self->u[self->nu++] = uj;
+        return fsum_add(m_acc, e->mean * xf) < 0 || fsum_add(u_acc, uj) < 0 ? -1 : 0;
+    }
+}
+
 /* margin(x, pairs, keep=1, rest=0) -> (m, v, u, entries): one pass over
  * d = sum(sign f(x, block)), with the learned variances of d's features forgotten first (written
  * once x is known to be valid) */
@@ -630,41 +692,13 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
         while (PyDict_Next(x, &pos, &key, &value)) {
             Py_hash_t h;
             Py_ssize_t ix;
-            double x2;
             if (lookup(t, key, value, &xf, &h, &ix) < 0) {
                 fsum_free(&m_acc);
                 goto bad;
             }
-            x2 = xf * xf;
-            if (ix < 0) {
-                if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
-                    double uj = self->prior * x2;
-                    Coord *c = &self->coords[self->ncoords++];
-                    c->pair = (int)k;
-                    c->ix = -1;
-                    c->x = xf;
-                    Py_INCREF(key);
-                    c->key = key;
-                    c->hash = h;
-                    self->u[self->nu++] = uj;
-                    if (fsum_add(&u_acc, uj) < 0) {
-                        fsum_free(&m_acc);
-                        goto fail;
-                    }
-                }
-            } else {
-                Entry *e = &t->entries[ix];
-                double uj = forget(e->var, keep, rest) * x2;
-                Coord *c = &self->coords[self->ncoords++];
-                c->pair = (int)k;
-                c->ix = ix;
-                c->x = xf;
-                c->key = NULL;
-                self->u[self->nu++] = uj;
-                if (fsum_add(&m_acc, e->mean * xf) < 0 || fsum_add(&u_acc, uj) < 0) {
-                    fsum_free(&m_acc);
-                    goto fail;
-                }
+            if (add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &m_acc, &u_acc, 1) < 0) {
+                fsum_free(&m_acc);
+                goto fail;
             }
         }
         if (fsum_result(&m_acc, &mk) < 0) goto bad;
@@ -718,26 +752,37 @@ static int scratch_reserve(Diagonal *self, Py_ssize_t n) {
     return 0;
 }
 
+/* a coordinate's variance (*s) and mean before the step */
+static inline double coord_state(Diagonal *self, Coord *c, double *s) {
+    Entry *e;
+    if (c->ix < 0) {
+        *s = self->prior;
+        return 0.0;
+    }
+    e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+    *s = e->var;
+    return e->mean;
+}
+
+/* step_coord of the built-in schemes, "project" (kind SCHEME_PROJECT) and "drop" */
+static inline void step_builtin(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
+                                int kind, double *out) {
+    double s, mean = coord_state(self, c, &s);
+    out[0] = step_mean(mean, alpha * self->pair_sign[c->pair], s, c->x);
+    out[1] = kind == SCHEME_PROJECT ? shrink_project(s, c->x, gamma) : shrink_drop(s, c->x, beta);
+}
+
 /* one coordinate's new (mean, variance) into out[0], out[1]; -1 when a scheme raised */
 static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
                       int kind, double C, PyObject *scheme, double *out) {
     double a = alpha * self->pair_sign[c->pair], xf = c->x, s, mean;
-    if (c->ix < 0) {
-        s = self->prior;
-        mean = 0.0;
-    } else {
-        Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
-        s = e->var;
-        mean = e->mean;
+    if (kind == SCHEME_PROJECT || kind == SCHEME_DROP) {
+        step_builtin(self, c, alpha, gamma, beta, kind, out);
+        return 0;
     }
+    mean = coord_state(self, c, &s);
     out[0] = step_mean(mean, a, s, xf);
     switch (kind) {
-    case SCHEME_PROJECT:
-        out[1] = shrink_project(s, xf, gamma);
-        return 0;
-    case SCHEME_DROP:
-        out[1] = shrink_drop(s, xf, beta);
-        return 0;
     case SCHEME_HERDING:
         out[1] = shrink_herding(s, xf * xf, C);
         return 0;
@@ -758,13 +803,14 @@ static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, doub
  * coordinates. Every new (mean, variance) is computed first, per pair the learned weights then
  * the new ones (the Python engine's order); nothing is written unless, per pair, the plain sums
  * of the new means and of the new variances are finite. False: float64 cannot express it. */
+static int update_core(Diagonal *self, double alpha, double gamma, double v, int kind, double C,
+                       PyObject *scheme);
+
 static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     long long token;
-    double alpha, gamma, v, beta, C = 0.0;
+    double alpha, gamma, v, C = 0.0;
     PyObject *scheme;
-    int kind, k, pass, checked;
-    double step_bound, largest = 0.0;
-    Py_ssize_t i, n_new[2] = {0, 0};
+    int kind, applied;
     if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
     if (enter(self) < 0) return NULL;
     if (token != self->token || self->margin_generation != self->generation) {
@@ -788,6 +834,23 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
         } else
             kind = SCHEME_CALLABLE;
     }
+    applied = update_core(self, alpha, gamma, v, kind, C, scheme);
+    self->busy = 0;
+    if (applied < 0) return NULL;
+    return PyBool_FromLong(applied);
+fail:
+    self->busy = 0;
+    return NULL;
+}
+
+/* the step of `update` on the last margin's coordinates, with the scheme resolved to `kind`:
+ * 1 applied, 0 refused (float64 cannot express it; nothing written), -1 an error */
+static int update_core(Diagonal *self, double alpha, double gamma, double v, int kind, double C,
+                       PyObject *scheme) {
+    int k, pass, checked;
+    double beta, step_bound, largest = 0.0;
+    Py_ssize_t i, n_new[2];
+    Table *tables[2];
     beta = gamma / (1.0 + gamma * v);
     step_bound = fabs(alpha) * sqrt(self->prior * v);
     if (scratch_reserve(self, self->ncoords) < 0) goto fail;
@@ -809,28 +872,31 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
                     }
                     goto fail;
                 }
-                n_new[k] += pass;
                 sum_means += out[0];
                 sum_vars += out[1];
             }
         if (!(isfinite(sum_means) && isfinite(sum_vars))) goto refused;
     }
     if (!checked)
-        for (i = 0; i < self->ncoords; i++) {
-            Coord *c = &self->coords[i];
-            step_coord(self, c, alpha, gamma, beta, kind, C, scheme, &self->scratch[2 * i]);
-            n_new[c->pair] += c->ix < 0;
-        }
+        for (i = 0; i < self->ncoords; i++)
+            step_builtin(self, &self->coords[i], alpha, gamma, beta, kind, &self->scratch[2 * i]);
+    n_new[0] = self->pair_new[0];
+    n_new[1] = self->pair_new[1];
     for (k = 0; k < self->npairs; k++)
         if (n_new[k] && table_reserve(&self->blocks[self->pair_block[k]], n_new[k]) < 0) goto fail;
     /* commit */
+    tables[0] = &self->blocks[self->pair_block[0]];
+    tables[1] = self->npairs > 1 ? &self->blocks[self->pair_block[1]] : tables[0];
     for (i = 0; i < self->ncoords; i++) {
         Coord *c = &self->coords[i];
-        Table *t = &self->blocks[self->pair_block[c->pair]];
-        if (fabs(self->scratch[2 * i]) > largest) largest = fabs(self->scratch[2 * i]);
-        if (c->ix < 0)
+        Table *t = tables[c->pair];
+        if (checked && fabs(self->scratch[2 * i]) > largest) largest = fabs(self->scratch[2 * i]);
+        if (c->ix < 0) { /* the table takes the coordinate's reference */
             table_append(t, c->key, c->hash, self->scratch[2 * i], self->scratch[2 * i + 1]);
-        else {
+            Py_DECREF(c->key);
+            c->key = NULL;
+            self->nkeyed--;
+        } else {
             t->entries[c->ix].mean = self->scratch[2 * i];
             t->entries[c->ix].var = self->scratch[2 * i + 1];
         }
@@ -841,14 +907,11 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     else if (largest > self->mean_bound)
         self->mean_bound = largest;
     release_coords(self);
-    self->busy = 0;
-    Py_RETURN_TRUE;
+    return 1;
 refused:
-    self->busy = 0;
-    Py_RETURN_FALSE;
+    return 0;
 fail:
-    self->busy = 0;
-    return NULL;
+    return -1;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -934,6 +997,228 @@ static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_
     Py_DECREF(result);
     Py_DECREF(margin);
     return PyLong_FromLong(outcome);
+}
+
+/* a rule's `_native_step`, (name, params): its C step (_steps.h) and the params as doubles */
+static rcw_step parse_step(PyObject *spec, double *params) {
+    PyObject *name, *values;
+    const char *text;
+    rcw_step step;
+    int nparams, i;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2 ||
+        !PyUnicode_Check(name = PyTuple_GET_ITEM(spec, 0)) ||
+        !PyTuple_Check(values = PyTuple_GET_ITEM(spec, 1))) {
+        PyErr_SetString(PyExc_TypeError, "a native step is (name, (params...))");
+        return NULL;
+    }
+    if ((text = PyUnicode_AsUTF8(name)) == NULL) return NULL;
+    if ((step = rcw_find_step_n(text, &nparams)) == NULL) {
+        PyErr_Format(PyExc_ValueError, "no native step %R", name);
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(values) != nparams) {
+        PyErr_Format(PyExc_ValueError, "the native step %R takes %d parameters", name, nparams);
+        return NULL;
+    }
+    for (i = 0; i < nparams; i++)
+        if ((params[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, i))) == -1.0 && PyErr_Occurred())
+            return NULL;
+    return step;
+}
+
+/* a feature value of the lean path, exactly as float(value): 0 for a float, an int within
+ * float64 or a bool; 1 (no error set) for anything else, which is the general path's to judge */
+static inline int plain_value(PyObject *value, double *out) {
+    if (PyFloat_CheckExact(value)) {
+        *out = PyFloat_AS_DOUBLE(value);
+        return 0;
+    }
+    if (PyLong_CheckExact(value)) {
+#if PY_VERSION_HEX >= 0x030C0000
+        if (PyUnstable_Long_IsCompact((PyLongObject *)value)) { /* exact as a double */
+            *out = (double)PyUnstable_Long_CompactValue((PyLongObject *)value);
+            return 0;
+        }
+#else
+        if (Py_ABS(Py_SIZE(value)) <= 1) { /* one digit (30 bits) or zero: exact as a double */
+            *out = (double)(Py_SIZE(value) * (long)((PyLongObject *)value)->ob_digit[0]);
+            return 0;
+        }
+#endif
+        *out = PyLong_AsDouble(value); /* correctly rounded, as float(int) */
+        if (*out == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        return 0;
+    }
+    if (PyBool_Check(value)) {
+        *out = value == Py_True ? 1.0 : 0.0;
+        return 0;
+    }
+    return 1;
+}
+
+/* learn_native's `lean` = (step, scheme, intercept) into self's fields: 0, -1 on error */
+static int parse_lean(Diagonal *self, PyObject *lean) {
+    PyObject *scheme, *intercept;
+    double params[RCW_MAX_PARAMS];
+    rcw_step step;
+    Py_hash_t h = 0;
+    int kind;
+    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3) {
+        PyErr_SetString(PyExc_TypeError, "learn_native's lean is (step, scheme, intercept)");
+        return -1;
+    }
+    scheme = PyTuple_GET_ITEM(lean, 1);
+    intercept = PyTuple_GET_ITEM(lean, 2);
+    if ((step = parse_step(PyTuple_GET_ITEM(lean, 0), params)) == NULL) return -1;
+    if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
+        kind = SCHEME_PROJECT;
+    else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
+        kind = SCHEME_DROP;
+    else {
+        PyErr_SetString(PyExc_ValueError, "learn_native's scheme is 'project' or 'drop'");
+        return -1;
+    }
+    if (intercept != Py_None && (h = PyObject_Hash(intercept)) == -1) return -1;
+    Py_INCREF(lean);
+    Py_XSETREF(self->lean, lean);
+    self->lean_step = step;
+    memcpy(self->lean_params, params, sizeof params);
+    self->lean_kind = kind;
+    self->lean_intercept = intercept;
+    self->lean_intercept_hash = h;
+    return 0;
+}
+
+/* the lean path's sums when the bound does not certify them: math.fsum's own algorithm over the
+ * coordinates' terms, in x's order (the terms the general path keeps); 0, or -1 with fsum's error */
+static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
+    Msum ms, us;
+    Py_ssize_t i;
+    int failed = 0;
+    msum_init(&ms);
+    msum_init(&us);
+    for (i = 0; !failed && i < self->ncoords; i++) {
+        Coord *c = &self->coords[i];
+        double x2 = c->x * c->x;
+        if (c->ix < 0)
+            failed = msum_add(&us, self->prior * x2) < 0;
+        else {
+            Entry *e = &t->entries[c->ix];
+            failed = msum_add(&ms, e->mean * c->x) < 0 || msum_add(&us, e->var * x2) < 0;
+        }
+    }
+    if (failed) {
+        msum_free(&ms);
+        msum_free(&us);
+        return -1;
+    }
+    if (msum_result(&ms, mk) < 0) {
+        msum_free(&us);
+        return -1;
+    }
+    return msum_result(&us, v);
+}
+
+/* learn_native(x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2 (skipped: float64
+ * cannot express the step) or -1: `learn` of a binary model (one
+ * block) for a known label y (its sign from class_index: block 1 is +1) and a float weight w > 0,
+ * with x's values read as river_cw.validation.as_floats reads them, the `intercept` feature
+ * (None: none) appended with value 1.0 as GaussianClassifier._features does, and the rule's step
+ * in C; lean = (step, scheme, intercept), step = (name, params) (see _steps.h), scheme "project"
+ * or "drop". -1: the general path's case (any other model, label, weight, or x anything but a
+ * dict of floats, ints and bools with finite sums, or holding the intercept): nothing changed,
+ * no error set. */
+static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *x, *intercept, *key, *value, *k;
+    long kv;
+    double w, sign, m = 0.0, mk, v, alpha, gamma, xf;
+    int outcome = LEARN_NOTHING;
+    Py_ssize_t pos = 0, ix;
+    Py_hash_t h;
+    Table *t;
+    Fsum m_acc, u_acc;
+    if (nargs != 5 || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
+        return NULL;
+    }
+    x = args[0];
+    if (!PyFloat_CheckExact(args[2]) || !((w = PyFloat_AS_DOUBLE(args[2])) > 0.0 && w < INFINITY) ||
+        !PyDict_CheckExact(x) || self->nblocks != 1)
+        return PyLong_FromLong(-1);
+    if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    if (!PyLong_CheckExact(k) || (kv = PyLong_AsLong(k)) < 0 || kv > 1) {
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    sign = kv == 1 ? 1.0 : -1.0; /* the first label seen is y = -1 */
+    if (args[4] != self->lean && parse_lean(self, args[4]) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
+        return PyLong_FromLong(-1);
+    }
+    intercept = self->lean_intercept;
+    if (enter(self) < 0) return NULL;
+    release_coords(self);
+    if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) {
+        self->busy = 0;
+        return NULL;
+    }
+    self->pair_block[0] = 0;
+    self->pair_sign[0] = sign;
+    self->npairs = 1;
+    t = &self->blocks[0];
+    fsum_init(&m_acc);
+    fsum_init(&u_acc);
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (key == intercept || plain_value(value, &xf)) goto general;
+        if (!PyUnicode_CheckExact(key) || (h = ((PyASCIIObject *)key)->hash) == -1)
+            if ((h = PyObject_Hash(key)) == -1) goto general_error;
+        if ((ix = table_find(t, key, h)) == -2) goto general_error;
+        add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &m_acc, &u_acc, 0);
+    }
+    if (intercept != Py_None) {
+        h = self->lean_intercept_hash;
+        if ((ix = table_find(t, intercept, h)) == -2) goto general_error;
+        add_coord(self, t, 0, intercept, h, ix, 1.0, 1.0, 0.0, &m_acc, &u_acc, 0);
+    }
+    /* the exactly rounded sums: certified by the bound (nearly always), else summed again by
+     * math.fsum's algorithm; where that raises, the general path names the bad feature */
+    if ((!fsum_certified(&m_acc, &mk) || !fsum_certified(&u_acc, &v)) &&
+        coords_fsum(self, t, &mk, &v) < 0)
+        goto general_error;
+    m += sign * mk;
+    if (!(isfinite(m) && isfinite(v))) goto general;
+    if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
+        int r = self->lean_step(self->lean_params, m, v, w, &alpha, &gamma);
+        if (r < 0)
+            outcome = LEARN_SKIPPED;
+        else if (r > 0) {
+            int applied = update_core(self, alpha, gamma, v, self->lean_kind, 0.0, Py_None);
+            if (applied < 0) goto fail;
+            outcome = applied ? 0 : LEARN_SKIPPED; /* 0: learned */
+        }
+    }
+    release_coords(self);
+    self->busy = 0;
+    return PyLong_FromLong(outcome);
+general_error: /* an error the general path raises again, with its message */
+    if (PyErr_ExceptionMatches(PyExc_MemoryError)) goto fail;
+    PyErr_Clear();
+general:
+    release_coords(self);
+    self->busy = 0;
+    return PyLong_FromLong(-1);
+fail:
+    release_coords(self);
+    self->busy = 0;
+    return NULL;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1252,6 +1537,8 @@ static PyMethodDef diagonal_methods[] = {
      "Apply one step (entries, alpha, gamma, v, scheme)."},
     {"learn", (PyCFunction)(void (*)(void))diagonal_learn, METH_FASTCALL,
      "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
+    {"learn_native", (PyCFunction)(void (*)(void))diagonal_learn_native, METH_FASTCALL,
+     "learn of a binary model with the rule's step in C; -1: the general path's case."},
     {"learn_rows", (PyCFunction)diagonal_learn_rows, METH_VARARGS,
      "The learn_one loop over a batch of rows (_batch.h)."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
@@ -1493,6 +1780,21 @@ static PyObject *module_as_floats(PyObject *module, PyObject *x) {
     return PyObject_CallOneArg(as_floats_python, x);
 }
 
+/* native_step(step, m, v, w): a rule's C step (_steps.h) as its Python `_step` reports it: None
+ * (no update), (alpha, gamma), or False (float64 cannot express the step) */
+static PyObject *module_native_step(PyObject *module, PyObject *args) {
+    PyObject *spec;
+    double params[RCW_MAX_PARAMS], m, v, w, alpha, gamma;
+    rcw_step step;
+    int r;
+    if (!PyArg_ParseTuple(args, "Oddd", &spec, &m, &v, &w)) return NULL;
+    if ((step = parse_step(spec, params)) == NULL) return NULL;
+    r = step(params, m, v, w, &alpha, &gamma);
+    if (r < 0) Py_RETURN_FALSE;
+    if (r == 0) Py_RETURN_NONE;
+    return Py_BuildValue("dd", alpha, gamma);
+}
+
 static PyMethodDef module_methods[] = {
     {"exact_var_alpha", (PyCFunction)module_exact_var_alpha, METH_VARARGS,
      "river_cw.cw.exact_var_alpha(m, v, phi, u) for Terms u."},
@@ -1501,6 +1803,8 @@ static PyMethodDef module_methods[] = {
     {"as_floats", (PyCFunction)module_as_floats, METH_O,
      "river_cw.validation.as_floats, its first fast paths compiled."},
     {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},
+    {"native_step", (PyCFunction)module_native_step, METH_VARARGS,
+     "A rule's C step (m, v, w) -> None, (alpha, gamma) or False (skipped)."},
     {NULL},
 };
 

@@ -133,8 +133,6 @@ static int msum_result(Msum *s, double *out) {
  * here or in math.fsum's partials, can overflow (and NaN or infinite terms fail it). Otherwise (and whenever something is not finite) the kept
  * terms go through math.fsum's own algorithm (Msum) in their order, which also gives its errors
  * (an intermediate overflow depends on the order) and its handling of infinities and NaN.
- * A caller that can give its terms again may accumulate without keeping them (fsum_accumulate)
- * and, when fsum_certified refuses, sum them again with fsum_add and fsum_result.
  */
 
 #define FSUM_INLINE 64
@@ -158,10 +156,10 @@ static void fsum_free(Fsum *s) {
     s->terms = s->inline_terms;
 }
 
-/* add one term to (hi, lo) and the error bound without keeping it (see fsum_certified) */
-static inline void fsum_accumulate(Fsum *s, double x) {
-    double hi, b, e;
-    hi = s->hi + x; /* TwoSum (Knuth): hi + e == s->hi + x exactly */
+/* add one term to the accumulator only, not to the kept terms: for a caller that takes another
+ * way when `fsum_certified` fails (and then never calls `fsum_result`) */
+static inline void fsum_add_unkept(Fsum *s, double x) {
+    double hi = s->hi + x, b, e; /* TwoSum (Knuth): hi + e == s->hi + x exactly */
     b = hi - s->hi;
     e = (s->hi - (hi - b)) + (x - b);
     s->hi = hi;
@@ -185,7 +183,7 @@ static inline int fsum_add(Fsum *s, double x) {
         s->cap = cap;
     }
     s->terms[s->n++] = x;
-    fsum_accumulate(s, x);
+    fsum_add_unkept(s, x);
     return 0;
 }
 
@@ -202,8 +200,9 @@ static inline void neighbour_gaps(double r, double *below, double *above) {
     *above = next - a;
 }
 
-/* 1 with the exactly rounded sum in *out when the bound certifies (hi, lo), else 0 */
-static int fsum_certified(const Fsum *s, double *out) {
+/* 1 when the error bound certifies the accumulator's rounding as the exactly rounded sum
+ * (then *out is math.fsum's result), else 0 (only the kept terms can tell) */
+static inline int fsum_certified(const Fsum *s, double *out) {
     double r, b, t, bound, below, above;
     r = s->hi + s->lo;
     b = r - s->hi;

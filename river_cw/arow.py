@@ -86,6 +86,10 @@ class AROW(GaussianClassifier):
         r = self.r / w  # exactly self.r when w == 1
         return (1.0 - m) / (v + r), 1.0 / r
 
+    @property
+    def _native_step(self):
+        return "arow", (self.r,)
+
     @classmethod
     def _unit_test_params(cls):
         yield {}

@@ -40,7 +40,7 @@ from river import base
 
 from . import calibration
 from .batch import Rows
-from .gaussian import SKIPPED, DiagonalGaussian, FullGaussian
+from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian
 from .validation import as_floats, check_label, check_weight
 
 __all__ = ["INTERCEPT", "GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
@@ -437,6 +437,10 @@ class GaussianClassifier(LinearClassifier):
         self._gaussian = engine(initial_variance)
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
+    _native_step: tuple[str, tuple] | None = None
+    """The rule's `_step` in C, ``(name, params)`` (see river_cw/_steps.h), or None: the compiled
+    engine's lean `learn_one` then serves the common case in one call."""
+
     @abc.abstractmethod
     def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
         """``(alpha, gamma)`` for margin mean `m`, variance `v > 0` and sample weight ``w > 0``
@@ -446,6 +450,56 @@ class GaussianClassifier(LinearClassifier):
         """``(alpha, gamma, scheme)`` of the exact diagonal update, given the terms
         ``u_j = Sigma_jj d_j^2`` of v (see `DiagonalGaussian`)."""
         raise NotImplementedError
+
+    if ENGINE == "c":
+
+        def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+            # The common case in one call of the compiled engine (`learn_native`: a binary
+            # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
+            # the rule's C step, update): the general path's numbers. Any other case, and any x
+            # it does not take as it is (to name a bad feature), goes the general way.
+            lean = self._lean
+            if lean is not None:
+                outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)
+                if not outcome:  # learned (or nothing to learn)
+                    return
+                if outcome == SKIPPED:
+                    self.n_skipped_updates += 1
+                    return
+            LinearClassifier.learn_one(self, x, y, w)
+
+        learn_one.__doc__ = LinearClassifier.learn_one.__doc__
+
+    _lean = None  # `_lean_spec`, set once a label is known (the lean path needs one)
+
+    def _lean_spec(self):
+        """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
+        model needs the general one (full covariance, an exact scheme, calibration, forgetting,
+        no `_native_step`). Hyperparameters are fixed once the model is built (as `_phi`)."""
+        step = self._native_step
+        if (
+            step is None
+            or self.covariance != "diagonal"
+            or self.diagonal not in ("project", "drop")
+            or self.calibrate
+            or self.forgetting
+        ):
+            return None
+        return step, self.diagonal, INTERCEPT if self.learn_intercept else None
+
+    def _register(self, y) -> int:
+        self._lean = self._lean_spec()
+        return super()._register(y)
+
+    def __getstate__(self) -> dict:
+        state = dict(vars(self))
+        state.pop("_lean", None)  # derived from the hyperparameters
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if self.classes_:
+            self._lean = self._lean_spec()
 
     # -- hooks of LinearClassifier ------------------------------------------------------------
 
@@ -499,9 +553,9 @@ class GaussianClassifier(LinearClassifier):
         if kernel is None or self.calibrate:
             return super()._learn_rows(rows, labels, weights)
         if self.diagonal == "exact":
-            step, scheme = self._exact_step, None
+            step, scheme, native = self._exact_step, None, None
         else:
-            step, scheme = self._step, self.diagonal
+            step, scheme, native = self._step, self.diagonal, self._native_step
         intercept = INTERCEPT if self.learn_intercept else None
         batch = rows.dicts if rows.csr is None else rows.csr
         classes = self._class_indices(labels)
@@ -510,7 +564,7 @@ class GaussianClassifier(LinearClassifier):
             stats = [i, 0]
             try:
                 kernel(batch, classes, len(self.classes_), weights, i, step, scheme,
-                       float(self.forgetting), intercept, stats)
+                       float(self.forgetting), intercept, stats, native)
             except (TypeError, ValueError) as error:  # raised by the rule's step
                 raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error
             finally:

@@ -247,6 +247,10 @@ class CW(GaussianClassifier):
             gamma = cw_stdev_gamma(alpha, v, phi) if alpha > 0.0 else 0.0
         return weighted_step(alpha, gamma, v, w) if alpha > 0.0 else None
 
+    @property
+    def _native_step(self):
+        return "cw_" + self.variant, (self._phi,)
+
     def _exact_step(self, m, v, u, w):
         phi = self._phi
         if self.variant == "var":

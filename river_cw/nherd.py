@@ -81,6 +81,10 @@ class NHERD(GaussianClassifier):
         C = self.C * w  # exactly self.C when w == 1
         return (1.0 - m) / (v + 1.0 / C), 2.0 * C + C * C * v
 
+    @property
+    def _native_step(self):
+        return "nherd", (self.C,)
+
     def _exact_step(self, m, v, u, w):
         step = self._step(m, v, w)
         if step is None:

@@ -109,6 +109,10 @@ class SCW(GaussianClassifier):
             alpha = max(0.0, (-(2.0 * m * n + phi * phi * m * v) + root) / (2.0 * (n * n + n * v * phi * phi)))
         return (alpha, cw_stdev_gamma(alpha, v, phi)) if alpha > 0.0 else None
 
+    @property
+    def _native_step(self):
+        return "scw1" if self.variant == "I" else "scw2", (self._phi, self.C)
+
     @classmethod
     def _unit_test_params(cls):
         yield {}

@@ -76,6 +76,10 @@ class SOP(GaussianClassifier):
             return None
         return w * (1.0 - m) / (1.0 + w * v), w  # the paper's step, to the bit, when w == 1
 
+    @property
+    def _native_step(self):
+        return "sop", ()
+
     @classmethod
     def _unit_test_params(cls):
         yield {}

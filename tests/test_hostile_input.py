@@ -259,3 +259,12 @@ def test_hostile_streams_and_weights_never_corrupt_a_model_with_an_intercept_or_
         if not isinstance(model, river_cw.VotedRDA):
             assert all(s <= model.initial_variance for s in state_floats(model)[1])
 
+
+
+def test_full_covariance_variances_stay_at_most_the_prior_through_rounding():
+    """Found by hypothesis: a feature of 6e-4 beside one of 5e4 left the inverse's rounding one
+    ulp above the prior's variance; the true value never exceeds it (see FullGaussian.cov)."""
+    model = river_cw.AROW(covariance="full")
+    model.learn_one({"f0": 651535 / 1062954153, "f1": 49962.0}, "a", 0.25)
+    assert max(model.variances.values()) <= model.initial_variance
+    assert max(model.covariances.values()) <= model.initial_variance
