@@ -441,6 +441,13 @@ class GaussianClassifier(LinearClassifier):
     """The rule's `_step` in C, ``(name, params)`` (see river_cw/_steps.h), or None: the compiled
     engine's lean `learn_one` then serves the common case in one call."""
 
+    def _native_step_of_step(self) -> tuple[str, tuple] | None:
+        """`_native_step` where it is this model's `_step` in C: None for a subclass that
+        overrides `_step` but not `_native_step` (its own step must run)."""
+        owners = [next(c for c in type(self).__mro__ if name in vars(c))
+                  for name in ("_step", "_native_step")]
+        return self._native_step if owners[0] is owners[1] else None
+
     @abc.abstractmethod
     def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
         """``(alpha, gamma)`` for margin mean `m`, variance `v > 0` and sample weight ``w > 0``
@@ -476,7 +483,7 @@ class GaussianClassifier(LinearClassifier):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
         model needs the general one (full covariance, an exact scheme, calibration, forgetting,
         no `_native_step`). Hyperparameters are fixed once the model is built (as `_phi`)."""
-        step = self._native_step
+        step = self._native_step_of_step()
         if (
             step is None
             or self.covariance != "diagonal"
@@ -555,7 +562,7 @@ class GaussianClassifier(LinearClassifier):
         if self.diagonal == "exact":
             step, scheme, native = self._exact_step, None, None
         else:
-            step, scheme, native = self._step, self.diagonal, self._native_step
+            step, scheme, native = self._step, self.diagonal, self._native_step_of_step()
         intercept = INTERCEPT if self.learn_intercept else None
         batch = rows.dicts if rows.csr is None else rows.csr
         classes = self._class_indices(labels)
