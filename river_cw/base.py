@@ -444,8 +444,10 @@ class GaussianClassifier(LinearClassifier):
     def _native_step_of_step(self) -> tuple[str, tuple] | None:
         """`_native_step` where it is this model's `_step` in C: None for a subclass that
         overrides `_step` but not `_native_step` (its own step must run)."""
-        owners = [next(c for c in type(self).__mro__ if name in vars(c))
-                  for name in ("_step", "_native_step")]
+        owners = [
+            next(c for c in type(self).__mro__ if name in vars(c))
+            for name in ("_step", "_native_step")
+        ]
         return self._native_step if owners[0] is owners[1] else None
 
     @abc.abstractmethod
