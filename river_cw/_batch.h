@@ -1,7 +1,8 @@
 /* The mini-batch kernel of the compiled diagonal engine: Diagonal.learn_rows learns a batch of
  * rows in one call, exactly as the learn_one loop of river_cw.base would (the reference), bit for
- * bit: the same margins with the same exactly rounded sums, the same step, the same update: the
- * engine's own add_coord fills its coordinates of each row, and update_core applies the step.
+ * bit: the same margins with the same exactly rounded sums, the same step, the same update
+ * (update_core's unchecked path in place on the row, else update_core itself on the coordinates
+ * the engine's add_coord leaves).
  *
  * Rows come as a list of dicts or as CSR arrays (data, indices, indptr) whose column j is the
  * feature named features[j], or the int j itself (hashed ids). For CSR each distinct column of
@@ -181,29 +182,46 @@ typedef struct {
     int n;
     Py_ssize_t block[2];
     double sign[2];
+    Py_ssize_t n_new[2]; /* features of the pair not learned yet with a non-zero value */
 } BatchPairs;
 
-/* diagonal_margin's sums on a resolved row, by add_coord: m = mu . d and v = d' Sigma d, the
- * engine's coordinates of d (and, when `kept`, the terms u_j in the engine's u, in its order),
- * with the learned variances forgotten (not written). 0, 1 when a sum is not certified without
- * its terms, -1 on an error (raised) */
+/* diagonal_margin's sums on a resolved row: m = mu . d and v = d' Sigma d (the terms u_j in
+ * the engine's u, in its order), with the learned variances forgotten (not written). The terms
+ * are kept when `kept`, else only accumulated. 0, 1 when a sum is not certified without its
+ * terms, -1 on an error (raised) */
 static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
                       int kept, double *m_out, double *v_out) {
     Py_ssize_t j;
     double m = 0.0;
     int k;
     Fsum u_acc, m_acc;
-    release_coords(self);
+    self->nu = 0;
     fsum_init(&u_acc);
     for (k = 0; k < p->n; k++) {
-        Table *t = &self->blocks[p->block[k]];
+        Entry *entries = self->blocks[p->block[k]].entries;
         const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
         double mk;
+        p->n_new[k] = 0;
         fsum_init(&m_acc);
         for (j = 0; j < r->n; j++) {
-            Py_ssize_t l = col[j];
-            if (add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], keep, rest,
-                          &m_acc, &u_acc, kept) < 0)
+            double xf = r->x[j], x2 = xf * xf, uj;
+            Py_ssize_t ix = slot[col[j]];
+            if (ix < 0) {
+                if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
+                uj = self->prior * x2;
+                p->n_new[k]++;
+            } else {
+                Entry *e = &entries[ix];
+                uj = forget(e->var, keep, rest) * x2;
+                if (!kept)
+                    fsum_add_unkept(&m_acc, e->mean * xf);
+                else if (fsum_add(&m_acc, e->mean * xf) < 0)
+                    goto fail;
+            }
+            self->u[self->nu++] = uj;
+            if (!kept)
+                fsum_add_unkept(&u_acc, uj);
+            else if (fsum_add(&u_acc, uj) < 0)
                 goto fail;
         }
         if (!kept) {
@@ -223,17 +241,16 @@ fail:
     return -1;
 }
 
-/* diagonal_margin on a resolved row: batch_sums (the terms kept from the start when `terms`, for
- * an exact step), then the forgotten variances written once the row is known to be valid, and
- * the coordinates left for update_core under a new token; -1 (nothing changed) when the row is
- * bad (a non-finite margin, an overflow, memory) */
+/* diagonal_margin on a resolved row: batch_sums, then the forgotten variances written once the
+ * row is known to be valid; -1 (nothing changed) when the row is bad (a non-finite margin, an
+ * overflow, memory) */
 static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
-                        int terms, double *m_out, double *v_out) {
+                        double *m_out, double *v_out) {
     Py_ssize_t j;
     int k, status;
     release_coords(self);
     if (coords_reserve(self, r->n * p->n) < 0) goto fail;
-    status = batch_sums(self, r, p, keep, rest, terms, m_out, v_out);
+    status = batch_sums(self, r, p, keep, rest, 0, m_out, v_out);
     if (status == 1) status = batch_sums(self, r, p, keep, rest, 1, m_out, v_out);
     if (status < 0 || !(isfinite(*m_out) && isfinite(*v_out))) goto fail;
     if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
@@ -244,18 +261,74 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
                 if (slot[col[j]] >= 0 && r->x[j] != 0.0)
                     entries[slot[col[j]]].var = forget(entries[slot[col[j]]].var, keep, rest);
         }
-    self->npairs = p->n;
-    for (k = 0; k < p->n; k++) {
-        self->pair_block[k] = p->block[k];
-        self->pair_sign[k] = p->sign[k];
-    }
-    self->token = ++self->next_token;
-    self->margin_generation = self->generation;
     return 0;
 fail:
     PyErr_Clear();
-    release_coords(self);
+    self->nu = 0;
     return -1;
+}
+
+/* the engine's coordinates of the last margin, as diagonal_margin leaves them (add_coord: the
+ * unseen features' keys, nkeyed and pair_new), for update_core */
+static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
+    Py_ssize_t j;
+    int k;
+    Fsum m_acc, u_acc; /* the sums are known: add_coord's terms are not kept */
+    release_coords(self);
+    fsum_init(&m_acc);
+    fsum_init(&u_acc);
+    self->npairs = p->n;
+    for (k = 0; k < p->n; k++) {
+        Table *t = &self->blocks[p->block[k]];
+        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
+        self->pair_block[k] = p->block[k];
+        self->pair_sign[k] = p->sign[k];
+        for (j = 0; j < r->n; j++) {
+            Py_ssize_t l = r->col[j];
+            add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], 1.0, 0.0, &m_acc,
+                      &u_acc, 0);
+        }
+    }
+}
+
+/* update_core's unchecked path (a built-in scheme far from float64's limit: every value is
+ * finite) in place on the row: per weight the same formulas, new weights appended per pair in
+ * the row's order (their entries' positions go to the row's slots); -1 on memory */
+static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
+                       double gamma, double v, int kind) {
+    double beta = gamma / (1.0 + gamma * v), prior = self->prior;
+    Py_ssize_t j;
+    int k;
+    for (k = 0; k < p->n; k++)
+        if (p->n_new[k] && table_reserve(&self->blocks[p->block[k]], p->n_new[k]) < 0) return -1;
+    for (k = 0; k < p->n; k++) {
+        Table *t = &self->blocks[p->block[k]];
+        Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
+        double a = alpha * p->sign[k];
+        for (j = 0; j < r->n; j++) {
+            Py_ssize_t l = r->col[j], ix = slot[l];
+            double xf = r->x[j], s, mean;
+            if (ix < 0) {
+                if (xf * xf == 0.0) continue;
+                s = prior;
+                mean = 0.0;
+            } else {
+                s = t->entries[ix].var;
+                mean = t->entries[ix].mean;
+            }
+            mean = step_mean(mean, a, s, xf);
+            s = kind == SCHEME_PROJECT ? shrink_project(s, xf, gamma) : shrink_drop(s, xf, beta);
+            if (ix >= 0) {
+                t->entries[ix].mean = mean;
+                t->entries[ix].var = s;
+            } else {
+                slot[l] = t->used;
+                table_append(t, r->keys[l], r->hashes[l], mean, s);
+            }
+        }
+    }
+    if (p->n_new[0] || (p->n > 1 && p->n_new[1])) self->generation++;
+    return 0;
 }
 
 /* The CSR columns of a batch: each distinct column's key, hash and entry in every block */
@@ -509,8 +582,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     BatchRow r = {0};
     BatchColumns c = {0};
     BatchStep step = {NULL, NULL, NULL, NULL};
-    int csr, exact, failed = 1;
-    long long token;
+    int csr, failed = 1;
     uint64_t generation;
     if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!O", &rows, &PyList_Type, &classes, &n_classes,
                           &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
@@ -519,7 +591,6 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     step.callable = step_fn;
     step.scheme = scheme;
     if (native != Py_None && batch_native_step(native, &step, native_params) < 0) return NULL;
-    exact = step.native == NULL && scheme == Py_None; /* the step takes the terms u */
     csr = PyTuple_Check(rows);
     if (csr) {
         if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))
@@ -606,17 +677,15 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
             rest = (1.0 - keep) / initial;
         }
-        if (batch_margin(self, &r, &pairs, keep, rest, exact, &m, &v) < 0) break;
+        if (batch_margin(self, &r, &pairs, keep, rest, &m, &v) < 0) break;
         if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
             continue;
-        token = self->token;
         self->busy = 0; /* the step is Python's: it may call the engine */
         outcome = batch_step(self, &step, m, v, w, &alpha, &gamma, &update_scheme);
         if (outcome == BATCH_UPDATE) {
-            Py_ssize_t used[2] = {0, 0}, q, j;
-            double C;
-            int kind, applied;
-            if (enter(self) < 0 || self->generation != generation || self->token != token) {
+            double step_bound = fabs(alpha) * sqrt(self->prior * v), C;
+            int kind, applied = 1;
+            if (enter(self) < 0 || self->generation != generation) {
                 Py_DECREF(update_scheme);
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
@@ -626,17 +695,31 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
                 Py_DECREF(update_scheme);
                 goto done;
             }
-            for (q = 0; q < pairs.n; q++) used[q] = self->blocks[pairs.block[q]].used;
-            applied = update_core(self, alpha, gamma, v, kind, C, update_scheme);
-            Py_DECREF(update_scheme);
-            if (applied < 0) goto done;
-            if (applied) /* the new features' slots, appended in the row's order */
-                for (q = 0; q < pairs.n; q++) {
-                    Py_ssize_t *slot = ROW_SLOTS(&r, pairs.block[q]);
-                    for (j = 0; j < r.n; j++)
-                        if (slot[r.col[j]] < 0 && r.x[j] * r.x[j] != 0.0)
-                            slot[r.col[j]] = used[q]++;
+            if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
+                self->mean_bound + step_bound < SAFE_BOUND) {
+                if (batch_apply(self, &r, &pairs, alpha, gamma, v, kind) < 0) {
+                    Py_DECREF(update_scheme);
+                    goto done;
                 }
+                self->mean_bound += step_bound;
+            } else { /* checked, or another scheme: update_core on the engine's coordinates */
+                Py_ssize_t used[2] = {0, 0}, q, j;
+                batch_coords(self, &r, &pairs);
+                for (q = 0; q < pairs.n; q++) used[q] = self->blocks[pairs.block[q]].used;
+                applied = update_core(self, alpha, gamma, v, kind, C, update_scheme);
+                if (applied < 0) {
+                    Py_DECREF(update_scheme);
+                    goto done;
+                }
+                if (applied) /* the new features' slots, appended in the row's order */
+                    for (q = 0; q < pairs.n; q++) {
+                        Py_ssize_t *slot = ROW_SLOTS(&r, pairs.block[q]);
+                        for (j = 0; j < r.n; j++)
+                            if (slot[r.col[j]] < 0 && r.x[j] * r.x[j] != 0.0)
+                                slot[r.col[j]] = used[q]++;
+                    }
+            }
+            Py_DECREF(update_scheme);
             skipped += !applied;
             generation = self->generation;
             continue;
