@@ -806,9 +806,33 @@ static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, doub
 static int update_core(Diagonal *self, double alpha, double gamma, double v, int kind, double C,
                        PyObject *scheme);
 
+/* a scheme's kind for update_core ("project", "drop", a HerdingShrink with its C, or another
+ * callable); 0, or -1 with an error set */
+static int scheme_kind(PyObject *scheme, int *kind, double *C) {
+    *C = 0.0;
+    if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
+        *kind = SCHEME_PROJECT;
+    else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
+        *kind = SCHEME_DROP;
+    else {
+        if (herding_type == NULL && (herding_type = gaussian_attr("HerdingShrink")) == NULL)
+            return -1;
+        if ((PyObject *)Py_TYPE(scheme) == herding_type) {
+            PyObject *c = PyObject_GetAttrString(scheme, "C");
+            if (c == NULL) return -1;
+            *C = PyFloat_AsDouble(c);
+            Py_DECREF(c);
+            if (*C == -1.0 && PyErr_Occurred()) return -1;
+            *kind = SCHEME_HERDING;
+        } else
+            *kind = SCHEME_CALLABLE;
+    }
+    return 0;
+}
+
 static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     long long token;
-    double alpha, gamma, v, C = 0.0;
+    double alpha, gamma, v, C;
     PyObject *scheme;
     int kind, applied;
     if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
@@ -817,23 +841,7 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "update needs the entries of the latest margin");
         goto fail;
     }
-    if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
-        kind = SCHEME_PROJECT;
-    else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
-        kind = SCHEME_DROP;
-    else {
-        if (herding_type == NULL && (herding_type = gaussian_attr("HerdingShrink")) == NULL)
-            goto fail;
-        if ((PyObject *)Py_TYPE(scheme) == herding_type) {
-            PyObject *c = PyObject_GetAttrString(scheme, "C");
-            if (c == NULL) goto fail;
-            C = PyFloat_AsDouble(c);
-            Py_DECREF(c);
-            if (C == -1.0 && PyErr_Occurred()) goto fail;
-            kind = SCHEME_HERDING;
-        } else
-            kind = SCHEME_CALLABLE;
-    }
+    if (scheme_kind(scheme, &kind, &C) < 0) goto fail;
     applied = update_core(self, alpha, gamma, v, kind, C, scheme);
     self->busy = 0;
     if (applied < 0) return NULL;
@@ -1526,6 +1534,7 @@ static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
 }
 
 #include "_text_lookup.h"
+#include "_batch.h"
 
 static PyMethodDef diagonal_methods[] = {
     {"scores", (PyCFunction)diagonal_scores, METH_O, "mu_b . x for every block b."},
@@ -1539,6 +1548,8 @@ static PyMethodDef diagonal_methods[] = {
      "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
     {"learn_native", (PyCFunction)(void (*)(void))diagonal_learn_native, METH_FASTCALL,
      "learn of a binary model with the rule's step in C; -1: the general path's case."},
+    {"learn_rows", (PyCFunction)diagonal_learn_rows, METH_VARARGS,
+     "The learn_one loop over a batch of rows (_batch.h)."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},

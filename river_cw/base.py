@@ -41,6 +41,7 @@ import numpy as np
 from river import base
 
 from . import calibration
+from .batch import Rows
 from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian
 from .validation import as_floats, check_label, check_weight
 
@@ -206,41 +207,72 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
 
     # -- mini-batches (river.base.MiniBatchClassifier) ----------------------------------------
 
-    def learn_many(self, X, y, w=1.0) -> None:
-        """Learn the rows of the DataFrame `X` with the labels of the Series `y`, in order.
+    def learn_many(self, X, y, w=1.0, *, features=None) -> None:
+        """Learn the rows of `X` with the labels `y`, in order: exactly the `learn_one` loop over
+        the rows, to the last bit (weights, predictions, `n_skipped_updates`).
 
-        Exactly the `learn_one` loop over the rows, to the last bit: row i is the dict of its
-        non-missing entries (NaN and None are pandas' marks of a missing value, so a feature absent
-        from a row is absent from its dict), its label ``y.iloc[i]`` and weight `w` (a number, or
-        a sequence or Series of one weight per row). A bad row raises the error `learn_one` raises,
-        with the row's index; the rows before it have been learned.
+        `X` is a pandas DataFrame (row i: its non-missing entries), a sequence of dicts, or a
+        `scipy.sparse` matrix whose column j is the feature ``features[j]`` (a vocabulary) or,
+        without `features`, the int j (hashed ids): see `river_cw.batch`. `y` holds one label
+        per row (a Series, a list, an array), `w` is a sample weight (a number, or a sequence or
+        Series of one per row). A bad row raises the error `learn_one` raises, prefixed with the
+        row's name (its index in the DataFrame, else its position); the rows before it have
+        been learned, as in the loop, and the model is as that loop leaves it.
+
+        >>> import river_cw
+        >>> from scipy import sparse
+        >>> model = river_cw.AROW()
+        >>> model.learn_many([{"good": 1}, {"bad": 1}, {"good": 2}], ["pos", "neg", "pos"])
+        >>> model.predict_many([{"good": 1}, {"bad": 2}])
+        ['pos', 'neg']
+        >>> X = sparse.csr_array([[1.0, 0.0], [0.0, 1.0]])
+        >>> model.learn_many(X, ["pos", "neg"], features=["good", "bad"])
+        >>> model.predict_many(X, features=["good", "bad"])
+        ['pos', 'neg']
+        >>> model.learn_many([{"good": 1}, {"bad": "x"}], ["pos", "neg"])
+        Traceback (most recent call last):
+        ...
+        TypeError: row 1: feature 'bad' has a non-numeric value: 'x' (str)
+
         """
-        rows = _rows(X)
+        rows = Rows.of(X, features)
         labels = _column(y, len(rows), "y")
-        weights = [w] * len(rows) if _is_number(w) else _column(w, len(rows), "w")
-        self._learn_rows(X.index, rows, labels, weights)
+        self._learn_rows(rows, labels, _weights(w, len(rows)))
 
-    def _learn_rows(self, index, rows: list[dict], labels: list, weights: list) -> None:
-        """The mini-batch loop: `learn_one` row after row (one place for a batch kernel)."""
-        for i, x, y, w in zip(index, rows, labels, weights):
-            try:
-                self.learn_one(x, y, w)
-            except (TypeError, ValueError) as error:
-                raise type(error)(f"row {i!r}: {error}") from error
+    def _learn_rows(self, rows: Rows, labels: list, weights: list) -> None:
+        """The mini-batch loop: `learn_one` row after row (a model may run it compiled)."""
+        rows.check_names()
+        for i in range(len(rows)):
+            self._learn_row(rows, i, labels[i], weights[i])
 
-    def predict_many(self, X):
-        """`predict_one` of every row of `X` (missing entries left out), as a Series on X's index."""
+    def _learn_row(self, rows: Rows, i: int, y, w) -> None:
+        try:
+            self.learn_one(rows.row(i), y, w)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"row {rows.index[i]!r}: {error}") from error
+
+    def predict_many(self, X, *, features=None):
+        """`predict_one` of every row of `X` (see `learn_many`): a Series on the index of a
+        DataFrame, else a list."""
+        rows = Rows.of(X, features)
+        predictions = [self.predict_one(x) for x in rows.all()]
+        if not rows.frame:
+            return predictions
         import pandas as pd
 
-        return pd.Series([self.predict_one(x) for x in _rows(X)], index=X.index, dtype=object)
+        return pd.Series(predictions, index=rows.index, dtype=object)
 
-    def predict_proba_many(self, X):
-        """`predict_proba_one` of every row, as a DataFrame on X's index, one column per class
-        (in the order of ``classes_``, the order the labels were first seen)."""
+    def predict_proba_many(self, X, *, features=None):
+        """`predict_proba_one` of every row of `X` (see `learn_many`): for a DataFrame, a
+        DataFrame on its index with one column per class (in the order of ``classes_``, the
+        order the labels were first seen); else a list of the dicts."""
+        rows = Rows.of(X, features)
+        probas = [self.predict_proba_one(x) for x in rows.all()]
+        if not rows.frame:
+            return probas
         import pandas as pd
 
-        probas = [self.predict_proba_one(x) for x in _rows(X)]
-        return pd.DataFrame(probas, index=X.index, columns=list(self.classes_), dtype=float)
+        return pd.DataFrame(probas, index=rows.index, columns=list(self.classes_), dtype=float)
 
     @staticmethod
     def _best_wrong(scores: list[float], k: int) -> int:
@@ -265,16 +297,28 @@ def _without_intercept(blocks: list[dict]) -> list[dict]:
     return [{f: v for f, v in block.items() if f is not INTERCEPT} for block in blocks]
 
 
-def _rows(X) -> list[dict]:
-    """The rows of a DataFrame as dicts of their non-missing entries (Python scalars)."""
-    return [
-        {f: v for f, v in row.items() if not (v is None or (isinstance(v, float) and v != v))}
-        for row in X.to_dict(orient="records")
-    ]
+def _hashable(y) -> bool:
+    try:
+        hash(y)
+    except TypeError:
+        return False
+    return True
 
 
 def _is_number(w) -> bool:
     return isinstance(w, (int, float)) or not hasattr(w, "__len__")
+
+
+def _weights(w, n: int) -> list:
+    """One sample weight per row: a number for every row (as `check_weight` reads it, so the
+    compiled loop sees floats), or a sequence of them."""
+    if not _is_number(w):
+        return _column(w, n, "w")
+    try:
+        w = check_weight(w)
+    except (TypeError, ValueError):
+        pass  # the first row's learn_one raises it, named
+    return [w] * n
 
 
 def _column(values, n: int, name: str) -> list:
@@ -408,6 +452,15 @@ class GaussianClassifier(LinearClassifier):
     """The rule's `_step` in C, ``(name, params)`` (see river_cw/_steps.h), or None: the compiled
     engine's lean `learn_one` then serves the common case in one call."""
 
+    def _native_step_of_step(self) -> tuple[str, tuple] | None:
+        """`_native_step` where it is this model's `_step` in C: None for a subclass that
+        overrides `_step` but not `_native_step` (its own step must run)."""
+        owners = [
+            next(c for c in type(self).__mro__ if name in vars(c))
+            for name in ("_step", "_native_step")
+        ]
+        return self._native_step if owners[0] is owners[1] else None
+
     @abc.abstractmethod
     def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
         """``(alpha, gamma)`` for margin mean `m`, variance `v > 0` and sample weight ``w > 0``
@@ -444,8 +497,8 @@ class GaussianClassifier(LinearClassifier):
     def _lean_spec(self):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
         model needs the general one (full covariance, an exact scheme, calibration, forgetting,
-        no `_native_step`)."""
-        step = self._native_step
+        no `_native_step` of its own `_step`)."""
+        step = self._native_step_of_step()
         if (
             step is None
             or self.covariance != "diagonal"
@@ -508,6 +561,47 @@ class GaussianClassifier(LinearClassifier):
             if np.isfinite(total).all():
                 self._calibration = total
         self.n_skipped_updates += outcome == SKIPPED
+
+    def _learn_rows(self, rows, labels, weights):
+        """The mini-batch loop in the compiled engine (`river_cw/_batch.h`) where it has one
+        (diagonal covariance, no calibration): the kernel learns row after row as `learn_one`
+        would and stops at a row it leaves to `learn_one` (a new label, a weight of 0, a value
+        other than a float or an int, a bad row), which then runs here."""
+        kernel = getattr(self._gaussian, "learn_rows", None)
+        if kernel is None or self.calibrate:
+            return super()._learn_rows(rows, labels, weights)
+        if self.diagonal == "exact":
+            step, scheme, native = self._exact_step, None, None
+        else:
+            step, scheme, native = self._step, self.diagonal, self._native_step_of_step()
+        intercept = INTERCEPT if self.learn_intercept else None
+        batch = rows.dicts if rows.csr is None else rows.csr
+        classes = self._class_indices(labels)
+        i, n = 0, len(rows)
+        while i < n:
+            stats = [i, 0]
+            try:
+                kernel(batch, classes, len(self.classes_), weights, i, step, scheme,
+                       float(self.forgetting), intercept, stats, native)
+            except (TypeError, ValueError) as error:  # raised by the rule's step
+                raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error
+            finally:
+                self.n_skipped_updates += stats[1]
+            i = stats[0]
+            if i < n:
+                known = len(self.classes_)
+                self._learn_row(rows, i, labels[i], weights[i])
+                if len(self.classes_) != known:
+                    classes = self._class_indices(labels)
+                i += 1
+
+    def _class_indices(self, labels: list) -> list[int]:
+        """The block of each label, -1 where it is not known yet (or not hashable)."""
+        get = self._class_index.get
+        try:
+            return [get(y, -1) for y in labels]
+        except TypeError:
+            return [get(y, -1) if _hashable(y) else -1 for y in labels]
 
     def _weight_blocks(self):
         return self._gaussian.block_views()[0]

@@ -84,3 +84,23 @@ def test_every_diagonal_rule_names_a_native_step():
         _diagonal.native_step(("nope", ()), 0.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="takes 1 parameters"):
         _diagonal.native_step(("arow", ()), 0.0, 1.0, 1.0)
+
+
+def test_a_subclass_that_overrides_the_step_runs_its_own():
+    """`_native_step` is the rule's `_step` in C: a subclass with its own `_step` is not served
+    by it, in `learn_one` (the lean path) or in `learn_many` (the batch kernel)."""
+
+    class Halved(river_cw.AROW):
+        def _step(self, m, v, w):
+            step = super()._step(m, v, w)
+            return step and (step[0] / 2.0, step[1])
+
+    assert Halved()._native_step_of_step() is None
+    assert river_cw.AROW()._native_step_of_step() == river_cw.AROW()._native_step
+    one, many, plain = Halved(), Halved(), river_cw.AROW()
+    rows, labels = [{"a": 1.0}, {"b": 2.0}, {"a": -1.0}], [True, False, True]
+    for x, y in zip(rows, labels):
+        one.learn_one(x, y)
+        plain.learn_one(x, y)
+    many.learn_many(rows, labels)
+    assert one.weights == many.weights != plain.weights

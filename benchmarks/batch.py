@@ -1,0 +1,177 @@
+"""Mini-batch learning: `learn_many` on dicts and on CSR arrays next to river's PAClassifier's
+`learn_one` loop, in one run.
+
+A text stream from ../shared/data goes through river's `BagOfWords` once (as in
+`throughput.py`; `river_cw.text.BagOfWords` gives the same dicts); the CSR matrix is built from those dicts with their vocabulary (column j is the j-th
+token seen) and, for hashed ids, the same matrix without names (column j is the int j). Every
+model then learns the same examples in file order (shuffled with a fixed seed) in batches of
+`--batch` rows; river's PAClassifier (which has no `learn_many`) and river_cw's own `learn_one`
+loop learn them one by one. Each pass runs `--repeat` times, in rounds over all passes, and
+keeps its best CPU time. Prints a markdown table of features/s (stored entries of the rows) and
+the ratio to river's PAClassifier of the same run.
+
+    python benchmarks/batch.py [--data FILE ...] [--limit 4000] [--batch 1000] [--repeat 3]
+    python benchmarks/batch.py --instructions   # instructions per feature, by callgrind
+
+With ``--instructions`` a child process under valgrind's callgrind runs every pass once and
+dumps its counters at markers (calls of `time.process_time`) around each pass, as
+`benchmarks/instructions.py` does: counts repeat where CPU time on a shared machine does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from river import linear_model
+from scipy import sparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from throughput import DATA, load  # noqa: E402
+
+import river_cw  # noqa: E402
+
+MODELS = {
+    "AROW": lambda: river_cw.AROW(),
+    "AROW drop": lambda: river_cw.AROW(diagonal="drop"),
+    "SCW-I": lambda: river_cw.SCW(),
+    "CW var exact": lambda: river_cw.CW(variant="var", diagonal="exact"),
+}
+
+
+def stream(name: str, limit: int):
+    """(dicts, labels, CSR matrix, vocabulary) of the first `limit` shuffled examples."""
+    examples = load(name, limit)  # river's BagOfWords (river_cw.text.BagOfWords: the same counts)
+    dicts = [x for x, _ in examples]
+    labels = [y for _, y in examples]
+    vocabulary: dict = {}
+    indptr, indices, data = [0], [], []
+    for x in dicts:
+        for token, count in x.items():
+            indices.append(vocabulary.setdefault(token, len(vocabulary)))
+            data.append(float(count))
+        indptr.append(len(indices))
+    X = sparse.csr_array((np.array(data), np.array(indices), np.array(indptr)),
+                         shape=(len(dicts), len(vocabulary)))
+    return dicts, labels, X, list(vocabulary)
+
+
+def passes(dicts, labels, X, features, batch: int) -> dict:
+    """name -> a function learning the whole stream once with a new model."""
+
+    def loop(make):
+        def run():
+            model = make()
+            for x, y in zip(dicts, labels):
+                model.learn_one(x, y)
+        return run
+
+    def many(make, rows, **kwargs):
+        def run():
+            model = make()
+            for a in range(0, len(labels), batch):
+                model.learn_many(rows[a:a + batch], labels[a:a + batch], **kwargs)
+        return run
+
+    out = {"river PAClassifier learn_one": loop(linear_model.PAClassifier)}
+    for name, make in MODELS.items():
+        out[f"{name} learn_one"] = loop(make)
+        out[f"{name} learn_many dicts"] = many(make, dicts)
+        out[f"{name} learn_many CSR vocabulary"] = many(make, X, features=features)
+        out[f"{name} learn_many CSR hashed"] = many(make, X)
+    return out
+
+
+def cpu_time(run) -> float:
+    start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
+def table(name: str, n_features: int, n_rows: int, seconds: dict, unit: str) -> None:
+    pa = seconds["river PAClassifier learn_one"]
+    print(f"\n{name}: {n_rows} examples, {n_features / n_rows:.0f} features each, "
+          f"engine {river_cw.ENGINE!r}\n")
+    if unit == "s":
+        print("| pass | features/s | vs PAClassifier |")
+        print("|---|---:|---:|")
+        for pass_, s in seconds.items():
+            print(f"| {pass_} | {n_features / s:,.0f} | {pa / s:.2f}x |")
+    else:
+        print("| pass | instructions/feature | vs PAClassifier |")
+        print("|---|---:|---:|")
+        for pass_, count in seconds.items():
+            print(f"| {pass_} | {count / n_features:,.0f} | {pa / count:.2f}x |")
+
+
+def child(path: str) -> None:
+    with open(path, "rb") as fh:
+        dicts, labels, X, features, batch = pickle.load(fh)
+    for run in passes(dicts, labels, X, features, batch).values():
+        time.process_time()  # marker: counting starts
+        run()
+        time.process_time()  # marker: counting stops
+
+
+def counts(dicts, labels, X, features, batch) -> dict:
+    with tempfile.TemporaryDirectory() as out:
+        path = f"{out}/stream.pickle"
+        with open(path, "wb") as fh:
+            pickle.dump((dicts, labels, X, features, batch), fh)
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
+             f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--child", path],
+            capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+        parts = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
+        totals = [int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1))
+                  for p in parts]
+    names = list(passes(dicts, labels, X, features, batch))
+    return {name: totals[1 + 2 * i] for i, name in enumerate(names)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--data", nargs="+", default=["mdsd_sorted_acl_text.jsonl.gz", "sms_spam_collection.jsonl.gz"]
+    )
+    parser.add_argument("--limit", type=int, default=4000)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return child(args.child)
+    if args.instructions and shutil.which("valgrind") is None:
+        print("valgrind is not installed: no instruction counts")
+        return
+    for name in args.data:
+        if not (DATA / name).exists():
+            print(f"{DATA / name} is absent: skipped")
+            continue
+        dicts, labels, X, features = stream(name, args.limit)
+        if args.instructions:
+            table(name, X.nnz, len(labels), counts(dicts, labels, X, features, args.batch), "i")
+            continue
+        runs = passes(dicts, labels, X, features, args.batch)
+        seconds = dict.fromkeys(runs, float("inf"))
+        for _ in range(args.repeat):  # rounds over all passes: load changes hit them alike
+            for pass_, run in runs.items():
+                seconds[pass_] = min(seconds[pass_], cpu_time(run))
+        table(name, X.nnz, len(labels), seconds, "s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,756 @@
+/* The mini-batch kernel of the compiled diagonal engine: Diagonal.learn_rows learns a batch of
+ * rows in one call, exactly as the learn_one loop of river_cw.base would (the reference), bit for
+ * bit: the same margins with the same exactly rounded sums, the same step, the same update
+ * (update_core's unchecked path in place on the row, else update_core itself on the coordinates
+ * the engine's add_coord leaves).
+ *
+ * Rows come as a list of dicts or as CSR arrays (data, indices, indptr) whose column j is the
+ * feature named features[j], or the int j itself (hashed ids). For CSR each distinct column of
+ * the batch is resolved once to its entry in every block's table (room for every column not yet
+ * learned is reserved first, so the tables never grow while the slots are in use); new features
+ * get their slots as the updates append them.
+ *
+ * The kernel never raises on a bad row: it stops at any row it does not handle (a label not yet
+ * known, a sample weight that is not a float > 0, a value that is not a float or an int, a mapping
+ * other than a dict, a bad key, a margin beyond float64) before touching the model, and the caller
+ * hands that row to learn_one, which raises what it raises or learns it (river_cw.base).
+ *
+ * Included by _diagonal.c after update_core. */
+
+/* The step of a batch: a native step, or the rule's Python method called per example */
+typedef struct {
+    rcw_step native;      /* NULL: call `callable` */
+    const double *params; /* the native step's parameters */
+    PyObject *callable;   /* step(m, v, w) -> None | (alpha, gamma); exact: step(m, v, u, w) */
+    PyObject *scheme;     /* "project" or "drop"; None: the step returns its exact scheme */
+} BatchStep;
+
+#include <float.h>
+
+enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
+
+/* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma and a new reference to
+ * the scheme, or BATCH_NONE, BATCH_SKIP, BATCH_ERROR (raised). The Python step's result and
+ * errors map as in river_cw.gaussian._learn. */
+static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, double w,
+                      double *alpha, double *gamma, PyObject **scheme) {
+    PyObject *args[4], *result, *own[4] = {NULL, NULL, NULL, NULL};
+    Py_ssize_t n = 0, i;
+    int exact = s->scheme == Py_None;
+    if (s->native != NULL) {
+        int r = s->native(s->params, m, v, w, alpha, gamma);
+        if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
+        if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
+        Py_INCREF(s->scheme);
+        *scheme = s->scheme;
+        return BATCH_UPDATE;
+    }
+    own[n] = PyFloat_FromDouble(m), args[n] = own[n], n++;
+    own[n] = PyFloat_FromDouble(v), args[n] = own[n], n++;
+    if (exact) own[n] = make_terms(self->u, self->nu), args[n] = own[n], n++;
+    own[n] = PyFloat_FromDouble(w), args[n] = own[n], n++;
+    for (i = 0; i < n; i++)
+        if (own[i] == NULL) goto error;
+    result = PyObject_Vectorcall(s->callable, args, (size_t)n, NULL);
+    for (i = 0; i < n; i++) Py_CLEAR(own[i]);
+    if (result == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
+            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
+            PyErr_Clear();
+            return BATCH_SKIP;
+        }
+        return BATCH_ERROR;
+    }
+    if (result == Py_None) {
+        Py_DECREF(result);
+        return BATCH_NONE;
+    }
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (exact ? 3 : 2)) {
+        Py_DECREF(result);
+        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
+                                         "(alpha, gamma, scheme)");
+        return BATCH_ERROR;
+    }
+    *alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
+    *gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
+    if (PyErr_Occurred()) {
+        Py_DECREF(result);
+        return BATCH_ERROR;
+    }
+    if (!(isfinite(*alpha) && isfinite(*gamma))) { /* v near 0, a violated constraint */
+        Py_DECREF(result);
+        return BATCH_SKIP;
+    }
+    *scheme = exact ? PyTuple_GET_ITEM(result, 2) : s->scheme;
+    Py_INCREF(*scheme);
+    Py_DECREF(result);
+    return BATCH_UPDATE;
+error:
+    for (i = 0; i < n; i++) Py_CLEAR(own[i]);
+    return BATCH_ERROR;
+}
+
+/* One row's features (the intercept last): feature j has the value x[j] and the column col[j],
+ * whose key (borrowed) and hash are keys[col[j]] and hashes[col[j]] and whose entry in block b is
+ * slot[b * stride + col[j]] (-1: unseen). A dict row's columns are its own (col[j] = j, in the
+ * row's arrays key, hash and ix); a CSR row's are the batch's distinct columns (BatchColumns). */
+typedef struct {
+    Py_ssize_t n, cap, nblocks;
+    double *x;
+    Py_ssize_t *col;
+    PyObject **keys;
+    Py_hash_t *hashes;
+    Py_ssize_t *slot, stride;
+    PyObject **key; /* a dict row's own columns */
+    Py_hash_t *hash;
+    Py_ssize_t *ix;
+    double *scores;
+} BatchRow;
+
+#define ROW_SLOTS(r, b) (&(r)->slot[(b) * (r)->stride])
+
+static void row_free(BatchRow *r) {
+    PyMem_Free(r->x);
+    PyMem_Free(r->key);
+    PyMem_Free(r->hash);
+    PyMem_Free(r->col);
+    PyMem_Free(r->ix);
+    PyMem_Free(r->scores);
+}
+
+static int row_reserve(BatchRow *r, Py_ssize_t n) {
+    if (n <= r->cap && r->x != NULL) return 0;
+    n += n / 2 + 16;
+    row_free(r);
+    r->x = PyMem_Malloc(sizeof(double) * n);
+    r->key = PyMem_Malloc(sizeof(PyObject *) * n);
+    r->hash = PyMem_Malloc(sizeof(Py_hash_t) * n);
+    r->col = PyMem_Malloc(sizeof(Py_ssize_t) * n);
+    r->ix = PyMem_Malloc(sizeof(Py_ssize_t) * n * r->nblocks);
+    r->scores = PyMem_Malloc(sizeof(double) * r->nblocks);
+    r->cap = n;
+    if (!r->x || !r->key || !r->hash || !r->col || !r->ix || !r->scores) {
+        r->cap = 0;
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* mu_b . x of a row (the terms kept when `kept`, else only accumulated): 0, 1 when the sum
+ * is not certified without its terms, -1 on an error (raised) */
+static int batch_score(const Table *t, const BatchRow *r, const Py_ssize_t *slot, int kept,
+                       double *score, double *unseen) {
+    Py_ssize_t j;
+    Fsum acc;
+    fsum_init(&acc);
+    *unseen = 0.0;
+    for (j = 0; j < r->n; j++) {
+        Py_ssize_t ix = slot[r->col[j]];
+        if (ix < 0)
+            *unseen += r->x[j];
+        else if (!kept)
+            fsum_add_unkept(&acc, t->entries[ix].mean * r->x[j]);
+        else if (fsum_add(&acc, t->entries[ix].mean * r->x[j]) < 0) {
+            fsum_free(&acc);
+            return -1;
+        }
+    }
+    if (!kept) return fsum_certified(&acc, score) ? 0 : 1;
+    return fsum_result(&acc, score);
+}
+
+/* Validate a multi-class row as `scores` does and pick the best-scoring block other than k (the
+ * first of equals, as Python's max); -1: the row is bad, 0 otherwise */
+static int batch_best_wrong(Diagonal *self, BatchRow *r, Py_ssize_t k, Py_ssize_t *wrong) {
+    Py_ssize_t b;
+    for (b = 0; b < self->nblocks; b++) {
+        double score, unseen;
+        int status = batch_score(&self->blocks[b], r, ROW_SLOTS(r, b), 0, &score, &unseen);
+        if (status == 1) status = batch_score(&self->blocks[b], r, ROW_SLOTS(r, b), 1, &score, &unseen);
+        if (status < 0 || !isfinite(score + unseen)) return -1;
+        r->scores[b] = score;
+    }
+    *wrong = -1;
+    for (b = 0; b < self->nblocks; b++)
+        if (b != k && (*wrong < 0 || r->scores[b] > r->scores[*wrong])) *wrong = b;
+    return 0;
+}
+
+/* The pairs of a row's difference vector d = sum(sign f(x, block)) */
+typedef struct {
+    int n;
+    Py_ssize_t block[2];
+    double sign[2];
+    Py_ssize_t n_new[2]; /* features of the pair not learned yet with a non-zero value */
+} BatchPairs;
+
+/* diagonal_margin's sums on a resolved row: m = mu . d and v = d' Sigma d (the terms u_j in
+ * the engine's u, in its order), with the learned variances forgotten (not written). The terms
+ * are kept when `kept`, else only accumulated. 0, 1 when a sum is not certified without its
+ * terms, -1 on an error (raised) */
+static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
+                      int kept, double *m_out, double *v_out) {
+    Py_ssize_t j;
+    double m = 0.0;
+    int k;
+    Fsum u_acc, m_acc;
+    self->nu = 0;
+    fsum_init(&u_acc);
+    for (k = 0; k < p->n; k++) {
+        Entry *entries = self->blocks[p->block[k]].entries;
+        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
+        double mk;
+        p->n_new[k] = 0;
+        fsum_init(&m_acc);
+        for (j = 0; j < r->n; j++) {
+            double xf = r->x[j], x2 = xf * xf, uj;
+            Py_ssize_t ix = slot[col[j]];
+            if (ix < 0) {
+                if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
+                uj = self->prior * x2;
+                p->n_new[k]++;
+            } else {
+                Entry *e = &entries[ix];
+                uj = forget(e->var, keep, rest) * x2;
+                if (!kept)
+                    fsum_add_unkept(&m_acc, e->mean * xf);
+                else if (fsum_add(&m_acc, e->mean * xf) < 0)
+                    goto fail;
+            }
+            self->u[self->nu++] = uj;
+            if (!kept)
+                fsum_add_unkept(&u_acc, uj);
+            else if (fsum_add(&u_acc, uj) < 0)
+                goto fail;
+        }
+        if (!kept) {
+            if (!fsum_certified(&m_acc, &mk)) return 1;
+        } else if (fsum_result(&m_acc, &mk) < 0) {
+            fsum_free(&u_acc);
+            return -1;
+        }
+        m += p->sign[k] * mk;
+    }
+    *m_out = m;
+    if (!kept) return fsum_certified(&u_acc, v_out) ? 0 : 1;
+    return fsum_result(&u_acc, v_out);
+fail:
+    fsum_free(&m_acc);
+    fsum_free(&u_acc);
+    return -1;
+}
+
+/* diagonal_margin on a resolved row: batch_sums, then the forgotten variances written once the
+ * row is known to be valid; -1 (nothing changed) when the row is bad (a non-finite margin, an
+ * overflow, memory) */
+static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
+                        double *m_out, double *v_out) {
+    Py_ssize_t j;
+    int k, status;
+    release_coords(self);
+    if (coords_reserve(self, r->n * p->n) < 0) goto fail;
+    status = batch_sums(self, r, p, keep, rest, 0, m_out, v_out);
+    if (status == 1) status = batch_sums(self, r, p, keep, rest, 1, m_out, v_out);
+    if (status < 0 || !(isfinite(*m_out) && isfinite(*v_out))) goto fail;
+    if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
+        for (k = 0; k < p->n; k++) {
+            Entry *entries = self->blocks[p->block[k]].entries;
+            const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
+            for (j = 0; j < r->n; j++)
+                if (slot[col[j]] >= 0 && r->x[j] != 0.0)
+                    entries[slot[col[j]]].var = forget(entries[slot[col[j]]].var, keep, rest);
+        }
+    return 0;
+fail:
+    PyErr_Clear();
+    self->nu = 0;
+    return -1;
+}
+
+/* the engine's coordinates of the last margin, as diagonal_margin leaves them (add_coord: the
+ * unseen features' keys, nkeyed and pair_new), for update_core */
+static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
+    Py_ssize_t j;
+    int k;
+    Fsum m_acc, u_acc; /* the sums are known: add_coord's terms are not kept */
+    release_coords(self);
+    fsum_init(&m_acc);
+    fsum_init(&u_acc);
+    self->npairs = p->n;
+    for (k = 0; k < p->n; k++) {
+        Table *t = &self->blocks[p->block[k]];
+        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
+        self->pair_block[k] = p->block[k];
+        self->pair_sign[k] = p->sign[k];
+        for (j = 0; j < r->n; j++) {
+            Py_ssize_t l = r->col[j];
+            add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], 1.0, 0.0, &m_acc,
+                      &u_acc, 0);
+        }
+    }
+}
+
+/* update_core's unchecked path (a built-in scheme far from float64's limit: every value is
+ * finite) in place on the row: per weight the same formulas, new weights appended per pair in
+ * the row's order (their entries' positions go to the row's slots); -1 on memory */
+static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
+                       double gamma, double v, int kind) {
+    double beta = gamma / (1.0 + gamma * v), prior = self->prior;
+    Py_ssize_t j;
+    int k;
+    for (k = 0; k < p->n; k++)
+        if (p->n_new[k] && table_reserve(&self->blocks[p->block[k]], p->n_new[k]) < 0) return -1;
+    for (k = 0; k < p->n; k++) {
+        Table *t = &self->blocks[p->block[k]];
+        Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
+        double a = alpha * p->sign[k];
+        for (j = 0; j < r->n; j++) {
+            Py_ssize_t l = r->col[j], ix = slot[l];
+            double xf = r->x[j], s, mean;
+            if (ix < 0) {
+                if (xf * xf == 0.0) continue;
+                s = prior;
+                mean = 0.0;
+            } else {
+                s = t->entries[ix].var;
+                mean = t->entries[ix].mean;
+            }
+            mean = step_mean(mean, a, s, xf);
+            s = kind == SCHEME_PROJECT ? shrink_project(s, xf, gamma) : shrink_drop(s, xf, beta);
+            if (ix >= 0) {
+                t->entries[ix].mean = mean;
+                t->entries[ix].var = s;
+            } else {
+                slot[l] = t->used;
+                table_append(t, r->keys[l], r->hashes[l], mean, s);
+            }
+        }
+    }
+    if (p->n_new[0] || (p->n > 1 && p->n_new[1])) self->generation++;
+    return 0;
+}
+
+/* The CSR columns of a batch: each distinct column's key, hash and entry in every block */
+typedef struct {
+    const double *data;
+    const Py_ssize_t *indices, *indptr;
+    Py_ssize_t ncols, ndistinct;
+    int32_t *local;     /* per column: 1 + its position among the distinct ones, 0 absent */
+    Py_ssize_t *column; /* per distinct column: the column */
+    PyObject **key;     /* new references; NULL: the key is bad (unhashable, or its == raised) */
+    Py_hash_t *hash;
+    Py_ssize_t *slot;   /* slot[b * ndistinct + l]: entry of distinct column l in block b, -1 */
+    Py_ssize_t *stamp;  /* per distinct column: 1 + the last row it was seen in */
+    Py_buffer views[3];
+    int nviews;
+} BatchColumns;
+
+static void columns_free(BatchColumns *c) {
+    Py_ssize_t l;
+    int i;
+    if (c->key != NULL)
+        for (l = 0; l < c->ndistinct; l++) Py_XDECREF(c->key[l]);
+    PyMem_Free(c->local);
+    PyMem_Free(c->column);
+    PyMem_Free(c->key);
+    PyMem_Free(c->hash);
+    PyMem_Free(c->slot);
+    PyMem_Free(c->stamp);
+    for (i = 0; i < c->nviews; i++) PyBuffer_Release(&c->views[i]);
+}
+
+/* a C-contiguous buffer of `item`-byte items whose format is one of `formats` */
+static int columns_view(BatchColumns *c, PyObject *array, const char *formats, Py_ssize_t item,
+                        const void **out, Py_ssize_t *n) {
+    Py_buffer *view = &c->views[c->nviews];
+    const char *f;
+    if (PyObject_GetBuffer(array, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    c->nviews++;
+    f = view->format[0] == '<' || view->format[0] == '=' || view->format[0] == '@'
+            ? view->format + 1 : view->format;
+    if (view->itemsize != item || strlen(f) != 1 || strchr(formats, f[0]) == NULL) {
+        PyErr_SetString(PyExc_TypeError, "CSR arrays must be float64 data and intp indices");
+        return -1;
+    }
+    *out = view->buf;
+    *n = view->len / item;
+    return 0;
+}
+
+/* ValueError when two of the batch's columns have equal names */
+static int columns_distinct(BatchColumns *c) {
+    Table seen;
+    Py_ssize_t l, ix;
+    int status = 0;
+    if (table_init(&seen) < 0 || table_reserve(&seen, c->ndistinct) < 0) {
+        table_free(&seen);
+        return -1;
+    }
+    for (l = 0; l < c->ndistinct && status == 0; l++) {
+        if (c->key[l] == NULL) continue;
+        ix = table_find(&seen, c->key[l], c->hash[l]);
+        if (ix == -2)
+            PyErr_Clear(); /* its == raised: the rows that hold it go to learn_one */
+        else if (ix >= 0) {
+            PyErr_Format(PyExc_ValueError, "features names columns %zd and %zd alike: %R",
+                         (Py_ssize_t)seen.entries[ix].mean, c->column[l], c->key[l]);
+            status = -1;
+        } else
+            table_append(&seen, c->key[l], c->hash[l], (double)c->column[l], 0.0);
+    }
+    table_free(&seen);
+    return status;
+}
+
+/* Resolve the distinct columns of rows [start, end) in every block; reserve room for those not
+ * learned yet (the intercept included) so that no table grows while the slots are in use */
+static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
+                           PyObject *intercept, Py_ssize_t start, Py_ssize_t end) {
+    Py_ssize_t p, l, b, first = c->indptr[start], last = c->indptr[end];
+    Py_ssize_t extra = intercept != Py_None;
+    if ((c->local = PyMem_Calloc(c->ncols + 1, sizeof(int32_t))) == NULL) goto memory;
+    for (p = start; p < end; p++)
+        if (c->indptr[p] > c->indptr[p + 1]) {
+            PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
+            return -1;
+        }
+    c->column = PyMem_Malloc(sizeof(Py_ssize_t) * (last - first + 1));
+    if (c->column == NULL) goto memory;
+    for (p = first; p < last; p++) {
+        Py_ssize_t j = c->indices[p];
+        if (j < 0 || j >= c->ncols) {
+            PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", j);
+            return -1;
+        }
+        if (c->local[j] == 0) {
+            if (c->ndistinct >= INT32_MAX - 1) {
+                PyErr_SetString(PyExc_OverflowError, "too many distinct columns in one batch");
+                return -1;
+            }
+            c->column[c->ndistinct] = j;
+            c->local[j] = (int32_t)++c->ndistinct;
+        }
+    }
+    c->ndistinct += extra; /* the intercept: the last distinct column */
+    c->key = PyMem_Calloc(c->ndistinct + 1, sizeof(PyObject *));
+    c->hash = PyMem_Malloc(sizeof(Py_hash_t) * (c->ndistinct + 1));
+    c->slot = PyMem_Malloc(sizeof(Py_ssize_t) * (c->ndistinct * self->nblocks + 1));
+    c->stamp = PyMem_Calloc(c->ndistinct + 1, sizeof(Py_ssize_t));
+    if (!c->key || !c->hash || !c->slot || !c->stamp) goto memory;
+    for (l = 0; l < c->ndistinct; l++) {
+        PyObject *key;
+        if (extra && l == c->ndistinct - 1) {
+            key = intercept;
+            Py_INCREF(key);
+        } else if (features == Py_None)
+            key = PyLong_FromSsize_t(c->column[l]);
+        else {
+            key = PyList_GET_ITEM(features, c->column[l]);
+            Py_INCREF(key);
+        }
+        if (key == NULL) return -1;
+        c->key[l] = key;
+        if (key == intercept && intercept != Py_None && !(extra && l == c->ndistinct - 1))
+            Py_CLEAR(c->key[l]); /* a column named INTERCEPT: learn_one's {**x, INTERCEPT: 1} */
+        else if ((c->hash[l] = PyObject_Hash(key)) == -1) { /* learn_one names it */
+            PyErr_Clear();
+            Py_CLEAR(c->key[l]);
+        }
+    }
+    if (features != Py_None && columns_distinct(c) < 0) return -1;
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        Py_ssize_t absent = 0;
+        for (l = 0; l < c->ndistinct; l++) {
+            Py_ssize_t ix = -1;
+            if (c->key[l] != NULL && (ix = table_find(t, c->key[l], c->hash[l])) == -2) {
+                PyErr_Clear(); /* its == raised: learn_one raises it */
+                Py_CLEAR(c->key[l]);
+            }
+            c->slot[b * c->ndistinct + l] = ix;
+            absent += ix == -1;
+        }
+        if (table_reserve(t, absent) < 0) return -1;
+    }
+    return 0;
+memory:
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* row i of the CSR batch, resolved; 0, or 1 when the kernel leaves it to learn_one */
+static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
+                       PyObject *intercept) {
+    Py_ssize_t p, a = c->indptr[i], e = c->indptr[i + 1], n = e - a + (intercept != Py_None);
+    if (row_reserve(r, n) < 0) return -1;
+    r->n = n;
+    for (p = 0; p < n; p++) {
+        Py_ssize_t l = p < e - a ? c->local[c->indices[a + p]] - 1 : c->ndistinct - 1;
+        if (c->key[l] == NULL || c->stamp[l] == i + 1) return 1; /* a bad key, a duplicate */
+        c->stamp[l] = i + 1;
+        r->x[p] = p < e - a ? c->data[a + p] : 1.0;
+        r->col[p] = l;
+    }
+    r->keys = c->key;
+    r->hashes = c->hash;
+    r->slot = c->slot;
+    r->stride = c->ndistinct;
+    return 0;
+}
+
+/* a dict row, resolved; 0, 1 when the kernel leaves it to learn_one, -1 on error */
+static int dict_row(Diagonal *self, BatchRow *r, PyObject *x, PyObject *intercept,
+                    Py_hash_t intercept_hash) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, j = 0, b, n;
+    if (!PyDict_CheckExact(x)) return 1;
+    n = PyDict_GET_SIZE(x) + (intercept != Py_None);
+    if (row_reserve(r, n) < 0) return -1;
+    r->n = n;
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        Py_hash_t h;
+        if (key == intercept && intercept != Py_None) return 1;
+        if (PyFloat_CheckExact(value))
+            r->x[j] = PyFloat_AS_DOUBLE(value);
+        else if (PyLong_CheckExact(value)) {
+            r->x[j] = PyLong_AsDouble(value); /* as float(int) */
+            if (r->x[j] == -1.0 && PyErr_Occurred()) goto leave;
+        } else
+            return 1;
+        if (!PyUnicode_CheckExact(key) || (h = ((PyASCIIObject *)key)->hash) == -1)
+            if ((h = PyObject_Hash(key)) == -1) goto leave;
+        r->key[j] = key;
+        r->hash[j] = h;
+        r->col[j] = j;
+        j++;
+    }
+    if (intercept != Py_None) {
+        r->x[j] = 1.0;
+        r->key[j] = intercept;
+        r->hash[j] = intercept_hash;
+        r->col[j] = j;
+    }
+    r->keys = r->key;
+    r->hashes = r->hash;
+    r->slot = r->ix;
+    r->stride = r->cap;
+    for (b = 0; b < self->nblocks; b++)
+        for (j = 0; j < n; j++)
+            if ((r->ix[b * r->cap + j] = table_find(&self->blocks[b], r->key[j], r->hash[j])) == -2)
+                goto leave;
+    return 0;
+leave:
+    PyErr_Clear();
+    return 1;
+}
+
+/* The native step a rule's `_native_step` ``(name, params)`` names (_steps.h), its parameters
+ * copied to `params`; 0, or -1 with ValueError/TypeError set. */
+static int batch_native_step(PyObject *spec, BatchStep *step, double *params) {
+    const char *name;
+    PyObject *values;
+    int nparams, k;
+    if (!PyArg_ParseTuple(spec, "sO!", &name, &PyTuple_Type, &values)) return -1;
+    step->native = rcw_find_step_n(name, &nparams);
+    if (step->native == NULL || PyTuple_GET_SIZE(values) != nparams || nparams > RCW_MAX_PARAMS) {
+        PyErr_Format(PyExc_ValueError, "no native step %R", spec);
+        return -1;
+    }
+    for (k = 0; k < nparams; k++)
+        if ((params[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, k))) == -1.0 && PyErr_Occurred())
+            return -1;
+    step->params = params;
+    return 0;
+}
+
+/* learn_rows(rows, classes, n_classes, weights, start, step, scheme, forgetting, intercept,
+ * stats, native): the learn_one loop over rows[start:] (see the top of this file); `rows` is a
+ * list of dicts or (data, indices, indptr, features or None, n_columns), `classes` the class
+ * index of each row's label (-1 unknown), `weights` the sample weight of each row, `intercept`
+ * the intercept's key or None, `native` the rule's `_native_step` (then `step` is not called) or
+ * None. Sets stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped
+ * updates to stats[1], also when a step raises. */
+static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
+    PyObject *rows, *classes, *weights, *step_fn, *scheme, *intercept, *stats, *native;
+    PyObject *features = Py_None;
+    double native_params[RCW_MAX_PARAMS];
+    PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
+    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize;
+    double forgetting, initial = self->prior;
+    Py_hash_t intercept_hash = 0;
+    BatchRow r = {0};
+    BatchColumns c = {0};
+    BatchStep step = {NULL, NULL, NULL, NULL};
+    int csr, failed = 1;
+    uint64_t generation;
+    if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!O", &rows, &PyList_Type, &classes, &n_classes,
+                          &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
+                          &intercept, &PyList_Type, &stats, &native))
+        return NULL;
+    step.callable = step_fn;
+    step.scheme = scheme;
+    if (native != Py_None && batch_native_step(native, &step, native_params) < 0) return NULL;
+    csr = PyTuple_Check(rows);
+    if (csr) {
+        if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))
+            return NULL;
+        if (features != Py_None && (!PyList_Check(features) || PyList_GET_SIZE(features) != c.ncols)) {
+            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
+            return NULL;
+        }
+    } else if (!PyList_Check(rows)) {
+        PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
+        return NULL;
+    }
+    if (PyList_GET_SIZE(stats) != 2) {
+        PyErr_SetString(PyExc_TypeError, "stats must be [row, skipped]");
+        return NULL;
+    }
+    if (self->nblocks != (n_classes > 2 ? n_classes : 1)) {
+        PyErr_SetString(PyExc_RuntimeError, "learn_rows: the blocks do not match the classes");
+        return NULL;
+    }
+    if (intercept != Py_None && (intercept_hash = PyObject_Hash(intercept)) == -1) return NULL;
+    if (enter(self) < 0) return NULL;
+    i = start;
+    r.nblocks = self->nblocks;
+    nrows = PyList_GET_SIZE(classes);
+    if (PyList_GET_SIZE(weights) != nrows || start < 0 || start > nrows) {
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
+        goto done;
+    }
+    if (csr) {
+        const void *p;
+        Py_ssize_t ndata, nindices;
+        if (columns_view(&c, data, "d", sizeof(double), &p, &ndata) < 0) goto done;
+        c.data = p;
+        if (columns_view(&c, indices, "lqn", sizeof(Py_ssize_t), &p, &nindices) < 0) goto done;
+        c.indices = p;
+        if (columns_view(&c, indptr, "lqn", sizeof(Py_ssize_t), &p, &nsize) < 0) goto done;
+        c.indptr = p;
+        if (nsize != nrows + 1 || c.indptr[0] < 0 || c.indptr[nrows] > ndata ||
+            c.indptr[nrows] > nindices) {
+            PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
+            goto done;
+        }
+        if (columns_resolve(self, &c, features, intercept, start, nrows) < 0) goto done;
+    } else if (PyList_GET_SIZE(rows) != nrows) {
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
+        goto done;
+    }
+    generation = self->generation;
+    for (i = start; i < nrows; i++) {
+        Py_ssize_t k = PyLong_AsSsize_t(PyList_GET_ITEM(classes, i));
+        PyObject *w_obj = PyList_GET_ITEM(weights, i), *update_scheme = NULL;
+        double w, keep = 1.0, rest = 0.0, m, v, alpha, gamma;
+        BatchPairs pairs;
+        int outcome, leave;
+        if (k == -1 && PyErr_Occurred()) goto done;
+        if (k < 0 || k >= n_classes || !PyFloat_CheckExact(w_obj)) break;
+        w = PyFloat_AS_DOUBLE(w_obj);
+        if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
+        if (self->generation != generation) {
+            PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
+            goto done;
+        }
+        leave = csr ? columns_row(self, &c, &r, i, intercept)
+                    : dict_row(self, &r, PyList_GET_ITEM(rows, i), intercept, intercept_hash);
+        if (leave < 0) goto done;
+        if (leave) break;
+        if (n_classes <= 2) { /* binary: the second label seen is +1 */
+            pairs.n = 1;
+            pairs.block[0] = 0;
+            pairs.sign[0] = k == 1 ? 1.0 : -1.0;
+        } else {
+            pairs.n = 2;
+            pairs.block[0] = k;
+            pairs.sign[0] = 1.0;
+            pairs.sign[1] = -1.0;
+            if (batch_best_wrong(self, &r, k, &pairs.block[1]) < 0) {
+                PyErr_Clear();
+                break;
+            }
+        }
+        if (forgetting != 0.0) {
+            keep = w == 1.0 ? 1.0 - forgetting : pow(1.0 - forgetting, w);
+            if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
+            rest = (1.0 - keep) / initial;
+        }
+        if (batch_margin(self, &r, &pairs, keep, rest, &m, &v) < 0) break;
+        if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
+            continue;
+        self->busy = 0; /* the step is Python's: it may call the engine */
+        outcome = batch_step(self, &step, m, v, w, &alpha, &gamma, &update_scheme);
+        if (outcome == BATCH_UPDATE) {
+            double step_bound = fabs(alpha) * sqrt(self->prior * v), C;
+            int kind, applied = 1;
+            if (enter(self) < 0 || self->generation != generation) {
+                Py_DECREF(update_scheme);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
+                goto done_free;
+            }
+            if (scheme_kind(update_scheme, &kind, &C) < 0) {
+                Py_DECREF(update_scheme);
+                goto done;
+            }
+            if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
+                self->mean_bound + step_bound < SAFE_BOUND) {
+                if (batch_apply(self, &r, &pairs, alpha, gamma, v, kind) < 0) {
+                    Py_DECREF(update_scheme);
+                    goto done;
+                }
+                self->mean_bound += step_bound;
+            } else { /* checked, or another scheme: update_core on the engine's coordinates */
+                Py_ssize_t used[2] = {0, 0}, q, j;
+                batch_coords(self, &r, &pairs);
+                for (q = 0; q < pairs.n; q++) used[q] = self->blocks[pairs.block[q]].used;
+                applied = update_core(self, alpha, gamma, v, kind, C, update_scheme);
+                if (applied < 0) {
+                    Py_DECREF(update_scheme);
+                    goto done;
+                }
+                if (applied) /* the new features' slots, appended in the row's order */
+                    for (q = 0; q < pairs.n; q++) {
+                        Py_ssize_t *slot = ROW_SLOTS(&r, pairs.block[q]);
+                        for (j = 0; j < r.n; j++)
+                            if (slot[r.col[j]] < 0 && r.x[j] * r.x[j] != 0.0)
+                                slot[r.col[j]] = used[q]++;
+                    }
+            }
+            Py_DECREF(update_scheme);
+            skipped += !applied;
+            generation = self->generation;
+            continue;
+        }
+        if (outcome == BATCH_ERROR) goto done_free;
+        skipped += outcome == BATCH_SKIP;
+        if (enter(self) < 0) goto done_free;
+    }
+    failed = 0;
+done:
+    self->busy = 0;
+done_free:
+    release_coords(self);
+    row_free(&r);
+    columns_free(&c);
+    {
+        PyObject *at = PyLong_FromSsize_t(i), *before = PyList_GET_ITEM(stats, 1);
+        skipped_obj = NULL;
+        if (at != NULL && before != NULL) {
+            PyObject *count = PyLong_FromSsize_t(skipped);
+            if (count != NULL) skipped_obj = PyNumber_Add(before, count);
+            Py_XDECREF(count);
+        }
+        if (at == NULL || skipped_obj == NULL) {
+            Py_XDECREF(at);
+            Py_XDECREF(skipped_obj);
+            return NULL;
+        }
+        PyList_SetItem(stats, 0, at);
+        PyList_SetItem(stats, 1, skipped_obj);
+    }
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,272 @@
+"""`learn_many` over sequences of dicts and scipy.sparse CSR matrices is the `learn_one` loop, bit
+for bit, on every model, and so are `predict_many` and `predict_proba_many` (issue 10).
+
+The compiled engine learns such batches in C (`river_cw/_batch.h`); `tests/test_other_engine.py`
+runs this module again on the pure-Python engine, whose `learn_many` is the plain loop.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import sparse
+
+import river_cw
+
+MODELS = [
+    river_cw.AROW(),
+    river_cw.AROW(diagonal="drop", r=0.3, forgetting=0.05),
+    river_cw.AROW(learn_intercept=False, covariance="full"),
+    river_cw.CW(),
+    river_cw.CW(diagonal="exact"),
+    river_cw.CW(variant="var", diagonal="exact", learn_intercept=False),
+    river_cw.NHERD(diagonal="exact", C=0.1),
+    river_cw.NHERD(diagonal="drop", forgetting=0.2),
+    river_cw.SOP(learn_intercept=False),
+    river_cw.SCW(variant="II", diagonal="drop"),
+    river_cw.SCW(calibrate=True),
+    river_cw.VotedRDA(l1=0.01),
+]
+IDS = [repr(m).replace("\n", "").replace(" ", "") for m in MODELS]
+NAMES = ["a", "b", "c", "d", "e", "f"]
+
+values = st.one_of(
+    st.floats(-100, 100, allow_nan=False),
+    st.integers(-5, 5),
+    st.sampled_from([0.0, -0.0, 1e-160, 1e150, -1e150, 2**60, 1e-300]),
+)
+rows = st.dictionaries(st.sampled_from(NAMES), values, max_size=len(NAMES))
+batches = st.integers(1, 30).flatmap(
+    lambda n: st.tuples(
+        st.lists(rows, min_size=n, max_size=n),
+        st.lists(st.sampled_from(["x", "y", "z", "w"]), min_size=n, max_size=n),
+        st.lists(st.sampled_from([1.0, 0.0, 0.5, 2.0, 3, 1e300]), min_size=n, max_size=n),
+    )
+)
+binary = st.integers(1, 30).flatmap(
+    lambda n: st.tuples(
+        st.lists(rows, min_size=n, max_size=n),
+        st.lists(st.booleans(), min_size=n, max_size=n),
+        st.just([1.0] * n),
+    )
+)
+
+
+def loop(model, dicts, labels, weights):
+    for x, y, w in zip(dicts, labels, weights):
+        model.learn_one(x, y, w)
+
+
+def outcome(learn):
+    """None, or the message of the error `learn()` raised (hostile values can overflow)."""
+    try:
+        learn()
+    except (TypeError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def loop_outcome(model, dicts, labels, weights):
+    """None, or the error of the first row learn_one refuses, as learn_many names it."""
+    for i, (x, y, w) in enumerate(zip(dicts, labels, weights)):
+        error = outcome(lambda: model.learn_one(x, y, w))
+        if error is not None:
+            kind, message = error.split(": ", 1)
+            return f"{kind}: row {i}: {message}"
+    return None
+
+
+def assert_same(a, b, probe):
+    assert pickle.dumps(a) == pickle.dumps(b)  # every float to the bit, every insertion order
+    assert getattr(a, "n_skipped_updates", 0) == getattr(b, "n_skipped_updates", 0)
+    assert a.predict_many(probe) == [b.predict_one(x) for x in probe]
+    assert a.predict_proba_many(probe) == [b.predict_proba_one(x) for x in probe]
+
+
+def csr_of(dicts):
+    """The dicts as a CSR matrix over NAMES, each row's entries in the dict's order."""
+    indptr, indices, data = [0], [], []
+    for x in dicts:
+        indices += [NAMES.index(f) for f in x]
+        data += [float(v) for v in x.values()]
+        indptr.append(len(indices))
+    shape = (len(dicts), len(NAMES))
+    return sparse.csr_array((np.array(data, dtype=float), np.array(indices), indptr), shape=shape)
+
+
+def floats(dicts):
+    return [{f: float(v) for f, v in x.items()} for x in dicts]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(batches, binary), min_size=1, max_size=3))
+def test_learn_many_on_dicts_is_the_learn_one_loop(model, parts):
+    many, one = model.clone(), model.clone()
+    for dicts, labels, weights in parts:
+        assert outcome(lambda: many.learn_many(dicts, labels, weights)) == loop_outcome(
+            one, dicts, labels, weights
+        )
+        assert_same(many, one, [x for x in dicts if outcome(lambda: one.predict_one(x)) is None])
+
+
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(batches, binary), min_size=1, max_size=3), hashed=st.booleans())
+def test_learn_many_on_csr_is_the_learn_one_loop(model, parts, hashed):
+    many, one = model.clone(), model.clone()
+    features = None if hashed else NAMES
+    for dicts, labels, weights in parts:
+        X = csr_of(dicts)
+        named = floats(dicts)
+        if hashed:
+            named = [{NAMES.index(f): v for f, v in x.items()} for x in named]
+        assert outcome(
+            lambda: many.learn_many(X, np.array(labels), np.array(weights), features=features)
+        ) == loop_outcome(one, named, labels, weights)
+        assert pickle.dumps(many) == pickle.dumps(one)
+        if all(outcome(lambda: one.predict_one(x)) is None for x in named):
+            assert many.predict_many(X, features=features) == [one.predict_one(x) for x in named]
+
+
+def test_csr_matrix_other_formats_and_hashed_columns():
+    dicts = [{"a": 1.0, "c": 2.0}, {"b": -1.0}, {"a": 0.5, "b": 1.0, "c": -3.0}]
+    labels = [True, False, True]
+    X = csr_of(dicts)
+    for matrix in (sparse.csr_matrix(X), X.tocoo(), X.tocsc()):
+        model, one = river_cw.AROW(), river_cw.AROW()
+        model.learn_many(matrix, labels, features=NAMES)
+        loop(one, dicts, labels, [1.0] * 3)
+        assert model.weights == one.weights
+    hashed = river_cw.AROW()
+    hashed.learn_many(X, labels)
+    assert set(hashed.weights) == {0, 1, 2}
+
+
+def test_a_column_stored_twice_in_a_row_is_one_feature_summed():
+    X = sparse.csr_array((np.array([1.0, 2.0, 0.5]), np.array([0, 1, 0]), [0, 3]), shape=(1, 2))
+    model, one = river_cw.AROW(), river_cw.AROW()
+    model.learn_many(X, [True], features=["a", "b"])
+    one.learn_one({"a": 1.5, "b": 2.0}, True)
+    assert pickle.dumps(model) == pickle.dumps(one)
+
+
+@pytest.mark.parametrize("model", [river_cw.AROW(), river_cw.VotedRDA()], ids=["AROW", "RDA"])
+def test_columns_named_alike_are_refused_before_learning(model):
+    X = sparse.csr_array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]])
+    with pytest.raises(ValueError, match="features names columns 0 and 2 alike: 'a'"):
+        model.learn_many(X, [1, 0], features=["a", "b", "a"])
+    assert not model.classes_
+    with pytest.raises(ValueError, match="features has 2 names for 3 columns"):
+        model.learn_many(X, [1, 0], features=["a", "b"])
+    model.learn_many(X[:, :2], [1, 0], features=["a", "b"])  # an unused duplicate is harmless
+    assert model.classes_ == [1, 0]
+
+
+def test_a_column_named_like_the_intercept_is_the_loop_too():
+    X = sparse.csr_array([[2.0, 1.0]])
+    model, one = river_cw.AROW(), river_cw.AROW()
+    model.learn_many(X, [True], features=[river_cw.INTERCEPT, "a"])
+    one.learn_one({river_cw.INTERCEPT: 2.0, "a": 1.0}, True)
+    assert pickle.dumps(model) == pickle.dumps(one)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+@pytest.mark.parametrize(
+    "bad",
+    [{"a": math.nan}, {"b": "1"}, {"a": 10**400}, {"a": 1e308, "b": 1e308}, {"c": math.inf}],
+    ids=["nan", "str", "huge-int", "overflow", "inf"],
+)
+def test_a_bad_row_raises_as_learn_one_named_and_the_rows_before_it_are_learned(model, bad):
+    dicts = [{"a": 1.0}, {"b": 2, "c": -1.0}, {"a": -1.0, "d": 0.5}, bad, {"a": 3.0}]
+    labels = ["x", "y", "z", "x", "y"]
+    many, one = model.clone(), model.clone()
+    expected = loop_outcome(one, dicts, labels, [1.0] * 5)
+    assert expected is None or expected.split(": ")[1] == "row 3"
+    assert outcome(lambda: many.learn_many(dicts, labels)) == expected
+    assert pickle.dumps(many) == pickle.dumps(one)
+    if "b" not in bad:  # as a CSR row too (a str value has no CSR form)
+        X = csr_of([bad]) if not isinstance(bad.get("a"), int) else None
+        if X is not None:
+            again = loop_outcome(one, floats([bad]), ["x"], [1.0])
+            assert outcome(lambda: many.learn_many(X, ["x"], features=NAMES)) == again
+            assert pickle.dumps(many) == pickle.dumps(one)
+
+
+@pytest.mark.parametrize(
+    "labels, weights, error, message",
+    [
+        ([True, None], 1.0, ValueError, "row 1: missing label"),
+        ([True, [1]], 1.0, TypeError, "row 1: labels must be hashable"),
+        ([True, False], [1.0, -2.0], ValueError, "row 1: w must be a finite number >= 0"),
+        ([True, False], [1.0, "2"], TypeError, "row 1: w must be a real number"),
+        ([True, False], -1.0, ValueError, "row 0: w must be"),
+        ([True], 1.0, ValueError, "y has 1 entries for 2 rows"),
+    ],
+)
+def test_bad_labels_and_weights_are_named(labels, weights, error, message):
+    model, one = river_cw.AROW(), river_cw.AROW()
+    dicts = [{"a": 1.0}, {"b": 1.0}]
+    with pytest.raises(error, match=message):
+        model.learn_many(dicts, labels, weights)
+    if message.startswith("row 1"):
+        one.learn_one(dicts[0], labels[0])
+    assert pickle.dumps(model) == pickle.dumps(one)
+
+
+def test_bad_batches_are_refused():
+    model = river_cw.AROW()
+    with pytest.raises(TypeError, match="X must be a pandas DataFrame, a sequence of dicts"):
+        model.learn_many({"a": 1.0}, [True])
+    with pytest.raises(TypeError, match="row 1: a row is a dict of features, got list"):
+        model.learn_many([{"a": 1.0}, [1.0]], [True, False])
+    with pytest.raises(TypeError, match="features names the columns of a scipy.sparse X only"):
+        model.learn_many([{"a": 1.0}], [True], features=["a"])
+    with pytest.raises(TypeError, match="dtype complex128"):
+        model.learn_many(sparse.csr_array(np.array([[1j]])), [True])
+    assert not model.classes_
+
+
+def test_numpy_values_and_mappings_go_through_learn_one():
+    dicts = [{"a": np.float32(0.1), "b": True}, {"a": np.int64(3)}, {"c": 1.5}]
+    model, one = river_cw.AROW(), river_cw.AROW()
+    model.learn_many(dicts, [1, 0, 1], np.array([1.0, 2.0, 0.5]))
+    loop(one, dicts, [1, 0, 1], [1.0, 2.0, 0.5])
+    assert pickle.dumps(model) == pickle.dumps(one)
+
+
+def test_a_step_error_is_named_with_its_row_and_keeps_the_rows_before():
+    class Broken(river_cw.AROW):
+        def _step(self, m, v, w):
+            if w == 2.0:
+                raise ValueError("no step for w=2")
+            return super()._step(m, v, w)
+
+    model, one = Broken(), river_cw.AROW()
+    with pytest.raises(ValueError, match="row 2: no step for w=2"):
+        model.learn_many([{"a": 1.0}, {"b": 1.0}, {"a": 2.0}], [1, 0, 1], [1.0, 1.0, 2.0])
+    loop(one, [{"a": 1.0}, {"b": 1.0}], [1, 0], [1.0, 1.0])
+    assert model.weights == one.weights and model.variances == one.variances
+
+
+def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
+    """The compiled engine learns a batch in one call per run of known labels."""
+    model = river_cw.AROW()
+    if not hasattr(model._gaussian, "learn_rows"):
+        pytest.skip("the pure-Python engine has no batch kernel")
+    calls = []
+    kernel = type(model._gaussian).learn_rows
+
+    class Counting(type(model._gaussian)):
+        def learn_rows(self, *args):
+            calls.append(args[4])  # the row it starts at
+            return kernel(self, *args)
+
+    model._gaussian = Counting(model.initial_variance)
+    model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
+    assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
