@@ -11,9 +11,10 @@
  * get their slots as the updates append them.
  *
  * The kernel never raises on a bad row: it stops at any row it does not handle (a label not yet
- * known, a sample weight that is not a float > 0, a value that is not a float or an int, a mapping
- * other than a dict, a bad key, a margin beyond float64) before touching the model, and the caller
- * hands that row to learn_one, which raises what it raises or learns it (river_cw.base).
+ * known, a sample weight that is not a float > 0, a value other than a float, a bool or an int
+ * within float64, a mapping other than a dict, a bad key, a margin beyond float64) before
+ * touching the model, and the caller hands that row to learn_one, which raises what it raises or
+ * learns it (river_cw.base).
  *
  * Included by _diagonal.c after update_core. */
 
@@ -510,16 +511,8 @@ static int dict_row(Diagonal *self, BatchRow *r, PyObject *x, PyObject *intercep
     r->n = n;
     while (PyDict_Next(x, &pos, &key, &value)) {
         Py_hash_t h;
-        if (key == intercept && intercept != Py_None) return 1;
-        if (PyFloat_CheckExact(value))
-            r->x[j] = PyFloat_AS_DOUBLE(value);
-        else if (PyLong_CheckExact(value)) {
-            r->x[j] = PyLong_AsDouble(value); /* as float(int) */
-            if (r->x[j] == -1.0 && PyErr_Occurred()) goto leave;
-        } else
-            return 1;
-        if (!PyUnicode_CheckExact(key) || (h = ((PyASCIIObject *)key)->hash) == -1)
-            if ((h = PyObject_Hash(key)) == -1) goto leave;
+        if ((key == intercept && intercept != Py_None) || plain_value(value, &r->x[j])) return 1;
+        if ((h = key_hash(key)) == -1) goto leave;
         r->key[j] = key;
         r->hash[j] = h;
         r->col[j] = j;
@@ -543,25 +536,6 @@ static int dict_row(Diagonal *self, BatchRow *r, PyObject *x, PyObject *intercep
 leave:
     PyErr_Clear();
     return 1;
-}
-
-/* The native step a rule's `_native_step` ``(name, params)`` names (_steps.h), its parameters
- * copied to `params`; 0, or -1 with ValueError/TypeError set. */
-static int batch_native_step(PyObject *spec, BatchStep *step, double *params) {
-    const char *name;
-    PyObject *values;
-    int nparams, k;
-    if (!PyArg_ParseTuple(spec, "sO!", &name, &PyTuple_Type, &values)) return -1;
-    step->native = rcw_find_step_n(name, &nparams);
-    if (step->native == NULL || PyTuple_GET_SIZE(values) != nparams || nparams > RCW_MAX_PARAMS) {
-        PyErr_Format(PyExc_ValueError, "no native step %R", spec);
-        return -1;
-    }
-    for (k = 0; k < nparams; k++)
-        if ((params[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, k))) == -1.0 && PyErr_Occurred())
-            return -1;
-    step->params = params;
-    return 0;
 }
 
 /* learn_rows(rows, classes, n_classes, weights, start, step, scheme, forgetting, intercept,
@@ -590,7 +564,10 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         return NULL;
     step.callable = step_fn;
     step.scheme = scheme;
-    if (native != Py_None && batch_native_step(native, &step, native_params) < 0) return NULL;
+    if (native != Py_None) {
+        if ((step.native = parse_step(native, native_params)) == NULL) return NULL;
+        step.params = native_params;
+    }
     csr = PyTuple_Check(rows);
     if (csr) {
         if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))

@@ -387,12 +387,18 @@ static inline int value_of(PyObject *v, double *out) {
     return 0;
 }
 
+/* a feature's hash, read from a str's cache where it has one; -1 with the error set */
+static inline Py_hash_t key_hash(PyObject *key) {
+    Py_hash_t h;
+    if (PyUnicode_CheckExact(key) && (h = ((PyASCIIObject *)key)->hash) != -1) return h;
+    return PyObject_Hash(key);
+}
+
 /* one feature of x: its value as a double, its hash, and its entry in t (-1: unseen) */
 static inline int lookup(Table *t, PyObject *key, PyObject *value, double *xf, Py_hash_t *h,
                          Py_ssize_t *ix) {
     if (value_of(value, xf) < 0) return -1;
-    if (!PyUnicode_CheckExact(key) || (*h = ((PyASCIIObject *)key)->hash) == -1) /* str: cached */
-        if ((*h = PyObject_Hash(key)) == -1) return -1;
+    if ((*h = key_hash(key)) == -1) return -1;
     *ix = table_find(t, key, *h);
     return *ix == -2 ? -1 : 0;
 }
@@ -1186,8 +1192,7 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
     fsum_init(&u_acc);
     while (PyDict_Next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &xf)) goto general;
-        if (!PyUnicode_CheckExact(key) || (h = ((PyASCIIObject *)key)->hash) == -1)
-            if ((h = PyObject_Hash(key)) == -1) goto general_error;
+        if ((h = key_hash(key)) == -1) goto general_error;
         if ((ix = table_find(t, key, h)) == -2) goto general_error;
         add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &m_acc, &u_acc, 0);
     }

@@ -550,30 +550,34 @@ class GaussianClassifier(LinearClassifier):
             keep = 1.0 - self.forgetting if w == 1.0 else (1.0 - self.forgetting) ** w
             keep = max(keep, sys.float_info.min)  # a huge w forgets all but a trace
             rest = (1.0 - keep) / self.initial_variance
-        if self.covariance == "diagonal" and self.diagonal == "exact":
-            step, scheme = self._exact_step, None
-        else:
-            step, scheme = self._step, self.diagonal  # full covariance has no diagonal scheme
+        step, scheme = self._rule()
         outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
         if losses is not None:  # x is valid: record the losses, unless one is beyond float64
             with np.errstate(over="ignore", invalid="ignore"):
                 total = self._calibration + (losses if w == 1.0 else w * losses)
             if np.isfinite(total).all():
                 self._calibration = total
-        self.n_skipped_updates += outcome == SKIPPED
+        if outcome == SKIPPED:
+            self.n_skipped_updates += 1
+
+    def _rule(self):
+        """The rule's step and its scheme as the engines' `learn` takes them: ``(_exact_step,
+        None)`` for an exact diagonal scheme, else ``(_step, diagonal)`` (full covariance has no
+        diagonal scheme and ignores it)."""
+        if self.covariance == "diagonal" and self.diagonal == "exact":
+            return self._exact_step, None
+        return self._step, self.diagonal
 
     def _learn_rows(self, rows, labels, weights):
         """The mini-batch loop in the compiled engine (`river_cw/_batch.h`) where it has one
         (diagonal covariance, no calibration): the kernel learns row after row as `learn_one`
         would and stops at a row it leaves to `learn_one` (a new label, a weight of 0, a value
-        other than a float or an int, a bad row), which then runs here."""
+        other than a float, a bool or an int within float64, a bad row), which then runs here."""
         kernel = getattr(self._gaussian, "learn_rows", None)
         if kernel is None or self.calibrate:
             return super()._learn_rows(rows, labels, weights)
-        if self.diagonal == "exact":
-            step, scheme, native = self._exact_step, None, None
-        else:
-            step, scheme, native = self._step, self.diagonal, self._native_step_of_step()
+        step, scheme = self._rule()
+        native = None if scheme is None else self._native_step_of_step()
         intercept = INTERCEPT if self.learn_intercept else None
         batch = rows.dicts if rows.csr is None else rows.csr
         classes = self._class_indices(labels)
