@@ -6,7 +6,9 @@ process under callgrind then has every model learn it, one after the other, call
 `time.process_time` (a marker: callgrind dumps its counters at each call, `--dump-before`)
 just before and after each model's pass, so each pass is counted alone: imports, loading,
 construction and a warm-up of a few examples are outside. One child per engine: the compiled
-one and, for the models in `PYTHON_ROWS`, the pure-Python one.
+one and, for the models in `PYTHON_ROWS`, the pure-Python one. The children hash strings with a
+fixed seed (PYTHONHASHSEED=0 unless set), so that counts repeat from run to run: with a random
+seed, the hashes of the features place them differently in the tables, and counts vary by ~1%.
 Prints a markdown table of instructions per feature and the ratio to river's PAClassifier, and
 exits non-zero when a ratio misses its `--require` bound (a guard CI can run).
 
@@ -71,7 +73,8 @@ def instructions(mode: str, names: list[str], path: str, env: dict) -> dict[str,
             ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
              f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--child", mode, path,
              *names],
-            capture_output=True, text=True, env={**os.environ, **env}, check=True,
+            capture_output=True, text=True, check=True,
+            env={"PYTHONHASHSEED": "0", **os.environ, **env},
         )
         parts = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
         counts = [int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1))
