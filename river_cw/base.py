@@ -42,7 +42,7 @@ from river import base
 
 from . import calibration
 from .batch import Rows
-from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian
+from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
 from .validation import as_floats, check_label, check_weight
 
 __all__ = ["INTERCEPT", "GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
@@ -615,9 +615,37 @@ class GaussianClassifier(LinearClassifier):
     @property
     def gaussian(self):
         """The engine holding N(mu, Sigma) (`river_cw.gaussian`'s `DiagonalGaussian` or
-        `FullGaussian`), for reading: change the model through `learn_one` only.
+        `FullGaussian`), for reading: the model changes through `learn_one` and `set_gaussian`.
         (`river_cw.text.TextClassifier` looks tokens up in the compiled engine's feature table.)"""
         return self._gaussian
+
+    def set_gaussian(self, gaussian, classes: list) -> None:
+        """Hold `gaussian` as N(mu, Sigma), its weight blocks labelled by `classes` (in the order
+        of `classes_`: one block for at most two labels, else one per label); the model goes on
+        learning from there. `river_cw.combine` builds merged models with it.
+
+        `gaussian` is an engine of the model's `covariance` (`river_cw.gaussian`'s
+        `DiagonalGaussian` or `PythonDiagonalGaussian`, or `FullGaussian`); it is held, not
+        copied. Raises ValueError, changing nothing, when it or its blocks don't fit.
+        """
+        engines = (
+            (DiagonalGaussian, PythonDiagonalGaussian)
+            if self.covariance == "diagonal"
+            else (FullGaussian,)
+        )
+        if not isinstance(gaussian, engines):
+            raise ValueError(
+                f"a {self.covariance} model holds a {' or '.join(e.__name__ for e in engines)}, "
+                f"got {type(gaussian).__name__}"
+            )
+        classes = list(classes)
+        if len(set(classes)) != len(classes):
+            raise ValueError(f"the labels must be distinct, got {classes!r}")
+        blocks = len(gaussian.block_views()[0])
+        if blocks != (1 if len(classes) <= 2 else len(classes)):
+            raise ValueError(f"{blocks} weight block(s) cannot carry the labels {classes!r}")
+        self._gaussian = gaussian
+        self.classes_, self._class_index = classes, {c: i for i, c in enumerate(classes)}
 
     @property
     def variances(self) -> dict:

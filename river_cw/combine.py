@@ -146,14 +146,12 @@ def combine(models: list, method: str = "kl", base=None):
         labels = _extended_labels(models, base)
     gaussians = [_aligned(model, labels) for model in models]
     merged = first.clone()
-    merged.classes_ = labels
-    merged._class_index = {c: i for i, c in enumerate(labels)}
     skipped = [model.n_skipped_updates for model in models]
     if base is None:
-        merged._gaussian = _combine_plain(gaussians, method)
+        merged.set_gaussian(_combine_plain(gaussians, method), labels)
         merged.n_skipped_updates = sum(skipped)
     else:
-        merged._gaussian = _combine_from(gaussians, _aligned(base, labels), method)
+        merged.set_gaussian(_combine_from(gaussians, _aligned(base, labels), method), labels)
         merged.n_skipped_updates = base.n_skipped_updates + sum(
             s - base.n_skipped_updates for s in skipped
         )
@@ -186,19 +184,17 @@ def changes(model, base):
         _same_text_options([model, base])
         return model.clone({"classifier": changes(model.classifier, base.classifier)})
     labels = _extended_labels([model], base)
-    if not isinstance(model._gaussian, DiagonalGaussian):
+    if model.covariance != "diagonal":
         return copy.deepcopy(model)
-    out = copy.copy(model)
-    out._gaussian = DiagonalGaussian(model.initial_variance)
-    out.classes_, out._class_index = list(model.classes_), dict(model._class_index)
     starts = _aligned(base, labels).blocks
-    out._gaussian.blocks = [
+    delta = DiagonalGaussian(model.initial_variance)
+    delta.blocks = [  # assigned whole: the compiled engine's `blocks` is a copy
         {f: w for f, w in block.items() if start.get(f) != w}
         for block, start in zip(_aligned(model, labels).blocks, starts)
     ]
-    if labels != list(model.classes_):  # a model aligned differently from its own labels
-        out.classes_, out._class_index = labels, {c: i for i, c in enumerate(labels)}
-    out._gaussian.reset_bound()
+    delta.reset_bound()
+    out = copy.copy(model)
+    out.set_gaussian(delta, labels)
     return out
 
 
@@ -269,7 +265,7 @@ def _extended_labels(models: list, base) -> list:
 def _aligned(model: GaussianClassifier, labels: list):
     """The model's Gaussian with blocks laid out for `labels` (see the module): itself when it
     is laid out so, else a copy."""
-    gaussian = model._gaussian
+    gaussian = model.gaussian
     known = list(model.classes_)
     if known == labels or (len(labels) <= 2 and (not known or known[0] == labels[0])):
         return gaussian

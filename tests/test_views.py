@@ -3,6 +3,7 @@ say everything predictions use: probabilities recomputed from them match `predic
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -114,3 +115,35 @@ def test_views_are_copies():
     model.covariances.clear()
     model.variances.clear()
     assert model.predict_proba_one({"f0": 1.0}) == before
+
+
+@pytest.mark.parametrize("model", CONFIGS[::2], ids=name)
+@pytest.mark.parametrize("labels", [(True, False), ("a", "b", "c")], ids=["binary", "multiclass"])
+def test_set_gaussian_carries_another_models_state(model, labels):
+    """A fresh model holding a trained one's Gaussian and labels predicts, and goes on learning,
+    exactly as the trained one."""
+    trained, fresh = model.clone(), model.clone()
+    data = list(stream(3, 40, labels))
+    for x, y in data[:30]:
+        trained.learn_one(x, y)
+    fresh.set_gaussian(copy.deepcopy(trained.gaussian), trained.classes_)
+    assert fresh.gaussian is not trained.gaussian
+    for x, y in data[30:]:
+        assert fresh.predict_proba_one(x) == trained.predict_proba_one(x)
+        fresh.learn_one(x, y)
+        trained.learn_one(x, y)
+    assert fresh.weights == trained.weights and fresh.variances == trained.variances
+
+
+def test_set_gaussian_refuses_what_does_not_fit_and_changes_nothing():
+    model, full = river_cw.AROW(), river_cw.AROW(covariance="full")
+    for x, y in stream(4, 20, ("a", "b", "c")):
+        model.learn_one(x, y)
+    before = (model.weights, list(model.classes_))
+    with pytest.raises(ValueError, match="diagonal model holds"):
+        model.set_gaussian(full.gaussian, ["a", "b"])
+    with pytest.raises(ValueError, match="distinct"):
+        model.set_gaussian(model.gaussian, ["a", "a", "b"])
+    with pytest.raises(ValueError, match="3 weight block"):
+        model.set_gaussian(model.gaussian, ["a", "b"])
+    assert (model.weights, list(model.classes_)) == before
