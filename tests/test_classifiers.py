@@ -43,7 +43,7 @@ def engine_state(gaussian) -> dict:
 def assert_same_state(a, b):
     """Equal classes, labels and Gaussians (numpy arrays compared exactly)."""
     assert a.classes_ == b.classes_ and a._get_params() == b._get_params()
-    ga, gb = engine_state(a._gaussian), engine_state(b._gaussian)
+    ga, gb = engine_state(a.gaussian), engine_state(b.gaussian)
     assert ga.keys() == gb.keys()
     for key, value in ga.items():
         if isinstance(value, np.ndarray):

@@ -40,7 +40,7 @@ def state(model) -> tuple:
 def python_engine(model):
     """`model` on the pure-Python reference engine where it has a diagonal Gaussian."""
     if isinstance(model, river_cw.base.GaussianClassifier) and model.covariance == "diagonal":
-        model._gaussian = gaussian.PythonDiagonalGaussian(model.initial_variance)
+        model.set_gaussian(gaussian.PythonDiagonalGaussian(model.initial_variance), model.classes_)
     return model
 
 
