@@ -336,7 +336,14 @@ def _product(pairs: list) -> list:
     if certain:
         return [math.fsum(certain) / len(certain), 0.0]
     precision = sum(1.0 / s for _, s in pairs)
-    return [sum(mu / s for mu, s in pairs) / precision, 1.0 / precision]
+    weighted = sum(mu / s for mu, s in pairs)
+    if math.isfinite(precision) and math.isfinite(weighted):
+        return [weighted / precision, 1.0 / precision]
+    # precisions whose sum float64 cannot hold: the same product, scaled by the least variance
+    least = min(s for _, s in pairs)
+    shares = [least / s for _, s in pairs]  # in (0, 1]
+    total = math.fsum(shares)
+    return [math.fsum(r * mu for r, (mu, _) in zip(shares, pairs)) / total, least / total]
 
 
 def _delta(feature, start, blocks: list, method: str) -> list:
@@ -367,8 +374,11 @@ def _delta(feature, start, blocks: list, method: str) -> list:
     certain = [mu for mu, s in changed if s == 0.0 or 1.0 / s == math.inf]
     if certain:
         return [math.fsum(certain) / len(certain), 0.0]
-    precision = math.fsum([*(1.0 / s for _, s in changed), -(k - 1) / s0])
-    weighted = math.fsum([*(mu / s for mu, s in changed), -(k - 1) * (mu0 / s0)])
+    try:
+        precision = math.fsum([*(1.0 / s for _, s in changed), -(k - 1) / s0])
+        weighted = math.fsum([*(mu / s for mu, s in changed), -(k - 1) * (mu0 / s0)])
+    except OverflowError:  # a partial sum beyond float64
+        precision = weighted = math.inf
     if not (math.isfinite(precision) and math.isfinite(weighted)):
         return _product(changed)  # precisions beyond float64: the members' product
     return [weighted / precision, 1.0 / precision]

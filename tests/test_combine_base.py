@@ -252,3 +252,31 @@ def test_mixing_the_changes_is_mixing_the_models(method):
     grown = copy.deepcopy(piped)
     grown.learn_one({"text": "hello"}, "ham")
     assert river_cw.changes(grown, piped)["AROW"].weights == grown["AROW"].weights
+
+
+def holding(blocks: list[dict], labels: list):
+    """An AROW holding the diagonal Gaussian `blocks` ({feature: (mean, variance)}) as is."""
+    gaussian = river_cw.gaussian.DiagonalGaussian(1.0)
+    gaussian.blocks = [{f: list(pair) for f, pair in block.items()} for block in blocks]
+    gaussian.reset_bound()
+    model = river_cw.AROW()
+    model.set_gaussian(gaussian, labels)
+    return model
+
+
+@pytest.mark.parametrize("with_base", [False, True], ids=["plain", "delta"])
+def test_precisions_beyond_float64_mix_to_a_finite_product(with_base):
+    """Variances of 1e-308 (a CW weight after tens of thousands of examples), whose precisions
+    sum beyond float64: KL mixing still gives the precision-weighted mean and the product's
+    variance, scaled by the least variance, instead of an OverflowError (seen in the full
+    reproduction's 10-shard table)."""
+    labels = [False, True]
+    base = holding([{"a": (0.0, 1.0), "b": (0.5, 1.0)}], labels)
+    members = [
+        holding([{"a": (mu, 1e-308), "b": (0.5, 1.0)}], labels) for mu in (1.0, 2.0, 3.0)
+    ]
+    merged = river_cw.combine(members, base=base if with_base else None)
+    (mu, s) = merged.gaussian.blocks[0]["a"]
+    assert mu == pytest.approx(2.0, rel=1e-12)
+    assert s == pytest.approx(1e-308 / 3, rel=1e-9)
+    assert merged.gaussian.blocks[0]["b"] == [0.5, 1.0 if with_base else 1.0 / 3]
