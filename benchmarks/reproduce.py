@@ -7,8 +7,9 @@ Tables 2 and 3, AROW's Table 1 in spirit (mean ranks under label noise), NHERD's
 trained on shards). Every number in the document comes from this run; nothing is typed in.
 
     python benchmarks/reproduce.py --quick          # small version of every table, minutes
-    python benchmarks/reproduce.py --setting medium # what docs/reproduction.md was built with
-    python benchmarks/reproduce.py                  # full: the papers' sizes, hours
+    python benchmarks/reproduce.py --setting medium # 400 examples a task, ~7 CPU minutes
+    python benchmarks/reproduce.py --jobs 2         # full, the papers' sizes: docs/reproduction.md
+                                                    # (55 CPU minutes, 32 on two cores)
 
 Protocol (JMLR 2012 section 7, as we read it): for each task, algorithm and noise level, every
 hyper-parameter of a small grid and every number of epochs up to the maximum is tried on one
