@@ -237,6 +237,7 @@ typedef struct {
     int lean_kind;
     PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
     Py_hash_t lean_intercept_hash;
+    struct BatchCache *batch_cache; /* learn_rows' CSR columns (_batch.h), NULL: none */
 } Diagonal;
 
 static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
@@ -306,9 +307,12 @@ static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
     return 0;
 }
 
+static void batch_cache_free(Diagonal *self); /* _batch.h */
+
 static int diagonal_clear(Diagonal *self) {
     Py_ssize_t b;
     release_coords(self);
+    batch_cache_free(self);
     Py_CLEAR(self->lean);
     for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
     self->nblocks = 0;
