@@ -341,6 +341,13 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
  * (those only make the check fail, and the column is looked up again). The last column (ncols)
  * is the intercept. A vocabulary's names are checked distinct per call against `names`, a table
  * of every name seen (mean: the column that named it last, var: that call's number). */
+/* per column, side by side (one cache line per use): the last call that resolved it (negated:
+ * the key is bad, the column's rows go to learn_one) and the last row it was seen in (a row
+ * holding it twice goes to learn_one) */
+typedef struct {
+    int64_t call, row;
+} BatchMark;
+
 typedef struct BatchCache {
     PyObject *features; /* the vocabulary (a new reference), or NULL for hashed ids */
     Py_ssize_t ncols, nblocks, stride; /* stride = ncols + 1: the intercept is column ncols */
@@ -348,9 +355,7 @@ typedef struct BatchCache {
     Py_hash_t *hash;     /* -1: the key is not hashable */
     Py_ssize_t *named;   /* a vocabulary column's entry in `names` (checked as the slots are) */
     Py_ssize_t *slot;    /* slot[b * stride + j]: column j's entry in block b, -1: unseen */
-    int64_t *call;       /* the last call that resolved the column */
-    int64_t *row;        /* the last row the column was seen in (a row holding it twice) */
-    char *bad;           /* the column's rows go to learn_one (a bad key) */
+    BatchMark *mark;
     Table names;
     int64_t calls, rows; /* calls: the number of the last call (unique among all caches) */
 } BatchCache;
@@ -369,9 +374,7 @@ static void batch_cache_free(Diagonal *self) {
     PyMem_Free(c->hash);
     PyMem_Free(c->named);
     PyMem_Free(c->slot);
-    PyMem_Free(c->call);
-    PyMem_Free(c->row);
-    PyMem_Free(c->bad);
+    PyMem_Free(c->mark);
     table_free(&c->names);
     PyMem_Free(c);
 }
@@ -393,10 +396,8 @@ static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t nc
         c->key = PyMem_Calloc(n, sizeof(PyObject *));
         c->hash = PyMem_Calloc(n, sizeof(Py_hash_t));
         c->named = PyMem_Calloc(n, sizeof(Py_ssize_t));
-        c->call = PyMem_Calloc(n, sizeof(int64_t));
-        c->row = PyMem_Calloc(n, sizeof(int64_t));
-        c->bad = PyMem_Calloc(n, 1);
-        if (!c->key || !c->hash || !c->named || !c->call || !c->row || !c->bad) goto memory;
+        c->mark = PyMem_Calloc(n, sizeof(BatchMark));
+        if (!c->key || !c->hash || !c->named || !c->mark) goto memory;
         if (table_init(&c->names) < 0) return NULL;
         Py_XINCREF(features);
         c->features = features;
@@ -457,7 +458,7 @@ static int column_named(BatchCache *c, Py_ssize_t j) {
     if (!(ix >= 0 && ix < c->names.used && c->names.entries[ix].key == key)) {
         if ((ix = table_find(&c->names, key, c->hash[j])) == -2) {
             PyErr_Clear(); /* its == raised: learn_one raises it */
-            c->bad[j] = 1;
+            c->mark[j].call = -c->calls;
             return 0;
         }
         if (ix == -1) {
@@ -484,7 +485,6 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
                           PyObject *intercept, Py_ssize_t *absent) {
     PyObject *key;
     Py_ssize_t b;
-    c->call[j] = c->calls;
     if (j == c->ncols)
         key = intercept;
     else if (features != NULL)
@@ -497,16 +497,19 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
         Py_XSETREF(c->key[j], key);
         if ((c->hash[j] = PyObject_Hash(key)) == -1) PyErr_Clear(); /* learn_one names it */
     }
-    c->bad[j] = c->hash[j] == -1 || (j != c->ncols && intercept != Py_None && key == intercept);
-    if (c->bad[j]) return 0;
+    if (c->hash[j] == -1 || (j != c->ncols && intercept != Py_None && key == intercept)) {
+        c->mark[j].call = -c->calls;
+        return 0;
+    }
+    c->mark[j].call = c->calls;
     if (features != NULL && j != c->ncols && column_named(c, j) < 0) return -1;
-    for (b = 0; b < self->nblocks && !c->bad[j]; b++) {
+    for (b = 0; b < self->nblocks && c->mark[j].call > 0; b++) {
         Table *t = &self->blocks[b];
         Py_ssize_t *slot = &c->slot[b * c->stride + j], ix = *slot;
         if (ix >= 0 && ix < t->used && t->entries[ix].key == key) continue;
         if ((ix = table_find(t, key, c->hash[j])) == -2) {
             PyErr_Clear(); /* its == raised: learn_one raises it */
-            c->bad[j] = 1;
+            c->mark[j].call = -c->calls;
         }
         *slot = ix;
         absent[b] += ix == -1;
@@ -541,7 +544,8 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
     cache->calls = ++batch_calls;
     features = features == Py_None ? NULL : features;
     for (p = first; p < last; p++)
-        if (cache->call[c->indices[p]] != cache->calls &&
+        if (cache->mark[c->indices[p]].call != cache->calls &&
+            cache->mark[c->indices[p]].call != -cache->calls &&
             column_resolve(self, cache, c->indices[p], features, intercept, absent) < 0)
             goto done;
     if (intercept != Py_None &&
@@ -565,8 +569,9 @@ static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t 
     r->n = n;
     for (p = 0; p < n; p++) {
         Py_ssize_t l = p < e - a ? c->indices[a + p] : cache->ncols;
-        if (cache->bad[l] || cache->row[l] == row) return 1; /* a bad key, a duplicate */
-        cache->row[l] = row;
+        BatchMark *mark = &cache->mark[l];
+        if (mark->call < 0 || mark->row == row) return 1; /* a bad key, a duplicate */
+        mark->row = row;
         r->x[p] = p < e - a ? c->data[a + p] : 1.0;
         r->col[p] = l;
     }
