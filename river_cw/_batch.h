@@ -212,11 +212,10 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
                 uj = self->prior * x2;
                 p->n_new[k]++;
             } else {
-                Entry *e = &entries[ix];
-                uj = forget(e->var, keep, rest) * x2;
+                double mj = learned_terms(&entries[ix], xf, keep, rest, &uj);
                 if (!kept)
-                    fsum_add_unkept(&m_acc, e->mean * xf);
-                else if (fsum_add(&m_acc, e->mean * xf) < 0)
+                    fsum_add_unkept(&m_acc, mj);
+                else if (fsum_add(&m_acc, mj) < 0)
                     goto fail;
             }
             self->u[self->nu++] = uj;
@@ -308,29 +307,29 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
         double a = alpha * p->sign[k];
         for (j = 0; j < r->n; j++) {
             Py_ssize_t l = r->col[j], ix = slot[l];
-            double xf = r->x[j], s, mean;
-            if (ix < 0) {
-                if (xf * xf == 0.0) continue;
-                s = prior;
-                mean = 0.0;
-            } else {
-                s = t->entries[ix].var;
-                mean = t->entries[ix].mean;
-            }
-            mean = step_mean(mean, a, s, xf);
-            s = kind == SCHEME_PROJECT ? shrink_project(s, xf, gamma) : shrink_drop(s, xf, beta);
+            double xf = r->x[j], out[2];
             if (ix >= 0) {
-                t->entries[ix].mean = mean;
-                t->entries[ix].var = s;
-            } else {
+                Entry *e = &t->entries[ix];
+                step_weight(e->mean, e->var, a, xf, gamma, beta, kind, out);
+                e->mean = out[0];
+                e->var = out[1];
+            } else if (xf * xf != 0.0) {
+                step_weight(0.0, prior, a, xf, gamma, beta, kind, out);
                 slot[l] = t->used;
-                table_append(t, r->keys[l], r->hashes[l], mean, s);
+                table_append(t, r->keys[l], r->hashes[l], out[0], out[1]);
             }
         }
     }
     if (p->n_new[0] || (p->n > 1 && p->n_new[1])) self->generation++;
     return 0;
 }
+
+/* per column, side by side (one cache line per use): the last call that resolved it (negated:
+ * the key is bad, the column's rows go to learn_one) and the last row it was seen in (a row
+ * holding it twice goes to learn_one) */
+typedef struct {
+    int64_t call, row;
+} BatchMark;
 
 /* The CSR columns an engine has learned from, kept across batches (Diagonal.batch_cache): per
  * column its key (a new reference: features[j], or the int j for hashed ids), its hash and its
@@ -341,13 +340,6 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
  * (those only make the check fail, and the column is looked up again). The last column (ncols)
  * is the intercept. A vocabulary's names are checked distinct per call against `names`, a table
  * of every name seen (mean: the column that named it last, var: that call's number). */
-/* per column, side by side (one cache line per use): the last call that resolved it (negated:
- * the key is bad, the column's rows go to learn_one) and the last row it was seen in (a row
- * holding it twice goes to learn_one) */
-typedef struct {
-    int64_t call, row;
-} BatchMark;
-
 typedef struct BatchCache {
     PyObject *features; /* the vocabulary (a new reference), or NULL for hashed ids */
     Py_ssize_t ncols, nblocks, stride; /* stride = ncols + 1: the intercept is column ncols */
