@@ -5,12 +5,16 @@ A text stream from ../shared/data goes through river's `BagOfWords` once (as in
 `throughput.py`; `river_cw.text.BagOfWords` gives the same dicts); the CSR matrix is built from those dicts with their vocabulary (column j is the j-th
 token seen) and, for hashed ids, the same matrix without names (column j is the int j). Every
 model then learns the same examples in file order (shuffled with a fixed seed) in batches of
-`--batch` rows; river's PAClassifier (which has no `learn_many`) and river_cw's own `learn_one`
-loop learn them one by one. Each pass runs `--repeat` times, in rounds over all passes, and
-keeps its best CPU time. Prints a markdown table of features/s (stored entries of the rows) and
-the ratio to river's PAClassifier of the same run.
+`--batch` rows (the batches are cut beforehand, as a stream hands them over: a scipy slice costs
+more than the kernel learning it); river's PAClassifier (which has no `learn_many`) and river_cw's
+own `learn_one` loop learn them one by one. Each pass runs `--repeat` times, in rounds over all
+passes, and keeps its best CPU time. Prints a markdown table of features/s (stored entries of
+the rows) and the ratio to river's PAClassifier of the same run. With `--warm` every model
+(river's too) has learned the stream once before the timed pass learns it again: the steady
+state of a long stream, where most features are known (a fresh model spends much of the pass
+adding features).
 
-    python benchmarks/batch.py [--data FILE ...] [--limit 4000] [--batch 1000] [--repeat 3]
+    python benchmarks/batch.py [--data FILE ...] [--limit 4000] [--batch 1000] [--repeat 3] [--warm]
     python benchmarks/batch.py --instructions   # instructions per feature, by callgrind
 
 With ``--instructions`` a child process under valgrind's callgrind runs every pass once and
@@ -66,22 +70,33 @@ def stream(name: str, limit: int):
     return dicts, labels, X, list(vocabulary)
 
 
-def passes(dicts, labels, X, features, batch: int) -> dict:
-    """name -> a function learning the whole stream once with a new model."""
+def passes(dicts, labels, X, features, batch: int, warm: bool = False) -> dict:
+    """name -> (make, learn): `make()` is a new model (warm: that has learned the stream once),
+    `learn(model)` learns the whole stream once."""
+    cuts = range(0, len(labels), batch)
+    labels_of = [labels[a:a + batch] for a in cuts]
+
+    def prepared(make, learn):
+        def made():
+            model = make()
+            if warm:
+                learn(model)
+            return model
+        return made, learn
 
     def loop(make):
-        def run():
-            model = make()
+        def learn(model):
             for x, y in zip(dicts, labels):
                 model.learn_one(x, y)
-        return run
+        return prepared(make, learn)
 
     def many(make, rows, **kwargs):
-        def run():
-            model = make()
-            for a in range(0, len(labels), batch):
-                model.learn_many(rows[a:a + batch], labels[a:a + batch], **kwargs)
-        return run
+        batches = [rows[a:a + batch] for a in cuts]
+
+        def learn(model):
+            for rows_, y in zip(batches, labels_of):
+                model.learn_many(rows_, y, **kwargs)
+        return prepared(make, learn)
 
     out = {"river PAClassifier learn_one": loop(linear_model.PAClassifier)}
     for name, make in MODELS.items():
@@ -92,16 +107,17 @@ def passes(dicts, labels, X, features, batch: int) -> dict:
     return out
 
 
-def cpu_time(run) -> float:
+def cpu_time(make, learn) -> float:
+    model = make()
     start = time.process_time()
-    run()
+    learn(model)
     return time.process_time() - start
 
 
-def table(name: str, n_features: int, n_rows: int, seconds: dict, unit: str) -> None:
+def table(name: str, n_features: int, n_rows: int, seconds: dict, unit: str, warm: bool) -> None:
     pa = seconds["river PAClassifier learn_one"]
     print(f"\n{name}: {n_rows} examples, {n_features / n_rows:.0f} features each, "
-          f"engine {river_cw.ENGINE!r}\n")
+          f"engine {river_cw.ENGINE!r}{', warm models' if warm else ''}\n")
     if unit == "s":
         print("| pass | features/s | vs PAClassifier |")
         print("|---|---:|---:|")
@@ -116,18 +132,19 @@ def table(name: str, n_features: int, n_rows: int, seconds: dict, unit: str) -> 
 
 def child(path: str) -> None:
     with open(path, "rb") as fh:
-        dicts, labels, X, features, batch = pickle.load(fh)
-    for run in passes(dicts, labels, X, features, batch).values():
+        dicts, labels, X, features, batch, warm = pickle.load(fh)
+    for make, learn in passes(dicts, labels, X, features, batch, warm).values():
+        model = make()
         time.process_time()  # marker: counting starts
-        run()
+        learn(model)
         time.process_time()  # marker: counting stops
 
 
-def counts(dicts, labels, X, features, batch) -> dict:
+def counts(dicts, labels, X, features, batch, warm) -> dict:
     with tempfile.TemporaryDirectory() as out:
         path = f"{out}/stream.pickle"
         with open(path, "wb") as fh:
-            pickle.dump((dicts, labels, X, features, batch), fh)
+            pickle.dump((dicts, labels, X, features, batch, warm), fh)
         subprocess.run(
             ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
              f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--child", path],
@@ -150,6 +167,7 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--warm", action="store_true", help="models that learned the stream once")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -163,14 +181,15 @@ def main(argv=None):
             continue
         dicts, labels, X, features = stream(name, args.limit)
         if args.instructions:
-            table(name, X.nnz, len(labels), counts(dicts, labels, X, features, args.batch), "i")
+            count = counts(dicts, labels, X, features, args.batch, args.warm)
+            table(name, X.nnz, len(labels), count, "i", args.warm)
             continue
-        runs = passes(dicts, labels, X, features, args.batch)
+        runs = passes(dicts, labels, X, features, args.batch, args.warm)
         seconds = dict.fromkeys(runs, float("inf"))
         for _ in range(args.repeat):  # rounds over all passes: load changes hit them alike
-            for pass_, run in runs.items():
-                seconds[pass_] = min(seconds[pass_], cpu_time(run))
-        table(name, X.nnz, len(labels), seconds, "s")
+            for pass_, (make, learn) in runs.items():
+                seconds[pass_] = min(seconds[pass_], cpu_time(make, learn))
+        table(name, X.nnz, len(labels), seconds, "s", args.warm)
 
 
 if __name__ == "__main__":

@@ -212,11 +212,10 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
                 uj = self->prior * x2;
                 p->n_new[k]++;
             } else {
-                Entry *e = &entries[ix];
-                uj = forget(e->var, keep, rest) * x2;
+                double mj = learned_terms(&entries[ix], xf, keep, rest, &uj);
                 if (!kept)
-                    fsum_add_unkept(&m_acc, e->mean * xf);
-                else if (fsum_add(&m_acc, e->mean * xf) < 0)
+                    fsum_add_unkept(&m_acc, mj);
+                else if (fsum_add(&m_acc, mj) < 0)
                     goto fail;
             }
             self->u[self->nu++] = uj;
@@ -308,23 +307,16 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
         double a = alpha * p->sign[k];
         for (j = 0; j < r->n; j++) {
             Py_ssize_t l = r->col[j], ix = slot[l];
-            double xf = r->x[j], s, mean;
-            if (ix < 0) {
-                if (xf * xf == 0.0) continue;
-                s = prior;
-                mean = 0.0;
-            } else {
-                s = t->entries[ix].var;
-                mean = t->entries[ix].mean;
-            }
-            mean = step_mean(mean, a, s, xf);
-            s = kind == SCHEME_PROJECT ? shrink_project(s, xf, gamma) : shrink_drop(s, xf, beta);
+            double xf = r->x[j], out[2];
             if (ix >= 0) {
-                t->entries[ix].mean = mean;
-                t->entries[ix].var = s;
-            } else {
+                Entry *e = &t->entries[ix];
+                step_weight(e->mean, e->var, a, xf, gamma, beta, kind, out);
+                e->mean = out[0];
+                e->var = out[1];
+            } else if (xf * xf != 0.0) {
+                step_weight(0.0, prior, a, xf, gamma, beta, kind, out);
                 slot[l] = t->used;
-                table_append(t, r->keys[l], r->hashes[l], mean, s);
+                table_append(t, r->keys[l], r->hashes[l], out[0], out[1]);
             }
         }
     }
@@ -332,32 +324,102 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
     return 0;
 }
 
-/* The CSR columns of a batch: each distinct column's key, hash and entry in every block */
+/* per column, side by side (one cache line per use): the last call that resolved it (negated:
+ * the key is bad, the column's rows go to learn_one) and the last row it was seen in (a row
+ * holding it twice goes to learn_one) */
+typedef struct {
+    int64_t call, row;
+} BatchMark;
+
+/* The CSR columns an engine has learned from, kept across batches (Diagonal.batch_cache): per
+ * column its key (a new reference: features[j], or the int j for hashed ids), its hash and its
+ * entry in every block, so that a column is hashed and looked up once, not once per batch. The
+ * entries are checked on every call, without hashing: entry ix of a block holds column j's
+ * feature exactly when ix < used and the entry's key is column j's key object itself (a table
+ * holds distinct keys), which survives growth, rehashing, a new block, a reorder or a restore
+ * (those only make the check fail, and the column is looked up again). The last column (ncols)
+ * is the intercept. A vocabulary's names are checked distinct per call against `names`, a table
+ * of every name seen (mean: the column that named it last, var: that call's number). */
+typedef struct BatchCache {
+    PyObject *features; /* the vocabulary (a new reference), or NULL for hashed ids */
+    Py_ssize_t ncols, nblocks, stride; /* stride = ncols + 1: the intercept is column ncols */
+    PyObject **key;      /* NULL: not seen yet */
+    Py_hash_t *hash;     /* -1: the key is not hashable */
+    Py_ssize_t *named;   /* a vocabulary column's entry in `names` (checked as the slots are) */
+    Py_ssize_t *slot;    /* slot[b * stride + j]: column j's entry in block b, -1: unseen */
+    BatchMark *mark;
+    Table names;
+    int64_t calls, rows; /* calls: the number of the last call (unique among all caches) */
+} BatchCache;
+
+static int64_t batch_calls = 0; /* numbers the calls that use a cache */
+
+static void batch_cache_free(Diagonal *self) {
+    BatchCache *c = self->batch_cache;
+    Py_ssize_t j;
+    if (c == NULL) return;
+    self->batch_cache = NULL;
+    if (c->key != NULL)
+        for (j = 0; j < c->stride; j++) Py_XDECREF(c->key[j]);
+    Py_XDECREF(c->features);
+    PyMem_Free(c->key);
+    PyMem_Free(c->hash);
+    PyMem_Free(c->named);
+    PyMem_Free(c->slot);
+    PyMem_Free(c->mark);
+    table_free(&c->names);
+    PyMem_Free(c);
+}
+
+/* the engine's cache for CSR columns named by `features` (NULL: hashed ids), made anew when the
+ * vocabulary (by identity) or the number of columns changed; the slots grown to every block */
+static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t ncols) {
+    BatchCache *c = self->batch_cache;
+    if (c != NULL && (c->features != features || c->ncols != ncols)) {
+        batch_cache_free(self);
+        c = NULL;
+    }
+    if (c == NULL) {
+        Py_ssize_t n = ncols + 1;
+        if ((c = PyMem_Calloc(1, sizeof(BatchCache))) == NULL) goto memory;
+        self->batch_cache = c; /* freed with the engine (diagonal_clear) */
+        c->ncols = ncols;
+        c->stride = n;
+        c->key = PyMem_Calloc(n, sizeof(PyObject *));
+        c->hash = PyMem_Calloc(n, sizeof(Py_hash_t));
+        c->named = PyMem_Calloc(n, sizeof(Py_ssize_t));
+        c->mark = PyMem_Calloc(n, sizeof(BatchMark));
+        if (!c->key || !c->hash || !c->named || !c->mark) goto memory;
+        if (table_init(&c->names) < 0) return NULL;
+        Py_XINCREF(features);
+        c->features = features;
+    }
+    if (c->nblocks < self->nblocks) { /* slots start anywhere: every use checks them first */
+        Py_ssize_t *slot = PyMem_Realloc(c->slot, sizeof(Py_ssize_t) * c->stride * self->nblocks);
+        if (slot == NULL) goto memory;
+        c->slot = slot;
+        memset(slot + c->stride * c->nblocks, 0,
+               sizeof(Py_ssize_t) * c->stride * (self->nblocks - c->nblocks));
+        c->nblocks = self->nblocks;
+    }
+    return c;
+memory:
+    PyErr_NoMemory();
+    return NULL;
+}
+
+/* The CSR arrays of a call and the views that hold them */
 typedef struct {
     const double *data;
     const Py_ssize_t *indices, *indptr;
-    Py_ssize_t ncols, ndistinct;
-    int32_t *local;     /* per column: 1 + its position among the distinct ones, 0 absent */
-    Py_ssize_t *column; /* per distinct column: the column */
-    PyObject **key;     /* new references; NULL: the key is bad (unhashable, or its == raised) */
-    Py_hash_t *hash;
-    Py_ssize_t *slot;   /* slot[b * ndistinct + l]: entry of distinct column l in block b, -1 */
-    Py_ssize_t *stamp;  /* per distinct column: 1 + the last row it was seen in */
+    Py_ssize_t ncols;
     Py_buffer views[3];
     int nviews;
+    BatchCache *cache;
 } BatchColumns;
 
 static void columns_free(BatchColumns *c) {
-    Py_ssize_t l;
     int i;
-    if (c->key != NULL)
-        for (l = 0; l < c->ndistinct; l++) Py_XDECREF(c->key[l]);
-    PyMem_Free(c->local);
-    PyMem_Free(c->column);
-    PyMem_Free(c->key);
-    PyMem_Free(c->hash);
-    PyMem_Free(c->slot);
-    PyMem_Free(c->stamp);
     for (i = 0; i < c->nviews; i++) PyBuffer_Release(&c->views[i]);
 }
 
@@ -379,124 +441,136 @@ static int columns_view(BatchColumns *c, PyObject *array, const char *formats, P
     return 0;
 }
 
-/* ValueError when two of the batch's columns have equal names */
-static int columns_distinct(BatchColumns *c) {
-    Table seen;
-    Py_ssize_t l, ix;
-    int status = 0;
-    if (table_init(&seen) < 0 || table_reserve(&seen, c->ndistinct) < 0) {
-        table_free(&seen);
+/* ValueError when column j's name was named by another column in this call: the vocabulary's
+ * names must be distinct (learn_one would merge the two columns into one feature) */
+static int column_named(BatchCache *c, Py_ssize_t j) {
+    PyObject *key = c->key[j];
+    Py_ssize_t ix = c->named[j];
+    Entry *e;
+    if (!(ix >= 0 && ix < c->names.used && c->names.entries[ix].key == key)) {
+        if ((ix = table_find(&c->names, key, c->hash[j])) == -2) {
+            PyErr_Clear(); /* its == raised: learn_one raises it */
+            c->mark[j].call = -c->calls;
+            return 0;
+        }
+        if (ix == -1) {
+            if (table_reserve(&c->names, 1) < 0) return -1;
+            ix = c->names.used;
+            table_append(&c->names, key, c->hash[j], -1.0, 0.0);
+        }
+        c->named[j] = ix;
+    }
+    e = &c->names.entries[ix];
+    if (e->var == (double)c->calls && e->mean != (double)j) {
+        PyErr_Format(PyExc_ValueError, "features names columns %zd and %zd alike: %R",
+                     (Py_ssize_t)e->mean, j, key);
         return -1;
     }
-    for (l = 0; l < c->ndistinct && status == 0; l++) {
-        if (c->key[l] == NULL) continue;
-        ix = table_find(&seen, c->key[l], c->hash[l]);
-        if (ix == -2)
-            PyErr_Clear(); /* its == raised: the rows that hold it go to learn_one */
-        else if (ix >= 0) {
-            PyErr_Format(PyExc_ValueError, "features names columns %zd and %zd alike: %R",
-                         (Py_ssize_t)seen.entries[ix].mean, c->column[l], c->key[l]);
-            status = -1;
-        } else
-            table_append(&seen, c->key[l], c->hash[l], (double)c->column[l], 0.0);
-    }
-    table_free(&seen);
-    return status;
+    e->mean = (double)j;
+    e->var = (double)c->calls;
+    return 0;
 }
 
-/* Resolve the distinct columns of rows [start, end) in every block; reserve room for those not
- * learned yet (the intercept included) so that no table grows while the slots are in use */
+/* column j (ncols: the intercept) resolved for this call: its key, whether it is bad, its entry
+ * in every block; `absent` counts per block the columns not learned yet */
+static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject *features,
+                          PyObject *intercept, Py_ssize_t *absent) {
+    PyObject *key;
+    Py_ssize_t b;
+    if (j == c->ncols)
+        key = intercept;
+    else if (features != NULL)
+        key = PyList_GET_ITEM(features, j);
+    else
+        key = c->key[j] != NULL ? c->key[j] : PyLong_FromSsize_t(j);
+    if (key == NULL) return -1;
+    if (key != c->key[j]) { /* a new column, or the vocabulary's name changed */
+        if (features != NULL || j == c->ncols) Py_INCREF(key);
+        Py_XSETREF(c->key[j], key);
+        if ((c->hash[j] = PyObject_Hash(key)) == -1) PyErr_Clear(); /* learn_one names it */
+    }
+    if (c->hash[j] == -1 || (j != c->ncols && intercept != Py_None && key == intercept)) {
+        c->mark[j].call = -c->calls;
+        return 0;
+    }
+    c->mark[j].call = c->calls;
+    if (features != NULL && j != c->ncols && column_named(c, j) < 0) return -1;
+    for (b = 0; b < self->nblocks && c->mark[j].call > 0; b++) {
+        Table *t = &self->blocks[b];
+        Py_ssize_t *slot = &c->slot[b * c->stride + j], ix = *slot;
+        if (ix >= 0 && ix < t->used && t->entries[ix].key == key) continue;
+        if ((ix = table_find(t, key, c->hash[j])) == -2) {
+            PyErr_Clear(); /* its == raised: learn_one raises it */
+            c->mark[j].call = -c->calls;
+        }
+        *slot = ix;
+        absent[b] += ix == -1;
+    }
+    return 0;
+}
+
+/* Resolve the columns of rows [start, end) in every block; reserve room for those not learned
+ * yet (the intercept included) so that no table grows while the slots are in use */
 static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
                            PyObject *intercept, Py_ssize_t start, Py_ssize_t end) {
-    Py_ssize_t p, l, b, first = c->indptr[start], last = c->indptr[end];
-    Py_ssize_t extra = intercept != Py_None;
-    if ((c->local = PyMem_Calloc(c->ncols + 1, sizeof(int32_t))) == NULL) goto memory;
+    Py_ssize_t p, b, first = c->indptr[start], last = c->indptr[end], *absent;
+    BatchCache *cache;
+    int status = -1;
     for (p = start; p < end; p++)
         if (c->indptr[p] > c->indptr[p + 1]) {
             PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
             return -1;
         }
-    c->column = PyMem_Malloc(sizeof(Py_ssize_t) * (last - first + 1));
-    if (c->column == NULL) goto memory;
-    for (p = first; p < last; p++) {
-        Py_ssize_t j = c->indices[p];
-        if (j < 0 || j >= c->ncols) {
-            PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", j);
+    for (p = first; p < last; p++)
+        if (c->indices[p] < 0 || c->indices[p] >= c->ncols) {
+            PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", c->indices[p]);
             return -1;
         }
-        if (c->local[j] == 0) {
-            if (c->ndistinct >= INT32_MAX - 1) {
-                PyErr_SetString(PyExc_OverflowError, "too many distinct columns in one batch");
-                return -1;
-            }
-            c->column[c->ndistinct] = j;
-            c->local[j] = (int32_t)++c->ndistinct;
-        }
+    if ((cache = batch_cache(self, features == Py_None ? NULL : features, c->ncols)) == NULL)
+        return -1;
+    c->cache = cache;
+    if ((absent = PyMem_Calloc(self->nblocks, sizeof(Py_ssize_t))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
-    c->ndistinct += extra; /* the intercept: the last distinct column */
-    c->key = PyMem_Calloc(c->ndistinct + 1, sizeof(PyObject *));
-    c->hash = PyMem_Malloc(sizeof(Py_hash_t) * (c->ndistinct + 1));
-    c->slot = PyMem_Malloc(sizeof(Py_ssize_t) * (c->ndistinct * self->nblocks + 1));
-    c->stamp = PyMem_Calloc(c->ndistinct + 1, sizeof(Py_ssize_t));
-    if (!c->key || !c->hash || !c->slot || !c->stamp) goto memory;
-    for (l = 0; l < c->ndistinct; l++) {
-        PyObject *key;
-        if (extra && l == c->ndistinct - 1) {
-            key = intercept;
-            Py_INCREF(key);
-        } else if (features == Py_None)
-            key = PyLong_FromSsize_t(c->column[l]);
-        else {
-            key = PyList_GET_ITEM(features, c->column[l]);
-            Py_INCREF(key);
-        }
-        if (key == NULL) return -1;
-        c->key[l] = key;
-        if (key == intercept && intercept != Py_None && !(extra && l == c->ndistinct - 1))
-            Py_CLEAR(c->key[l]); /* a column named INTERCEPT: learn_one's {**x, INTERCEPT: 1} */
-        else if ((c->hash[l] = PyObject_Hash(key)) == -1) { /* learn_one names it */
-            PyErr_Clear();
-            Py_CLEAR(c->key[l]);
-        }
-    }
-    if (features != Py_None && columns_distinct(c) < 0) return -1;
-    for (b = 0; b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
-        Py_ssize_t absent = 0;
-        for (l = 0; l < c->ndistinct; l++) {
-            Py_ssize_t ix = -1;
-            if (c->key[l] != NULL && (ix = table_find(t, c->key[l], c->hash[l])) == -2) {
-                PyErr_Clear(); /* its == raised: learn_one raises it */
-                Py_CLEAR(c->key[l]);
-            }
-            c->slot[b * c->ndistinct + l] = ix;
-            absent += ix == -1;
-        }
-        if (table_reserve(t, absent) < 0) return -1;
-    }
-    return 0;
-memory:
-    PyErr_NoMemory();
-    return -1;
+    cache->calls = ++batch_calls;
+    features = features == Py_None ? NULL : features;
+    for (p = first; p < last; p++)
+        if (cache->mark[c->indices[p]].call != cache->calls &&
+            cache->mark[c->indices[p]].call != -cache->calls &&
+            column_resolve(self, cache, c->indices[p], features, intercept, absent) < 0)
+            goto done;
+    if (intercept != Py_None &&
+        column_resolve(self, cache, c->ncols, features, intercept, absent) < 0)
+        goto done;
+    for (b = 0; b < self->nblocks; b++)
+        if (table_reserve(&self->blocks[b], absent[b]) < 0) goto done;
+    status = 0;
+done:
+    PyMem_Free(absent);
+    return status;
 }
 
 /* row i of the CSR batch, resolved; 0, or 1 when the kernel leaves it to learn_one */
 static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
                        PyObject *intercept) {
+    BatchCache *cache = c->cache;
     Py_ssize_t p, a = c->indptr[i], e = c->indptr[i + 1], n = e - a + (intercept != Py_None);
+    int64_t row = ++cache->rows;
     if (row_reserve(r, n) < 0) return -1;
     r->n = n;
     for (p = 0; p < n; p++) {
-        Py_ssize_t l = p < e - a ? c->local[c->indices[a + p]] - 1 : c->ndistinct - 1;
-        if (c->key[l] == NULL || c->stamp[l] == i + 1) return 1; /* a bad key, a duplicate */
-        c->stamp[l] = i + 1;
+        Py_ssize_t l = p < e - a ? c->indices[a + p] : cache->ncols;
+        BatchMark *mark = &cache->mark[l];
+        if (mark->call < 0 || mark->row == row) return 1; /* a bad key, a duplicate */
+        mark->row = row;
         r->x[p] = p < e - a ? c->data[a + p] : 1.0;
         r->col[p] = l;
     }
-    r->keys = c->key;
-    r->hashes = c->hash;
-    r->slot = c->slot;
-    r->stride = c->ndistinct;
+    r->keys = cache->key;
+    r->hashes = cache->hash;
+    r->slot = cache->slot;
+    r->stride = cache->stride;
     return 0;
 }
 
@@ -558,6 +632,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     BatchStep step = {NULL, NULL, NULL, NULL};
     int csr, failed = 1;
     uint64_t generation;
+    int64_t call = 0;
     if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!O", &rows, &PyList_Type, &classes, &n_classes,
                           &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
                           &intercept, &PyList_Type, &stats, &native))
@@ -612,6 +687,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             goto done;
         }
         if (columns_resolve(self, &c, features, intercept, start, nrows) < 0) goto done;
+        call = c.cache->calls;
     } else if (PyList_GET_SIZE(rows) != nrows) {
         PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
         goto done;
@@ -627,7 +703,8 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         if (k < 0 || k >= n_classes || !PyFloat_CheckExact(w_obj)) break;
         w = PyFloat_AS_DOUBLE(w_obj);
         if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
-        if (self->generation != generation) {
+        if (self->generation != generation ||
+            (csr && (self->batch_cache != c.cache || c.cache->calls != call))) {
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
             goto done;
         }

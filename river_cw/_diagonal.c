@@ -237,6 +237,7 @@ typedef struct {
     int lean_kind;
     PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
     Py_hash_t lean_intercept_hash;
+    struct BatchCache *batch_cache; /* learn_rows' CSR columns (_batch.h), NULL: none */
 } Diagonal;
 
 static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
@@ -306,9 +307,12 @@ static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
     return 0;
 }
 
+static void batch_cache_free(Diagonal *self); /* _batch.h */
+
 static int diagonal_clear(Diagonal *self) {
     Py_ssize_t b;
     release_coords(self);
+    batch_cache_free(self);
     Py_CLEAR(self->lean);
     for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
     self->nblocks = 0;
@@ -601,6 +605,14 @@ static inline double forget(double s, double keep, double rest) {
     return keep == 1.0 ? s : s / (keep + rest * s);
 }
 
+/* a learned feature's terms of the margin's sums: mu_j d_j (returned) and u_j = Sigma_jj d_j^2
+ * (*uj), its variance forgotten first; one home for learn, learn_native and learn_rows */
+static inline double learned_terms(const Entry *e, double xf, double keep, double rest,
+                                   double *uj) {
+    *uj = forget(e->var, keep, rest) * (xf * xf);
+    return e->mean * xf;
+}
+
 /* one feature of d in pair k (entry ix of t, -1: unseen): its coordinate, and its terms of the
  * margin's sums (room reserved); -1 on a memory error */
 static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_hash_t h,
@@ -628,20 +640,19 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
         }
         return 0;
     } else {
-        Entry *e = &t->entries[ix];
-        double uj = forget(e->var, keep, rest) * x2;
+        double uj, mj = learned_terms(&t->entries[ix], xf, keep, rest, &uj);
         Coord *c = &self->coords[self->ncoords++];
         c->pair = k;
         c->ix = ix;
         c->x = xf;
         c->key = NULL;
         if (!kept) {
-            fsum_add_unkept(m_acc, e->mean * xf);
+            fsum_add_unkept(m_acc, mj);
             fsum_add_unkept(u_acc, uj);
             return 0;
         }
         self->u[self->nu++] = uj;
-        return fsum_add(m_acc, e->mean * xf) < 0 || fsum_add(u_acc, uj) < 0 ? -1 : 0;
+        return fsum_add(m_acc, mj) < 0 || fsum_add(u_acc, uj) < 0 ? -1 : 0;
     }
 }
 
@@ -770,12 +781,20 @@ static inline double coord_state(Diagonal *self, Coord *c, double *s) {
     return e->mean;
 }
 
-/* step_coord of the built-in schemes, "project" (kind SCHEME_PROJECT) and "drop" */
+/* one weight's step by a built-in scheme, "project" (kind SCHEME_PROJECT) or "drop": its new
+ * mean (out[0]) and variance (out[1]) from its mean and variance s; one home for update_core and
+ * learn_rows (a = alpha times the pair's sign) */
+static inline void step_weight(double mean, double s, double a, double xf, double gamma,
+                               double beta, int kind, double *out) {
+    out[0] = step_mean(mean, a, s, xf);
+    out[1] = kind == SCHEME_PROJECT ? shrink_project(s, xf, gamma) : shrink_drop(s, xf, beta);
+}
+
+/* step_coord of the built-in schemes */
 static inline void step_builtin(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
                                 int kind, double *out) {
     double s, mean = coord_state(self, c, &s);
-    out[0] = step_mean(mean, alpha * self->pair_sign[c->pair], s, c->x);
-    out[1] = kind == SCHEME_PROJECT ? shrink_project(s, c->x, gamma) : shrink_drop(s, c->x, beta);
+    step_weight(mean, s, alpha * self->pair_sign[c->pair], c->x, gamma, beta, kind, out);
 }
 
 /* one coordinate's new (mean, variance) into out[0], out[1]; -1 when a scheme raised */

@@ -270,3 +270,130 @@ def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
     model._gaussian = Counting(model.initial_variance)
     model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
+
+
+# -- the CSR columns kept across batches (river_cw/_batch.h's BatchCache) ---------------------
+
+POOL = ["w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"]
+WIDTH = 6  # the vocabulary's columns
+
+
+def fresh(name: str) -> str:
+    """An equal name that is another object (the kernel checks its columns by identity)."""
+    return "".join(list(name))
+
+
+csr_rows = st.lists(  # (column, value) pairs: repeated columns, explicit zeros, empty rows
+    st.tuples(st.integers(0, WIDTH - 1), st.sampled_from([1.0, -2.0, 0.0, 0.5, 3.0])),
+    max_size=5,
+)
+csr_batch = st.integers(1, 12).flatmap(
+    lambda n: st.tuples(
+        st.lists(csr_rows, min_size=n, max_size=n),
+        st.lists(st.sampled_from(["x", "y", "z"]), min_size=n, max_size=n),
+        st.lists(st.sampled_from([1.0, 0.5, 2.0]), min_size=n, max_size=n),
+    )
+)
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("vocabulary"), csr_batch),
+        st.tuples(st.just("hashed"), csr_batch),
+        st.tuples(st.just("rename"), st.integers(0, WIDTH - 1), st.integers(0, len(POOL) - 1)),
+        st.tuples(st.just("learn_one"), csr_batch),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def csr_rows_matrix(rows_):
+    indptr, indices, data = [0], [], []
+    for row in rows_:
+        indices += [j for j, _ in row]
+        data += [v for _, v in row]
+        indptr.append(len(indices))
+    shape = (len(rows_), WIDTH)
+    arrays = (np.array(data, dtype=float), np.array(indices, dtype=int), indptr)
+    return sparse.csr_array(arrays, shape=shape)
+
+
+def named_rows(rows_, names):
+    """The dicts learn_one gets (river_cw.batch.Rows.row: a repeated column's values summed)."""
+    out = []
+    for row in rows_:
+        x: dict = {}
+        for j, value in row:
+            name = j if names is None else names[j]
+            x[name] = x[name] + value if name in x else value
+        out.append(x)
+    return out
+
+
+KEPT = (0, 1, 4, 7)  # project, drop with forgetting, exact, NHERD drop with forgetting
+
+
+@pytest.mark.parametrize("model", [MODELS[i] for i in KEPT], ids=[IDS[i] for i in KEPT])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=operations)
+def test_csr_columns_kept_across_batches_are_the_learn_one_loop(model, steps):
+    """One vocabulary list learned from batch after batch while the model also learns rows one
+    by one with equal names of other objects, the list is renamed in place (never two columns
+    alike) and hashed batches share the model: always bit for bit the learn_one loop."""
+    many, one = model.clone(), model.clone()
+    names = [fresh(POOL[j]) for j in range(WIDTH)]
+    for step in steps:
+        if step[0] == "rename":
+            _, j, k = step
+            if POOL[k] not in names:
+                names[j] = fresh(POOL[k])
+            continue
+        kind, (rows_, labels, weights) = step
+        if kind == "learn_one":
+            dicts = named_rows(rows_, [fresh(n) for n in names])
+            assert outcome(lambda: loop(many, dicts, labels, weights)) is None
+        else:
+            features = names if kind == "vocabulary" else None
+            X = csr_rows_matrix(rows_)
+            dicts = named_rows(rows_, features)
+            assert outcome(lambda: many.learn_many(X, labels, weights, features=features)) is None
+        loop(one, dicts, labels, weights)
+        assert pickle.dumps(many) == pickle.dumps(one)
+
+
+def test_a_name_may_move_between_columns_across_batches_but_never_repeat_in_one():
+    X = sparse.csr_array([[1.0, 0.0, 2.0]])
+    names = ["a", "b", "c"]
+    model, one = river_cw.AROW(), river_cw.AROW()
+    model.learn_many(X, [True], features=names)
+    one.learn_one({"a": 1.0, "c": 2.0}, True)
+    names[2] = "a"  # in place: the same list; column 2 is now named as column 0 is
+    with pytest.raises(ValueError, match="features names columns 0 and 2 alike: 'a'"):
+        model.learn_many(X, [True], features=names)
+    assert pickle.dumps(model) == pickle.dumps(one)
+    model.learn_many(X[:, 1:], [False], features=names[1:])  # a new list, only "b" and "a"
+    one.learn_one({"a": 2.0}, False)
+    names[0] = "z"  # no longer alike: column 2 learns "a"
+    model.learn_many(X, [True], features=names)
+    one.learn_one({"z": 1.0, "a": 2.0}, True)
+    assert pickle.dumps(model) == pickle.dumps(one)
+
+
+def test_csr_columns_follow_the_engine_through_a_new_layout_and_a_new_class():
+    """The kept columns point at the engine's entries; after the entries are laid out anew
+    (reversed through the compiled engine's `blocks`), or a new label adds a block, they are
+    found again."""
+    X = sparse.csr_array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0], [1.0, 0.0, 1.0]])
+    names = ["a", "b", "c"]
+    dicts = named_rows([[(0, 1.0), (1, 2.0)], [(1, 1.0), (2, 3.0)], [(0, 1.0), (2, 1.0)]], names)
+    model, one = river_cw.AROW(), river_cw.AROW()
+    model.learn_many(X, [1, 0, 1], features=names)
+    loop(one, dicts, [1, 0, 1], [1.0] * 3)
+    for engine in (model._gaussian, one._gaussian):
+        if hasattr(engine, "blocks"):  # the compiled engine: entries in reverse order
+            engine.blocks = [dict(reversed(list(block.items()))) for block in engine.blocks]
+    model.learn_many(X, [2, 0, 1], features=names)  # label 2: a new block
+    loop(one, dicts, [2, 0, 1], [1.0] * 3)
+    assert pickle.dumps(model) == pickle.dumps(one)
+    model.learn_many(X, [1, 2, 0], features=names)
+    loop(one, dicts, [1, 2, 0], [1.0] * 3)
+    assert pickle.dumps(model) == pickle.dumps(one)
