@@ -33,12 +33,21 @@ def best(losses: np.ndarray) -> float:
     return float(TEMPERATURES[np.argmin(losses)])
 
 
-def softmax_losses(z: np.ndarray, label: int) -> np.ndarray:
-    """Log loss of ``softmax(a z)`` at `label`, for every temperature a of the grid."""
+def softmax_losses(z: np.ndarray, label) -> np.ndarray:
+    """Log loss of ``softmax(a z)`` at `label`, for every temperature a of the grid.
+
+    For rows of scores ``z`` (n, k) and an array of n labels: one row of losses per row, the
+    same numbers as row by row (each row is laid out as a single one: a ``(temperatures, k)``
+    block, summed along its labels)."""
+    z = np.asarray(z, dtype=float)
+    rows = z.reshape(-1, z.shape[-1])
+    n, m = len(rows), len(TEMPERATURES)
     with np.errstate(all="ignore"):
-        za = np.outer(TEMPERATURES, z)
+        za = (TEMPERATURES[None, :, None] * rows[:, None, :]).reshape(n * m, -1)
         top = za.max(axis=1)
-        return top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - za[:, label]
+        picked = za[np.arange(n * m), np.repeat(np.broadcast_to(label, n), m)]
+        losses = top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - picked
+    return losses.reshape(z.shape[:-1] + (m,))
 
 
 def probit_losses(t: np.ndarray, label: int) -> np.ndarray:

@@ -1,8 +1,9 @@
-"""Voted RDA's compiled loops (`river_cw._rda`) against its Python code: the same numbers.
+"""Voted RDA's compiled engine (`river_cw._rda`) against its Python engine: the same numbers.
 
-Two models learn the same stream in one process, one with the compiled loops and one with them
-switched off (``river_cw.rda._compiled = None`` around its calls). Skipped when the extension
-is not built (or RIVER_CW_PURE_PYTHON is set).
+Two models learn the same stream in one process, one on the compiled engine and one built with
+it switched off (``river_cw.rda._compiled = None``: a model picks its engine when it is built or
+unpickled). Their pickles are compared byte for byte: the state, the heap of cuts, the counters
+and the calibration. Skipped when the extension is not built (or RIVER_CW_PURE_PYTHON is set).
 """
 
 from __future__ import annotations
@@ -49,19 +50,30 @@ def call(model, python: bool, method: str, *args):
             return type(error), str(error)
 
 
-def hexed(model) -> str:
-    """Everything a model's numbers depend on, floats in hex (so -0.0 and 0.0 differ)."""
+def pair(params):
+    """The same model twice: compiled engine, Python engine."""
+    compiled = river_cw.VotedRDA(**params)
     with pure_python():
-        weights = model.weights
-        blocks = weights.values() if not model.is_binary else [weights]
-        return repr(
-            (
-                [{f: w.hex() for f, w in block.items()} for block in blocks],
-                [[[v.hex() if isinstance(v, float) else v for v in rec] for rec in b.values()]
-                 for b in model._blocks],
-                model.n_updates, model.n_skipped_updates, model.temperature,
-            )
+        python = river_cw.VotedRDA(**params)
+    assert python._engine is None
+    assert (compiled._engine is None) == (params.get("prediction") == "vote")
+    return compiled, python
+
+
+def hexed(model) -> str:
+    """Everything a model's numbers depend on, floats in hex (so -0.0 and 0.0 differ), and its
+    pickle (the whole state, in the Python engine's attributes)."""
+    weights = model.weights
+    blocks = weights.values() if not model.is_binary else [weights]
+    state = model.__getstate__()
+    return repr(
+        (
+            [{f: w.hex() for f, w in block.items()} for block in blocks],
+            [[[v.hex() if isinstance(v, float) else v for v in rec] for rec in b.values()]
+             for b in state["_blocks"]],
+            model.n_updates, model.n_skipped_updates, model.temperature, pickle.dumps(model),
         )
+    )
 
 
 def value(rng: random.Random):
@@ -84,7 +96,7 @@ def stream(seed: int, n: int = 300, n_labels: int = 2):
 @pytest.mark.parametrize("params", CONFIGS, ids=repr)
 @pytest.mark.parametrize("n_labels", [2, 3])
 def test_same_weights_scores_and_probabilities(params, n_labels):
-    compiled, python = river_cw.VotedRDA(**params), river_cw.VotedRDA(**params)
+    compiled, python = pair(params)
     for i, (x, y) in enumerate(stream(n_labels, n_labels=n_labels)):
         if i % 7 == 0:
             for method in ("predict_one", "predict_proba_one"):
@@ -101,7 +113,7 @@ BAD_VALUES = ["3", None, math.nan, math.inf, 1e308, 2**2000, 1e200]
 @pytest.mark.parametrize("params", CONFIGS[:4], ids=repr)
 @pytest.mark.parametrize("bad", BAD_VALUES, ids=repr)
 def test_bad_input_raises_alike_and_changes_nothing(params, bad):
-    compiled, python = river_cw.VotedRDA(**params), river_cw.VotedRDA(**params)
+    compiled, python = pair(params)
     for x, y in stream(5, n=60):
         compiled.learn_one(x, y)
         with pure_python():
@@ -119,13 +131,17 @@ def test_bad_input_raises_alike_and_changes_nothing(params, bad):
 
 @pytest.mark.parametrize("params", CONFIGS[:3], ids=repr)
 def test_pickles_cross_engines(params):
-    compiled, python = river_cw.VotedRDA(**params), river_cw.VotedRDA(**params)
+    compiled, python = pair(params)
     data = list(stream(9))
     for x, y in data[:150]:
         compiled.learn_one(x, y)
         with pure_python():
             python.learn_one(x, y)
-    copies = [pickle.loads(pickle.dumps(model)) for model in (compiled, python)]
+    # each loads under the other engine: the compiled one's pickle into the Python engine
+    with pure_python():
+        copies = [pickle.loads(pickle.dumps(compiled))]
+    copies.append(pickle.loads(pickle.dumps(python)))
+    assert copies[0]._engine is None and copies[1]._engine is not None
     for x, y in data[150:]:
         compiled.learn_one(x, y)
         copies[0].learn_one(x, y)
