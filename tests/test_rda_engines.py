@@ -13,7 +13,10 @@ import math
 import pickle
 import random
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import river_cw
 from river_cw import rda
@@ -163,3 +166,107 @@ def test_calibration_in_batches_adds_as_one_at_a_time():
         one_by_one.temperature
     assert batched.temperature == one_by_one.temperature
     assert batched._calibration.tobytes() == one_by_one._calibration.tobytes()
+
+
+class Hostile:
+    """A feature name whose == raises `error`, or (None) compares equal to every Hostile of
+    the same name; they all share one hash."""
+
+    def __init__(self, name, error=None):
+        self.name, self.error = name, error
+
+    def __hash__(self):
+        return 42
+
+    def __repr__(self):
+        return f"Hostile({self.name!r})"
+
+    def __eq__(self, other):
+        if self.error is not None:
+            raise self.error("no comparing")
+        return isinstance(other, Hostile) and other.name == self.name
+
+
+KEYS = ["a", "b", "c", 1, 2.5, ("t", 1), Hostile("h"), Hostile("i"), river_cw.INTERCEPT]
+VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1.0, 1e308, -1e308, 1e200, 5e-324, 1e-300]),
+    st.integers(-10, 10),
+    st.sampled_from([2**53 + 1, 2**2000, True, False, np.float64(1.5), "3", None, 1j]),
+)
+EXAMPLES = st.tuples(
+    st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=6),
+    st.sampled_from([0, 1, 1, 0, 2, None]),  # a third label now and then, a bad one
+    st.sampled_from([1.0, 1.0, 1.0, 0.5, 0.0, 2, 1e300, -1.0, "w"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    params=st.fixed_dictionaries(
+        {
+            "l1": st.sampled_from([0.0, 0.01, 0.5, 1e-300]),
+            "eta": st.sampled_from([1.0, 0.5, 1e-300, 3]),
+            "loss": st.sampled_from(["hinge", "log"]),
+            "prediction": st.sampled_from(["average", "last"]),
+            "conservative": st.booleans(),
+            "learn_intercept": st.booleans(),
+        }
+    ),
+    examples=st.lists(EXAMPLES, max_size=25),
+)
+def test_random_and_hostile_streams_alike(params, examples):
+    """Every call: the same result or the same exception in both engines, the same pickle
+    after it, and a call that raises leaves the model's pickle as it was."""
+    compiled, python = pair(params)
+    for x, y, w in examples:
+        for method, args in (("predict_proba_one", (x,)), ("learn_one", (x, y, w))):
+            before = pickle.dumps(compiled)
+            outcome = call(compiled, False, method, *args)
+            assert outcome == call(python, True, method, *args), method
+            after = pickle.dumps(compiled)
+            assert after == pickle.dumps(python)
+            if outcome[0] != "ok":
+                assert after == before
+    assert hexed(compiled) == hexed(python)
+
+
+@pytest.mark.parametrize("error", [RuntimeError, TypeError])
+def test_keys_whose_equality_raises(error):
+    compiled, python = pair({"l1": 0.01})
+    for model in (compiled, python):
+        model.learn_one({Hostile("a"): 1.0, 42: 2.0}, 0)
+        model.learn_one({Hostile("b"): 1.0}, 1)
+    before = pickle.dumps(compiled)
+    x = {Hostile("c", error): 1.0}
+    for method, args in (("learn_one", (x, 1)), ("predict_one", (x,)), ("learn_one", (x, 2))):
+        assert call(compiled, False, method, *args) == call(python, True, method, *args)
+        assert call(compiled, False, method, *args)[0] != "ok"
+    assert pickle.dumps(compiled) == before == pickle.dumps(python)
+
+
+def test_reentry_from_a_key_is_refused():
+    model = river_cw.VotedRDA()
+
+    class Sneaky(Hostile):
+        __hash__ = Hostile.__hash__
+
+        def __eq__(self, other):
+            model.learn_one({"z": 1.0}, 1)
+            return False
+
+    model.learn_one({Sneaky("a"): 1.0}, 0)
+    with pytest.raises(RuntimeError, match="re-entered"):
+        model.learn_one({Sneaky("b"): 1.0}, 1)
+
+
+@pytest.mark.parametrize("params", CONFIGS[:5], ids=repr)
+def test_sample_weights_and_many_labels(params):
+    compiled, python = pair({**params, "learn_intercept": True})
+    rng = random.Random(3)
+    for x, y in stream(8, n=200, n_labels=4):
+        w = rng.choice([0.25, 1.0, 1.0, 2, 3.5])
+        compiled.learn_one(x, y, w)
+        with pure_python():
+            python.learn_one(x, y, w)
+    assert hexed(compiled) == hexed(python)
