@@ -42,11 +42,19 @@ def softmax_losses(z: np.ndarray, label) -> np.ndarray:
     z = np.asarray(z, dtype=float)
     rows = z.reshape(-1, z.shape[-1])
     n, m = len(rows), len(TEMPERATURES)
+    labels = np.broadcast_to(label, n)
     with np.errstate(all="ignore"):
-        za = (TEMPERATURES[None, :, None] * rows[:, None, :]).reshape(n * m, -1)
-        top = za.max(axis=1)
-        picked = za[np.arange(n * m), np.repeat(np.broadcast_to(label, n), m)]
-        losses = top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - picked
+        if rows.shape[1] == 2:  # two labels: the same numbers, column by column
+            za = [rows[:, j, None] * TEMPERATURES for j in (0, 1)]
+            top = np.maximum(za[0], za[1])
+            total = np.exp(za[0] - top) + np.exp(za[1] - top)  # one addition: as the sum
+            picked = np.where(labels[:, None] == 0, za[0], za[1])
+        else:
+            za = (TEMPERATURES[None, :, None] * rows[:, None, :]).reshape(n * m, -1)
+            top = za.max(axis=1)
+            total = np.exp(za - top[:, None]).sum(axis=1)
+            picked = za[np.arange(n * m), np.repeat(labels, m)]
+        losses = top + np.log(total) - picked
     return losses.reshape(z.shape[:-1] + (m,))
 
 
