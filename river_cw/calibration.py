@@ -38,7 +38,8 @@ def softmax_losses(z: np.ndarray, label) -> np.ndarray:
 
     For rows of scores ``z`` (n, k) and an array of n labels: one row of losses per row, the
     same numbers as row by row (each row is laid out as a single one: a ``(temperatures, k)``
-    block, summed along its labels)."""
+    block, summed along its labels). Where a temperature times a score overflows, the loss is
+    not finite (inf or nan)."""
     z = np.asarray(z, dtype=float)
     rows = z.reshape(-1, z.shape[-1])
     n, m = len(rows), len(TEMPERATURES)
@@ -47,7 +48,9 @@ def softmax_losses(z: np.ndarray, label) -> np.ndarray:
         if rows.shape[1] == 2:  # two labels: the same numbers, column by column
             za = [rows[:, j, None] * TEMPERATURES for j in (0, 1)]
             top = np.maximum(za[0], za[1])
-            total = np.exp(za[0] - top) + np.exp(za[1] - top)  # one addition: as the sum
+            # exp(za_j - top) is exp(0) = 1 for the larger, exp(-|za_1 - za_0|) for the other
+            # (where top is infinite both differ, and so does the loss: not finite either way)
+            total = 1.0 + np.exp(-np.abs(za[1] - za[0]))
             picked = np.where(labels[:, None] == 0, za[0], za[1])
         else:
             za = (TEMPERATURES[None, :, None] * rows[:, None, :]).reshape(n * m, -1)

@@ -244,7 +244,8 @@ class VotedRDA(LinearClassifier):
         losses = calibration.softmax_losses(rows[:, 2:], rows[:, 0].astype(np.intp))
         kept = np.isfinite(losses).all(axis=1)  # scores near the float64 limit: skipped
         added = rows[kept, 1:2] * losses[kept]  # times w (exact for w = 1)
-        self._calibration = np.add.accumulate(np.vstack([self._calibration, added]))[-1]
+        # summed along the slow axis: numpy adds the rows one after the other, as `_calibrate`
+        self._calibration = np.add.reduce(np.vstack([self._calibration, added]), axis=0)
 
     def __getstate__(self) -> dict:
         """The Python engine's attributes, whichever engine holds the state."""
