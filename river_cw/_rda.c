@@ -663,12 +663,6 @@ static int queue_row(Engine *self, int label, double w) {
         PyErr_SetString(PyExc_RuntimeError, "the calibration queue was not flushed");
         return -2;
     }
-    if (self->queue == NULL &&
-        (self->queue = PyMem_Malloc(sizeof(double) * QUEUE_ROWS * (2 + 2 * self->nblocks + 2))) ==
-            NULL) {
-        PyErr_NoMemory();
-        return -2;
-    }
     if (self->nqueue == 0) { /* room for rows of this width */
         double *q = PyMem_Realloc(self->queue, sizeof(double) * QUEUE_ROWS * width);
         if (q == NULL) {

@@ -49,15 +49,19 @@ def softmax_losses(z: np.ndarray, label) -> np.ndarray:
             za = [rows[:, j, None] * TEMPERATURES for j in (0, 1)]
             top = np.maximum(za[0], za[1])
             # exp(za_j - top) is exp(0) = 1 for the larger, exp(-|za_1 - za_0|) for the other
-            # (where top is infinite both differ, and so does the loss: not finite either way)
-            total = 1.0 + np.exp(-np.abs(za[1] - za[0]))
+            # (where top is infinite both differ, and so does the loss: not finite either way);
+            # from a gap of 40 on, exp(-gap) < 2^-57: the sum rounds to 1, whose log is 0
+            gap = np.abs(za[1] - za[0])
+            near = gap < 40.0
+            log_total = np.zeros_like(gap)
+            log_total[near] = np.log(1.0 + np.exp(-gap[near]))
             picked = np.where(labels[:, None] == 0, za[0], za[1])
         else:
             za = (TEMPERATURES[None, :, None] * rows[:, None, :]).reshape(n * m, -1)
             top = za.max(axis=1)
-            total = np.exp(za - top[:, None]).sum(axis=1)
+            log_total = np.log(np.exp(za - top[:, None]).sum(axis=1))
             picked = za[np.arange(n * m), np.repeat(labels, m)]
-        losses = top + np.log(total) - picked
+        losses = top + log_total - picked
     return losses.reshape(z.shape[:-1] + (m,))
 
 
