@@ -197,7 +197,8 @@ class VotedRDA(LinearClassifier):
     def _compiled_engine(self):
         """A new compiled engine (`river_cw._rda`) where it serves this model: built, and the
         prediction is not the vote (whose voters the Python engine keeps); else None."""
-        if _compiled is None or self.prediction == "vote" or not (_plain(self.l1) and _plain(self.eta)):
+        plain = _plain(self.l1) and _plain(self.eta)
+        if _compiled is None or self.prediction == "vote" or not plain:
             return None
         return _compiled.Engine(
             float(self.l1), float(self.eta), self.loss == "log", self.conservative,
