@@ -1,318 +1,1287 @@
-/* river_cw._rda: the per-feature loops of voted RDA (river_cw.rda.VotedRDA) in C.
+/* river_cw._rda: voted RDA's compiled engine (river_cw.rda.VotedRDA, "average" and "last").
  *
- * The model's state stays what the Python code keeps (one dict per block, feature -> record
- * [s, first, closed, inv0, sqr0, inv1, sqr1]); these functions only run its loops, with the same
- * formulas in the same order and math.fsum's exactly rounded sums (_fsum.h), so both engines
- * give the same numbers to the bit and pickles do not know which engine wrote them. Whenever
- * something is not as expected (a value that is not a float or an int, a record of another
- * shape, a non-finite sum) a function returns None and the Python code runs instead, raising
- * its own errors. Compile with -ffp-contract=off.
+ * The model's state lives here in C arrays: one open-addressing feature table per block (keyed
+ * by the feature object and its hash, insertion-ordered, as river_cw/_diagonal.c's), a store of
+ * records (s, first, closed, inv0, sqr0 and, once cut, inv1, sqr1: the fields of the Python
+ * engine's record lists, see river_cw/rda.py), the heap of pending cuts (heapq's algorithm,
+ * entry for entry, so that its order is the Python engine's), and the counters. The formulas are
+ * the Python engine's, in the same order, with math.fsum's exactly rounded sums (_fsum.h), so
+ * both engines give the same numbers to the bit; `export`/`load` convert the state to and from
+ * the Python engine's attributes, which is what a pickle holds.
+ *
+ * The hinge loss's temperature is calibrated on the averaged scores of every example: the engine
+ * queues (label, w, logits) rows and the model adds their log losses in batches
+ * (river_cw.calibration.softmax_losses over many rows, the same numbers as one row at a time).
+ *
+ * A `ceil(|s| / l1)` is kept as a double: the Python engine's `last` is that integer minus 1, so
+ * comparisons translate exactly (every k and first stays below 2^53). Compile with
+ * -ffp-contract=off.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "_fsum.h"
 
-#define RECORD_SIZE 7
+/* ---------------------------------------------------------------------------------------- */
+/* records, feature tables, the heap of cuts                                                 */
 
-/* a feature value as a double: floats and ints only (as_floats lets small ints through) */
-static inline int value_of(PyObject *v, double *out) {
-    if (PyFloat_CheckExact(v)) {
-        *out = PyFloat_AS_DOUBLE(v);
-        return 0;
-    }
-    if (!PyLong_CheckExact(v)) return -1;
-    *out = PyLong_AsDouble(v);
-    if (*out == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
+typedef struct {
+    double s, closed, inv0, sqr0, inv1, sqr1;
+    int64_t first;
+    int cut; /* inv1, sqr1 set (the Python record's fields 5, 6 are not None) */
+} Rec;
+
+typedef struct {
+    PyObject *key;
+    Py_hash_t hash;
+    Py_ssize_t rec;
+} Entry;
+
+typedef struct {
+    int32_t *index; /* -1: empty; else the entry's position */
+    Entry *entries;
+    Py_ssize_t mask, used, cap;
+    long long id; /* names the block in layout snapshots */
+} Table;
+
+typedef struct {
+    double ceil; /* ceil(|s| / l1): the Python entry's `last` is this minus 1 */
+    int64_t pushed, first;
+    Py_ssize_t rec;
+} Cut;
+
+#define PERTURB_SHIFT 5
+
+static int table_init(Table *t) {
+    t->index = PyMem_Malloc(sizeof(int32_t) * 8);
+    t->entries = PyMem_Malloc(sizeof(Entry) * 5);
+    if (t->index == NULL || t->entries == NULL) {
+        PyMem_Free(t->index);
+        PyMem_Free(t->entries);
+        t->index = NULL;
+        t->entries = NULL;
+        PyErr_NoMemory();
         return -1;
     }
+    memset(t->index, 0xff, sizeof(int32_t) * 8);
+    t->mask = 7;
+    t->used = 0;
+    t->cap = 5;
     return 0;
 }
 
-/* a record's float field; -1 when it is not a float */
-static inline int field(PyObject *rec, Py_ssize_t i, double *out) {
-    PyObject *f = PyList_GET_ITEM(rec, i);
-    if (!PyFloat_CheckExact(f)) return -1;
-    *out = PyFloat_AS_DOUBLE(f);
-    return 0;
+static void table_free(Table *t) {
+    Py_ssize_t i;
+    if (t->entries != NULL)
+        for (i = 0; i < t->used; i++) Py_CLEAR(t->entries[i].key);
+    PyMem_Free(t->index);
+    PyMem_Free(t->entries);
+    t->index = NULL;
+    t->entries = NULL;
+    t->used = t->cap = 0;
 }
 
-static inline int is_record(PyObject *rec) {
-    return PyList_CheckExact(rec) && PyList_GET_SIZE(rec) == RECORD_SIZE;
-}
-
-/* The weight a record gives (river_cw.rda.VotedRDA._newest / _totals), up to the divisor. */
-typedef struct {
-    int totals;            /* 0: newest, 1: totals */
-    double threshold, scale; /* newest: l1 k and eta sqrt(k) */
-    double inv_k, sqr_k, l1, eta; /* totals: the prefix sums now, l1 and eta */
-} Weight;
-
-static int parse_weight(PyObject *spec, Weight *w) {
-    const char *kind;
-    double a, b, c, d;
-    if (!PyArg_ParseTuple(spec, "sdd|dd", &kind, &a, &b, &c, &d)) return -1;
-    if (strcmp(kind, "newest") == 0) {
-        w->totals = 0;
-        w->threshold = a;
-        w->scale = b;
-        return 0;
+/* 1 equal, 0 different, -1 unknown (needs ==) */
+static inline int keys_equal_fast(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+        int kind = PyUnicode_KIND(a);
+        return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
+               memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * kind) == 0;
     }
-    if (strcmp(kind, "totals") == 0 && PyTuple_GET_SIZE(spec) == 5) {
-        w->totals = 1;
-        w->inv_k = a;
-        w->sqr_k = b;
-        w->l1 = c;
-        w->eta = d;
-        return 0;
-    }
-    PyErr_SetString(PyExc_ValueError, "a weight is ('newest', threshold, scale) or "
-                                      "('totals', inv_k, sqr_k, l1, eta)");
     return -1;
 }
 
-/* rec -> its weight; -1 when the record is not of the expected shape */
-static inline int weight_of(const Weight *w, PyObject *rec, double *out) {
-    double s, closed, inv0, sqr0, inv1, sqr1;
-    if (!is_record(rec) || field(rec, 0, &s) < 0) return -1;
-    if (!w->totals) {
-        *out = fabs(s) > w->threshold ? -(s - copysign(w->threshold, s)) / w->scale : 0.0;
-        return 0;
+/* position of `key` in t->entries, -1 when absent, -2 on error (raised by ==) */
+static Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
+    size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
+    for (;;) {
+        int32_t ix = t->index[i];
+        Entry *e;
+        if (ix < 0) return -1;
+        e = &t->entries[ix];
+        if (e->hash == hash) {
+            int eq = keys_equal_fast(e->key, key);
+            if (eq < 0) {
+                PyObject *stored = e->key;
+                Py_INCREF(stored);
+                eq = PyObject_RichCompareBool(stored, key, Py_EQ);
+                Py_DECREF(stored);
+                if (eq < 0) return -2;
+            }
+            if (eq) return ix;
+        }
+        perturb >>= PERTURB_SHIFT;
+        i = (i * 5 + perturb + 1) & mask;
     }
-    if (field(rec, 2, &closed) < 0 || field(rec, 3, &inv0) < 0 || field(rec, 4, &sqr0) < 0)
+}
+
+static void index_place(int32_t *index, size_t mask, Py_hash_t hash, int32_t ix) {
+    size_t i = (size_t)hash & mask, perturb = (size_t)hash;
+    while (index[i] >= 0) {
+        perturb >>= PERTURB_SHIFT;
+        i = (i * 5 + perturb + 1) & mask;
+    }
+    index[i] = ix;
+}
+
+/* room for `extra` more entries (load at most 2/3); 0 or -1 (memory) */
+static int table_reserve(Table *t, Py_ssize_t extra) {
+    Py_ssize_t need = t->used + extra;
+    if (need > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_OverflowError, "too many features in one weight block");
         return -1;
-    if (PyList_GET_ITEM(rec, 5) == Py_None) {
-        inv1 = w->inv_k;
-        sqr1 = w->sqr_k;
-    } else if (field(rec, 5, &inv1) < 0 || field(rec, 6, &sqr1) < 0)
-        return -1;
-    *out = closed - (s * (inv1 - inv0) - copysign(w->l1, s) * (sqr1 - sqr0)) / w->eta;
+    }
+    if (need > t->cap) {
+        Py_ssize_t cap = t->cap;
+        Entry *e;
+        while (cap < need) cap += cap / 2 + 4;
+        if ((e = PyMem_Realloc(t->entries, sizeof(Entry) * cap)) == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->entries = e;
+        t->cap = cap;
+    }
+    if (3 * need > 2 * (t->mask + 1)) {
+        Py_ssize_t size = t->mask + 1, i;
+        int32_t *index;
+        while (3 * need > 2 * size) size *= 2;
+        if ((index = PyMem_Malloc(sizeof(int32_t) * size)) == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(index, 0xff, sizeof(int32_t) * size);
+        for (i = 0; i < t->used; i++) index_place(index, size - 1, t->entries[i].hash, (int32_t)i);
+        PyMem_Free(t->index);
+        t->index = index;
+        t->mask = size - 1;
+    }
     return 0;
 }
 
-/* dot(blocks, x, weight, divisor) -> [w_b . x / divisor for every block], or None */
-static PyObject *rda_dot(PyObject *module, PyObject *args) {
-    PyObject *blocks, *x, *spec, *out, *key, *value;
-    double divisor;
-    Weight w;
-    Py_ssize_t b, nblocks, pos;
-    Fsum all;
-    if (!PyArg_ParseTuple(args, "O!O!O!d", &PyList_Type, &blocks, &PyDict_Type, &x, &PyTuple_Type,
-                          &spec, &divisor) ||
-        parse_weight(spec, &w) < 0)
-        return NULL;
-    nblocks = PyList_GET_SIZE(blocks);
-    if ((out = PyList_New(nblocks)) == NULL) return NULL;
-    fsum_init(&all);
-    for (b = 0; b < nblocks; b++) {
-        PyObject *block = PyList_GET_ITEM(blocks, b), *f;
-        Fsum acc;
-        double score;
-        if (!PyDict_CheckExact(block)) goto fallback;
-        fsum_init(&acc);
-        pos = 0;
-        while (PyDict_Next(x, &pos, &key, &value)) {
-            double v, wf = 0.0;
-            PyObject *rec = PyDict_GetItemWithError(block, key);
-            if (rec == NULL && PyErr_Occurred()) { /* a key's __eq__ raised: Python decides */
-                PyErr_Clear();
-                fsum_free(&acc);
-                goto fallback;
-            }
-            if (value_of(value, &v) < 0 || (rec != NULL && weight_of(&w, rec, &wf) < 0)) {
-                fsum_free(&acc);
-                goto fallback;
-            }
-            if (fsum_add(&acc, v * wf) < 0) {
-                fsum_free(&acc);
-                goto error;
-            }
-        }
-        if (fsum_result(&acc, &score) < 0) {
-            PyErr_Clear();
-            goto fallback;
-        }
-        score /= divisor;
-        if (fsum_add(&all, score) < 0) goto error;
-        if ((f = PyFloat_FromDouble(score)) == NULL) goto error;
-        PyList_SET_ITEM(out, b, f);
+/* append a key known to be absent (room reserved); takes a new reference */
+static void table_append(Table *t, PyObject *key, Py_hash_t hash, Py_ssize_t rec) {
+    Entry *e = &t->entries[t->used];
+    Py_INCREF(key);
+    e->key = key;
+    e->hash = hash;
+    e->rec = rec;
+    index_place(t->index, (size_t)t->mask, hash, (int32_t)t->used);
+    t->used++;
+}
+
+/* heapq's order on (last, pushed, first, rec): `pushed` is unique, so it settles every tie */
+static inline int cut_less(const Cut *a, const Cut *b) {
+    return a->ceil < b->ceil || (a->ceil == b->ceil && a->pushed < b->pushed);
+}
+
+/* heapq._siftdown */
+static void heap_siftdown(Cut *heap, Py_ssize_t start, Py_ssize_t pos) {
+    Cut item = heap[pos];
+    while (pos > start) {
+        Py_ssize_t parent = (pos - 1) >> 1;
+        if (!cut_less(&item, &heap[parent])) break;
+        heap[pos] = heap[parent];
+        pos = parent;
     }
-    {
-        double total;
-        if (fsum_result(&all, &total) < 0) {
-            PyErr_Clear();
-            goto fallback_freed;
-        }
-        if (!isfinite(total)) goto fallback_freed;
+    heap[pos] = item;
+}
+
+/* heapq._siftup */
+static void heap_siftup(Cut *heap, Py_ssize_t n, Py_ssize_t pos) {
+    Py_ssize_t start = pos, child = 2 * pos + 1;
+    Cut item = heap[pos];
+    while (child < n) {
+        Py_ssize_t right = child + 1;
+        if (right < n && !cut_less(&heap[child], &heap[right])) child = right;
+        heap[pos] = heap[child];
+        pos = child;
+        child = 2 * pos + 1;
     }
-    return out;
-fallback:
-    fsum_free(&all);
-fallback_freed:
-    Py_DECREF(out);
-    Py_RETURN_NONE;
-error:
-    fsum_free(&all);
-    Py_DECREF(out);
+    heap[pos] = item;
+    heap_siftdown(heap, start, pos);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the engine                                                                                */
+
+typedef struct {
+    PyObject *key; /* a reference, for the length of a call */
+    Py_hash_t hash;
+    double v;
+} Feat;
+
+#define QUEUE_ROWS 256 /* calibration rows before the model is asked to add them up */
+
+typedef struct {
+    PyObject_HEAD
+    double l1, eta;
+    int log_loss, conservative, last; /* loss "log"; conservative; prediction "last" */
+    Table *blocks;
+    Py_ssize_t nblocks, blocks_cap;
+    long long next_block_id;
+    Rec *recs;
+    Py_ssize_t nrecs, recs_cap;
+    Cut *cuts;
+    Py_ssize_t ncuts, cuts_cap, live_cuts;
+    int64_t k, c, t, pushed;
+    double inv, sqr;
+    /* per call: the features of x and their entries, block-major (ixs[b * nfeats + i]) */
+    Feat *feats;
+    Py_ssize_t nfeats, feats_cap;
+    Py_ssize_t *ixs;
+    Py_ssize_t ixs_cap;
+    double *zs; /* per block: scores, then the calibration's */
+    Py_ssize_t zs_cap;
+    /* calibration rows (label, w, logits...), `width` doubles each */
+    double *queue;
+    Py_ssize_t nqueue, width;
+    int busy; /* refuses re-entry from a key's __eq__ */
+    PyObject *weakreflist;
+} Engine;
+
+static PyObject *bad_input_hook = NULL; /* river_cw.rda._raise_bad_input */
+
+/* name the bad feature of x as the Python engine does (or report the overflow); NULL */
+static PyObject *raise_bad_input(PyObject *x) {
+    PyObject *r;
+    if (bad_input_hook == NULL) {
+        PyObject *mod = PyImport_ImportModule("river_cw.rda");
+        if (mod == NULL) return NULL;
+        bad_input_hook = PyObject_GetAttrString(mod, "_raise_bad_input");
+        Py_DECREF(mod);
+        if (bad_input_hook == NULL) return NULL;
+    }
+    r = PyObject_CallOneArg(bad_input_hook, x);
+    Py_XDECREF(r);
+    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "_raise_bad_input returned");
     return NULL;
 }
 
-/* The difference vector of an update: pairs ((block, sign), ...) over x. */
+static int enter(Engine *self) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the voted RDA engine was re-entered (from a feature's __eq__)");
+        return -1;
+    }
+    self->busy = 1;
+    return 0;
+}
+
+static void release_feats(Engine *self) {
+    Py_ssize_t i;
+    for (i = 0; i < self->nfeats; i++) Py_CLEAR(self->feats[i].key);
+    self->nfeats = 0;
+}
+
+static void leave(Engine *self) {
+    release_feats(self);
+    self->busy = 0;
+}
+
+/* grow *buf (of *cap items of `size` bytes) to hold n; 0 or -1 (memory) */
+static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t n, size_t size) {
+    void *p;
+    Py_ssize_t c;
+    if (n <= *cap) return 0;
+    c = n + n / 2 + 8;
+    if ((p = PyMem_Realloc(*buf, size * c)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
+static int new_block(Engine *self, Table *t) {
+    if (table_init(t) < 0) return -1;
+    t->id = self->next_block_id++;
+    return 0;
+}
+
+static int blocks_reserve(Engine *self, Py_ssize_t n) {
+    return grow((void **)&self->blocks, &self->blocks_cap, n, sizeof(Table));
+}
+
+static int engine_traverse(Engine *self, visitproc visit, void *arg) {
+    Py_ssize_t b, i;
+    for (b = 0; b < self->nblocks; b++)
+        for (i = 0; i < self->blocks[b].used; i++) Py_VISIT(self->blocks[b].entries[i].key);
+    for (i = 0; i < self->nfeats; i++) Py_VISIT(self->feats[i].key);
+    return 0;
+}
+
+static int engine_clear(Engine *self) {
+    Py_ssize_t b;
+    release_feats(self);
+    for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
+    self->nblocks = 0;
+    return 0;
+}
+
+static void engine_dealloc(Engine *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
+    engine_clear(self);
+    PyMem_Free(self->blocks);
+    PyMem_Free(self->recs);
+    PyMem_Free(self->cuts);
+    PyMem_Free(self->feats);
+    PyMem_Free(self->ixs);
+    PyMem_Free(self->zs);
+    PyMem_Free(self->queue);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Engine(l1, eta, log_loss, conservative, last) */
+static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"l1", "eta", "log_loss", "conservative", "last", NULL};
+    double l1, eta;
+    int log_loss, conservative, last;
+    Engine *self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ddppp", kwlist, &l1, &eta, &log_loss,
+                                     &conservative, &last))
+        return NULL;
+    if ((self = (Engine *)type->tp_alloc(type, 0)) == NULL) return NULL;
+    self->l1 = l1;
+    self->eta = eta;
+    self->log_loss = log_loss;
+    self->conservative = conservative;
+    self->last = last;
+    if (blocks_reserve(self, 1) < 0 || new_block(self, &self->blocks[0]) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->nblocks = 1;
+    return (PyObject *)self;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the closed forms (river_cw.rda.VotedRDA._newest / _totals), with the counters bound          */
+
+typedef struct {
+    int totals;
+    double threshold, scale;    /* newest: l1 k and eta sqrt(k) */
+    double inv_k, sqr_k, l1, eta; /* totals: the prefix sums now */
+} Weight;
+
+static void newest(const Engine *self, Weight *w) {
+    w->totals = 0;
+    w->threshold = self->l1 * (double)self->k;
+    w->scale = self->eta * sqrt((double)(self->k ? self->k : 1));
+}
+
+static void totals(const Engine *self, Weight *w) {
+    double r = sqrt((double)(self->k ? self->k : 1));
+    w->totals = 1;
+    w->inv_k = self->inv + (double)self->c / r;
+    w->sqr_k = self->sqr + (double)self->c * r;
+    w->l1 = self->l1;
+    w->eta = self->eta;
+}
+
+static inline double weight_of(const Weight *w, const Rec *r) {
+    double inv1, sqr1;
+    if (!w->totals)
+        return fabs(r->s) > w->threshold ? -(r->s - copysign(w->threshold, r->s)) / w->scale : 0.0;
+    inv1 = r->cut ? r->inv1 : w->inv_k;
+    sqr1 = r->cut ? r->sqr1 : w->sqr_k;
+    return r->closed - (r->s * (inv1 - r->inv0) - copysign(w->l1, r->s) * (sqr1 - r->sqr0)) / w->eta;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* reading x                                                                                 */
+
+/* a feature value exactly as float(value): 0 for a float, an int within float64 or a bool; 1
+ * (no error set) for anything else */
+static inline int plain_value(PyObject *value, double *out) {
+    if (PyFloat_CheckExact(value)) {
+        *out = PyFloat_AS_DOUBLE(value);
+        return 0;
+    }
+    if (PyLong_CheckExact(value)) {
+        *out = PyLong_AsDouble(value); /* correctly rounded, as float(int) */
+        if (*out == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        return 0;
+    }
+    if (PyBool_Check(value)) {
+        *out = value == Py_True ? 1.0 : 0.0;
+        return 0;
+    }
+    return 1;
+}
+
+/* a feature's hash, read from a str's cache where it has one; -1 with the error set */
+static inline Py_hash_t key_hash(PyObject *key) {
+    Py_hash_t h;
+    if (PyUnicode_CheckExact(key) && (h = ((PyASCIIObject *)key)->hash) != -1) return h;
+    return PyObject_Hash(key);
+}
+
+static int add_feat(Engine *self, PyObject *key, double v) {
+    Feat *f;
+    Py_hash_t h = key_hash(key);
+    if (h == -1) return -1;
+    f = &self->feats[self->nfeats++];
+    Py_INCREF(key);
+    f->key = key;
+    f->hash = h;
+    f->v = v;
+    return 0;
+}
+
+/* x's features into self->feats, plus `intercept` (NULL: none) with value 1.0; then their
+ * entries in every block. 0; 1 when x is not for this path (a value other than a float, an int
+ * within float64 or a bool, or the intercept among x's keys; no error set); -1 on error */
+static int collect(Engine *self, PyObject *x, PyObject *intercept) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, n = PyDict_GET_SIZE(x) + (intercept != NULL), b, i;
+    double v;
+    if (grow((void **)&self->feats, &self->feats_cap, n, sizeof(Feat)) < 0 ||
+        grow((void **)&self->ixs, &self->ixs_cap, n * self->nblocks, sizeof(Py_ssize_t)) < 0 ||
+        grow((void **)&self->zs, &self->zs_cap, 2 * self->nblocks + 2, sizeof(double)) < 0)
+        return -1;
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (key == intercept || plain_value(value, &v)) return 1;
+        if (self->nfeats == n) return 1; /* x grew under us */
+        if (add_feat(self, key, v) < 0) return -1;
+    }
+    if (intercept != NULL && add_feat(self, intercept, 1.0) < 0) return -1;
+    for (b = 0; b < self->nblocks; b++)
+        for (i = 0; i < self->nfeats; i++) {
+            Py_ssize_t ix = table_find(&self->blocks[b], self->feats[i].key, self->feats[i].hash);
+            if (ix == -2) return -1;
+            self->ixs[b * self->nfeats + i] = ix;
+        }
+    return 0;
+}
+
+/* an error of collect on the general path: a TypeError, ValueError or OverflowError (from a
+ * key's == or hash) is the Python engine's "bad input" (it catches them around its sums) */
+static int bad_or_error(void) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+        PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        return -1;
+    }
+    return -2;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* scores                                                                                    */
+
+static inline double term(Engine *self, const Table *t, const Py_ssize_t *ixs, Py_ssize_t i,
+                          const Weight *w) {
+    Py_ssize_t ix = ixs[i];
+    return self->feats[i].v * (ix < 0 ? 0.0 : weight_of(w, &self->recs[t->entries[ix].rec]));
+}
+
+/* math.fsum of x's terms in block b; 0, -1 (fsum raised: bad input, cleared), -2 (error) */
+static int block_score(Engine *self, Py_ssize_t b, const Weight *w, double *out) {
+    const Table *t = &self->blocks[b];
+    const Py_ssize_t *ixs = self->ixs + b * self->nfeats;
+    Py_ssize_t i;
+    Fsum acc;
+    Msum slow;
+    fsum_init(&acc);
+    for (i = 0; i < self->nfeats; i++) fsum_add_unkept(&acc, term(self, t, ixs, i, w));
+    if (fsum_certified(&acc, out)) return 0;
+    msum_init(&slow);
+    for (i = 0; i < self->nfeats; i++)
+        if (msum_add(&slow, term(self, t, ixs, i, w)) < 0) {
+            msum_free(&slow);
+            return -2;
+        }
+    if (msum_result(&slow, out) < 0) return bad_or_error();
+    return 0;
+}
+
+/* w_b . x / divisor into zs[0..nblocks), checked as river_cw.rda.VotedRDA._dot checks them
+ * (their fsum finite); 0, -1 (bad input), -2 (error) */
+static int scores_into(Engine *self, const Weight *w, double divisor, double *zs) {
+    Py_ssize_t b;
+    int r;
+    Fsum all;
+    double total;
+    for (b = 0; b < self->nblocks; b++) {
+        if ((r = block_score(self, b, w, &zs[b])) < 0) return r;
+        zs[b] /= divisor;
+    }
+    fsum_init(&all);
+    for (b = 0; b < self->nblocks; b++)
+        if (fsum_add(&all, zs[b]) < 0) {
+            fsum_free(&all);
+            return -2;
+        }
+    if (fsum_result(&all, &total) < 0) return bad_or_error();
+    return isfinite(total) ? 0 : -1;
+}
+
+/* the weight and divisor predictions use (river_cw.rda.VotedRDA._weight) */
+static double prediction_weight(const Engine *self, Weight *w) {
+    if (self->last) {
+        newest(self, w);
+        return 1.0;
+    }
+    totals(self, w);
+    return (double)(self->t ? self->t : 1);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* learning (river_cw.rda.VotedRDA._update, _plan, _step, _schedule_cut)                       */
+
 typedef struct {
     Py_ssize_t block[2];
     double sign[2];
     int n;
 } Pairs;
 
-static int parse_pairs(PyObject *pairs, Py_ssize_t nblocks, Pairs *p) {
-    Py_ssize_t k;
-    if (!PyTuple_CheckExact(pairs) || PyTuple_GET_SIZE(pairs) > 2) {
-        PyErr_SetString(PyExc_ValueError, "pairs: a tuple of at most two (block, sign)");
+static void schedule_cut(Engine *self, Py_ssize_t ri) {
+    Rec *r = &self->recs[ri];
+    double bound = fabs(r->s) / self->l1, ceiling;
+    Cut cut;
+    if (bound == INFINITY) return;
+    ceiling = ceil(bound);
+    if (ceiling < (double)(r->first + 1)) { /* zero from the start: the segment adds nothing */
+        r->inv1 = r->inv0;
+        r->sqr1 = r->sqr0;
+        r->cut = 1;
+        return;
+    }
+    cut.ceil = ceiling;
+    cut.pushed = ++self->pushed;
+    cut.first = r->first;
+    cut.rec = ri;
+    self->cuts[self->ncuts++] = cut; /* room reserved by the caller */
+    heap_siftdown(self->cuts, 0, self->ncuts - 1);
+    if (self->ncuts > 2 * self->live_cuts + 1024) { /* drop the entries of closed segments */
+        Py_ssize_t i, n = 0;
+        for (i = 0; i < self->ncuts; i++)
+            if (self->recs[self->cuts[i].rec].first == self->cuts[i].first)
+                self->cuts[n++] = self->cuts[i];
+        self->ncuts = n;
+        for (i = n / 2 - 1; i >= 0; i--) heap_siftup(self->cuts, n, i);
+        self->live_cuts = n;
+    }
+}
+
+/* room for the records, entries and cuts a step writes, before anything changes */
+static int step_reserve(Engine *self, const Pairs *p) {
+    Py_ssize_t fresh = 0, touched = 0, j, i;
+    for (j = 0; j < p->n; j++) {
+        Py_ssize_t b = p->block[j], n = 0;
+        for (i = 0; i < self->nfeats; i++) {
+            if (self->feats[i].v == 0.0) continue;
+            touched++;
+            n += self->ixs[b * self->nfeats + i] < 0;
+        }
+        if (table_reserve(&self->blocks[b], n) < 0) return -1;
+        fresh += n;
+    }
+    if (grow((void **)&self->recs, &self->recs_cap, self->nrecs + fresh, sizeof(Rec)) < 0 ||
+        grow((void **)&self->cuts, &self->cuts_cap, self->ncuts + touched, sizeof(Cut)) < 0)
+        return -1;
+    return 0;
+}
+
+/* retire w_k, add the subgradient entries -step sign x_f, start w_{k+1} */
+static void take_step(Engine *self, const Pairs *p, double step) {
+    int64_t k = self->k;
+    Weight w;
+    Py_ssize_t j, i;
+    if (k > 0) {
+        double r = sqrt((double)k);
+        self->inv += (double)self->c / r;
+        self->sqr += (double)self->c * r;
+    }
+    while (self->ncuts && self->cuts[0].ceil <= (double)(k + 1)) { /* last <= k */
+        Cut top = self->cuts[0];
+        Rec *r = &self->recs[top.rec];
+        self->cuts[0] = self->cuts[--self->ncuts];
+        if (self->ncuts) heap_siftup(self->cuts, self->ncuts, 0);
+        if (r->first == top.first) { /* still the same segment */
+            r->inv1 = self->inv;
+            r->sqr1 = self->sqr;
+            r->cut = 1;
+        }
+    }
+    self->k = k + 1;
+    self->c = 0;
+    if (step == 0.0) return;
+    totals(self, &w); /* c_{k+1} = 0: the sums up to k */
+    for (j = 0; j < p->n; j++) {
+        Table *t = &self->blocks[p->block[j]];
+        const Py_ssize_t *ixs = self->ixs + p->block[j] * self->nfeats;
+        for (i = 0; i < self->nfeats; i++) {
+            Feat *f = &self->feats[i];
+            double g;
+            Py_ssize_t ri;
+            Rec *r;
+            if (f->v == 0.0) continue;
+            g = -step * p->sign[j] * f->v;
+            if (ixs[i] < 0) {
+                ri = self->nrecs++;
+                r = &self->recs[ri];
+                r->s = g;
+                r->closed = 0.0;
+                table_append(t, f->key, f->hash, ri);
+            } else {
+                ri = t->entries[ixs[i]].rec;
+                r = &self->recs[ri];
+                r->closed = weight_of(&w, r);
+                r->s = r->s + g;
+            }
+            r->first = k + 1;
+            r->inv0 = self->inv;
+            r->sqr0 = self->sqr;
+            r->inv1 = r->sqr1 = 0.0;
+            r->cut = 0;
+            if (self->l1 > 0) schedule_cut(self, ri);
+        }
+    }
+}
+
+/* the calibration row of this example: the prediction scores' logits, unless they overflow */
+static int queue_row(Engine *self, int label, double w) {
+    Weight pw;
+    double divisor = prediction_weight(self, &pw), *zs = self->zs + self->nblocks, *row;
+    Py_ssize_t nz = self->nblocks == 1 ? 2 : self->nblocks, width = nz + 2;
+    int r = scores_into(self, &pw, divisor, zs);
+    if (r == -1) return 0; /* the averaged scores overflow: not used for calibration */
+    if (r < 0) return r;
+    if (self->nqueue && self->width != width) {
+        PyErr_SetString(PyExc_RuntimeError, "the calibration queue was not flushed");
+        return -2;
+    }
+    if (self->nqueue == 0) { /* room for rows of this width */
+        double *q = PyMem_Realloc(self->queue, sizeof(double) * QUEUE_ROWS * width);
+        if (q == NULL) {
+            PyErr_NoMemory();
+            return -2;
+        }
+        self->queue = q;
+        self->width = width;
+    }
+    row = self->queue + self->nqueue * width;
+    row[0] = label;
+    row[1] = w;
+    if (self->nblocks == 1) {
+        row[2] = 0.0;
+        row[3] = zs[0];
+    } else
+        memcpy(row + 2, zs, sizeof(double) * nz);
+    self->nqueue++;
+    return 0;
+}
+
+enum { LEARNED = 0, QUEUE_FULL = 1, SKIPPED = 2 };
+
+/* one example, x in self->feats: 0 learned (or nothing to learn), 1 learned and the calibration
+ * queue is full, 2 skipped (a sum it would store is beyond float64: nothing changed), -1 bad
+ * input (nothing changed, no error set), -2 error */
+static int learn(Engine *self, const Pairs *p, double w, int calibrate) {
+    Weight nw;
+    double *zs = self->zs, margin, step = 0.0;
+    int r, update, label;
+    Py_ssize_t j, i;
+    newest(self, &nw);
+    if ((r = scores_into(self, &nw, 1.0, zs)) < 0) return r;
+    {
+        Fsum m;
+        fsum_init(&m);
+        for (j = 0; j < p->n; j++) fsum_add(&m, p->sign[j] * zs[p->block[j]]);
+        if (fsum_result(&m, &margin) < 0) { /* two finite scores whose difference overflows */
+            PyErr_Clear();
+            margin = 0.0;
+            for (j = 0; j < p->n; j++) margin += p->sign[j] * zs[p->block[j]];
+        }
+    }
+    update = !self->conservative || margin <= 0;
+    if (update) {
+        if (!self->log_loss)
+            step = margin < 1 ? 1.0 : 0.0;
+        else if (margin < 0)
+            step = 1.0 / (1.0 + exp(margin));
+        else
+            step = exp(-margin) / (1.0 + exp(-margin));
+        if (w != 1.0) step = w * step;
+        if (step != 0.0) { /* _plan: every sum it stores finite */
+            Weight tw;
+            totals(self, &tw);
+            for (j = 0; j < p->n; j++) {
+                const Table *t = &self->blocks[p->block[j]];
+                const Py_ssize_t *ixs = self->ixs + p->block[j] * self->nfeats;
+                for (i = 0; i < self->nfeats; i++) {
+                    double v = self->feats[i].v, g;
+                    if (v == 0.0) continue;
+                    g = -step * p->sign[j] * v;
+                    if (ixs[i] < 0) {
+                        if (!isfinite(g)) return SKIPPED;
+                    } else {
+                        const Rec *rec = &self->recs[t->entries[ixs[i]].rec];
+                        if (!(isfinite(rec->s + g) && isfinite(weight_of(&tw, rec)))) return SKIPPED;
+                    }
+                }
+            }
+            if (step_reserve(self, p) < 0) return -2;
+        }
+    }
+    if (calibrate) {
+        label = self->nblocks == 1 ? p->sign[0] == 1.0 : (int)p->block[0];
+        if ((r = queue_row(self, label, w)) < 0) return r;
+    }
+    if (update) take_step(self, p, step);
+    self->c++;
+    self->t++;
+    return calibrate && self->nqueue >= QUEUE_ROWS ? QUEUE_FULL : LEARNED;
+}
+
+/* learn_one(x, y, w, class_index, intercept) -> 0, 1 (the queue is full), 2 (skipped) or -1:
+ * LinearClassifier.learn_one of a binary model for a known label y (its sign from class_index:
+ * block 1 is +1) and a float weight w > 0, x's values read as river_cw.validation.as_floats reads
+ * them and `intercept` (None: none) appended with value 1.0. -1: the general path's case (any
+ * other model, label, weight, or x, including any x it would refuse): nothing changed, no error
+ * set. Calibrates when the loss is the hinge and two labels are known. */
+static PyObject *engine_learn_one(Engine *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *x, *k, *intercept;
+    double w;
+    long kv;
+    Pairs p;
+    int r;
+    if (nargs != 5 || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "learn_one(x, y, w, class_index, intercept)");
+        return NULL;
+    }
+    x = args[0];
+    intercept = args[4] == Py_None ? NULL : args[4];
+    if (!PyFloat_CheckExact(args[2]) || !((w = PyFloat_AS_DOUBLE(args[2])) > 0.0 && w < INFINITY) ||
+        !PyDict_CheckExact(x) || self->nblocks != 1)
+        return PyLong_FromLong(-1);
+    if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    if (!PyLong_CheckExact(k) || (kv = PyLong_AsLong(k)) < 0 || kv > 1) {
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    p.n = 1;
+    p.block[0] = 0;
+    p.sign[0] = kv == 1 ? 1.0 : -1.0; /* the first label seen is y = -1 */
+    if (enter(self) < 0) return NULL;
+    r = collect(self, x, intercept);
+    if (r == 0)
+        r = learn(self, &p, w, !self->log_loss && PyDict_GET_SIZE(args[3]) > 1);
+    else if (r > 0)
+        r = -1;
+    else if (!PyErr_ExceptionMatches(PyExc_MemoryError)) { /* the general path raises it again */
+        PyErr_Clear();
+        r = -1;
+    } else
+        r = -2;
+    leave(self);
+    if (r == -2) return NULL;
+    return PyLong_FromLong(r);
+}
+
+/* x of the general path: a dict of floats and ints (river_cw.validation.as_floats), the
+ * intercept among them; 0, or NULL with the error raised (a bad input named) */
+static int collect_general(Engine *self, PyObject *x) {
+    int r;
+    if (!PyDict_Check(x)) {
+        PyErr_SetString(PyExc_TypeError, "x must be a dict");
         return -1;
     }
-    p->n = (int)PyTuple_GET_SIZE(pairs);
-    for (k = 0; k < p->n; k++) {
-        long sign;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(pairs, k), "nl", &p->block[k], &sign)) return -1;
-        if (p->block[k] < 0 || p->block[k] >= nblocks) {
-            PyErr_SetString(PyExc_IndexError, "list index out of range");
-            return -1;
-        }
-        p->sign[k] = (double)sign;
+    r = collect(self, x, NULL);
+    if (r < 0 && bad_or_error() == -2) return -1;
+    if (r != 0) {
+        raise_bad_input(x);
+        return -1;
     }
     return 0;
 }
 
-/* plan(blocks, x, pairs, step, weight) -> True when every sum the update stores is finite
- * (river_cw.rda.VotedRDA._plan), False when one is not, None when Python must decide */
-static PyObject *rda_plan(PyObject *module, PyObject *args) {
-    PyObject *blocks, *x, *pairs, *spec, *key, *value;
-    double step;
-    Weight w;
+/* update(x, pairs, w, calibrate) -> 0, 1 (the queue is full) or 2 (skipped): the model's
+ * `_update` hook; a bad x raises (named) and changes nothing */
+static PyObject *engine_update(Engine *self, PyObject *args) {
+    PyObject *x, *pairs;
+    double w;
+    int calibrate, r = -2;
     Pairs p;
-    Py_ssize_t pos;
-    int k;
-    if (!PyArg_ParseTuple(args, "O!O!OdO!", &PyList_Type, &blocks, &PyDict_Type, &x, &pairs, &step,
-                          &PyTuple_Type, &spec) ||
-        parse_weight(spec, &w) < 0 || parse_pairs(pairs, PyList_GET_SIZE(blocks), &p) < 0)
+    Py_ssize_t j;
+    if (!PyArg_ParseTuple(args, "OO!dp", &x, &PyTuple_Type, &pairs, &w, &calibrate)) return NULL;
+    if (PyTuple_GET_SIZE(pairs) < 1 || PyTuple_GET_SIZE(pairs) > 2) {
+        PyErr_SetString(PyExc_ValueError, "pairs: a tuple of one or two (block, sign)");
         return NULL;
-    for (k = 0; k < p.n; k++) {
-        PyObject *block = PyList_GET_ITEM(blocks, p.block[k]);
-        if (!PyDict_CheckExact(block)) Py_RETURN_NONE;
-        pos = 0;
-        while (PyDict_Next(x, &pos, &key, &value)) {
-            double v, g, s, total;
-            PyObject *rec;
-            if (value_of(value, &v) < 0) Py_RETURN_NONE;
-            if (v == 0.0) continue;
-            g = -step * p.sign[k] * v;
-            if ((rec = PyDict_GetItemWithError(block, key)) == NULL) {
-                if (PyErr_Occurred()) {
-                    PyErr_Clear();
-                    Py_RETURN_NONE;
-                }
-                if (!isfinite(g)) Py_RETURN_FALSE;
-                continue;
-            }
-            if (!is_record(rec) || field(rec, 0, &s) < 0 || weight_of(&w, rec, &total) < 0)
-                Py_RETURN_NONE;
-            if (!(isfinite(s + g) && isfinite(total))) Py_RETURN_FALSE;
-        }
     }
-    Py_RETURN_TRUE;
+    p.n = (int)PyTuple_GET_SIZE(pairs);
+    for (j = 0; j < p.n; j++) {
+        long sign;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(pairs, j), "nl", &p.block[j], &sign)) return NULL;
+        if (p.block[j] < 0 || p.block[j] >= self->nblocks) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            return NULL;
+        }
+        p.sign[j] = (double)sign;
+    }
+    if (enter(self) < 0) return NULL;
+    if (collect_general(self, x) == 0) {
+        r = learn(self, &p, w, calibrate);
+        if (r == -1) raise_bad_input(x);
+    }
+    leave(self);
+    if (r < 0) return NULL;
+    return PyLong_FromLong(r);
 }
 
-/* apply(blocks, x, pairs, step, weight, first, inv, sqr, opened) -> None: the records of the
- * update (river_cw.rda.VotedRDA._step after retiring w_k), in the plan's order: a new feature
- * gets [g, first, 0.0, inv, sqr, None, None], a known one [s + g, first, total, inv, sqr, None,
- * None]; each record is appended to the list `opened`. The caller has run `plan` (True). */
-static PyObject *rda_apply(PyObject *module, PyObject *args) {
-    PyObject *blocks, *x, *pairs, *spec, *first, *inv, *sqr, *opened, *key, *value;
-    PyObject *zero = NULL;
-    double step;
+/* scores(x, prediction) -> [w_b . x for every block]: the newest predictor's, or (prediction
+ * true) the one predictions use; a bad x raises, named */
+static PyObject *engine_scores(Engine *self, PyObject *args) {
+    PyObject *x, *out = NULL;
+    int prediction, r;
+    Py_ssize_t b;
     Weight w;
-    Pairs p;
-    Py_ssize_t pos;
-    int k;
-    if (!PyArg_ParseTuple(args, "O!O!OdO!O!O!O!O!", &PyList_Type, &blocks, &PyDict_Type, &x,
-                          &pairs, &step, &PyTuple_Type, &spec, &PyLong_Type, &first,
-                          &PyFloat_Type, &inv, &PyFloat_Type, &sqr, &PyList_Type, &opened) ||
-        parse_weight(spec, &w) < 0 || parse_pairs(pairs, PyList_GET_SIZE(blocks), &p) < 0)
+    double divisor = 1.0;
+    if (!PyArg_ParseTuple(args, "Op", &x, &prediction)) return NULL;
+    if (enter(self) < 0) return NULL;
+    if (collect_general(self, x) < 0) goto done;
+    if (prediction)
+        divisor = prediction_weight(self, &w);
+    else
+        newest(self, &w);
+    r = scores_into(self, &w, divisor, self->zs);
+    if (r == -1) raise_bad_input(x);
+    if (r < 0) goto done;
+    if ((out = PyList_New(self->nblocks)) == NULL) goto done;
+    for (b = 0; b < self->nblocks; b++) {
+        PyObject *f = PyFloat_FromDouble(self->zs[b]);
+        if (f == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, b, f);
+    }
+done:
+    leave(self);
+    return out;
+}
+
+/* take_calibration() -> (bytes of the queued rows, row width); empties the queue */
+static PyObject *engine_take_calibration(Engine *self, PyObject *unused) {
+    PyObject *out = Py_BuildValue(
+        "y#n", (const char *)self->queue, (Py_ssize_t)(sizeof(double) * self->nqueue * self->width),
+        self->width);
+    if (out != NULL) self->nqueue = 0;
+    return out;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* blocks and their layout                                                                   */
+
+static PyObject *engine_add_block(Engine *self, PyObject *unused) {
+    if (enter(self) < 0) return NULL;
+    self->busy = 0;
+    if (blocks_reserve(self, self->nblocks + 1) < 0 ||
+        new_block(self, &self->blocks[self->nblocks]) < 0)
         return NULL;
-    for (k = 0; k < p.n; k++) {
-        PyObject *block = PyList_GET_ITEM(blocks, p.block[k]);
-        pos = 0;
-        while (PyDict_Next(x, &pos, &key, &value)) {
-            double v, g, s, total;
-            PyObject *rec, *fields[RECORD_SIZE];
-            int i;
-            if (value_of(value, &v) < 0) {
-                PyErr_SetString(PyExc_TypeError, "apply: run plan first");
-                goto error;
+    self->nblocks++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *engine_lift(Engine *self, PyObject *unused) {
+    Table t;
+    if (enter(self) < 0) return NULL;
+    self->busy = 0;
+    if (blocks_reserve(self, self->nblocks + 1) < 0 || new_block(self, &t) < 0) return NULL;
+    memmove(&self->blocks[1], &self->blocks[0], sizeof(Table) * self->nblocks);
+    self->blocks[0] = t;
+    self->nblocks++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *engine_layout(Engine *self, PyObject *unused) {
+    PyObject *out = PyTuple_New(self->nblocks);
+    Py_ssize_t b;
+    for (b = 0; out != NULL && b < self->nblocks; b++) {
+        PyObject *id = PyLong_FromLongLong(self->blocks[b].id);
+        if (id == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, b, id);
+    }
+    return out;
+}
+
+/* restore_layout(ids): the blocks of an earlier `layout`, in its order; the blocks added since
+ * are dropped (a failed learn wrote nothing into them) */
+static PyObject *engine_restore_layout(Engine *self, PyObject *layout) {
+    Py_ssize_t n, i, b;
+    Table *tables;
+    char *kept;
+    if (!PyTuple_Check(layout)) {
+        PyErr_SetString(PyExc_TypeError, "a layout is a tuple of block ids");
+        return NULL;
+    }
+    n = PyTuple_GET_SIZE(layout);
+    if (enter(self) < 0) return NULL;
+    self->busy = 0;
+    tables = PyMem_Calloc(n ? n : 1, sizeof(Table));
+    kept = PyMem_Calloc(self->nblocks ? self->nblocks : 1, 1);
+    if (tables == NULL || kept == NULL) {
+        PyMem_Free(tables);
+        PyMem_Free(kept);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        long long id = PyLong_AsLongLong(PyTuple_GET_ITEM(layout, i));
+        if (id == -1 && PyErr_Occurred()) break;
+        for (b = 0; b < self->nblocks && (self->blocks[b].id != id || kept[b]); b++)
+            ;
+        if (b == self->nblocks) {
+            PyErr_SetString(PyExc_ValueError, "not a layout of this engine's blocks");
+            break;
+        }
+        kept[b] = 1;
+        tables[i] = self->blocks[b];
+    }
+    if (i < n) {
+        PyMem_Free(tables);
+        PyMem_Free(kept);
+        return NULL;
+    }
+    for (b = 0; b < self->nblocks; b++)
+        if (!kept[b]) table_free(&self->blocks[b]);
+    memcpy(self->blocks, tables, sizeof(Table) * n);
+    self->nblocks = n;
+    PyMem_Free(tables);
+    PyMem_Free(kept);
+    Py_RETURN_NONE;
+}
+
+/* weight_blocks() -> per block {feature: weight} of the predictor predictions use, the
+ * non-zero ones (river_cw.rda.VotedRDA._weight_blocks) */
+static PyObject *engine_weight_blocks(Engine *self, PyObject *unused) {
+    PyObject *out;
+    Weight w;
+    double divisor = prediction_weight(self, &w);
+    Py_ssize_t b, i;
+    if ((out = PyList_New(self->nblocks)) == NULL) return NULL;
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        PyObject *d = PyDict_New();
+        if (d == NULL) goto fail;
+        PyList_SET_ITEM(out, b, d);
+        for (i = 0; i < t->used; i++) {
+            double v = weight_of(&w, &self->recs[t->entries[i].rec]);
+            PyObject *f;
+            if (!v) continue;
+            if ((f = PyFloat_FromDouble(v / divisor)) == NULL) goto fail;
+            if (PyDict_SetItem(d, t->entries[i].key, f) < 0) {
+                Py_DECREF(f);
+                goto fail;
             }
-            if (v == 0.0) continue;
-            g = -step * p.sign[k] * v;
-            if ((rec = PyDict_GetItemWithError(block, key)) == NULL) {
-                if (PyErr_Occurred()) goto error;
-                if (zero == NULL && (zero = PyFloat_FromDouble(0.0)) == NULL) goto error;
-                if ((rec = PyList_New(RECORD_SIZE)) == NULL) goto error;
-                if ((fields[0] = PyFloat_FromDouble(g)) == NULL) {
-                    Py_DECREF(rec);
-                    goto error;
-                }
-                fields[2] = zero;
-                Py_INCREF(zero);
-                if (PyDict_SetItem(block, key, rec) < 0) {
-                    Py_DECREF(fields[0]);
-                    Py_DECREF(zero);
-                    Py_DECREF(rec);
-                    goto error;
-                }
-                Py_DECREF(rec); /* the block holds it */
-            } else {
-                if (!is_record(rec) || field(rec, 0, &s) < 0 || weight_of(&w, rec, &total) < 0) {
-                    PyErr_SetString(PyExc_TypeError, "apply: run plan first");
-                    goto error;
-                }
-                if ((fields[0] = PyFloat_FromDouble(s + g)) == NULL) goto error;
-                if ((fields[2] = PyFloat_FromDouble(total)) == NULL) {
-                    Py_DECREF(fields[0]);
-                    goto error;
-                }
-            }
-            fields[1] = first;
-            fields[3] = inv;
-            fields[4] = sqr;
-            fields[5] = fields[6] = Py_None;
-            for (i = 1; i < RECORD_SIZE; i++)
-                if (i != 2) Py_INCREF(fields[i]);
-            for (i = 0; i < RECORD_SIZE; i++) {
-                PyObject *old = PyList_GET_ITEM(rec, i);
-                PyList_SET_ITEM(rec, i, fields[i]);
-                Py_XDECREF(old);
-            }
-            if (PyList_Append(opened, rec) < 0) goto error;
+            Py_DECREF(f);
         }
     }
-    Py_XDECREF(zero);
-    Py_RETURN_NONE;
-error:
-    Py_XDECREF(zero);
+    return out;
+fail:
+    Py_DECREF(out);
     return NULL;
 }
 
-static PyMethodDef module_methods[] = {
-    {"dot", rda_dot, METH_VARARGS, "w_b . x / divisor for every block, or None."},
-    {"plan", rda_plan, METH_VARARGS, "Whether an update's stored sums are finite, or None."},
-    {"apply", rda_apply, METH_VARARGS, "Write an update's records (after plan)."},
+/* ---------------------------------------------------------------------------------------- */
+/* state: the Python engine's attributes                                                     */
+
+static PyObject *record_list(const Rec *r) {
+    if (r->cut)
+        return Py_BuildValue("[dLddddd]", r->s, (long long)r->first, r->closed, r->inv0, r->sqr0,
+                             r->inv1, r->sqr1);
+    return Py_BuildValue("[dLdddOO]", r->s, (long long)r->first, r->closed, r->inv0, r->sqr0,
+                         Py_None, Py_None);
+}
+
+/* export() -> {"_blocks", "_cuts", "_live_cuts", "_k", "_c", "_t", "_inv", "_sqr", "_pushed"}
+ * as the Python engine keeps them (a heap entry holds its record's list itself) */
+static PyObject *engine_export(Engine *self, PyObject *unused) {
+    PyObject **lists, *blocks = NULL, *cuts = NULL, *out = NULL;
+    Py_ssize_t b, i;
+    if ((lists = PyMem_Calloc(self->nrecs ? self->nrecs : 1, sizeof(PyObject *))) == NULL)
+        return PyErr_NoMemory();
+    if ((blocks = PyList_New(self->nblocks)) == NULL) goto done;
+    for (b = 0; b < self->nblocks; b++) {
+        Table *t = &self->blocks[b];
+        PyObject *d = PyDict_New();
+        if (d == NULL) goto done;
+        PyList_SET_ITEM(blocks, b, d);
+        for (i = 0; i < t->used; i++) {
+            Py_ssize_t ri = t->entries[i].rec;
+            if ((lists[ri] = record_list(&self->recs[ri])) == NULL) goto done;
+            if (PyDict_SetItem(d, t->entries[i].key, lists[ri]) < 0) goto done;
+        }
+    }
+    if ((cuts = PyList_New(self->ncuts)) == NULL) goto done;
+    for (i = 0; i < self->ncuts; i++) {
+        Cut *c = &self->cuts[i];
+        PyObject *ceiling, *last, *one, *entry;
+        if (lists[c->rec] == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "a cut of a record no block holds");
+            goto done;
+        }
+        if ((ceiling = PyLong_FromDouble(c->ceil)) == NULL) goto done;
+        one = PyLong_FromLong(1);
+        last = one == NULL ? NULL : PyNumber_Subtract(ceiling, one);
+        Py_DECREF(ceiling);
+        Py_XDECREF(one);
+        if (last == NULL) goto done;
+        entry = Py_BuildValue("NLLO", last, (long long)c->pushed, (long long)c->first,
+                              lists[c->rec]);
+        if (entry == NULL) goto done;
+        PyList_SET_ITEM(cuts, i, entry);
+    }
+    out = Py_BuildValue("{sOsOsnsLsLsLsdsdsL}", "_blocks", blocks, "_cuts", cuts, "_live_cuts",
+                        self->live_cuts, "_k", (long long)self->k, "_c", (long long)self->c, "_t",
+                        (long long)self->t, "_inv", self->inv, "_sqr", self->sqr, "_pushed",
+                        (long long)self->pushed);
+done:
+    for (i = 0; i < self->nrecs; i++) Py_XDECREF(lists[i]);
+    PyMem_Free(lists);
+    Py_XDECREF(blocks);
+    Py_XDECREF(cuts);
+    return out;
+}
+
+static int read_double(PyObject *o, double *out) {
+    *out = PyFloat_AsDouble(o);
+    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int read_int64(PyObject *o, int64_t *out) {
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *out = v;
+    return 0;
+}
+
+static int read_record(PyObject *list, Rec *r) {
+    PyObject *f5, *f6;
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) != 7) {
+        PyErr_SetString(PyExc_ValueError, "a record is [s, first, closed, inv0, sqr0, inv1, sqr1]");
+        return -1;
+    }
+    if (read_double(PyList_GET_ITEM(list, 0), &r->s) < 0 ||
+        read_int64(PyList_GET_ITEM(list, 1), &r->first) < 0 ||
+        read_double(PyList_GET_ITEM(list, 2), &r->closed) < 0 ||
+        read_double(PyList_GET_ITEM(list, 3), &r->inv0) < 0 ||
+        read_double(PyList_GET_ITEM(list, 4), &r->sqr0) < 0)
+        return -1;
+    f5 = PyList_GET_ITEM(list, 5);
+    f6 = PyList_GET_ITEM(list, 6);
+    r->cut = f5 != Py_None;
+    r->inv1 = r->sqr1 = 0.0;
+    if (r->cut && (read_double(f5, &r->inv1) < 0 || read_double(f6, &r->sqr1) < 0)) return -1;
+    return 0;
+}
+
+/* load(state): the Python engine's attributes (as `export` gives them) into an empty engine */
+static PyObject *engine_load(Engine *self, PyObject *state) {
+    PyObject *blocks, *cuts, *ids = NULL, *item;
+    Py_ssize_t nb, b, i;
+    if (!PyDict_Check(state) || (blocks = PyDict_GetItemString(state, "_blocks")) == NULL ||
+        (cuts = PyDict_GetItemString(state, "_cuts")) == NULL || !PyList_Check(blocks) ||
+        !PyList_Check(cuts)) {
+        PyErr_SetString(PyExc_ValueError, "load: a state with the lists _blocks and _cuts");
+        return NULL;
+    }
+    if (self->nrecs || self->nblocks != 1 || self->blocks[0].used) {
+        PyErr_SetString(PyExc_RuntimeError, "load: the engine is not new");
+        return NULL;
+    }
+    if (enter(self) < 0) return NULL;
+    nb = PyList_GET_SIZE(blocks);
+    if ((ids = PyDict_New()) == NULL || blocks_reserve(self, nb ? nb : 1) < 0) goto fail;
+    table_free(&self->blocks[0]);
+    self->nblocks = 0;
+    for (b = 0; b < nb; b++) {
+        PyObject *d = PyList_GET_ITEM(blocks, b), *key, *list;
+        Py_ssize_t pos = 0;
+        Table *t = &self->blocks[b];
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "load: a block is a dict");
+            goto fail;
+        }
+        if (new_block(self, t) < 0) goto fail;
+        self->nblocks++;
+        if (table_reserve(t, PyDict_GET_SIZE(d)) < 0 ||
+            grow((void **)&self->recs, &self->recs_cap, self->nrecs + PyDict_GET_SIZE(d),
+                 sizeof(Rec)) < 0)
+            goto fail;
+        while (PyDict_Next(d, &pos, &key, &list)) {
+            Py_hash_t h = PyObject_Hash(key);
+            PyObject *id, *ri;
+            int failed;
+            if (h == -1 || read_record(list, &self->recs[self->nrecs]) < 0) goto fail;
+            if ((id = PyLong_FromVoidPtr(list)) == NULL) goto fail;
+            if ((ri = PyLong_FromSsize_t(self->nrecs)) == NULL) {
+                Py_DECREF(id);
+                goto fail;
+            }
+            failed = PyDict_SetItem(ids, id, ri);
+            Py_DECREF(id);
+            Py_DECREF(ri);
+            if (failed < 0) goto fail;
+            table_append(t, key, h, self->nrecs++);
+        }
+    }
+    if (self->nblocks == 0) { /* keep one block, as a new engine has */
+        if (new_block(self, &self->blocks[0]) < 0) goto fail;
+        self->nblocks = 1;
+    }
+    if (grow((void **)&self->cuts, &self->cuts_cap, PyList_GET_SIZE(cuts), sizeof(Cut)) < 0)
+        goto fail;
+    for (i = 0; i < PyList_GET_SIZE(cuts); i++) {
+        PyObject *entry = PyList_GET_ITEM(cuts, i), *last, *one, *id, *ri;
+        Cut *c = &self->cuts[i];
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_ValueError, "load: a cut is (last, n, first, record)");
+            goto fail;
+        }
+        if ((one = PyLong_FromLong(1)) == NULL) goto fail;
+        last = PyNumber_Add(PyTuple_GET_ITEM(entry, 0), one);
+        Py_DECREF(one);
+        if (last == NULL) goto fail;
+        c->ceil = PyLong_AsDouble(last);
+        Py_DECREF(last);
+        if (c->ceil == -1.0 && PyErr_Occurred()) goto fail;
+        if (read_int64(PyTuple_GET_ITEM(entry, 1), &c->pushed) < 0 ||
+            read_int64(PyTuple_GET_ITEM(entry, 2), &c->first) < 0)
+            goto fail;
+        if ((id = PyLong_FromVoidPtr(PyTuple_GET_ITEM(entry, 3))) == NULL) goto fail;
+        ri = PyDict_GetItemWithError(ids, id);
+        Py_DECREF(id);
+        if (ri == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "load: a cut of a record no block holds");
+            goto fail;
+        }
+        c->rec = PyLong_AsSsize_t(ri);
+        self->ncuts = i + 1;
+    }
+#define LOAD(name, reader, field)                                                              \
+    if ((item = PyDict_GetItemString(state, name)) == NULL || reader(item, field) < 0) {      \
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "load: " name " is missing"); \
+        goto fail;                                                                             \
+    }
+    {
+        int64_t live;
+        LOAD("_live_cuts", read_int64, &live);
+        self->live_cuts = (Py_ssize_t)live;
+    }
+    LOAD("_k", read_int64, &self->k);
+    LOAD("_c", read_int64, &self->c);
+    LOAD("_t", read_int64, &self->t);
+    LOAD("_inv", read_double, &self->inv);
+    LOAD("_sqr", read_double, &self->sqr);
+    LOAD("_pushed", read_int64, &self->pushed);
+#undef LOAD
+    Py_DECREF(ids);
+    self->busy = 0;
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(ids);
+    self->busy = 0;
+    return NULL;
+}
+
+static PyObject *engine_get_k(Engine *self, void *closure) { return PyLong_FromLongLong(self->k); }
+
+static PyObject *engine_get_ncuts(Engine *self, void *closure) {
+    return PyLong_FromSsize_t(self->ncuts);
+}
+
+static PyObject *engine_get_live_cuts(Engine *self, void *closure) {
+    return PyLong_FromSsize_t(self->live_cuts);
+}
+
+static PyObject *engine_sizeof(Engine *self, PyObject *unused) {
+    Py_ssize_t size = Py_TYPE(self)->tp_basicsize, b;
+    size += sizeof(Table) * self->blocks_cap + sizeof(Rec) * self->recs_cap +
+            sizeof(Cut) * self->cuts_cap + sizeof(Feat) * self->feats_cap +
+            sizeof(Py_ssize_t) * self->ixs_cap + sizeof(double) * self->zs_cap;
+    for (b = 0; b < self->nblocks; b++)
+        size += sizeof(int32_t) * (self->blocks[b].mask + 1) + sizeof(Entry) * self->blocks[b].cap;
+    if (self->queue != NULL) size += sizeof(double) * QUEUE_ROWS * self->width;
+    return PyLong_FromSsize_t(size);
+}
+
+static PyMethodDef engine_methods[] = {
+    {"learn_one", (PyCFunction)(void (*)(void))engine_learn_one, METH_FASTCALL,
+     "learn_one of a binary model for a known label; -1: the general path's case."},
+    {"update", (PyCFunction)engine_update, METH_VARARGS,
+     "The model's _update(x, pairs, w), with whether to calibrate."},
+    {"scores", (PyCFunction)engine_scores, METH_VARARGS,
+     "w_b . x for every block: the newest predictor's, or the one predictions use."},
+    {"take_calibration", (PyCFunction)engine_take_calibration, METH_NOARGS,
+     "(bytes of the queued calibration rows, row width); empties the queue."},
+    {"add_block", (PyCFunction)engine_add_block, METH_NOARGS, "Append an empty block."},
+    {"lift", (PyCFunction)engine_lift, METH_NOARGS, "Insert an empty block in front."},
+    {"layout", (PyCFunction)engine_layout, METH_NOARGS, "A snapshot of the block structure."},
+    {"restore_layout", (PyCFunction)engine_restore_layout, METH_O,
+     "Undo lift/add_block calls made since the layout was taken."},
+    {"weight_blocks", (PyCFunction)engine_weight_blocks, METH_NOARGS,
+     "Per block, {feature: weight} of the predictor predictions use."},
+    {"export", (PyCFunction)engine_export, METH_NOARGS, "The Python engine's state attributes."},
+    {"load", (PyCFunction)engine_load, METH_O, "Load the Python engine's state attributes."},
+    {"__sizeof__", (PyCFunction)engine_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
     {NULL},
+};
+
+static PyGetSetDef engine_getset[] = {
+    {"k", (getter)engine_get_k, NULL, "The number of updates.", NULL},
+    {"n_cuts", (getter)engine_get_ncuts, NULL, "The heap's length.", NULL},
+    {"live_cuts", (getter)engine_get_live_cuts, NULL, "The heap's length after its clean-up.",
+     NULL},
+    {NULL},
+};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._rda.Engine",
+    .tp_basicsize = sizeof(Engine),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Voted RDA's compiled engine (see river_cw.rda.VotedRDA).",
+    .tp_new = engine_new,
+    .tp_dealloc = (destructor)engine_dealloc,
+    .tp_traverse = (traverseproc)engine_traverse,
+    .tp_clear = (inquiry)engine_clear,
+    .tp_methods = engine_methods,
+    .tp_getset = engine_getset,
+    .tp_weaklistoffset = offsetof(Engine, weakreflist),
 };
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "river_cw._rda",
-    "Voted RDA's per-feature loops in C (optional; see river_cw.rda).", -1, module_methods,
+    "Voted RDA's compiled engine (optional; see river_cw.rda).", -1, NULL,
 };
 
-PyMODINIT_FUNC PyInit__rda(void) { return PyModule_Create(&moduledef); }
+PyMODINIT_FUNC PyInit__rda(void) {
+    PyObject *m;
+    if (PyType_Ready(&EngineType) < 0) return NULL;
+    if ((m = PyModule_Create(&moduledef)) == NULL) return NULL;
+    Py_INCREF(&EngineType);
+    if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0) {
+        Py_DECREF(&EngineType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

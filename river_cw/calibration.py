@@ -33,12 +33,36 @@ def best(losses: np.ndarray) -> float:
     return float(TEMPERATURES[np.argmin(losses)])
 
 
-def softmax_losses(z: np.ndarray, label: int) -> np.ndarray:
-    """Log loss of ``softmax(a z)`` at `label`, for every temperature a of the grid."""
+def softmax_losses(z: np.ndarray, label) -> np.ndarray:
+    """Log loss of ``softmax(a z)`` at `label`, for every temperature a of the grid.
+
+    For rows of scores ``z`` (n, k) and an array of n labels: one row of losses per row, the
+    same numbers as row by row (each row is laid out as a single one: a ``(temperatures, k)``
+    block, summed along its labels). Where a temperature times a score overflows, the loss is
+    not finite (inf or nan)."""
+    z = np.asarray(z, dtype=float)
+    rows = z.reshape(-1, z.shape[-1])
+    n, m = len(rows), len(TEMPERATURES)
+    labels = np.broadcast_to(label, n)
     with np.errstate(all="ignore"):
-        za = np.outer(TEMPERATURES, z)
-        top = za.max(axis=1)
-        return top + np.log(np.exp(za - top[:, None]).sum(axis=1)) - za[:, label]
+        if rows.shape[1] == 2:  # two labels: the same numbers, column by column
+            za = [rows[:, j, None] * TEMPERATURES for j in (0, 1)]
+            top = np.maximum(za[0], za[1])
+            # exp(za_j - top) is exp(0) = 1 for the larger, exp(-|za_1 - za_0|) for the other
+            # (where top is infinite both differ, and so does the loss: not finite either way);
+            # from a gap of 40 on, exp(-gap) < 2^-57: the sum rounds to 1, whose log is 0
+            gap = np.abs(za[1] - za[0])
+            near = gap < 40.0
+            log_total = np.zeros_like(gap)
+            log_total[near] = np.log(1.0 + np.exp(-gap[near]))
+            picked = np.where(labels[:, None] == 0, za[0], za[1])
+        else:
+            za = (TEMPERATURES[None, :, None] * rows[:, None, :]).reshape(n * m, -1)
+            top = za.max(axis=1)
+            log_total = np.log(np.exp(za - top[:, None]).sum(axis=1))
+            picked = za[np.arange(n * m), np.repeat(labels, m)]
+        losses = top + log_total - picked
+    return losses.reshape(z.shape[:-1] + (m,))
 
 
 def probit_losses(t: np.ndarray, label: int) -> np.ndarray:

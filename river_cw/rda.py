@@ -11,12 +11,12 @@ from array import array
 import numpy as np
 
 from . import calibration
-from .base import LinearClassifier
+from .base import INTERCEPT, LinearClassifier
 from .validation import check_features
 
 __all__ = ["VotedRDA"]
 
-_compiled = None  # river_cw._rda: the per-feature loops in C, the same numbers (see _dot, _step)
+_compiled = None  # river_cw._rda: the compiled engine, the same numbers (see `_compiled_engine`)
 if not os.environ.get("RIVER_CW_PURE_PYTHON"):
     try:
         from . import _rda as _compiled
@@ -33,6 +33,17 @@ def _raise_bad_input(x: dict) -> None:
 def _softmax(z: np.ndarray) -> np.ndarray:
     e = np.exp(z - z.max())
     return e / e.sum()
+
+
+# The state of the Python engine, in the order a pickle holds it; the compiled engine exports and
+# loads these attributes, so pickles do not know which engine wrote them.
+_STATE = ("_blocks", "_cuts", "_live_cuts", "_k", "_c", "_t", "_inv", "_sqr", "_pushed",
+          "_counts", "_history")
+
+
+def _plain(number) -> bool:
+    """A hyperparameter the compiled engine reads exactly: a float, or an int a float holds."""
+    return type(number) is float or (type(number) is int and number <= 2**53)
 
 
 class VotedRDA(LinearClassifier):
@@ -177,7 +188,32 @@ class VotedRDA(LinearClassifier):
         self.loss = loss
         self.prediction = prediction
         self.conservative = conservative
+        self._start(self._compiled_engine())
+        self.n_skipped_updates = 0  # updates float64 could not express (nothing was written)
+        self._calibration = np.zeros(len(calibration.TEMPERATURES))  # hinge: each one's log loss
 
+    # -- the engines ----------------------------------------------------------------------------
+
+    def _compiled_engine(self):
+        """A new compiled engine (`river_cw._rda`) where it serves this model: built, and the
+        prediction is not the vote (whose voters the Python engine keeps); else None."""
+        plain = _plain(self.l1) and _plain(self.eta)
+        if _compiled is None or self.prediction == "vote" or not plain:
+            return None
+        return _compiled.Engine(
+            float(self.l1), float(self.eta), self.loss == "log", self.conservative,
+            self.prediction == "last",
+        )
+
+    def _start(self, engine) -> None:
+        """An empty state: the compiled `engine`'s, or (None) the Python engine's attributes.
+
+        The compiled engine keeps what the attributes below keep, in C (the same numbers), and
+        queues the calibration's examples: `_calibration` is current after
+        `_flush_calibration`. The Python engine is the readable reference."""
+        self._engine = engine
+        if engine is not None:
+            return
         # One dict per block, feature -> record [s, first, closed, inv0, sqr0, inv1, sqr1]:
         # s the sum of the feature's subgradients, unchanged since update `first`; closed the sum
         # of c_j w_j over the predictors j < first; (inv0, sqr0) the prefix sums below at
@@ -187,7 +223,6 @@ class VotedRDA(LinearClassifier):
         self._cuts: list = []
         self._live_cuts = 0  # the heap's size after its last clean-up
         self._k = 0  # index of the current predictor w_k (w_0 = 0)
-        self.n_skipped_updates = 0  # updates float64 could not express (nothing was written)
         self._c = 0  # examples counted for w_k so far
         self._t = 0  # examples seen
         self._inv = 0.0  # sum of c_j / sqrt(j) over the retired predictors 1 <= j < k
@@ -197,7 +232,56 @@ class VotedRDA(LinearClassifier):
         # feature -> (updates, values), the history of s.
         self._counts = array("q")
         self._history: list[dict] = [{}]
-        self._calibration = np.zeros(len(calibration.TEMPERATURES))  # hinge: each one's log loss
+
+    def _flush_calibration(self) -> None:
+        """Add the compiled engine's queued calibration examples to `_calibration`: their log
+        losses in one batch, summed in their order (the numbers of `_calibrate`, one by one)."""
+        if self._engine is None:
+            return
+        data, width = self._engine.take_calibration()
+        if not data:
+            return
+        rows = np.frombuffer(data).reshape(-1, width)
+        losses = calibration.softmax_losses(rows[:, 2:], rows[:, 0].astype(np.intp))
+        kept = np.isfinite(losses).all(axis=1)  # scores near the float64 limit: skipped
+        added = rows[kept, 1:2] * losses[kept]  # times w (exact for w = 1)
+        # summed along the slow axis: numpy adds the rows one after the other, as `_calibrate`
+        self._calibration = np.add.reduce(np.vstack([self._calibration, added]), axis=0)
+
+    def __getstate__(self) -> dict:
+        """The Python engine's attributes, whichever engine holds the state."""
+        self._flush_calibration()
+        state = {k: v for k, v in vars(self).items() if k != "_engine" and k not in _STATE}
+        if self._engine is None:
+            engine = vars(self)
+        else:
+            engine = self._engine.export()
+            engine["_counts"], engine["_history"] = array("q"), [{} for _ in engine["_blocks"]]
+        return {**state, **{name: engine[name] for name in _STATE}}
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._engine = self._compiled_engine()
+        if self._engine is not None:
+            self._engine.load({name: vars(self).pop(name) for name in _STATE})
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        # The common case in one call of the compiled engine (a binary model, a known label, a
+        # float weight > 0, x read as `as_floats` reads it); any other case, and any x it would
+        # refuse (to name the bad feature), goes the general way.
+        engine = self._engine
+        if engine is not None:
+            intercept = INTERCEPT if self.learn_intercept else None
+            outcome = engine.learn_one(x, y, w, self._class_index, intercept)
+            if outcome >= 0:
+                if outcome == 1:
+                    self._flush_calibration()
+                elif outcome == 2:
+                    self.n_skipped_updates += 1
+                return
+        LinearClassifier.learn_one(self, x, y, w)
+
+    learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
     # -- closed forms: each returns a function of a record, with the model's counters bound -----
 
@@ -210,7 +294,6 @@ class VotedRDA(LinearClassifier):
             s = rec[0]
             return -(s - math.copysign(threshold, s)) / scale if abs(s) > threshold else 0.0
 
-        newest.spec = ("newest", threshold, scale)  # the same function, for river_cw._rda
         return newest
 
     def _totals(self):
@@ -230,7 +313,6 @@ class VotedRDA(LinearClassifier):
                 inv1, sqr1 = inv_k, sqr_k
             return closed - (s * (inv1 - inv0) - math.copysign(l1, s) * (sqr1 - sqr0)) / eta
 
-        total.spec = ("totals", inv_k, sqr_k, l1, eta)  # the same function, for river_cw._rda
         return total
 
     def _weight(self) -> tuple:
@@ -244,10 +326,6 @@ class VotedRDA(LinearClassifier):
     def _dot(self, x: dict, weight, divisor=1) -> list[float]:
         """``w_b . x / divisor`` for every block, w given per record; validates x (fast path, then
         check_features)."""
-        if _compiled is not None and type(x) is dict:
-            scores = _compiled.dot(self._blocks, x, weight.spec, float(divisor))
-            if scores is not None:  # else something to report or check: the code below does
-                return scores
         try:  # fsum is correctly rounded: the score does not depend on the order of the features
             scores = [
                 math.fsum([v * (weight(r) if (r := block.get(f)) else 0.0) for f, v in x.items()])
@@ -262,9 +340,13 @@ class VotedRDA(LinearClassifier):
         return scores
 
     def _learning_scores(self, x: dict) -> list[float]:
+        if self._engine is not None:
+            return self._engine.scores(x, False)
         return self._dot(x, self._newest())
 
     def _scores(self, x: dict) -> list[float]:
+        if self._engine is not None:
+            return self._engine.scores(x, True)
         if self.prediction == "vote":
             return self._votes(x)
         return self._dot(x, *self._weight())
@@ -319,17 +401,28 @@ class VotedRDA(LinearClassifier):
     # -- hooks ----------------------------------------------------------------------------------
 
     def _add_block(self) -> None:
+        if self._engine is not None:
+            self._flush_calibration()  # its rows have the logits of the old blocks
+            return self._engine.add_block()
         self._blocks.append({})
         self._history.append({})
 
     def _lift(self) -> None:
+        if self._engine is not None:
+            self._flush_calibration()
+            return self._engine.lift()
         self._blocks.insert(0, {})
         self._history.insert(0, {})
 
     def _layout(self):
+        if self._engine is not None:
+            return self._engine.layout()
         return list(self._blocks), list(self._history)
 
     def _restore_layout(self, layout) -> None:
+        if self._engine is not None:
+            self._flush_calibration()
+            return self._engine.restore_layout(layout)
         self._blocks, self._history = layout
 
     def _logits(self, scores: list[float]) -> np.ndarray:
@@ -350,6 +443,14 @@ class VotedRDA(LinearClassifier):
             self._calibration += losses if w == 1.0 else w * losses
 
     def _update(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float) -> None:
+        if self._engine is not None:  # the code below, in C
+            calibrate = self.loss == "hinge" and len(self.classes_) > 1
+            outcome = self._engine.update(x, pairs, w, calibrate)
+            if outcome == 1:
+                self._flush_calibration()
+            elif outcome == 2:
+                self.n_skipped_updates += 1
+            return
         scores = self._learning_scores(x)  # validates x before anything changes
         terms = [sign * scores[b] for b, sign in pairs]
         try:
@@ -378,15 +479,10 @@ class VotedRDA(LinearClassifier):
 
     def _plan(self, x: dict, pairs: tuple[tuple[int, int], ...], step: float) -> list | None:
         """The subgradient entries ``(block, feature, -step * sign * x_f)`` of an update, or
-        None when a sum it would store is beyond float64 (then nothing is written). With
-        `river_cw._rda`, ``(x, pairs, step)`` once checked, and `_step` writes it in C."""
+        None when a sum it would store is beyond float64 (then nothing is written)."""
         if step == 0.0:
             return []
         total = self._totals()  # before retiring w_k it already gives the sums up to k
-        if _compiled is not None and type(x) is dict and self.prediction != "vote":
-            finite = _compiled.plan(self._blocks, x, pairs, step, total.spec)
-            if finite is not None:  # the compiled plan: `_step` has river_cw._rda write it
-                return (x, pairs, step) if finite else None
         plan = []
         for b, sign in pairs:
             block = self._blocks[b]
@@ -422,13 +518,6 @@ class VotedRDA(LinearClassifier):
         if not plan:
             return
         total = self._totals()  # c_{k+1} = 0: the sums up to k
-        if isinstance(plan, tuple):  # a compiled plan: the loop below, in C
-            opened = []
-            _compiled.apply(self._blocks, *plan, total.spec, k + 1, self._inv, self._sqr, opened)
-            if self.l1 > 0:
-                for rec in opened:
-                    self._schedule_cut(rec)
-            return
         for b, f, g in plan:
             block = self._blocks[b]
             rec = block.get(f)
@@ -480,13 +569,16 @@ class VotedRDA(LinearClassifier):
     def temperature(self) -> float:
         if self.loss == "log":
             return 1.0
+        self._flush_calibration()
         return calibration.best(self._calibration)
 
     @property
     def n_updates(self) -> int:
-        return self._k
+        return self._k if self._engine is None else self._engine.k
 
     def _weight_blocks(self) -> list[dict]:
+        if self._engine is not None:
+            return self._engine.weight_blocks()
         weight, divisor = self._weight()
         return [{f: w / divisor for f, r in b.items() if (w := weight(r))} for b in self._blocks]
 

@@ -115,6 +115,19 @@ class NaiveRDA(LinearClassifier):
             self.voters[-1][1] += 1
 
 
+def records(model) -> list[dict]:
+    """Per block, feature -> record, as the Python engine keeps them (either engine: a pickle
+    holds them)."""
+    return model.__getstate__()["_blocks"]
+
+
+def heap_lengths(model) -> tuple[int, int]:
+    """The heap of pending cuts: its length and its length after its last clean-up."""
+    if model._engine is None:
+        return len(model._cuts), model._live_cuts
+    return model._engine.n_cuts, model._engine.live_cuts
+
+
 def random_stream(n, d, n_classes, seed, density=15):
     """Sparse examples over d features, labelled by a noisy random linear teacher."""
     rng = np.random.default_rng(seed)
@@ -243,14 +256,14 @@ def test_an_update_touches_only_the_features_of_x():
     for x, y in random_stream(300, 5000, 2, seed=1):
         model.learn_one(x, y)
     for x in ({1: 1.0, 2: -2.0, 10_000: 0.5}, {3: 1.0, 4: -1.0}, {5: 2.0}):
-        before = {f: list(rec) for f, rec in model._blocks[0].items()}
+        before = {f: list(rec) for f, rec in records(model)[0].items()}
         k = model.n_updates
         model.learn_one(x, "c0" if model.predict_one(x) == "c1" else "c1")  # a mistake
         assert model.n_updates == k + 1
-        for f, rec in model._blocks[0].items():
+        for f, rec in records(model)[0].items():
             if f not in x and rec != before[f]:
                 assert rec[:5] == before[f][:5] and before[f][5] is None and rec[5] is not None
-    assert len(model._cuts) <= 2 * sum(map(len, model._blocks)) + 1024
+    assert heap_lengths(model)[0] <= 2 * sum(map(len, records(model))) + 1024
 
 
 def test_memory_stays_proportional_to_the_features():
@@ -264,9 +277,10 @@ def test_memory_stays_proportional_to_the_features():
     for x, y in random_stream(6000, d, 2, seed=2, density=30):
         model.learn_one(x, y)
         oracle.learn_one(x, y)
-        lengths.append(len(model._cuts))
-        assert lengths[-1] <= 2 * model._live_cuts + 1024
-    assert model._live_cuts > 0  # the clean-up ran
+        length, live = heap_lengths(model)
+        lengths.append(length)
+        assert length <= 2 * live + 1024
+    assert heap_lengths(model)[1] > 0  # the clean-up ran
     assert max(lengths[3000:]) <= 1.1 * max(lengths[:3000])  # the heap's peaks: no trend
     assert_same_weights(model, oracle, d)
 
