@@ -1181,7 +1181,8 @@ static int exact_stdev_g(const ExactProblem *p, double s, double *value, double 
 typedef int (*Increasing)(const ExactProblem *, double, double *, double *);
 
 /* river_cw.cw._solve_increasing: safeguarded Newton on an increasing f, f(lo) < 0 <= f(hi) */
-static int solve_increasing(Increasing f, const ExactProblem *p, double lo, double hi, double *root) {
+static int solve_increasing(Increasing f, const ExactProblem *p, double lo, double hi,
+                            double *root) {
     double x = hi, value, slope, step;
     int it;
     for (it = 0; it < MAX_ITER; it++) {
@@ -1266,7 +1267,10 @@ static exact_step find_exact_step(const char *name, int *nparams) {
         const char *name;
         exact_step step;
         int nparams;
-    } table[] = {{"cw_var_exact", exact_step_cw_var, 1}, {"cw_stdev_exact", exact_step_cw_stdev, 1}};
+    } table[] = {
+        {"cw_var_exact", exact_step_cw_var, 1},
+        {"cw_stdev_exact", exact_step_cw_stdev, 1},
+    };
     size_t i;
     for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (strcmp(name, table[i].name) == 0) {
@@ -1524,7 +1528,8 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
                 Coord *c = &self->coords[i];
                 self->u[i] = (c->ix < 0 ? self->prior : t->entries[c->ix].var) * (c->x * c->x);
             }
-            r = self->lean_exact(self->lean_params, m, v, self->u, self->ncoords, w, &alpha, &gamma);
+            r = self->lean_exact(self->lean_params, m, v, self->u, self->ncoords, w, &alpha,
+                                 &gamma);
             if (r == -2) goto general_error;
         } else
             r = self->lean_step(self->lean_params, m, v, w, &alpha, &gamma);

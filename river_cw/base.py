@@ -466,7 +466,9 @@ class GaussianClassifier(LinearClassifier):
     def _native_of(self, method: str, native: str):
         """The attribute `native` where it is this model's `method` in C: None when a subclass
         overrides `method` but not `native`."""
-        owners = [next(c for c in type(self).__mro__ if name in vars(c)) for name in (method, native)]
+        owners = [
+            next(c for c in type(self).__mro__ if name in vars(c)) for name in (method, native)
+        ]
         return getattr(self, native) if owners[0] is owners[1] else None
 
     @abc.abstractmethod

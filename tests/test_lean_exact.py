@@ -99,7 +99,9 @@ values = st.one_of(
 examples = st.tuples(
     st.dictionaries(keys, values, max_size=8),
     st.integers(0, 3),
-    st.one_of(st.just(1.0), st.sampled_from([0.25, 2.0, 3.5, 1e-300, 1e300, 0.0]), st.integers(1, 3)),
+    st.one_of(
+        st.just(1.0), st.sampled_from([0.25, 2.0, 3.5, 1e-300, 1e300, 0.0]), st.integers(1, 3)
+    ),
 )
 
 
@@ -111,7 +113,9 @@ examples = st.tuples(
     intercept=st.booleans(),
     forgetting=st.sampled_from([0.0, 0.0, 0.1]),
 )
-def test_lean_general_and_python_agree_to_the_bit(cls, params, data, n_labels, intercept, forgetting):
+def test_lean_general_and_python_agree_to_the_bit(
+    cls, params, data, n_labels, intercept, forgetting
+):
     params = {**params, "learn_intercept": intercept, "forgetting": forgetting}
     lean, general, python = three(cls, params)
     learners = (lean, General(general), python)
@@ -145,7 +149,8 @@ def test_the_exact_schemes_take_the_lean_path():
         model.learn_one({"b": 1.0}, False)
         lean = model._lean_spec()
         assert lean is not None
-        assert model._gaussian.learn_native({"a": 2, "c": True}, True, 1.0, model._class_index, lean) == 0
+        x = {"a": 2, "c": True}
+        assert model._gaussian.learn_native(x, True, 1.0, model._class_index, lean) == 0
 
 
 # -- the exact steps in C against the Python `_exact_step` --------------------------------------
