@@ -198,6 +198,14 @@ static inline double step_mean(double mean, double a, double s, double xf) {
 /* ---------------------------------------------------------------------------------------- */
 /* the engine                                                                                */
 
+/* A rule's `_exact_step` in C for the lean path, given the terms u[0..n) of v: an rcw_step's
+ * outcomes (1 update with *alpha, *gamma and the rule's scheme; 0 none; -1 skipped, where Python
+ * raises ZeroDivisionError or OverflowError or gives a non-finite step), or -2: another error
+ * of the solver (set), which the general path raises again. A rule names it with its
+ * `_native_exact_step`; `find_exact_step` maps the name here. */
+typedef int (*exact_step)(const double *params, double m, double v, const double *u,
+                          Py_ssize_t n, double w, double *alpha, double *gamma);
+
 typedef struct {
     int pair;        /* index into the pairs of the last margin */
     Py_ssize_t ix;   /* entry position, or -1 when unseen */
@@ -232,9 +240,11 @@ typedef struct {
     PyObject *weakreflist;
     /* learn_native's last `lean` argument, parsed */
     PyObject *lean;
-    rcw_step lean_step;
+    rcw_step lean_step;       /* the rule's step, or NULL: */
+    exact_step lean_exact;    /* its exact step (the margin's terms u_j from the coordinates) */
     double lean_params[RCW_MAX_PARAMS];
-    int lean_kind;
+    int lean_kind;            /* the scheme; SCHEME_HERDING shrinks with lean_herding_C * w */
+    double lean_herding_C;
     PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
     Py_hash_t lean_intercept_hash;
     struct BatchCache *batch_cache; /* learn_rows' CSR columns (_batch.h), NULL: none */
@@ -1032,31 +1042,319 @@ static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_
     return PyLong_FromLong(outcome);
 }
 
-/* a rule's `_native_step`, (name, params): its C step (_steps.h) and the params as doubles */
-static rcw_step parse_step(PyObject *spec, double *params) {
+/* ---------------------------------------------------------------------------------------- */
+/* the exact diagonal CW steps (JMLR 2012 section 6.2): river_cw.cw's Newton solvers on the     */
+/* terms u_j = Sigma_jj d_j^2 of the margin variance (Terms on the general path, the            */
+/* coordinates' own on the lean one)                                                          */
+
+#define MAX_ITER 200
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
+typedef struct {
+    double m, v, phi;
+    const double *u;
+    Py_ssize_t n;
+} ExactProblem;
+
+static int checked_div(double a, double b, double *out) {
+    if (b == 0.0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+        return -1;
+    }
+    *out = a / b;
+    return 0;
+}
+
+/* The two sums of a Newton step, value and slope, exactly rounded (math.fsum's results). A first
+ * pass adds the terms to accumulators whose error bounds certify the rounding nearly always: the
+ * slope's (positive terms) a double-double (_fsum.h), the value's a triple-length one (Sum3), since
+ * near the root its terms cancel to far below their size, where a double-double bound certifies
+ * only about half the steps. Otherwise a second pass computes the same terms again, in the same
+ * order, and sums them by math.fsum's own algorithm, which also raises its errors (the value's
+ * first). The first pass keeps its accumulators in registers: no address of them escapes. */
+typedef struct {
+    double hi, lo, tail, err, size;
+} Sum3;
+
+/* add x: TwoSum twice (hi + e and lo + f exact), then the tail with the only rounding, of at
+ * most 2^-53 |tail| */
+ALWAYS_INLINE void sum3_add(Sum3 *s, double x) {
+    double hi = s->hi + x, b = hi - s->hi, e = (s->hi - (hi - b)) + (x - b);
+    double lo = s->lo + e, c = lo - s->lo, f = (s->lo - (lo - c)) + (e - c);
+    s->hi = hi;
+    s->lo = lo;
+    s->tail += f;
+    s->err += fabs(s->tail);
+    s->size += fabs(x);
+}
+
+/* 1 when the bound certifies r = hi + lo (rounded) as the exactly rounded sum, into *out: the
+ * sum is r + u within 2^-53 (sum |tail| + |u|), u = (r's tail) + tail rounded; that bound
+ * (doubled, for its own rounding) must keep it within half the gaps to r's neighbours, and
+ * sum |x| < 2^1020 rules out any overflow, here or in math.fsum. Else 0. */
+ALWAYS_INLINE int sum3_certified(const Sum3 *s, double *out) {
+    double r = s->hi + s->lo, b = r - s->hi, t = (s->hi - (r - b)) + (s->lo - b), u, bound;
+    double below, above;
+    u = t + s->tail;
+    bound = (s->err + fabs(u)) * 0x1p-52;
+    if (!(s->size < 0x1p1020 && isfinite(u) && isfinite(bound)) || r == 0.0) return 0;
+    neighbour_gaps(r, &below, &above);
+    if (r < 0.0) u = -u; /* u towards |r|'s side */
+    if (u + bound < 0.5 * above && bound - u < 0.5 * below) {
+        *out = r;
+        return 1;
+    }
+    return 0;
+}
+
+/* the sums of one pass: the accumulators (Msum NULL) or math.fsum's algorithm */
+typedef struct {
+    Sum3 value;
+    Fsum slope; /* only its accumulator: fsum_add_unkept and fsum_certified */
+    Msum *exact;  /* [value, slope], or NULL */
+} NewtonPass;
+
+/* add a term to the value's sum (which 0) or the slope's (1); -1 on a memory error */
+ALWAYS_INLINE int newton_add(NewtonPass *s, int which, double t) {
+    if (s->exact != NULL) return msum_add(&s->exact[which], t);
+    if (which == 0)
+        sum3_add(&s->value, t);
+    else
+        fsum_add_unkept(&s->slope, t);
+    return 0;
+}
+
+/* f(alpha) of exact_var_alpha, its terms: m + alpha v - phi sum u_j / q_j, slope
+ * v + sum 2 phi^2 u_j^2 / q_j^2, q_j = 1 + 2 alpha phi u_j; -1 with an error */
+ALWAYS_INLINE int exact_var_terms(const ExactProblem *p, double alpha, NewtonPass *s) {
+    Py_ssize_t j;
+    double t;
+    if (newton_add(s, 0, p->m) < 0 || newton_add(s, 0, alpha * p->v) < 0 ||
+        newton_add(s, 1, p->v) < 0)
+        return -1;
+    for (j = 0; j < p->n; j++) {
+        double uj = p->u[j], q = 1.0 + 2.0 * alpha * p->phi * uj;
+        if (checked_div(-p->phi * uj, q, &t) < 0 || newton_add(s, 0, t) < 0) return -1;
+        if (checked_div(2.0 * p->phi * p->phi * uj * uj, q * q, &t) < 0 || newton_add(s, 1, t) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* g(s) of exact_stdev_step, its terms: s - sum u_j / q_j, slope
+ * 1 + sum u_j (1 + phi^2 u_j / v) / q_j^2, q_j = s + alpha(s) phi u_j; -1 with an error */
+ALWAYS_INLINE int exact_stdev_terms(const ExactProblem *p, double s, NewtonPass *sums) {
+    Py_ssize_t j;
+    double t, alpha = (p->phi * s - p->m) / p->v;
+    if (newton_add(sums, 0, s) < 0 || newton_add(sums, 1, 1.0) < 0) return -1;
+    for (j = 0; j < p->n; j++) {
+        double uj = p->u[j], q = s + alpha * p->phi * uj;
+        if (checked_div(-uj, q, &t) < 0 || newton_add(sums, 0, t) < 0) return -1;
+        if (checked_div(uj * (1.0 + p->phi * p->phi * uj / p->v), q * q, &t) < 0 ||
+            newton_add(sums, 1, t) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* (value, slope) of one Newton step at x, given the pass `terms` (exact_var_terms or
+ * exact_stdev_terms), inlined: the accumulators' pass, math.fsum's where they do not certify
+ * both; 0, or -1 with an error */
+ALWAYS_INLINE int newton_sums(int (*terms)(const ExactProblem *, double, NewtonPass *),
+                              const ExactProblem *p, double x, double *value, double *slope) {
+    NewtonPass s;
+    Msum exact[2];
+    s.value.hi = s.value.lo = s.value.tail = s.value.err = s.value.size = 0.0;
+    s.slope.hi = s.slope.lo = s.slope.err = s.slope.size = 0.0;
+    s.exact = NULL;
+    if (terms(p, x, &s) < 0) return -1;
+    if (sum3_certified(&s.value, value) && fsum_certified(&s.slope, slope)) return 0;
+    msum_init(&exact[0]);
+    msum_init(&exact[1]);
+    s.exact = exact;
+    if (terms(p, x, &s) < 0) {
+        msum_free(&exact[0]);
+        msum_free(&exact[1]);
+        return -1;
+    }
+    if (msum_result(&exact[0], value) < 0) {
+        msum_free(&exact[1]);
+        return -1;
+    }
+    return msum_result(&exact[1], slope);
+}
+
+static int exact_var_f(const ExactProblem *p, double alpha, double *value, double *slope) {
+    return newton_sums(exact_var_terms, p, alpha, value, slope);
+}
+
+static int exact_stdev_g(const ExactProblem *p, double s, double *value, double *slope) {
+    return newton_sums(exact_stdev_terms, p, s, value, slope);
+}
+
+typedef int (*Increasing)(const ExactProblem *, double, double *, double *);
+
+/* river_cw.cw._solve_increasing: safeguarded Newton on an increasing f, f(lo) < 0 <= f(hi) */
+static int solve_increasing(Increasing f, const ExactProblem *p, double lo, double hi,
+                            double *root) {
+    double x = hi, value, slope, step;
+    int it;
+    for (it = 0; it < MAX_ITER; it++) {
+        if (f(p, x, &value, &slope) < 0) return -1;
+        if (value >= 0.0) {
+            if (value == 0.0) {
+                *root = x;
+                return 0;
+            }
+            hi = x;
+        } else
+            lo = x;
+        step = slope > 0.0 ? x - value / slope : NAN;
+        if (!(lo <= step && step <= hi)) step = 0.5 * (lo + hi);
+        if (fabs(step - x) <= 1e-15 * fabs(step) || hi - lo <= 1e-15 * hi) {
+            *root = x > step ? x : step;
+            return 0;
+        }
+        x = step;
+    }
+    *root = hi;
+    return 0;
+}
+
+/* river_cw.cw.exact_var_alpha: 0, or -1 with the solver's error */
+static int exact_var_alpha(const ExactProblem *p, double *alpha) {
+    if (p->m >= p->phi * p->v) {
+        *alpha = 0.0;
+        return 0;
+    }
+    return solve_increasing(exact_var_f, p, 0.0, (p->phi * p->v - p->m) / p->v, alpha);
+}
+
+/* river_cw.cw.exact_stdev_step, (alpha, s): 0, or -1 with the solver's error */
+static int exact_stdev_step(const ExactProblem *p, double *alpha, double *s) {
+    double lo;
+    if (p->m >= p->phi * sqrt(p->v)) {
+        *alpha = *s = 0.0;
+        return 0;
+    }
+    lo = p->m / p->phi > 0.0 ? p->m / p->phi : 0.0; /* max(0.0, m / phi) */
+    if (solve_increasing(exact_stdev_g, p, lo, sqrt(p->v), s) < 0) return -1;
+    *alpha = (p->phi * *s - p->m) / p->v;
+    return 0;
+}
+
+/* a solver's error as an exact_step's outcome */
+static int exact_error(void) {
+    if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
+        PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
+        PyErr_Clear();
+        return -1;
+    }
+    return -2;
+}
+
+/* CW._exact_step, variant "var"; params: phi */
+static int exact_step_cw_var(const double *params, double m, double v, const double *u,
+                             Py_ssize_t n, double w, double *alpha, double *gamma) {
+    ExactProblem p = {m, v, params[0], u, n};
+    if (exact_var_alpha(&p, alpha) < 0) return exact_error();
+    *gamma = 2.0 * *alpha * p.phi;
+    if (!(*alpha > 0.0)) return 0;
+    return rcw_weighted(w, v, alpha, gamma);
+}
+
+/* CW._exact_step, variant "stdev"; params: phi */
+static int exact_step_cw_stdev(const double *params, double m, double v, const double *u,
+                               Py_ssize_t n, double w, double *alpha, double *gamma) {
+    ExactProblem p = {m, v, params[0], u, n};
+    double s;
+    if (exact_stdev_step(&p, alpha, &s) < 0) return exact_error();
+    if (!(*alpha > 0.0)) return 0;
+    RCW_DIV(*gamma, *alpha * p.phi, s);
+    return rcw_weighted(w, v, alpha, gamma);
+}
+
+/* the exact step a rule's `_native_exact_step` names, and its number of parameters; NULL if
+ * unknown */
+static exact_step find_exact_step(const char *name, int *nparams) {
+    static const struct {
+        const char *name;
+        exact_step step;
+        int nparams;
+    } table[] = {
+        {"cw_var_exact", exact_step_cw_var, 1},
+        {"cw_stdev_exact", exact_step_cw_stdev, 1},
+    };
+    size_t i;
+    for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (strcmp(name, table[i].name) == 0) {
+            *nparams = table[i].nparams;
+            return table[i].step;
+        }
+    return NULL;
+}
+
+static int parse_exact(PyObject *args, ExactProblem *p) {
+    PyObject *terms;
+    if (!PyArg_ParseTuple(args, "dddO!", &p->m, &p->v, &p->phi, &TermsType, &terms)) return -1;
+    p->u = ((Terms *)terms)->values;
+    p->n = Py_SIZE(terms);
+    return 0;
+}
+
+static PyObject *module_exact_var_alpha(PyObject *module, PyObject *args) {
+    ExactProblem p;
+    double alpha;
+    if (parse_exact(args, &p) < 0 || exact_var_alpha(&p, &alpha) < 0) return NULL;
+    return PyFloat_FromDouble(alpha);
+}
+
+static PyObject *module_exact_stdev_step(PyObject *module, PyObject *args) {
+    ExactProblem p;
+    double alpha, s;
+    if (parse_exact(args, &p) < 0 || exact_stdev_step(&p, &alpha, &s) < 0) return NULL;
+    return Py_BuildValue("dd", alpha, s);
+}
+
+/* a native step's spec, (name, params): the step it names, a rule's `_step` in C (_steps.h) into
+ * *step or, where `exact` is not NULL, a rule's `_exact_step` in C into *exact (the other NULL),
+ * and its params as doubles; 0, or -1 with an error */
+static int parse_native(PyObject *spec, double *params, rcw_step *step, exact_step *exact) {
     PyObject *name, *values;
     const char *text;
-    rcw_step step;
     int nparams, i;
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2 ||
         !PyUnicode_Check(name = PyTuple_GET_ITEM(spec, 0)) ||
         !PyTuple_Check(values = PyTuple_GET_ITEM(spec, 1))) {
         PyErr_SetString(PyExc_TypeError, "a native step is (name, (params...))");
-        return NULL;
+        return -1;
     }
-    if ((text = PyUnicode_AsUTF8(name)) == NULL) return NULL;
-    if ((step = rcw_find_step_n(text, &nparams)) == NULL) {
+    if ((text = PyUnicode_AsUTF8(name)) == NULL) return -1;
+    *step = NULL;
+    if (exact != NULL) *exact = find_exact_step(text, &nparams);
+    if ((exact == NULL || *exact == NULL) && (*step = rcw_find_step_n(text, &nparams)) == NULL) {
         PyErr_Format(PyExc_ValueError, "no native step %R", name);
-        return NULL;
+        return -1;
     }
     if (PyTuple_GET_SIZE(values) != nparams) {
         PyErr_Format(PyExc_ValueError, "the native step %R takes %d parameters", name, nparams);
-        return NULL;
+        return -1;
     }
     for (i = 0; i < nparams; i++)
         if ((params[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, i))) == -1.0 && PyErr_Occurred())
-            return NULL;
-    return step;
+            return -1;
+    return 0;
+}
+
+/* a rule's `_native_step`, (name, params): its C step (_steps.h) and the params as doubles */
+static rcw_step parse_step(PyObject *spec, double *params) {
+    rcw_step step;
+    return parse_native(spec, params, &step, NULL) < 0 ? NULL : step;
 }
 
 /* a feature value of the lean path, exactly as float(value): 0 for a float, an int within
@@ -1095,8 +1393,9 @@ static inline int plain_value(PyObject *value, double *out) {
 /* learn_native's `lean` = (step, scheme, intercept) into self's fields: 0, -1 on error */
 static int parse_lean(Diagonal *self, PyObject *lean) {
     PyObject *scheme, *intercept;
-    double params[RCW_MAX_PARAMS];
+    double params[RCW_MAX_PARAMS], C = 0.0;
     rcw_step step;
+    exact_step exact;
     Py_hash_t h = 0;
     int kind;
     if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3) {
@@ -1105,21 +1404,30 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
     }
     scheme = PyTuple_GET_ITEM(lean, 1);
     intercept = PyTuple_GET_ITEM(lean, 2);
-    if ((step = parse_step(PyTuple_GET_ITEM(lean, 0), params)) == NULL) return -1;
+    if (parse_native(PyTuple_GET_ITEM(lean, 0), params, &step, &exact) < 0) return -1;
     if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
         kind = SCHEME_PROJECT;
     else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
         kind = SCHEME_DROP;
-    else {
-        PyErr_SetString(PyExc_ValueError, "learn_native's scheme is 'project' or 'drop'");
+    else if (PyTuple_Check(scheme) && PyTuple_GET_SIZE(scheme) == 2 &&
+             PyUnicode_Check(PyTuple_GET_ITEM(scheme, 0)) &&
+             PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(scheme, 0), "herding") == 0) {
+        kind = SCHEME_HERDING;
+        if ((C = PyFloat_AsDouble(PyTuple_GET_ITEM(scheme, 1))) == -1.0 && PyErr_Occurred())
+            return -1;
+    } else {
+        PyErr_SetString(PyExc_ValueError,
+                        "learn_native's scheme is 'project', 'drop' or ('herding', C)");
         return -1;
     }
     if (intercept != Py_None && (h = PyObject_Hash(intercept)) == -1) return -1;
     Py_INCREF(lean);
     Py_XSETREF(self->lean, lean);
     self->lean_step = step;
+    self->lean_exact = exact;
     memcpy(self->lean_params, params, sizeof params);
     self->lean_kind = kind;
+    self->lean_herding_C = C;
     self->lean_intercept = intercept;
     self->lean_intercept_hash = h;
     return 0;
@@ -1160,10 +1468,14 @@ static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
  * block) for a known label y (its sign from class_index: block 1 is +1) and a float weight w > 0,
  * with x's values read as river_cw.validation.as_floats reads them, the `intercept` feature
  * (None: none) appended with value 1.0 as GaussianClassifier._features does, and the rule's step
- * in C; lean = (step, scheme, intercept), step = (name, params) (see _steps.h), scheme "project"
- * or "drop". -1: the general path's case (any other model, label, weight, or x anything but a
- * dict of floats, ints and bools with finite sums, or holding the intercept): nothing changed,
- * no error set. */
+ * in C; lean = (step, scheme, intercept), step = (name, params) naming a rule's `_step` in C
+ * (see _steps.h) or its `_exact_step` (see find_exact_step: the solver runs on the coordinates'
+ * terms u_j = s_j x_j^2, the terms the general path hands to the Python step), scheme "project",
+ * "drop" or ("herding", C) (NHERD's exact shrink with C w, as its `_exact_step` scales it).
+ * -1: the general path's case (any other model, label, weight, or x anything but a dict of
+ * floats, ints and bools with finite sums, or holding the intercept; or an error of an exact
+ * solver other than a skip, which the general path raises again): nothing changed, no error
+ * set. */
 static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *x, *intercept, *key, *value, *k;
     long kv;
@@ -1228,11 +1540,23 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
     m += sign * mk;
     if (!(isfinite(m) && isfinite(v))) goto general;
     if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
-        int r = self->lean_step(self->lean_params, m, v, w, &alpha, &gamma);
+        int r;
+        if (self->lean_exact != NULL) {
+            Py_ssize_t i;
+            for (i = 0; i < self->ncoords; i++) { /* u_j, in the order of the general path */
+                Coord *c = &self->coords[i];
+                self->u[i] = (c->ix < 0 ? self->prior : t->entries[c->ix].var) * (c->x * c->x);
+            }
+            r = self->lean_exact(self->lean_params, m, v, self->u, self->ncoords, w, &alpha,
+                                 &gamma);
+            if (r == -2) goto general_error;
+        } else
+            r = self->lean_step(self->lean_params, m, v, w, &alpha, &gamma);
         if (r < 0)
             outcome = LEARN_SKIPPED;
         else if (r > 0) {
-            int applied = update_core(self, alpha, gamma, v, self->lean_kind, 0.0, Py_None);
+            int applied = update_core(self, alpha, gamma, v, self->lean_kind,
+                                      self->lean_herding_C * w, Py_None);
             if (applied < 0) goto fail;
             outcome = applied ? 0 : LEARN_SKIPPED; /* 0: learned */
         }
@@ -1641,134 +1965,6 @@ static PyObject *module_fsum(PyObject *module, PyObject *seq) {
     return PyFloat_FromDouble(total);
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* the exact diagonal CW steps (JMLR 2012 section 6.2): river_cw.cw's Newton solvers on Terms */
-
-#define MAX_ITER 200
-
-typedef struct {
-    double m, v, phi;
-    const double *u;
-    Py_ssize_t n;
-} ExactProblem;
-
-static int checked_div(double a, double b, double *out) {
-    if (b == 0.0) {
-        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
-        return -1;
-    }
-    *out = a / b;
-    return 0;
-}
-
-/* the two exactly rounded sums of a Newton step, value first (its error is the one raised) */
-static int value_and_slope(Fsum *val, Fsum *slo, double *value, double *slope) {
-    if (fsum_result(val, value) < 0) {
-        fsum_free(slo);
-        return -1;
-    }
-    return fsum_result(slo, slope);
-}
-
-/* f(alpha) of exact_var_alpha: m + alpha v - phi sum u_j / q_j, slope v + sum 2 phi^2 u_j^2 / q_j^2 */
-static int exact_var_f(const ExactProblem *p, double alpha, double *value, double *slope) {
-    Fsum val, slo;
-    Py_ssize_t j;
-    double t;
-    fsum_init(&val);
-    fsum_init(&slo);
-    if (fsum_add(&val, p->m) < 0 || fsum_add(&val, alpha * p->v) < 0 || fsum_add(&slo, p->v) < 0)
-        goto fail;
-    for (j = 0; j < p->n; j++) {
-        double uj = p->u[j], q = 1.0 + 2.0 * alpha * p->phi * uj;
-        if (checked_div(-p->phi * uj, q, &t) < 0 || fsum_add(&val, t) < 0) goto fail;
-        if (checked_div(2.0 * p->phi * p->phi * uj * uj, q * q, &t) < 0 || fsum_add(&slo, t) < 0)
-            goto fail;
-    }
-    return value_and_slope(&val, &slo, value, slope);
-fail:
-    fsum_free(&val);
-    fsum_free(&slo);
-    return -1;
-}
-
-/* g(s) of exact_stdev_step: s - sum u_j / q_j, slope 1 + sum u_j (1 + phi^2 u_j / v) / q_j^2 */
-static int exact_stdev_g(const ExactProblem *p, double s, double *value, double *slope) {
-    Fsum val, slo;
-    Py_ssize_t j;
-    double t, alpha = (p->phi * s - p->m) / p->v;
-    fsum_init(&val);
-    fsum_init(&slo);
-    if (fsum_add(&val, s) < 0 || fsum_add(&slo, 1.0) < 0) goto fail;
-    for (j = 0; j < p->n; j++) {
-        double uj = p->u[j], q = s + alpha * p->phi * uj;
-        if (checked_div(-uj, q, &t) < 0 || fsum_add(&val, t) < 0) goto fail;
-        if (checked_div(uj * (1.0 + p->phi * p->phi * uj / p->v), q * q, &t) < 0 ||
-            fsum_add(&slo, t) < 0)
-            goto fail;
-    }
-    return value_and_slope(&val, &slo, value, slope);
-fail:
-    fsum_free(&val);
-    fsum_free(&slo);
-    return -1;
-}
-
-typedef int (*Increasing)(const ExactProblem *, double, double *, double *);
-
-/* river_cw.cw._solve_increasing: safeguarded Newton on an increasing f, f(lo) < 0 <= f(hi) */
-static int solve_increasing(Increasing f, const ExactProblem *p, double lo, double hi, double *root) {
-    double x = hi, value, slope, step;
-    int it;
-    for (it = 0; it < MAX_ITER; it++) {
-        if (f(p, x, &value, &slope) < 0) return -1;
-        if (value >= 0.0) {
-            if (value == 0.0) {
-                *root = x;
-                return 0;
-            }
-            hi = x;
-        } else
-            lo = x;
-        step = slope > 0.0 ? x - value / slope : NAN;
-        if (!(lo < step && step < hi)) step = 0.5 * (lo + hi);
-        if (fabs(step - x) <= 1e-15 * fabs(step) || hi - lo <= 1e-15 * hi) {
-            *root = x > step ? x : step;
-            return 0;
-        }
-        x = step;
-    }
-    *root = hi;
-    return 0;
-}
-
-static int parse_exact(PyObject *args, ExactProblem *p) {
-    PyObject *terms;
-    if (!PyArg_ParseTuple(args, "dddO!", &p->m, &p->v, &p->phi, &TermsType, &terms)) return -1;
-    p->u = ((Terms *)terms)->values;
-    p->n = Py_SIZE(terms);
-    return 0;
-}
-
-static PyObject *module_exact_var_alpha(PyObject *module, PyObject *args) {
-    ExactProblem p;
-    double alpha;
-    if (parse_exact(args, &p) < 0) return NULL;
-    if (p.m >= p.phi * p.v) return PyFloat_FromDouble(0.0);
-    if (solve_increasing(exact_var_f, &p, 0.0, (p.phi * p.v - p.m) / p.v, &alpha) < 0) return NULL;
-    return PyFloat_FromDouble(alpha);
-}
-
-static PyObject *module_exact_stdev_step(PyObject *module, PyObject *args) {
-    ExactProblem p;
-    double s, lo;
-    if (parse_exact(args, &p) < 0) return NULL;
-    if (p.m >= p.phi * sqrt(p.v)) return Py_BuildValue("dd", 0.0, 0.0);
-    lo = p.m / p.phi > 0.0 ? p.m / p.phi : 0.0;
-    if (solve_increasing(exact_stdev_g, &p, lo, sqrt(p.v), &s) < 0) return NULL;
-    return Py_BuildValue("dd", (p.phi * s - p.m) / p.v, s);
-}
-
 static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
 
 /* river_cw.validation._EXACT_INT ** 2 (2**52), less a margin for rounding (see as_floats) */
@@ -1816,16 +2012,37 @@ static PyObject *module_as_floats(PyObject *module, PyObject *x) {
     return PyObject_CallOneArg(as_floats_python, x);
 }
 
-/* native_step(step, m, v, w): a rule's C step (_steps.h) as its Python `_step` reports it: None
- * (no update), (alpha, gamma), or False (float64 cannot express the step) */
+/* native_step(step, m, v, w, u=None): a rule's C step (_steps.h) as its Python `_step` reports
+ * it, or, for an exact step (find_exact_step) on the terms u (a sequence of floats), as its
+ * Python `_exact_step` does: None (no update), (alpha, gamma), or False (float64 cannot express
+ * the step); a solver's other error is raised */
 static PyObject *module_native_step(PyObject *module, PyObject *args) {
-    PyObject *spec;
-    double params[RCW_MAX_PARAMS], m, v, w, alpha, gamma;
+    PyObject *spec, *terms = Py_None, *seq;
+    double params[RCW_MAX_PARAMS], m, v, w, alpha, gamma, *u;
     rcw_step step;
+    exact_step exact;
+    Py_ssize_t n, i;
     int r;
-    if (!PyArg_ParseTuple(args, "Oddd", &spec, &m, &v, &w)) return NULL;
-    if ((step = parse_step(spec, params)) == NULL) return NULL;
-    r = step(params, m, v, w, &alpha, &gamma);
+    if (!PyArg_ParseTuple(args, "Oddd|O", &spec, &m, &v, &w, &terms)) return NULL;
+    if (parse_native(spec, params, &step, &exact) < 0) return NULL;
+    if (exact == NULL)
+        r = step(params, m, v, w, &alpha, &gamma);
+    else {
+        if ((seq = PySequence_Fast(terms, "an exact step needs the terms u")) == NULL) return NULL;
+        n = PySequence_Fast_GET_SIZE(seq);
+        if ((u = PyMem_Malloc(sizeof(double) * (n ? n : 1))) == NULL) {
+            Py_DECREF(seq);
+            return PyErr_NoMemory();
+        }
+        for (i = 0; i < n; i++)
+            if ((u[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i))) == -1.0 &&
+                PyErr_Occurred())
+                break;
+        Py_DECREF(seq);
+        r = i < n ? -2 : exact(params, m, v, u, n, w, &alpha, &gamma);
+        PyMem_Free(u);
+        if (r == -2) return NULL;
+    }
     if (r < 0) Py_RETURN_FALSE;
     if (r == 0) Py_RETURN_NONE;
     return Py_BuildValue("dd", alpha, gamma);
@@ -1840,7 +2057,8 @@ static PyMethodDef module_methods[] = {
      "river_cw.validation.as_floats, its first fast paths compiled."},
     {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},
     {"native_step", (PyCFunction)module_native_step, METH_VARARGS,
-     "A rule's C step (m, v, w) -> None, (alpha, gamma) or False (skipped)."},
+     "A rule's C step (m, v, w) or exact step (m, v, w, u) -> None, (alpha, gamma) or False "
+     "(skipped)."},
     {NULL},
 };
 

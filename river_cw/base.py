@@ -452,14 +452,24 @@ class GaussianClassifier(LinearClassifier):
     """The rule's `_step` in C, ``(name, params)`` (see river_cw/_steps.h), or None: the compiled
     engine's lean `learn_one` then serves the common case in one call."""
 
+    _native_exact_step: tuple | None = None
+    """The rule's `_exact_step` in C for the lean `learn_one`, ``(step, scheme)``: a native step
+    ``(name, params)`` (river_cw/_diagonal.c's `find_exact_step`, or a `_native_step` of
+    river_cw/_steps.h) and the scheme its update takes, ``"project"`` or ``("herding", C)``
+    (shrinking with C times the sample weight); or None."""
+
     def _native_step_of_step(self) -> tuple[str, tuple] | None:
         """`_native_step` where it is this model's `_step` in C: None for a subclass that
         overrides `_step` but not `_native_step` (its own step must run)."""
+        return self._native_of("_step", "_native_step")
+
+    def _native_of(self, method: str, native: str):
+        """The attribute `native` where it is this model's `method` in C: None when a subclass
+        overrides `method` but not `native`."""
         owners = [
-            next(c for c in type(self).__mro__ if name in vars(c))
-            for name in ("_step", "_native_step")
+            next(c for c in type(self).__mro__ if name in vars(c)) for name in (method, native)
         ]
-        return self._native_step if owners[0] is owners[1] else None
+        return getattr(self, native) if owners[0] is owners[1] else None
 
     @abc.abstractmethod
     def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
@@ -496,18 +506,20 @@ class GaussianClassifier(LinearClassifier):
 
     def _lean_spec(self):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
-        model needs the general one (full covariance, an exact scheme, calibration, forgetting,
-        no `_native_step` of its own `_step`)."""
-        step = self._native_step_of_step()
-        if (
-            step is None
-            or self.covariance != "diagonal"
-            or self.diagonal not in ("project", "drop")
-            or self.calibrate
-            or self.forgetting
-        ):
+        model needs the general one (full covariance, calibration, forgetting, no native step
+        of its own `_step`, or of its own `_exact_step` for the exact scheme)."""
+        if self.covariance != "diagonal" or self.calibrate or self.forgetting:
             return None
-        return step, self.diagonal, INTERCEPT if self.learn_intercept else None
+        if self.diagonal == "exact":
+            native = self._native_of("_exact_step", "_native_exact_step")
+            if native is None:
+                return None
+            step, scheme = native
+        else:
+            step, scheme = self._native_step_of_step(), self.diagonal
+        if step is None:
+            return None
+        return step, scheme, INTERCEPT if self.learn_intercept else None
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)

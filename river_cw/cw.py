@@ -79,8 +79,9 @@ def _solve_increasing(f, lo: float, hi: float) -> float:
     """Root of an increasing ``f -> (value, slope)`` (both exactly rounded sums, so the order of
     the features never changes the root) with ``f(lo) < 0 <= f(hi)``.
 
-    Safeguarded Newton: a Newton step when it stays inside the bracket, a bisection otherwise;
-    at most `_MAX_ITER` evaluations, so it always ends, whatever the input.
+    Safeguarded Newton: a Newton step when it stays inside the bracket (its ends included, so
+    that a step which rounds back to x ends the search), a bisection otherwise; at most
+    `_MAX_ITER` evaluations, so it always ends, whatever the input.
     """
     x = hi
     for _ in range(_MAX_ITER):
@@ -92,7 +93,7 @@ def _solve_increasing(f, lo: float, hi: float) -> float:
         else:
             lo = x
         step = x - value / slope if slope > 0.0 else math.nan
-        if not lo < step < hi:
+        if not lo <= step <= hi:
             step = 0.5 * (lo + hi)
         if abs(step - x) <= 1e-15 * abs(step) or hi - lo <= 1e-15 * hi:
             return max(step, x)
@@ -260,6 +261,10 @@ class CW(GaussianClassifier):
             alpha, s = exact_stdev_step(m, v, phi, u)
             gamma = alpha * phi / s if alpha > 0.0 else 0.0
         return (*weighted_step(alpha, gamma, v, w), "project") if alpha > 0.0 else None
+
+    @property
+    def _native_exact_step(self):
+        return ("cw_" + self.variant + "_exact", (self._phi,)), "project"
 
     @classmethod
     def _unit_test_params(cls):

@@ -91,6 +91,11 @@ class NHERD(GaussianClassifier):
             return None
         return step[0], step[1], HerdingShrink(self.C * w)
 
+    @property
+    def _native_exact_step(self):
+        step = self._native_step_of_step()  # `_exact_step` takes this model's own `_step`
+        return None if step is None else (step, ("herding", self.C))
+
     @classmethod
     def _unit_test_params(cls):
         yield {}
