@@ -21,8 +21,8 @@ setup(
         extension("_text", "_text_scan.h", "_text_count.h"),
         extension(
             "_diagonal",
-            *("_fsum.h", "_steps.h", "_batch.h", "_text_lookup.h", "_text_count.h", "_text_scan.h"),
+            *("_fsum.h", "_table.h", "_steps.h", "_batch.h", "_text_lookup.h", "_text_count.h", "_text_scan.h"),
         ),
-        extension("_rda", "_fsum.h"),
+        extension("_rda", "_fsum.h", "_table.h"),
     ]
 )

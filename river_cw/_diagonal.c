@@ -23,147 +23,17 @@
 #include "_fsum.h"
 #include "_steps.h"
 
-/* ---------------------------------------------------------------------------------------- */
-/* the feature table of one block                                                            */
+/* the feature table of one block: entries hold their (mean, variance), interleaved (one cache
+ * line holds both) */
+#define RCW_ENTRY_PAYLOAD double mean, var;
+#include "_table.h"
 
-typedef struct {
-    PyObject *key;
-    Py_hash_t hash;
-    double mean, var; /* interleaved: one cache line holds both */
-} Entry;
-
-typedef struct {
-    int32_t *index; /* -1: empty; else the entry's position */
-    Entry *entries;
-    Py_ssize_t mask; /* index size - 1 (a power of two) */
-    Py_ssize_t used, cap;
-    long long id; /* names the block in layout snapshots */
-} Table;
-
-#define PERTURB_SHIFT 5
-
-static int table_init(Table *t) {
-    Py_ssize_t size = 8;
-    t->index = PyMem_Malloc(sizeof(int32_t) * size);
-    t->entries = PyMem_Malloc(sizeof(Entry) * 5);
-    if (t->index == NULL || t->entries == NULL) {
-        PyMem_Free(t->index);
-        PyMem_Free(t->entries);
-        t->index = NULL;
-        t->entries = NULL;
-        PyErr_NoMemory();
-        return -1;
-    }
-    memset(t->index, 0xff, sizeof(int32_t) * size);
-    t->mask = size - 1;
-    t->used = 0;
-    t->cap = 5;
-    return 0;
-}
-
-static void table_free(Table *t) {
-    Py_ssize_t i;
-    if (t->entries != NULL)
-        for (i = 0; i < t->used; i++) Py_CLEAR(t->entries[i].key);
-    PyMem_Free(t->index);
-    PyMem_Free(t->entries);
-    t->index = NULL;
-    t->entries = NULL;
-    t->used = t->cap = 0;
-}
-
-static inline int keys_equal_fast(PyObject *a, PyObject *b) {
-    /* 1 equal, 0 different, -1 unknown (needs ==) */
-    if (a == b) return 1;
-    if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) {
-        Py_ssize_t n = PyUnicode_GET_LENGTH(a);
-        int kind = PyUnicode_KIND(a);
-        return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
-               memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * kind) == 0;
-    }
-    return -1;
-}
-
-/* `stored == key` by Python's ==: 1, 0 or -1 (an error) */
-static int keys_equal_slow(PyObject *stored, PyObject *key) {
-    int eq;
-    Py_INCREF(stored);
-    eq = PyObject_RichCompareBool(stored, key, Py_EQ);
-    Py_DECREF(stored);
-    return eq;
-}
-
-/* position of `key` in t->entries, -1 when absent, -2 on error (raised by ==) */
-static inline Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
-    size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
-    for (;;) {
-        int32_t ix = t->index[i];
-        if (ix < 0) return -1;
-        Entry *e = &t->entries[ix];
-        if (e->hash == hash) {
-            int eq = keys_equal_fast(e->key, key);
-            if (eq < 0 && (eq = keys_equal_slow(e->key, key)) < 0) return -2;
-            if (eq) return ix;
-        }
-        perturb >>= PERTURB_SHIFT;
-        i = (i * 5 + perturb + 1) & mask;
-    }
-}
-
-static void index_place(int32_t *index, size_t mask, Py_hash_t hash, int32_t ix) {
-    size_t i = (size_t)hash & mask, perturb = (size_t)hash;
-    while (index[i] >= 0) {
-        perturb >>= PERTURB_SHIFT;
-        i = (i * 5 + perturb + 1) & mask;
-    }
-    index[i] = ix;
-}
-
-/* room for `extra` more entries (load at most 2/3); 0 or -1 (memory) */
-static int table_reserve(Table *t, Py_ssize_t extra) {
-    Py_ssize_t need = t->used + extra;
-    if (need > INT32_MAX / 2) {
-        PyErr_SetString(PyExc_OverflowError, "too many features in one weight block");
-        return -1;
-    }
-    if (need > t->cap) {
-        Py_ssize_t cap = t->cap;
-        while (cap < need) cap += cap / 2 + 4;
-        Entry *e = PyMem_Realloc(t->entries, sizeof(Entry) * cap);
-        if (e == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        t->entries = e;
-        t->cap = cap;
-    }
-    if (3 * need > 2 * (t->mask + 1)) {
-        Py_ssize_t size = t->mask + 1, i;
-        while (3 * need > 2 * size) size *= 2;
-        int32_t *index = PyMem_Malloc(sizeof(int32_t) * size);
-        if (index == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        memset(index, 0xff, sizeof(int32_t) * size);
-        for (i = 0; i < t->used; i++) index_place(index, size - 1, t->entries[i].hash, (int32_t)i);
-        PyMem_Free(t->index);
-        t->index = index;
-        t->mask = size - 1;
-    }
-    return 0;
-}
-
-/* append a key known to be absent (room reserved); takes a new reference */
-static void table_append(Table *t, PyObject *key, Py_hash_t hash, double mean, double var) {
-    Entry *e = &t->entries[t->used];
-    Py_INCREF(key);
-    e->key = key;
-    e->hash = hash;
+/* append a key known to be absent (room reserved) with its (mean, variance) */
+static inline void table_append(Table *t, PyObject *key, Py_hash_t hash, double mean,
+                                double var) {
+    Entry *e = table_push(t, key, hash);
     e->mean = mean;
     e->var = var;
-    index_place(t->index, (size_t)t->mask, hash, (int32_t)t->used);
-    t->used++;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -399,13 +269,6 @@ static inline int value_of(PyObject *v, double *out) {
         *out = PyFloat_AsDouble(v);
     if (*out == -1.0 && PyErr_Occurred()) return -1;
     return 0;
-}
-
-/* a feature's hash, read from a str's cache where it has one; -1 with the error set */
-static inline Py_hash_t key_hash(PyObject *key) {
-    Py_hash_t h;
-    if (PyUnicode_CheckExact(key) && (h = ((PyASCIIObject *)key)->hash) != -1) return h;
-    return PyObject_Hash(key);
 }
 
 /* one feature of x: its value as a double, its hash, and its entry in t (-1: unseen) */
@@ -1355,39 +1218,6 @@ static int parse_native(PyObject *spec, double *params, rcw_step *step, exact_st
 static rcw_step parse_step(PyObject *spec, double *params) {
     rcw_step step;
     return parse_native(spec, params, &step, NULL) < 0 ? NULL : step;
-}
-
-/* a feature value of the lean path, exactly as float(value): 0 for a float, an int within
- * float64 or a bool; 1 (no error set) for anything else, which is the general path's to judge */
-static inline int plain_value(PyObject *value, double *out) {
-    if (PyFloat_CheckExact(value)) {
-        *out = PyFloat_AS_DOUBLE(value);
-        return 0;
-    }
-    if (PyLong_CheckExact(value)) {
-#if PY_VERSION_HEX >= 0x030C0000
-        if (PyUnstable_Long_IsCompact((PyLongObject *)value)) { /* exact as a double */
-            *out = (double)PyUnstable_Long_CompactValue((PyLongObject *)value);
-            return 0;
-        }
-#else
-        if (Py_ABS(Py_SIZE(value)) <= 1) { /* one digit (30 bits) or zero: exact as a double */
-            *out = (double)(Py_SIZE(value) * (long)((PyLongObject *)value)->ob_digit[0]);
-            return 0;
-        }
-#endif
-        *out = PyLong_AsDouble(value); /* correctly rounded, as float(int) */
-        if (*out == -1.0 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return 1;
-        }
-        return 0;
-    }
-    if (PyBool_Check(value)) {
-        *out = value == Py_True ? 1.0 : 0.0;
-        return 0;
-    }
-    return 1;
 }
 
 /* learn_native's `lean` = (step, scheme, intercept) into self's fields: 0, -1 on error */

@@ -1,7 +1,7 @@
 /* river_cw._rda: voted RDA's compiled engine (river_cw.rda.VotedRDA, "average" and "last").
  *
- * The model's state lives here in C arrays: one open-addressing feature table per block (keyed
- * by the feature object and its hash, insertion-ordered, as river_cw/_diagonal.c's), a store of
+ * The model's state lives here in C arrays: one feature table per block (river_cw/_table.h, as
+ * river_cw/_diagonal.c's), a store of
  * records (s, first, closed, inv0, sqr0 and, once cut, inv1, sqr1: the fields of the Python
  * engine's record lists, see river_cw/rda.py), the heap of pending cuts (heapq's algorithm,
  * entry for entry, so that its order is the Python engine's), and the counters. The formulas are
@@ -26,6 +26,9 @@
 
 #include "_fsum.h"
 
+#define RCW_ENTRY_PAYLOAD Py_ssize_t rec; /* the feature's record */
+#include "_table.h"
+
 /* ---------------------------------------------------------------------------------------- */
 /* records, feature tables, the heap of cuts                                                 */
 
@@ -36,144 +39,14 @@ typedef struct {
 } Rec;
 
 typedef struct {
-    PyObject *key;
-    Py_hash_t hash;
-    Py_ssize_t rec;
-} Entry;
-
-typedef struct {
-    int32_t *index; /* -1: empty; else the entry's position */
-    Entry *entries;
-    Py_ssize_t mask, used, cap;
-    long long id; /* names the block in layout snapshots */
-} Table;
-
-typedef struct {
     double ceil; /* ceil(|s| / l1): the Python entry's `last` is this minus 1 */
     int64_t pushed, first;
     Py_ssize_t rec;
 } Cut;
 
-#define PERTURB_SHIFT 5
-
-static int table_init(Table *t) {
-    t->index = PyMem_Malloc(sizeof(int32_t) * 8);
-    t->entries = PyMem_Malloc(sizeof(Entry) * 5);
-    if (t->index == NULL || t->entries == NULL) {
-        PyMem_Free(t->index);
-        PyMem_Free(t->entries);
-        t->index = NULL;
-        t->entries = NULL;
-        PyErr_NoMemory();
-        return -1;
-    }
-    memset(t->index, 0xff, sizeof(int32_t) * 8);
-    t->mask = 7;
-    t->used = 0;
-    t->cap = 5;
-    return 0;
-}
-
-static void table_free(Table *t) {
-    Py_ssize_t i;
-    if (t->entries != NULL)
-        for (i = 0; i < t->used; i++) Py_CLEAR(t->entries[i].key);
-    PyMem_Free(t->index);
-    PyMem_Free(t->entries);
-    t->index = NULL;
-    t->entries = NULL;
-    t->used = t->cap = 0;
-}
-
-/* 1 equal, 0 different, -1 unknown (needs ==) */
-static inline int keys_equal_fast(PyObject *a, PyObject *b) {
-    if (a == b) return 1;
-    if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) {
-        Py_ssize_t n = PyUnicode_GET_LENGTH(a);
-        int kind = PyUnicode_KIND(a);
-        return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
-               memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * kind) == 0;
-    }
-    return -1;
-}
-
-/* position of `key` in t->entries, -1 when absent, -2 on error (raised by ==) */
-static Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
-    size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
-    for (;;) {
-        int32_t ix = t->index[i];
-        Entry *e;
-        if (ix < 0) return -1;
-        e = &t->entries[ix];
-        if (e->hash == hash) {
-            int eq = keys_equal_fast(e->key, key);
-            if (eq < 0) {
-                PyObject *stored = e->key;
-                Py_INCREF(stored);
-                eq = PyObject_RichCompareBool(stored, key, Py_EQ);
-                Py_DECREF(stored);
-                if (eq < 0) return -2;
-            }
-            if (eq) return ix;
-        }
-        perturb >>= PERTURB_SHIFT;
-        i = (i * 5 + perturb + 1) & mask;
-    }
-}
-
-static void index_place(int32_t *index, size_t mask, Py_hash_t hash, int32_t ix) {
-    size_t i = (size_t)hash & mask, perturb = (size_t)hash;
-    while (index[i] >= 0) {
-        perturb >>= PERTURB_SHIFT;
-        i = (i * 5 + perturb + 1) & mask;
-    }
-    index[i] = ix;
-}
-
-/* room for `extra` more entries (load at most 2/3); 0 or -1 (memory) */
-static int table_reserve(Table *t, Py_ssize_t extra) {
-    Py_ssize_t need = t->used + extra;
-    if (need > INT32_MAX / 2) {
-        PyErr_SetString(PyExc_OverflowError, "too many features in one weight block");
-        return -1;
-    }
-    if (need > t->cap) {
-        Py_ssize_t cap = t->cap;
-        Entry *e;
-        while (cap < need) cap += cap / 2 + 4;
-        if ((e = PyMem_Realloc(t->entries, sizeof(Entry) * cap)) == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        t->entries = e;
-        t->cap = cap;
-    }
-    if (3 * need > 2 * (t->mask + 1)) {
-        Py_ssize_t size = t->mask + 1, i;
-        int32_t *index;
-        while (3 * need > 2 * size) size *= 2;
-        if ((index = PyMem_Malloc(sizeof(int32_t) * size)) == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        memset(index, 0xff, sizeof(int32_t) * size);
-        for (i = 0; i < t->used; i++) index_place(index, size - 1, t->entries[i].hash, (int32_t)i);
-        PyMem_Free(t->index);
-        t->index = index;
-        t->mask = size - 1;
-    }
-    return 0;
-}
-
-/* append a key known to be absent (room reserved); takes a new reference */
-static void table_append(Table *t, PyObject *key, Py_hash_t hash, Py_ssize_t rec) {
-    Entry *e = &t->entries[t->used];
-    Py_INCREF(key);
-    e->key = key;
-    e->hash = hash;
-    e->rec = rec;
-    index_place(t->index, (size_t)t->mask, hash, (int32_t)t->used);
-    t->used++;
+/* append a key known to be absent (room reserved) with its record */
+static inline void table_append(Table *t, PyObject *key, Py_hash_t hash, Py_ssize_t rec) {
+    table_push(t, key, hash)->rec = rec;
 }
 
 /* heapq's order on (last, pushed, first, rec): `pushed` is unique, so it settles every tie */
@@ -398,35 +271,6 @@ static inline double weight_of(const Weight *w, const Rec *r) {
 
 /* ---------------------------------------------------------------------------------------- */
 /* reading x                                                                                 */
-
-/* a feature value exactly as float(value): 0 for a float, an int within float64 or a bool; 1
- * (no error set) for anything else */
-static inline int plain_value(PyObject *value, double *out) {
-    if (PyFloat_CheckExact(value)) {
-        *out = PyFloat_AS_DOUBLE(value);
-        return 0;
-    }
-    if (PyLong_CheckExact(value)) {
-        *out = PyLong_AsDouble(value); /* correctly rounded, as float(int) */
-        if (*out == -1.0 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return 1;
-        }
-        return 0;
-    }
-    if (PyBool_Check(value)) {
-        *out = value == Py_True ? 1.0 : 0.0;
-        return 0;
-    }
-    return 1;
-}
-
-/* a feature's hash, read from a str's cache where it has one; -1 with the error set */
-static inline Py_hash_t key_hash(PyObject *key) {
-    Py_hash_t h;
-    if (PyUnicode_CheckExact(key) && (h = ((PyASCIIObject *)key)->hash) != -1) return h;
-    return PyObject_Hash(key);
-}
 
 static int add_feat(Engine *self, PyObject *key, double v) {
     Feat *f;
