@@ -226,6 +226,44 @@ static inline int fsum_certified(const Fsum *s, double *out) {
     return 0;
 }
 
+/* A triple-length accumulator for sums whose terms cancel to far below their size (the value of
+ * a Newton step near its root), where Fsum's double-double bound often cannot certify: hi + lo
+ * carries the sum exactly but for `tail`, the only rounded part. */
+typedef struct {
+    double hi, lo, tail, err, size;
+} Sum3;
+
+/* add x: TwoSum twice (hi + e and lo + f exact), then the tail with the only rounding, of at
+ * most 2^-53 |tail| */
+static inline void sum3_add(Sum3 *s, double x) {
+    double hi = s->hi + x, b = hi - s->hi, e = (s->hi - (hi - b)) + (x - b);
+    double lo = s->lo + e, c = lo - s->lo, f = (s->lo - (lo - c)) + (e - c);
+    s->hi = hi;
+    s->lo = lo;
+    s->tail += f;
+    s->err += fabs(s->tail);
+    s->size += fabs(x);
+}
+
+/* 1 when the bound certifies r = hi + lo (rounded) as the exactly rounded sum, into *out: the
+ * sum is r + u within 2^-53 (sum |tail| + |u|), u = (r's tail) + tail rounded; that bound
+ * (doubled, for its own rounding) must keep it within half the gaps to r's neighbours, and
+ * sum |x| < 2^1020 rules out any overflow, here or in math.fsum. Else 0. */
+static inline int sum3_certified(const Sum3 *s, double *out) {
+    double r = s->hi + s->lo, b = r - s->hi, t = (s->hi - (r - b)) + (s->lo - b), u, bound;
+    double below, above;
+    u = t + s->tail;
+    bound = (s->err + fabs(u)) * 0x1p-52;
+    if (!(s->size < 0x1p1020 && isfinite(u) && isfinite(bound)) || r == 0.0) return 0;
+    neighbour_gaps(r, &below, &above);
+    if (r < 0.0) u = -u; /* u towards |r|'s side */
+    if (u + bound < 0.5 * above && bound - u < 0.5 * below) {
+        *out = r;
+        return 1;
+    }
+    return 0;
+}
+
 /* the exactly rounded sum, raising as math.fsum does; frees the kept terms */
 static int fsum_result(Fsum *s, double *out) {
     Msum slow;
