@@ -257,17 +257,17 @@ def test_a_step_error_is_named_with_its_row_and_keeps_the_rows_before():
 def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
     """The compiled engine learns a batch in one call per run of known labels."""
     model = river_cw.AROW()
-    if not hasattr(model._gaussian, "learn_rows"):
+    if not hasattr(model.gaussian, "learn_rows"):
         pytest.skip("the pure-Python engine has no batch kernel")
     calls = []
-    kernel = type(model._gaussian).learn_rows
+    kernel = type(model.gaussian).learn_rows
 
-    class Counting(type(model._gaussian)):
+    class Counting(type(model.gaussian)):
         def learn_rows(self, *args):
             calls.append(args[4])  # the row it starts at
             return kernel(self, *args)
 
-    model._gaussian = Counting(model.initial_variance)
+    model.set_gaussian(Counting(model.initial_variance), model.classes_)
     model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
 
@@ -388,7 +388,7 @@ def test_csr_columns_follow_the_engine_through_a_new_layout_and_a_new_class():
     model, one = river_cw.AROW(), river_cw.AROW()
     model.learn_many(X, [1, 0, 1], features=names)
     loop(one, dicts, [1, 0, 1], [1.0] * 3)
-    for engine in (model._gaussian, one._gaussian):
+    for engine in (model.gaussian, one.gaussian):
         if hasattr(engine, "blocks"):  # the compiled engine: entries in reverse order
             engine.blocks = [dict(reversed(list(block.items()))) for block in engine.blocks]
     model.learn_many(X, [2, 0, 1], features=names)  # label 2: a new block

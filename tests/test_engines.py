@@ -41,8 +41,8 @@ IDS = [f"{cls.__name__}{params}" for cls, params in CONFIGS]
 def pair(cls, params):
     """The same model twice: compiled engine, pure-Python engine."""
     compiled, python = cls(**params), cls(**params)
-    python._gaussian = gaussian.PythonDiagonalGaussian(python.initial_variance)
-    assert isinstance(compiled._gaussian, gaussian.DiagonalGaussian)
+    python.set_gaussian(gaussian.PythonDiagonalGaussian(python.initial_variance), python.classes_)
+    assert isinstance(compiled.gaussian, gaussian.DiagonalGaussian)
     return compiled, python
 
 
@@ -53,7 +53,7 @@ def bits(value: float) -> str:
 def state(model) -> list[dict]:
     """Every block as feature -> (mean, variance) in hex, so -0.0 and 0.0 differ."""
     return [
-        {f: (bits(m), bits(s)) for f, (m, s) in block.items()} for block in model._gaussian.blocks
+        {f: (bits(m), bits(s)) for f, (m, s) in block.items()} for block in model.gaussian.blocks
     ]
 
 
@@ -94,7 +94,7 @@ def test_same_models_predictions_and_probabilities(cls, params, n_labels):
         assert_same(compiled, python, x)
         compiled.learn_one(x, y)
         python.learn_one(x, y)
-        assert bits(compiled._gaussian.mean_bound) == bits(python._gaussian.mean_bound)
+        assert bits(compiled.gaussian.mean_bound) == bits(python.gaussian.mean_bound)
     assert_same(compiled, python)
 
 
@@ -144,7 +144,7 @@ def test_pickles_cross_engines(cls, params):
         python.learn_one(x, y)
     from_python = pickle.loads(pickle.dumps(python))
     from_compiled = pickle.loads(pickle.dumps(compiled))
-    assert type(from_python._gaussian) is gaussian.DiagonalGaussian  # the active engine
+    assert type(from_python.gaussian) is gaussian.DiagonalGaussian  # the active engine
     assert_same(from_python, python)
     assert_same(from_compiled, python)
     for x, y in data[150:]:
@@ -227,16 +227,16 @@ def test_layout_operations_agree():
         compiled.learn_one(x, y)
         python.learn_one(x, y)
     for model in (compiled, python):
-        model._gaussian.negate()
+        model.gaussian.negate()
     assert_same(compiled, python, data[0][0])
-    layouts = [model._gaussian.layout() for model in (compiled, python)]
+    layouts = [model.gaussian.layout() for model in (compiled, python)]
     for model in (compiled, python):
-        model._gaussian.lift()
-        model._gaussian.add_block()
-        model._gaussian.reorder([2, 0, 1])
+        model.gaussian.lift()
+        model.gaussian.add_block()
+        model.gaussian.reorder([2, 0, 1])
     assert state(compiled) == state(python)
     for model, layout in zip((compiled, python), layouts):
-        model._gaussian.restore_layout(layout)
+        model.gaussian.restore_layout(layout)
     assert_same(compiled, python, data[0][0])
 
 
@@ -283,5 +283,5 @@ def test_same_with_intercept_sample_weights_forgetting_and_calibration(cls, para
         compiled.learn_one(x, y, w)
         python.learn_one(x, y, w)
         assert_same(compiled, python, x)
-        assert bits(compiled._gaussian.mean_bound) == bits(python._gaussian.mean_bound)
+        assert bits(compiled.gaussian.mean_bound) == bits(python.gaussian.mean_bound)
     assert pickle.dumps(compiled) == pickle.dumps(python)

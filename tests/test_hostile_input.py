@@ -43,7 +43,7 @@ def assert_sound(model):
     if getattr(model, "covariance", None) == "full":
         # Sigma^-1 = R'R with R's diagonal never below the prior's 1 / sqrt(a): Sigma is SPD
         # (its explicit inverse is only PD up to rounding when some variance is near 0)
-        chol = model._gaussian.chol
+        chol = model.gaussian.chol
         assert np.all(np.diag(chol) >= (1 - 1e-12) / math.sqrt(model.initial_variance))
         assert np.array_equal(chol, np.triu(chol))
 
@@ -174,9 +174,9 @@ def test_kl_combination_of_variances_that_underflowed_is_finite():
     for model, value in ((a, 1.0), (b, 2.0)):
         model.learn_one({"x": value}, True)
         model.learn_one({"x": -value}, False)
-    blocks = a._gaussian.blocks
+    blocks = a.gaussian.blocks
     blocks[0]["x"][1] = 0.0  # a variance spent to 0, as CW-stdev reaches on long streams
-    a._gaussian.blocks = blocks  # assigned whole: the compiled engine's `blocks` is a copy
+    a.gaussian.blocks = blocks  # assigned whole: the compiled engine's `blocks` is a copy
     merged = river_cw.combine([a, b], method="kl")
     assert merged.variances["x"] == 0.0 and merged.weights["x"] == a.weights["x"]
     assert_sound(merged)

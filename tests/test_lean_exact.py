@@ -53,7 +53,7 @@ class General:
 def three(cls, params):
     """The lean path, the general compiled path and the pure-Python engine, one model each."""
     lean, general, python = cls(**params), cls(**params), cls(**params)
-    python._gaussian = gaussian.PythonDiagonalGaussian(python.initial_variance)
+    python.set_gaussian(gaussian.PythonDiagonalGaussian(python.initial_variance), python.classes_)
     return lean, general, python
 
 
@@ -63,7 +63,7 @@ def bits(value: float) -> str:
 
 def state(model) -> list[dict]:
     return [
-        {f: (bits(m), bits(s)) for f, (m, s) in block.items()} for block in model._gaussian.blocks
+        {f: (bits(m), bits(s)) for f, (m, s) in block.items()} for block in model.gaussian.blocks
     ]
 
 
@@ -83,7 +83,7 @@ def assert_same(models, x):
         assert other.classes_ == first.classes_
         assert other.n_skipped_updates == first.n_skipped_updates
         assert state(other) == state(first)
-        assert bits(other._gaussian.mean_bound) == bits(first._gaussian.mean_bound)
+        assert bits(other.gaussian.mean_bound) == bits(first.gaussian.mean_bound)
         for call in ("predict_one", "predict_proba_one"):
             assert outcome(other, call, x) == outcome(first, call, x)
 
@@ -150,7 +150,7 @@ def test_the_exact_schemes_take_the_lean_path():
         lean = model._lean_spec()
         assert lean is not None
         x = {"a": 2, "c": True}
-        assert model._gaussian.learn_native(x, True, 1.0, model._class_index, lean) == 0
+        assert model.gaussian.learn_native(x, True, 1.0, model._class_index, lean) == 0
 
 
 # -- the exact steps in C against the Python `_exact_step` --------------------------------------
