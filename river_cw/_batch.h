@@ -243,7 +243,8 @@ fail:
 
 /* diagonal_margin on a resolved row: batch_sums, then the forgotten variances written once the
  * row is known to be valid; -1 (nothing changed) when the row is bad (a non-finite margin, an
- * overflow, memory) */
+ * overflow, a key's error): learn_one judges it; -2 with an error to propagate as it is (see
+ * rcw_error_recoverable) */
 static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
                         double *m_out, double *v_out) {
     Py_ssize_t j;
@@ -263,8 +264,9 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
         }
     return 0;
 fail:
-    PyErr_Clear();
     self->nu = 0;
+    if (PyErr_Occurred() && !rcw_error_recoverable()) return -2;
+    PyErr_Clear();
     return -1;
 }
 
@@ -449,6 +451,7 @@ static int column_named(BatchCache *c, Py_ssize_t j) {
     Entry *e;
     if (!(ix >= 0 && ix < c->names.used && c->names.entries[ix].key == key)) {
         if ((ix = table_find(&c->names, key, c->hash[j])) == -2) {
+            if (!rcw_error_recoverable()) return -1;
             PyErr_Clear(); /* its == raised: learn_one raises it */
             c->mark[j].call = -c->calls;
             return 0;
@@ -487,7 +490,10 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
     if (key != c->key[j]) { /* a new column, or the vocabulary's name changed */
         if (features != NULL || j == c->ncols) Py_INCREF(key);
         Py_XSETREF(c->key[j], key);
-        if ((c->hash[j] = PyObject_Hash(key)) == -1) PyErr_Clear(); /* learn_one names it */
+        if ((c->hash[j] = PyObject_Hash(key)) == -1) {
+            if (!rcw_error_recoverable()) return -1;
+            PyErr_Clear(); /* learn_one names it */
+        }
     }
     if (c->hash[j] == -1 || (j != c->ncols && intercept != Py_None && key == intercept)) {
         c->mark[j].call = -c->calls;
@@ -500,6 +506,7 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
         Py_ssize_t *slot = &c->slot[b * c->stride + j], ix = *slot;
         if (ix >= 0 && ix < t->used && t->entries[ix].key == key) continue;
         if ((ix = table_find(t, key, c->hash[j])) == -2) {
+            if (!rcw_error_recoverable()) return -1;
             PyErr_Clear(); /* its == raised: learn_one raises it */
             c->mark[j].call = -c->calls;
         }
@@ -608,6 +615,7 @@ static int dict_row(Diagonal *self, BatchRow *r, PyObject *x, PyObject *intercep
                 goto leave;
     return 0;
 leave:
+    if (!rcw_error_recoverable()) return -1;
     PyErr_Clear();
     return 1;
 }
@@ -722,6 +730,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             pairs.sign[0] = 1.0;
             pairs.sign[1] = -1.0;
             if (batch_best_wrong(self, &r, k, &pairs.block[1]) < 0) {
+                if (!rcw_error_recoverable()) goto done;
                 PyErr_Clear();
                 break;
             }
@@ -731,7 +740,10 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
             rest = (1.0 - keep) / initial;
         }
-        if (batch_margin(self, &r, &pairs, keep, rest, &m, &v) < 0) break;
+        if ((outcome = batch_margin(self, &r, &pairs, keep, rest, &m, &v)) < 0) {
+            if (outcome == -2) goto done; /* an error to propagate as it is */
+            break;
+        }
         if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
             continue;
         self->busy = 0; /* the step is Python's: it may call the engine */

@@ -1360,7 +1360,7 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
     self->busy = 0;
     return PyLong_FromLong(outcome);
 general_error: /* an error the general path raises again, with its message */
-    if (PyErr_ExceptionMatches(PyExc_MemoryError)) goto fail;
+    if (!rcw_error_recoverable()) goto fail;
     PyErr_Clear();
 general:
     release_coords(self);

@@ -629,7 +629,7 @@ static PyObject *engine_learn_one(Engine *self, PyObject *const *args, Py_ssize_
         r = learn(self, &p, w, !self->log_loss && PyDict_GET_SIZE(args[3]) > 1);
     else if (r > 0)
         r = -1;
-    else if (!PyErr_ExceptionMatches(PyExc_MemoryError)) { /* the general path raises it again */
+    else if (rcw_error_recoverable()) { /* the general path raises it again */
         PyErr_Clear();
         r = -1;
     } else

@@ -268,3 +268,51 @@ def test_full_covariance_variances_stay_at_most_the_prior_through_rounding():
     model.learn_one({"f0": 651535 / 1062954153, "f1": 49962.0}, "a", 0.25)
     assert max(model.variances.values()) <= model.initial_variance
     assert max(model.covariances.values()) <= model.initial_variance
+
+
+class InterruptedKey:
+    """A feature whose first hash once armed raises KeyboardInterrupt, as Ctrl-C does when Python
+    handles its signal while running a key's __hash__ (the intercept's, in every model that
+    learns one); the hashes after it succeed."""
+
+    armed = False
+
+    def __hash__(self):
+        if self.armed:
+            self.armed = False
+            raise KeyboardInterrupt
+        return 7
+
+    def __eq__(self, other):
+        return self is other
+
+
+INTERRUPTED = [
+    river_cw.AROW(),
+    river_cw.CW(diagonal="exact"),
+    river_cw.NHERD(diagonal="exact"),
+    river_cw.VotedRDA(),
+]
+
+
+@pytest.mark.parametrize("model", INTERRUPTED, ids=name)
+@pytest.mark.parametrize("call", ["learn_one", "learn_many", "learn_many CSR"])
+def test_ctrl_c_inside_a_key_propagates_and_changes_nothing(model, call):
+    """No fast path takes a KeyboardInterrupt for a bad key to hand over to the general path
+    (which would hash again, succeed, and lose Ctrl-C): it propagates, the model unchanged."""
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    model = model.clone()
+    model.learn_one({"a": 1.0}, True)
+    model.learn_one({"a": -1.0}, False)  # both labels known: the engines' fast paths serve
+    before = pickle.dumps(model)
+    key = InterruptedKey()
+    x, X = {"a": 1.0, key: 2.0}, scipy_sparse.csr_matrix(np.array([[1.0, 2.0]]))
+    key.armed = True  # x is built: the next hash of the key is the model's
+    with pytest.raises(KeyboardInterrupt):
+        if call == "learn_one":
+            model.learn_one(x, True)
+        elif call == "learn_many":
+            model.learn_many([x], [True])
+        else:
+            model.learn_many(X, [True], features=["a", key])
+    assert pickle.dumps(model) == before
