@@ -265,7 +265,7 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
     return 0;
 fail:
     self->nu = 0;
-    if (PyErr_Occurred() && !rcw_error_recoverable()) return -2;
+    if (!rcw_error_recoverable()) return -2;
     PyErr_Clear();
     return -1;
 }

@@ -157,12 +157,14 @@ static inline Entry *table_push(Table *t, PyObject *key, Py_hash_t hash) {
     return e;
 }
 
-/* 1 when the pending error is one the engine's general path meets and raises again by itself (an
- * ordinary Exception from a key's hash or ==, or from a value), so that a fast path may clear it
- * and hand the example over; 0 for what must propagate as it is: MemoryError, and what is no
- * Exception (KeyboardInterrupt, when Ctrl-C lands in a key's __hash__ or __eq__; SystemExit) */
+/* 1 when a fast path may clear the pending error, if any, and hand the example over to the
+ * engine's general path, which meets it again and raises it by itself (an ordinary Exception
+ * from a key's hash or ==, or from a value); 0 for what must propagate as it is: MemoryError,
+ * and what is no Exception (KeyboardInterrupt, when Ctrl-C lands in a key's __hash__ or __eq__;
+ * SystemExit) */
 static inline int rcw_error_recoverable(void) {
-    return PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError);
+    return !PyErr_Occurred() || (PyErr_ExceptionMatches(PyExc_Exception) &&
+                                 !PyErr_ExceptionMatches(PyExc_MemoryError));
 }
 
 /* a feature's hash, read from a str's cache where it has one; -1 with the error set */
