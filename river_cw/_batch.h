@@ -8,7 +8,9 @@
  * feature named features[j], or the int j itself (hashed ids). For CSR each distinct column of
  * the batch is resolved once to its entry in every block's table (room for every column not yet
  * learned is reserved first, so the tables never grow while the slots are in use); new features
- * get their slots as the updates append them.
+ * get their slots as the updates append them. A binary model's dict rows go first through
+ * lean_learn, learn_one's own lean path, where the model has one (learn_native's `lean` spec);
+ * a row it declines goes the kernel's way below.
  *
  * The kernel never raises on a bad row: it stops at any row it does not handle (a label not yet
  * known, a sample weight that is not a float > 0, a value other than a float, a bool or an int
@@ -618,8 +620,9 @@ leave:
  * class index of each row's label (-1 unknown), `weights` the sample weight of each row,
  * `intercept` the intercept's key or None, `native` the rule's `_native_step` (then `step` is
  * not called) or None, `lean` learn_native's spec or None: while binary, a dict row goes first
- * through lean_learn (learn_one's lean path), and a row it declines the way above. Sets stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped
- * updates to stats[1], also when a step raises. */
+ * through lean_learn (learn_one's lean path), and a row it declines the way above. Sets
+ * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
+ * stats[1], also when a step raises. */
 static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     PyObject *rows, *classes, *weights, *step_fn, *scheme, *intercept, *stats, *native, *lean;
     PyObject *features = Py_None;

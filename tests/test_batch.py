@@ -254,20 +254,26 @@ def test_a_step_error_is_named_with_its_row_and_keeps_the_rows_before():
     assert model.weights == one.weights and model.variances == one.variances
 
 
-def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
-    """The compiled engine learns a batch in one call per run of known labels."""
-    model = river_cw.AROW()
+def recording_kernel(model, position: int) -> list:
+    """Give `model` an engine whose kernel records its argument at `position` per call."""
     if not hasattr(model._gaussian, "learn_rows"):
         pytest.skip("the pure-Python engine has no batch kernel")
     calls = []
     kernel = type(model._gaussian).learn_rows
 
-    class Counting(type(model._gaussian)):
+    class Recording(type(model._gaussian)):
         def learn_rows(self, *args):
-            calls.append(args[4])  # the row it starts at
+            calls.append(args[position])
             return kernel(self, *args)
 
-    model._gaussian = Counting(model.initial_variance)
+    model._gaussian = Recording(model.initial_variance)
+    return calls
+
+
+def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
+    """The compiled engine learns a batch in one call per run of known labels."""
+    model = river_cw.AROW()
+    calls = recording_kernel(model, 4)  # the row it starts at
     model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
 
@@ -427,7 +433,9 @@ lean_batches = st.integers(1, 25).flatmap(
     lambda n: st.tuples(
         st.lists(lean_rows, min_size=n, max_size=n),
         st.lists(st.sampled_from(["x", "y", "x", "y", "z"]), min_size=n, max_size=n),
-        st.lists(st.sampled_from([1.0, 1.0, 0.0, 0.5, 2.0, 3, True, 1e300]), min_size=n, max_size=n),
+        st.lists(
+            st.sampled_from([1.0, 1.0, 0.0, 0.5, 2.0, 3, True, 1e300]), min_size=n, max_size=n
+        ),
     )
 )
 
@@ -450,17 +458,7 @@ def test_dict_rows_through_the_lean_path_are_the_learn_one_loop(model, parts):
 
 def test_the_kernel_is_handed_the_lean_spec_of_learn_one():
     model = river_cw.CW(variant="var", diagonal="exact")
-    if not hasattr(model._gaussian, "learn_rows"):
-        pytest.skip("the pure-Python engine has no batch kernel")
-    specs = []
-    kernel = type(model._gaussian).learn_rows
-
-    class Recording(type(model._gaussian)):
-        def learn_rows(self, *args):
-            specs.append(args[-1])
-            return kernel(self, *args)
-
-    model._gaussian = Recording(model.initial_variance)
+    specs = recording_kernel(model, 11)  # `lean`
     one = model.clone()
     dicts = [{"a": 1.0, "b": 2}, {"a": -1.0}, {"b": True}, {"a": 0.5, "c": -3.0}]
     model.learn_many(dicts, [1, 0, 1, 0])
