@@ -8,7 +8,9 @@
  * feature named features[j], or the int j itself (hashed ids). For CSR each distinct column of
  * the batch is resolved once to its entry in every block's table (room for every column not yet
  * learned is reserved first, so the tables never grow while the slots are in use); new features
- * get their slots as the updates append them.
+ * get their slots as the updates append them. A binary model's dict rows go first through
+ * lean_learn, learn_one's own lean path, where the model has one (learn_native's `lean` spec);
+ * a row it declines goes the kernel's way below.
  *
  * The kernel never raises on a bad row: it stops at any row it does not handle (a label not yet
  * known, a sample weight that is not a float > 0, a value other than a float, a bool or an int
@@ -621,14 +623,16 @@ leave:
 }
 
 /* learn_rows(rows, classes, n_classes, weights, start, step, scheme, forgetting, intercept,
- * stats, native): the learn_one loop over rows[start:] (see the top of this file); `rows` is a
- * list of dicts or (data, indices, indptr, features or None, n_columns), `classes` the class
- * index of each row's label (-1 unknown), `weights` the sample weight of each row, `intercept`
- * the intercept's key or None, `native` the rule's `_native_step` (then `step` is not called) or
- * None. Sets stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped
- * updates to stats[1], also when a step raises. */
+ * stats, native, lean): the learn_one loop over rows[start:] (see the top of this file); `rows`
+ * is a list of dicts or (data, indices, indptr, features or None, n_columns), `classes` the
+ * class index of each row's label (-1 unknown), `weights` the sample weight of each row,
+ * `intercept` the intercept's key or None, `native` the rule's `_native_step` (then `step` is
+ * not called) or None, `lean` learn_native's spec or None: while binary, a dict row goes first
+ * through lean_learn (learn_one's lean path), and a row it declines the way above. Sets
+ * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
+ * stats[1], also when a step raises. */
 static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
-    PyObject *rows, *classes, *weights, *step_fn, *scheme, *intercept, *stats, *native;
+    PyObject *rows, *classes, *weights, *step_fn, *scheme, *intercept, *stats, *native, *lean;
     PyObject *features = Py_None;
     double native_params[RCW_MAX_PARAMS];
     PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
@@ -641,9 +645,9 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     int csr, failed = 1;
     uint64_t generation;
     int64_t call = 0;
-    if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!O", &rows, &PyList_Type, &classes, &n_classes,
+    if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!OO", &rows, &PyList_Type, &classes, &n_classes,
                           &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
-                          &intercept, &PyList_Type, &stats, &native))
+                          &intercept, &PyList_Type, &stats, &native, &lean))
         return NULL;
     step.callable = step_fn;
     step.scheme = scheme;
@@ -672,6 +676,13 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         return NULL;
     }
     if (intercept != Py_None && (intercept_hash = PyObject_Hash(intercept)) == -1) return NULL;
+    if (csr || self->nblocks != 1)
+        lean = Py_None; /* CSR rows keep their own path */
+    else if (lean != Py_None && lean != self->lean && parse_lean(self, lean) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* a parameter beyond float64: the Python step's case, as in learn_one */
+        lean = Py_None;
+    }
     if (enter(self) < 0) return NULL;
     i = start;
     r.nblocks = self->nblocks;
@@ -715,6 +726,16 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             (csr && (self->batch_cache != c.cache || c.cache->calls != call))) {
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
             goto done;
+        }
+        if (lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(rows, i))) {
+            if (lean != self->lean && parse_lean(self, lean) < 0) goto done; /* parsed above */
+            outcome = lean_learn(self, PyList_GET_ITEM(rows, i), k == 1 ? 1.0 : -1.0, w);
+            if (outcome == -2) goto done;
+            if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
+                skipped += outcome == LEARN_SKIPPED;
+                generation = self->generation;
+                continue;
+            }
         }
         leave = csr ? columns_row(self, &c, &r, i, intercept)
                     : dict_row(self, &r, PyList_GET_ITEM(rows, i), intercept, intercept_hash);

@@ -1258,58 +1258,24 @@ static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
     return msum_result(&us, v);
 }
 
-/* learn_native(x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2 (skipped: float64
- * cannot express the step) or -1: `learn` of a binary model (one
- * block) for a known label y (its sign from class_index: block 1 is +1) and a float weight w > 0,
- * with x's values read as river_cw.validation.as_floats reads them, the `intercept` feature
- * (None: none) appended with value 1.0 as GaussianClassifier._features does, and the rule's step
- * in C; lean = (step, scheme, intercept), step = (name, params) naming a rule's `_step` in C
- * (see _steps.h) or its `_exact_step` (see find_exact_step: the solver runs on the coordinates'
- * terms u_j = s_j x_j^2, the terms the general path hands to the Python step), scheme "project",
- * "drop" or ("herding", C) (NHERD's exact shrink with C w, as its `_exact_step` scales it).
- * -1: the general path's case (any other model, label, weight, or x anything but a dict of
- * floats, ints and bools with finite sums, or holding the intercept; or an error of an exact
- * solver other than a skip, which the general path raises again): nothing changed, no error
- * set. */
-static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *x, *intercept, *key, *value, *k;
-    long kv;
-    double w, sign, m = 0.0, mk, v, alpha, gamma, xf;
+/* The lean path's core, one home for learn_native and learn_rows' dict rows: `learn` of the dict
+ * x on a binary engine (entered, its `lean` spec parsed) for a label of the given sign and a
+ * weight w > 0, x's values read as river_cw.validation.as_floats reads them and the intercept
+ * appended with value 1.0 as GaussianClassifier._features does. LEARN_NOTHING (learned, or
+ * nothing to learn), LEARN_SKIPPED (float64 cannot express the step), -1: the general path's
+ * case (x holding anything but floats, ints and bools with finite sums, or the intercept; or an
+ * error of an exact solver other than a skip, which the general path raises again): nothing
+ * changed, no error set; -2: an error (memory) raised. */
+static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
+    PyObject *intercept = self->lean_intercept, *key, *value;
+    double m = 0.0, mk, v, alpha, gamma, xf;
     int outcome = LEARN_NOTHING;
     Py_ssize_t pos = 0, ix;
     Py_hash_t h;
     Table *t;
     Fsum m_acc, u_acc;
-    if (nargs != 5 || !PyDict_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
-        return NULL;
-    }
-    x = args[0];
-    if (!PyFloat_CheckExact(args[2]) || !((w = PyFloat_AS_DOUBLE(args[2])) > 0.0 && w < INFINITY) ||
-        !PyDict_CheckExact(x) || self->nblocks != 1)
-        return PyLong_FromLong(-1);
-    if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
-        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
-    if (!PyLong_CheckExact(k) || (kv = PyLong_AsLong(k)) < 0 || kv > 1) {
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
-    sign = kv == 1 ? 1.0 : -1.0; /* the first label seen is y = -1 */
-    if (args[4] != self->lean && parse_lean(self, args[4]) < 0) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
-        PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
-        return PyLong_FromLong(-1);
-    }
-    intercept = self->lean_intercept;
-    if (enter(self) < 0) return NULL;
     release_coords(self);
-    if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) {
-        self->busy = 0;
-        return NULL;
-    }
+    if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) return -2;
     self->pair_block[0] = 0;
     self->pair_sign[0] = sign;
     self->npairs = 1;
@@ -1353,23 +1319,60 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
             int applied = update_core(self, alpha, gamma, v, self->lean_kind,
                                       self->lean_herding_C * w, Py_None);
             if (applied < 0) goto fail;
-            outcome = applied ? 0 : LEARN_SKIPPED; /* 0: learned */
+            outcome = applied ? LEARN_NOTHING : LEARN_SKIPPED;
         }
     }
     release_coords(self);
-    self->busy = 0;
-    return PyLong_FromLong(outcome);
+    return outcome;
 general_error: /* an error the general path raises again, with its message */
     if (!rcw_error_recoverable()) goto fail;
     PyErr_Clear();
 general:
     release_coords(self);
-    self->busy = 0;
-    return PyLong_FromLong(-1);
+    return -1;
 fail:
     release_coords(self);
+    return -2;
+}
+
+/* learn_native(x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2 (skipped: float64
+ * cannot express the step) or -1 (the general path's case: nothing changed, no error set):
+ * lean_learn of a binary model (one block) for a known label y (its sign from class_index:
+ * block 1 is +1) and a float weight w > 0; -1 as well for any other model, label or weight.
+ * lean = (step, scheme, intercept), step = (name, params) naming a rule's `_step` in C
+ * (see _steps.h) or its `_exact_step` (see find_exact_step: the solver runs on the coordinates'
+ * terms u_j = s_j x_j^2, the terms the general path hands to the Python step), scheme "project",
+ * "drop" or ("herding", C) (NHERD's exact shrink with C w, as its `_exact_step` scales it). */
+static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *k;
+    long kv;
+    double w;
+    int outcome;
+    if (nargs != 5 || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
+        return NULL;
+    }
+    if (!PyFloat_CheckExact(args[2]) || !((w = PyFloat_AS_DOUBLE(args[2])) > 0.0 && w < INFINITY) ||
+        !PyDict_CheckExact(args[0]) || self->nblocks != 1)
+        return PyLong_FromLong(-1);
+    if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    if (!PyLong_CheckExact(k) || (kv = PyLong_AsLong(k)) < 0 || kv > 1) {
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    if (args[4] != self->lean && parse_lean(self, args[4]) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
+        return PyLong_FromLong(-1);
+    }
+    if (enter(self) < 0) return NULL;
+    outcome = lean_learn(self, args[0], kv == 1 ? 1.0 : -1.0, w); /* the first label is -1 */
     self->busy = 0;
-    return NULL;
+    return outcome == -2 ? NULL : PyLong_FromLong(outcome);
 }
 
 /* ---------------------------------------------------------------------------------------- */

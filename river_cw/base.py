@@ -592,13 +592,16 @@ class GaussianClassifier(LinearClassifier):
         native = None if scheme is None else self._native_step_of_step()
         intercept = INTERCEPT if self.learn_intercept else None
         batch = rows.dicts if rows.csr is None else rows.csr
+        lean = self._lean
+        if lean is _STALE:
+            lean = self._lean = self._lean_spec()
         classes = self._class_indices(labels)
         i, n = 0, len(rows)
         while i < n:
             stats = [i, 0]
             try:
                 kernel(batch, classes, len(self.classes_), weights, i, step, scheme,
-                       float(self.forgetting), intercept, stats, native)
+                       float(self.forgetting), intercept, stats, native, lean)
             except (TypeError, ValueError) as error:  # raised by the rule's step
                 raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error
             finally:

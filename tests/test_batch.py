@@ -254,20 +254,26 @@ def test_a_step_error_is_named_with_its_row_and_keeps_the_rows_before():
     assert model.weights == one.weights and model.variances == one.variances
 
 
-def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
-    """The compiled engine learns a batch in one call per run of known labels."""
-    model = river_cw.AROW()
+def recording_kernel(model, position: int) -> list:
+    """Give `model` an engine whose kernel records its argument at `position` per call."""
     if not hasattr(model.gaussian, "learn_rows"):
         pytest.skip("the pure-Python engine has no batch kernel")
     calls = []
     kernel = type(model.gaussian).learn_rows
 
-    class Counting(type(model.gaussian)):
+    class Recording(type(model.gaussian)):
         def learn_rows(self, *args):
-            calls.append(args[4])  # the row it starts at
+            calls.append(args[position])
             return kernel(self, *args)
 
-    model.set_gaussian(Counting(model.initial_variance), model.classes_)
+    model.set_gaussian(Recording(model.initial_variance), model.classes_)
+    return calls
+
+
+def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
+    """The compiled engine learns a batch in one call per run of known labels."""
+    model = river_cw.AROW()
+    calls = recording_kernel(model, 4)  # the row it starts at
     model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
 
@@ -397,3 +403,65 @@ def test_csr_columns_follow_the_engine_through_a_new_layout_and_a_new_class():
     model.learn_many(X, [1, 2, 0], features=names)
     loop(one, dicts, [1, 2, 0], [1.0] * 3)
     assert pickle.dumps(model) == pickle.dumps(one)
+
+
+# -- dict rows of a binary model through the lean path (learn_rows' lean_learn) -----------------
+
+LEAN = [  # models whose learn_one takes the lean path (`_lean_spec` is not None)
+    river_cw.AROW(),
+    river_cw.AROW(diagonal="drop", learn_intercept=False),
+    river_cw.CW(diagonal="exact"),
+    river_cw.CW(variant="var", diagonal="exact"),
+    river_cw.CW(variant="var", diagonal="exact", learn_intercept=False),
+    river_cw.NHERD(diagonal="exact", C=0.1),
+    river_cw.SCW(variant="II", diagonal="drop"),
+]
+LEAN_IDS = [repr(m).replace("\n", "").replace(" ", "") for m in LEAN]
+
+hostile = st.one_of(  # values the lean path declines: the kernel's general way, or learn_one's
+    values,
+    st.booleans(),
+    st.sampled_from(
+        [2**70, -(2**60), 10**400, math.nan, math.inf, "1", np.float64(0.5), np.int64(3)]
+    ),
+)
+lean_rows = st.one_of(
+    st.dictionaries(st.sampled_from(NAMES), values, max_size=len(NAMES)),
+    st.dictionaries(st.sampled_from(NAMES + [river_cw.INTERCEPT]), hostile, max_size=4),
+)
+lean_batches = st.integers(1, 25).flatmap(
+    lambda n: st.tuples(
+        st.lists(lean_rows, min_size=n, max_size=n),
+        st.lists(st.sampled_from(["x", "y", "x", "y", "z"]), min_size=n, max_size=n),
+        st.lists(
+            st.sampled_from([1.0, 1.0, 0.0, 0.5, 2.0, 3, True, 1e300]), min_size=n, max_size=n
+        ),
+    )
+)
+
+
+@pytest.mark.parametrize("model", LEAN, ids=LEAN_IDS)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(lean_batches, min_size=1, max_size=3))
+def test_dict_rows_through_the_lean_path_are_the_learn_one_loop(model, parts):
+    """New labels, ints, bools, hostile values, the intercept as a feature, sample weights (0,
+    ints, huge), a third label mid-batch: every row the lean core declines goes the general way,
+    in order, and the model, the skips and the first error are the loop's."""
+    assert model._lean_spec() is not None
+    many, one = model.clone(), model.clone()
+    for dicts, labels, weights in parts:
+        assert outcome(lambda: many.learn_many(dicts, labels, weights)) == loop_outcome(
+            one, dicts, labels, weights
+        )
+        assert_same(many, one, [x for x in dicts if outcome(lambda: one.predict_one(x)) is None])
+
+
+def test_the_kernel_is_handed_the_lean_spec_of_learn_one():
+    model = river_cw.CW(variant="var", diagonal="exact")
+    specs = recording_kernel(model, 11)  # `lean`
+    one = model.clone()
+    dicts = [{"a": 1.0, "b": 2}, {"a": -1.0}, {"b": True}, {"a": 0.5, "c": -3.0}]
+    model.learn_many(dicts, [1, 0, 1, 0])
+    loop(one, dicts, [1, 0, 1, 0], [1.0] * 4)
+    assert specs and all(spec == model._lean_spec() for spec in specs)
+    assert model.weights == one.weights and model.variances == one.variances
