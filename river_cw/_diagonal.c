@@ -1344,33 +1344,21 @@ fail:
  * terms u_j = s_j x_j^2, the terms the general path hands to the Python step), scheme "project",
  * "drop" or ("herding", C) (NHERD's exact shrink with C w, as its `_exact_step` scales it). */
 static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *k;
-    long kv;
-    double w;
+    double w, sign;
     int outcome;
     if (nargs != 5 || !PyDict_Check(args[3])) {
         PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
         return NULL;
     }
-    if (!PyFloat_CheckExact(args[2]) || !((w = PyFloat_AS_DOUBLE(args[2])) > 0.0 && w < INFINITY) ||
-        !PyDict_CheckExact(args[0]) || self->nblocks != 1)
-        return PyLong_FromLong(-1);
-    if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
-        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
-    if (!PyLong_CheckExact(k) || (kv = PyLong_AsLong(k)) < 0 || kv > 1) {
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
+    if ((outcome = rcw_binary_case(args, self->nblocks, &w, &sign)) <= 0)
+        return outcome < 0 ? NULL : PyLong_FromLong(-1);
     if (args[4] != self->lean && parse_lean(self, args[4]) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
     }
     if (enter(self) < 0) return NULL;
-    outcome = lean_learn(self, args[0], kv == 1 ? 1.0 : -1.0, w); /* the first label is -1 */
+    outcome = lean_learn(self, args[0], sign, w);
     self->busy = 0;
     return outcome == -2 ? NULL : PyLong_FromLong(outcome);
 }

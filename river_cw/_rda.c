@@ -597,9 +597,8 @@ static int learn(Engine *self, const Pairs *p, double w, int calibrate) {
  * other model, label, weight, or x, including any x it would refuse): nothing changed, no error
  * set. Calibrates when the loss is the hinge and two labels are known. */
 static PyObject *engine_learn_one(Engine *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *x, *k, *intercept;
+    PyObject *x, *intercept;
     double w;
-    long kv;
     Pairs p;
     int r;
     if (nargs != 5 || !PyDict_Check(args[3])) {
@@ -608,21 +607,10 @@ static PyObject *engine_learn_one(Engine *self, PyObject *const *args, Py_ssize_
     }
     x = args[0];
     intercept = args[4] == Py_None ? NULL : args[4];
-    if (!PyFloat_CheckExact(args[2]) || !((w = PyFloat_AS_DOUBLE(args[2])) > 0.0 && w < INFINITY) ||
-        !PyDict_CheckExact(x) || self->nblocks != 1)
-        return PyLong_FromLong(-1);
-    if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
-        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
-    if (!PyLong_CheckExact(k) || (kv = PyLong_AsLong(k)) < 0 || kv > 1) {
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
+    if ((r = rcw_binary_case(args, self->nblocks, &w, &p.sign[0])) <= 0)
+        return r < 0 ? NULL : PyLong_FromLong(-1);
     p.n = 1;
     p.block[0] = 0;
-    p.sign[0] = kv == 1 ? 1.0 : -1.0; /* the first label seen is y = -1 */
     if (enter(self) < 0) return NULL;
     r = collect(self, x, intercept);
     if (r == 0)

@@ -1,7 +1,8 @@
-/* The feature table of the compiled engines (river_cw/_diagonal.c, river_cw/_rda.c): one per
- * weight block, open addressing keyed by the feature object and its hash, entries kept in
- * insertion order (the order of a dict, and of the Python engines' dicts), probed as CPython's
- * dict probes. Keys compare by identity, then (for str) by length and bytes, then with ==.
+/* The feature table of the compiled engines (river_cw/_diagonal.c, river_cw/_rda.c), one per
+ * weight block, and what their fast paths share (reading x, errors, the common case). A table is
+ * open addressing keyed by the feature object and its hash, entries kept in insertion order (the
+ * order of a dict, and of the Python engines' dicts), probed as CPython's dict probes. Keys
+ * compare by identity, then (for str) by length and bytes, then with ==.
  *
  * The includer defines RCW_ENTRY_PAYLOAD, the fields an entry carries beside its key and hash,
  * before including this header, and fills them in after `table_push`.
@@ -10,6 +11,7 @@
 #define RIVER_CW_TABLE_H
 
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -165,6 +167,32 @@ static inline Entry *table_push(Table *t, PyObject *key, Py_hash_t hash) {
 static inline int rcw_error_recoverable(void) {
     return !PyErr_Occurred() || (PyErr_ExceptionMatches(PyExc_Exception) &&
                                  !PyErr_ExceptionMatches(PyExc_MemoryError));
+}
+
+/* The common case of the engines' one-call learn_one (Diagonal.learn_native, voted RDA's
+ * Engine.learn_one), from its arguments (x, y, w, class_index): x a dict, w a float in (0, inf),
+ * a binary model (one weight block) and y a known label. 1 with *w and *sign (+1 for the label
+ * of index 1, the second seen; -1 for the first) when it holds; 0 when the general path must
+ * judge (nothing raised); -1 with the error y's hash or == raised (a TypeError only means the
+ * general path's case). */
+static inline int rcw_binary_case(PyObject *const *args, Py_ssize_t nblocks, double *w,
+                                  double *sign) {
+    PyObject *k;
+    long kv;
+    if (!PyFloat_CheckExact(args[2]) || !((*w = PyFloat_AS_DOUBLE(args[2])) > 0.0) ||
+        !(*w < INFINITY) || !PyDict_CheckExact(args[0]) || nblocks != 1)
+        return 0;
+    if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    if (!PyLong_CheckExact(k) || (kv = PyLong_AsLong(k)) < 0 || kv > 1) {
+        PyErr_Clear();
+        return 0;
+    }
+    *sign = kv == 1 ? 1.0 : -1.0;
+    return 1;
 }
 
 /* a feature's hash, read from a str's cache where it has one; -1 with the error set */

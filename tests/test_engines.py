@@ -186,8 +186,9 @@ def test_hostile_keys_keep_both_engines_consistent():
     assert_same(compiled, python)
 
 
-def test_reentry_from_a_key_is_refused():
-    model = river_cw.AROW()
+@pytest.mark.parametrize("make", [river_cw.AROW, river_cw.VotedRDA], ids=lambda m: m.__name__)
+def test_reentry_from_a_key_is_refused(make):
+    model = make()
 
     class Sneaky(Hostile):
         __hash__ = Hostile.__hash__

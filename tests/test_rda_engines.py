@@ -237,21 +237,6 @@ def test_keys_whose_equality_raises(key):
     assert pickle.dumps(compiled) == before == pickle.dumps(python)
 
 
-def test_reentry_from_a_key_is_refused():
-    model = river_cw.VotedRDA()
-
-    class Sneaky(Hostile):
-        __hash__ = Hostile.__hash__
-
-        def __eq__(self, other):
-            model.learn_one({"z": 1.0}, 1)
-            return False
-
-    model.learn_one({Sneaky("a", False): 1.0}, 0)
-    with pytest.raises(RuntimeError, match="re-entered"):
-        model.learn_one({Sneaky("b", False): 1.0}, 1)
-
-
 @pytest.mark.parametrize("params", CONFIGS[:5], ids=repr)
 def test_sample_weights_and_many_labels(params):
     compiled, python = pair({**params, "learn_intercept": True})
