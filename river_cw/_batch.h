@@ -167,15 +167,16 @@ static int batch_score(const Table *t, const BatchRow *r, const Py_ssize_t *slot
  * first of equals, as Python's max); -1: the row is bad, 0 otherwise */
 static int batch_best_wrong(Diagonal *self, BatchRow *r, Py_ssize_t k, Py_ssize_t *wrong) {
     Py_ssize_t b;
-    for (b = 0; b < self->nblocks; b++) {
+    for (b = 0; b < self->blocks.n; b++) {
         double score, unseen;
-        int status = batch_score(&self->blocks[b], r, ROW_SLOTS(r, b), 0, &score, &unseen);
-        if (status == 1) status = batch_score(&self->blocks[b], r, ROW_SLOTS(r, b), 1, &score, &unseen);
+        int status = batch_score(&self->blocks.table[b], r, ROW_SLOTS(r, b), 0, &score, &unseen);
+        if (status == 1)
+            status = batch_score(&self->blocks.table[b], r, ROW_SLOTS(r, b), 1, &score, &unseen);
         if (status < 0 || !isfinite(score + unseen)) return -1;
         r->scores[b] = score;
     }
     *wrong = -1;
-    for (b = 0; b < self->nblocks; b++)
+    for (b = 0; b < self->blocks.n; b++)
         if (b != k && (*wrong < 0 || r->scores[b] > r->scores[*wrong])) *wrong = b;
     return 0;
 }
@@ -201,7 +202,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
     self->nu = 0;
     fsum_init(&u_acc);
     for (k = 0; k < p->n; k++) {
-        Entry *entries = self->blocks[p->block[k]].entries;
+        Entry *entries = self->blocks.table[p->block[k]].entries;
         const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
         double mk;
         p->n_new[k] = 0;
@@ -258,7 +259,7 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
     if (status < 0 || !(isfinite(*m_out) && isfinite(*v_out))) goto fail;
     if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
         for (k = 0; k < p->n; k++) {
-            Entry *entries = self->blocks[p->block[k]].entries;
+            Entry *entries = self->blocks.table[p->block[k]].entries;
             const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
             for (j = 0; j < r->n; j++)
                 if (slot[col[j]] >= 0 && r->x[j] != 0.0)
@@ -283,7 +284,7 @@ static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
     fsum_init(&u_acc);
     self->npairs = p->n;
     for (k = 0; k < p->n; k++) {
-        Table *t = &self->blocks[p->block[k]];
+        Table *t = &self->blocks.table[p->block[k]];
         const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
         self->pair_block[k] = p->block[k];
         self->pair_sign[k] = p->sign[k];
@@ -304,9 +305,10 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
     Py_ssize_t j;
     int k;
     for (k = 0; k < p->n; k++)
-        if (p->n_new[k] && table_reserve(&self->blocks[p->block[k]], p->n_new[k]) < 0) return -1;
+        if (p->n_new[k] && table_reserve(&self->blocks.table[p->block[k]], p->n_new[k]) < 0)
+            return -1;
     for (k = 0; k < p->n; k++) {
-        Table *t = &self->blocks[p->block[k]];
+        Table *t = &self->blocks.table[p->block[k]];
         Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
         double a = alpha * p->sign[k];
         for (j = 0; j < r->n; j++) {
@@ -398,13 +400,13 @@ static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t nc
         Py_XINCREF(features);
         c->features = features;
     }
-    if (c->nblocks < self->nblocks) { /* slots start anywhere: every use checks them first */
-        Py_ssize_t *slot = PyMem_Realloc(c->slot, sizeof(Py_ssize_t) * c->stride * self->nblocks);
+    if (c->nblocks < self->blocks.n) { /* slots start anywhere: every use checks them first */
+        Py_ssize_t *slot = PyMem_Realloc(c->slot, sizeof(Py_ssize_t) * c->stride * self->blocks.n);
         if (slot == NULL) goto memory;
         c->slot = slot;
         memset(slot + c->stride * c->nblocks, 0,
-               sizeof(Py_ssize_t) * c->stride * (self->nblocks - c->nblocks));
-        c->nblocks = self->nblocks;
+               sizeof(Py_ssize_t) * c->stride * (self->blocks.n - c->nblocks));
+        c->nblocks = self->blocks.n;
     }
     return c;
 memory:
@@ -503,8 +505,8 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
     }
     c->mark[j].call = c->calls;
     if (features != NULL && j != c->ncols && column_named(c, j) < 0) return -1;
-    for (b = 0; b < self->nblocks && c->mark[j].call > 0; b++) {
-        Table *t = &self->blocks[b];
+    for (b = 0; b < self->blocks.n && c->mark[j].call > 0; b++) {
+        Table *t = &self->blocks.table[b];
         Py_ssize_t *slot = &c->slot[b * c->stride + j], ix = *slot;
         if (ix >= 0 && ix < t->used && t->entries[ix].key == key) continue;
         if ((ix = table_find(t, key, c->hash[j])) == -2) {
@@ -538,7 +540,7 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
     if ((cache = batch_cache(self, features == Py_None ? NULL : features, c->ncols)) == NULL)
         return -1;
     c->cache = cache;
-    if ((absent = PyMem_Calloc(self->nblocks, sizeof(Py_ssize_t))) == NULL) {
+    if ((absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t))) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
@@ -552,8 +554,8 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
     if (intercept != Py_None &&
         column_resolve(self, cache, c->ncols, features, intercept, absent) < 0)
         goto done;
-    for (b = 0; b < self->nblocks; b++)
-        if (table_reserve(&self->blocks[b], absent[b]) < 0) goto done;
+    for (b = 0; b < self->blocks.n; b++)
+        if (table_reserve(&self->blocks.table[b], absent[b]) < 0) goto done;
     status = 0;
 done:
     PyMem_Free(absent);
@@ -611,9 +613,10 @@ static int dict_row(Diagonal *self, BatchRow *r, PyObject *x, PyObject *intercep
     r->hashes = r->hash;
     r->slot = r->ix;
     r->stride = r->cap;
-    for (b = 0; b < self->nblocks; b++)
+    for (b = 0; b < self->blocks.n; b++)
         for (j = 0; j < n; j++)
-            if ((r->ix[b * r->cap + j] = table_find(&self->blocks[b], r->key[j], r->hash[j])) == -2)
+            if ((r->ix[b * r->cap + j] =
+                     table_find(&self->blocks.table[b], r->key[j], r->hash[j])) == -2)
                 goto leave;
     return 0;
 leave:
@@ -659,7 +662,8 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     if (csr) {
         if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))
             return NULL;
-        if (features != Py_None && (!PyList_Check(features) || PyList_GET_SIZE(features) != c.ncols)) {
+        if (features != Py_None &&
+            (!PyList_Check(features) || PyList_GET_SIZE(features) != c.ncols)) {
             PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
             return NULL;
         }
@@ -671,12 +675,12 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "stats must be [row, skipped]");
         return NULL;
     }
-    if (self->nblocks != (n_classes > 2 ? n_classes : 1)) {
+    if (self->blocks.n != (n_classes > 2 ? n_classes : 1)) {
         PyErr_SetString(PyExc_RuntimeError, "learn_rows: the blocks do not match the classes");
         return NULL;
     }
     if (intercept != Py_None && (intercept_hash = PyObject_Hash(intercept)) == -1) return NULL;
-    if (csr || self->nblocks != 1)
+    if (csr || self->blocks.n != 1)
         lean = Py_None; /* CSR rows keep their own path */
     else if (lean != Py_None && lean != self->lean && parse_lean(self, lean) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
@@ -685,7 +689,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     }
     if (enter(self) < 0) return NULL;
     i = start;
-    r.nblocks = self->nblocks;
+    r.nblocks = self->blocks.n;
     nrows = PyList_GET_SIZE(classes);
     if (PyList_GET_SIZE(weights) != nrows || start < 0 || start > nrows) {
         PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
@@ -792,7 +796,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             } else { /* checked, or another scheme: update_core on the engine's coordinates */
                 Py_ssize_t used[2] = {0, 0}, q, j;
                 batch_coords(self, &r, &pairs);
-                for (q = 0; q < pairs.n; q++) used[q] = self->blocks[pairs.block[q]].used;
+                for (q = 0; q < pairs.n; q++) used[q] = self->blocks.table[pairs.block[q]].used;
                 applied = update_core(self, alpha, gamma, v, kind, C, update_scheme);
                 if (applied < 0) {
                     Py_DECREF(update_scheme);

@@ -88,8 +88,7 @@ typedef struct {
     PyObject_HEAD
     double prior;
     double mean_bound;         /* an upper bound of every |mean| (see update) */
-    Table *blocks;
-    Py_ssize_t nblocks, blocks_cap;
+    Blocks blocks;
     int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
     uint64_t generation;       /* bumped by every change of the table layout */
     /* the difference vector of the last margin */
@@ -106,7 +105,6 @@ typedef struct {
     int npairs;
     Py_ssize_t pair_block[2];
     double pair_sign[2];
-    long long next_block_id;
     PyObject *weakreflist;
     /* learn_native's last `lean` argument, parsed */
     PyObject *lean;
@@ -151,12 +149,6 @@ static void bad_or_propagate(PyObject *x) {
     }
 }
 
-static int new_block(Diagonal *self, Table *t) {
-    if (table_init(t) < 0) return -1;
-    t->id = self->next_block_id++;
-    return 0;
-}
-
 static int enter(Diagonal *self) {
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError,
@@ -180,8 +172,9 @@ static void release_coords(Diagonal *self) {
 
 static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
     Py_ssize_t b, i;
-    for (b = 0; b < self->nblocks; b++)
-        for (i = 0; i < self->blocks[b].used; i++) Py_VISIT(self->blocks[b].entries[i].key);
+    for (b = 0; b < self->blocks.n; b++)
+        for (i = 0; i < self->blocks.table[b].used; i++)
+            Py_VISIT(self->blocks.table[b].entries[i].key);
     for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
     Py_VISIT(self->lean);
     return 0;
@@ -194,8 +187,8 @@ static int diagonal_clear(Diagonal *self) {
     release_coords(self);
     batch_cache_free(self);
     Py_CLEAR(self->lean);
-    for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
-    self->nblocks = 0;
+    for (b = 0; b < self->blocks.n; b++) table_free(&self->blocks.table[b]);
+    self->blocks.n = 0;
     self->generation++;
     return 0;
 }
@@ -204,25 +197,11 @@ static void diagonal_dealloc(Diagonal *self) {
     PyObject_GC_UnTrack(self);
     if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
     diagonal_clear(self);
-    PyMem_Free(self->blocks);
+    PyMem_Free(self->blocks.table);
     PyMem_Free(self->coords);
     PyMem_Free(self->u);
     PyMem_Free(self->scratch);
     Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int blocks_reserve(Diagonal *self, Py_ssize_t n) {
-    if (n > self->blocks_cap) {
-        Py_ssize_t cap = n + 4;
-        Table *b = PyMem_Realloc(self->blocks, sizeof(Table) * cap);
-        if (b == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->blocks = b;
-        self->blocks_cap = cap;
-    }
-    return 0;
 }
 
 static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
@@ -234,11 +213,12 @@ static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     if (self == NULL) return NULL;
     self->prior = prior;
     self->token = -1;
-    if (blocks_reserve(self, 1) < 0 || new_block(self, &self->blocks[0]) < 0) {
+    if (blocks_reserve(&self->blocks, 1) < 0 ||
+        block_init(&self->blocks, &self->blocks.table[0]) < 0) {
         Py_DECREF(self);
         return NULL;
     }
-    self->nblocks = 1;
+    self->blocks.n = 1;
     return (PyObject *)self;
 }
 
@@ -291,26 +271,21 @@ static int set_float(PyObject **out, Py_ssize_t b, double value) {
     return 0;
 }
 
-static PyObject *diagonal_add_block(Diagonal *self, PyObject *unused) {
+/* a new empty block at `at`: add_block (at the end) and lift (in front) */
+static PyObject *insert_block(Diagonal *self, Py_ssize_t at) {
     if (enter(self) < 0) return NULL;
     self->busy = 0;
-    if (blocks_reserve(self, self->nblocks + 1) < 0 || new_block(self, &self->blocks[self->nblocks]) < 0)
-        return NULL;
-    self->nblocks++;
+    if (blocks_insert(&self->blocks, at) < 0) return NULL;
     self->generation++;
     Py_RETURN_NONE;
 }
 
+static PyObject *diagonal_add_block(Diagonal *self, PyObject *unused) {
+    return insert_block(self, self->blocks.n);
+}
+
 static PyObject *diagonal_lift(Diagonal *self, PyObject *unused) {
-    Table t;
-    if (enter(self) < 0) return NULL;
-    self->busy = 0;
-    if (blocks_reserve(self, self->nblocks + 1) < 0 || new_block(self, &t) < 0) return NULL;
-    memmove(&self->blocks[1], &self->blocks[0], sizeof(Table) * self->nblocks);
-    self->blocks[0] = t;
-    self->nblocks++;
-    self->generation++;
-    Py_RETURN_NONE;
+    return insert_block(self, 0);
 }
 
 /* scores(x): mu_b . x for every block; a bad x raises, every value is touched */
@@ -319,9 +294,9 @@ static PyObject *diagonal_scores(Diagonal *self, PyObject *x_in) {
     Py_ssize_t b, pos;
     if (enter(self) < 0) return NULL;
     if ((x = as_dict(x_in)) == NULL) goto done;
-    if ((out = PyList_New(self->nblocks)) == NULL) goto done;
-    for (b = 0; b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
+    if ((out = PyList_New(self->blocks.n)) == NULL) goto done;
+    for (b = 0; b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
         Fsum acc;
         double unseen = 0.0, score, xf;
         int failed = 0;
@@ -371,9 +346,9 @@ static PyObject *diagonal_score_variances(Diagonal *self, PyObject *x_in) {
     Py_ssize_t b, pos;
     if (enter(self) < 0) return NULL;
     if ((x = as_dict(x_in)) == NULL) goto done;
-    if ((out = PyList_New(self->nblocks)) == NULL) goto done;
-    for (b = 0; b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
+    if ((out = PyList_New(self->blocks.n)) == NULL) goto done;
+    for (b = 0; b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
         Fsum acc;
         double total, xf;
         fsum_init(&acc);
@@ -504,7 +479,7 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
             c->hash = h;
             self->nkeyed++;
             self->pair_new[k]++;
-            if (!kept) { /* the lean path: sums certified or given up, no terms (see learn_native) */
+            if (!kept) { /* the lean path: sums certified or given up, no terms (learn_native) */
                 fsum_add_unkept(u_acc, uj);
                 return 0;
             }
@@ -562,8 +537,8 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
             Py_DECREF(pairs);
             goto fail;
         }
-        if (b < 0) b += self->nblocks;
-        if (b < 0 || b >= self->nblocks) {
+        if (b < 0) b += self->blocks.n;
+        if (b < 0 || b >= self->blocks.n) {
             Py_DECREF(pairs);
             PyErr_SetString(PyExc_IndexError, "list index out of range");
             goto fail;
@@ -574,7 +549,7 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
     Py_DECREF(pairs);
     self->npairs = (int)npairs;
     for (k = 0; k < npairs; k++) {
-        Table *t = &self->blocks[self->pair_block[k]];
+        Table *t = &self->blocks.table[self->pair_block[k]];
         Fsum m_acc;
         double mk, xf;
         fsum_init(&m_acc);
@@ -607,7 +582,7 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
         for (k = 0; k < self->ncoords; k++) {
             Coord *c = &self->coords[k];
             if (c->ix >= 0 && c->x != 0.0) {
-                Entry *e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+                Entry *e = &self->blocks.table[self->pair_block[c->pair]].entries[c->ix];
                 e->var = forget(e->var, keep, rest);
             }
         }
@@ -649,7 +624,7 @@ static inline double coord_state(Diagonal *self, Coord *c, double *s) {
         *s = self->prior;
         return 0.0;
     }
-    e = &self->blocks[self->pair_block[c->pair]].entries[c->ix];
+    e = &self->blocks.table[self->pair_block[c->pair]].entries[c->ix];
     *s = e->var;
     return e->mean;
 }
@@ -789,10 +764,11 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
     n_new[0] = self->pair_new[0];
     n_new[1] = self->pair_new[1];
     for (k = 0; k < self->npairs; k++)
-        if (n_new[k] && table_reserve(&self->blocks[self->pair_block[k]], n_new[k]) < 0) goto fail;
+        if (n_new[k] && table_reserve(&self->blocks.table[self->pair_block[k]], n_new[k]) < 0)
+            goto fail;
     /* commit */
-    tables[0] = &self->blocks[self->pair_block[0]];
-    tables[1] = self->npairs > 1 ? &self->blocks[self->pair_block[1]] : tables[0];
+    tables[0] = &self->blocks.table[self->pair_block[0]];
+    tables[1] = self->npairs > 1 ? &self->blocks.table[self->pair_block[1]] : tables[0];
     for (i = 0; i < self->ncoords; i++) {
         Coord *c = &self->coords[i];
         Table *t = tables[c->pair];
@@ -937,9 +913,10 @@ static int checked_div(double a, double b, double *out) {
  * pass adds the terms to accumulators whose error bounds certify the rounding nearly always: the
  * slope's (positive terms) a double-double (_fsum.h), the value's a triple-length one (Sum3), since
  * near the root its terms cancel to far below their size, where a double-double bound certifies
- * only about half the steps (_fsum.h). Otherwise a second pass computes the same terms again, in the same
- * order, and sums them by math.fsum's own algorithm, which also raises its errors (the value's
- * first). The first pass keeps its accumulators in registers: no address of them escapes. */
+ * only about half the steps (_fsum.h). Otherwise a second pass computes the same terms again, in
+ * the same order, and sums them by math.fsum's own algorithm, which also raises its errors (the
+ * value's first). The first pass keeps its accumulators in registers: no address of them
+ * escapes. */
 /* the sums of one pass: the accumulators (Msum NULL) or math.fsum's algorithm */
 typedef struct {
     Sum3 value;
@@ -1229,7 +1206,8 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
 }
 
 /* the lean path's sums when the bound does not certify them: math.fsum's own algorithm over the
- * coordinates' terms, in x's order (the terms the general path keeps); 0, or -1 with fsum's error */
+ * coordinates' terms, in x's order (the terms the general path keeps); 0, or -1 with fsum's
+ * error */
 static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
     Msum ms, us;
     Py_ssize_t i;
@@ -1279,7 +1257,7 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     self->pair_block[0] = 0;
     self->pair_sign[0] = sign;
     self->npairs = 1;
-    t = &self->blocks[0];
+    t = &self->blocks.table[0];
     fsum_init(&m_acc);
     fsum_init(&u_acc);
     while (PyDict_Next(x, &pos, &key, &value)) {
@@ -1350,7 +1328,7 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
         PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
         return NULL;
     }
-    if ((outcome = rcw_binary_case(args, self->nblocks, &w, &sign)) <= 0)
+    if ((outcome = rcw_binary_case(args, self->blocks.n, &w, &sign)) <= 0)
         return outcome < 0 ? NULL : PyLong_FromLong(-1);
     if (args[4] != self->lean && parse_lean(self, args[4]) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
@@ -1367,73 +1345,22 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
 /* layout: blocks named by id, so a failed learn can drop the blocks it added                 */
 
 static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
-    PyObject *out = PyTuple_New(self->nblocks);
-    Py_ssize_t b;
-    for (b = 0; out != NULL && b < self->nblocks; b++) {
-        PyObject *id = PyLong_FromLongLong(self->blocks[b].id);
-        if (id == NULL) Py_CLEAR(out);
-        else PyTuple_SET_ITEM(out, b, id);
-    }
-    return out;
+    return blocks_layout(&self->blocks);
 }
 
-/* blocks in the order of `ids` (each an existing block, at most once); the others are freed */
-static int arrange_blocks(Diagonal *self, long long *ids, Py_ssize_t n) {
-    Table *tables;
-    char *kept;
-    Py_ssize_t i, b;
-    tables = PyMem_Calloc(n ? n : 1, sizeof(Table));
-    kept = PyMem_Calloc(self->nblocks ? self->nblocks : 1, 1);
-    if (tables == NULL || kept == NULL) {
-        PyMem_Free(tables);
-        PyMem_Free(kept);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (i = 0; i < n; i++) {
-        for (b = 0; b < self->nblocks && (self->blocks[b].id != ids[i] || kept[b]); b++)
-            ;
-        if (b == self->nblocks) {
-            PyMem_Free(tables);
-            PyMem_Free(kept);
-            PyErr_SetString(PyExc_ValueError, "not a layout of this engine's blocks");
-            return -1;
-        }
-        kept[b] = 1;
-        tables[i] = self->blocks[b];
-    }
+/* blocks in the order of `ids` (blocks_arrange); the last margin's coordinates are dropped */
+static int arrange_blocks(Diagonal *self, const long long *ids, Py_ssize_t n) {
+    if (blocks_arrange(&self->blocks, ids, n) < 0) return -1;
     release_coords(self);
-    for (b = 0; b < self->nblocks; b++)
-        if (!kept[b]) table_free(&self->blocks[b]);
-    memcpy(self->blocks, tables, sizeof(Table) * n);
-    self->nblocks = n;
     self->generation++;
-    PyMem_Free(tables);
-    PyMem_Free(kept);
     return 0;
 }
 
 static PyObject *diagonal_restore_layout(Diagonal *self, PyObject *layout) {
-    PyObject *seq;
-    Py_ssize_t n, i;
+    Py_ssize_t n;
     long long *ids;
     int r;
-    if ((seq = PySequence_Fast(layout, "a layout is a tuple of block ids")) == NULL) return NULL;
-    n = PySequence_Fast_GET_SIZE(seq);
-    ids = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
-    if (ids == NULL) {
-        Py_DECREF(seq);
-        return PyErr_NoMemory();
-    }
-    for (i = 0; i < n; i++) {
-        ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (ids[i] == -1 && PyErr_Occurred()) {
-            Py_DECREF(seq);
-            PyMem_Free(ids);
-            return NULL;
-        }
-    }
-    Py_DECREF(seq);
+    if ((ids = layout_ids(layout, &n)) == NULL) return NULL;
     if (enter(self) < 0) {
         PyMem_Free(ids);
         return NULL;
@@ -1453,7 +1380,8 @@ static PyObject *diagonal_reorder(Diagonal *self, PyObject *order) {
     int r;
     if (enter(self) < 0) return NULL;
     self->busy = 0;
-    if ((seq = PySequence_Fast(order, "order must be a list of block indices")) == NULL) return NULL;
+    if ((seq = PySequence_Fast(order, "order must be a list of block indices")) == NULL)
+        return NULL;
     n = PySequence_Fast_GET_SIZE(seq);
     ids = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
     if (ids == NULL) {
@@ -1463,19 +1391,19 @@ static PyObject *diagonal_reorder(Diagonal *self, PyObject *order) {
     for (i = 0; i < n; i++) {
         k = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_IndexError);
         if (k == -1 && PyErr_Occurred()) break;
-        if (k < 0) k += self->nblocks;
-        if (k < 0 || k >= self->nblocks) {
+        if (k < 0) k += self->blocks.n;
+        if (k < 0 || k >= self->blocks.n) {
             PyErr_SetString(PyExc_IndexError, "list index out of range");
             break;
         }
-        ids[i] = self->blocks[k].id;
+        ids[i] = self->blocks.table[k].id;
     }
     Py_DECREF(seq);
     if (PyErr_Occurred()) {
         PyMem_Free(ids);
         return NULL;
     }
-    if (n != self->nblocks) {
+    if (n != self->blocks.n) {
         PyMem_Free(ids);
         PyErr_SetString(PyExc_ValueError, "order must be a permutation of the blocks");
         return NULL;
@@ -1492,9 +1420,9 @@ static PyObject *diagonal_reorder(Diagonal *self, PyObject *order) {
 static PyObject *diagonal_negate(Diagonal *self, PyObject *unused) {
     Py_ssize_t i;
     if (enter(self) < 0) return NULL;
-    if (self->nblocks > 0)
-        for (i = 0; i < self->blocks[0].used; i++)
-            self->blocks[0].entries[i].mean = -self->blocks[0].entries[i].mean;
+    if (self->blocks.n > 0)
+        for (i = 0; i < self->blocks.table[0].used; i++)
+            self->blocks.table[0].entries[i].mean = -self->blocks.table[0].entries[i].mean;
     self->generation++;
     self->busy = 0;
     Py_RETURN_NONE;
@@ -1506,11 +1434,11 @@ static PyObject *diagonal_block_views(Diagonal *self, PyObject *unused) {
     Py_ssize_t b, i;
     int which;
     if (enter(self) < 0) return NULL;
-    means = PyList_New(self->nblocks);
-    vars = PyList_New(self->nblocks);
+    means = PyList_New(self->blocks.n);
+    vars = PyList_New(self->blocks.n);
     if (means == NULL || vars == NULL) goto fail;
-    for (b = 0; b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
+    for (b = 0; b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
         for (which = 0; which < 2; which++) {
             if ((d = PyDict_New()) == NULL) goto fail;
             PyList_SET_ITEM(which ? vars : means, b, d);
@@ -1540,9 +1468,9 @@ static PyObject *diagonal_get_blocks(Diagonal *self, void *closure) {
     PyObject *out;
     Py_ssize_t b, i;
     if (enter(self) < 0) return NULL;
-    out = PyList_New(self->nblocks);
-    for (b = 0; out != NULL && b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
+    out = PyList_New(self->blocks.n);
+    for (b = 0; out != NULL && b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
         PyObject *d = PyDict_New();
         if (d == NULL) goto fail;
         PyList_SET_ITEM(out, b, d);
@@ -1585,7 +1513,8 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
             PyErr_SetString(PyExc_TypeError, "blocks must be a list of dicts");
             goto fail;
         }
-        if (new_block(self, &tables[b]) < 0 || table_reserve(&tables[b], PyDict_GET_SIZE(d)) < 0)
+        if (block_init(&self->blocks, &tables[b]) < 0 ||
+            table_reserve(&tables[b], PyDict_GET_SIZE(d)) < 0)
             goto fail;
         pos = 0;
         while (PyDict_Next(d, &pos, &key, &w)) {
@@ -1610,15 +1539,15 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
         seq = NULL;
         goto fail;
     }
-    if (blocks_reserve(self, n ? n : 1) < 0) {
+    if (blocks_reserve(&self->blocks, n ? n : 1) < 0) {
         self->busy = 0;
         seq = NULL;
         goto fail;
     }
     release_coords(self);
-    for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
-    memcpy(self->blocks, tables, sizeof(Table) * n);
-    self->nblocks = n;
+    for (b = 0; b < self->blocks.n; b++) table_free(&self->blocks.table[b]);
+    memcpy(self->blocks.table, tables, sizeof(Table) * n);
+    self->blocks.n = n;
     self->generation++;
     PyMem_Free(tables);
     self->busy = 0;
@@ -1642,10 +1571,10 @@ static PyObject *diagonal_reduce(Diagonal *self, PyObject *unused) {
 static PyObject *diagonal_reset_bound(Diagonal *self, PyObject *unused) {
     Py_ssize_t b, i;
     double largest = 0.0;
-    for (b = 0; b < self->nblocks; b++)
-        for (i = 0; i < self->blocks[b].used; i++)
-            if (fabs(self->blocks[b].entries[i].mean) > largest)
-                largest = fabs(self->blocks[b].entries[i].mean);
+    for (b = 0; b < self->blocks.n; b++)
+        for (i = 0; i < self->blocks.table[b].used; i++)
+            if (fabs(self->blocks.table[b].entries[i].mean) > largest)
+                largest = fabs(self->blocks.table[b].entries[i].mean);
     self->mean_bound = largest;
     Py_RETURN_NONE;
 }
@@ -1659,11 +1588,9 @@ static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
 }
 
 static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
-    Py_ssize_t size = Py_TYPE(self)->tp_basicsize, b;
-    size += sizeof(Table) * self->blocks_cap;
-    for (b = 0; b < self->nblocks; b++)
-        size += sizeof(int32_t) * (self->blocks[b].mask + 1) + sizeof(Entry) * self->blocks[b].cap;
-    size += sizeof(Coord) * self->coords_cap + sizeof(double) * (self->u_cap + 2 * self->scratch_cap);
+    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
+    size += sizeof(Coord) * self->coords_cap +
+            sizeof(double) * (self->u_cap + 2 * self->scratch_cap);
     return PyLong_FromSsize_t(size);
 }
 

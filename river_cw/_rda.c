@@ -96,9 +96,7 @@ typedef struct {
     PyObject_HEAD
     double l1, eta;
     int log_loss, conservative, last; /* loss "log"; conservative; prediction "last" */
-    Table *blocks;
-    Py_ssize_t nblocks, blocks_cap;
-    long long next_block_id;
+    Blocks blocks;
     Rec *recs;
     Py_ssize_t nrecs, recs_cap;
     Cut *cuts;
@@ -173,20 +171,11 @@ static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t n, size_t size) {
     return 0;
 }
 
-static int new_block(Engine *self, Table *t) {
-    if (table_init(t) < 0) return -1;
-    t->id = self->next_block_id++;
-    return 0;
-}
-
-static int blocks_reserve(Engine *self, Py_ssize_t n) {
-    return grow((void **)&self->blocks, &self->blocks_cap, n, sizeof(Table));
-}
-
 static int engine_traverse(Engine *self, visitproc visit, void *arg) {
     Py_ssize_t b, i;
-    for (b = 0; b < self->nblocks; b++)
-        for (i = 0; i < self->blocks[b].used; i++) Py_VISIT(self->blocks[b].entries[i].key);
+    for (b = 0; b < self->blocks.n; b++)
+        for (i = 0; i < self->blocks.table[b].used; i++)
+            Py_VISIT(self->blocks.table[b].entries[i].key);
     for (i = 0; i < self->nfeats; i++) Py_VISIT(self->feats[i].key);
     return 0;
 }
@@ -194,8 +183,8 @@ static int engine_traverse(Engine *self, visitproc visit, void *arg) {
 static int engine_clear(Engine *self) {
     Py_ssize_t b;
     release_feats(self);
-    for (b = 0; b < self->nblocks; b++) table_free(&self->blocks[b]);
-    self->nblocks = 0;
+    for (b = 0; b < self->blocks.n; b++) table_free(&self->blocks.table[b]);
+    self->blocks.n = 0;
     return 0;
 }
 
@@ -203,7 +192,7 @@ static void engine_dealloc(Engine *self) {
     PyObject_GC_UnTrack(self);
     if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
     engine_clear(self);
-    PyMem_Free(self->blocks);
+    PyMem_Free(self->blocks.table);
     PyMem_Free(self->recs);
     PyMem_Free(self->cuts);
     PyMem_Free(self->feats);
@@ -228,11 +217,12 @@ static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     self->log_loss = log_loss;
     self->conservative = conservative;
     self->last = last;
-    if (blocks_reserve(self, 1) < 0 || new_block(self, &self->blocks[0]) < 0) {
+    if (blocks_reserve(&self->blocks, 1) < 0 ||
+        block_init(&self->blocks, &self->blocks.table[0]) < 0) {
         Py_DECREF(self);
         return NULL;
     }
-    self->nblocks = 1;
+    self->blocks.n = 1;
     return (PyObject *)self;
 }
 
@@ -266,7 +256,8 @@ static inline double weight_of(const Weight *w, const Rec *r) {
         return fabs(r->s) > w->threshold ? -(r->s - copysign(w->threshold, r->s)) / w->scale : 0.0;
     inv1 = r->cut ? r->inv1 : w->inv_k;
     sqr1 = r->cut ? r->sqr1 : w->sqr_k;
-    return r->closed - (r->s * (inv1 - r->inv0) - copysign(w->l1, r->s) * (sqr1 - r->sqr0)) / w->eta;
+    return r->closed -
+           (r->s * (inv1 - r->inv0) - copysign(w->l1, r->s) * (sqr1 - r->sqr0)) / w->eta;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -292,8 +283,8 @@ static int collect(Engine *self, PyObject *x, PyObject *intercept) {
     Py_ssize_t pos = 0, n = PyDict_GET_SIZE(x) + (intercept != NULL), b, i;
     double v;
     if (grow((void **)&self->feats, &self->feats_cap, n, sizeof(Feat)) < 0 ||
-        grow((void **)&self->ixs, &self->ixs_cap, n * self->nblocks, sizeof(Py_ssize_t)) < 0 ||
-        grow((void **)&self->zs, &self->zs_cap, 2 * self->nblocks + 2, sizeof(double)) < 0)
+        grow((void **)&self->ixs, &self->ixs_cap, n * self->blocks.n, sizeof(Py_ssize_t)) < 0 ||
+        grow((void **)&self->zs, &self->zs_cap, 2 * self->blocks.n + 2, sizeof(double)) < 0)
         return -1;
     while (PyDict_Next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &v)) return 1;
@@ -301,9 +292,10 @@ static int collect(Engine *self, PyObject *x, PyObject *intercept) {
         if (add_feat(self, key, v) < 0) return -1;
     }
     if (intercept != NULL && add_feat(self, intercept, 1.0) < 0) return -1;
-    for (b = 0; b < self->nblocks; b++)
+    for (b = 0; b < self->blocks.n; b++)
         for (i = 0; i < self->nfeats; i++) {
-            Py_ssize_t ix = table_find(&self->blocks[b], self->feats[i].key, self->feats[i].hash);
+            Py_ssize_t ix =
+                table_find(&self->blocks.table[b], self->feats[i].key, self->feats[i].hash);
             if (ix == -2) return -1;
             self->ixs[b * self->nfeats + i] = ix;
         }
@@ -332,7 +324,7 @@ static inline double term(Engine *self, const Table *t, const Py_ssize_t *ixs, P
 
 /* math.fsum of x's terms in block b; 0, -1 (fsum raised: bad input, cleared), -2 (error) */
 static int block_score(Engine *self, Py_ssize_t b, const Weight *w, double *out) {
-    const Table *t = &self->blocks[b];
+    const Table *t = &self->blocks.table[b];
     const Py_ssize_t *ixs = self->ixs + b * self->nfeats;
     Py_ssize_t i;
     Fsum acc;
@@ -357,12 +349,12 @@ static int scores_into(Engine *self, const Weight *w, double divisor, double *zs
     int r;
     Fsum all;
     double total;
-    for (b = 0; b < self->nblocks; b++) {
+    for (b = 0; b < self->blocks.n; b++) {
         if ((r = block_score(self, b, w, &zs[b])) < 0) return r;
         zs[b] /= divisor;
     }
     fsum_init(&all);
-    for (b = 0; b < self->nblocks; b++)
+    for (b = 0; b < self->blocks.n; b++)
         if (fsum_add(&all, zs[b]) < 0) {
             fsum_free(&all);
             return -2;
@@ -429,7 +421,7 @@ static int step_reserve(Engine *self, const Pairs *p) {
             touched++;
             n += self->ixs[b * self->nfeats + i] < 0;
         }
-        if (table_reserve(&self->blocks[b], n) < 0) return -1;
+        if (table_reserve(&self->blocks.table[b], n) < 0) return -1;
         fresh += n;
     }
     if (grow((void **)&self->recs, &self->recs_cap, self->nrecs + fresh, sizeof(Rec)) < 0 ||
@@ -464,7 +456,7 @@ static void take_step(Engine *self, const Pairs *p, double step) {
     if (step == 0.0) return;
     totals(self, &w); /* c_{k+1} = 0: the sums up to k */
     for (j = 0; j < p->n; j++) {
-        Table *t = &self->blocks[p->block[j]];
+        Table *t = &self->blocks.table[p->block[j]];
         const Py_ssize_t *ixs = self->ixs + p->block[j] * self->nfeats;
         for (i = 0; i < self->nfeats; i++) {
             Feat *f = &self->feats[i];
@@ -498,8 +490,8 @@ static void take_step(Engine *self, const Pairs *p, double step) {
 /* the calibration row of this example: the prediction scores' logits, unless they overflow */
 static int queue_row(Engine *self, int label, double w) {
     Weight pw;
-    double divisor = prediction_weight(self, &pw), *zs = self->zs + self->nblocks, *row;
-    Py_ssize_t nz = self->nblocks == 1 ? 2 : self->nblocks, width = nz + 2;
+    double divisor = prediction_weight(self, &pw), *zs = self->zs + self->blocks.n, *row;
+    Py_ssize_t nz = self->blocks.n == 1 ? 2 : self->blocks.n, width = nz + 2;
     int r = scores_into(self, &pw, divisor, zs);
     if (r == -1) return 0; /* the averaged scores overflow: not used for calibration */
     if (r < 0) return r;
@@ -519,7 +511,7 @@ static int queue_row(Engine *self, int label, double w) {
     row = self->queue + self->nqueue * width;
     row[0] = label;
     row[1] = w;
-    if (self->nblocks == 1) {
+    if (self->blocks.n == 1) {
         row[2] = 0.0;
         row[3] = zs[0];
     } else
@@ -563,7 +555,7 @@ static int learn(Engine *self, const Pairs *p, double w, int calibrate) {
             Weight tw;
             totals(self, &tw);
             for (j = 0; j < p->n; j++) {
-                const Table *t = &self->blocks[p->block[j]];
+                const Table *t = &self->blocks.table[p->block[j]];
                 const Py_ssize_t *ixs = self->ixs + p->block[j] * self->nfeats;
                 for (i = 0; i < self->nfeats; i++) {
                     double v = self->feats[i].v, g;
@@ -573,7 +565,8 @@ static int learn(Engine *self, const Pairs *p, double w, int calibrate) {
                         if (!isfinite(g)) return SKIPPED;
                     } else {
                         const Rec *rec = &self->recs[t->entries[ixs[i]].rec];
-                        if (!(isfinite(rec->s + g) && isfinite(weight_of(&tw, rec)))) return SKIPPED;
+                        if (!(isfinite(rec->s + g) && isfinite(weight_of(&tw, rec))))
+                            return SKIPPED;
                     }
                 }
             }
@@ -581,7 +574,7 @@ static int learn(Engine *self, const Pairs *p, double w, int calibrate) {
         }
     }
     if (calibrate) {
-        label = self->nblocks == 1 ? p->sign[0] == 1.0 : (int)p->block[0];
+        label = self->blocks.n == 1 ? p->sign[0] == 1.0 : (int)p->block[0];
         if ((r = queue_row(self, label, w)) < 0) return r;
     }
     if (update) take_step(self, p, step);
@@ -607,7 +600,7 @@ static PyObject *engine_learn_one(Engine *self, PyObject *const *args, Py_ssize_
     }
     x = args[0];
     intercept = args[4] == Py_None ? NULL : args[4];
-    if ((r = rcw_binary_case(args, self->nblocks, &w, &p.sign[0])) <= 0)
+    if ((r = rcw_binary_case(args, self->blocks.n, &w, &p.sign[0])) <= 0)
         return r < 0 ? NULL : PyLong_FromLong(-1);
     p.n = 1;
     p.block[0] = 0;
@@ -661,7 +654,7 @@ static PyObject *engine_update(Engine *self, PyObject *args) {
     for (j = 0; j < p.n; j++) {
         long sign;
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(pairs, j), "nl", &p.block[j], &sign)) return NULL;
-        if (p.block[j] < 0 || p.block[j] >= self->nblocks) {
+        if (p.block[j] < 0 || p.block[j] >= self->blocks.n) {
             PyErr_SetString(PyExc_IndexError, "list index out of range");
             return NULL;
         }
@@ -695,8 +688,8 @@ static PyObject *engine_scores(Engine *self, PyObject *args) {
     r = scores_into(self, &w, divisor, self->zs);
     if (r == -1) raise_bad_input(x);
     if (r < 0) goto done;
-    if ((out = PyList_New(self->nblocks)) == NULL) goto done;
-    for (b = 0; b < self->nblocks; b++) {
+    if ((out = PyList_New(self->blocks.n)) == NULL) goto done;
+    for (b = 0; b < self->blocks.n; b++) {
         PyObject *f = PyFloat_FromDouble(self->zs[b]);
         if (f == NULL) {
             Py_CLEAR(out);
@@ -721,83 +714,41 @@ static PyObject *engine_take_calibration(Engine *self, PyObject *unused) {
 /* ---------------------------------------------------------------------------------------- */
 /* blocks and their layout                                                                   */
 
-static PyObject *engine_add_block(Engine *self, PyObject *unused) {
+/* a new empty block at `at`: add_block (at the end) and lift (in front) */
+static PyObject *insert_block(Engine *self, Py_ssize_t at) {
     if (enter(self) < 0) return NULL;
     self->busy = 0;
-    if (blocks_reserve(self, self->nblocks + 1) < 0 ||
-        new_block(self, &self->blocks[self->nblocks]) < 0)
-        return NULL;
-    self->nblocks++;
+    if (blocks_insert(&self->blocks, at) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+static PyObject *engine_add_block(Engine *self, PyObject *unused) {
+    return insert_block(self, self->blocks.n);
 }
 
 static PyObject *engine_lift(Engine *self, PyObject *unused) {
-    Table t;
-    if (enter(self) < 0) return NULL;
-    self->busy = 0;
-    if (blocks_reserve(self, self->nblocks + 1) < 0 || new_block(self, &t) < 0) return NULL;
-    memmove(&self->blocks[1], &self->blocks[0], sizeof(Table) * self->nblocks);
-    self->blocks[0] = t;
-    self->nblocks++;
-    Py_RETURN_NONE;
+    return insert_block(self, 0);
 }
 
 static PyObject *engine_layout(Engine *self, PyObject *unused) {
-    PyObject *out = PyTuple_New(self->nblocks);
-    Py_ssize_t b;
-    for (b = 0; out != NULL && b < self->nblocks; b++) {
-        PyObject *id = PyLong_FromLongLong(self->blocks[b].id);
-        if (id == NULL)
-            Py_CLEAR(out);
-        else
-            PyTuple_SET_ITEM(out, b, id);
-    }
-    return out;
+    return blocks_layout(&self->blocks);
 }
 
 /* restore_layout(ids): the blocks of an earlier `layout`, in its order; the blocks added since
  * are dropped (a failed learn wrote nothing into them) */
 static PyObject *engine_restore_layout(Engine *self, PyObject *layout) {
-    Py_ssize_t n, i, b;
-    Table *tables;
-    char *kept;
-    if (!PyTuple_Check(layout)) {
-        PyErr_SetString(PyExc_TypeError, "a layout is a tuple of block ids");
+    Py_ssize_t n;
+    long long *ids;
+    int r;
+    if ((ids = layout_ids(layout, &n)) == NULL) return NULL;
+    if (enter(self) < 0) {
+        PyMem_Free(ids);
         return NULL;
     }
-    n = PyTuple_GET_SIZE(layout);
-    if (enter(self) < 0) return NULL;
     self->busy = 0;
-    tables = PyMem_Calloc(n ? n : 1, sizeof(Table));
-    kept = PyMem_Calloc(self->nblocks ? self->nblocks : 1, 1);
-    if (tables == NULL || kept == NULL) {
-        PyMem_Free(tables);
-        PyMem_Free(kept);
-        return PyErr_NoMemory();
-    }
-    for (i = 0; i < n; i++) {
-        long long id = PyLong_AsLongLong(PyTuple_GET_ITEM(layout, i));
-        if (id == -1 && PyErr_Occurred()) break;
-        for (b = 0; b < self->nblocks && (self->blocks[b].id != id || kept[b]); b++)
-            ;
-        if (b == self->nblocks) {
-            PyErr_SetString(PyExc_ValueError, "not a layout of this engine's blocks");
-            break;
-        }
-        kept[b] = 1;
-        tables[i] = self->blocks[b];
-    }
-    if (i < n) {
-        PyMem_Free(tables);
-        PyMem_Free(kept);
-        return NULL;
-    }
-    for (b = 0; b < self->nblocks; b++)
-        if (!kept[b]) table_free(&self->blocks[b]);
-    memcpy(self->blocks, tables, sizeof(Table) * n);
-    self->nblocks = n;
-    PyMem_Free(tables);
-    PyMem_Free(kept);
+    r = blocks_arrange(&self->blocks, ids, n);
+    PyMem_Free(ids);
+    if (r < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -808,9 +759,9 @@ static PyObject *engine_weight_blocks(Engine *self, PyObject *unused) {
     Weight w;
     double divisor = prediction_weight(self, &w);
     Py_ssize_t b, i;
-    if ((out = PyList_New(self->nblocks)) == NULL) return NULL;
-    for (b = 0; b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
+    if ((out = PyList_New(self->blocks.n)) == NULL) return NULL;
+    for (b = 0; b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
         PyObject *d = PyDict_New();
         if (d == NULL) goto fail;
         PyList_SET_ITEM(out, b, d);
@@ -850,9 +801,9 @@ static PyObject *engine_export(Engine *self, PyObject *unused) {
     Py_ssize_t b, i;
     if ((lists = PyMem_Calloc(self->nrecs ? self->nrecs : 1, sizeof(PyObject *))) == NULL)
         return PyErr_NoMemory();
-    if ((blocks = PyList_New(self->nblocks)) == NULL) goto done;
-    for (b = 0; b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
+    if ((blocks = PyList_New(self->blocks.n)) == NULL) goto done;
+    for (b = 0; b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
         PyObject *d = PyDict_New();
         if (d == NULL) goto done;
         PyList_SET_ITEM(blocks, b, d);
@@ -935,25 +886,25 @@ static PyObject *engine_load(Engine *self, PyObject *state) {
         PyErr_SetString(PyExc_ValueError, "load: a state with the lists _blocks and _cuts");
         return NULL;
     }
-    if (self->nrecs || self->nblocks != 1 || self->blocks[0].used) {
+    if (self->nrecs || self->blocks.n != 1 || self->blocks.table[0].used) {
         PyErr_SetString(PyExc_RuntimeError, "load: the engine is not new");
         return NULL;
     }
     if (enter(self) < 0) return NULL;
     nb = PyList_GET_SIZE(blocks);
-    if ((ids = PyDict_New()) == NULL || blocks_reserve(self, nb ? nb : 1) < 0) goto fail;
-    table_free(&self->blocks[0]);
-    self->nblocks = 0;
+    if ((ids = PyDict_New()) == NULL || blocks_reserve(&self->blocks, nb ? nb : 1) < 0) goto fail;
+    table_free(&self->blocks.table[0]);
+    self->blocks.n = 0;
     for (b = 0; b < nb; b++) {
         PyObject *d = PyList_GET_ITEM(blocks, b), *key, *list;
         Py_ssize_t pos = 0;
-        Table *t = &self->blocks[b];
+        Table *t = &self->blocks.table[b];
         if (!PyDict_Check(d)) {
             PyErr_SetString(PyExc_TypeError, "load: a block is a dict");
             goto fail;
         }
-        if (new_block(self, t) < 0) goto fail;
-        self->nblocks++;
+        if (block_init(&self->blocks, t) < 0) goto fail;
+        self->blocks.n++;
         if (table_reserve(t, PyDict_GET_SIZE(d)) < 0 ||
             grow((void **)&self->recs, &self->recs_cap, self->nrecs + PyDict_GET_SIZE(d),
                  sizeof(Rec)) < 0)
@@ -975,9 +926,9 @@ static PyObject *engine_load(Engine *self, PyObject *state) {
             table_append(t, key, h, self->nrecs++);
         }
     }
-    if (self->nblocks == 0) { /* keep one block, as a new engine has */
-        if (new_block(self, &self->blocks[0]) < 0) goto fail;
-        self->nblocks = 1;
+    if (self->blocks.n == 0) { /* keep one block, as a new engine has */
+        if (block_init(&self->blocks, &self->blocks.table[0]) < 0) goto fail;
+        self->blocks.n = 1;
     }
     if (grow((void **)&self->cuts, &self->cuts_cap, PyList_GET_SIZE(cuts), sizeof(Cut)) < 0)
         goto fail;
@@ -1046,12 +997,10 @@ static PyObject *engine_get_live_cuts(Engine *self, void *closure) {
 }
 
 static PyObject *engine_sizeof(Engine *self, PyObject *unused) {
-    Py_ssize_t size = Py_TYPE(self)->tp_basicsize, b;
-    size += sizeof(Table) * self->blocks_cap + sizeof(Rec) * self->recs_cap +
-            sizeof(Cut) * self->cuts_cap + sizeof(Feat) * self->feats_cap +
-            sizeof(Py_ssize_t) * self->ixs_cap + sizeof(double) * self->zs_cap;
-    for (b = 0; b < self->nblocks; b++)
-        size += sizeof(int32_t) * (self->blocks[b].mask + 1) + sizeof(Entry) * self->blocks[b].cap;
+    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
+    size += sizeof(Rec) * self->recs_cap + sizeof(Cut) * self->cuts_cap +
+            sizeof(Feat) * self->feats_cap + sizeof(Py_ssize_t) * self->ixs_cap +
+            sizeof(double) * self->zs_cap;
     if (self->queue != NULL) size += sizeof(double) * QUEUE_ROWS * self->width;
     return PyLong_FromSsize_t(size);
 }

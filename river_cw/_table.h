@@ -159,6 +159,126 @@ static inline Entry *table_push(Table *t, PyObject *key, Py_hash_t hash) {
     return e;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* an engine's weight blocks: its tables in order, each with an id no other block of the engine
+ * had, so that a layout (the ids in order) names the blocks across changes                    */
+
+typedef struct {
+    Table *table; /* the blocks, in order */
+    Py_ssize_t n, cap;
+    long long next_id;
+} Blocks;
+
+/* room for n blocks; 0 or -1 (memory) */
+static int blocks_reserve(Blocks *b, Py_ssize_t n) {
+    if (n > b->cap) {
+        Py_ssize_t cap = n + 4;
+        Table *table = PyMem_Realloc(b->table, sizeof(Table) * cap);
+        if (table == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->table = table;
+        b->cap = cap;
+    }
+    return 0;
+}
+
+/* t, a new empty block with the next id; 0 or -1 (memory) */
+static int block_init(Blocks *b, Table *t) {
+    if (table_init(t) < 0) return -1;
+    t->id = b->next_id++;
+    return 0;
+}
+
+/* a new empty block at position `at` (0: in front, b->n: at the end); 0 or -1 (memory) */
+static int blocks_insert(Blocks *b, Py_ssize_t at) {
+    Table t;
+    if (blocks_reserve(b, b->n + 1) < 0 || block_init(b, &t) < 0) return -1;
+    memmove(&b->table[at + 1], &b->table[at], sizeof(Table) * (b->n - at));
+    b->table[at] = t;
+    b->n++;
+    return 0;
+}
+
+/* the bytes the blocks hold (their array, and each table's index and entries), for __sizeof__ */
+static Py_ssize_t blocks_bytes(const Blocks *b) {
+    Py_ssize_t size = sizeof(Table) * b->cap, i;
+    for (i = 0; i < b->n; i++)
+        size += sizeof(int32_t) * (b->table[i].mask + 1) + sizeof(Entry) * b->table[i].cap;
+    return size;
+}
+
+/* the layout: a tuple of the blocks' ids, in order */
+static PyObject *blocks_layout(const Blocks *b) {
+    PyObject *out = PyTuple_New(b->n);
+    Py_ssize_t i;
+    for (i = 0; out != NULL && i < b->n; i++) {
+        PyObject *id = PyLong_FromLongLong(b->table[i].id);
+        if (id == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, id);
+    }
+    return out;
+}
+
+/* the ids of a layout (a sequence of ints) into a new PyMem array of *n; NULL with an error */
+static long long *layout_ids(PyObject *layout, Py_ssize_t *n) {
+    PyObject *seq;
+    long long *ids;
+    Py_ssize_t i;
+    if ((seq = PySequence_Fast(layout, "a layout is a tuple of block ids")) == NULL) return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    if ((ids = PyMem_Malloc(sizeof(long long) * (*n ? *n : 1))) == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (i = 0; i < *n; i++)
+        if ((ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i))) == -1 &&
+            PyErr_Occurred()) {
+            Py_DECREF(seq);
+            PyMem_Free(ids);
+            return NULL;
+        }
+    Py_DECREF(seq);
+    return ids;
+}
+
+/* the blocks in the order of `ids` (each an existing block's, at most once), the others freed;
+ * 0, or -1 with an error and nothing changed (ValueError: not a layout of these blocks) */
+static int blocks_arrange(Blocks *b, const long long *ids, Py_ssize_t n) {
+    Table *tables = PyMem_Calloc(n ? n : 1, sizeof(Table));
+    char *kept = PyMem_Calloc(b->n ? b->n : 1, 1);
+    Py_ssize_t i, k;
+    if (tables == NULL || kept == NULL) {
+        PyMem_Free(tables);
+        PyMem_Free(kept);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        for (k = 0; k < b->n && (b->table[k].id != ids[i] || kept[k]); k++)
+            ;
+        if (k == b->n) {
+            PyMem_Free(tables);
+            PyMem_Free(kept);
+            PyErr_SetString(PyExc_ValueError, "not a layout of this engine's blocks");
+            return -1;
+        }
+        kept[k] = 1;
+        tables[i] = b->table[k];
+    }
+    for (k = 0; k < b->n; k++)
+        if (!kept[k]) table_free(&b->table[k]);
+    memcpy(b->table, tables, sizeof(Table) * n);
+    b->n = n;
+    PyMem_Free(tables);
+    PyMem_Free(kept);
+    return 0;
+}
+
 /* 1 when a fast path may clear the pending error, if any, and hand the example over to the
  * engine's general path, which meets it again and raises it by itself (an ordinary Exception
  * from a key's hash or ==, or from a value); 0 for what must propagate as it is: MemoryError,

@@ -24,8 +24,8 @@
 static PyObject *text_stored_key(Diagonal *self, const unsigned char *tok, size_t length,
                                  Py_hash_t hash)
 {
-    for (Py_ssize_t b = 0; b < self->nblocks; b++) {
-        Table *t = &self->blocks[b];
+    for (Py_ssize_t b = 0; b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
         size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
         for (;;) {
             int32_t ix = t->index[i];
