@@ -20,8 +20,9 @@ Processing guarantees (`ServeConfig.processing_guarantee`):
   `river-cw.<state topic>.<p>`). The outputs of a batch of records, the partition's state
   after it and the consumed offsets (committed for the group) are in one Kafka transaction. A
   crash at any point, even kill -9, aborts the open transaction; the next owner (its producer
-  with the same id fences the old one) restores the last committed state and re-learns the
-  records since, silently, so a consumer reading committed records only
+  with the same id fences the old one) restores the last committed state (reading the state
+  topic up to a mark it appends after fencing: `streams.state_topic`) and re-learns the records
+  since, silently, so a consumer reading committed records only
   (`streams.committed.committed_consumer`) sees each example's prediction exactly once.
   Outputs become visible when their batch commits (every `checkpoint_every` records or
   `checkpoint_seconds`).
@@ -291,7 +292,12 @@ class ModelServer:
                 else self._shared
             )  # a transactional producer fences the previous owner first
             try:
-                state = self._restore(p)
+                state = self._restore(p, state_topic.mark(outputs, config.states_topic, p))
+            except Fenced:  # a newer owner already: the next rebalance takes it away
+                if outputs is not self._shared:
+                    outputs.close()
+                log.warning("partition %d: fenced by a newer owner while restoring it", p)
+                continue
             except BaseException:
                 if outputs is not self._shared:
                     outputs.close()
@@ -311,8 +317,9 @@ class ModelServer:
                     )
                 self.source.seek(topic, p, offset)
             self.parts[p] = _Partition(learner, outputs, mixer=mixer, mixed_at=time.monotonic())
-        if self._models is not None:  # from where the new partitions' rounds need
-            self._models.rewind(min(self.parts[p].state.mixing.models_from for p in partitions))
+        restored = [self.parts[p].state for p in partitions if p in self.parts]
+        if self._models is not None and restored:  # from where the new partitions' rounds need
+            self._models.rewind(min(state.mixing.models_from for state in restored))
         self._last_record = time.monotonic()
 
     def _mixer(self, state: PartitionState) -> Mixer | None:
@@ -331,9 +338,10 @@ class ModelServer:
             state.mixing.learned = state.learned
         return Mixer(state.mixing, self.config.mix_every, self.config.mix_seconds)
 
-    def _restore(self, p: int) -> PartitionState:
+    def _restore(self, p: int, mark: int) -> PartitionState:
         """The partition's last committed state: from the local cache and the state topic
-        after it when there is a cache, else from the whole state topic."""
+        after it when there is a cache, else from the whole state topic, up to the `mark` this
+        owner appended to it (`streams.state_topic`)."""
         config, started = self.config, time.monotonic()
         path = self.checkpoint_path(p)
         cached = None if path is None else checkpoint.load(path)
@@ -345,14 +353,19 @@ class ModelServer:
                     f"{path} holds {state.topic}/{state.partition}, not {config.examples_topic}/{p}"
                 )
             stored, read = state_topic.restore(
-                self.settings, config.states_topic, p, start=after, timeout=config.restore_timeout
+                self.settings,
+                config.states_topic,
+                p,
+                start=after,
+                timeout=config.restore_timeout,
+                until=mark,
             )
             where = f"the local cache {path} and {read} newer state records"
             if stored is None and read >= 0:
                 stored = state
         if stored is None:
             stored, read = state_topic.restore(
-                self.settings, config.states_topic, p, timeout=config.restore_timeout
+                self.settings, config.states_topic, p, timeout=config.restore_timeout, until=mark
             )
             where = f"the state topic ({read} records read)"
         seconds = time.monotonic() - started

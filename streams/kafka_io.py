@@ -323,12 +323,14 @@ class Outputs:
             self._call(self._producer.begin_transaction)
             self.in_transaction = True
 
-    def commit(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
-        """Commit the open transaction with the consumed `offsets` of `group_id`."""
+    def commit(self, offsets: dict[TopicPartition, int], group_id: str | None) -> None:
+        """Commit the open transaction with the consumed `offsets` of `group_id` (none: no
+        offsets)."""
         if not self.in_transaction:
             return
-        committed = {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in offsets.items()}
-        self._call(self._producer.send_offsets_to_transaction, committed, group_id)
+        if offsets:
+            committed = {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in offsets.items()}
+            self._call(self._producer.send_offsets_to_transaction, committed, group_id)
         self._call(self._producer.commit_transaction)
         self.in_transaction = False
         self._check_sent()

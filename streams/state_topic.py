@@ -9,7 +9,13 @@ Compaction keeps the last value of each key, so the last snapshot survives whole
 
 `restore` reads the partition with `streams.committed.committed_consumer` (aborted snapshots
 are dropped even on brokers that do not list aborted transactions) up to its end, and returns
-the last complete snapshot. Pickle runs code on load: read only state topics you wrote.
+the last complete snapshot. Where that end is depends on the broker's word (Tansu's ListOffsets
+understates it) and on timing, so a partition's new owner does not rely on it: once its
+producer has fenced the previous owner it appends a `mark` (key `p/mark`) and reads up to it.
+Every snapshot ever committed lies before the mark, so the restore cannot stop short of the
+last one, which would make a server learn again what its partition had learned (and, when
+mixing, publish a second contribution to a round). Pickle runs code on load: read only state
+topics you wrote.
 """
 
 from __future__ import annotations
@@ -64,12 +70,34 @@ def write(outputs, topic: str, partition: int, state):
     )
 
 
+def mark(outputs, topic: str, partition: int) -> int:
+    """Append a mark to `partition` of `topic` with `outputs` (committed at once when they are
+    transactional, else acknowledged) and return its offset: `restore`'s `until`."""
+    future = outputs.send(topic, key=_mark_key(partition), value=b"", partition=partition)
+    if outputs.transactional:
+        outputs.commit({}, None)
+    else:
+        outputs.flush()
+    return future.get().offset
+
+
+def _mark_key(partition: int) -> bytes:
+    return f"{partition}/mark".encode()
+
+
 def restore(
-    settings: KafkaSettings, topic: str, partition: int, start: int = 0, timeout: float = 120.0
+    settings: KafkaSettings,
+    topic: str,
+    partition: int,
+    start: int = 0,
+    timeout: float = 120.0,
+    until: int | None = None,
 ):
     """The last committed snapshot of `partition` in `topic` from offset `start` on and the
     number of records read, or (None, n) when there is none; n is -1 when `start` lies beyond
-    the partition's end (a cache from another broker or topic). `StateError` past `timeout` s."""
+    the partition's end (a cache from another broker or topic). With `until` (a `mark`'s
+    offset) every record before it is read; without, up to where the log seems to end.
+    `StateError` past `timeout` s."""
     consumer = committed_consumer(
         bootstrap_servers=settings.bootstrap_servers,
         enable_auto_commit=False,
@@ -80,19 +108,28 @@ def restore(
     tp = TopicPartition(topic, partition)
     try:
         consumer.assign([tp])
-        # Tansu's ListOffsets answers the base offset of the last batch + 1 and its fetch
-        # replies' high watermark may be another partition's: read at least up to the former,
-        # then until the position stops moving (control markers move it without records)
-        if not log_reaches(settings, topic, partition, start):
-            return None, -1
-        end = consumer.end_offsets([tp])[tp]
+        if until is not None:
+            if start > until:
+                return None, -1
+            end = until  # every record before the mark, and the mark's batch passed
+        else:
+            # Tansu's ListOffsets answers the base offset of the last batch + 1 and its fetch
+            # replies' high watermark may be another partition's: read at least up to the
+            # former, then until the position stops moving (control markers move it without
+            # records)
+            if not log_reaches(settings, topic, partition, start):
+                return None, -1
+            end = consumer.end_offsets([tp])[tp]
         consumer.seek(tp, start)
         deadline = time.monotonic() + timeout
         found, chunks, snapshot, read, still = None, [], None, 0, 0
-        while still < 3:
+        while consumer.position(tp) <= end if until is not None else still < 3:
             position = consumer.position(tp)
             for records in consumer.poll(timeout_ms=100).values():
                 for record in records:
+                    after_mark = until is not None and record.offset > until
+                    if after_mark or record.key == _mark_key(partition):
+                        continue
                     read += 1
                     key = record.key.decode()
                     if key == str(partition):

@@ -1,12 +1,12 @@
 """The state topic against the real broker: chunked snapshots, the last committed one restored,
-aborted ones ignored, a cache offset beyond the end recognised."""
+aborted ones ignored, a cache offset beyond the end recognised, a restore up to a mark."""
 
 from __future__ import annotations
 
 import pickle
 
 import pytest
-from kafka import TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 
 from river_cw import AROW
 from streams import state_topic
@@ -52,3 +52,40 @@ def test_snapshots_are_chunked_and_only_committed_ones_restored(kafka_broker, to
     assert state_topic.restore(settings, topic, 1, start=after)[0] is None  # nothing newer
     assert state_topic.restore(settings, topic, 1, start=after + 1000) == (None, -1)
     assert state_topic.restore(settings, topic, 0) == (None, 0)
+
+
+def test_a_restore_up_to_a_mark_reads_every_snapshot_before_it_whatever_the_log_end_looks_like(
+    kafka_broker, topic_name, monkeypatch
+):
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    old = Outputs(settings, transactional_id=f"{topic}-1")
+    new = None
+    try:
+        for batches in range(1, 6):
+            state_topic.write(old, topic, 1, big_state(10, batches))
+            old.commit({TopicPartition("t", 1): batches}, "group")
+        first = state_topic.mark(old, topic, 1)  # an earlier owner's mark: not a snapshot
+        state_topic.write(old, topic, 1, big_state(10, 6))
+        old.commit({TopicPartition("t", 1): 6}, "group")
+        state_topic.write(old, topic, 1, big_state(10, 7))  # open when the new owner fences it
+        old.flush()
+        new = Outputs(settings, transactional_id=f"{topic}-1")
+        until = state_topic.mark(new, topic, 1)
+        state_topic.write(new, topic, 1, big_state(10, 8))  # after the mark: not read
+        new.commit({TopicPartition("t", 1): 8}, "group")
+    finally:
+        old.close()
+        if new is not None:
+            new.close()
+    assert until > first
+
+    def unreliable(self, partitions):  # the restore must not depend on the broker's word
+        raise AssertionError("end_offsets asked")
+
+    monkeypatch.setattr(KafkaConsumer, "end_offsets", unreliable)
+    restored, read = state_topic.restore(settings, topic, 1, until=until)
+    assert restored.batches == 6 and read == 2 * 6  # a chunk and a manifest each, no marks
+    assert state_topic.restore(settings, topic, 1, start=first, until=until)[0].batches == 6
+    assert state_topic.restore(settings, topic, 1, start=until + 1, until=until) == (None, -1)
