@@ -65,13 +65,54 @@ static void table_free(Table *t) {
     t->used = t->cap = 0;
 }
 
+/* whether the n bytes at p and q are equal, inline: words compared, the last ones overlapping
+ * (the keys of a table hit are short, and equal nearly always: their hashes are) */
+static inline int bytes_equal(const unsigned char *p, const unsigned char *q, size_t n) {
+    uint64_t a, b;
+    uint32_t c, d;
+    uint16_t e, f;
+    size_t i;
+    if (n >= 8) {
+        for (i = 0; i + 8 < n; i += 8) {
+            memcpy(&a, p + i, 8);
+            memcpy(&b, q + i, 8);
+            if (a != b) return 0;
+        }
+        memcpy(&a, p + n - 8, 8);
+        memcpy(&b, q + n - 8, 8);
+        return a == b;
+    }
+    if (n >= 4) {
+        memcpy(&c, p, 4);
+        memcpy(&d, q, 4);
+        if (c != d) return 0;
+        memcpy(&c, p + n - 4, 4);
+        memcpy(&d, q + n - 4, 4);
+        return c == d;
+    }
+    if (n >= 2) {
+        memcpy(&e, p, 2);
+        memcpy(&f, q, 2);
+        if (e != f) return 0;
+        memcpy(&e, p + n - 2, 2);
+        memcpy(&f, q + n - 2, 2);
+        return e == f;
+    }
+    return n == 0 || *p == *q;
+}
+
 static inline int keys_equal_fast(PyObject *a, PyObject *b) {
     /* 1 equal, 0 different, -1 unknown (needs ==) */
     if (a == b) return 1;
     if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) {
         Py_ssize_t n = PyUnicode_GET_LENGTH(a);
-        int kind = PyUnicode_KIND(a);
-        return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
+        int kind;
+        if (n != PyUnicode_GET_LENGTH(b)) return 0;
+        if (PyUnicode_IS_COMPACT_ASCII(a) && PyUnicode_IS_COMPACT_ASCII(b))
+            return bytes_equal((const unsigned char *)((PyASCIIObject *)a + 1),
+                               (const unsigned char *)((PyASCIIObject *)b + 1), (size_t)n);
+        kind = PyUnicode_KIND(a);
+        return kind == PyUnicode_KIND(b) &&
                memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * kind) == 0;
     }
     return -1;
@@ -87,7 +128,8 @@ static int keys_equal_slow(PyObject *stored, PyObject *key) {
 }
 
 /* position of `key` in t->entries, -1 when absent, -2 on error (raised by ==) */
-static inline Py_ssize_t table_find(Table *t, PyObject *key, Py_hash_t hash) {
+static inline __attribute__((always_inline)) Py_ssize_t table_find(Table *t, PyObject *key,
+                                                                Py_hash_t hash) {
     size_t mask = (size_t)t->mask, i = (size_t)hash & mask, perturb = (size_t)hash;
     for (;;) {
         int32_t ix = t->index[i];

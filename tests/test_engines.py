@@ -286,3 +286,24 @@ def test_same_with_intercept_sample_weights_forgetting_and_calibration(cls, para
         assert_same(compiled, python, x)
         assert bits(compiled.gaussian.mean_bound) == bits(python.gaussian.mean_bound)
     assert pickle.dumps(compiled) == pickle.dumps(python)
+
+
+def fresh(text: str) -> str:
+    """An equal str that is another object (as every call of a tokenizer makes its tokens)."""
+    copy = (text + "!")[:-1]
+    assert copy == text and (copy is not text or len(text) <= 1)  # one-character strs are shared
+    return copy
+
+
+@pytest.mark.parametrize("alphabet", ["abcdefghij", "àbcdéfghïj", "αβγδεζηθικ", "😀😁😂🤣😃😄"])
+def test_keys_equal_by_content_are_one_feature_at_every_length(alphabet):
+    # the compiled table compares a key found by its hash with the stored one word by word for
+    # ASCII strs, by memcmp for the others: every length, to the last byte
+    keys = ["".join(alphabet[i % len(alphabet)] for i in range(n)) for n in range(41)]
+    compiled, python = pair(river_cw.AROW, {})
+    for round_ in range(3):
+        for model in (compiled, python):
+            model.learn_one({fresh(k): 1.0 + round_ for k in keys}, round_ % 2)
+            model.learn_one({fresh(k[::-1]): 1.0 for k in keys[::3]}, 1)
+    assert len(compiled.weights) == len(set(keys) | {k[::-1] for k in keys[::3]})
+    assert_same(compiled, python, {fresh(k): 1.0 for k in keys})
