@@ -293,15 +293,14 @@ class ModelServer:
             )  # a transactional producer fences the previous owner first
             try:
                 state = self._restore(p, state_topic.mark(outputs, config.states_topic, p))
-            except Fenced:  # a newer owner already: the next rebalance takes it away
+            except BaseException as error:
                 if outputs is not self._shared:
                     outputs.close()
+                if not isinstance(error, Fenced):
+                    raise
+                # a newer owner already: the next rebalance takes it away
                 log.warning("partition %d: fenced by a newer owner while restoring it", p)
                 continue
-            except BaseException:
-                if outputs is not self._shared:
-                    outputs.close()
-                raise
             learner = PartitionLearner(state, model_spec=self.spec, max_pending=config.max_pending)
             mixer = self._mixer(state)
             for topic in self.source.topics:

@@ -108,10 +108,9 @@ def restore(
     tp = TopicPartition(topic, partition)
     try:
         consumer.assign([tp])
-        if until is not None:
+        if until is not None:  # every record before the mark: read until its batch is passed
             if start > until:
                 return None, -1
-            end = until  # every record before the mark, and the mark's batch passed
         else:
             # Tansu's ListOffsets answers the base offset of the last batch + 1 and its fetch
             # replies' high watermark may be another partition's: read at least up to the
@@ -123,12 +122,13 @@ def restore(
         consumer.seek(tp, start)
         deadline = time.monotonic() + timeout
         found, chunks, snapshot, read, still = None, [], None, 0, 0
-        while consumer.position(tp) <= end if until is not None else still < 3:
+        mark_key = _mark_key(partition)
+        while consumer.position(tp) <= until if until is not None else still < 3:
             position = consumer.position(tp)
             for records in consumer.poll(timeout_ms=100).values():
                 for record in records:
                     after_mark = until is not None and record.offset > until
-                    if after_mark or record.key == _mark_key(partition):
+                    if after_mark or record.key == mark_key:
                         continue
                     read += 1
                     key = record.key.decode()
@@ -142,8 +142,9 @@ def restore(
                         if number != snapshot or key.endswith("/c0"):
                             chunks, snapshot = [], number
                         chunks.append(record.value)
-            moved = consumer.position(tp) != position
-            still = 0 if moved or consumer.position(tp) < end else still + 1
+            if until is None:
+                moved = consumer.position(tp) != position
+                still = 0 if moved or consumer.position(tp) < end else still + 1
             if time.monotonic() > deadline:
                 raise StateError(
                     f"restoring {topic}/{partition} took more than {timeout:.0f} s "
