@@ -16,8 +16,12 @@ batch are held until their producer's control marker, then returned (commit) or 
 
 It works on kafka-python 3's fetcher (its per-fetch record parser is replaced on this consumer
 only); a transactional record is returned once its transaction is committed, so records of
-several producers may come out of offset order. Read forward: records held when you `seek`
-elsewhere are returned when their marker comes, if it does.
+several producers may come out of offset order. A marker ends only its producer's records
+before it in the log, as in Kafka: after a `seek` back, an earlier transaction's marker read
+again leaves alone the records held from further on (a rewound reader once returned a dead
+producer's open transaction as committed, the marker of its previous transaction read again),
+and records read again are held once. Records held when you `seek` elsewhere are returned when
+their marker comes, if it does.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ __all__ = ["committed_consumer"]
 def committed_consumer(*topics: str, **config) -> KafkaConsumer:
     """A `KafkaConsumer` (same arguments) that returns committed transactional records only."""
     consumer = KafkaConsumer(*topics, isolation_level="read_uncommitted", **config)
-    held: dict = {}  # (topic-partition, producer id) -> records waiting for their marker
+    held: dict = {}  # (topic-partition, producer id) -> {offset: record} waiting for a marker
 
     class PartitionRecords(Fetcher.PartitionRecords):
         def _maybe_skip_record(self, record):
@@ -50,18 +54,29 @@ def committed_consumer(*topics: str, **config) -> KafkaConsumer:
                             yield record
                 elif batch.is_control_batch:
                     marker = next(iter(batch), None)
-                    waiting = held.pop((tp, batch.producer_id), [])
+                    ended = _ended(held, (tp, batch.producer_id), batch.base_offset)
                     if marker is not None and not marker.abort:
-                        yield from waiting
+                        yield from ended
                 else:
-                    held.setdefault((tp, batch.producer_id), []).extend(
-                        r for r in _records(tp, batch, self) if r.offset >= self.fetch_offset
-                    )
+                    waiting = held.setdefault((tp, batch.producer_id), {})
+                    for record in _records(tp, batch, self):
+                        if record.offset >= self.fetch_offset:
+                            waiting[record.offset] = record
                 self.next_fetch_offset = batch.next_offset
             self.drain()
 
     consumer._fetcher.PartitionRecords = PartitionRecords
     return consumer
+
+
+def _ended(held: dict, key, marker_offset: int) -> list:
+    """The records of `held[key]` before the marker at `marker_offset`, in offset order, taken
+    out of it."""
+    waiting = held.get(key, {})
+    ended = [waiting.pop(offset) for offset in sorted(o for o in waiting if o < marker_offset)]
+    if not waiting:
+        held.pop(key, None)
+    return ended
 
 
 def _batches(records):

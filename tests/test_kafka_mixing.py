@@ -148,15 +148,6 @@ def produce_slowly(bootstrap, topic, examples, seconds):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="known defect, fails about one run in three under CI's load: the member that restores "
-    "the killed member's partition mixes round 2 from other contributions than the rest of the "
-    "group (650 examples in its mix against 639 in stop 19's log) and round 3 stops every member "
-    "with MixError ('published changes from another base'); likely two contributions of that "
-    "partition to round 2 (the killed member's, in a transaction its successor fenced, and the "
-    "successor's) that members take in different orders",
-)
 def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_once(
     kafka_broker, topic_name, tmp_path
 ):

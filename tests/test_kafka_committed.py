@@ -1,0 +1,59 @@
+"""`streams.committed.committed_consumer` against the real broker: a transaction's control marker
+ends only that producer's records before it in the log, however the consumer moves."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kafka import TopicPartition
+
+from streams.committed import committed_consumer
+from streams.kafka_io import KafkaSettings, Outputs, create_topics
+
+pytestmark = pytest.mark.kafka
+
+
+def keys_read(consumer, seconds: float = 1.5) -> list[str]:
+    """The keys of what `consumer` returns within `seconds`, in order."""
+    keys, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=100).values():
+            keys += [record.key.decode() for record in records]
+    return keys
+
+
+def test_a_marker_read_again_after_a_seek_back_ends_only_the_records_before_it(
+    kafka_broker, topic_name
+):
+    # what a models topic reader saw when a member rewound to read a round again: an owner's
+    # committed contribution, then its next one in a transaction it died in, held open
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("committed")
+    create_topics(settings.bootstrap_servers, {topic: 1})
+    tp = TopicPartition(topic, 0)
+    owner = Outputs(settings, transactional_id=f"{topic}-0")
+    consumer = committed_consumer(
+        bootstrap_servers=settings.bootstrap_servers, auto_offset_reset="earliest"
+    )
+    try:
+        consumer.assign([tp])
+        first = owner.send(topic, key=b"committed", value=b"", partition=0).get(timeout=10).offset
+        owner.commit({}, None)
+        owner.send(topic, key=b"open", value=b"", partition=0)
+        owner.flush()  # in the log, its transaction open
+        assert keys_read(consumer) == ["committed"]  # "open" is held for its marker
+        consumer.seek(tp, first + 1)  # the first transaction's commit marker, read again
+        assert keys_read(consumer) == []  # it ends nothing after it
+        consumer.seek(tp, first)
+        assert keys_read(consumer) == ["committed"]
+        successor = Outputs(settings, transactional_id=f"{topic}-0")  # aborts "open"
+        successor.send(topic, key=b"next", value=b"", partition=0)
+        successor.commit({}, None)
+        assert keys_read(consumer) == ["next"]
+        consumer.seek(tp, 0)
+        assert keys_read(consumer) == ["committed", "next"]
+        successor.close()
+    finally:
+        owner.close()
+        consumer.close()
