@@ -145,22 +145,24 @@ static int row_reserve(BatchRow *r, Py_ssize_t n) {
 static int batch_score(const Table *t, const BatchRow *r, const Py_ssize_t *slot, int kept,
                        double *score, double *unseen) {
     Py_ssize_t j;
-    Fsum acc;
-    fsum_init(&acc);
+    DdSum acc;
+    Fsum all;
+    ddsum_init(&acc);
+    if (kept) fsum_init(&all);
     *unseen = 0.0;
     for (j = 0; j < r->n; j++) {
         Py_ssize_t ix = slot[r->col[j]];
         if (ix < 0)
             *unseen += r->x[j];
         else if (!kept)
-            fsum_add_unkept(&acc, t->entries[ix].mean * r->x[j]);
-        else if (fsum_add(&acc, t->entries[ix].mean * r->x[j]) < 0) {
-            fsum_free(&acc);
+            ddsum_add(&acc, t->entries[ix].mean * r->x[j]);
+        else if (fsum_add(&all, t->entries[ix].mean * r->x[j]) < 0) {
+            fsum_free(&all);
             return -1;
         }
     }
-    if (!kept) return fsum_certified(&acc, score) ? 0 : 1;
-    return fsum_result(&acc, score);
+    if (!kept) return ddsum_certified(&acc, score) ? 0 : 1;
+    return fsum_result(&all, score);
 }
 
 /* Validate a multi-class row as `scores` does and pick the best-scoring block other than k (the
@@ -198,15 +200,18 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
     Py_ssize_t j;
     double m = 0.0;
     int k;
-    Fsum u_acc, m_acc;
+    DdSum u_acc, m_acc; /* the sums without their terms */
+    Fsum u_all, m_all;  /* with them, when `kept` */
     self->nu = 0;
-    fsum_init(&u_acc);
+    ddsum_init(&u_acc);
+    if (kept) fsum_init(&u_all);
     for (k = 0; k < p->n; k++) {
         Entry *entries = self->blocks.table[p->block[k]].entries;
         const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
         double mk;
         p->n_new[k] = 0;
-        fsum_init(&m_acc);
+        ddsum_init(&m_acc);
+        if (kept) fsum_init(&m_all);
         for (j = 0; j < r->n; j++) {
             double xf = r->x[j], x2 = xf * xf, uj;
             Py_ssize_t ix = slot[col[j]];
@@ -217,30 +222,30 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
             } else {
                 double mj = learned_terms(&entries[ix], xf, keep, rest, &uj);
                 if (!kept)
-                    fsum_add_unkept(&m_acc, mj);
-                else if (fsum_add(&m_acc, mj) < 0)
+                    ddsum_add(&m_acc, mj);
+                else if (fsum_add(&m_all, mj) < 0)
                     goto fail;
             }
             self->u[self->nu++] = uj;
             if (!kept)
-                fsum_add_unkept(&u_acc, uj);
-            else if (fsum_add(&u_acc, uj) < 0)
+                ddsum_add(&u_acc, uj);
+            else if (fsum_add(&u_all, uj) < 0)
                 goto fail;
         }
         if (!kept) {
-            if (!fsum_certified(&m_acc, &mk)) return 1;
-        } else if (fsum_result(&m_acc, &mk) < 0) {
-            fsum_free(&u_acc);
+            if (!ddsum_certified(&m_acc, &mk)) return 1;
+        } else if (fsum_result(&m_all, &mk) < 0) {
+            fsum_free(&u_all);
             return -1;
         }
         m += p->sign[k] * mk;
     }
     *m_out = m;
-    if (!kept) return fsum_certified(&u_acc, v_out) ? 0 : 1;
-    return fsum_result(&u_acc, v_out);
+    if (!kept) return ddsum_certified(&u_acc, v_out) ? 0 : 1;
+    return fsum_result(&u_all, v_out);
 fail:
-    fsum_free(&m_acc);
-    fsum_free(&u_acc);
+    fsum_free(&m_all);
+    fsum_free(&u_all);
     return -1;
 }
 
@@ -278,10 +283,8 @@ fail:
 static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
     Py_ssize_t j;
     int k;
-    Fsum m_acc, u_acc; /* the sums are known: add_coord's terms are not kept */
+    double mj, uj; /* the sums are known: add_coord's terms are not needed */
     release_coords(self);
-    fsum_init(&m_acc);
-    fsum_init(&u_acc);
     self->npairs = p->n;
     for (k = 0; k < p->n; k++) {
         Table *t = &self->blocks.table[p->block[k]];
@@ -290,8 +293,7 @@ static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
         self->pair_sign[k] = p->sign[k];
         for (j = 0; j < r->n; j++) {
             Py_ssize_t l = r->col[j];
-            add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], 1.0, 0.0, &m_acc,
-                      &u_acc, 0);
+            add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], 1.0, 0.0, &mj, &uj);
         }
     }
 }

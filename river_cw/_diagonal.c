@@ -461,47 +461,36 @@ static inline double learned_terms(const Entry *e, double xf, double keep, doubl
     return e->mean * xf;
 }
 
-/* one feature of d in pair k (entry ix of t, -1: unseen): its coordinate, and its terms of the
- * margin's sums (room reserved); -1 on a memory error */
+/* one feature of d in pair k (entry ix of t, -1: unseen): its coordinate (room reserved), and
+ * its terms of the margin's sums, mu_j d_j into *mj and u_j = Sigma_jj d_j^2 into *uj. 2: both
+ * terms (a learned feature), 1: u_j only (a new one), 0: none (a new feature of value 0 teaches
+ * nothing: nothing stored). One home for margin, learn_native and learn_rows. */
 static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_hash_t h,
-                            Py_ssize_t ix, double xf, double keep, double rest, Fsum *m_acc,
-                            Fsum *u_acc, int kept) {
-    double x2 = xf * xf;
+                            Py_ssize_t ix, double xf, double keep, double rest, double *mj,
+                            double *uj) {
+    Coord *c;
     if (ix < 0) {
-        if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
-            double uj = self->prior * x2;
-            Coord *c = &self->coords[self->ncoords++];
-            c->pair = k;
-            c->ix = -1;
-            c->x = xf;
-            Py_INCREF(key);
-            c->key = key;
-            c->hash = h;
-            self->nkeyed++;
-            self->pair_new[k]++;
-            if (!kept) { /* the lean path: sums certified or given up, no terms (learn_native) */
-                fsum_add_unkept(u_acc, uj);
-                return 0;
-            }
-            self->u[self->nu++] = uj;
-            return fsum_add(u_acc, uj);
-        }
-        return 0;
-    } else {
-        double uj, mj = learned_terms(&t->entries[ix], xf, keep, rest, &uj);
-        Coord *c = &self->coords[self->ncoords++];
+        double x2 = xf * xf;
+        if (x2 == 0.0) return 0;
+        *uj = self->prior * x2;
+        c = &self->coords[self->ncoords++];
         c->pair = k;
-        c->ix = ix;
+        c->ix = -1;
         c->x = xf;
-        c->key = NULL;
-        if (!kept) {
-            fsum_add_unkept(m_acc, mj);
-            fsum_add_unkept(u_acc, uj);
-            return 0;
-        }
-        self->u[self->nu++] = uj;
-        return fsum_add(m_acc, mj) < 0 || fsum_add(u_acc, uj) < 0 ? -1 : 0;
+        Py_INCREF(key);
+        c->key = key;
+        c->hash = h;
+        self->nkeyed++;
+        self->pair_new[k]++;
+        return 1;
     }
+    *mj = learned_terms(&t->entries[ix], xf, keep, rest, uj);
+    c = &self->coords[self->ncoords++];
+    c->pair = k;
+    c->ix = ix;
+    c->x = xf;
+    c->key = NULL;
+    return 2;
 }
 
 /* margin(x, pairs, keep=1, rest=0) -> (m, v, u, entries): one pass over
@@ -551,17 +540,20 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
     for (k = 0; k < npairs; k++) {
         Table *t = &self->blocks.table[self->pair_block[k]];
         Fsum m_acc;
-        double mk, xf;
+        double mk, xf, mj, uj;
         fsum_init(&m_acc);
         pos = 0;
         while (PyDict_Next(x, &pos, &key, &value)) {
             Py_hash_t h;
             Py_ssize_t ix;
+            int found;
             if (lookup(t, key, value, &xf, &h, &ix) < 0) {
                 fsum_free(&m_acc);
                 goto bad;
             }
-            if (add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &m_acc, &u_acc, 1) < 0) {
+            found = add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &mj, &uj);
+            if (found) self->u[self->nu++] = uj;
+            if ((found == 2 && fsum_add(&m_acc, mj) < 0) || (found && fsum_add(&u_acc, uj) < 0)) {
                 fsum_free(&m_acc);
                 goto fail;
             }
@@ -734,10 +726,12 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
     Table *tables[2];
     beta = gamma / (1.0 + gamma * v);
     step_bound = fabs(alpha) * sqrt(self->prior * v);
-    if (scratch_reserve(self, self->ncoords) < 0) goto fail;
-    /* the built-in schemes far from float64's limit: every value is finite, no check needed */
+    /* the built-in schemes far from float64's limit on distinct entries (two pairs of one block
+     * would share them): every value is finite, each step goes straight into its entry */
     checked = !((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
-                self->mean_bound + step_bound < SAFE_BOUND);
+                self->mean_bound + step_bound < SAFE_BOUND &&
+                (self->npairs == 1 || self->pair_block[0] != self->pair_block[1]));
+    if (checked && scratch_reserve(self, self->ncoords) < 0) goto fail;
     for (k = 0; checked && k < self->npairs; k++) {
         double sum_means = 0.0, sum_vars = 0.0;
         for (pass = 0; pass < 2; pass++) /* learned weights first, then the new ones */
@@ -758,31 +752,46 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             }
         if (!(isfinite(sum_means) && isfinite(sum_vars))) goto refused;
     }
-    if (!checked)
-        for (i = 0; i < self->ncoords; i++)
-            step_builtin(self, &self->coords[i], alpha, gamma, beta, kind, &self->scratch[2 * i]);
     n_new[0] = self->pair_new[0];
     n_new[1] = self->pair_new[1];
     for (k = 0; k < self->npairs; k++)
         if (n_new[k] && table_reserve(&self->blocks.table[self->pair_block[k]], n_new[k]) < 0)
             goto fail;
-    /* commit */
     tables[0] = &self->blocks.table[self->pair_block[0]];
     tables[1] = self->npairs > 1 ? &self->blocks.table[self->pair_block[1]] : tables[0];
-    for (i = 0; i < self->ncoords; i++) {
-        Coord *c = &self->coords[i];
-        Table *t = tables[c->pair];
-        if (checked && fabs(self->scratch[2 * i]) > largest) largest = fabs(self->scratch[2 * i]);
-        if (c->ix < 0) { /* the table takes the coordinate's reference */
-            table_append(t, c->key, c->hash, self->scratch[2 * i], self->scratch[2 * i + 1]);
-            Py_DECREF(c->key);
-            c->key = NULL;
-            self->nkeyed--;
-        } else {
-            t->entries[c->ix].mean = self->scratch[2 * i];
-            t->entries[c->ix].var = self->scratch[2 * i + 1];
+    if (!checked) /* each step straight into its entry, new features appended in order */
+        for (i = 0; i < self->ncoords; i++) {
+            Coord *c = &self->coords[i];
+            double out[2], a = alpha * self->pair_sign[c->pair];
+            if (c->ix < 0) {
+                step_weight(0.0, self->prior, a, c->x, gamma, beta, kind, out);
+                table_append(tables[c->pair], c->key, c->hash, out[0], out[1]);
+                Py_DECREF(c->key);
+                c->key = NULL;
+                self->nkeyed--;
+            } else {
+                Entry *e = &tables[c->pair]->entries[c->ix];
+                step_weight(e->mean, e->var, a, c->x, gamma, beta, kind, out);
+                e->mean = out[0];
+                e->var = out[1];
+            }
         }
-    }
+    else /* commit the checked steps, in the same order */
+        for (i = 0; i < self->ncoords; i++) {
+            Coord *c = &self->coords[i];
+            Table *t = tables[c->pair];
+            const double *out = &self->scratch[2 * i];
+            if (fabs(out[0]) > largest) largest = fabs(out[0]);
+            if (c->ix < 0) { /* the table takes the coordinate's reference */
+                table_append(t, c->key, c->hash, out[0], out[1]);
+                Py_DECREF(c->key);
+                c->key = NULL;
+                self->nkeyed--;
+            } else {
+                t->entries[c->ix].mean = out[0];
+                t->entries[c->ix].var = out[1];
+            }
+        }
     if (n_new[0] || n_new[1]) self->generation++;
     if (!checked)
         self->mean_bound += step_bound;
@@ -920,7 +929,7 @@ static int checked_div(double a, double b, double *out) {
 /* the sums of one pass: the accumulators (Msum NULL) or math.fsum's algorithm */
 typedef struct {
     Sum3 value;
-    Fsum slope; /* only its accumulator: fsum_add_unkept and fsum_certified */
+    DdSum slope;
     Msum *exact;  /* [value, slope], or NULL */
 } NewtonPass;
 
@@ -930,7 +939,7 @@ ALWAYS_INLINE int newton_add(NewtonPass *s, int which, double t) {
     if (which == 0)
         sum3_add(&s->value, t);
     else
-        fsum_add_unkept(&s->slope, t);
+        ddsum_add(&s->slope, t);
     return 0;
 }
 
@@ -975,10 +984,10 @@ ALWAYS_INLINE int newton_sums(int (*terms)(const ExactProblem *, double, NewtonP
     NewtonPass s;
     Msum exact[2];
     s.value.hi = s.value.lo = s.value.tail = s.value.err = s.value.size = 0.0;
-    s.slope.hi = s.slope.lo = s.slope.err = s.slope.size = 0.0;
+    ddsum_init(&s.slope);
     s.exact = NULL;
     if (terms(p, x, &s) < 0) return -1;
-    if (sum3_certified(&s.value, value) && fsum_certified(&s.slope, slope)) return 0;
+    if (sum3_certified(&s.value, value) && ddsum_certified(&s.slope, slope)) return 0;
     msum_init(&exact[0]);
     msum_init(&exact[1]);
     s.exact = exact;
@@ -1236,6 +1245,20 @@ static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
     return msum_result(&us, v);
 }
 
+/* add_coord of the lean path (pair 0, nothing forgotten), its terms into the accumulators */
+static inline void lean_coord(Diagonal *self, Table *t, PyObject *key, Py_hash_t h,
+                              Py_ssize_t ix, double xf, DdSum *m_acc, DdSum *u_acc) {
+    double mj, uj;
+    switch (add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &mj, &uj)) {
+    case 2:
+        ddsum_add(m_acc, mj);
+        ddsum_add(u_acc, uj);
+        break;
+    case 1:
+        ddsum_add(u_acc, uj);
+    }
+}
+
 /* The lean path's core, one home for learn_native and learn_rows' dict rows: `learn` of the dict
  * x on a binary engine (entered, its `lean` spec parsed) for a label of the given sign and a
  * weight w > 0, x's values read as river_cw.validation.as_floats reads them and the intercept
@@ -1251,29 +1274,29 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     Py_ssize_t pos = 0, ix;
     Py_hash_t h;
     Table *t;
-    Fsum m_acc, u_acc;
+    DdSum m_acc, u_acc;
     release_coords(self);
     if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) return -2;
     self->pair_block[0] = 0;
     self->pair_sign[0] = sign;
     self->npairs = 1;
     t = &self->blocks.table[0];
-    fsum_init(&m_acc);
-    fsum_init(&u_acc);
+    ddsum_init(&m_acc);
+    ddsum_init(&u_acc);
     while (PyDict_Next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &xf)) goto general;
         if ((h = key_hash(key)) == -1) goto general_error;
         if ((ix = table_find(t, key, h)) == -2) goto general_error;
-        add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &m_acc, &u_acc, 0);
+        lean_coord(self, t, key, h, ix, xf, &m_acc, &u_acc);
     }
     if (intercept != Py_None) {
         h = self->lean_intercept_hash;
         if ((ix = table_find(t, intercept, h)) == -2) goto general_error;
-        add_coord(self, t, 0, intercept, h, ix, 1.0, 1.0, 0.0, &m_acc, &u_acc, 0);
+        lean_coord(self, t, intercept, h, ix, 1.0, &m_acc, &u_acc);
     }
     /* the exactly rounded sums: certified by the bound (nearly always), else summed again by
      * math.fsum's algorithm; where that raises, the general path names the bad feature */
-    if ((!fsum_certified(&m_acc, &mk) || !fsum_certified(&u_acc, &v)) &&
+    if ((!ddsum_certified(&m_acc, &mk) || !ddsum_certified(&u_acc, &v)) &&
         coords_fsum(self, t, &mk, &v) < 0)
         goto general_error;
     m += sign * mk;

@@ -130,35 +130,22 @@ static int msum_result(Msum *s, double *out) {
  * B = 2^-52 sum |lo| of it (twice the bound, for the rounding of the bound's own sum); when
  * |t| + B stays below half the gap to r's neighbours on both sides, the exact sum rounds to r,
  * which is then math.fsum's result. That needs sum |x_i| < 2^1020 too: then no partial sum,
- * here or in math.fsum's partials, can overflow (and NaN or infinite terms fail it). Otherwise (and whenever something is not finite) the kept
- * terms go through math.fsum's own algorithm (Msum) in their order, which also gives its errors
- * (an intermediate overflow depends on the order) and its handling of infinities and NaN.
+ * here or in math.fsum's partials, can overflow (and NaN or infinite terms fail it). Otherwise
+ * (and whenever something is not finite) the kept terms go through math.fsum's own algorithm
+ * (Msum) in their order, which also gives its errors (an intermediate overflow depends on the
+ * order) and its handling of infinities and NaN.
  */
 
-#define FSUM_INLINE 64
-
+/* the accumulator (hi, lo) and its bound's sums: sum |lo| (err) and sum |x| (size); it keeps
+ * no terms, so a caller that holds it in a local keeps it in registers */
 typedef struct {
     double hi, lo, err, size;
-    double *terms;
-    Py_ssize_t n, cap;
-    double inline_terms[FSUM_INLINE];
-} Fsum;
+} DdSum;
 
-static void fsum_init(Fsum *s) {
-    s->hi = s->lo = s->err = s->size = 0.0;
-    s->terms = s->inline_terms;
-    s->n = 0;
-    s->cap = FSUM_INLINE;
-}
+static inline void ddsum_init(DdSum *s) { s->hi = s->lo = s->err = s->size = 0.0; }
 
-static void fsum_free(Fsum *s) {
-    if (s->terms != s->inline_terms) PyMem_Free(s->terms);
-    s->terms = s->inline_terms;
-}
-
-/* add one term to the accumulator only, not to the kept terms: for a caller that takes another
- * way when `fsum_certified` fails (and then never calls `fsum_result`) */
-static inline void fsum_add_unkept(Fsum *s, double x) {
+/* add one term */
+static inline void ddsum_add(DdSum *s, double x) {
     double hi = s->hi + x, b, e; /* TwoSum (Knuth): hi + e == s->hi + x exactly */
     b = hi - s->hi;
     e = (s->hi - (hi - b)) + (x - b);
@@ -166,25 +153,6 @@ static inline void fsum_add_unkept(Fsum *s, double x) {
     s->lo += e;
     s->err += fabs(s->lo);
     s->size += fabs(x);
-}
-
-/* add one term; 0 on success, -1 on memory error */
-static inline int fsum_add(Fsum *s, double x) {
-    if (s->n == s->cap) {
-        Py_ssize_t cap = 2 * s->cap;
-        double *q = PyMem_Malloc(sizeof(double) * cap);
-        if (q == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        memcpy(q, s->terms, sizeof(double) * s->n);
-        if (s->terms != s->inline_terms) PyMem_Free(s->terms);
-        s->terms = q;
-        s->cap = cap;
-    }
-    s->terms[s->n++] = x;
-    fsum_add_unkept(s, x);
-    return 0;
 }
 
 /* the gap from |r| (finite, non-zero) to its neighbour towards zero and away from it */
@@ -202,7 +170,7 @@ static inline void neighbour_gaps(double r, double *below, double *above) {
 
 /* 1 when the error bound certifies the accumulator's rounding as the exactly rounded sum
  * (then *out is math.fsum's result), else 0 (only the kept terms can tell) */
-static inline int fsum_certified(const Fsum *s, double *out) {
+static inline int ddsum_certified(const DdSum *s, double *out) {
     double r, b, t, bound, below, above;
     r = s->hi + s->lo;
     b = r - s->hi;
@@ -223,6 +191,48 @@ static inline int fsum_certified(const Fsum *s, double *out) {
             }
         }
     }
+    return 0;
+}
+
+#define FSUM_INLINE 64
+
+/* an exactly rounded sum that keeps its terms: the accumulator, and math.fsum's algorithm over
+ * the terms where the accumulator is not certified */
+typedef struct {
+    DdSum acc;
+    double *terms;
+    Py_ssize_t n, cap;
+    double inline_terms[FSUM_INLINE];
+} Fsum;
+
+static void fsum_init(Fsum *s) {
+    ddsum_init(&s->acc);
+    s->terms = s->inline_terms;
+    s->n = 0;
+    s->cap = FSUM_INLINE;
+}
+
+static void fsum_free(Fsum *s) {
+    if (s->terms != s->inline_terms) PyMem_Free(s->terms);
+    s->terms = s->inline_terms;
+}
+
+/* add one term; 0 on success, -1 on memory error */
+static inline int fsum_add(Fsum *s, double x) {
+    if (s->n == s->cap) {
+        Py_ssize_t cap = 2 * s->cap;
+        double *q = PyMem_Malloc(sizeof(double) * cap);
+        if (q == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(q, s->terms, sizeof(double) * s->n);
+        if (s->terms != s->inline_terms) PyMem_Free(s->terms);
+        s->terms = q;
+        s->cap = cap;
+    }
+    s->terms[s->n++] = x;
+    ddsum_add(&s->acc, x);
     return 0;
 }
 
@@ -268,7 +278,7 @@ static inline int sum3_certified(const Sum3 *s, double *out) {
 static int fsum_result(Fsum *s, double *out) {
     Msum slow;
     Py_ssize_t i;
-    if (fsum_certified(s, out)) {
+    if (ddsum_certified(&s->acc, out)) {
         fsum_free(s);
         return 0;
     }

@@ -327,11 +327,11 @@ static int block_score(Engine *self, Py_ssize_t b, const Weight *w, double *out)
     const Table *t = &self->blocks.table[b];
     const Py_ssize_t *ixs = self->ixs + b * self->nfeats;
     Py_ssize_t i;
-    Fsum acc;
+    DdSum acc;
     Msum slow;
-    fsum_init(&acc);
-    for (i = 0; i < self->nfeats; i++) fsum_add_unkept(&acc, term(self, t, ixs, i, w));
-    if (fsum_certified(&acc, out)) return 0;
+    ddsum_init(&acc);
+    for (i = 0; i < self->nfeats; i++) ddsum_add(&acc, term(self, t, ixs, i, w));
+    if (ddsum_certified(&acc, out)) return 0;
     msum_init(&slow);
     for (i = 0; i < self->nfeats; i++)
         if (msum_add(&slow, term(self, t, ixs, i, w)) < 0) {

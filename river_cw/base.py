@@ -33,6 +33,7 @@ import copy
 import functools
 import inspect
 import math
+from itertools import repeat
 import numbers
 import sys
 
@@ -618,7 +619,7 @@ class GaussianClassifier(LinearClassifier):
         """The block of each label, -1 where it is not known yet (or not hashable)."""
         get = self._class_index.get
         try:
-            return [get(y, -1) for y in labels]
+            return list(map(get, labels, repeat(-1)))
         except TypeError:
             return [get(y, -1) if _hashable(y) else -1 for y in labels]
 

@@ -19,6 +19,8 @@ as the `learn_one` loop over its rows (`river_cw.base`); the compiled engine run
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 from scipy import sparse
 
@@ -89,9 +91,9 @@ class Rows:
                 f"got {type(X).__name__}"
             )
         dicts = X if type(X) is list else list(X)
-        for i, x in enumerate(dicts):
-            if not isinstance(x, dict):
-                raise TypeError(f"row {i}: a row is a dict of features, got {type(x).__name__}")
+        if not all(map(isinstance, dicts, repeat(dict))):  # a loop in C: the common case
+            i, x = next((i, x) for i, x in enumerate(dicts) if not isinstance(x, dict))
+            raise TypeError(f"row {i}: a row is a dict of features, got {type(x).__name__}")
         return cls(range(len(dicts)), dicts=dicts)
 
     @classmethod
