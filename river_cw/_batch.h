@@ -315,16 +315,12 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
         double a = alpha * p->sign[k];
         for (j = 0; j < r->n; j++) {
             Py_ssize_t l = r->col[j], ix = slot[l];
-            double xf = r->x[j], out[2];
-            if (ix >= 0) {
-                Entry *e = &t->entries[ix];
-                step_weight(e->mean, e->var, a, xf, gamma, beta, kind, out);
-                e->mean = out[0];
-                e->var = out[1];
-            } else if (xf * xf != 0.0) {
-                step_weight(0.0, prior, a, xf, gamma, beta, kind, out);
+            double xf = r->x[j];
+            if (ix >= 0)
+                step_entry(&t->entries[ix], a, xf, gamma, beta, kind);
+            else if (xf * xf != 0.0) {
                 slot[l] = t->used;
-                table_append(t, r->keys[l], r->hashes[l], out[0], out[1]);
+                step_append(t, r->keys[l], r->hashes[l], prior, a, xf, gamma, beta, kind);
             }
         }
     }

@@ -630,6 +630,30 @@ static inline void step_weight(double mean, double s, double a, double xf, doubl
     out[1] = kind == SCHEME_PROJECT ? shrink_project(s, xf, gamma) : shrink_drop(s, xf, beta);
 }
 
+/* step_weight in place: a learned weight's entry, or a new weight appended to t from the prior
+ * with its key (room reserved); one home for update_core's unchecked path and batch_apply */
+static inline void step_entry(Entry *e, double a, double xf, double gamma, double beta,
+                              int kind) {
+    double out[2];
+    step_weight(e->mean, e->var, a, xf, gamma, beta, kind, out);
+    e->mean = out[0];
+    e->var = out[1];
+}
+
+static inline void step_append(Table *t, PyObject *key, Py_hash_t h, double prior, double a,
+                               double xf, double gamma, double beta, int kind) {
+    double out[2];
+    step_weight(0.0, prior, a, xf, gamma, beta, kind, out);
+    table_append(t, key, h, out[0], out[1]);
+}
+
+/* a new coordinate appended to its table, which took its own reference to the key */
+static inline void key_taken(Diagonal *self, Coord *c) {
+    Py_DECREF(c->key);
+    c->key = NULL;
+    self->nkeyed--;
+}
+
 /* step_coord of the built-in schemes */
 static inline void step_builtin(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
                                 int kind, double *out) {
@@ -762,18 +786,13 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
     if (!checked) /* each step straight into its entry, new features appended in order */
         for (i = 0; i < self->ncoords; i++) {
             Coord *c = &self->coords[i];
-            double out[2], a = alpha * self->pair_sign[c->pair];
-            if (c->ix < 0) {
-                step_weight(0.0, self->prior, a, c->x, gamma, beta, kind, out);
-                table_append(tables[c->pair], c->key, c->hash, out[0], out[1]);
-                Py_DECREF(c->key);
-                c->key = NULL;
-                self->nkeyed--;
-            } else {
-                Entry *e = &tables[c->pair]->entries[c->ix];
-                step_weight(e->mean, e->var, a, c->x, gamma, beta, kind, out);
-                e->mean = out[0];
-                e->var = out[1];
+            Table *t = tables[c->pair];
+            double a = alpha * self->pair_sign[c->pair];
+            if (c->ix >= 0)
+                step_entry(&t->entries[c->ix], a, c->x, gamma, beta, kind);
+            else {
+                step_append(t, c->key, c->hash, self->prior, a, c->x, gamma, beta, kind);
+                key_taken(self, c);
             }
         }
     else /* commit the checked steps, in the same order */
@@ -782,14 +801,12 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             Table *t = tables[c->pair];
             const double *out = &self->scratch[2 * i];
             if (fabs(out[0]) > largest) largest = fabs(out[0]);
-            if (c->ix < 0) { /* the table takes the coordinate's reference */
-                table_append(t, c->key, c->hash, out[0], out[1]);
-                Py_DECREF(c->key);
-                c->key = NULL;
-                self->nkeyed--;
-            } else {
+            if (c->ix >= 0) {
                 t->entries[c->ix].mean = out[0];
                 t->entries[c->ix].var = out[1];
+            } else {
+                table_append(t, c->key, c->hash, out[0], out[1]);
+                key_taken(self, c);
             }
         }
     if (n_new[0] || n_new[1]) self->generation++;
