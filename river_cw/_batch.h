@@ -161,7 +161,7 @@ static int batch_score(const Table *t, const BatchRow *r, const Py_ssize_t *slot
             return -1;
         }
     }
-    if (!kept) return ddsum_certified(&acc, score) ? 0 : 1;
+    if (!kept) return ddsum_certified(&acc, r->n, score) ? 0 : 1;
     return fsum_result(&all, score);
 }
 
@@ -233,7 +233,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
                 goto fail;
         }
         if (!kept) {
-            if (!ddsum_certified(&m_acc, &mk)) return 1;
+            if (!ddsum_certified(&m_acc, r->n, &mk)) return 1;
         } else if (fsum_result(&m_all, &mk) < 0) {
             fsum_free(&u_all);
             return -1;
@@ -241,7 +241,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
         m += p->sign[k] * mk;
     }
     *m_out = m;
-    if (!kept) return ddsum_certified(&u_acc, v_out) ? 0 : 1;
+    if (!kept) return ddsum_certified(&u_acc, self->nu, v_out) ? 0 : 1;
     return fsum_result(&u_all, v_out);
 fail:
     fsum_free(&m_all);
@@ -328,7 +328,7 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
     return 0;
 }
 
-/* per column, side by side (one cache line per use): the last call that resolved it (negated:
+/* per column, side by side (one cache line per use): the last epoch that resolved it (negated:
  * the key is bad, the column's rows go to learn_one) and the last row it was seen in (a row
  * holding it twice goes to learn_one) */
 typedef struct {
@@ -338,12 +338,15 @@ typedef struct {
 /* The CSR columns an engine has learned from, kept across batches (Diagonal.batch_cache): per
  * column its key (a new reference: features[j], or the int j for hashed ids), its hash and its
  * entry in every block, so that a column is hashed and looked up once, not once per batch. The
- * entries are checked on every call, without hashing: entry ix of a block holds column j's
+ * entries are checked once per epoch, without hashing: entry ix of a block holds column j's
  * feature exactly when ix < used and the entry's key is column j's key object itself (a table
  * holds distinct keys), which survives growth, rehashing, a new block, a reorder or a restore
- * (those only make the check fail, and the column is looked up again). The last column (ncols)
- * is the intercept. A vocabulary's names are checked distinct per call against `names`, a table
- * of every name seen (mean: the column that named it last, var: that call's number). */
+ * (those only make the check fail, and the column is looked up again). An epoch is one call,
+ * or for hashed ids the calls that follow one another while the engine's layout stays as the
+ * last call left it (its generation, the intercept): nothing else wrote the tables in between,
+ * so a column resolved in the epoch still is. The last column (ncols) is the intercept. A
+ * vocabulary's names are checked distinct per call against `names`, a table of every name seen
+ * (mean: the column that named it last, var: that call's number). */
 typedef struct BatchCache {
     PyObject *features; /* the vocabulary (a new reference), or NULL for hashed ids */
     Py_ssize_t ncols, nblocks, stride; /* stride = ncols + 1: the intercept is column ncols */
@@ -353,7 +356,10 @@ typedef struct BatchCache {
     Py_ssize_t *slot;    /* slot[b * stride + j]: column j's entry in block b, -1: unseen */
     BatchMark *mark;
     Table names;
-    int64_t calls, rows; /* calls: the number of the last call (unique among all caches) */
+    int64_t calls, rows; /* calls: the number of the epoch (unique among all caches) */
+    int settled;         /* the last call ended well, leaving: */
+    uint64_t generation; /* the engine's generation */
+    PyObject *intercept; /* and its intercept (borrowed, compared by identity) */
 } BatchCache;
 
 static int64_t batch_calls = 0; /* numbers the calls that use a cache */
@@ -420,11 +426,14 @@ typedef struct {
     Py_buffer views[3];
     int nviews;
     BatchCache *cache;
+    Py_ssize_t start; /* the first row resolved */
+    char *plain;      /* per row from start: 1 when its columns are good and distinct */
 } BatchColumns;
 
 static void columns_free(BatchColumns *c) {
     int i;
     for (i = 0; i < c->nviews; i++) PyBuffer_Release(&c->views[i]);
+    PyMem_Free(c->plain);
 }
 
 /* a C-contiguous buffer of `item`-byte items whose format is one of `formats` */
@@ -518,40 +527,61 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
     return 0;
 }
 
-/* Resolve the columns of rows [start, end) in every block; reserve room for those not learned
- * yet (the intercept included) so that no table grows while the slots are in use */
+/* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room for
+ * those not learned yet (the intercept included) so that no table grows while the slots are in
+ * use; mark each row whose columns (the intercept's included) are good and distinct in
+ * c->plain[i - start] */
 static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
                            PyObject *intercept, Py_ssize_t start, Py_ssize_t end) {
-    Py_ssize_t p, b, first = c->indptr[start], last = c->indptr[end], *absent;
+    Py_ssize_t i, p, b, *absent;
     BatchCache *cache;
     int status = -1;
-    for (p = start; p < end; p++)
-        if (c->indptr[p] > c->indptr[p + 1]) {
+    for (i = start; i < end; i++)
+        if (c->indptr[i] > c->indptr[i + 1]) {
             PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
             return -1;
         }
-    for (p = first; p < last; p++)
-        if (c->indices[p] < 0 || c->indices[p] >= c->ncols) {
-            PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", c->indices[p]);
-            return -1;
-        }
-    if ((cache = batch_cache(self, features == Py_None ? NULL : features, c->ncols)) == NULL)
-        return -1;
+    features = features == Py_None ? NULL : features;
+    if ((cache = batch_cache(self, features, c->ncols)) == NULL) return -1;
     c->cache = cache;
-    if ((absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t))) == NULL) {
+    c->start = start;
+    absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
+    c->plain = PyMem_Malloc(end > start ? end - start : 1);
+    if (absent == NULL || c->plain == NULL) {
+        PyMem_Free(absent);
         PyErr_NoMemory();
         return -1;
     }
-    cache->calls = ++batch_calls;
-    features = features == Py_None ? NULL : features;
-    for (p = first; p < last; p++)
-        if (cache->mark[c->indices[p]].call != cache->calls &&
-            cache->mark[c->indices[p]].call != -cache->calls &&
-            column_resolve(self, cache, c->indices[p], features, intercept, absent) < 0)
-            goto done;
-    if (intercept != Py_None &&
+    if (features != NULL || !cache->settled || cache->generation != self->generation ||
+        cache->intercept != intercept) /* a new epoch */
+        cache->calls = ++batch_calls;
+    cache->settled = 0; /* until this call ends well */
+    cache->intercept = intercept;
+    if (intercept != Py_None && cache->mark[c->ncols].call != cache->calls &&
         column_resolve(self, cache, c->ncols, features, intercept, absent) < 0)
         goto done;
+    for (i = start; i < end; i++) {
+        int64_t row = ++cache->rows;
+        int plain = intercept == Py_None || cache->mark[c->ncols].call == cache->calls;
+        for (p = c->indptr[i]; p < c->indptr[i + 1]; p++) {
+            Py_ssize_t l = c->indices[p];
+            BatchMark *mark;
+            if ((size_t)l >= (size_t)c->ncols) {
+                PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", l);
+                goto done;
+            }
+            mark = &cache->mark[l];
+            if (mark->call != cache->calls) {
+                if (mark->call != -cache->calls &&
+                    column_resolve(self, cache, l, features, intercept, absent) < 0)
+                    goto done;
+                plain &= mark->call == cache->calls;
+            }
+            plain &= mark->row != row;
+            mark->row = row;
+        }
+        c->plain[i - start] = (char)plain;
+    }
     for (b = 0; b < self->blocks.n; b++)
         if (table_reserve(&self->blocks.table[b], absent[b]) < 0) goto done;
     status = 0;
@@ -580,6 +610,69 @@ static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t 
     r->hashes = cache->hash;
     r->slot = cache->slot;
     r->stride = cache->stride;
+    return 0;
+}
+
+/* The lean CSR row: row i (plain) of a binary model learned by a native step with a built-in
+ * scheme and nothing forgotten, straight from the CSR arrays: batch_margin's exactly rounded
+ * sums and batch_apply's in-place steps without copying the row. 0: learned, nothing to learn,
+ * or skipped (counted in *skipped); 1: the general path's row (a sum the bound does not
+ * certify, a margin beyond float64, a step near float64's limit), nothing changed; -1 on
+ * memory. */
+static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i, int intercept,
+                            double sign, double w, const BatchStep *s, int kind,
+                            Py_ssize_t *skipped) {
+    Table *t = &self->blocks.table[0];
+    BatchCache *cache = c->cache;
+    Py_ssize_t *slot = cache->slot, a = c->indptr[i], n = c->indptr[i + 1] - a, p, n_new = 0;
+    const Py_ssize_t *ind = c->indices + a;
+    const double *data = c->data + a;
+    double prior = self->prior, mk, v, m, alpha, gamma, beta, step_bound;
+    DdSum m_acc, u_acc;
+    Entry *entries = t->entries;
+    int r;
+    ddsum_init(&m_acc);
+    ddsum_init(&u_acc);
+    for (p = 0; p < n + intercept; p++) { /* the intercept last, with value 1.0 */
+        double xf = p < n ? data[p] : 1.0, x2 = xf * xf;
+        Py_ssize_t ix = slot[p < n ? ind[p] : cache->ncols];
+        if (ix >= 0) {
+            ddsum_add(&m_acc, entries[ix].mean * xf);
+            ddsum_add(&u_acc, entries[ix].var * x2);
+        } else if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
+            ddsum_add(&u_acc, prior * x2);
+            n_new++;
+        }
+    }
+    if (!ddsum_certified(&m_acc, n + intercept, &mk) ||
+        !ddsum_certified(&u_acc, n + intercept, &v))
+        return 1;
+    m = 0.0 + sign * mk; /* as batch_sums adds it: a zero margin is +0 */
+    if (!(isfinite(m) && isfinite(v))) return 1;
+    if (v <= 0.0) return 0; /* no non-zero feature, or all their variance is spent */
+    r = s->native(s->params, m, v, w, &alpha, &gamma);
+    if (r <= 0 || !(isfinite(alpha) && isfinite(gamma))) {
+        *skipped += r != 0;
+        return 0;
+    }
+    step_bound = fabs(alpha) * sqrt(prior * v);
+    if (!(self->mean_bound + step_bound < SAFE_BOUND)) return 1;
+    if (n_new && table_reserve(t, n_new) < 0) return -1;
+    entries = t->entries;
+    beta = gamma / (1.0 + gamma * v);
+    alpha *= sign;
+    for (p = 0; p < n + intercept; p++) {
+        Py_ssize_t l = p < n ? ind[p] : cache->ncols, ix = slot[l];
+        double xf = p < n ? data[p] : 1.0;
+        if (ix >= 0)
+            step_entry(&entries[ix], alpha, xf, gamma, beta, kind);
+        else if (xf * xf != 0.0) {
+            slot[l] = t->used;
+            step_append(t, cache->key[l], cache->hash[l], prior, alpha, xf, gamma, beta, kind);
+        }
+    }
+    if (n_new) self->generation++;
+    self->mean_bound += step_bound;
     return 0;
 }
 
@@ -643,7 +736,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     BatchRow r = {0};
     BatchColumns c = {0};
     BatchStep step = {NULL, NULL, NULL, NULL};
-    int csr, failed = 1;
+    int csr, failed = 1, lean_kind = -1;
     uint64_t generation;
     int64_t call = 0;
     if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!OO", &rows, &PyList_Type, &classes, &n_classes,
@@ -709,6 +802,11 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         }
         if (columns_resolve(self, &c, features, intercept, start, nrows) < 0) goto done;
         call = c.cache->calls;
+        if (n_classes <= 2 && step.native != NULL && forgetting == 0.0 && scheme != Py_None) {
+            double C; /* the lean CSR rows' case: a native step with a built-in scheme */
+            if (scheme_kind(scheme, &lean_kind, &C) < 0) goto done;
+            if (lean_kind != SCHEME_PROJECT && lean_kind != SCHEME_DROP) lean_kind = -1;
+        }
     } else if (PyList_GET_SIZE(rows) != nrows) {
         PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
         goto done;
@@ -728,6 +826,15 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             (csr && (self->batch_cache != c.cache || c.cache->calls != call))) {
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
             goto done;
+        }
+        if (lean_kind >= 0 && c.plain[i - c.start]) {
+            outcome = columns_lean_row(self, &c, i, intercept != Py_None, k == 1 ? 1.0 : -1.0, w,
+                                       &step, lean_kind, &skipped);
+            if (outcome < 0) goto done;
+            if (outcome == 0) {
+                generation = self->generation;
+                continue;
+            }
         }
         if (lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(rows, i))) {
             if (lean != self->lean && parse_lean(self, lean) < 0) goto done; /* parsed above */
@@ -818,6 +925,10 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         if (enter(self) < 0) goto done_free;
     }
     failed = 0;
+    if (csr && self->batch_cache == c.cache && c.cache->calls == call) {
+        c.cache->settled = 1; /* its slots are the tables' */
+        c.cache->generation = self->generation;
+    }
 done:
     self->busy = 0;
 done_free:

@@ -1004,7 +1004,8 @@ ALWAYS_INLINE int newton_sums(int (*terms)(const ExactProblem *, double, NewtonP
     ddsum_init(&s.slope);
     s.exact = NULL;
     if (terms(p, x, &s) < 0) return -1;
-    if (sum3_certified(&s.value, value) && ddsum_certified(&s.slope, slope)) return 0;
+    if (sum3_certified(&s.value, value) && ddsum_certified(&s.slope, p->n + 1, slope))
+        return 0;
     msum_init(&exact[0]);
     msum_init(&exact[1]);
     s.exact = exact;
@@ -1313,7 +1314,8 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     }
     /* the exactly rounded sums: certified by the bound (nearly always), else summed again by
      * math.fsum's algorithm; where that raises, the general path names the bad feature */
-    if ((!ddsum_certified(&m_acc, &mk) || !ddsum_certified(&u_acc, &v)) &&
+    if ((!ddsum_certified(&m_acc, self->ncoords, &mk) ||
+         !ddsum_certified(&u_acc, self->ncoords, &v)) &&
         coords_fsum(self, t, &mk, &v) < 0)
         goto general_error;
     m += sign * mk;

@@ -125,24 +125,28 @@ static int msum_result(Msum *s, double *out) {
 /* exactly rounded sums, fast: a double-double accumulator certified by an error bound          */
 /*
  * Each term is added to (hi, lo) with TwoSum (exact: hi + e is the true sum of hi and the term)
- * and e goes into lo with one rounding, of at most 2^-53 |lo| (round to nearest). The terms are
- * kept, in order. At the end r + t = hi + lo exactly (TwoSum again) and the exact sum lies within
- * B = 2^-52 sum |lo| of it (twice the bound, for the rounding of the bound's own sum); when
- * |t| + B stays below half the gap to r's neighbours on both sides, the exact sum rounds to r,
- * which is then math.fsum's result. That needs sum |x_i| < 2^1020 too: then no partial sum,
- * here or in math.fsum's partials, can overflow (and NaN or infinite terms fail it). Otherwise
- * (and whenever something is not finite) the kept terms go through math.fsum's own algorithm
- * (Msum) in their order, which also gives its errors (an intermediate overflow depends on the
- * order) and its handling of infinities and NaN.
+ * and e goes into lo with one rounding: Ogita, Rump and Oishi's Sum2 (Accurate sum and dot
+ * product, SIAM J. Sci. Comput. 26(6), 2005, Algorithm 4.4). After n terms hi + lo lies within
+ * gamma_{n-1}^2 sum |x_i| of the exact sum (the proof of their Proposition 4.5; gamma_k =
+ * k u / (1 - k u), u = 2^-53). At the end r + t = hi + lo exactly (TwoSum again) and the exact
+ * sum lies within B = 2^-105 n^2 sum |x_i| of it: twice (n u)^2 sum |x_i|, which covers gamma's
+ * denominators and the roundings of the computed sum |x_i| and of B itself for any n a caller
+ * can hold. When |t| + B stays below half the gap to r's neighbours on both sides, the exact sum
+ * rounds to r, which is then math.fsum's result. That needs sum |x_i| < 2^1020 too: then no
+ * partial sum, here or in math.fsum's partials, can overflow (and NaN or infinite terms fail
+ * it). Otherwise (and whenever something is not finite) the terms go through math.fsum's own
+ * algorithm (Msum) in their order, which also gives its errors (an intermediate overflow depends
+ * on the order) and its handling of infinities and NaN.
  */
 
-/* the accumulator (hi, lo) and its bound's sums: sum |lo| (err) and sum |x| (size); it keeps
- * no terms, so a caller that holds it in a local keeps it in registers */
+/* the accumulator (hi, lo) and its bound's sum |x| (size); it keeps no terms (nor counts them:
+ * the caller knows how many it added), so a caller that holds it in a local keeps it in
+ * registers */
 typedef struct {
-    double hi, lo, err, size;
+    double hi, lo, size;
 } DdSum;
 
-static inline void ddsum_init(DdSum *s) { s->hi = s->lo = s->err = s->size = 0.0; }
+static inline void ddsum_init(DdSum *s) { s->hi = s->lo = s->size = 0.0; }
 
 /* add one term */
 static inline void ddsum_add(DdSum *s, double x) {
@@ -151,7 +155,6 @@ static inline void ddsum_add(DdSum *s, double x) {
     e = (s->hi - (hi - b)) + (x - b);
     s->hi = hi;
     s->lo += e;
-    s->err += fabs(s->lo);
     s->size += fabs(x);
 }
 
@@ -169,13 +172,14 @@ static inline void neighbour_gaps(double r, double *below, double *above) {
 }
 
 /* 1 when the error bound certifies the accumulator's rounding as the exactly rounded sum
- * (then *out is math.fsum's result), else 0 (only the kept terms can tell) */
-static inline int ddsum_certified(const DdSum *s, double *out) {
+ * (then *out is math.fsum's result), else 0 (only the terms can tell); n: at least the number
+ * of terms added */
+static inline int ddsum_certified(const DdSum *s, Py_ssize_t n, double *out) {
     double r, b, t, bound, below, above;
     r = s->hi + s->lo;
     b = r - s->hi;
     t = (s->hi - (r - b)) + (s->lo - b);
-    bound = s->err * 0x1p-52;
+    bound = s->size * ((double)n * (double)n) * 0x1p-105;
     if (s->size < 0x1p1020 && isfinite(t) && isfinite(bound)) {
         if (r == 0.0) {
             if (bound == 0.0 && t == 0.0) {
@@ -278,7 +282,7 @@ static inline int sum3_certified(const Sum3 *s, double *out) {
 static int fsum_result(Fsum *s, double *out) {
     Msum slow;
     Py_ssize_t i;
-    if (ddsum_certified(&s->acc, out)) {
+    if (ddsum_certified(&s->acc, s->n, out)) {
         fsum_free(s);
         return 0;
     }

@@ -331,7 +331,7 @@ static int block_score(Engine *self, Py_ssize_t b, const Weight *w, double *out)
     Msum slow;
     ddsum_init(&acc);
     for (i = 0; i < self->nfeats; i++) ddsum_add(&acc, term(self, t, ixs, i, w));
-    if (ddsum_certified(&acc, out)) return 0;
+    if (ddsum_certified(&acc, self->nfeats, out)) return 0;
     msum_init(&slow);
     for (i = 0; i < self->nfeats; i++)
         if (msum_add(&slow, term(self, t, ixs, i, w)) < 0) {

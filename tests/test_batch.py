@@ -306,6 +306,7 @@ operations = st.lists(
         st.tuples(st.just("hashed"), csr_batch),
         st.tuples(st.just("rename"), st.integers(0, WIDTH - 1), st.integers(0, len(POOL) - 1)),
         st.tuples(st.just("learn_one"), csr_batch),
+        st.tuples(st.just("learn_one hashed"), csr_batch),
     ),
     min_size=1,
     max_size=6,
@@ -354,8 +355,8 @@ def test_csr_columns_kept_across_batches_are_the_learn_one_loop(model, steps):
                 names[j] = fresh(POOL[k])
             continue
         kind, (rows_, labels, weights) = step
-        if kind == "learn_one":
-            dicts = named_rows(rows_, [fresh(n) for n in names])
+        if kind.startswith("learn_one"):
+            dicts = named_rows(rows_, None if kind.endswith("hashed") else [fresh(n) for n in names])
             assert outcome(lambda: loop(many, dicts, labels, weights)) is None
         else:
             features = names if kind == "vocabulary" else None
@@ -403,6 +404,86 @@ def test_csr_columns_follow_the_engine_through_a_new_layout_and_a_new_class():
     model.learn_many(X, [1, 2, 0], features=names)
     loop(one, dicts, [1, 2, 0], [1.0] * 3)
     assert pickle.dumps(model) == pickle.dumps(one)
+
+
+# -- binary CSR rows through the lean kernel (_batch.h's columns_lean_row) ----------------------
+
+LEAN_CSR = [  # a native step and a built-in scheme, nothing forgotten: the lean CSR rows' models
+    river_cw.AROW(),
+    river_cw.AROW(diagonal="drop", learn_intercept=False, r=0.05),
+    river_cw.CW(variant="var"),
+    river_cw.NHERD(C=0.5),
+    river_cw.SOP(),
+    river_cw.SCW(variant="II", diagonal="drop", C=3.0),
+]
+LEAN_CSR_IDS = [repr(m).replace("\n", "").replace(" ", "") for m in LEAN_CSR]
+
+csr_values = st.one_of(  # what a float64 CSR array holds, hostile values included
+    st.floats(-100, 100, allow_nan=False),
+    st.sampled_from([0.0, -0.0, 1.0, 1e-160, 1e-300, 5e-324, 1e150, -1e154, 1e200, 2.0**60]),
+    st.sampled_from([math.nan, math.inf, -math.inf]),
+)
+lean_csr_rows = st.lists(  # stored entries in any order, a column stored twice now and then
+    st.tuples(st.integers(0, WIDTH - 1), csr_values), max_size=WIDTH + 1
+)
+lean_csr_batches = st.integers(1, 25).flatmap(
+    lambda n: st.tuples(
+        st.lists(
+            st.one_of(lean_csr_rows, st.lists(st.tuples(st.integers(0, WIDTH - 1),
+                                                        st.floats(-3, 3)), max_size=WIDTH)),
+            min_size=n, max_size=n,
+        ),
+        st.lists(st.booleans(), min_size=n, max_size=n),
+        st.lists(st.sampled_from([1.0, 1.0, 1.0, 0.5, 2.0, 0.0, 1e300]), min_size=n, max_size=n),
+    )
+)
+
+
+@pytest.mark.parametrize("model", LEAN_CSR, ids=LEAN_CSR_IDS)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.tuples(lean_csr_batches, st.booleans()), min_size=1, max_size=4))
+def test_binary_csr_rows_through_the_lean_kernel_are_the_learn_one_loop(model, parts):
+    """Hostile values (overflowing sums, NaN, infinities, subnormals), margins whose sums the
+    bound cannot certify, columns stored twice or out of order, zero and huge weights: every row
+    the lean kernel declines goes the general way or to learn_one, in order, and the model, the
+    skips and the first error are the loop's, batch after batch (hashed and named)."""
+    many, one = model.clone(), model.clone()
+    for (rows_, labels, weights), hashed in parts:
+        features = None if hashed else NAMES
+        X = csr_rows_matrix(rows_)
+        dicts = named_rows(rows_, features)
+        assert outcome(lambda: many.learn_many(X, labels, weights, features=features)) == (
+            loop_outcome(one, dicts, labels, weights)
+        )
+        assert pickle.dumps(many) == pickle.dumps(one)
+        assert many.n_skipped_updates == one.n_skipped_updates
+
+
+def test_hashed_columns_follow_features_learned_between_batches():
+    """A hashed column resolved as unseen in one batch (stored only with the value 0) is learned
+    by learn_one before the next batch: that batch updates the weight learn_one added rather than
+    adding it twice. Between batches that leave the tables as they were, the columns are not
+    looked up again, and stay right."""
+    X0 = sparse.csr_array((np.array([1.0, 0.0]), np.array([0, 1]), [0, 2]), shape=(1, 3))
+    X1 = sparse.csr_array((np.array([2.0, -1.0, 0.5]), np.array([1, 0, 2]), [0, 3]), shape=(1, 3))
+    many, one = river_cw.AROW(), river_cw.AROW()
+    for model in (many, one):
+        model.learn_one({5: 1.0}, False)  # both labels known: the batches are binary
+    many.learn_many(X0, [True])
+    one.learn_one({0: 1.0, 1: 0.0}, True)
+    for model in (many, one):
+        model.learn_one({1: 3.0}, False)  # column 1: a new weight
+    many.learn_many(X1, [True])
+    one.learn_one({1: 2.0, 0: -1.0, 2: 0.5}, True)
+    assert pickle.dumps(many) == pickle.dumps(one)
+    for model in (many, one):
+        model.learn_one({0: 1.0, 2: 1.0}, True)  # known weights only: the tables keep their layout
+    many.learn_many(X1, [False])
+    many.learn_many(X0, [True])
+    one.learn_one({1: 2.0, 0: -1.0, 2: 0.5}, False)
+    one.learn_one({0: 1.0, 1: 0.0}, True)
+    assert pickle.dumps(many) == pickle.dumps(one)
+    assert list(many.weights) == [5, 0, 1, 2]
 
 
 # -- dict rows of a binary model through the lean path (learn_rows' lean_learn) -----------------
