@@ -341,12 +341,15 @@ typedef struct {
  * entries are checked once per epoch, without hashing: entry ix of a block holds column j's
  * feature exactly when ix < used and the entry's key is column j's key object itself (a table
  * holds distinct keys), which survives growth, rehashing, a new block, a reorder or a restore
- * (those only make the check fail, and the column is looked up again). An epoch is one call,
- * or for hashed ids the calls that follow one another while the engine's layout stays as the
- * last call left it (its generation, the intercept): nothing else wrote the tables in between,
- * so a column resolved in the epoch still is. The last column (ncols) is the intercept. A
- * vocabulary's names are checked distinct per call against `names`, a table of every name seen
- * (mean: the column that named it last, var: that call's number). */
+ * (those only make the check fail, and the column is looked up again). An epoch is the calls
+ * that follow one another while the engine's layout stays as the last call left it (its
+ * generation, the intercept): nothing else wrote the tables in between, so a column resolved in
+ * the epoch still is. The last column (ncols) is the intercept. A vocabulary's names are checked
+ * distinct per call against `names`, a table of every name seen (mean: the column that named it
+ * last, var: that epoch's number): a call that continues an epoch and finds a column renamed in
+ * place since, or a name another column of the epoch took, starts a new epoch instead, where the
+ * check is the call's own. (A bad column's rows go to learn_one for the rest of the epoch, which
+ * reads the names anew.) */
 typedef struct BatchCache {
     PyObject *features; /* the vocabulary (a new reference), or NULL for hashed ids */
     Py_ssize_t ncols, nblocks, stride; /* stride = ncols + 1: the intercept is column ncols */
@@ -357,6 +360,7 @@ typedef struct BatchCache {
     BatchMark *mark;
     Table names;
     int64_t calls, rows; /* calls: the number of the epoch (unique among all caches) */
+    int continued;       /* this call continues the last call's epoch */
     int settled;         /* the last call ended well, leaving: */
     uint64_t generation; /* the engine's generation */
     PyObject *intercept; /* and its intercept (borrowed, compared by identity) */
@@ -454,8 +458,10 @@ static int columns_view(BatchColumns *c, PyObject *array, const char *formats, P
     return 0;
 }
 
-/* ValueError when column j's name was named by another column in this call: the vocabulary's
- * names must be distinct (learn_one would merge the two columns into one feature) */
+/* ValueError when column j's name was named by another column in this call (the first of an
+ * epoch): the vocabulary's names must be distinct (learn_one would merge the two columns into
+ * one feature); 1 when the call continues an epoch where another column took the name: the
+ * call must start a new epoch */
 static int column_named(BatchCache *c, Py_ssize_t j) {
     PyObject *key = c->key[j];
     Py_ssize_t ix = c->named[j];
@@ -476,6 +482,7 @@ static int column_named(BatchCache *c, Py_ssize_t j) {
     }
     e = &c->names.entries[ix];
     if (e->var == (double)c->calls && e->mean != (double)j) {
+        if (c->continued) return 1;
         PyErr_Format(PyExc_ValueError, "features names columns %zd and %zd alike: %R",
                      (Py_ssize_t)e->mean, j, key);
         return -1;
@@ -485,12 +492,14 @@ static int column_named(BatchCache *c, Py_ssize_t j) {
     return 0;
 }
 
-/* column j (ncols: the intercept) resolved for this call: its key, whether it is bad, its entry
- * in every block; `absent` counts per block the columns not learned yet */
+/* column j (ncols: the intercept) resolved for this epoch: its key, whether it is bad, its
+ * entry in every block; `absent` counts per block the columns not learned yet. 0, -1 on an
+ * error, 1: the call must start a new epoch (column_named) */
 static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject *features,
                           PyObject *intercept, Py_ssize_t *absent) {
     PyObject *key;
     Py_ssize_t b;
+    int status;
     if (j == c->ncols)
         key = intercept;
     else if (features != NULL)
@@ -511,7 +520,7 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
         return 0;
     }
     c->mark[j].call = c->calls;
-    if (features != NULL && j != c->ncols && column_named(c, j) < 0) return -1;
+    if (features != NULL && j != c->ncols && (status = column_named(c, j)) != 0) return status;
     for (b = 0; b < self->blocks.n && c->mark[j].call > 0; b++) {
         Table *t = &self->blocks.table[b];
         Py_ssize_t *slot = &c->slot[b * c->stride + j], ix = *slot;
@@ -535,7 +544,7 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
                            PyObject *intercept, Py_ssize_t start, Py_ssize_t end) {
     Py_ssize_t i, p, b, *absent;
     BatchCache *cache;
-    int status = -1;
+    int status = -1, resolved;
     for (i = start; i < end; i++)
         if (c->indptr[i] > c->indptr[i + 1]) {
             PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
@@ -552,11 +561,15 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
         PyErr_NoMemory();
         return -1;
     }
-    if (features != NULL || !cache->settled || cache->generation != self->generation ||
-        cache->intercept != intercept) /* a new epoch */
-        cache->calls = ++batch_calls;
+    cache->continued = cache->settled && cache->generation == self->generation &&
+                       cache->intercept == intercept;
     cache->settled = 0; /* until this call ends well */
     cache->intercept = intercept;
+again:
+    if (!cache->continued) { /* a new epoch */
+        cache->calls = ++batch_calls;
+        memset(absent, 0, sizeof(Py_ssize_t) * self->blocks.n);
+    }
     if (intercept != Py_None && cache->mark[c->ncols].call != cache->calls &&
         column_resolve(self, cache, c->ncols, features, intercept, absent) < 0)
         goto done;
@@ -573,9 +586,16 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
             mark = &cache->mark[l];
             if (mark->call != cache->calls) {
                 if (mark->call != -cache->calls &&
-                    column_resolve(self, cache, l, features, intercept, absent) < 0)
-                    goto done;
+                    (resolved = column_resolve(self, cache, l, features, intercept, absent)) != 0) {
+                    if (resolved < 0) goto done;
+                    cache->continued = 0; /* a name another column of the epoch took */
+                    goto again;
+                }
                 plain &= mark->call == cache->calls;
+            } else if (cache->continued && features != NULL &&
+                       PyList_GET_ITEM(features, l) != cache->key[l]) {
+                cache->continued = 0; /* renamed in place since the epoch resolved it */
+                goto again;
             }
             plain &= mark->row != row;
             mark->row = row;

@@ -385,6 +385,33 @@ def test_a_name_may_move_between_columns_across_batches_but_never_repeat_in_one(
     assert pickle.dumps(model) == pickle.dumps(one)
 
 
+def test_a_repeated_name_is_refused_only_in_a_batch_that_uses_both_columns():
+    """Calls that follow one another keep their columns resolved (an epoch); a column that takes
+    a name another column of the epoch took, or is renamed in place, is checked against the
+    columns of its own batch only."""
+    names = ["a", "b", "a"]  # columns 0 and 2 alike, never in one batch
+    X = sparse.csr_array([[1.0, 2.0, 0.0]])
+    Y = sparse.csr_array([[0.0, 1.0, 3.0]])
+    model, one = river_cw.AROW(), river_cw.AROW()
+    model.learn_many(sparse.csr_array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]), [True, False],
+                     features=names)
+    loop(one, [{"a": 1.0, "b": 1.0}, {"a": 1.0}], [True, False], [1.0, 1.0])
+    for batch, label in ((Y, False), (X, True), (Y, True)):
+        model.learn_many(batch, [label], features=names)
+    loop(one, [{"b": 1.0, "a": 3.0}, {"a": 1.0, "b": 2.0}, {"b": 1.0, "a": 3.0}],
+         [False, True, True], [1.0] * 3)
+    assert pickle.dumps(model) == pickle.dumps(one)
+    model.learn_many(X, [False], features=names)  # column 0 names "a" again: a new epoch
+    one.learn_one({"a": 1.0, "b": 2.0}, False)
+    names[1] = "c"  # in place, between two calls of that epoch
+    model.learn_many(X, [True], features=names)
+    one.learn_one({"a": 1.0, "c": 2.0}, True)
+    assert pickle.dumps(model) == pickle.dumps(one)
+    with pytest.raises(ValueError, match="features names columns 0 and 2 alike: 'a'"):
+        model.learn_many(sparse.csr_array([[1.0, 0.0, 1.0]]), [True], features=names)
+    assert pickle.dumps(model) == pickle.dumps(one)
+
+
 def test_csr_columns_follow_the_engine_through_a_new_layout_and_a_new_class():
     """The kept columns point at the engine's entries; after the entries are laid out anew
     (reversed through the compiled engine's `blocks`), or a new label adds a block, they are
