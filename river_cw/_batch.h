@@ -30,6 +30,12 @@ typedef struct {
 
 #include <float.h>
 
+#if defined(__GNUC__)
+#define RCW_NOINLINE __attribute__((noinline)) /* a loop of its own: registers of its own */
+#else
+#define RCW_NOINLINE
+#endif
+
 enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
 
 /* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma and a new reference to
@@ -540,11 +546,15 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
  * those not learned yet (the intercept included) so that no table grows while the slots are in
  * use; mark each row whose columns (the intercept's included) are good and distinct in
  * c->plain[i - start] */
-static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
-                           PyObject *intercept, Py_ssize_t start, Py_ssize_t end) {
+static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
+                                        PyObject *intercept, Py_ssize_t start,
+                                        Py_ssize_t end) {
     Py_ssize_t i, p, b, *absent;
     BatchCache *cache;
-    int status = -1, resolved;
+    const Py_ssize_t *indices = c->indices, ncols = c->ncols;
+    BatchMark *marks;
+    int64_t epoch;
+    int status = -1, resolved, renames;
     for (i = start; i < end; i++)
         if (c->indptr[i] > c->indptr[i + 1]) {
             PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
@@ -554,6 +564,7 @@ static int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
     if ((cache = batch_cache(self, features, c->ncols)) == NULL) return -1;
     c->cache = cache;
     c->start = start;
+    marks = cache->mark;
     absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
     c->plain = PyMem_Malloc(end > start ? end - start : 1);
     if (absent == NULL || c->plain == NULL) {
@@ -570,30 +581,32 @@ again:
         cache->calls = ++batch_calls;
         memset(absent, 0, sizeof(Py_ssize_t) * self->blocks.n);
     }
-    if (intercept != Py_None && cache->mark[c->ncols].call != cache->calls &&
-        column_resolve(self, cache, c->ncols, features, intercept, absent) < 0)
+    epoch = cache->calls; /* in locals: the marks' stores cannot change them */
+    renames = cache->continued && features != NULL;
+    if (intercept != Py_None && marks[ncols].call != epoch &&
+        column_resolve(self, cache, ncols, features, intercept, absent) < 0)
         goto done;
     for (i = start; i < end; i++) {
         int64_t row = ++cache->rows;
-        int plain = intercept == Py_None || cache->mark[c->ncols].call == cache->calls;
-        for (p = c->indptr[i]; p < c->indptr[i + 1]; p++) {
-            Py_ssize_t l = c->indices[p];
+        int plain = intercept == Py_None || marks[ncols].call == epoch;
+        Py_ssize_t last = c->indptr[i + 1];
+        for (p = c->indptr[i]; p < last; p++) {
+            Py_ssize_t l = indices[p];
             BatchMark *mark;
-            if ((size_t)l >= (size_t)c->ncols) {
+            if ((size_t)l >= (size_t)ncols) {
                 PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", l);
                 goto done;
             }
-            mark = &cache->mark[l];
-            if (mark->call != cache->calls) {
-                if (mark->call != -cache->calls &&
+            mark = &marks[l];
+            if (mark->call != epoch) {
+                if (mark->call != -epoch &&
                     (resolved = column_resolve(self, cache, l, features, intercept, absent)) != 0) {
                     if (resolved < 0) goto done;
                     cache->continued = 0; /* a name another column of the epoch took */
                     goto again;
                 }
-                plain &= mark->call == cache->calls;
-            } else if (cache->continued && features != NULL &&
-                       PyList_GET_ITEM(features, l) != cache->key[l]) {
+                plain &= mark->call == epoch;
+            } else if (renames && PyList_GET_ITEM(features, l) != cache->key[l]) {
                 cache->continued = 0; /* renamed in place since the epoch resolved it */
                 goto again;
             }
