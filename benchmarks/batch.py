@@ -16,11 +16,15 @@ adding features).
 
     python benchmarks/batch.py [--data FILE ...] [--limit 4000] [--batch 1000] [--repeat 3] [--warm]
     python benchmarks/batch.py --instructions   # instructions per feature, by callgrind
+    python benchmarks/batch.py --instructions --warm --passes "AROW learn_many CSR hashed" \
+        --require "AROW learn_many CSR hashed=25"   # a guard (tests/test_instructions.py)
 
 With ``--instructions`` a child process under valgrind's callgrind runs every pass once and
 dumps its counters at markers (calls of `time.process_time`) around each pass, after every pass
 has run once on a few rows, as `benchmarks/instructions.py` does: counts repeat where CPU time
-on a shared machine does not.
+on a shared machine does not. ``--passes`` keeps only the named passes (and river's, the
+reference); ``--require PASS=RATIO`` fails (exit status 1) unless PASS's ratio to river's
+PAClassifier is at least RATIO.
 """
 
 from __future__ import annotations
@@ -43,10 +47,12 @@ from scipy import sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from instructions import WARM_UP  # noqa: E402
+from instructions import table as count_table  # noqa: E402
 from throughput import DATA, load  # noqa: E402
 
 import river_cw  # noqa: E402
 
+REFERENCE = "river PAClassifier learn_one"
 MODELS = {
     "AROW": lambda: river_cw.AROW(),
     "AROW drop": lambda: river_cw.AROW(diagonal="drop"),
@@ -72,9 +78,10 @@ def stream(name: str, limit: int):
     return dicts, labels, X, list(vocabulary)
 
 
-def passes(dicts, labels, X, features, batch: int, warm: bool = False) -> dict:
+def passes(dicts, labels, X, features, batch: int, warm: bool = False, only=None) -> dict:
     """name -> (make, learn): `make()` is a new model (warm: that has learned the stream once),
-    `learn(model)` learns the whole stream once."""
+    `learn(model)` learns the whole stream once; only the passes named in `only` (and river's)
+    when it is given."""
     cuts = range(0, len(labels), batch)
     labels_of = [labels[a:a + batch] for a in cuts]
 
@@ -100,12 +107,14 @@ def passes(dicts, labels, X, features, batch: int, warm: bool = False) -> dict:
                 model.learn_many(rows_, y, **kwargs)
         return prepared(make, learn)
 
-    out = {"river PAClassifier learn_one": loop(linear_model.PAClassifier)}
+    out = {REFERENCE: loop(linear_model.PAClassifier)}
     for name, make in MODELS.items():
         out[f"{name} learn_one"] = loop(make)
         out[f"{name} learn_many dicts"] = many(make, dicts)
         out[f"{name} learn_many CSR vocabulary"] = many(make, X, features=features)
         out[f"{name} learn_many CSR hashed"] = many(make, X)
+    if only is not None:
+        out = {name: run for name, run in out.items() if name in only or name == REFERENCE}
     return out
 
 
@@ -116,42 +125,41 @@ def cpu_time(make, learn) -> float:
     return time.process_time() - start
 
 
-def table(name: str, n_features: int, n_rows: int, seconds: dict, unit: str, warm: bool) -> None:
-    pa = seconds["river PAClassifier learn_one"]
-    print(f"\n{name}: {n_rows} examples, {n_features / n_rows:.0f} features each, "
-          f"engine {river_cw.ENGINE!r}{', warm models' if warm else ''}\n")
-    if unit == "s":
-        print("| pass | features/s | vs PAClassifier |")
-        print("|---|---:|---:|")
-        for pass_, s in seconds.items():
-            print(f"| {pass_} | {n_features / s:,.0f} | {pa / s:.2f}x |")
-    else:
-        print("| pass | instructions/feature | vs PAClassifier |")
-        print("|---|---:|---:|")
-        for pass_, count in seconds.items():
-            print(f"| {pass_} | {count / n_features:,.0f} | {pa / count:.2f}x |")
+def table(name: str, n_features: int, n_rows: int, seconds: dict, warm: bool) -> None:
+    pa = seconds[REFERENCE]
+    print(f"\n{title(name, n_features, n_rows, warm)}\n")
+    print("| pass | features/s | vs PAClassifier |")
+    print("|---|---:|---:|")
+    for pass_, s in seconds.items():
+        print(f"| {pass_} | {n_features / s:,.0f} | {pa / s:.2f}x |")
+
+
+def title(name: str, n_features: int, n_rows: int, warm: bool) -> str:
+    return (f"{name}: {n_rows} examples, {n_features / n_rows:.0f} features each, "
+            f"engine {river_cw.ENGINE!r}{', warm models' if warm else ''}")
 
 
 def child(path: str) -> None:
     with open(path, "rb") as fh:
-        dicts, labels, X, features, batch, warm = pickle.load(fh)
+        dicts, labels, X, features, batch, warm, only = pickle.load(fh)
     # the process's first-call costs (imports, caches) stay outside the counts: every pass once
     # on the first few rows, as benchmarks/instructions.py warms up
     few = slice(0, WARM_UP)
-    for make, learn in passes(dicts[few], labels[few], X[few], features, batch).values():
+    for make, learn in passes(dicts[few], labels[few], X[few], features, batch, False,
+                              only).values():
         learn(make())
-    for make, learn in passes(dicts, labels, X, features, batch, warm).values():
+    for make, learn in passes(dicts, labels, X, features, batch, warm, only).values():
         model = make()
         time.process_time()  # marker: counting starts
         learn(model)
         time.process_time()  # marker: counting stops
 
 
-def counts(dicts, labels, X, features, batch, warm) -> dict:
+def counts(dicts, labels, X, features, batch, warm, only) -> dict:
     with tempfile.TemporaryDirectory() as out:
         path = f"{out}/stream.pickle"
         with open(path, "wb") as fh:
-            pickle.dump((dicts, labels, X, features, batch, warm), fh)
+            pickle.dump((dicts, labels, X, features, batch, warm, only), fh)
         subprocess.run(
             ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
              f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--child", path],
@@ -162,7 +170,7 @@ def counts(dicts, labels, X, features, batch, warm) -> dict:
         parts = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
         totals = [int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1))
                   for p in parts]
-    names = list(passes(dicts, labels, X, features, batch))
+    names = list(passes(dicts, labels, X, features, batch, only=only))
     return {name: totals[1 + 2 * i] for i, name in enumerate(names)}
 
 
@@ -176,29 +184,39 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--warm", action="store_true", help="models that learned the stream once")
+    parser.add_argument("--passes", nargs="+", default=None, help="passes to run (default: all)")
+    parser.add_argument("--require", nargs="*", default=[], metavar="PASS=RATIO",
+                        help="with --instructions: fail unless PASS's ratio is at least RATIO")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return child(args.child)
     if args.instructions and shutil.which("valgrind") is None:
         print("valgrind is not installed: no instruction counts")
-        return
+        return 0
+    required = {name: float(ratio) for name, ratio in (r.rsplit("=", 1) for r in args.require)}
+    failed = []
     for name in args.data:
         if not (DATA / name).exists():
             print(f"{DATA / name} is absent: skipped")
             continue
         dicts, labels, X, features = stream(name, args.limit)
         if args.instructions:
-            count = counts(dicts, labels, X, features, args.batch, args.warm)
-            table(name, X.nnz, len(labels), count, "i", args.warm)
+            count = counts(dicts, labels, X, features, args.batch, args.warm, args.passes)
+            failed += count_table(title(name, X.nnz, len(labels), args.warm),
+                                  {k: c / X.nnz for k, c in count.items()}, REFERENCE,
+                                  "instructions/feature", required)
             continue
-        runs = passes(dicts, labels, X, features, args.batch, args.warm)
+        runs = passes(dicts, labels, X, features, args.batch, args.warm, args.passes)
         seconds = dict.fromkeys(runs, float("inf"))
         for _ in range(args.repeat):  # rounds over all passes: load changes hit them alike
             for pass_, (make, learn) in runs.items():
                 seconds[pass_] = min(seconds[pass_], cpu_time(make, learn))
-        table(name, X.nnz, len(labels), seconds, "s", args.warm)
+        table(name, X.nnz, len(labels), seconds, args.warm)
+    for line in failed:
+        print("FAILED", line)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

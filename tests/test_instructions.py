@@ -40,3 +40,24 @@ def test_instruction_counts_keep_the_ratios_to_pa_classifier():
         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
     )
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
+
+
+CSR = ["AROW learn_many CSR hashed", "AROW learn_many CSR vocabulary"]
+CSR_REQUIRE = [f"{CSR[0]}=25", f"{CSR[1]}=22"]  # measured 33.6x and 31.5x (200 reviews, warm)
+
+
+@pytest.mark.slow
+def test_instruction_counts_keep_the_csr_kernel_ratios():
+    """The CSR kernel on models that learned the stream once (the steady state of a long
+    stream), per stored entry, next to river's PAClassifier's learn_one of the same run."""
+    read_jsonl("mdsd_sorted_acl_text.jsonl.gz")  # skips when the shared data is absent
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed")
+    if river_cw.ENGINE != "c":
+        pytest.skip("the compiled extensions are not built (or RIVER_CW_PURE_PYTHON is set)")
+    run = subprocess.run(
+        [sys.executable, "benchmarks/batch.py", "--instructions", "--warm", "--limit", "200",
+         "--data", "mdsd_sorted_acl_text.jsonl.gz", "--passes", *CSR, "--require", *CSR_REQUIRE],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr[-2000:]
