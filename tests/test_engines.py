@@ -12,6 +12,8 @@ import pickle
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import river_cw
 from river_cw import gaussian
@@ -219,6 +221,32 @@ def test_exactly_rounded_sums_match_math_fsum():
             except (OverflowError, ValueError) as error:
                 outcomes.append((type(error), str(error)))
         assert outcomes[0] == outcomes[1]
+
+
+near_ties = st.lists(  # terms of one size whose errors land on and near a rounding tie
+    st.builds(lambda k, e: math.ldexp(1.0 + k * 2.0**-52, e), st.integers(-4, 4), st.integers(-3, 3))
+    | st.floats(-2.0, 2.0)
+    | st.sampled_from([2.0**-53, -(2.0**-53), 3 * 2.0**-54, 2.0**-1074, 1e-300]),
+    max_size=40,
+)
+
+
+cancelling = st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=20).flatmap(
+    lambda xs: st.permutations(  # big terms that cancel but for their own rounding errors
+        xs + [-x * (1.0 + 2.0**-52) for x in xs] + [x * 2.0**-60 for x in xs]
+    )
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(terms=st.one_of(near_ties, cancelling, st.lists(st.floats(-1e300, 1e300), max_size=40)))
+def test_the_certified_sums_are_math_fsum(terms):
+    """The double-double accumulator's bound (Ogita, Rump and Oishi's Sum2, river_cw/_fsum.h)
+    certifies only sums it rounds as math.fsum does: sums that cancel, ties, subnormals."""
+    from river_cw import _diagonal
+
+    for order in (terms, terms[::-1]):
+        assert bits(_diagonal.fsum(order)) == bits(math.fsum(order))
 
 
 def test_layout_operations_agree():
