@@ -553,7 +553,7 @@ static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObjec
     BatchCache *cache;
     const Py_ssize_t *indices = c->indices, ncols = c->ncols;
     BatchMark *marks;
-    int64_t epoch;
+    int64_t epoch, first_row;
     int status = -1, resolved, renames;
     for (i = start; i < end; i++)
         if (c->indptr[i] > c->indptr[i + 1]) {
@@ -582,7 +582,14 @@ again:
         memset(absent, 0, sizeof(Py_ssize_t) * self->blocks.n);
     }
     epoch = cache->calls; /* in locals: the marks' stores cannot change them */
-    renames = cache->continued && features != NULL;
+    /* a vocabulary's names are checked at a column's first row in the call, unless every name
+     * is the one its column was resolved by (one sequential comparison, when the call is not
+     * much smaller than the vocabulary) */
+    renames = cache->continued && features != NULL &&
+              !(ncols <= 2 * (c->indptr[end] - c->indptr[start]) &&
+                memcmp(PySequence_Fast_ITEMS(features), cache->key,
+                       sizeof(PyObject *) * ncols) == 0);
+    first_row = cache->rows + 1;
     if (intercept != Py_None && marks[ncols].call != epoch &&
         column_resolve(self, cache, ncols, features, intercept, absent) < 0)
         goto done;
@@ -606,7 +613,8 @@ again:
                     goto again;
                 }
                 plain &= mark->call == epoch;
-            } else if (renames && PyList_GET_ITEM(features, l) != cache->key[l]) {
+            } else if (renames && mark->row < first_row &&
+                       PyList_GET_ITEM(features, l) != cache->key[l]) {
                 cache->continued = 0; /* renamed in place since the epoch resolved it */
                 goto again;
             }
