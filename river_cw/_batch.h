@@ -605,18 +605,20 @@ again:
                 goto done;
             }
             mark = &marks[l];
-            if (mark->call != epoch) {
-                if (mark->call != -epoch &&
-                    (resolved = column_resolve(self, cache, l, features, intercept, absent)) != 0) {
-                    if (resolved < 0) goto done;
-                    cache->continued = 0; /* a name another column of the epoch took */
+            if (mark->call != epoch || renames) { /* the common case: neither */
+                if (mark->call != epoch) {
+                    if (mark->call != -epoch &&
+                        (resolved = column_resolve(self, cache, l, features, intercept,
+                                                   absent)) != 0) {
+                        if (resolved < 0) goto done;
+                        cache->continued = 0; /* a name another column of the epoch took */
+                        goto again;
+                    }
+                    plain &= mark->call == epoch;
+                } else if (mark->row < first_row && PyList_GET_ITEM(features, l) != cache->key[l]) {
+                    cache->continued = 0; /* renamed in place since the epoch resolved it */
                     goto again;
                 }
-                plain &= mark->call == epoch;
-            } else if (renames && mark->row < first_row &&
-                       PyList_GET_ITEM(features, l) != cache->key[l]) {
-                cache->continued = 0; /* renamed in place since the epoch resolved it */
-                goto again;
             }
             plain &= mark->row != row;
             mark->row = row;
@@ -654,6 +656,43 @@ static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t 
     return 0;
 }
 
+/* the lean CSR row's sums by math.fsum's own algorithm, where the bound does not certify them
+ * (their double-double on a rounding tie, or cancelling): the terms batch_sums takes, in the
+ * row's order. 0; 1 when fsum raises an overflow (cleared: the general path meets it again and
+ * names the row); -1 on memory */
+static int lean_fsums(const Entry *entries, const Py_ssize_t *slot, const Py_ssize_t *ind,
+                      const double *data, Py_ssize_t n, Py_ssize_t intercept_col, double prior,
+                      double *mk, double *v) {
+    Msum ms, us;
+    Py_ssize_t p;
+    int failed = 0;
+    msum_init(&ms);
+    msum_init(&us);
+    for (p = 0; !failed && p < n + (intercept_col >= 0); p++) {
+        double xf = p < n ? data[p] : 1.0, x2 = xf * xf;
+        Py_ssize_t ix = slot[p < n ? ind[p] : intercept_col];
+        if (ix >= 0)
+            failed = msum_add(&ms, entries[ix].mean * xf) < 0 ||
+                     msum_add(&us, entries[ix].var * x2) < 0;
+        else if (x2 != 0.0)
+            failed = msum_add(&us, prior * x2) < 0;
+    }
+    if (failed) {
+        msum_free(&ms);
+        msum_free(&us);
+        return -1;
+    }
+    if (msum_result(&ms, mk) < 0) { /* it freed ms */
+        msum_free(&us);
+        goto raised;
+    }
+    if (msum_result(&us, v) == 0) return 0;
+raised:
+    if (!rcw_error_recoverable()) return -1;
+    PyErr_Clear();
+    return 1;
+}
+
 /* The lean CSR row: row i (plain) of a binary model learned by a native step with a built-in
  * scheme and nothing forgotten, straight from the CSR arrays: batch_margin's exactly rounded
  * sums and batch_apply's in-place steps without copying the row. 0: learned, nothing to learn,
@@ -686,8 +725,10 @@ static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i,
         }
     }
     if (!ddsum_certified(&m_acc, n + intercept, &mk) ||
-        !ddsum_certified(&u_acc, n + intercept, &v))
-        return 1;
+        !ddsum_certified(&u_acc, n + intercept, &v)) {
+        r = lean_fsums(entries, slot, ind, data, n, intercept ? cache->ncols : -1, prior, &mk, &v);
+        if (r != 0) return r;
+    }
     m = 0.0 + sign * mk; /* as batch_sums adds it: a zero margin is +0 */
     if (!(isfinite(m) && isfinite(v))) return 1;
     if (v <= 0.0) return 0; /* no non-zero feature, or all their variance is spent */
