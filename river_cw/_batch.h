@@ -498,6 +498,14 @@ static int column_named(BatchCache *c, Py_ssize_t j) {
     return 0;
 }
 
+/* 0 while the vocabulary still has a name per column; -1 (raised) when Python code the call ran
+ * (a key's hash or ==) resized it: its items are read by position */
+static int vocabulary_intact(PyObject *features, Py_ssize_t ncols) {
+    if (PyList_GET_SIZE(features) == ncols) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "features changed size during learn_many");
+    return -1;
+}
+
 /* column j (ncols: the intercept) resolved for this epoch: its key, whether it is bad, its
  * entry in every block; `absent` counts per block the columns not learned yet. 0, -1 on an
  * error, 1: the call must start a new epoch (column_named) */
@@ -508,8 +516,10 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
     int status;
     if (j == c->ncols)
         key = intercept;
-    else if (features != NULL)
+    else if (features != NULL) {
+        if (vocabulary_intact(features, c->ncols) < 0) return -1;
         key = PyList_GET_ITEM(features, j);
+    }
     else
         key = c->key[j] != NULL ? c->key[j] : PyLong_FromSsize_t(j);
     if (key == NULL) return -1;
@@ -585,6 +595,7 @@ again:
     /* a vocabulary's names are checked at a column's first row in the call, unless every name
      * is the one its column was resolved by (one sequential comparison, when the call is not
      * much smaller than the vocabulary) */
+    if (features != NULL && vocabulary_intact(features, ncols) < 0) goto done;
     renames = cache->continued && features != NULL &&
               !(ncols <= 2 * (c->indptr[end] - c->indptr[start]) &&
                 memcmp(PySequence_Fast_ITEMS(features), cache->key,
@@ -615,7 +626,10 @@ again:
                         goto again;
                     }
                     plain &= mark->call == epoch;
-                } else if (mark->row < first_row && PyList_GET_ITEM(features, l) != cache->key[l]) {
+                } else if (mark->row < first_row &&
+                           (vocabulary_intact(features, ncols) < 0 ||
+                            PyList_GET_ITEM(features, l) != cache->key[l])) {
+                    if (PyErr_Occurred()) goto done;
                     cache->continued = 0; /* renamed in place since the epoch resolved it */
                     goto again;
                 }

@@ -414,6 +414,25 @@ def test_a_repeated_name_is_refused_only_in_a_batch_that_uses_both_columns():
     assert pickle.dumps(model) == pickle.dumps(one)
 
 
+def test_a_vocabulary_resized_by_a_names_hash_is_refused():
+    """The kernel reads the names by position: a name whose hash shrinks the list is refused."""
+    model = river_cw.AROW()
+    if not hasattr(model.gaussian, "learn_rows"):
+        pytest.skip("the pure-Python engine has no batch kernel")
+
+    class Shrinking(str):
+        def __hash__(self):
+            if len(names) == 3:
+                names.pop()
+            return str.__hash__(self)
+
+    names = [Shrinking("a"), "b", "c"]
+    model.learn_one({"z": 1.0}, True)
+    model.learn_one({"z": 1.0}, False)
+    with pytest.raises(RuntimeError, match="features changed size during learn_many"):
+        model.learn_many(sparse.csr_array([[1.0, 1.0, 1.0]]), [True], features=names)
+
+
 def test_csr_columns_follow_the_engine_through_a_new_layout_and_a_new_class():
     """The kept columns point at the engine's entries; after the entries are laid out anew
     (reversed through the compiled engine's `blocks`), or a new label adds a block, they are
