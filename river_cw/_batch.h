@@ -372,7 +372,7 @@ typedef struct BatchCache {
     PyObject *intercept; /* and its intercept (borrowed, compared by identity) */
 } BatchCache;
 
-static int64_t batch_calls = 0; /* numbers the calls that use a cache */
+static int64_t batch_calls = 0; /* numbers the epochs of every cache */
 
 static void batch_cache_free(Diagonal *self) {
     BatchCache *c = self->batch_cache;
@@ -710,9 +710,8 @@ raised:
 /* The lean CSR row: row i (plain) of a binary model learned by a native step with a built-in
  * scheme and nothing forgotten, straight from the CSR arrays: batch_margin's exactly rounded
  * sums and batch_apply's in-place steps without copying the row. 0: learned, nothing to learn,
- * or skipped (counted in *skipped); 1: the general path's row (a sum the bound does not
- * certify, a margin beyond float64, a step near float64's limit), nothing changed; -1 on
- * memory. */
+ * or skipped (counted in *skipped); 1: the general path's row (a sum math.fsum raises on, a
+ * margin beyond float64, a step near float64's limit), nothing changed; -1 on memory. */
 static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i, int intercept,
                             double sign, double w, const BatchStep *s, int kind,
                             Py_ssize_t *skipped) {
