@@ -647,21 +647,18 @@ done:
     return status;
 }
 
-/* row i of the CSR batch, resolved; 0, or 1 when the kernel leaves it to learn_one */
+/* row i of the CSR batch, resolved; 0, or 1 when the kernel leaves it to learn_one (a bad key
+ * or a column stored twice: not plain) */
 static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
                        PyObject *intercept) {
     BatchCache *cache = c->cache;
     Py_ssize_t p, a = c->indptr[i], e = c->indptr[i + 1], n = e - a + (intercept != Py_None);
-    int64_t row = ++cache->rows;
+    if (!c->plain[i - c->start]) return 1;
     if (row_reserve(r, n) < 0) return -1;
     r->n = n;
     for (p = 0; p < n; p++) {
-        Py_ssize_t l = p < e - a ? c->indices[a + p] : cache->ncols;
-        BatchMark *mark = &cache->mark[l];
-        if (mark->call < 0 || mark->row == row) return 1; /* a bad key, a duplicate */
-        mark->row = row;
         r->x[p] = p < e - a ? c->data[a + p] : 1.0;
-        r->col[p] = l;
+        r->col[p] = p < e - a ? c->indices[a + p] : cache->ncols;
     }
     r->keys = cache->key;
     r->hashes = cache->hash;
