@@ -552,10 +552,11 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
     return 0;
 }
 
-/* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room for
- * those not learned yet (the intercept included) so that no table grows while the slots are in
- * use; mark each row whose columns (the intercept's included) are good and distinct in
- * c->plain[i - start] */
+/* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
+ * for the columns this call found unseen (the intercept included: the table grows once, not row
+ * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
+ * earlier call); mark each row whose columns (the intercept's included) are good and distinct
+ * in c->plain[i - start] */
 static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
                                         PyObject *intercept, Py_ssize_t start,
                                         Py_ssize_t end) {
