@@ -669,37 +669,20 @@ static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t 
 }
 
 /* the lean CSR row's sums by math.fsum's own algorithm, where the bound does not certify them
- * (their double-double on a rounding tie, or cancelling): the terms batch_sums takes, in the
- * row's order. 0; 1 when fsum raises an overflow (cleared: the general path meets it again and
- * names the row); -1 on memory */
+ * (their double-double on a rounding tie, or cancelling), in the row's order. 0; 1 when fsum
+ * raises an overflow (cleared: the general path meets it again and names the row); -1 on
+ * memory */
 static int lean_fsums(const Entry *entries, const Py_ssize_t *slot, const Py_ssize_t *ind,
                       const double *data, Py_ssize_t n, Py_ssize_t intercept_col, double prior,
                       double *mk, double *v) {
-    Msum ms, us;
+    MarginFsum s;
     Py_ssize_t p;
-    int failed = 0;
-    msum_init(&ms);
-    msum_init(&us);
-    for (p = 0; !failed && p < n + (intercept_col >= 0); p++) {
-        double xf = p < n ? data[p] : 1.0, x2 = xf * xf;
+    margin_fsum_init(&s);
+    for (p = 0; p < n + (intercept_col >= 0); p++) {
         Py_ssize_t ix = slot[p < n ? ind[p] : intercept_col];
-        if (ix >= 0)
-            failed = msum_add(&ms, entries[ix].mean * xf) < 0 ||
-                     msum_add(&us, entries[ix].var * x2) < 0;
-        else if (x2 != 0.0)
-            failed = msum_add(&us, prior * x2) < 0;
+        margin_fsum_add(&s, ix < 0 ? NULL : &entries[ix], p < n ? data[p] : 1.0, prior);
     }
-    if (failed) {
-        msum_free(&ms);
-        msum_free(&us);
-        return -1;
-    }
-    if (msum_result(&ms, mk) < 0) { /* it freed ms */
-        msum_free(&us);
-        goto raised;
-    }
-    if (msum_result(&us, v) == 0) return 0;
-raised:
+    if (margin_fsum_result(&s, mk, v) == 0) return 0;
     if (!rcw_error_recoverable()) return -1;
     PyErr_Clear();
     return 1;

@@ -1232,35 +1232,55 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
     return 0;
 }
 
-/* the lean path's sums when the bound does not certify them: math.fsum's own algorithm over the
- * coordinates' terms, in x's order (the terms the general path keeps); 0, or -1 with fsum's
- * error */
+/* The margin's two sums by math.fsum's own algorithm, where the bound does not certify them: one
+ * home for the lean paths' fallbacks (coords_fsum here, lean_fsums in _batch.h) */
+typedef struct {
+    Msum m, u;
+    int failed; /* memory ran out */
+} MarginFsum;
+
+static void margin_fsum_init(MarginFsum *s) {
+    msum_init(&s->m);
+    msum_init(&s->u);
+    s->failed = 0;
+}
+
+/* a feature's terms, as add_coord takes them with nothing forgotten: its entry e's, or (e NULL)
+ * the prior's for a new feature, none for a new one of value 0 */
+static void margin_fsum_add(MarginFsum *s, const Entry *e, double xf, double prior) {
+    double x2 = xf * xf;
+    if (s->failed) return;
+    if (e != NULL)
+        s->failed = msum_add(&s->m, e->mean * xf) < 0 || msum_add(&s->u, e->var * x2) < 0;
+    else if (x2 != 0.0)
+        s->failed = msum_add(&s->u, prior * x2) < 0;
+}
+
+/* the sums into *mk and *v; 0, or -1 with fsum's error (or memory's); frees the partials */
+static int margin_fsum_result(MarginFsum *s, double *mk, double *v) {
+    if (s->failed) {
+        msum_free(&s->m);
+        msum_free(&s->u);
+        return -1;
+    }
+    if (msum_result(&s->m, mk) < 0) { /* it freed m */
+        msum_free(&s->u);
+        return -1;
+    }
+    return msum_result(&s->u, v);
+}
+
+/* the lean path's sums when the bound does not certify them, over the coordinates' terms in x's
+ * order (the terms the general path keeps); 0, or -1 with fsum's error */
 static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
-    Msum ms, us;
+    MarginFsum s;
     Py_ssize_t i;
-    int failed = 0;
-    msum_init(&ms);
-    msum_init(&us);
-    for (i = 0; !failed && i < self->ncoords; i++) {
-        Coord *c = &self->coords[i];
-        double x2 = c->x * c->x;
-        if (c->ix < 0)
-            failed = msum_add(&us, self->prior * x2) < 0;
-        else {
-            Entry *e = &t->entries[c->ix];
-            failed = msum_add(&ms, e->mean * c->x) < 0 || msum_add(&us, e->var * x2) < 0;
-        }
+    margin_fsum_init(&s);
+    for (i = 0; i < self->ncoords; i++) {
+        const Coord *c = &self->coords[i];
+        margin_fsum_add(&s, c->ix < 0 ? NULL : &t->entries[c->ix], c->x, self->prior);
     }
-    if (failed) {
-        msum_free(&ms);
-        msum_free(&us);
-        return -1;
-    }
-    if (msum_result(&ms, mk) < 0) {
-        msum_free(&us);
-        return -1;
-    }
-    return msum_result(&us, v);
+    return margin_fsum_result(&s, mk, v);
 }
 
 /* add_coord of the lean path (pair 0, nothing forgotten), its terms into the accumulators */
