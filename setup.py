@@ -18,11 +18,12 @@ def extension(name: str, *headers: str) -> Extension:
 
 setup(
     ext_modules=[
-        extension("_text", "_text_scan.h", "_text_count.h"),
+        extension("_text", "_inline.h", "_text_scan.h", "_text_count.h"),
         extension(
             "_diagonal",
-            *("_fsum.h", "_table.h", "_steps.h", "_batch.h", "_text_lookup.h", "_text_count.h", "_text_scan.h"),
+            *("_inline.h", "_fsum.h", "_table.h", "_steps.h", "_batch.h", "_text_lookup.h",
+              "_text_count.h", "_text_scan.h"),
         ),
-        extension("_rda", "_fsum.h", "_table.h"),
+        extension("_rda", "_inline.h", "_fsum.h", "_table.h"),
     ]
 )

@@ -30,12 +30,6 @@ typedef struct {
 
 #include <float.h>
 
-#if defined(__GNUC__)
-#define RCW_NOINLINE __attribute__((noinline)) /* a loop of its own: registers of its own */
-#else
-#define RCW_NOINLINE
-#endif
-
 enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
 
 /* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma and a new reference to

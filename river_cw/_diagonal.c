@@ -914,11 +914,7 @@ static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_
 
 #define MAX_ITER 200
 
-#if defined(__GNUC__)
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define ALWAYS_INLINE static inline
-#endif
+#define ALWAYS_INLINE static RCW_ALWAYS_INLINE
 
 typedef struct {
     double m, v, phi;

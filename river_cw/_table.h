@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_inline.h"
+
 #ifndef RCW_ENTRY_PAYLOAD
 #error "define RCW_ENTRY_PAYLOAD (the fields of an entry) before including _table.h"
 #endif
@@ -101,7 +103,7 @@ static inline int bytes_equal(const unsigned char *p, const unsigned char *q, si
     return n == 0 || *p == *q;
 }
 
-static inline __attribute__((always_inline)) int keys_equal_fast(PyObject *a, PyObject *b) {
+static RCW_ALWAYS_INLINE int keys_equal_fast(PyObject *a, PyObject *b) {
     /* 1 equal, 0 different, -1 unknown (needs ==) */
     if (a == b) return 1;
     if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) {

@@ -19,11 +19,7 @@
 #include <Python.h>
 #include <stddef.h>
 
-#if defined(__GNUC__) || defined(__clang__)
-#define RCW_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define RCW_ALWAYS_INLINE inline
-#endif
+#include "_inline.h"
 
 /* 1: word character (\w on ASCII), 2: hyphen, 0: anything else. */
 static const unsigned char rcw_text_class[128] = {
