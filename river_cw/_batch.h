@@ -696,22 +696,22 @@ static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i,
     const Py_ssize_t *ind = c->indices + a;
     const double *data = c->data + a;
     double prior = self->prior, mk, v, m, alpha, gamma, beta, step_bound;
+    DdPair acc; /* the sums of mean x and of var x^2 */
     DdSum m_acc, u_acc;
     Entry *entries = t->entries;
     int r;
-    ddsum_init(&m_acc);
-    ddsum_init(&u_acc);
+    ddpair_init(&acc);
     for (p = 0; p < n + intercept; p++) { /* the intercept last, with value 1.0 */
         double xf = p < n ? data[p] : 1.0, x2 = xf * xf;
         Py_ssize_t ix = slot[p < n ? ind[p] : cache->ncols];
-        if (ix >= 0) {
-            ddsum_add(&m_acc, entries[ix].mean * xf);
-            ddsum_add(&u_acc, entries[ix].var * x2);
-        } else if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
-            ddsum_add(&u_acc, prior * x2);
+        if (ix >= 0)
+            ddpair_add(&acc, entries[ix].mean * xf, entries[ix].var * x2);
+        else if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
+            ddpair_add(&acc, 0.0, prior * x2); /* the mean sum as it was, but a zero's sign */
             n_new++;
         }
     }
+    ddpair_split(&acc, &m_acc, &u_acc);
     if (!ddsum_certified(&m_acc, n + intercept, &mk) ||
         !ddsum_certified(&u_acc, n + intercept, &v)) {
         r = lean_fsums(entries, slot, ind, data, n, intercept ? cache->ncols : -1, prior, &mk, &v);

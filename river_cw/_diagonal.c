@@ -1281,15 +1281,14 @@ static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
 
 /* add_coord of the lean path (pair 0, nothing forgotten), its terms into the accumulators */
 static inline void lean_coord(Diagonal *self, Table *t, PyObject *key, Py_hash_t h,
-                              Py_ssize_t ix, double xf, DdSum *m_acc, DdSum *u_acc) {
+                              Py_ssize_t ix, double xf, DdPair *acc) {
     double mj, uj;
     switch (add_coord(self, t, 0, key, h, ix, xf, 1.0, 0.0, &mj, &uj)) {
     case 2:
-        ddsum_add(m_acc, mj);
-        ddsum_add(u_acc, uj);
+        ddpair_add(acc, mj, uj);
         break;
     case 1:
-        ddsum_add(u_acc, uj);
+        ddpair_add(acc, 0.0, uj); /* the mean sum as it was, but a zero's sign */
     }
 }
 
@@ -1308,6 +1307,7 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     Py_ssize_t pos = 0, ix;
     Py_hash_t h;
     Table *t;
+    DdPair acc; /* the sums of the terms m_j and u_j */
     DdSum m_acc, u_acc;
     release_coords(self);
     if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) return -2;
@@ -1315,19 +1315,19 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     self->pair_sign[0] = sign;
     self->npairs = 1;
     t = &self->blocks.table[0];
-    ddsum_init(&m_acc);
-    ddsum_init(&u_acc);
+    ddpair_init(&acc);
     while (PyDict_Next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &xf)) goto general;
         if ((h = key_hash(key)) == -1) goto general_error;
         if ((ix = table_find(t, key, h)) == -2) goto general_error;
-        lean_coord(self, t, key, h, ix, xf, &m_acc, &u_acc);
+        lean_coord(self, t, key, h, ix, xf, &acc);
     }
     if (intercept != Py_None) {
         h = self->lean_intercept_hash;
         if ((ix = table_find(t, intercept, h)) == -2) goto general_error;
-        lean_coord(self, t, intercept, h, ix, 1.0, &m_acc, &u_acc);
+        lean_coord(self, t, intercept, h, ix, 1.0, &acc);
     }
+    ddpair_split(&acc, &m_acc, &u_acc);
     /* the exactly rounded sums: certified by the bound (nearly always), else summed again by
      * math.fsum's algorithm; where that raises, the general path names the bad feature */
     if ((!ddsum_certified(&m_acc, self->ncoords, &mk) ||
