@@ -786,17 +786,47 @@ leave:
     return 1;
 }
 
-/* learn_rows(rows, classes, n_classes, weights, start, step, scheme, forgetting, intercept,
- * stats, native, lean): the learn_one loop over rows[start:] (see the top of this file); `rows`
- * is a list of dicts or (data, indices, indptr, features or None, n_columns), `classes` the
- * class index of each row's label (-1 unknown), `weights` the sample weight of each row,
+/* The block of a label as the model's class index (a dict: label -> block) maps it; -1 for a
+ * label it does not hold, or cannot look up (unhashable, or its == raised: learn_one's case),
+ * -2 on an error to propagate. The last two labels looked up are remembered by identity (a dict
+ * finds a key identical to the one asked for without calling its ==): a stream's labels are
+ * mostly the same few objects. For one learn_rows call: the index changes only between them. */
+typedef struct {
+    PyObject *label[2]; /* borrowed from the call's list of labels */
+    Py_ssize_t block[2];
+    int next;
+} LabelMemo;
+
+static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
+    PyObject *found;
+    Py_ssize_t k;
+    if (y == memo->label[0]) return memo->block[0];
+    if (y == memo->label[1]) return memo->block[1];
+    if ((found = PyDict_GetItemWithError(index, y)) == NULL) {
+        if (!PyErr_Occurred()) return -1;
+        if (!rcw_error_recoverable()) return -2;
+        PyErr_Clear();
+        return -1;
+    }
+    if ((k = PyLong_AsSsize_t(found)) == -1 && PyErr_Occurred()) return -2;
+    memo->label[memo->next] = y;
+    memo->block[memo->next] = k;
+    memo->next ^= 1;
+    return k;
+}
+
+/* learn_rows(rows, labels, class_index, n_classes, weights, start, step, scheme, forgetting,
+ * intercept, stats, native, lean): the learn_one loop over rows[start:] (see the top of this
+ * file); `rows` is a list of dicts or (data, indices, indptr, features or None, n_columns),
+ * `labels` each row's label, `class_index` the model's dict of label -> block (a label it does
+ * not hold is learn_one's: the loop stops there), `weights` the sample weight of each row,
  * `intercept` the intercept's key or None, `native` the rule's `_native_step` (then `step` is
  * not called) or None, `lean` learn_native's spec or None: while binary, a dict row goes first
  * through lean_learn (learn_one's lean path), and a row it declines the way above. Sets
  * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
  * stats[1], also when a step raises. */
 static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
-    PyObject *rows, *classes, *weights, *step_fn, *scheme, *intercept, *stats, *native, *lean;
+    PyObject *rows, *labels, *class_index, *weights, *step_fn, *scheme, *intercept, *stats, *native, *lean;
     PyObject *features = Py_None;
     double native_params[RCW_MAX_PARAMS];
     PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
@@ -809,8 +839,9 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     int csr, failed = 1, lean_kind = -1;
     uint64_t generation;
     int64_t call = 0;
-    if (!PyArg_ParseTuple(args, "OO!nO!nOOdOO!OO", &rows, &PyList_Type, &classes, &n_classes,
-                          &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
+    LabelMemo memo = {{NULL, NULL}, {0, 0}, 0};
+    if (!PyArg_ParseTuple(args, "OO!O!nO!nOOdOO!OO", &rows, &PyList_Type, &labels, &PyDict_Type,
+                          &class_index, &n_classes, &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
                           &intercept, &PyList_Type, &stats, &native, &lean))
         return NULL;
     step.callable = step_fn;
@@ -851,9 +882,9 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     if (enter(self) < 0) return NULL;
     i = start;
     r.nblocks = self->blocks.n;
-    nrows = PyList_GET_SIZE(classes);
+    nrows = PyList_GET_SIZE(labels);
     if (PyList_GET_SIZE(weights) != nrows || start < 0 || start > nrows) {
-        PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
         goto done;
     }
     if (csr) {
@@ -878,17 +909,17 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             if (lean_kind != SCHEME_PROJECT && lean_kind != SCHEME_DROP) lean_kind = -1;
         }
     } else if (PyList_GET_SIZE(rows) != nrows) {
-        PyErr_SetString(PyExc_ValueError, "learn_rows: one class and one weight per row");
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
         goto done;
     }
     generation = self->generation;
     for (i = start; i < nrows; i++) {
-        Py_ssize_t k = PyLong_AsSsize_t(PyList_GET_ITEM(classes, i));
+        Py_ssize_t k = label_block(class_index, PyList_GET_ITEM(labels, i), &memo);
         PyObject *w_obj = PyList_GET_ITEM(weights, i), *update_scheme = NULL;
         double w, keep = 1.0, rest = 0.0, m, v, alpha, gamma;
         BatchPairs pairs;
         int outcome, leave;
-        if (k == -1 && PyErr_Occurred()) goto done;
+        if (k == -2) goto done;
         if (k < 0 || k >= n_classes || !PyFloat_CheckExact(w_obj)) break;
         w = PyFloat_AS_DOUBLE(w_obj);
         if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */

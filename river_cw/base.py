@@ -298,14 +298,6 @@ def _without_intercept(blocks: list[dict]) -> list[dict]:
     return [{f: v for f, v in block.items() if f is not INTERCEPT} for block in blocks]
 
 
-def _hashable(y) -> bool:
-    try:
-        hash(y)
-    except TypeError:
-        return False
-    return True
-
-
 def _is_number(w) -> bool:
     return isinstance(w, (int, float)) or not hasattr(w, "__len__")
 
@@ -596,32 +588,20 @@ class GaussianClassifier(LinearClassifier):
         lean = self._lean
         if lean is _STALE:
             lean = self._lean = self._lean_spec()
-        classes = self._class_indices(labels)
         i, n = 0, len(rows)
         while i < n:
             stats = [i, 0]
             try:
-                kernel(batch, classes, len(self.classes_), weights, i, step, scheme,
-                       float(self.forgetting), intercept, stats, native, lean)
+                kernel(batch, labels, self._class_index, len(self.classes_), weights, i, step,
+                       scheme, float(self.forgetting), intercept, stats, native, lean)
             except (TypeError, ValueError) as error:  # raised by the rule's step
                 raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error
             finally:
                 self.n_skipped_updates += stats[1]
             i = stats[0]
             if i < n:
-                known = len(self.classes_)
                 self._learn_row(rows, i, labels[i], weights[i])
-                if len(self.classes_) != known:
-                    classes = self._class_indices(labels)
                 i += 1
-
-    def _class_indices(self, labels: list) -> list[int]:
-        """The block of each label, -1 where it is not known yet (or not hashable)."""
-        get = self._class_index.get
-        try:
-            return list(map(get, labels, repeat(-1)))
-        except TypeError:
-            return [get(y, -1) if _hashable(y) else -1 for y in labels]
 
     def _weight_blocks(self):
         return self._gaussian.block_views()[0]

@@ -221,6 +221,63 @@ def test_bad_labels_and_weights_are_named(labels, weights, error, message):
     assert pickle.dumps(model) == pickle.dumps(one)
 
 
+class Touchy(str):
+    """A label hashed as its text whose == raises (when `error` is set): a dict finds it only by
+    identity."""
+
+    error: BaseException | None = None
+
+    def __hash__(self):
+        return str.__hash__(self)
+
+    def __eq__(self, other):
+        if Touchy.error is not None:
+            raise Touchy.error
+        return str.__eq__(self, other)
+
+
+@pytest.mark.parametrize("error", [None, ValueError("touchy ==")])
+def test_labels_are_found_by_equality_or_named_as_learn_one_names_them(error):
+    """The kernel looks each row's label up in the model's classes as learn_one does: labels
+    equal to a class but distinct objects are that class; a label whose == raises is learn_one's
+    error, named with its row, the rows before it learned."""
+    dicts = [{"a": 1.0}, {"b": 2.0}, {"a": -1.0, "b": 1.0}, {"c": 1.0}, {"a": 0.5}]
+    fresh = ["".join(["ha", "m"]), "".join(["sp", "am"])]  # equal to, not, the first labels
+    labels = ["ham", "spam", fresh[0], Touchy("spam"), fresh[1]]
+    for csr in (False, True):
+        many, one = river_cw.AROW(), river_cw.AROW()
+        X, features = (csr_of_names(dicts), ["a", "b", "c"]) if csr else (dicts, None)
+        Touchy.error = error
+        try:
+            expected = loop_outcome(one, dicts, labels, [1.0] * 5)
+            assert outcome(lambda: many.learn_many(X, labels, features=features)) == expected
+        finally:
+            Touchy.error = None
+        assert (expected is None) == (error is None)
+        assert pickle.dumps(many) == pickle.dumps(one)
+
+
+def test_an_interrupt_in_a_labels_hash_propagates_and_keeps_the_rows_before():
+    """Ctrl-C landing in a label's __hash__ inside the kernel is raised as it is, not taken for
+    an unhashable label."""
+
+    class Interrupting:
+        def __hash__(self):
+            raise KeyboardInterrupt
+
+    dicts = [{"a": 1.0}, {"b": 1.0}, {"a": 2.0}, {"b": 3.0}]
+    many, one = river_cw.AROW(), river_cw.AROW()
+    loop(one, dicts[:3], [True, False, True], [1.0] * 3)
+    with pytest.raises(KeyboardInterrupt):
+        many.learn_many(dicts, [True, False, True, Interrupting()])
+    assert pickle.dumps(many) == pickle.dumps(one)
+
+
+def csr_of_names(dicts):
+    """The dicts as a CSR matrix over the columns a, b, c."""
+    return sparse.csr_array([[x.get(f, 0.0) for f in "abc"] for x in dicts])
+
+
 def test_bad_batches_are_refused():
     model = river_cw.AROW()
     with pytest.raises(TypeError, match="X must be a pandas DataFrame, a sequence of dicts"):
@@ -275,7 +332,7 @@ def recording_kernel(model, position: int) -> list:
 def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
     """The compiled engine learns a batch in one call per run of known labels."""
     model = river_cw.AROW()
-    calls = recording_kernel(model, 4)  # the row it starts at
+    calls = recording_kernel(model, 5)  # the row it starts at
     model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
 
@@ -616,7 +673,7 @@ def test_dict_rows_through_the_lean_path_are_the_learn_one_loop(model, parts):
 
 def test_the_kernel_is_handed_the_lean_spec_of_learn_one():
     model = river_cw.CW(variant="var", diagonal="exact")
-    specs = recording_kernel(model, 11)  # `lean`
+    specs = recording_kernel(model, 12)  # `lean`
     one = model.clone()
     dicts = [{"a": 1.0, "b": 2}, {"a": -1.0}, {"b": True}, {"a": 0.5, "c": -3.0}]
     model.learn_many(dicts, [1, 0, 1, 0])
