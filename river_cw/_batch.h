@@ -546,6 +546,23 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
     return 0;
 }
 
+/* The common row of a continued epoch, in registers (no call): 1 when every column of ind[0:n]
+ * is in range and resolved in `epoch`, each stamped once (distinct), 0 when all are but one is
+ * stored twice, -1 when one is not (its columns before it stamped with `row`: the row's slow
+ * pass takes a new stamp) */
+static inline int marks_settled(BatchMark *marks, const Py_ssize_t *ind, Py_ssize_t n,
+                                Py_ssize_t ncols, int64_t epoch, int64_t row) {
+    Py_ssize_t p;
+    int distinct = 1;
+    for (p = 0; p < n; p++) {
+        BatchMark *mark = &marks[ind[p]];
+        if ((size_t)ind[p] >= (size_t)ncols || mark->call != epoch) return -1;
+        distinct &= mark->row != row;
+        mark->row = row;
+    }
+    return distinct;
+}
+
 /* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
  * for the columns this call found unseen (the intercept included: the table grows once, not row
  * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
@@ -601,8 +618,17 @@ again:
         goto done;
     for (i = start; i < end; i++) {
         int64_t row = ++cache->rows;
-        int plain = intercept == Py_None || marks[ncols].call == epoch;
+        int plain = intercept == Py_None || marks[ncols].call == epoch, settled;
         Py_ssize_t last = c->indptr[i + 1];
+        if (!renames) {
+            settled = marks_settled(marks, indices + c->indptr[i], last - c->indptr[i], ncols,
+                                    epoch, row);
+            if (settled >= 0) {
+                c->plain[i - start] = (char)(plain & settled);
+                continue;
+            }
+            row = ++cache->rows;
+        }
         for (p = c->indptr[i]; p < last; p++) {
             Py_ssize_t l = indices[p];
             BatchMark *mark;
