@@ -708,6 +708,37 @@ static int lean_fsums(const Entry *entries, const Py_ssize_t *slot, const Py_ssi
     return 1;
 }
 
+/* The lean CSR row's terms of column value xf (its entry at ix, -1: unseen) in the margin's sums
+ * of mean x and of var x^2, as batch_sums has them: a learned feature's two, an unseen one's
+ * prior variance term, none for a zero value (it teaches nothing: nothing stored). 1 when the
+ * column is one an update appends. */
+static RCW_ALWAYS_INLINE int lean_terms(DdPair *acc, const Entry *entries, Py_ssize_t ix,
+                                        double xf, double prior) {
+    double x2 = xf * xf;
+    if (ix >= 0) {
+        ddpair_add(acc, entries[ix].mean * xf, entries[ix].var * x2);
+        return 0;
+    }
+    if (x2 == 0.0) return 0;
+    ddpair_add(acc, 0.0, prior * x2); /* the mean sum as it was, but a zero's sign */
+    return 1;
+}
+
+/* The lean CSR row's step of column l (value xf), as batch_apply steps it: in place in t's
+ * entries, or appended to t (room reserved: the entries stay where they are) if unseen and
+ * non-zero */
+static RCW_ALWAYS_INLINE void lean_step(Table *t, Entry *entries, BatchCache *cache, Py_ssize_t l,
+                                        double xf, double prior, double alpha, double gamma,
+                                        double beta, int kind) {
+    Py_ssize_t ix = cache->slot[l];
+    if (ix >= 0)
+        step_entry(&entries[ix], alpha, xf, gamma, beta, kind);
+    else if (xf * xf != 0.0) {
+        cache->slot[l] = t->used;
+        step_append(t, cache->key[l], cache->hash[l], prior, alpha, xf, gamma, beta, kind);
+    }
+}
+
 /* The lean CSR row: row i (plain) of a binary model learned by a native step with a built-in
  * scheme and nothing forgotten, straight from the CSR arrays: batch_margin's exactly rounded
  * sums and batch_apply's in-place steps without copying the row. 0: learned, nothing to learn,
@@ -727,16 +758,9 @@ static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i,
     Entry *entries = t->entries;
     int r;
     ddpair_init(&acc);
-    for (p = 0; p < n + intercept; p++) { /* the intercept last, with value 1.0 */
-        double xf = p < n ? data[p] : 1.0, x2 = xf * xf;
-        Py_ssize_t ix = slot[p < n ? ind[p] : cache->ncols];
-        if (ix >= 0)
-            ddpair_add(&acc, entries[ix].mean * xf, entries[ix].var * x2);
-        else if (x2 != 0.0) { /* a zero feature value teaches nothing: store nothing */
-            ddpair_add(&acc, 0.0, prior * x2); /* the mean sum as it was, but a zero's sign */
-            n_new++;
-        }
-    }
+    for (p = 0; p < n; p++) n_new += lean_terms(&acc, entries, slot[ind[p]], data[p], prior);
+    if (intercept) /* the intercept last, with value 1.0 */
+        n_new += lean_terms(&acc, entries, slot[cache->ncols], 1.0, prior);
     ddpair_split(&acc, &m_acc, &u_acc);
     if (!ddsum_certified(&m_acc, n + intercept, &mk) ||
         !ddsum_certified(&u_acc, n + intercept, &v)) {
@@ -757,16 +781,9 @@ static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i,
     entries = t->entries;
     beta = gamma / (1.0 + gamma * v);
     alpha *= sign;
-    for (p = 0; p < n + intercept; p++) {
-        Py_ssize_t l = p < n ? ind[p] : cache->ncols, ix = slot[l];
-        double xf = p < n ? data[p] : 1.0;
-        if (ix >= 0)
-            step_entry(&entries[ix], alpha, xf, gamma, beta, kind);
-        else if (xf * xf != 0.0) {
-            slot[l] = t->used;
-            step_append(t, cache->key[l], cache->hash[l], prior, alpha, xf, gamma, beta, kind);
-        }
-    }
+    for (p = 0; p < n; p++)
+        lean_step(t, entries, cache, ind[p], data[p], prior, alpha, gamma, beta, kind);
+    if (intercept) lean_step(t, entries, cache, cache->ncols, 1.0, prior, alpha, gamma, beta, kind);
     if (n_new) self->generation++;
     self->mean_bound += step_bound;
     return 0;
