@@ -432,6 +432,7 @@ typedef struct {
     BatchCache *cache;
     Py_ssize_t start; /* the first row resolved */
     char *plain;      /* per row from start: 1 when its columns are good and distinct */
+    int lazy;         /* 1: rows are not resolved up front (RESOLVE_LAZY) */
 } BatchColumns;
 
 static void columns_free(BatchColumns *c) {
@@ -563,14 +564,24 @@ static inline int marks_settled(BatchMark *marks, const Py_ssize_t *ind, Py_ssiz
     return distinct;
 }
 
+/* How columns_resolve starts. EAGER: every row of the call up front. LAZY (a call whose rows all
+ * go to the lean kernel first): for hashed columns, where the epoch continues, no row at all
+ * (c->lazy): columns_lean_row checks each row's columns as it sums them, a column the epoch has
+ * not seen is resolved for its row (row_resolve), and a row that still fails (a column out of
+ * range, bad or stored twice) has the call's rest resolved (REST) from it. Not for a vocabulary:
+ * a name that another column of the epoch took must be refused before any row is learned.
+ * REST: the epoch goes on, whatever the engine's generation: this call's rows kept the cache in
+ * step with the tables. */
+enum { RESOLVE_EAGER, RESOLVE_LAZY, RESOLVE_REST };
+
 /* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
  * for the columns this call found unseen (the intercept included: the table grows once, not row
  * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
  * earlier call); mark each row whose columns (the intercept's included) are good and distinct
- * in c->plain[i - start] */
+ * in c->plain[i - start] (unless lazy, see RESOLVE_LAZY) */
 static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
-                                        PyObject *intercept, Py_ssize_t start,
-                                        Py_ssize_t end) {
+                                        PyObject *intercept, Py_ssize_t start, Py_ssize_t end,
+                                        int mode) {
     Py_ssize_t i, p, b, *absent;
     BatchCache *cache;
     const Py_ssize_t *indices = c->indices, ncols = c->ncols;
@@ -586,16 +597,19 @@ static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObjec
     if ((cache = batch_cache(self, features, c->ncols)) == NULL) return -1;
     c->cache = cache;
     c->start = start;
+    c->lazy = 0;
     marks = cache->mark;
     absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
+    PyMem_Free(c->plain); /* the call's earlier resolve (REST) */
     c->plain = PyMem_Malloc(end > start ? end - start : 1);
     if (absent == NULL || c->plain == NULL) {
         PyMem_Free(absent);
         PyErr_NoMemory();
         return -1;
     }
-    cache->continued = cache->settled && cache->generation == self->generation &&
-                       cache->intercept == intercept;
+    cache->continued = mode == RESOLVE_REST ||
+                       (cache->settled && cache->generation == self->generation &&
+                        cache->intercept == intercept);
     cache->settled = 0; /* until this call ends well */
     cache->intercept = intercept;
 again:
@@ -616,6 +630,12 @@ again:
     if (intercept != Py_None && marks[ncols].call != epoch &&
         column_resolve(self, cache, ncols, features, intercept, absent) < 0)
         goto done;
+    if (mode == RESOLVE_LAZY && features == NULL && cache->continued &&
+        (intercept == Py_None || marks[ncols].call == epoch)) {
+        c->lazy = 1;
+        status = 0;
+        goto done;
+    }
     for (i = start; i < end; i++) {
         int64_t row = ++cache->rows;
         int plain = intercept == Py_None || marks[ncols].call == epoch, settled;
@@ -668,13 +688,38 @@ done:
     return status;
 }
 
+/* A lazy call's row i with a column the epoch has not resolved: its hashed columns resolved as
+ * columns_resolve's slow pass resolves them (a new one's room is reserved by its update). 0:
+ * every column of the row is now in range and resolved, good; 1: not (a column out of range or
+ * bad): the call's rest is for columns_resolve; -1 on error */
+static RCW_NOINLINE int row_resolve(Diagonal *self, BatchColumns *c, PyObject *intercept,
+                                    Py_ssize_t i) {
+    BatchCache *cache = c->cache;
+    Py_ssize_t p, *absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
+    int status = 0;
+    if (absent == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (p = c->indptr[i]; p < c->indptr[i + 1] && status == 0; p++) {
+        Py_ssize_t l = c->indices[p];
+        if ((size_t)l >= (size_t)c->ncols || cache->mark[l].call == -cache->calls)
+            status = 1;
+        else if (cache->mark[l].call != cache->calls &&
+                 (status = column_resolve(self, cache, l, NULL, intercept, absent)) == 0)
+            status = cache->mark[l].call != cache->calls; /* found bad */
+    }
+    PyMem_Free(absent);
+    return status;
+}
+
 /* row i of the CSR batch, resolved; 0, or 1 when the kernel leaves it to learn_one (a bad key
  * or a column stored twice: not plain) */
 static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
                        PyObject *intercept) {
     BatchCache *cache = c->cache;
     Py_ssize_t p, a = c->indptr[i], e = c->indptr[i + 1], n = e - a + (intercept != Py_None);
-    if (!c->plain[i - c->start]) return 1;
+    if (!c->lazy && !c->plain[i - c->start]) return 1; /* lazy: the lean kernel checked it */
     if (row_reserve(r, n) < 0) return -1;
     r->n = n;
     for (p = 0; p < n; p++) {
@@ -739,11 +784,13 @@ static RCW_ALWAYS_INLINE void lean_step(Table *t, Entry *entries, BatchCache *ca
     }
 }
 
-/* The lean CSR row: row i (plain) of a binary model learned by a native step with a built-in
- * scheme and nothing forgotten, straight from the CSR arrays: batch_margin's exactly rounded
- * sums and batch_apply's in-place steps without copying the row. 0: learned, nothing to learn,
- * or skipped (counted in *skipped); 1: the general path's row (a sum math.fsum raises on, a
- * margin beyond float64, a step near float64's limit), nothing changed; -1 on memory. */
+/* The lean CSR row: row i (plain, or checked here when the call is lazy) of a binary model
+ * learned by a native step with a built-in scheme and nothing forgotten, straight from the CSR
+ * arrays: batch_margin's exactly rounded sums and batch_apply's in-place steps without copying
+ * the row. 0: learned, nothing to learn, or skipped (counted in *skipped); 1: the general path's
+ * row (a sum math.fsum raises on, a margin beyond float64, a step near float64's limit), nothing
+ * changed; 2 (lazy): a column out of range, not resolved in the epoch or stored twice, nothing
+ * changed (the call's rest is to be resolved); -1 on memory. */
 static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i, int intercept,
                             double sign, double w, const BatchStep *s, int kind,
                             Py_ssize_t *skipped) {
@@ -758,7 +805,18 @@ static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i,
     Entry *entries = t->entries;
     int r;
     ddpair_init(&acc);
-    for (p = 0; p < n; p++) n_new += lean_terms(&acc, entries, slot[ind[p]], data[p], prior);
+    if (c->lazy) { /* the row's columns checked as resolve_columns checks them, as they are read */
+        BatchMark *marks = cache->mark;
+        const size_t ncols = (size_t)cache->ncols;
+        const int64_t epoch = cache->calls, row = ++cache->rows;
+        for (p = 0; p < n; p++) {
+            Py_ssize_t l = ind[p];
+            if ((size_t)l >= ncols || marks[l].call != epoch || marks[l].row == row) return 2;
+            marks[l].row = row;
+            n_new += lean_terms(&acc, entries, slot[l], data[p], prior);
+        }
+    } else
+        for (p = 0; p < n; p++) n_new += lean_terms(&acc, entries, slot[ind[p]], data[p], prior);
     if (intercept) /* the intercept last, with value 1.0 */
         n_new += lean_terms(&acc, entries, slot[cache->ncols], 1.0, prior);
     ddpair_split(&acc, &m_acc, &u_acc);
@@ -873,7 +931,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     PyObject *features = Py_None;
     double native_params[RCW_MAX_PARAMS];
     PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
-    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize;
+    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize, retried = -1;
     double forgetting, initial = self->prior;
     Py_hash_t intercept_hash = 0;
     BatchRow r = {0};
@@ -944,13 +1002,15 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
             goto done;
         }
-        if (columns_resolve(self, &c, features, intercept, start, nrows) < 0) goto done;
-        call = c.cache->calls;
         if (n_classes <= 2 && step.native != NULL && forgetting == 0.0 && scheme != Py_None) {
             double C; /* the lean CSR rows' case: a native step with a built-in scheme */
             if (scheme_kind(scheme, &lean_kind, &C) < 0) goto done;
             if (lean_kind != SCHEME_PROJECT && lean_kind != SCHEME_DROP) lean_kind = -1;
         }
+        if (columns_resolve(self, &c, features, intercept, start, nrows,
+                            lean_kind >= 0 ? RESOLVE_LAZY : RESOLVE_EAGER) < 0)
+            goto done;
+        call = c.cache->calls;
     } else if (PyList_GET_SIZE(rows) != nrows) {
         PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
         goto done;
@@ -971,10 +1031,19 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
             goto done;
         }
-        if (lean_kind >= 0 && c.plain[i - c.start]) {
+        if (lean_kind >= 0 && (c.lazy || c.plain[i - c.start])) {
             outcome = columns_lean_row(self, &c, i, intercept != Py_None, k == 1 ? 1.0 : -1.0, w,
                                        &step, lean_kind, &skipped);
             if (outcome < 0) goto done;
+            if (outcome == 2) { /* lazy, and a column it cannot take: this row again, its */
+                int rest = retried == i ? 1 : row_resolve(self, &c, intercept, i);
+                if (rest < 0) goto done; /* columns resolved, or the call's rest if it fails */
+                if (rest && columns_resolve(self, &c, features, intercept, i, nrows,
+                                            RESOLVE_REST) < 0)
+                    goto done; /* (the same epoch: hashed columns never restart one) */
+                retried = i--;
+                continue;
+            }
             if (outcome == 0) {
                 generation = self->generation;
                 continue;
