@@ -360,6 +360,7 @@ typedef struct BatchCache {
     BatchMark *mark;
     Table names;
     int64_t calls, rows; /* calls: the number of the epoch (unique among all caches) */
+    Py_ssize_t known;    /* the columns (the intercept aside) the epoch resolved, good or bad */
     int continued;       /* this call continues the last call's epoch */
     int settled;         /* the last call ended well, leaving: */
     uint64_t generation; /* the engine's generation */
@@ -518,6 +519,7 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
     else
         key = c->key[j] != NULL ? c->key[j] : PyLong_FromSsize_t(j);
     if (key == NULL) return -1;
+    c->known += j != c->ncols; /* once an epoch: a column is resolved again in a new one only */
     if (key != c->key[j]) { /* a new column, or the vocabulary's name changed */
         if (features != NULL || j == c->ncols) Py_INCREF(key);
         Py_XSETREF(c->key[j], key);
@@ -565,11 +567,12 @@ static inline int marks_settled(BatchMark *marks, const Py_ssize_t *ind, Py_ssiz
 }
 
 /* How columns_resolve starts. EAGER: every row of the call up front. LAZY (a call whose rows all
- * go to the lean kernel first): for hashed columns, where the epoch continues, no row at all
- * (c->lazy): columns_lean_row checks each row's columns as it sums them, a column the epoch has
- * not seen is resolved for its row (row_resolve), and a row that still fails (a column out of
- * range, bad or stored twice) has the call's rest resolved (REST) from it. Not for a vocabulary:
- * a name that another column of the epoch took must be refused before any row is learned.
+ * go to the lean kernel first): where the epoch continues, no row at all (c->lazy):
+ * columns_lean_row checks each row's columns as it sums them, a column the epoch has not seen is
+ * resolved for its row (row_resolve), and a row that still fails (a column out of range, bad or
+ * stored twice) has the call's rest resolved (REST) from it. A vocabulary's call is lazy only
+ * once the epoch resolved all its columns, with the names unchanged: a new column could take a
+ * name another column of the epoch took, which must be refused before any row is learned.
  * REST: the epoch goes on, whatever the engine's generation: this call's rows kept the cache in
  * step with the tables. */
 enum { RESOLVE_EAGER, RESOLVE_LAZY, RESOLVE_REST };
@@ -615,6 +618,7 @@ static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObjec
 again:
     if (!cache->continued) { /* a new epoch */
         cache->calls = ++batch_calls;
+        cache->known = 0;
         memset(absent, 0, sizeof(Py_ssize_t) * self->blocks.n);
     }
     epoch = cache->calls; /* in locals: the marks' stores cannot change them */
@@ -630,7 +634,8 @@ again:
     if (intercept != Py_None && marks[ncols].call != epoch &&
         column_resolve(self, cache, ncols, features, intercept, absent) < 0)
         goto done;
-    if (mode == RESOLVE_LAZY && features == NULL && cache->continued &&
+    if (mode == RESOLVE_LAZY && cache->continued && !renames &&
+        (features == NULL || cache->known == ncols) &&
         (intercept == Py_None || marks[ncols].call == epoch)) {
         c->lazy = 1;
         status = 0;
@@ -695,9 +700,10 @@ done:
 static RCW_NOINLINE int row_resolve(Diagonal *self, BatchColumns *c, PyObject *intercept,
                                     Py_ssize_t i) {
     BatchCache *cache = c->cache;
-    Py_ssize_t p, *absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
+    Py_ssize_t p, *absent;
     int status = 0;
-    if (absent == NULL) {
+    if (cache->features != NULL) return 1; /* a vocabulary's lazy call knows every column */
+    if ((absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t))) == NULL) {
         PyErr_NoMemory();
         return -1;
     }

@@ -471,6 +471,26 @@ def test_a_repeated_name_is_refused_only_in_a_batch_that_uses_both_columns():
     assert pickle.dumps(model) == pickle.dumps(one)
 
 
+def test_a_name_changed_in_place_is_read_after_an_epoch_knew_every_column():
+    """Once an epoch has resolved every column of a vocabulary, its calls check the rows as the
+    kernel reads them (lazily); a name changed in place between two calls is still read."""
+    names = ["a", "b", "c"]
+    X = sparse.csr_array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0], [2.0, 0.0, 1.0]])
+    model, one = river_cw.AROW(), river_cw.AROW()
+
+    def both(labels):
+        model.learn_many(X, labels, features=names)
+        rows = [{names[j]: v for j, v in enumerate(row) if v} for row in X.toarray().tolist()]
+        loop(one, rows, labels, [1.0] * len(labels))
+        assert pickle.dumps(model) == pickle.dumps(one)
+
+    for labels in ([True, False, True], [False, True, True], [True, True, False]):
+        both(labels)  # new labels, then an epoch that learns every column, then a lazy call
+    names[1] = "z"
+    both([False, True, False])
+    assert "z" in model.weights and model.weights["z"] != 0
+
+
 def test_a_vocabulary_resized_by_a_names_hash_is_refused():
     """The kernel reads the names by position: a name whose hash shrinks the list is refused."""
     model = river_cw.AROW()
