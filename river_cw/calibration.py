@@ -46,16 +46,21 @@ def softmax_losses(z: np.ndarray, label) -> np.ndarray:
     labels = np.broadcast_to(label, n)
     with np.errstate(all="ignore"):
         if rows.shape[1] == 2:  # two labels: the same numbers, column by column
-            za = [rows[:, j, None] * TEMPERATURES for j in (0, 1)]
-            top = np.maximum(za[0], za[1])
+            za1 = rows[:, 1, None] * TEMPERATURES
+            if not (rows[:, 0].any() or np.signbit(rows[:, 0]).any()):
+                # a binary model's logits (0, s): a z_0 = +0 for every a, so that the max, the
+                # gap |za_1 - 0| and the pick below are these numbers, bit for bit
+                za0, top, gap = 0.0, np.maximum(0.0, za1), np.abs(za1)
+            else:
+                za0 = rows[:, 0, None] * TEMPERATURES
+                top, gap = np.maximum(za0, za1), np.abs(za1 - za0)
             # exp(za_j - top) is exp(0) = 1 for the larger, exp(-|za_1 - za_0|) for the other
             # (where top is infinite both differ, and so does the loss: not finite either way);
             # from a gap of 40 on, exp(-gap) < 2^-57: the sum rounds to 1, whose log is 0
-            gap = np.abs(za[1] - za[0])
             near = gap < 40.0
             log_total = np.zeros_like(gap)
             log_total[near] = np.log(1.0 + np.exp(-gap[near]))
-            picked = np.where(labels[:, None] == 0, za[0], za[1])
+            picked = np.where(labels[:, None] == 0, za0, za1)
         else:
             za = (TEMPERATURES[None, :, None] * rows[:, None, :]).reshape(n * m, -1)
             top = za.max(axis=1)

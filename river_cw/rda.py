@@ -244,7 +244,8 @@ class VotedRDA(LinearClassifier):
         rows = np.frombuffer(data).reshape(-1, width)
         losses = calibration.softmax_losses(rows[:, 2:], rows[:, 0].astype(np.intp))
         kept = np.isfinite(losses).all(axis=1)  # scores near the float64 limit: skipped
-        added = rows[kept, 1:2] * losses[kept]  # times w (exact for w = 1)
+        weights = rows[kept, 1:2]
+        added = losses[kept] if (weights == 1.0).all() else weights * losses[kept]  # times w
         # summed along the slow axis: numpy adds the rows one after the other, as `_calibrate`
         self._calibration = np.add.reduce(np.vstack([self._calibration, added]), axis=0)
 

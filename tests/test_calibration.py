@@ -9,6 +9,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import river_cw
 from river_cw import calibration
@@ -85,3 +87,36 @@ def test_calibration_never_changes_predictions_and_is_off_by_default():
         river_cw.AROW(calibrate="yes")
     loaded = pickle.loads(pickle.dumps(calibrated))
     assert loaded.temperature == calibrated.temperature
+
+
+def two_label_losses(z, label):
+    """The log loss of softmax(a z) for two labels, per temperature a, column by column: the
+    general two-label computation of `calibration.softmax_losses`, written out."""
+    za = [z[0] * calibration.TEMPERATURES, z[1] * calibration.TEMPERATURES]
+    top, gap = np.maximum(za[0], za[1]), np.abs(za[1] - za[0])
+    with np.errstate(all="ignore"):
+        log_total = np.where(gap < 40.0, np.log(1.0 + np.exp(-gap)), 0.0)
+        return top + log_total - za[label]
+
+
+scores = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1e-300, 1e300, -1e300, 40.0, -39.9]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(scores, st.integers(0, 1)), min_size=1, max_size=6),
+       first=st.sampled_from([0.0, -0.0, 1.5]))
+def test_binary_logits_give_the_two_label_numbers_bit_for_bit(rows, first):
+    """softmax_losses takes a shortcut for a binary model's logits (0, s), whose first column
+    is +0 at every temperature; it gives the general computation's numbers, to the bit, for
+    every finite loss (first = -0.0 or 1.5: the general computation itself)."""
+    z = np.array([[first, s] for s, _ in rows])
+    labels = np.array([label for _, label in rows])
+    losses = calibration.softmax_losses(z, labels)
+    for row, label, got in zip(z, labels, losses):
+        want = two_label_losses(row, label)
+        finite = np.isfinite(want)
+        assert (np.isfinite(got) == finite).all()
+        assert got[finite].tobytes() == want[finite].tobytes()
