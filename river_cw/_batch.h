@@ -811,7 +811,7 @@ static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i,
     Entry *entries = t->entries;
     int r;
     ddpair_init(&acc);
-    if (c->lazy) { /* the row's columns checked as resolve_columns checks them, as they are read */
+    if (c->lazy) { /* the row's columns checked as columns_resolve checks them, as they are read */
         BatchMark *marks = cache->mark;
         const size_t ncols = (size_t)cache->ncols;
         const int64_t epoch = cache->calls, row = ++cache->rows;
@@ -933,7 +933,8 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
  * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
  * stats[1], also when a step raises. */
 static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
-    PyObject *rows, *labels, *class_index, *weights, *step_fn, *scheme, *intercept, *stats, *native, *lean;
+    PyObject *rows, *labels, *class_index, *weights, *step_fn, *scheme, *intercept, *stats;
+    PyObject *native, *lean;
     PyObject *features = Py_None;
     double native_params[RCW_MAX_PARAMS];
     PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
@@ -948,8 +949,9 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     int64_t call = 0;
     LabelMemo memo = {{NULL, NULL}, {0, 0}, 0};
     if (!PyArg_ParseTuple(args, "OO!O!nO!nOOdOO!OO", &rows, &PyList_Type, &labels, &PyDict_Type,
-                          &class_index, &n_classes, &PyList_Type, &weights, &start, &step_fn, &scheme, &forgetting,
-                          &intercept, &PyList_Type, &stats, &native, &lean))
+                          &class_index, &n_classes, &PyList_Type, &weights, &start, &step_fn,
+                          &scheme, &forgetting, &intercept, &PyList_Type, &stats, &native,
+                          &lean))
         return NULL;
     step.callable = step_fn;
     step.scheme = scheme;
@@ -1046,7 +1048,8 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
                 if (rest < 0) goto done; /* columns resolved, or the call's rest if it fails */
                 if (rest && columns_resolve(self, &c, features, intercept, i, nrows,
                                             RESOLVE_REST) < 0)
-                    goto done; /* (the same epoch: hashed columns never restart one) */
+                    goto done;
+                call = c.cache->calls; /* a new epoch, if a vocabulary's name moved meanwhile */
                 retried = i--;
                 continue;
             }
