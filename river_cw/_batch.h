@@ -8,9 +8,11 @@
  * feature named features[j], or the int j itself (hashed ids). For CSR each distinct column of
  * the batch is resolved once to its entry in every block's table (room for every column not yet
  * learned is reserved first, so the tables never grow while the slots are in use); new features
- * get their slots as the updates append them. A binary model's dict rows go first through
- * lean_learn, learn_one's own lean path, where the model has one (learn_native's `lean` spec);
- * a row it declines goes the kernel's way below.
+ * get their slots as the updates append them. A call that continues the last one's epoch with
+ * the lean kernel leaves that to the kernel, row by row (RESOLVE_LAZY). Each row's label is
+ * looked up in the model's class index here (label_block). A binary model's dict rows go first
+ * through lean_learn, learn_one's own lean path, where the model has one (learn_native's `lean`
+ * spec); a row it declines goes the kernel's way below.
  *
  * The kernel never raises on a bad row: it stops at any row it does not handle (a label not yet
  * known, a sample weight that is not a float > 0, a value other than a float, a bool or an int
