@@ -28,24 +28,45 @@ typedef struct {
     const double *params; /* the native step's parameters */
     PyObject *callable;   /* step(m, v, w) -> None | (alpha, gamma); exact: step(m, v, u, w) */
     PyObject *scheme;     /* "project" or "drop"; None: the step returns its exact scheme */
+    int lean;             /* exact: the engine's lean spec steps it in C (lean_learn's step) */
 } BatchStep;
 
 #include <float.h>
 
 enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
 
-/* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma and a new reference to
- * the scheme, or BATCH_NONE, BATCH_SKIP, BATCH_ERROR (raised). The Python step's result and
- * errors map as in river_cw.gaussian._learn. */
+/* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma, the scheme's kind and C
+ * (scheme_kind) and a new reference to the scheme (None from the lean spec), or BATCH_NONE,
+ * BATCH_SKIP, BATCH_ERROR (raised). The Python step's result and errors map as in
+ * river_cw.gaussian._learn. An exact rule whose lean spec steps it in C (CW's solver, NHERD's
+ * step with its herding shrink) takes that step, as lean_learn does; where the solver errs the
+ * Python step runs and raises. */
 static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, double w,
-                      double *alpha, double *gamma, PyObject **scheme) {
+                      double *alpha, double *gamma, PyObject **scheme, int *kind, double *C) {
     PyObject *args[4], *result, *own[4] = {NULL, NULL, NULL, NULL};
     Py_ssize_t n = 0, i;
     int exact = s->scheme == Py_None;
+    if (exact && s->lean) {
+        int r = self->lean_exact != NULL
+                    ? self->lean_exact(self->lean_params, m, v, self->u, self->nu, w, alpha, gamma)
+                    : self->lean_step(self->lean_params, m, v, w, alpha, gamma);
+        if (r != -2) {
+            if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
+            if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
+            *kind = self->lean_kind;
+            *C = self->lean_herding_C * w; /* as the rule's HerdingShrink(C * w) */
+            Py_INCREF(Py_None);
+            *scheme = Py_None;
+            return BATCH_UPDATE;
+        }
+        if (!rcw_error_recoverable()) return BATCH_ERROR;
+        PyErr_Clear(); /* the Python step meets it again and raises it */
+    }
     if (s->native != NULL) {
         int r = s->native(s->params, m, v, w, alpha, gamma);
         if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
         if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
+        if (scheme_kind(s->scheme, kind, C) < 0) return BATCH_ERROR;
         Py_INCREF(s->scheme);
         *scheme = s->scheme;
         return BATCH_UPDATE;
@@ -89,6 +110,10 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
     *scheme = exact ? PyTuple_GET_ITEM(result, 2) : s->scheme;
     Py_INCREF(*scheme);
     Py_DECREF(result);
+    if (scheme_kind(*scheme, kind, C) < 0) {
+        Py_CLEAR(*scheme);
+        return BATCH_ERROR;
+    }
     return BATCH_UPDATE;
 error:
     for (i = 0; i < n; i++) Py_CLEAR(own[i]);
@@ -945,7 +970,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     Py_hash_t intercept_hash = 0;
     BatchRow r = {0};
     BatchColumns c = {0};
-    BatchStep step = {NULL, NULL, NULL, NULL};
+    BatchStep step = {NULL, NULL, NULL, NULL, 0};
     int csr, failed = 1, lean_kind = -1;
     uint64_t generation;
     int64_t call = 0;
@@ -983,13 +1008,15 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         return NULL;
     }
     if (intercept != Py_None && (intercept_hash = PyObject_Hash(intercept)) == -1) return NULL;
-    if (csr || self->blocks.n != 1)
-        lean = Py_None; /* CSR rows keep their own path */
+    if (self->blocks.n != 1)
+        lean = Py_None;
     else if (lean != Py_None && lean != self->lean && parse_lean(self, lean) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case, as in learn_one */
         lean = Py_None;
     }
+    step.lean = lean != Py_None && scheme == Py_None;
+    if (csr) lean = Py_None; /* CSR rows keep their own path (lean_learn reads dicts) */
     if (enter(self) < 0) return NULL;
     i = start;
     r.nblocks = self->blocks.n;
@@ -1029,9 +1056,9 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     for (i = start; i < nrows; i++) {
         Py_ssize_t k = label_block(class_index, PyList_GET_ITEM(labels, i), &memo);
         PyObject *w_obj = PyList_GET_ITEM(weights, i), *update_scheme = NULL;
-        double w, keep = 1.0, rest = 0.0, m, v, alpha, gamma;
+        double w, keep = 1.0, rest = 0.0, m, v, alpha, gamma, C;
         BatchPairs pairs;
-        int outcome, leave;
+        int outcome, leave, kind;
         if (k == -2) goto done;
         if (k < 0 || k >= n_classes || !PyFloat_CheckExact(w_obj)) break;
         w = PyFloat_AS_DOUBLE(w_obj);
@@ -1101,19 +1128,15 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
             continue;
         self->busy = 0; /* the step is Python's: it may call the engine */
-        outcome = batch_step(self, &step, m, v, w, &alpha, &gamma, &update_scheme);
+        outcome = batch_step(self, &step, m, v, w, &alpha, &gamma, &update_scheme, &kind, &C);
         if (outcome == BATCH_UPDATE) {
-            double step_bound = fabs(alpha) * sqrt(self->prior * v), C;
-            int kind, applied = 1;
+            double step_bound = fabs(alpha) * sqrt(self->prior * v);
+            int applied = 1;
             if (enter(self) < 0 || self->generation != generation) {
                 Py_DECREF(update_scheme);
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
                 goto done_free;
-            }
-            if (scheme_kind(update_scheme, &kind, &C) < 0) {
-                Py_DECREF(update_scheme);
-                goto done;
             }
             if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
                 self->mean_bound + step_bound < SAFE_BOUND) {

@@ -136,6 +136,41 @@ def test_learn_many_on_csr_is_the_learn_one_loop(model, parts, hashed):
             assert many.predict_many(X, features=features) == [one.predict_one(x) for x in named]
 
 
+EXACT = [
+    river_cw.CW(diagonal="exact"),
+    river_cw.CW(variant="var", diagonal="exact", learn_intercept=False),
+    river_cw.NHERD(diagonal="exact", C=0.1),
+]
+weighted_binary = st.integers(1, 20).flatmap(
+    lambda n: st.tuples(
+        st.lists(rows, min_size=n, max_size=n),
+        st.lists(st.booleans(), min_size=n, max_size=n),
+        st.lists(st.sampled_from([1.0, 0.5, 2.0, 1e-3, 7.5]), min_size=n, max_size=n),
+    )
+)
+
+
+@pytest.mark.parametrize("model", EXACT, ids=[repr(m).replace(" ", "") for m in EXACT])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(weighted_binary, min_size=1, max_size=3), hashed=st.booleans())
+def test_exact_schemes_on_weighted_binary_rows_are_the_learn_one_loop(model, parts, hashed):
+    """A binary model's exact step runs its solver in C in the kernel (as learn_one's lean path
+    does), for dict and CSR rows alike, with sample weights (NHERD's shrink scales with w)."""
+    dicts_model, csr_model, one = model.clone(), model.clone(), model.clone()
+    features = None if hashed else NAMES
+    for dicts, labels, weights in parts:
+        named = floats(dicts)
+        if hashed:
+            named = [{NAMES.index(f): v for f, v in x.items()} for x in named]
+        expected = loop_outcome(one, named, labels, weights)
+        assert outcome(lambda: dicts_model.learn_many(named, labels, weights)) == expected
+        assert outcome(
+            lambda: csr_model.learn_many(csr_of(dicts), labels, weights, features=features)
+        ) == expected
+        assert pickle.dumps(dicts_model) == pickle.dumps(one)
+        assert pickle.dumps(csr_model) == pickle.dumps(one)
+
+
 def test_csr_matrix_other_formats_and_hashed_columns():
     dicts = [{"a": 1.0, "c": 2.0}, {"b": -1.0}, {"a": 0.5, "b": 1.0, "c": -3.0}]
     labels = [True, False, True]
