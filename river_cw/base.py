@@ -33,7 +33,6 @@ import copy
 import functools
 import inspect
 import math
-from itertools import repeat
 import numbers
 import sys
 
