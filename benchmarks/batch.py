@@ -45,10 +45,10 @@ import numpy as np
 from river import linear_model
 from scipy import sparse
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from instructions import WARM_UP  # noqa: E402
-from instructions import table as count_table  # noqa: E402
-from throughput import DATA, load  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.instructions import WARM_UP  # noqa: E402
+from benchmarks.instructions import table as count_table  # noqa: E402
+from benchmarks.throughput import DATA, load  # noqa: E402
 
 import river_cw  # noqa: E402
 

@@ -18,7 +18,7 @@ from river import linear_model
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import river_cw  # noqa: E402
-from intercept import progressive, shared  # noqa: E402  (benchmarks/ is on the path)
+from benchmarks.intercept import progressive, shared  # noqa: E402
 
 
 def models():

@@ -32,9 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import text_throughput  # noqa: E402
-from throughput import load, models  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import text_throughput  # noqa: E402
+from benchmarks.throughput import load, models  # noqa: E402
 
 PYTHON_ROWS = ("AROW", "CW stdev exact")  # the pure-Python engine, for reference
 WARM_UP = 5  # examples learned before counting (first-call imports and caches)
