@@ -2,7 +2,10 @@
  * weight block, and what their fast paths share (reading x, errors, the common case). A table is
  * open addressing keyed by the feature object and its hash, entries kept in insertion order (the
  * order of a dict, and of the Python engines' dicts), probed as CPython's dict probes. Keys
- * compare by identity, then (for str) by length and bytes, then with ==.
+ * compare by identity, then (for str) by length and bytes, then with ==. An entry keeps a copy of
+ * a short str key's characters: a probe with an equal key of another object (each example's
+ * tokens are new str objects) then reads the entry alone, never the stored key object, which lies
+ * anywhere on the heap (on long streams that read cost more than the rest of the lookup).
  *
  * The includer defines RCW_ENTRY_PAYLOAD, the fields an entry carries beside its key and hash,
  * before including this header, and fills them in after `table_push`.
@@ -21,9 +24,15 @@
 #error "define RCW_ENTRY_PAYLOAD (the fields of an entry) before including _table.h"
 #endif
 
+#define SHORT_KEY 15        /* the longest str key an entry copies */
+#define NOT_SHORT UINT8_MAX /* short_key[0] of an entry whose key it does not copy */
+
 typedef struct {
     PyObject *key;
     Py_hash_t hash;
+    /* a key that is exactly a compact ASCII str of at most SHORT_KEY characters: its length,
+     * then its characters, zero-padded; any other key: NOT_SHORT */
+    uint8_t short_key[SHORT_KEY + 1];
     RCW_ENTRY_PAYLOAD
 } Entry;
 
@@ -120,6 +129,21 @@ static RCW_ALWAYS_INLINE int keys_equal_fast(PyObject *a, PyObject *b) {
     return -1;
 }
 
+/* whether key is exactly a compact ASCII str; then its characters are its data's bytes */
+static RCW_ALWAYS_INLINE int ascii_key(PyObject *key) {
+    return PyUnicode_CheckExact(key) && PyUnicode_IS_COMPACT_ASCII(key);
+}
+
+/* keys_equal_fast(e->key, key), from e's copy of a short key where it has one */
+static RCW_ALWAYS_INLINE int entry_key_equal_fast(const Entry *e, PyObject *key) {
+    if (e->key == key) return 1;
+    if (e->short_key[0] != NOT_SHORT && ascii_key(key)) /* two ASCII str: equal when their */
+        return PyUnicode_GET_LENGTH(key) == e->short_key[0] && /* characters are */
+               bytes_equal(e->short_key + 1, (const unsigned char *)((PyASCIIObject *)key + 1),
+                           e->short_key[0]);
+    return keys_equal_fast(e->key, key);
+}
+
 /* `stored == key` by Python's ==: 1, 0 or -1 (an error) */
 static int keys_equal_slow(PyObject *stored, PyObject *key) {
     int eq;
@@ -138,7 +162,7 @@ static inline __attribute__((always_inline)) Py_ssize_t table_find(Table *t, PyO
         if (ix < 0) return -1;
         Entry *e = &t->entries[ix];
         if (e->hash == hash) {
-            int eq = keys_equal_fast(e->key, key);
+            int eq = entry_key_equal_fast(e, key);
             if (eq < 0 && (eq = keys_equal_slow(e->key, key)) < 0) return -2;
             if (eq) return ix;
         }
@@ -195,9 +219,16 @@ static int table_reserve(Table *t, Py_ssize_t extra) {
  * in the returned entry's payload */
 static inline Entry *table_push(Table *t, PyObject *key, Py_hash_t hash) {
     Entry *e = &t->entries[t->used];
+    Py_ssize_t n;
     Py_INCREF(key);
     e->key = key;
     e->hash = hash;
+    memset(e->short_key, 0, sizeof e->short_key);
+    if (ascii_key(key) && (n = PyUnicode_GET_LENGTH(key)) <= SHORT_KEY) {
+        e->short_key[0] = (uint8_t)n;
+        memcpy(e->short_key + 1, (PyASCIIObject *)key + 1, (size_t)n);
+    } else
+        e->short_key[0] = NOT_SHORT;
     index_place(t->index, (size_t)t->mask, hash, (int32_t)t->used);
     t->used++;
     return e;

@@ -325,8 +325,9 @@ def fresh(text: str) -> str:
 
 @pytest.mark.parametrize("alphabet", ["abcdefghij", "àbcdéfghïj", "αβγδεζηθικ", "😀😁😂🤣😃😄"])
 def test_keys_equal_by_content_are_one_feature_at_every_length(alphabet):
-    # the compiled table compares a key found by its hash with the stored one word by word for
-    # ASCII strs, by memcmp for the others: every length, to the last byte
+    # the compiled table compares a key found by its hash with its entry's copy of a short ASCII
+    # str (up to 15 characters), with the stored key word by word for longer ASCII strs, by
+    # memcmp for the others: every length, to the last byte
     keys = ["".join(alphabet[i % len(alphabet)] for i in range(n)) for n in range(41)]
     compiled, python = pair(river_cw.AROW, {})
     for round_ in range(3):
