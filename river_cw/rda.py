@@ -242,12 +242,18 @@ class VotedRDA(LinearClassifier):
         if not data:
             return
         rows = np.frombuffer(data).reshape(-1, width)
-        losses = calibration.softmax_losses(rows[:, 2:], rows[:, 0].astype(np.intp))
+        # the running sums, then the batch's losses: summed along the slow axis, numpy adds the
+        # rows one after the other, as `_calibrate` adds them
+        sums = np.empty((len(rows) + 1, len(self._calibration)))
+        sums[0] = self._calibration
+        losses = calibration.softmax_losses(rows[:, 2:], rows[:, 0].astype(np.intp), sums[1:])
         kept = np.isfinite(losses).all(axis=1)  # scores near the float64 limit: skipped
+        if not kept.all():
+            sums = sums[np.concatenate(([True], kept))]
         weights = rows[kept, 1:2]
-        added = losses[kept] if (weights == 1.0).all() else weights * losses[kept]  # times w
-        # summed along the slow axis: numpy adds the rows one after the other, as `_calibrate`
-        self._calibration = np.add.reduce(np.vstack([self._calibration, added]), axis=0)
+        if not (weights == 1.0).all():
+            sums[1:] *= weights  # times w
+        self._calibration = np.add.reduce(sums, axis=0)
 
     def __getstate__(self) -> dict:
         """The Python engine's attributes, whichever engine holds the state."""
