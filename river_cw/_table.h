@@ -134,13 +134,17 @@ static RCW_ALWAYS_INLINE int ascii_key(PyObject *key) {
     return PyUnicode_CheckExact(key) && PyUnicode_IS_COMPACT_ASCII(key);
 }
 
+/* whether e, whose key is short (short_key[0] != NOT_SHORT), holds the ASCII str chars[0:n] */
+static RCW_ALWAYS_INLINE int short_key_is(const Entry *e, const unsigned char *chars, size_t n) {
+    return e->short_key[0] == n && bytes_equal(e->short_key + 1, chars, n);
+}
+
 /* keys_equal_fast(e->key, key), from e's copy of a short key where it has one */
 static RCW_ALWAYS_INLINE int entry_key_equal_fast(const Entry *e, PyObject *key) {
     if (e->key == key) return 1;
     if (e->short_key[0] != NOT_SHORT && ascii_key(key)) /* two ASCII str: equal when their */
-        return PyUnicode_GET_LENGTH(key) == e->short_key[0] && /* characters are */
-               bytes_equal(e->short_key + 1, (const unsigned char *)((PyASCIIObject *)key + 1),
-                           e->short_key[0]);
+        return short_key_is(e, (const unsigned char *)((PyASCIIObject *)key + 1), /* chars are */
+                            (size_t)PyUnicode_GET_LENGTH(key));
     return keys_equal_fast(e->key, key);
 }
 

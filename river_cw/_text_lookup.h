@@ -10,9 +10,10 @@
  * given as the key object stored in the engine's table, found by CPython's hash of a str (for
  * ASCII text, _Py_HashBytes of its bytes: the hash the table stores; a cached str's own hash
  * when _text_count.h's key cache holds the token) and a comparison of the key's ASCII
- * characters, so no str object is created for it, and margin(), update() and learn() then find
- * it by identity. Only a token the engine has never learned gets a new str. A key found or not
- * changes no number: the dict is equal to BagOfWords' either way.
+ * characters (the entry's copy of a short key's), so no str object is created for it, and
+ * margin(), update() and learn() then find it by identity. Only a token the engine has never
+ * learned gets a new str. A key found or not changes no number: the dict is equal to
+ * BagOfWords' either way.
  */
 #ifndef RIVER_CW_TEXT_LOOKUP_H
 #define RIVER_CW_TEXT_LOOKUP_H
@@ -32,9 +33,12 @@ static PyObject *text_stored_key(Diagonal *self, const unsigned char *tok, size_
             if (ix < 0)
                 break;
             Entry *e = &t->entries[ix];
-            if (e->hash == hash && PyUnicode_CheckExact(e->key) && PyUnicode_IS_ASCII(e->key) &&
-                (size_t)PyUnicode_GET_LENGTH(e->key) == length &&
-                memcmp(PyUnicode_1BYTE_DATA(e->key), tok, length) == 0)
+            if (e->hash == hash &&
+                (e->short_key[0] != NOT_SHORT
+                     ? short_key_is(e, tok, length)
+                     : PyUnicode_CheckExact(e->key) && PyUnicode_IS_ASCII(e->key) &&
+                           (size_t)PyUnicode_GET_LENGTH(e->key) == length &&
+                           memcmp(PyUnicode_1BYTE_DATA(e->key), tok, length) == 0))
                 return e->key;
             perturb >>= PERTURB_SHIFT;
             i = (i * 5 + perturb + 1) & mask;

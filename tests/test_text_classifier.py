@@ -112,12 +112,15 @@ def test_a_dict_with_the_text_under_on_and_a_sample_weight():
 
 @compiled
 def test_the_fused_lookup_gives_the_engines_own_keys():
+    # tokens of 15 and 16 characters: the entry's copy of a short key, and the key itself
+    fifteen, sixteen = "abcdefghijklmno", "abcdefghijklmnop"
     model = TextClassifier(river_cw.AROW())
-    model.learn_one("Spam spam eggs", True)
+    model.learn_one(f"Spam spam eggs {fifteen} {sixteen}", True)
     model.learn_one("ham", False)
     keys = {k: k for k in model.classifier.weights}
-    counts = model.classifier.gaussian.text_counts("EGGS and spam, spam", True, None)
-    assert counts == {"eggs": 1, "and": 1, "spam": 2}
+    counts = model.classifier.gaussian.text_counts(f"EGGS and {sixteen} spam, spam {fifteen}",
+                                                   True, None)
+    assert counts == {"eggs": 1, "and": 1, sixteen: 1, "spam": 2, fifteen: 1}
     assert counts.keys() - {"and"} <= keys.keys()
     assert all(key is keys[key] for key in counts if key != "and")
     assert model.classifier.gaussian.text_counts("déjà vu", True, None) is None
