@@ -28,6 +28,8 @@ typedef struct {
     const double *params; /* the native step's parameters */
     PyObject *callable;   /* step(m, v, w) -> None | (alpha, gamma); exact: step(m, v, u, w) */
     PyObject *scheme;     /* "project" or "drop"; None: the step returns its exact scheme */
+    int kind;             /* scheme's kind and C (scheme_kind), found once a call */
+    double C;
     int lean;             /* exact: the engine's lean spec steps it in C (lean_learn's step) */
 } BatchStep;
 
@@ -66,7 +68,8 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
         int r = s->native(s->params, m, v, w, alpha, gamma);
         if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
         if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
-        if (scheme_kind(s->scheme, kind, C) < 0) return BATCH_ERROR;
+        *kind = s->kind;
+        *C = s->C;
         Py_INCREF(s->scheme);
         *scheme = s->scheme;
         return BATCH_UPDATE;
@@ -110,7 +113,10 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
     *scheme = exact ? PyTuple_GET_ITEM(result, 2) : s->scheme;
     Py_INCREF(*scheme);
     Py_DECREF(result);
-    if (scheme_kind(*scheme, kind, C) < 0) {
+    if (!exact) {
+        *kind = s->kind;
+        *C = s->C;
+    } else if (scheme_kind(*scheme, kind, C) < 0) {
         Py_CLEAR(*scheme);
         return BATCH_ERROR;
     }
@@ -970,7 +976,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     Py_hash_t intercept_hash = 0;
     BatchRow r = {0};
     BatchColumns c = {0};
-    BatchStep step = {NULL, NULL, NULL, NULL, 0};
+    BatchStep step = {NULL, NULL, NULL, NULL, 0, 0.0, 0};
     int csr, failed = 1, lean_kind = -1;
     uint64_t generation;
     int64_t call = 0;
@@ -982,6 +988,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         return NULL;
     step.callable = step_fn;
     step.scheme = scheme;
+    if (scheme != Py_None && scheme_kind(scheme, &step.kind, &step.C) < 0) return NULL;
     if (native != Py_None) {
         if ((step.native = parse_step(native, native_params)) == NULL) return NULL;
         step.params = native_params;
@@ -1039,11 +1046,9 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
             goto done;
         }
-        if (n_classes <= 2 && step.native != NULL && forgetting == 0.0 && scheme != Py_None) {
-            double C; /* the lean CSR rows' case: a native step with a built-in scheme */
-            if (scheme_kind(scheme, &lean_kind, &C) < 0) goto done;
-            if (lean_kind != SCHEME_PROJECT && lean_kind != SCHEME_DROP) lean_kind = -1;
-        }
+        if (n_classes <= 2 && step.native != NULL && forgetting == 0.0 && scheme != Py_None &&
+            (step.kind == SCHEME_PROJECT || step.kind == SCHEME_DROP))
+            lean_kind = step.kind; /* the lean CSR rows' case: a native step, a built-in scheme */
         if (columns_resolve(self, &c, features, intercept, start, nrows,
                             lean_kind >= 0 ? RESOLVE_LAZY : RESOLVE_EAGER) < 0)
             goto done;
