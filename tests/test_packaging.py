@@ -1,0 +1,42 @@
+"""What a user's install builds: a wheel built from the sdist, as pip and `python -m build` do
+it, carries the compiled engines (setup.py marks them optional, so a source missing from the
+sdist would only make the install fall back to pure Python, silently)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXTENSIONS = {"_diagonal", "_rda", "_text"}
+
+
+def tracked_files(dest: Path) -> Path:
+    """A copy of the project's tracked files as they are now (no build leftovers such as an
+    egg-info, whose list of sources an sdist would reuse)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the project's git checkout")
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+@pytest.mark.slow
+def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine(tmp_path):
+    source = tracked_files(tmp_path / "source")
+    # `python -m build` makes the sdist, then the wheel from the unpacked sdist alone
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(tmp_path / "dist"), str(source)],
+                   check=True, capture_output=True, text=True)
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    built = {name.split("/")[-1].split(".")[0] for name in names if name.endswith((".so", ".pyd"))}
+    assert built == EXTENSIONS, f"the wheel's compiled modules: {sorted(built)}"
