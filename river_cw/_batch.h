@@ -955,11 +955,11 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
     return k;
 }
 
-/* learn_rows(rows, labels, class_index, n_classes, weights, start, step, scheme, forgetting,
- * intercept, stats, native, lean): the learn_one loop over rows[start:] (see the top of this
- * file); `rows` is a list of dicts or (data, indices, indptr, features or None, n_columns),
- * `labels` each row's label, `class_index` the model's dict of label -> block (a label it does
- * not hold is learn_one's: the loop stops there), `weights` the sample weight of each row,
+/* learn_rows(rows, labels, class_index, weights, start, step, scheme, forgetting, intercept,
+ * stats, native, lean): the learn_one loop over rows[start:] (see the top of this file); `rows`
+ * is a list of dicts or (data, indices, indptr, features or None, n_columns), `labels` each
+ * row's label, `class_index` the model's dict of label -> block, one entry per class (a label it
+ * does not hold is learn_one's: the loop stops there), `weights` the sample weight of each row,
  * `intercept` the intercept's key or None, `native` the rule's `_native_step` (then `step` is
  * not called) or None, `lean` learn_native's spec or None: while binary, a dict row goes first
  * through lean_learn (learn_one's lean path), and a row it declines the way above. Sets
@@ -981,11 +981,11 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     uint64_t generation;
     int64_t call = 0;
     LabelMemo memo = {{NULL, NULL}, {0, 0}, 0};
-    if (!PyArg_ParseTuple(args, "OO!O!nO!nOOdOO!OO", &rows, &PyList_Type, &labels, &PyDict_Type,
-                          &class_index, &n_classes, &PyList_Type, &weights, &start, &step_fn,
-                          &scheme, &forgetting, &intercept, &PyList_Type, &stats, &native,
-                          &lean))
+    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OO", &rows, &PyList_Type, &labels, &PyDict_Type,
+                          &class_index, &PyList_Type, &weights, &start, &step_fn, &scheme,
+                          &forgetting, &intercept, &PyList_Type, &stats, &native, &lean))
         return NULL;
+    n_classes = PyDict_GET_SIZE(class_index);
     step.callable = step_fn;
     step.scheme = scheme;
     if (scheme != Py_None && scheme_kind(scheme, &step.kind, &step.C) < 0) return NULL;

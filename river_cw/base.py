@@ -591,8 +591,8 @@ class GaussianClassifier(LinearClassifier):
         while i < n:
             stats = [i, 0]
             try:
-                kernel(batch, labels, self._class_index, len(self.classes_), weights, i, step,
-                       scheme, float(self.forgetting), intercept, stats, native, lean)
+                kernel(batch, labels, self._class_index, weights, i, step, scheme,
+                       float(self.forgetting), intercept, stats, native, lean)
             except (TypeError, ValueError) as error:  # raised by the rule's step
                 raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error
             finally:

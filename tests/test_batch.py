@@ -367,7 +367,7 @@ def recording_kernel(model, position: int) -> list:
 def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
     """The compiled engine learns a batch in one call per run of known labels."""
     model = river_cw.AROW()
-    calls = recording_kernel(model, 5)  # the row it starts at
+    calls = recording_kernel(model, 4)  # the row it starts at
     model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
 
@@ -728,7 +728,7 @@ def test_dict_rows_through_the_lean_path_are_the_learn_one_loop(model, parts):
 
 def test_the_kernel_is_handed_the_lean_spec_of_learn_one():
     model = river_cw.CW(variant="var", diagonal="exact")
-    specs = recording_kernel(model, 12)  # `lean`
+    specs = recording_kernel(model, 11)  # `lean`
     one = model.clone()
     dicts = [{"a": 1.0, "b": 2}, {"a": -1.0}, {"b": True}, {"a": 0.5, "c": -3.0}]
     model.learn_many(dicts, [1, 0, 1, 0])
