@@ -610,6 +610,11 @@ static inline int marks_settled(BatchMark *marks, const Py_ssize_t *ind, Py_ssiz
  * step with the tables. */
 enum { RESOLVE_EAGER, RESOLVE_LAZY, RESOLVE_REST };
 
+/* a lazy call's rows resolved one by one (row_resolve) before it resolves its rest up front:
+ * on a stream still adding features (a new model's) most rows hold a column the epoch has not
+ * seen, and each would be read twice */
+#define LAZY_ROW_RESOLVES 8
+
 /* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
  * for the columns this call found unseen (the intercept included: the table grows once, not row
  * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
@@ -971,7 +976,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     PyObject *features = Py_None;
     double native_params[RCW_MAX_PARAMS];
     PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
-    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize, retried = -1;
+    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize, retried = -1, row_resolves = 0;
     double forgetting, initial = self->prior;
     Py_hash_t intercept_hash = 0;
     BatchRow r = {0};
@@ -1078,8 +1083,10 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
                                        &step, lean_kind, &skipped);
             if (outcome < 0) goto done;
             if (outcome == 2) { /* lazy, and a column it cannot take: this row again, its */
-                int rest = retried == i ? 1 : row_resolve(self, &c, intercept, i);
-                if (rest < 0) goto done; /* columns resolved, or the call's rest if it fails */
+                int rest = retried == i || ++row_resolves > LAZY_ROW_RESOLVES
+                               ? 1 /* columns resolved, or the call's rest if that fails or */
+                               : row_resolve(self, &c, intercept, i); /* the rows keep */
+                if (rest < 0) goto done;                               /* needing it */
                 if (rest && columns_resolve(self, &c, features, intercept, i, nrows,
                                             RESOLVE_REST) < 0)
                     goto done;
