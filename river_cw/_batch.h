@@ -377,7 +377,8 @@ typedef struct {
  * (those only make the check fail, and the column is looked up again). An epoch is the calls
  * that follow one another while the engine's layout stays as the last call left it (its
  * generation, the intercept): nothing else wrote the tables in between, so a column resolved in
- * the epoch still is. The last column (ncols) is the intercept. A vocabulary's names are checked
+ * the epoch still is; or wrote only new features at the tables' ends (learn_one's, say), which
+ * columns_catch_up gives to the columns they are. The last column (ncols) is the intercept. A vocabulary's names are checked
  * distinct per call against `names`, a table of every name seen (mean: the column that named it
  * last, var: that epoch's number): a call that continues an epoch and finds a column renamed in
  * place since, or a name another column of the epoch took, starts a new epoch instead, where the
@@ -397,6 +398,8 @@ typedef struct BatchCache {
     int continued;       /* this call continues the last call's epoch */
     int settled;         /* the last call ended well, leaving: */
     uint64_t generation; /* the engine's generation */
+    uint64_t reshaped;   /* its reshaped count */
+    Py_ssize_t *used;    /* each block's size (its table's `used`) */
     PyObject *intercept; /* and its intercept (borrowed, compared by identity) */
 } BatchCache;
 
@@ -414,6 +417,7 @@ static void batch_cache_free(Diagonal *self) {
     PyMem_Free(c->hash);
     PyMem_Free(c->named);
     PyMem_Free(c->slot);
+    PyMem_Free(c->used);
     PyMem_Free(c->mark);
     table_free(&c->names);
     PyMem_Free(c);
@@ -444,8 +448,12 @@ static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t nc
     }
     if (c->nblocks < self->blocks.n) { /* slots start anywhere: every use checks them first */
         Py_ssize_t *slot = PyMem_Realloc(c->slot, sizeof(Py_ssize_t) * c->stride * self->blocks.n);
+        Py_ssize_t *used;
         if (slot == NULL) goto memory;
         c->slot = slot;
+        if ((used = PyMem_Realloc(c->used, sizeof(Py_ssize_t) * self->blocks.n)) == NULL)
+            goto memory;
+        c->used = used;
         memset(slot + c->stride * c->nblocks, 0,
                sizeof(Py_ssize_t) * c->stride * (self->blocks.n - c->nblocks));
         c->nblocks = self->blocks.n;
@@ -615,6 +623,50 @@ enum { RESOLVE_EAGER, RESOLVE_LAZY, RESOLVE_REST };
  * seen, and each would be read twice */
 #define LAZY_ROW_RESOLVES 8
 
+/* Where the engine only appended features since the cache's last call ended well (learn_one's
+ * new features, as when a new model's batch hands each new label to learn_one): the epoch goes
+ * on, each appended entry's key taken as the column it is, whose slot it becomes in its block
+ * (the entries before stay where they were). 1: done; 0: the epoch must start again (blocks
+ * changed, or a key that only Python code could tell: neither an exact str nor an exact int;
+ * also a name whose == raised an Exception); -1: an error to propagate. */
+static int columns_catch_up(Diagonal *self, BatchCache *c, PyObject *intercept) {
+    Py_ssize_t b, ix, j;
+    if (c->reshaped != self->reshaped || c->nblocks < self->blocks.n) return 0;
+    for (b = 0; b < self->blocks.n; b++) {
+        const Table *t = &self->blocks.table[b];
+        for (ix = c->used[b]; ix < t->used; ix++) {
+            const Entry *e = &t->entries[ix];
+            PyObject *key = e->key;
+            if (key == intercept)
+                j = c->ncols;
+            else if (!PyUnicode_CheckExact(key) && !PyLong_CheckExact(key))
+                return 0;
+            else if (c->features == NULL) { /* hashed: column j is the int j */
+                if (!PyLong_CheckExact(key)) continue; /* a str equals no int */
+                j = PyLong_AsSsize_t(key);
+                if (j == -1 && PyErr_Occurred()) {
+                    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+                    PyErr_Clear(); /* beyond every column */
+                    continue;
+                }
+                if (j < 0 || j >= c->ncols) continue;
+            } else { /* a vocabulary: the column the epoch resolved by that name, if any */
+                Py_ssize_t n = table_find(&c->names, key, e->hash);
+                if (n == -2) {
+                    if (!rcw_error_recoverable()) return -1;
+                    PyErr_Clear();
+                    return 0;
+                }
+                if (n < 0 || c->names.entries[n].var != (double)c->calls) continue;
+                j = (Py_ssize_t)c->names.entries[n].mean;
+            }
+            if (c->mark[j].call == c->calls && c->slot[b * c->stride + j] < 0)
+                c->slot[b * c->stride + j] = ix; /* else resolved when the epoch meets it */
+        }
+    }
+    return 1;
+}
+
 /* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
  * for the columns this call found unseen (the intercept included: the table grows once, not row
  * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
@@ -648,9 +700,17 @@ static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObjec
         PyErr_NoMemory();
         return -1;
     }
-    cache->continued = mode == RESOLVE_REST ||
-                       (cache->settled && cache->generation == self->generation &&
-                        cache->intercept == intercept);
+    cache->continued = mode == RESOLVE_REST;
+    if (!cache->continued && cache->settled && cache->intercept == intercept) {
+        int caught = cache->generation == self->generation
+                         ? 1 /* nothing else wrote the tables */
+                         : columns_catch_up(self, cache, intercept);
+        if (caught < 0) {
+            PyMem_Free(absent);
+            return -1;
+        }
+        cache->continued = caught;
+    }
     cache->settled = 0; /* until this call ends well */
     cache->intercept = intercept;
 again:
@@ -1185,8 +1245,11 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     }
     failed = 0;
     if (csr && self->batch_cache == c.cache && c.cache->calls == call) {
+        Py_ssize_t b;
         c.cache->settled = 1; /* its slots are the tables' */
         c.cache->generation = self->generation;
+        c.cache->reshaped = self->reshaped;
+        for (b = 0; b < self->blocks.n; b++) c.cache->used[b] = self->blocks.table[b].used;
     }
 done:
     self->busy = 0;

@@ -91,6 +91,7 @@ typedef struct {
     Blocks blocks;
     int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
     uint64_t generation;       /* bumped by every change of the table layout */
+    uint64_t reshaped;         /* and by every one but new features appended (see reshape) */
     /* the difference vector of the last margin */
     uint64_t margin_generation;
     long long token, next_token;
@@ -159,6 +160,13 @@ static int enter(Diagonal *self) {
     return 0;
 }
 
+/* a change of the table layout other than new features appended at the tables' ends (which
+ * bump `generation` alone): entries moved, blocks added, replaced or reordered */
+static void reshape(Diagonal *self) {
+    self->generation++;
+    self->reshaped++;
+}
+
 static void release_coords(Diagonal *self) {
     Py_ssize_t i;
     if (self->nkeyed)
@@ -189,7 +197,7 @@ static int diagonal_clear(Diagonal *self) {
     Py_CLEAR(self->lean);
     for (b = 0; b < self->blocks.n; b++) table_free(&self->blocks.table[b]);
     self->blocks.n = 0;
-    self->generation++;
+    reshape(self);
     return 0;
 }
 
@@ -276,7 +284,7 @@ static PyObject *insert_block(Diagonal *self, Py_ssize_t at) {
     if (enter(self) < 0) return NULL;
     self->busy = 0;
     if (blocks_insert(&self->blocks, at) < 0) return NULL;
-    self->generation++;
+    reshape(self);
     Py_RETURN_NONE;
 }
 
@@ -1410,7 +1418,7 @@ static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
 static int arrange_blocks(Diagonal *self, const long long *ids, Py_ssize_t n) {
     if (blocks_arrange(&self->blocks, ids, n) < 0) return -1;
     release_coords(self);
-    self->generation++;
+    reshape(self);
     return 0;
 }
 
@@ -1481,7 +1489,7 @@ static PyObject *diagonal_negate(Diagonal *self, PyObject *unused) {
     if (self->blocks.n > 0)
         for (i = 0; i < self->blocks.table[0].used; i++)
             self->blocks.table[0].entries[i].mean = -self->blocks.table[0].entries[i].mean;
-    self->generation++;
+    reshape(self);
     self->busy = 0;
     Py_RETURN_NONE;
 }
@@ -1606,7 +1614,7 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
     for (b = 0; b < self->blocks.n; b++) table_free(&self->blocks.table[b]);
     memcpy(self->blocks.table, tables, sizeof(Table) * n);
     self->blocks.n = n;
-    self->generation++;
+    reshape(self);
     PyMem_Free(tables);
     self->busy = 0;
     return 0;

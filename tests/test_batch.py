@@ -401,6 +401,7 @@ operations = st.lists(
         st.tuples(st.just("rename"), st.integers(0, WIDTH - 1), st.integers(0, len(POOL) - 1)),
         st.tuples(st.just("learn_one"), csr_batch),
         st.tuples(st.just("learn_one hashed"), csr_batch),
+        st.tuples(st.just("learn_one equal keys"), csr_batch),
     ),
     min_size=1,
     max_size=6,
@@ -431,6 +432,9 @@ def named_rows(rows_, names):
 
 
 KEPT = (0, 1, 4, 7)  # project, drop with forgetting, exact, NHERD drop with forgetting
+# keys that equal a hashed column's int j as a dict key, of other types (so the features learn_one
+# adds between batches are found for those columns), and a str that equals none
+EQUAL_KEYS = [0.0, True, 2, "3", 4.0, 5]
 
 
 @pytest.mark.parametrize("model", [MODELS[i] for i in KEPT], ids=[IDS[i] for i in KEPT])
@@ -438,8 +442,9 @@ KEPT = (0, 1, 4, 7)  # project, drop with forgetting, exact, NHERD drop with for
 @given(steps=operations)
 def test_csr_columns_kept_across_batches_are_the_learn_one_loop(model, steps):
     """One vocabulary list learned from batch after batch while the model also learns rows one
-    by one with equal names of other objects, the list is renamed in place (never two columns
-    alike) and hashed batches share the model: always bit for bit the learn_one loop."""
+    by one with equal names of other objects (and keys equal to hashed columns' ints, of other
+    types), the list is renamed in place (never two columns alike) and hashed batches share the
+    model: always bit for bit the learn_one loop."""
     many, one = model.clone(), model.clone()
     names = [fresh(POOL[j]) for j in range(WIDTH)]
     for step in steps:
@@ -450,7 +455,9 @@ def test_csr_columns_kept_across_batches_are_the_learn_one_loop(model, steps):
             continue
         kind, (rows_, labels, weights) = step
         if kind.startswith("learn_one"):
-            dicts = named_rows(rows_, None if kind.endswith("hashed") else [fresh(n) for n in names])
+            keys = {"learn_one": [fresh(n) for n in names], "learn_one hashed": None,
+                    "learn_one equal keys": EQUAL_KEYS}[kind]
+            dicts = named_rows(rows_, keys)
             assert outcome(lambda: loop(many, dicts, labels, weights)) is None
         else:
             features = names if kind == "vocabulary" else None
@@ -673,6 +680,26 @@ def test_hashed_columns_follow_features_learned_between_batches():
     one.learn_one({0: 1.0, 1: 0.0}, True)
     assert pickle.dumps(many) == pickle.dumps(one)
     assert list(many.weights) == [5, 0, 1, 2]
+
+
+def test_a_hashed_column_finds_a_feature_learned_between_batches_under_an_equal_key():
+    """As above, with the features learn_one adds between the batches keyed by objects of other
+    types equal to the columns' ints (True for column 1, 2.0 for column 2; the str "1" equals
+    none): the next batch, which continues its epoch where only features were appended, updates
+    them rather than adding the ints beside them."""
+    X0 = sparse.csr_array((np.array([1.0, 0.0, 0.0]), np.array([0, 1, 2]), [0, 3]), shape=(1, 3))
+    X1 = sparse.csr_array((np.array([2.0, -1.0, 0.5]), np.array([1, 0, 2]), [0, 3]), shape=(1, 3))
+    many, one = river_cw.AROW(), river_cw.AROW()
+    for model in (many, one):
+        model.learn_one({5: 1.0}, False)  # both labels known: the batches are binary
+    many.learn_many(X0, [True])  # columns 1 and 2 resolved, unseen: stored with the value 0
+    one.learn_one({0: 1.0, 1: 0.0, 2: 0.0}, True)
+    for model in (many, one):
+        model.learn_one({True: 3.0, 2.0: 1.0, "1": 1.0}, False)
+    many.learn_many(X1, [True])
+    one.learn_one({1: 2.0, 0: -1.0, 2: 0.5}, True)
+    assert pickle.dumps(many) == pickle.dumps(one)
+    assert list(many.weights) == [5, 0, True, 2.0, "1"]
 
 
 # -- dict rows of a binary model through the lean path (learn_rows' lean_learn) -----------------
