@@ -378,12 +378,12 @@ typedef struct {
  * that follow one another while the engine's layout stays as the last call left it (its
  * generation, the intercept): nothing else wrote the tables in between, so a column resolved in
  * the epoch still is; or wrote only new features at the tables' ends (learn_one's, say), which
- * columns_catch_up gives to the columns they are. The last column (ncols) is the intercept. A vocabulary's names are checked
- * distinct per call against `names`, a table of every name seen (mean: the column that named it
- * last, var: that epoch's number): a call that continues an epoch and finds a column renamed in
- * place since, or a name another column of the epoch took, starts a new epoch instead, where the
- * check is the call's own. (A bad column's rows go to learn_one for the rest of the epoch, which
- * reads the names anew.) */
+ * columns_catch_up gives to the columns they are. The last column (ncols) is the intercept. A
+ * vocabulary's names are checked distinct per call against `names`, a table of every name seen
+ * (mean: the column that named it last, var: that epoch's number): a call that continues an
+ * epoch and finds a column renamed in place since, or a name another column of the epoch took,
+ * starts a new epoch instead, where the check is the call's own. (A bad column's rows go to
+ * learn_one for the rest of the epoch, which reads the names anew.) */
 typedef struct BatchCache {
     PyObject *features; /* the vocabulary (a new reference), or NULL for hashed ids */
     Py_ssize_t ncols, nblocks, stride; /* stride = ncols + 1: the intercept is column ncols */
@@ -1036,7 +1036,8 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     PyObject *features = Py_None;
     double native_params[RCW_MAX_PARAMS];
     PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
-    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize, retried = -1, row_resolves = 0;
+    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize, retried = -1;
+    Py_ssize_t row_resolves = 0; /* the lazy rows resolved one by one (LAZY_ROW_RESOLVES) */
     double forgetting, initial = self->prior;
     Py_hash_t intercept_hash = 0;
     BatchRow r = {0};
@@ -1142,11 +1143,13 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             outcome = columns_lean_row(self, &c, i, intercept != Py_None, k == 1 ? 1.0 : -1.0, w,
                                        &step, lean_kind, &skipped);
             if (outcome < 0) goto done;
-            if (outcome == 2) { /* lazy, and a column it cannot take: this row again, its */
+            if (outcome == 2) {
+                /* lazy, and a column it cannot take: this row again, its columns resolved, or
+                 * the call's rest when that fails (a retried row) or rows keep needing it */
                 int rest = retried == i || ++row_resolves > LAZY_ROW_RESOLVES
-                               ? 1 /* columns resolved, or the call's rest if that fails or */
-                               : row_resolve(self, &c, intercept, i); /* the rows keep */
-                if (rest < 0) goto done;                               /* needing it */
+                               ? 1
+                               : row_resolve(self, &c, intercept, i);
+                if (rest < 0) goto done;
                 if (rest && columns_resolve(self, &c, features, intercept, i, nrows,
                                             RESOLVE_REST) < 0)
                     goto done;

@@ -160,8 +160,8 @@ static int enter(Diagonal *self) {
     return 0;
 }
 
-/* a change of the table layout other than new features appended at the tables' ends (which
- * bump `generation` alone): entries moved, blocks added, replaced or reordered */
+/* a change of the tables other than new features appended at their ends (which bump
+ * `generation` alone): entries moved or rewritten (negate), blocks added, replaced or reordered */
 static void reshape(Diagonal *self) {
     self->generation++;
     self->reshaped++;
