@@ -12,9 +12,11 @@ passes, and keeps its best CPU time. Prints a markdown table of features/s (stor
 the rows) and the ratio to river's PAClassifier of the same run. With `--warm` every model
 (river's too) has learned the stream once before the timed pass learns it again: the steady
 state of a long stream, where most features are known (a fresh model spends much of the pass
-adding features).
+adding features). With `--per-batch` the `learn_many` passes also print the features/s of each
+batch (best of the rounds): a new model's rate as its features accumulate.
 
     python benchmarks/batch.py [--data FILE ...] [--limit 4000] [--batch 1000] [--repeat 3] [--warm]
+                               [--per-batch]
     python benchmarks/batch.py --instructions   # instructions per feature, by callgrind
     python benchmarks/batch.py --instructions --warm --passes "AROW learn_many CSR hashed" \
         --require "AROW learn_many CSR hashed=25"   # a guard (tests/test_instructions.py)
@@ -80,8 +82,9 @@ def stream(name: str, limit: int):
 
 def passes(dicts, labels, X, features, batch: int, warm: bool = False, only=None) -> dict:
     """name -> (make, learn): `make()` is a new model (warm: that has learned the stream once),
-    `learn(model)` learns the whole stream once; only the passes named in `only` (and river's)
-    when it is given."""
+    `learn(model)` learns the whole stream once (a `learn_many` pass: `learn(model, seconds)`
+    also appends each batch's CPU time to the list `seconds`); only the passes named in `only`
+    (and river's) when it is given."""
     cuts = range(0, len(labels), batch)
     labels_of = [labels[a:a + batch] for a in cuts]
 
@@ -102,9 +105,12 @@ def passes(dicts, labels, X, features, batch: int, warm: bool = False, only=None
     def many(make, rows, **kwargs):
         batches = [rows[a:a + batch] for a in cuts]
 
-        def learn(model):
+        def learn(model, seconds=None):
             for rows_, y in zip(batches, labels_of):
+                start = time.process_time()
                 model.learn_many(rows_, y, **kwargs)
+                if seconds is not None:
+                    seconds.append(time.process_time() - start)
         return prepared(make, learn)
 
     out = {REFERENCE: loop(linear_model.PAClassifier)}
@@ -123,6 +129,21 @@ def cpu_time(make, learn) -> float:
     start = time.process_time()
     learn(model)
     return time.process_time() - start
+
+
+def per_batch(make, learn) -> list:
+    """CPU seconds of each batch of one `learn_many` pass on a model from `make()`"""
+    seconds = []
+    learn(make(), seconds)
+    return seconds
+
+
+def batch_table(sizes: list, seconds: dict) -> None:
+    """features/s of each batch (`sizes`: its stored entries) of every `learn_many` pass"""
+    print(f"\n| pass | {' | '.join(f'batch {i + 1}' for i in range(len(sizes)))} |")
+    print(f"|---|{'---:|' * len(sizes)}")
+    for pass_, s in seconds.items():
+        print(f"| {pass_} | {' | '.join(f'{n / t / 1e6:.1f}M' for n, t in zip(sizes, s))} |")
 
 
 def table(name: str, n_features: int, n_rows: int, seconds: dict, warm: bool) -> None:
@@ -184,6 +205,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--warm", action="store_true", help="models that learned the stream once")
+    parser.add_argument("--per-batch", action="store_true",
+                        help="also the features/s of each batch of the learn_many passes")
     parser.add_argument("--passes", nargs="+", default=None, help="passes to run (default: all)")
     parser.add_argument("--require", nargs="*", default=[], metavar="PASS=RATIO",
                         help="with --instructions: fail unless PASS's ratio is at least RATIO")
@@ -209,10 +232,17 @@ def main(argv=None):
             continue
         runs = passes(dicts, labels, X, features, args.batch, args.warm, args.passes)
         seconds = dict.fromkeys(runs, float("inf"))
+        batches = {pass_: [float("inf")] * len(range(0, len(labels), args.batch))
+                   for pass_ in runs if "learn_many" in pass_}
         for _ in range(args.repeat):  # rounds over all passes: load changes hit them alike
             for pass_, (make, learn) in runs.items():
                 seconds[pass_] = min(seconds[pass_], cpu_time(make, learn))
+                if args.per_batch and pass_ in batches:
+                    batches[pass_] = list(map(min, batches[pass_], per_batch(make, learn)))
         table(name, X.nnz, len(labels), seconds, args.warm)
+        if args.per_batch:
+            batch_table([X[a:a + args.batch].nnz for a in range(0, len(labels), args.batch)],
+                        batches)
     for line in failed:
         print("FAILED", line)
     return 1 if failed else 0
