@@ -179,10 +179,8 @@ static void release_coords(Diagonal *self) {
 }
 
 static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
-    Py_ssize_t b, i;
-    for (b = 0; b < self->blocks.n; b++)
-        for (i = 0; i < self->blocks.table[b].used; i++)
-            Py_VISIT(self->blocks.table[b].entries[i].key);
+    Py_ssize_t i;
+    if (blocks_traverse(&self->blocks, visit, arg) < 0) return -1;
     for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
     Py_VISIT(self->lean);
     return 0;
@@ -191,12 +189,10 @@ static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
 static void batch_cache_free(Diagonal *self); /* _batch.h */
 
 static int diagonal_clear(Diagonal *self) {
-    Py_ssize_t b;
     release_coords(self);
     batch_cache_free(self);
     Py_CLEAR(self->lean);
-    for (b = 0; b < self->blocks.n; b++) table_free(&self->blocks.table[b]);
-    self->blocks.n = 0;
+    blocks_clear(&self->blocks);
     reshape(self);
     return 0;
 }
@@ -221,12 +217,10 @@ static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     if (self == NULL) return NULL;
     self->prior = prior;
     self->token = -1;
-    if (blocks_reserve(&self->blocks, 1) < 0 ||
-        block_init(&self->blocks, &self->blocks.table[0]) < 0) {
+    if (blocks_init(&self->blocks) < 0) {
         Py_DECREF(self);
         return NULL;
     }
-    self->blocks.n = 1;
     return (PyObject *)self;
 }
 
@@ -432,27 +426,8 @@ static PyObject *make_terms(const double *u, Py_ssize_t n) {
 /* margin and update                                                                         */
 
 static int coords_reserve(Diagonal *self, Py_ssize_t n) {
-    if (n > self->coords_cap) {
-        Py_ssize_t cap = n + n / 2 + 16;
-        Coord *c = PyMem_Realloc(self->coords, sizeof(Coord) * cap);
-        if (c == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->coords = c;
-        self->coords_cap = cap;
-    }
-    if (n > self->u_cap) {
-        Py_ssize_t cap = n + n / 2 + 16;
-        double *u = PyMem_Realloc(self->u, sizeof(double) * cap);
-        if (u == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->u = u;
-        self->u_cap = cap;
-    }
-    return 0;
+    if (rcw_grow((void **)&self->coords, &self->coords_cap, n, sizeof(Coord)) < 0) return -1;
+    return rcw_grow((void **)&self->u, &self->u_cap, n, sizeof(double));
 }
 
 /* forgetting: a learned variance relaxed toward the prior, 1/s <- keep/s + rest (see
@@ -604,17 +579,9 @@ fail_freed:
     return NULL;
 }
 
+/* room for n (mean, var) pairs */
 static int scratch_reserve(Diagonal *self, Py_ssize_t n) {
-    if (n > self->scratch_cap) {
-        double *s = PyMem_Realloc(self->scratch, sizeof(double) * 2 * (n + 16));
-        if (s == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->scratch = s;
-        self->scratch_cap = n + 16;
-    }
-    return 0;
+    return rcw_grow((void **)&self->scratch, &self->scratch_cap, n, 2 * sizeof(double));
 }
 
 /* a coordinate's variance (*s) and mean before the step */
@@ -1414,26 +1381,18 @@ static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
     return blocks_layout(&self->blocks);
 }
 
-/* blocks in the order of `ids` (blocks_arrange); the last margin's coordinates are dropped */
-static int arrange_blocks(Diagonal *self, const long long *ids, Py_ssize_t n) {
-    if (blocks_arrange(&self->blocks, ids, n) < 0) return -1;
+/* after the blocks were arranged anew: the last margin's coordinates are dropped */
+static void arranged(Diagonal *self) {
     release_coords(self);
     reshape(self);
-    return 0;
 }
 
+/* restore_layout(ids): the blocks of an earlier `layout` (blocks_restore) */
 static PyObject *diagonal_restore_layout(Diagonal *self, PyObject *layout) {
-    Py_ssize_t n;
-    long long *ids;
     int r;
-    if ((ids = layout_ids(layout, &n)) == NULL) return NULL;
-    if (enter(self) < 0) {
-        PyMem_Free(ids);
-        return NULL;
-    }
-    r = arrange_blocks(self, ids, n);
+    if (enter(self) < 0) return NULL;
+    if ((r = blocks_restore(&self->blocks, layout)) == 0) arranged(self);
     self->busy = 0;
-    PyMem_Free(ids);
     if (r < 0) return NULL;
     Py_RETURN_NONE;
 }
@@ -1475,7 +1434,7 @@ static PyObject *diagonal_reorder(Diagonal *self, PyObject *order) {
         return NULL;
     }
     self->busy = 1;
-    r = arrange_blocks(self, ids, n);
+    if ((r = blocks_arrange(&self->blocks, ids, n)) == 0) arranged(self);
     self->busy = 0;
     PyMem_Free(ids);
     if (r < 0) return NULL;

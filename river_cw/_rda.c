@@ -156,35 +156,16 @@ static void leave(Engine *self) {
     self->busy = 0;
 }
 
-/* grow *buf (of *cap items of `size` bytes) to hold n; 0 or -1 (memory) */
-static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t n, size_t size) {
-    void *p;
-    Py_ssize_t c;
-    if (n <= *cap) return 0;
-    c = n + n / 2 + 8;
-    if ((p = PyMem_Realloc(*buf, size * c)) == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *buf = p;
-    *cap = c;
-    return 0;
-}
-
 static int engine_traverse(Engine *self, visitproc visit, void *arg) {
-    Py_ssize_t b, i;
-    for (b = 0; b < self->blocks.n; b++)
-        for (i = 0; i < self->blocks.table[b].used; i++)
-            Py_VISIT(self->blocks.table[b].entries[i].key);
+    Py_ssize_t i;
+    if (blocks_traverse(&self->blocks, visit, arg) < 0) return -1;
     for (i = 0; i < self->nfeats; i++) Py_VISIT(self->feats[i].key);
     return 0;
 }
 
 static int engine_clear(Engine *self) {
-    Py_ssize_t b;
     release_feats(self);
-    for (b = 0; b < self->blocks.n; b++) table_free(&self->blocks.table[b]);
-    self->blocks.n = 0;
+    blocks_clear(&self->blocks);
     return 0;
 }
 
@@ -217,12 +198,10 @@ static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     self->log_loss = log_loss;
     self->conservative = conservative;
     self->last = last;
-    if (blocks_reserve(&self->blocks, 1) < 0 ||
-        block_init(&self->blocks, &self->blocks.table[0]) < 0) {
+    if (blocks_init(&self->blocks) < 0) {
         Py_DECREF(self);
         return NULL;
     }
-    self->blocks.n = 1;
     return (PyObject *)self;
 }
 
@@ -282,9 +261,9 @@ static int collect(Engine *self, PyObject *x, PyObject *intercept) {
     PyObject *key, *value;
     Py_ssize_t pos = 0, n = PyDict_GET_SIZE(x) + (intercept != NULL), b, i;
     double v;
-    if (grow((void **)&self->feats, &self->feats_cap, n, sizeof(Feat)) < 0 ||
-        grow((void **)&self->ixs, &self->ixs_cap, n * self->blocks.n, sizeof(Py_ssize_t)) < 0 ||
-        grow((void **)&self->zs, &self->zs_cap, 2 * self->blocks.n + 2, sizeof(double)) < 0)
+    if (rcw_grow((void **)&self->feats, &self->feats_cap, n, sizeof(Feat)) < 0 ||
+        rcw_grow((void **)&self->ixs, &self->ixs_cap, n * self->blocks.n, sizeof(Py_ssize_t)) < 0 ||
+        rcw_grow((void **)&self->zs, &self->zs_cap, 2 * self->blocks.n + 2, sizeof(double)) < 0)
         return -1;
     while (PyDict_Next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &v)) return 1;
@@ -424,8 +403,8 @@ static int step_reserve(Engine *self, const Pairs *p) {
         if (table_reserve(&self->blocks.table[b], n) < 0) return -1;
         fresh += n;
     }
-    if (grow((void **)&self->recs, &self->recs_cap, self->nrecs + fresh, sizeof(Rec)) < 0 ||
-        grow((void **)&self->cuts, &self->cuts_cap, self->ncuts + touched, sizeof(Cut)) < 0)
+    if (rcw_grow((void **)&self->recs, &self->recs_cap, self->nrecs + fresh, sizeof(Rec)) < 0 ||
+        rcw_grow((void **)&self->cuts, &self->cuts_cap, self->ncuts + touched, sizeof(Cut)) < 0)
         return -1;
     return 0;
 }
@@ -734,20 +713,12 @@ static PyObject *engine_layout(Engine *self, PyObject *unused) {
     return blocks_layout(&self->blocks);
 }
 
-/* restore_layout(ids): the blocks of an earlier `layout`, in its order; the blocks added since
- * are dropped (a failed learn wrote nothing into them) */
+/* restore_layout(ids): the blocks of an earlier `layout` (blocks_restore) */
 static PyObject *engine_restore_layout(Engine *self, PyObject *layout) {
-    Py_ssize_t n;
-    long long *ids;
     int r;
-    if ((ids = layout_ids(layout, &n)) == NULL) return NULL;
-    if (enter(self) < 0) {
-        PyMem_Free(ids);
-        return NULL;
-    }
+    if (enter(self) < 0) return NULL;
+    r = blocks_restore(&self->blocks, layout);
     self->busy = 0;
-    r = blocks_arrange(&self->blocks, ids, n);
-    PyMem_Free(ids);
     if (r < 0) return NULL;
     Py_RETURN_NONE;
 }
@@ -906,7 +877,7 @@ static PyObject *engine_load(Engine *self, PyObject *state) {
         if (block_init(&self->blocks, t) < 0) goto fail;
         self->blocks.n++;
         if (table_reserve(t, PyDict_GET_SIZE(d)) < 0 ||
-            grow((void **)&self->recs, &self->recs_cap, self->nrecs + PyDict_GET_SIZE(d),
+            rcw_grow((void **)&self->recs, &self->recs_cap, self->nrecs + PyDict_GET_SIZE(d),
                  sizeof(Rec)) < 0)
             goto fail;
         while (PyDict_Next(d, &pos, &key, &list)) {
@@ -930,7 +901,7 @@ static PyObject *engine_load(Engine *self, PyObject *state) {
         if (block_init(&self->blocks, &self->blocks.table[0]) < 0) goto fail;
         self->blocks.n = 1;
     }
-    if (grow((void **)&self->cuts, &self->cuts_cap, PyList_GET_SIZE(cuts), sizeof(Cut)) < 0)
+    if (rcw_grow((void **)&self->cuts, &self->cuts_cap, PyList_GET_SIZE(cuts), sizeof(Cut)) < 0)
         goto fail;
     for (i = 0; i < PyList_GET_SIZE(cuts); i++) {
         PyObject *entry = PyList_GET_ITEM(cuts, i), *last, *one, *id, *ri;

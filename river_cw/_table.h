@@ -36,6 +36,22 @@ typedef struct {
     RCW_ENTRY_PAYLOAD
 } Entry;
 
+/* *buf (room for *cap items of `size` bytes) grown, where it is smaller, to room for n + n / 2 + 8
+ * items; 0, or -1 (MemoryError raised, *buf as it was) */
+static int rcw_grow(void **buf, Py_ssize_t *cap, Py_ssize_t n, size_t size) {
+    void *p;
+    Py_ssize_t c;
+    if (n <= *cap) return 0;
+    c = n + n / 2 + 8;
+    if ((p = PyMem_Realloc(*buf, size * c)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
 typedef struct {
     int32_t *index; /* -1: empty; else the entry's position */
     Entry *entries;
@@ -250,17 +266,7 @@ typedef struct {
 
 /* room for n blocks; 0 or -1 (memory) */
 static int blocks_reserve(Blocks *b, Py_ssize_t n) {
-    if (n > b->cap) {
-        Py_ssize_t cap = n + 4;
-        Table *table = PyMem_Realloc(b->table, sizeof(Table) * cap);
-        if (table == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->table = table;
-        b->cap = cap;
-    }
-    return 0;
+    return rcw_grow((void **)&b->table, &b->cap, n, sizeof(Table));
 }
 
 /* t, a new empty block with the next id; 0 or -1 (memory) */
@@ -268,6 +274,28 @@ static int block_init(Blocks *b, Table *t) {
     if (table_init(t) < 0) return -1;
     t->id = b->next_id++;
     return 0;
+}
+
+/* a new engine's blocks: one empty block; 0 or -1 (memory) */
+static int blocks_init(Blocks *b) {
+    if (blocks_reserve(b, 1) < 0 || block_init(b, &b->table[0]) < 0) return -1;
+    b->n = 1;
+    return 0;
+}
+
+/* every block's keys visited (the engine's tp_traverse) */
+static int blocks_traverse(const Blocks *b, visitproc visit, void *arg) {
+    Py_ssize_t k, i;
+    for (k = 0; k < b->n; k++)
+        for (i = 0; i < b->table[k].used; i++) Py_VISIT(b->table[k].entries[i].key);
+    return 0;
+}
+
+/* every block freed (the engine's tp_clear; the array itself stays for its tp_dealloc) */
+static void blocks_clear(Blocks *b) {
+    Py_ssize_t k;
+    for (k = 0; k < b->n; k++) table_free(&b->table[k]);
+    b->n = 0;
 }
 
 /* a new empty block at position `at` (0: in front, b->n: at the end); 0 or -1 (memory) */
@@ -356,6 +384,18 @@ static int blocks_arrange(Blocks *b, const long long *ids, Py_ssize_t n) {
     PyMem_Free(tables);
     PyMem_Free(kept);
     return 0;
+}
+
+/* the blocks of an earlier `blocks_layout`, in its order, the blocks added since freed (a failed
+ * learn wrote nothing into them); 0, or -1 with an error and nothing changed */
+static int blocks_restore(Blocks *b, PyObject *layout) {
+    Py_ssize_t n;
+    long long *ids;
+    int r;
+    if ((ids = layout_ids(layout, &n)) == NULL) return -1;
+    r = blocks_arrange(b, ids, n);
+    PyMem_Free(ids);
+    return r;
 }
 
 /* 1 when a fast path may clear the pending error, if any, and hand the example over to the
