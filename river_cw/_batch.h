@@ -590,6 +590,18 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
     return 0;
 }
 
+/* Column l of the row numbered `row` checked against its mark, the one check of a row's columns
+ * where the epoch knows them: -1 when l is out of range or not resolved good in `epoch`, 0 when
+ * the row stamped it already (the column is stored twice), else 1, the mark stamped with the
+ * row */
+static RCW_ALWAYS_INLINE int mark_take(BatchMark *marks, Py_ssize_t l, size_t ncols,
+                                       int64_t epoch, int64_t row) {
+    if ((size_t)l >= ncols || marks[l].call != epoch) return -1;
+    if (marks[l].row == row) return 0;
+    marks[l].row = row;
+    return 1;
+}
+
 /* The common row of a continued epoch, in registers (no call): 1 when every column of ind[0:n]
  * is in range and resolved in `epoch`, each stamped once (distinct), 0 when all are but one is
  * stored twice, -1 when one is not (its columns before it stamped with `row`: the row's slow
@@ -597,12 +609,10 @@ static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject 
 static inline int marks_settled(BatchMark *marks, const Py_ssize_t *ind, Py_ssize_t n,
                                 Py_ssize_t ncols, int64_t epoch, int64_t row) {
     Py_ssize_t p;
-    int distinct = 1;
+    int distinct = 1, taken;
     for (p = 0; p < n; p++) {
-        BatchMark *mark = &marks[ind[p]];
-        if ((size_t)ind[p] >= (size_t)ncols || mark->call != epoch) return -1;
-        distinct &= mark->row != row;
-        mark->row = row;
+        if ((taken = mark_take(marks, ind[p], (size_t)ncols, epoch, row)) < 0) return -1;
+        distinct &= taken;
     }
     return distinct;
 }
@@ -915,8 +925,7 @@ static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i,
         const int64_t epoch = cache->calls, row = ++cache->rows;
         for (p = 0; p < n; p++) {
             Py_ssize_t l = ind[p];
-            if ((size_t)l >= ncols || marks[l].call != epoch || marks[l].row == row) return 2;
-            marks[l].row = row;
+            if (mark_take(marks, l, ncols, epoch, row) <= 0) return 2;
             n_new += lean_terms(&acc, entries, slot[l], data[p], prior);
         }
     } else
