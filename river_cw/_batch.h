@@ -48,6 +48,8 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
     PyObject *args[4], *result, *own[4] = {NULL, NULL, NULL, NULL};
     Py_ssize_t n = 0, i;
     int exact = s->scheme == Py_None;
+    *kind = s->kind; /* the call's scheme, unless an exact step names its own */
+    *C = s->C;
     if (exact && s->lean) {
         int r = self->lean_exact != NULL
                     ? self->lean_exact(self->lean_params, m, v, self->u, self->nu, w, alpha, gamma)
@@ -68,8 +70,6 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
         int r = s->native(s->params, m, v, w, alpha, gamma);
         if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
         if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
-        *kind = s->kind;
-        *C = s->C;
         Py_INCREF(s->scheme);
         *scheme = s->scheme;
         return BATCH_UPDATE;
@@ -113,10 +113,7 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
     *scheme = exact ? PyTuple_GET_ITEM(result, 2) : s->scheme;
     Py_INCREF(*scheme);
     Py_DECREF(result);
-    if (!exact) {
-        *kind = s->kind;
-        *C = s->C;
-    } else if (scheme_kind(*scheme, kind, C) < 0) {
+    if (exact && scheme_kind(*scheme, kind, C) < 0) {
         Py_CLEAR(*scheme);
         return BATCH_ERROR;
     }
