@@ -269,6 +269,33 @@ def test_layout_operations_agree():
     assert_same(compiled, python, data[0][0])
 
 
+def test_a_layout_whose_ids_reenter_the_engine_is_refused_and_changes_nothing():
+    """restore_layout reads a layout's ids inside the engine: an id whose __index__ learns is
+    refused as any re-entry is, and so is a layout of other blocks; the blocks stay as they were."""
+    model = river_cw.AROW()
+    model.learn_one({"a": 1.0}, 0)
+    model.learn_one({"b": 1.0}, 1)
+    layout = model.gaussian.layout()
+    model.gaussian.add_block()
+    before = state(model)
+
+    class Sneaky:
+        def __init__(self, id_):
+            self.id = id_
+
+        def __index__(self):
+            model.learn_one({"z": 1.0}, 1)
+            return self.id
+
+    with pytest.raises(RuntimeError, match="re-entered"):
+        model.gaussian.restore_layout([Sneaky(i) for i in layout])
+    with pytest.raises(ValueError, match="not a layout"):
+        model.gaussian.restore_layout([max(layout) + 99])
+    assert state(model) == before
+    model.gaussian.restore_layout(layout)
+    assert len(state(model)) == len(layout)
+
+
 def test_a_failed_new_label_restores_both_engines_alike():
     compiled, python = pair(river_cw.CW, {"diagonal": "exact"})
     for x, y in stream(9, n=30, n_labels=2):
