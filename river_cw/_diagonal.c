@@ -1570,7 +1570,7 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
         goto fail;
     }
     release_coords(self);
-    for (b = 0; b < self->blocks.n; b++) table_free(&self->blocks.table[b]);
+    blocks_clear(&self->blocks);
     memcpy(self->blocks.table, tables, sizeof(Table) * n);
     self->blocks.n = n;
     reshape(self);

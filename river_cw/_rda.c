@@ -864,8 +864,7 @@ static PyObject *engine_load(Engine *self, PyObject *state) {
     if (enter(self) < 0) return NULL;
     nb = PyList_GET_SIZE(blocks);
     if ((ids = PyDict_New()) == NULL || blocks_reserve(&self->blocks, nb ? nb : 1) < 0) goto fail;
-    table_free(&self->blocks.table[0]);
-    self->blocks.n = 0;
+    blocks_clear(&self->blocks);
     for (b = 0; b < nb; b++) {
         PyObject *d = PyList_GET_ITEM(blocks, b), *key, *list;
         Py_ssize_t pos = 0;
