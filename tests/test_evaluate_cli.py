@@ -338,7 +338,7 @@ def test_outputs_are_checked_before_the_run_and_plots_follow_their_extension(tmp
 
 
 def test_ctrl_c_ends_with_one_line_and_the_table_talks_while_it_learns(tmp_path):
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "streams.cli", "evaluate", "--drift", "sudden", "--limit", "300000"]
         + ["--every", "100", "--model", "AROW()"],
         stdout=subprocess.PIPE,
@@ -348,18 +348,17 @@ def test_ctrl_c_ends_with_one_line_and_the_table_talks_while_it_learns(tmp_path)
         # Ctrl-C as in a terminal's foreground: a suite started in the background (`cmd &` in a
         # script) inherits SIGINT ignored, and so would the CLI, which would then never see it
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    try:
-        assert process.stdout.readline().startswith("Progressive validation on SEA")
-        process.stdout.readline()
-        assert process.stdout.readline().split()[0] == "100"  # a row while the models learn
-        assert process.poll() is None
-        process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=60)
-        assert (code, process.stderr.read()) == (130, "river-cw evaluate: interrupted\n")
-    finally:
-        process.kill()
-        process.wait()
+    ) as process:  # its pipes closed and the process waited for on the way out
+        try:
+            assert process.stdout.readline().startswith("Progressive validation on SEA")
+            process.stdout.readline()
+            assert process.stdout.readline().split()[0] == "100"  # a row while the models learn
+            assert process.poll() is None
+            process.send_signal(signal.SIGINT)
+            code = process.wait(timeout=60)
+            assert (code, process.stderr.read()) == (130, "river-cw evaluate: interrupted\n")
+        finally:
+            process.kill()
 
 
 def test_shards_mixed_every_n_next_to_one_model(capsys):

