@@ -1569,11 +1569,10 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
         seq = NULL;
         goto fail;
     }
-    release_coords(self);
     blocks_clear(&self->blocks);
     memcpy(self->blocks.table, tables, sizeof(Table) * n);
     self->blocks.n = n;
-    reshape(self);
+    arranged(self);
     PyMem_Free(tables);
     self->busy = 0;
     return 0;
