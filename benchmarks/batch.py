@@ -126,18 +126,16 @@ def passes(dicts, labels, X, features, batch: int, warm: bool = False, only=None
     return out
 
 
-def cpu_time(make, learn) -> float:
+def cpu_time(make, learn, batches: list | None = None) -> float:
+    """CPU seconds of one pass on a model from `make()`; with a list `batches` (a `learn_many`
+    pass), each batch's seconds are appended to it as well"""
     model = make()
     start = time.process_time()
-    learn(model)
+    if batches is None:
+        learn(model)
+    else:
+        learn(model, batches)
     return time.process_time() - start
-
-
-def per_batch(make, learn) -> list:
-    """CPU seconds of each batch of one `learn_many` pass on a model from `make()`"""
-    seconds = []
-    learn(make(), seconds)
-    return seconds
 
 
 def batch_table(sizes: list, seconds: dict) -> None:
@@ -238,9 +236,10 @@ def main(argv=None):
                    for pass_ in runs if "learn_many" in pass_}
         for _ in range(args.repeat):  # rounds over all passes: load changes hit them alike
             for pass_, (make, learn) in runs.items():
-                seconds[pass_] = min(seconds[pass_], cpu_time(make, learn))
-                if args.per_batch and pass_ in batches:
-                    batches[pass_] = list(map(min, batches[pass_], per_batch(make, learn)))
+                each = [] if args.per_batch and pass_ in batches else None
+                seconds[pass_] = min(seconds[pass_], cpu_time(make, learn, each))
+                if each is not None:
+                    batches[pass_] = list(map(min, batches[pass_], each))
         table(name, X.nnz, len(labels), seconds, args.warm)
         if args.per_batch:
             batch_table([X[a:a + args.batch].nnz for a in range(0, len(labels), args.batch)],
