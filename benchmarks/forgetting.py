@@ -2,7 +2,7 @@
 Gaussian rule without and with forgetting, beside river's `drift.DriftRetrainingClassifier`
 (ADWIN on the errors; a new model trained in the background) around the same model.
 
-The project's drift simulators (`streams.drift`): SEA's threshold moving at example 5,000
+The project's drift simulators (`streams.evaluate.drift`): SEA's threshold moving at example 5,000
 (standardised features), books reviews followed by kitchen reviews (bag of words), and SMS spam
 whose two labels swap meaning at example 3,000. Progressive validation: every example is
 predicted, then learned; only the predictions after the drift are scored.
@@ -27,7 +27,7 @@ from river import feature_extraction, metrics, preprocessing
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import river_cw  # noqa: E402
-from streams import drift  # noqa: E402
+from streams.evaluate import drift  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 AFTER = 2000

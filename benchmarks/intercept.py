@@ -25,8 +25,8 @@ from river import feature_extraction, linear_model, metrics, preprocessing
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import river_cw  # noqa: E402
-from streams import drift  # noqa: E402
-from streams.synthetic import threshold_stream  # noqa: E402
+from streams.evaluate import drift  # noqa: E402
+from streams.evaluate.synthetic import threshold_stream  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -2,7 +2,7 @@
 mixed every N examples per partition by the KL and L2 delta rules, next to one model learning the
 whole stream and to isolated per-partition models.
 
-Offline, with `streams.sharded` (the protocol `river-cw serve --mix` runs); with ``--broker``,
+Offline, with `streams.evaluate.sharded` (the protocol `river-cw serve --mix` runs); with ``--broker``,
 also served by `river-cw serve` members in one consumer group on a local Tansu broker, the
 prequential accuracy of the committed predictions. Prints markdown tables; writes a PNG.
 
@@ -24,9 +24,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from streams.files import sms_spam  # noqa: E402
-from streams.serve_cli import build_model  # noqa: E402
-from streams.sharded import evaluate_mixing, shard_name  # noqa: E402
+from streams.io.files import sms_spam  # noqa: E402
+from streams.cli.serve import build_model  # noqa: E402
+from streams.evaluate.sharded import evaluate_mixing, shard_name  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METHODS = ("kl", "l2")
@@ -60,11 +60,11 @@ def served(spec: str, stream: list, shards: int, every: int, method: str, member
     """Prequential accuracy of the predictions `members` servers commit on a local broker."""
     from kafka import KafkaProducer, TopicPartition
 
-    from streams.broker import TansuBroker
-    from streams.committed import committed_consumer
-    from streams.consumer import ModelServer
-    from streams.kafka_io import KafkaSettings, create_topics
-    from streams.messages import encode_example
+    from streams.kafka.broker import TansuBroker
+    from streams.kafka.committed import committed_consumer
+    from streams.kafka.server import ModelServer
+    from streams.kafka.client import KafkaSettings, create_topics
+    from streams.kafka.messages import encode_example
 
     text = isinstance(stream[0][0].get("text"), str)
     with TansuBroker() as broker:

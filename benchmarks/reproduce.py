@@ -42,10 +42,10 @@ import numpy as np  # noqa: E402
 from river import base, feature_extraction, linear_model, multiclass, optim  # noqa: E402
 
 import river_cw  # noqa: E402
-from streams.noise import LabelNoise  # noqa: E402
-from streams.sharded import ShardedClassifier  # noqa: E402
-from streams.synthetic import rotated_gaussian  # noqa: E402
-from streams.tuning import GRIDS  # noqa: E402
+from streams.evaluate.noise import LabelNoise  # noqa: E402
+from streams.evaluate.sharded import ShardedClassifier  # noqa: E402
+from streams.evaluate.synthetic import rotated_gaussian  # noqa: E402
+from streams.evaluate.tuning import GRIDS  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -87,7 +87,7 @@ def perceptron():
 # The papers' models have no intercept; the library's default learns one (one row shows it).
 PAPER = {"learn_intercept": False}
 
-# name -> (constructor, fixed parameters, tuning grid of streams.tuning.GRIDS or None)
+# name -> (constructor, fixed parameters, tuning grid of streams.evaluate.tuning.GRIDS or None)
 MODELS = {
     "CW-stdev KL": (river_cw.CW, {**PAPER, "variant": "stdev", "diagonal": "project"}, "CW"),
     "CW-stdev L2": (river_cw.CW, {**PAPER, "variant": "stdev", "diagonal": "drop"}, "CW"),
@@ -525,7 +525,7 @@ class Document:
             "claim it tests and whether it holds.",
             "**Protocol** (JMLR 2012, section 7: one randomized run for the parameters, then "
             "cross-validation). For every task, algorithm and noise level, each value of the "
-            "algorithm's grid (`streams.tuning.GRIDS`) and each number of epochs up to the "
+            "algorithm's grid (`streams.evaluate.tuning.GRIDS`) and each number of epochs up to the "
             "maximum is tried on one random 80/20 split, scored on the labels the learner sees "
             "(noisy ones under noise); the best pair is then scored by k-fold cross-validation, "
             "training on the k-1 folds' (noisy) labels, reshuffled every epoch, and testing "
@@ -613,7 +613,7 @@ class Document:
         self.add(
             "## AROW (NIPS 2009) Table 1, in spirit: mean rank under label noise",
             "Crammer, Kulesza and Dredze, *Adaptive regularization of weight vectors*, NIPS 2009. "
-            "Training labels are flipped with the given probability (`streams.noise.LabelNoise`, "
+            "Training labels are flipped with the given probability (`streams.evaluate.noise.LabelNoise`, "
             f"seed {s.seed + 1}), test labels are clean; parameters are tuned on the noisy labels. "
             f"Mean rank over the {len(BINARY)} binary tasks (1 is best). Paper's numbers: "
             "not quoted (its Table 1 covers other data).",
@@ -685,7 +685,7 @@ class Document:
             "Crammer, Dredze and Pereira, *Exact convex confidence-weighted learning*, NIPS 2008. "
             "1,000 separable points in R^20: a 45-degree rotated Gaussian in the first two "
             "coordinates (axis scales 1 and 10, ours), labelled along its long axis, and 18 "
-            "N(0, 2) noise coordinates (`streams.synthetic.rotated_gaussian`, seeds "
+            "N(0, 2) noise coordinates (`streams.evaluate.synthetic.rotated_gaussian`, seeds "
             f"0-{s.synthetic_runs - 1}). Progressive: predict, count, learn; default parameters "
             "(confidence 0.9, r = 1, C = 1, a = 1), no tuning. Paper's numbers: not quoted.",
             md_table(["model", "after 100", "after 500", "after 1,000"], rows),
@@ -771,7 +771,7 @@ class Document:
             "members divided by the prior they share counted n - 1 times, so the prior counts "
             "once, not n times (the rule of `river-cw serve --mix`). *Mixed in 10 rounds* is "
             "that rule applied during training, as the server does: 10 shards by a hash of each "
-            "example (`streams.sharded.ShardedClassifier`), mixed every tenth of a shard's share, "
+            "example (`streams.evaluate.sharded.ShardedClassifier`), mixed every tenth of a shard's share, "
             "each shard continuing from the mix; the mean test accuracy of the 10 shards' final "
             "models. Against the single model trained on the whole 80%, tested on the other 20%. "
             "Data: "

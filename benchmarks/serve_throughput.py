@@ -1,4 +1,4 @@
-"""Throughput of `river-cw serve` (streams.consumer): exactly-once against at-least-once, and
+"""Throughput of `river-cw serve` (streams.kafka.server): exactly-once against at-least-once, and
 against the same model run offline.
 
 Starts a Tansu broker, writes the bundled SMS Spam Collection (5,574 texts) `--repeat` times
@@ -18,12 +18,12 @@ import time
 
 from kafka import KafkaProducer
 
-from streams import files
-from streams.broker import TansuBroker
-from streams.consumer import GUARANTEES, ModelServer
-from streams.kafka_io import KafkaSettings, create_topics
-from streams.messages import encode_example
-from streams.serve_cli import build_model
+from streams.io import files
+from streams.kafka.broker import TansuBroker
+from streams.kafka.server import GUARANTEES, ModelServer
+from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.messages import encode_example
+from streams.cli.serve import build_model
 
 
 def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int) -> tuple[float, int]:

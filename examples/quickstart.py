@@ -3,7 +3,7 @@
 from river import evaluate, feature_extraction, metrics
 
 import river_cw
-from streams.files import sms_spam
+from streams.io.files import sms_spam
 
 model = feature_extraction.BagOfWords(on="text", lowercase=True) | river_cw.AROW(r=1.0)
 metric = metrics.Accuracy() + metrics.CrossEntropy()

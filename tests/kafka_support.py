@@ -11,11 +11,11 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from streams import state_topic
-from streams.committed import committed_consumer
-from streams.consumer import ModelServer
-from streams.kafka_io import KafkaSettings
-from streams.messages import encode_example, encode_prediction
+from streams.kafka import state_topic
+from streams.kafka.committed import committed_consumer
+from streams.kafka.server import ModelServer
+from streams.kafka.client import KafkaSettings
+from streams.kafka.messages import encode_example, encode_prediction
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ def read_topic(
     bootstrap: str, topic: str, count: int, timeout: float = 20.0, committed: bool = True
 ) -> list:
     """At least `count` records of every partition of `topic`, in partition then offset order;
-    of committed transactions only (`streams.committed`) unless `committed` is False."""
+    of committed transactions only (`streams.kafka.committed`) unless `committed` is False."""
     consumer = (committed_consumer if committed else KafkaConsumer)(
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",

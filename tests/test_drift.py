@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from river.datasets import synth
 
-from streams.drift import concept_drift, domains, label_flip, synthetic
+from streams.evaluate.drift import concept_drift, domains, label_flip, synthetic
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -81,7 +81,7 @@ def test_domain_drift_switches_from_books_to_kitchen():
     path = SHARED / "mdsd_sorted_acl_text.jsonl.gz"
     if not path.exists():
         pytest.skip(f"shared data not found at {path}")
-    from streams.files import JSONLines
+    from streams.io.files import JSONLines
 
     books = {x["text"] for x, _ in JSONLines(path, where={"domain": "books"})}
     kitchen = {x["text"] for x, _ in JSONLines(path, where={"domain": "kitchen"})}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streams import evaluate_cli
+from streams.cli import evaluate as evaluate_cli
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.files import (
+from streams.io.files import (
     CSV,
     JSONLines,
     LibSVM,
@@ -18,7 +18,7 @@ from streams.files import (
     open_stream,
     sms_spam,
 )
-from streams.schema import Schema
+from streams.io.schema import Schema
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

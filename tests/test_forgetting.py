@@ -85,7 +85,7 @@ def test_forgetting_keeps_learning_after_sudden_drift():
     """SEA's threshold moves at example 5,000: a model that forgets follows it."""
     from river import metrics, preprocessing
 
-    from streams import drift
+    from streams.evaluate import drift
 
     stream = list(itertools.islice(drift.synthetic("sudden", position=5000, seed=1), 7000))
     scores = {}

@@ -13,8 +13,8 @@ from river import linear_model, metrics, preprocessing
 
 import river_cw
 from river_cw import INTERCEPT
-from streams import drift
-from streams.synthetic import threshold_stream
+from streams.evaluate import drift
+from streams.evaluate.synthetic import threshold_stream
 
 
 GAUSSIANS = [river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP]

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from river_cw import AROW
-from streams import checkpoint
+from streams.kafka import checkpoint
 
 
 class Unpicklable:

@@ -11,9 +11,9 @@ import sys
 import pytest
 from kafka import KafkaConsumer
 
-from streams.broker import free_port
-from streams.consumer import ModelServer
-from streams.kafka_io import KafkaSettings, TopicError, create_topics
+from streams.kafka.broker import free_port
+from streams.kafka.server import ModelServer
+from streams.kafka.client import KafkaSettings, TopicError, create_topics
 from tests.kafka_support import REPO
 
 

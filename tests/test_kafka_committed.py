@@ -1,4 +1,4 @@
-"""`streams.committed.committed_consumer` against the real broker: a transaction's control marker
+"""`streams.kafka.committed.committed_consumer` against the real broker: a transaction's control marker
 ends only that producer's records before it in the log, however the consumer moves."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 import pytest
 from kafka import TopicPartition
 
-from streams.committed import committed_consumer
-from streams.kafka_io import KafkaSettings, Outputs, create_topics
+from streams.kafka.committed import committed_consumer
+from streams.kafka.client import KafkaSettings, Outputs, create_topics
 
 pytestmark = pytest.mark.kafka
 

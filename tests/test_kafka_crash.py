@@ -20,10 +20,10 @@ import pytest
 from kafka import KafkaProducer
 
 from streams import cli
-from streams.files import sms_spam
-from streams.kafka_io import create_topics
-from streams.messages import encode_example
-from streams.serve_cli import build_model
+from streams.io.files import sms_spam
+from streams.kafka.client import create_topics
+from streams.kafka.messages import encode_example
+from streams.cli.serve import build_model
 from tests.kafka_support import assert_same_model, offline, read_topic, stored_state
 
 MODEL = "AROW()"  # with --text: TextClassifier(AROW(), on="text")

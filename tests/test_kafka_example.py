@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from streams.consumer import ModelServer
-from streams.kafka_io import KafkaSettings, create_topics
-from streams.serve_cli import build_model
+from streams.kafka.server import ModelServer
+from streams.kafka.client import KafkaSettings, create_topics
+from streams.cli.serve import build_model
 from tests.kafka_support import REPO
 
 

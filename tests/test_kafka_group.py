@@ -14,8 +14,8 @@ import time
 import pytest
 
 from river_cw import AROW
-from streams import checkpoint
-from streams.kafka_io import KafkaSettings, create_topics
+from streams.kafka import checkpoint
+from streams.kafka.client import KafkaSettings, create_topics
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import (
     REPO,
@@ -103,7 +103,7 @@ def test_a_surviving_member_takes_over_a_killed_members_partition_from_the_state
 ):
     """The victim (its own local cache) is killed with -9 mid-stream; the survivor (no local
     directory) restores its partition from the state topic, not from offset 0."""
-    caplog.set_level(logging.INFO, logger="streams.consumer")
+    caplog.set_level(logging.INFO, logger="streams.kafka.server")
     rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=6)[:1000]
     examples = [(i, row["x"], row["label"]) for i, row in enumerate(rows)]
     topic, group = topic_name("failover"), topic_name("failover-id")

@@ -7,8 +7,8 @@ import json
 import pickle
 
 from river_cw import AROW
-from streams.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
-from streams.messages import encode_example, encode_label
+from streams.kafka.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
+from streams.kafka.messages import encode_example, encode_label
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import assert_same_model
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from streams.messages import (
+from streams.kafka.messages import (
     Example,
     InvalidMessage,
     LabelMessage,

@@ -17,10 +17,10 @@ import time
 import pytest
 
 from river_cw.text import BagOfWords
-from streams.files import sms_spam
-from streams.kafka_io import KafkaSettings, create_topics
-from streams.serve_cli import build_model
-from streams.specs import classifier_of
+from streams.io.files import sms_spam
+from streams.kafka.client import KafkaSettings, create_topics
+from streams.cli.serve import build_model
+from streams.models.specs import classifier_of
 from tests.kafka_support import (
     ServerThread,
     model_server,

@@ -12,10 +12,10 @@ from kafka import KafkaProducer
 from river import feature_extraction
 
 from river_cw import AROW
-from streams import checkpoint
-from streams.consumer import ModelServer
-from streams.kafka_io import KafkaSettings, create_topics
-from streams.messages import encode_example, encode_label, encode_prediction
+from streams.kafka import checkpoint
+from streams.kafka.server import ModelServer
+from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.messages import encode_example, encode_label, encode_prediction
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import (
     ServerThread,

@@ -9,9 +9,9 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from river_cw import AROW
-from streams import state_topic
-from streams.kafka_io import KafkaSettings, Outputs, create_topics
-from streams.learner import PartitionState
+from streams.kafka import state_topic
+from streams.kafka.client import KafkaSettings, Outputs, create_topics
+from streams.kafka.learner import PartitionState
 from tests.kafka_support import assert_same_model
 
 pytestmark = pytest.mark.kafka

@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from streams.learner import PartitionLearner, PartitionState
-from streams.messages import encode_example
-from streams.mixing import Contribution, Mixer, MixError, MixState, Rounds, clone, fingerprint
-from streams.sharded import ShardedClassifier, evaluate_mixing, shard_of
+from streams.kafka.learner import PartitionLearner, PartitionState
+from streams.kafka.messages import encode_example
+from streams.models.mixing import Contribution, Mixer, MixError, MixState, Rounds, clone, fingerprint
+from streams.evaluate.sharded import ShardedClassifier, evaluate_mixing, shard_of
 
 R = 1e4
 
@@ -252,7 +252,7 @@ def test_unmixed_shards_are_isolated_models():
 
 def test_mixing_brings_shards_close_to_one_model_on_sms_spam():
     from river_cw.text import BagOfWords
-    from streams.files import sms_spam
+    from streams.io.files import sms_spam
 
     result = evaluate_mixing(
         BagOfWords(on="text") | river_cw.AROW(),
@@ -269,7 +269,7 @@ def test_mixing_brings_shards_close_to_one_model_on_sms_spam():
 
 
 def test_inspect_shows_the_mixing_round():
-    from streams.inspect_cli import describe
+    from streams.cli.inspect import describe
 
     state = PartitionState("t", 0, river_cw.AROW())
     state.mixing = MixState.starting(state.model)
@@ -279,8 +279,8 @@ def test_inspect_shows_the_mixing_round():
 def test_serving_refuses_what_cannot_be_mixed():
     import argparse
 
-    from streams import serve_cli
-    from streams.consumer import ServeConfig
+    from streams.cli import serve as serve_cli
+    from streams.kafka.server import ServeConfig
 
     with pytest.raises(ValueError, match="exactly-once"):
         ServeConfig("t", "t.p", "t.d", mix="kl", processing_guarantee="at-least-once")

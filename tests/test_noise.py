@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from streams.noise import LabelNoise
+from streams.evaluate.noise import LabelNoise
 
 
 def observed_rate(noise, labels):

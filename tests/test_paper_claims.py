@@ -8,7 +8,7 @@ import pytest
 from river import feature_extraction, linear_model
 
 import river_cw
-from streams.synthetic import rotated_gaussian
+from streams.evaluate.synthetic import rotated_gaussian
 from tests.conftest import read_jsonl, shuffled
 
 

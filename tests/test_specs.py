@@ -3,7 +3,7 @@ from river import compose, feature_extraction, linear_model, multiclass, optim, 
 
 import river_cw
 from river_cw.text import TextClassifier
-from streams.specs import classifier_of, parse, prepare
+from streams.models.specs import classifier_of, parse, prepare
 
 
 @pytest.mark.parametrize(

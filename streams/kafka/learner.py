@@ -2,7 +2,7 @@
 
 `PartitionLearner` takes the raw values of a partition's records (examples and delayed labels)
 and returns what should be written for each as events (`Prediction`, `DeadLetter`); the Kafka
-loop (`streams.consumer`) only moves bytes. Its `PartitionState` is everything the partition's
+loop (`streams.kafka.server`) only moves bytes. Its `PartitionState` is everything the partition's
 learning depends on, so saving and restoring it (a checkpoint file, the state topic) resumes
 exactly where it stopped.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.messages import InvalidMessage, decode_example, decode_label, encode_prediction
+from streams.kafka.messages import InvalidMessage, decode_example, decode_label, encode_prediction
 
 __all__ = ["DeadLetter", "PartitionLearner", "PartitionState", "Prediction"]
 
@@ -39,7 +39,7 @@ class PartitionState:
     `scored`/`correct` count labelled examples whose prediction was made before learning
     (prequential accuracy). `model_spec` says what model this is, to refuse a restart with
     another one; `batches` counts the transactions committed for this partition. `mixing` is
-    the partition's place in the mixing rounds (`streams.mixing.MixState`) when the server mixes
+    the partition's place in the mixing rounds (`streams.models.mixing.MixState`) when the server mixes
     the partitions' models; every example learned is recorded there.
     """
 
@@ -58,7 +58,7 @@ class PartitionState:
     examples_seen: int = 0
     model_spec: str | None = None
     batches: int = 0
-    mixing: Any = None  # a `streams.mixing.MixState` when the partitions' models are mixed
+    mixing: Any = None  # a `streams.models.mixing.MixState` when the partitions' models are mixed
 
     @property
     def accuracy(self) -> float | None:

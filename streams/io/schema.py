@@ -25,7 +25,7 @@ Example(id='42', x={'a': 1}, label='pos')
 >>> SCHEMA.parse({"text": "hi", "label": 1.5})
 Traceback (most recent call last):
 ...
-streams.schema.SchemaError: wrong type: 'label' must be a string, integer or boolean, got float 1.5
+streams.io.schema.SchemaError: wrong type: 'label' must be a string, integer or boolean, got float 1.5
 >>> Schema(flat=True, label_field="spam").parse(loads('{"a": 1, "b": 0.5, "spam": true}'))
 Example(id=None, x={'a': 1, 'b': 0.5}, label=True)
 
@@ -69,7 +69,7 @@ def loads(data: bytes | str):
     >>> loads(b'{"a": NaN}')
     Traceback (most recent call last):
     ...
-    streams.schema.SchemaError: bad JSON: non-finite number NaN
+    streams.io.schema.SchemaError: bad JSON: non-finite number NaN
 
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -136,7 +136,7 @@ def check_label(value, field: str = "label") -> None:
     >>> check_label(float("nan"))
     Traceback (most recent call last):
     ...
-    streams.schema.SchemaError: wrong type: 'label' must be a string, integer or boolean, got float NaN
+    streams.io.schema.SchemaError: wrong type: 'label' must be a string, integer or boolean, got float NaN
     """
     if not isinstance(value, (str, int)):  # bool is an int
         raise SchemaError(

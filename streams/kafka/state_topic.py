@@ -7,7 +7,7 @@ most `CHUNK_BYTES` (records with key `p/c<i>`) followed by a manifest (key `p`, 
 the outputs and offsets the state goes with: a snapshot is visible exactly when its batch is.
 Compaction keeps the last value of each key, so the last snapshot survives whole.
 
-`restore` reads the partition with `streams.committed.committed_consumer` (aborted snapshots
+`restore` reads the partition with `streams.kafka.committed.committed_consumer` (aborted snapshots
 are dropped even on brokers that do not list aborted transactions) up to its end, and returns
 the last complete snapshot. Where that end is depends on the broker's word (Tansu's ListOffsets
 understates it) and on timing, so a partition's new owner does not rely on it: once its
@@ -26,8 +26,8 @@ import time
 
 from kafka import TopicPartition
 
-from streams.committed import committed_consumer
-from streams.kafka_io import KafkaSettings, log_reaches
+from streams.kafka.committed import committed_consumer
+from streams.kafka.client import KafkaSettings, log_reaches
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
 FORMAT = "river-cw state 1"
@@ -48,7 +48,7 @@ def chunked(data: bytes) -> list[bytes]:
 
 
 def write(outputs, topic: str, partition: int, state):
-    """Send a snapshot of `state` with `outputs` (`streams.kafka_io.Outputs`, inside its open
+    """Send a snapshot of `state` with `outputs` (`streams.kafka.client.Outputs`, inside its open
     transaction if it is transactional); the send future of the manifest."""
     data = pickle.dumps({"format": FORMAT, "state": state}, protocol=pickle.HIGHEST_PROTOCOL)
     chunks = chunked(data)

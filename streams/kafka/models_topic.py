@@ -1,11 +1,11 @@
 """The models topic of mixing (`river-cw serve --mix`): the partitions' contributions to rounds.
 
 One partition (`<topic>.models`), so that every member reads every contribution in one log. A
-contribution (`streams.mixing.Contribution`) is pickled, cut in chunks of at most
-`streams.state_topic.CHUNK_BYTES` (keys ``<round>/<partition>/c<i>``) and closed by a manifest
+contribution (`streams.models.mixing.Contribution`) is pickled, cut in chunks of at most
+`streams.kafka.state_topic.CHUNK_BYTES` (keys ``<round>/<partition>/c<i>``) and closed by a manifest
 (key ``<round>/<partition>``, JSON ``{"round", "partition", "chunks", "bytes"}``), all written in
 the transaction of the partition that commits its state and offsets with it (see
-`streams.mixing` for why). `Reader` reads committed records only (`streams.committed`) and
+`streams.models.mixing` for why). `Reader` reads committed records only (`streams.kafka.committed`) and
 returns each complete contribution with the offset of its manifest.
 
 The contributions of a round all lie after those of the rounds before it (a partition publishes
@@ -22,10 +22,10 @@ import pickle
 
 from kafka import TopicPartition
 
-from streams.committed import committed_consumer
-from streams.kafka_io import KafkaSettings
-from streams.mixing import Contribution
-from streams.state_topic import CHUNK_BYTES, chunked
+from streams.kafka.committed import committed_consumer
+from streams.kafka.client import KafkaSettings
+from streams.models.mixing import Contribution
+from streams.kafka.state_topic import CHUNK_BYTES, chunked
 
 FORMAT = "river-cw contribution 1"
 

@@ -3,8 +3,8 @@
 Every partition of a stream learns its own copy of one model; in rounds, the partitions publish
 what they learned and each continues from the mix (`river_cw.combine` with ``base=``, JMLR 2012
 section 7.10 applied as McDonald, Hall and Mann's iterative parameter mixing). The same classes
-run the offline simulation (`streams.sharded`) and the Kafka server (`streams.consumer`, with
-the models topic of `streams.models_topic`), so the simulation predicts what the server does.
+run the offline simulation (`streams.evaluate.sharded`) and the Kafka server (`streams.kafka.server`, with
+the models topic of `streams.kafka.models_topic`), so the simulation predicts what the server does.
 
 Rounds. ``B_0`` is the initial model. Each partition p keeps a `MixState`: the round r it is
 in, the mixed model ``B_r`` it started the round from (its anchor), and whether it has
@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from river_cw import changes, combine
-from streams.specs import classifier_of
+from streams.models.specs import classifier_of
 
 __all__ = ["Contribution", "Mix", "MixError", "MixState", "Mixer", "Rounds", "fingerprint"]
 
@@ -83,7 +83,7 @@ def clone(model):
 
 def fingerprint(model) -> str:
     """A digest of a model's labels and Gaussian (public `classes_`, `weights`, `variances` of
-    the classifier: `streams.specs.classifier_of`), independent of the order of its features."""
+    the classifier: `streams.models.specs.classifier_of`), independent of the order of its features."""
     model = classifier_of(model)
     digest = hashlib.sha256(repr(list(model.classes_)).encode())
     weights, variances = model.weights, model.variances

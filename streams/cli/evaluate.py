@@ -4,7 +4,7 @@ With no file it runs on the SMS Spam Collection bundled with the package; with n
 it compares a default set of confidence-weighted models with river's passive-aggressive
 classifier. The stream is held in memory (it may be shuffled, and the class set and length
 are needed for noise, drift positions and the progress bar); for endless or very long streams
-use `streams.evaluation.evaluate` from Python.
+use `streams.evaluate.progressive.evaluate` from Python.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ import sys
 from river import metrics
 from tqdm.auto import tqdm
 
-from streams import drift, files, input_options, plots
-from streams.evaluation import BASELINE, Evaluation, OneClass, iter_evaluate, metric_name
-from streams.noise import LabelNoise
-from streams.sharded import MIX_METHODS, ShardedClassifier, shard_name
-from streams.specs import parse, prepare
-from streams.tuning import tune
+from streams.evaluate import drift, plots
+from streams.io import files
+from streams.cli import records
+from streams.evaluate.progressive import BASELINE, Evaluation, OneClass, iter_evaluate, metric_name
+from streams.evaluate.noise import LabelNoise
+from streams.evaluate.sharded import MIX_METHODS, ShardedClassifier, shard_name
+from streams.models.specs import parse, prepare
+from streams.evaluate.tuning import tune
 
 DEFAULT_MODELS = ["AROW()", "CW()", "SCW()", "NHERD()", "river.linear_model.PAClassifier()"]
 SYNTHETIC_LENGTH = 10_000
@@ -63,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["jsonl", "csv", "libsvm"],
         help="file format, when the file name does not tell",
     )
-    input_options.add_arguments(parser)
+    records.add_arguments(parser)
     parser.add_argument(
         "--on-error",
         choices=["raise", "skip"],
@@ -343,7 +345,7 @@ def _run(args: argparse.Namespace) -> Evaluation:
 
 
 def _sharded(models: dict, args: argparse.Namespace) -> dict:
-    """With --shards, each model followed by its sharded versions (`streams.sharded`); a model
+    """With --shards, each model followed by its sharded versions (`streams.evaluate.sharded`); a model
     that cannot be mixed gets the isolated shards only."""
     if not args.shards:
         return models
@@ -475,7 +477,7 @@ def _metric(text: str, labels: list | None) -> metrics.base.ClassificationMetric
 def _load(args: argparse.Namespace) -> tuple[list, str, list[files.FileStream], int | None]:
     """The examples (shuffled, drifted, limited), their description, readers and drift position."""
     rng = random.Random(args.seed)
-    schema, delimiter = input_options.schema(args), input_options.delimiter(args)
+    schema, delimiter = records.schema(args), records.delimiter(args)
     readers = [
         files.open_stream(path, args.format, args.on_error, schema, delimiter)
         for path in args.files

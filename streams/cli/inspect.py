@@ -13,9 +13,9 @@ import argparse
 import pickle
 import sys
 
-from streams.kafka_io import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
-from streams.specs import classifier_of
-from streams.state_topic import StateError, restore, state_topic
+from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
+from streams.models.specs import classifier_of
+from streams.kafka.state_topic import StateError, restore, state_topic
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def top_weights(model, n: int) -> dict:
-    """The `n` largest weights by magnitude of the model (its classifier: `streams.specs.classifier_of`), per
+    """The `n` largest weights by magnitude of the model (its classifier: `streams.models.specs.classifier_of`), per
     class where the model keeps one weight dict per class; {} without public `weights`."""
     model = classifier_of(model)
     weights = getattr(model, "weights", None)
@@ -49,7 +49,7 @@ def top_weights_of(weights: dict, n: int) -> list[tuple]:
 
 
 def describe(state, top: int) -> str:
-    """A few lines on a `streams.learner.PartitionState`."""
+    """A few lines on a `streams.kafka.learner.PartitionState`."""
     model = state.model
     core = classifier_of(model)
     accuracy = state.accuracy

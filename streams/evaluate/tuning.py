@@ -23,8 +23,8 @@ from collections.abc import Callable, Hashable, Sequence
 
 from river import base, metrics
 
-from streams.evaluation import Evaluation, evaluate
-from streams.noise import LabelNoise
+from streams.evaluate.progressive import Evaluation, evaluate
+from streams.evaluate.noise import LabelNoise
 
 __all__ = ["GRIDS", "candidates", "tune"]
 

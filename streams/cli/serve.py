@@ -1,4 +1,4 @@
-"""`river-cw serve`: run a model on a Kafka topic (see `streams.consumer` for the guarantees)."""
+"""`river-cw serve`: run a model on a Kafka topic (see `streams.kafka.server` for the guarantees)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ from kafka.errors import KafkaError
 from river import base
 
 from river_cw import combine
-from streams.checkpoint import CheckpointError
-from streams.consumer import GUARANTEES, MIXES, ModelServer, ServeConfig, StateMismatch
-from streams.kafka_io import BrokerUnavailable, KafkaSettings, TopicError
-from streams.mixing import MixError
-from streams.specs import parse, prepare
-from streams.state_topic import StateError
+from streams.kafka.checkpoint import CheckpointError
+from streams.kafka.server import GUARANTEES, MIXES, ModelServer, ServeConfig, StateMismatch
+from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError
+from streams.models.mixing import MixError
+from streams.models.specs import parse, prepare
+from streams.kafka.state_topic import StateError
 
 
 def build_model(spec: str, text: bool = False):
-    """The classifier a model spec describes (`streams.specs`), fitted for the stream as
+    """The classifier a model spec describes (`streams.models.specs`), fitted for the stream as
     `river-cw evaluate` does: a bag of words in front for text, one-vs-rest around a
     binary-only river classifier.
 

@@ -1,5 +1,6 @@
-"""The `river-cw` command: one sub-command per operator module.
+"""The `river-cw` command: compare models on a stream, serve them on Kafka.
 
+The command line is the only layer that imports both `streams.evaluate` and `streams.kafka`.
 Each sub-command lives in its own module, which exposes `add_arguments(parser)` and
 `run(args) -> int`; this file only wires them together. Only the module of the sub-command
 being run is imported, so `river-cw serve` starts without loading what `evaluate` needs.
@@ -13,10 +14,10 @@ import sys
 
 # sub-command -> (module, one-line help)
 COMMANDS = {
-    "evaluate": ("streams.evaluate_cli", "side-by-side progressive validation of models on a stream"),
-    "serve": ("streams.serve_cli", "serve and learn a model on a Kafka topic, with checkpoints"),
-    "inspect": ("streams.inspect_cli", "show the model and state serve keeps for each partition"),
-    "broker": ("streams.broker", "run a local Kafka-compatible broker (Tansu) for demos"),
+    "evaluate": ("streams.cli.evaluate", "side-by-side progressive validation of models on a stream"),
+    "serve": ("streams.cli.serve", "serve and learn a model on a Kafka topic, with checkpoints"),
+    "inspect": ("streams.cli.inspect", "show the model and state serve keeps for each partition"),
+    "broker": ("streams.cli.broker", "run a local Kafka-compatible broker (Tansu) for demos"),
 }
 
 
@@ -37,6 +38,3 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
     return importlib.import_module(args._module).run(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

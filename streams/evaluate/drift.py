@@ -26,7 +26,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 
 from river.datasets import synth
 
-from streams.files import JSONLines
+from streams.io.files import JSONLines
 
 __all__ = ["KINDS", "concept_drift", "domains", "label_flip", "synthetic"]
 

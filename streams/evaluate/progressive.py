@@ -51,7 +51,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from river import base, compose, dummy, metrics
 
 from river_cw.text import TextClassifier
-from streams.noise import LabelNoise
+from streams.evaluate.noise import LabelNoise
 
 __all__ = [
     "BASELINE",
@@ -263,7 +263,7 @@ class Evaluation:
         `"recent_accuracy"` or `"log_loss"`; `marks` are positions to mark with a dashed line,
         such as a drift.
         """
-        from streams.plots import learning_curves
+        from streams.evaluate.plots import learning_curves
 
         return learning_curves(
             self.records,

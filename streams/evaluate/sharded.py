@@ -4,14 +4,14 @@
 the shard its content hashes to (as Kafka sends a record to the partition its key hashes to),
 which predicts and learns it; every shard publishes its model after `mix_every` examples and
 continues from the mix as soon as every shard has published, with the protocol of
-`streams.mixing` that `river-cw serve --mix` runs (there, over Kafka). Its progressive
-validation (`streams.evaluation`) shows what a deployment with P partitions would score for a
+`streams.models.mixing` that `river-cw serve --mix` runs (there, over Kafka). Its progressive
+validation (`streams.evaluate.progressive`) shows what a deployment with P partitions would score for a
 choice of the mixing period, before deploying: `evaluate_mixing` runs one model learning the
 whole stream next to P shards mixed every N examples by each method (``"off"``: never mixed,
 the isolated per-partition models of `river-cw serve` without ``--mix``).
 
 >>> import river_cw
->>> from streams.files import sms_spam
+>>> from streams.io.files import sms_spam
 >>> from river_cw.text import BagOfWords
 >>> stream = list(sms_spam())[:1000]
 >>> model = BagOfWords(on="text") | river_cw.AROW()
@@ -29,8 +29,8 @@ from collections.abc import Iterable, Sequence
 from river import base
 
 from river_cw import combine
-from streams.evaluation import Evaluation, evaluate
-from streams.mixing import Mixer, MixState, Rounds, clone
+from streams.evaluate.progressive import Evaluation, evaluate
+from streams.models.mixing import Mixer, MixState, Rounds, clone
 
 __all__ = ["ShardedClassifier", "evaluate_mixing", "shard_name"]
 
@@ -48,7 +48,7 @@ class ShardedClassifier(base.Classifier):
     every `mix_every` examples per shard by `method` (``"kl"``, ``"l2"`` or ``"off"``).
 
     Shards publish and adopt mixes as the partitions of `river-cw serve --mix` do
-    (`streams.mixing`); here a mix is adopted as soon as the last shard has published.
+    (`streams.models.mixing`); here a mix is adopted as soon as the last shard has published.
     """
 
     def __init__(self, model, shards: int = 4, mix_every: int = 100, method: str = "kl"):
@@ -124,7 +124,7 @@ def evaluate_mixing(
 ) -> Evaluation:
     """Progressive validation of `model` learning the whole stream (``"one model"``) next to
     `shards` shards mixed every N examples per shard for each N of `mix_every` and each of
-    `methods` (``"off"`` once). Other arguments go to `streams.evaluation.evaluate`."""
+    `methods` (``"off"`` once). Other arguments go to `streams.evaluate.progressive.evaluate`."""
     models = {"one model": copy.deepcopy(model)}
     for method in methods:
         for n in mix_every if method != "off" else mix_every[:1]:

@@ -1,7 +1,7 @@
 """The command-line options that say how to read records: one definition for every command.
 
 `river-cw evaluate` reads files and `river-cw serve` reads Kafka messages; both read records of
-the one schema (`streams.schema`), so both take the same options for where the label, the text
+the one schema (`streams.io.schema`), so both take the same options for where the label, the text
 and the features are. `add_arguments` adds them; `schema` and `delimiter` read them back.
 
 >>> import argparse
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from streams.schema import Schema
+from streams.io.schema import Schema
 
 __all__ = ["add_arguments", "delimiter", "schema"]
 

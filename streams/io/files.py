@@ -15,7 +15,7 @@ A header that cannot be used (no label column, the same column name twice) is a
 `MalformedLineError` whatever `on_error` says, since no row can be read without it. A UTF-8
 byte order mark at the start of a file is ignored.
 
-Records follow the one example schema of `streams.schema`, shared with the Kafka messages:
+Records follow the one example schema of `streams.io.schema`, shared with the Kafka messages:
 JSON lines are parsed by a `Schema` (features in `x`, raw text in `text`, or flat records);
 labels of every format are checked by `schema.check_label` (a string, integer or boolean,
 never a float). Text examples come out as `x = {"text": str}`, ready for
@@ -56,7 +56,7 @@ import typing
 import zlib
 from collections.abc import Callable, Iterator
 
-from streams.schema import SCHEMA, Schema, check_label, loads
+from streams.io.schema import SCHEMA, Schema, check_label, loads
 
 __all__ = [
     "CSV",
@@ -226,7 +226,7 @@ class JSONLines(_LineStream):
     where
         Keep only the records whose fields equal these values, e.g. `{"domain": "books"}`.
     schema
-        Where the label, the text and the features are (`streams.schema.Schema`); every
+        Where the label, the text and the features are (`streams.io.schema.Schema`); every
         record needs a label.
 
     >>> import tempfile, pathlib
@@ -481,5 +481,5 @@ def sms_spam(on_error: str = "raise") -> JSONLines:
     (['text'], 'ham')
 
     """
-    resource = importlib.resources.files("streams") / "data" / "sms_spam_collection.jsonl.gz"
+    resource = importlib.resources.files("streams.io") / "data" / "sms_spam_collection.jsonl.gz"
     return JSONLines(resource, on_error=on_error)

@@ -6,11 +6,11 @@ it is labelled. Unlabelled examples wait for their label on the labels topic; a 
 first waits for its example (both bounded by `max_pending`). A record that cannot be decoded,
 predicted or learned goes to the dead-letter topic with the reason; only infrastructure faults
 (no broker, a state that cannot be restored) end `run` with an exception. The learning itself
-lives in `streams.learner.PartitionLearner`; this module moves its records and events.
+lives in `streams.kafka.learner.PartitionLearner`; this module moves its records and events.
 
 State is per partition: partition p of the examples topic and of the labels topic feed one
 model, whose `PartitionState` (model, offsets, pending examples and labels, counters) is kept
-in partition p of the compacted state topic (`streams.state_topic`), so whichever member of the
+in partition p of the compacted state topic (`streams.kafka.state_topic`), so whichever member of the
 consumer group gets the partition, on any machine, restores it. `checkpoint_dir` adds a local
 cache (a file per partition) that spares reading the state topic from its beginning.
 
@@ -21,9 +21,9 @@ Processing guarantees (`ServeConfig.processing_guarantee`):
   after it and the consumed offsets (committed for the group) are in one Kafka transaction. A
   crash at any point, even kill -9, aborts the open transaction; the next owner (its producer
   with the same id fences the old one) restores the last committed state (reading the state
-  topic up to a mark it appends after fencing: `streams.state_topic`) and re-learns the records
+  topic up to a mark it appends after fencing: `streams.kafka.state_topic`) and re-learns the records
   since, silently, so a consumer reading committed records only
-  (`streams.committed.committed_consumer`) sees each example's prediction exactly once.
+  (`streams.kafka.committed.committed_consumer`) sees each example's prediction exactly once.
   Outputs become visible when their batch commits (every `checkpoint_every` records or
   `checkpoint_seconds`).
 - "at-least-once": outputs are sent at once; every batch, after the broker has acknowledged
@@ -37,9 +37,9 @@ were joined). Keep processing a poll's records (up to 500) plus a commit well un
 max_poll_interval_ms.
 
 Mixing (`ServeConfig.mix` "kl" or "l2", exactly-once only): one model for the whole group, by
-the rounds of `streams.mixing`. Every `mix_every` examples it learned (or after `mix_seconds`
+the rounds of `streams.models.mixing`. Every `mix_every` examples it learned (or after `mix_seconds`
 when it learned something or others wait for it), a partition publishes its changes since the
-last mix to the models topic (`streams.models_topic`, one partition), in the same transaction as
+last mix to the models topic (`streams.kafka.models_topic`, one partition), in the same transaction as
 its state (which records the publication, its anchor and the examples to replay) and its
 consumed offsets: after any crash a contribution is committed exactly when the state that says
 so is, so no example's evidence is lost or counted twice. Every member reads the models topic;
@@ -64,8 +64,8 @@ from pathlib import Path
 
 from kafka import TopicPartition
 
-from streams import checkpoint, models_topic, state_topic
-from streams.kafka_io import (
+from streams.kafka import checkpoint, models_topic, state_topic
+from streams.kafka.client import (
     Fenced,
     KafkaSettings,
     KafkaSource,
@@ -74,8 +74,8 @@ from streams.kafka_io import (
     create_topics,
     log_reaches,
 )
-from streams.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
-from streams.mixing import Mixer, MixState, Rounds
+from streams.kafka.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
+from streams.models.mixing import Mixer, MixState, Rounds
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +340,7 @@ class ModelServer:
     def _restore(self, p: int, mark: int) -> PartitionState:
         """The partition's last committed state: from the local cache and the state topic
         after it when there is a cache, else from the whole state topic, up to the `mark` this
-        owner appended to it (`streams.state_topic`)."""
+        owner appended to it (`streams.kafka.state_topic`)."""
         config, started = self.config, time.monotonic()
         path = self.checkpoint_path(p)
         cached = None if path is None else checkpoint.load(path)
@@ -465,7 +465,7 @@ class ModelServer:
 
     def _publish_due(self, p: int, elapsed: float = 0.0) -> None:
         """Publish partition p's contribution if due, committed at once with its state and
-        offsets (one transaction: see `streams.mixing`)."""
+        offsets (one transaction: see `streams.models.mixing`)."""
         part = self.parts.get(p)
         if part is None or part.mixer is None:
             return

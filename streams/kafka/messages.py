@@ -1,18 +1,18 @@
 """The JSON messages on the Kafka topics: decoding with the shared schema, and encoding.
 
-Examples topic, one UTF-8 JSON object per message, keyed by its id (`streams.schema`):
+Examples topic, one UTF-8 JSON object per message, keyed by its id (`streams.io.schema`):
 
     {"id": "42", "x": {"feature": 1.5, ...}, "label": "spam"}   # features, or
     {"id": "42", "text": "free entry ...", "label": "spam"}     # raw text for a river pipeline
 
-A text example is handed to the model as `x = {"text": ...}`, as `streams.files` reads text
+A text example is handed to the model as `x = {"text": ...}`, as `streams.io.files` reads text
 files, so `feature_extraction.BagOfWords(on="text") | model` serves what it was evaluated on.
 `id` is a string or an integer, normalised to a string (an example with id 42 and a label with id
 "42" join); `label` (a string, integer or boolean) is optional: a missing or null label means the
 label may come later on the labels topic, as `{"id": "42", "label": "spam"}`. Other fields are
 ignored, so the lines of ../shared/data can be sent as they are.
 
-`decode_example` and `decode_label` raise `InvalidMessage` (a `streams.schema.SchemaError`) with
+`decode_example` and `decode_label` raise `InvalidMessage` (a `streams.io.schema.SchemaError`) with
 a one-line reason for bad UTF-8, bad JSON, over-long integers, NaN or infinite numbers, lone
 surrogates, wrong types and unknown schemas.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streams.schema import SCHEMA, Example, SchemaError, loads
+from streams.io.schema import SCHEMA, Example, SchemaError, loads
 
 __all__ = [
     "Example",
