@@ -48,11 +48,10 @@ from river import linear_model
 from scipy import sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.instructions import WARM_UP  # noqa: E402
-from benchmarks.instructions import table as count_table  # noqa: E402
-from benchmarks.throughput import DATA, load  # noqa: E402
-
-import river_cw  # noqa: E402
+import river_cw
+from benchmarks.instructions import WARM_UP
+from benchmarks.instructions import table as count_table
+from benchmarks.throughput import DATA, load
 
 REFERENCE = "river PAClassifier learn_one"
 MODELS = {
@@ -75,8 +74,9 @@ def stream(name: str, limit: int):
             indices.append(vocabulary.setdefault(token, len(vocabulary)))
             data.append(float(count))
         indptr.append(len(indices))
-    X = sparse.csr_array((np.array(data), np.array(indices), np.array(indptr)),
-                         shape=(len(dicts), len(vocabulary)))
+    X = sparse.csr_array(
+        (np.array(data), np.array(indices), np.array(indptr)), shape=(len(dicts), len(vocabulary))
+    )
     return dicts, labels, X, list(vocabulary)
 
 
@@ -86,7 +86,7 @@ def passes(dicts, labels, X, features, batch: int, warm: bool = False, only=None
     also appends each batch's CPU time to the list `seconds`); only the passes named in `only`
     (and river's) when it is given."""
     cuts = range(0, len(labels), batch)
-    labels_of = [labels[a:a + batch] for a in cuts]
+    labels_of = [labels[a : a + batch] for a in cuts]
 
     def prepared(make, learn):
         def made():
@@ -94,16 +94,18 @@ def passes(dicts, labels, X, features, batch: int, warm: bool = False, only=None
             if warm:
                 learn(model)
             return model
+
         return made, learn
 
     def loop(make):
         def learn(model):
             for x, y in zip(dicts, labels):
                 model.learn_one(x, y)
+
         return prepared(make, learn)
 
     def many(make, rows, **kwargs):
-        batches = [rows[a:a + batch] for a in cuts]
+        batches = [rows[a : a + batch] for a in cuts]
 
         def learn(model, seconds=None):
             for rows_, y in zip(batches, labels_of):
@@ -113,6 +115,7 @@ def passes(dicts, labels, X, features, batch: int, warm: bool = False, only=None
                 start = time.process_time()
                 model.learn_many(rows_, y, **kwargs)
                 seconds.append(time.process_time() - start)
+
         return prepared(make, learn)
 
     out = {REFERENCE: loop(linear_model.PAClassifier)}
@@ -156,8 +159,10 @@ def table(name: str, n_features: int, n_rows: int, seconds: dict, warm: bool) ->
 
 
 def title(name: str, n_features: int, n_rows: int, warm: bool) -> str:
-    return (f"{name}: {n_rows} examples, {n_features / n_rows:.0f} features each, "
-            f"engine {river_cw.ENGINE!r}{', warm models' if warm else ''}")
+    return (
+        f"{name}: {n_rows} examples, {n_features / n_rows:.0f} features each, "
+        f"engine {river_cw.ENGINE!r}{', warm models' if warm else ''}"
+    )
 
 
 def child(path: str) -> None:
@@ -166,8 +171,9 @@ def child(path: str) -> None:
     # the process's first-call costs (imports, caches) stay outside the counts: every pass once
     # on the first few rows, as benchmarks/instructions.py warms up
     few = slice(0, WARM_UP)
-    for make, learn in passes(dicts[few], labels[few], X[few], features, batch, False,
-                              only).values():
+    for make, learn in passes(
+        dicts[few], labels[few], X[few], features, batch, False, only
+    ).values():
         learn(make())
     for make, learn in passes(dicts, labels, X, features, batch, warm, only).values():
         model = make()
@@ -182,15 +188,29 @@ def counts(dicts, labels, X, features, batch, warm, only) -> dict:
         with open(path, "wb") as fh:
             pickle.dump((dicts, labels, X, features, batch, warm, only), fh)
         subprocess.run(
-            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
-             f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--child", path],
-            capture_output=True, text=True, check=True,
-            env={"PYTHONHASHSEED": "0", **os.environ,  # counts that repeat (instructions.py)
-                 "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--dump-before=time_process_time",
+                f"--callgrind-out-file={out}/cg.out",
+                sys.executable,
+                __file__,
+                "--child",
+                path,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={
+                "PYTHONHASHSEED": "0",
+                **os.environ,  # counts that repeat (instructions.py)
+                "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+            },
         )
         parts = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
-        totals = [int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1))
-                  for p in parts]
+        totals = [
+            int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1)) for p in parts
+        ]
     names = list(passes(dicts, labels, X, features, batch, only=only))
     return {name: totals[1 + 2 * i] for i, name in enumerate(names)}
 
@@ -198,18 +218,28 @@ def counts(dicts, labels, X, features, batch, warm, only) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--data", nargs="+", default=["mdsd_sorted_acl_text.jsonl.gz", "sms_spam_collection.jsonl.gz"]
+        "--data",
+        nargs="+",
+        default=["mdsd_sorted_acl_text.jsonl.gz", "sms_spam_collection.jsonl.gz"],
     )
     parser.add_argument("--limit", type=int, default=4000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--warm", action="store_true", help="models that learned the stream once")
-    parser.add_argument("--per-batch", action="store_true",
-                        help="also the features/s of each batch of the learn_many passes")
+    parser.add_argument(
+        "--per-batch",
+        action="store_true",
+        help="also the features/s of each batch of the learn_many passes",
+    )
     parser.add_argument("--passes", nargs="+", default=None, help="passes to run (default: all)")
-    parser.add_argument("--require", nargs="*", default=[], metavar="PASS=RATIO",
-                        help="with --instructions: fail unless PASS's ratio is at least RATIO")
+    parser.add_argument(
+        "--require",
+        nargs="*",
+        default=[],
+        metavar="PASS=RATIO",
+        help="with --instructions: fail unless PASS's ratio is at least RATIO",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -226,14 +256,21 @@ def main(argv=None):
         dicts, labels, X, features = stream(name, args.limit)
         if args.instructions:
             count = counts(dicts, labels, X, features, args.batch, args.warm, args.passes)
-            failed += count_table(title(name, X.nnz, len(labels), args.warm),
-                                  {k: c / X.nnz for k, c in count.items()}, REFERENCE,
-                                  "instructions/feature", required)
+            failed += count_table(
+                title(name, X.nnz, len(labels), args.warm),
+                {k: c / X.nnz for k, c in count.items()},
+                REFERENCE,
+                "instructions/feature",
+                required,
+            )
             continue
         runs = passes(dicts, labels, X, features, args.batch, args.warm, args.passes)
         seconds = dict.fromkeys(runs, float("inf"))
-        batches = {pass_: [float("inf")] * len(range(0, len(labels), args.batch))
-                   for pass_ in runs if "learn_many" in pass_}
+        batches = {
+            pass_: [float("inf")] * len(range(0, len(labels), args.batch))
+            for pass_ in runs
+            if "learn_many" in pass_
+        }
         for _ in range(args.repeat):  # rounds over all passes: load changes hit them alike
             for pass_, (make, learn) in runs.items():
                 each = [] if args.per_batch and pass_ in batches else None
@@ -242,8 +279,9 @@ def main(argv=None):
                     batches[pass_] = list(map(min, batches[pass_], each))
         table(name, X.nnz, len(labels), seconds, args.warm)
         if args.per_batch:
-            batch_table([X[a:a + args.batch].nnz for a in range(0, len(labels), args.batch)],
-                        batches)
+            batch_table(
+                [X[a : a + args.batch].nnz for a in range(0, len(labels), args.batch)], batches
+            )
     for line in failed:
         print("FAILED", line)
     return 1 if failed else 0

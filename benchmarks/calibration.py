@@ -17,8 +17,8 @@ from river import linear_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import river_cw  # noqa: E402
-from benchmarks.intercept import progressive, shared  # noqa: E402
+import river_cw
+from benchmarks.intercept import progressive, shared
 
 
 def models():

@@ -26,8 +26,8 @@ from river import feature_extraction, metrics, preprocessing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import river_cw  # noqa: E402
-from streams.evaluate import drift  # noqa: E402
+import river_cw
+from streams.evaluate import drift
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 AFTER = 2000

@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import text_throughput  # noqa: E402
-from benchmarks.throughput import load, models  # noqa: E402
+from benchmarks import text_throughput
+from benchmarks.throughput import load, models
 
 PYTHON_ROWS = ("AROW", "CW stdev exact")  # the pure-Python engine, for reference
 WARM_UP = 5  # examples learned before counting (first-call imports and caches)
@@ -70,15 +70,27 @@ def instructions(mode: str, names: list[str], path: str, env: dict) -> dict[str,
     """Instructions of each model's pass, from the dumps callgrind writes at the markers."""
     with tempfile.TemporaryDirectory() as out:
         subprocess.run(
-            ["valgrind", "--tool=callgrind", "--dump-before=time_process_time",
-             f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--child", mode, path,
-             *names],
-            capture_output=True, text=True, check=True,
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--dump-before=time_process_time",
+                f"--callgrind-out-file={out}/cg.out",
+                sys.executable,
+                __file__,
+                "--child",
+                mode,
+                path,
+                *names,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
             env={"PYTHONHASHSEED": "0", **os.environ, **env},
         )
         parts = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
-        counts = [int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1))
-                  for p in parts]
+        counts = [
+            int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1)) for p in parts
+        ]
     # part 1 runs up to the first marker; then one part per pass, one between passes
     return {name: counts[1 + 2 * i] for i, name in enumerate(names)}
 
@@ -98,8 +110,13 @@ def count_learning(data: str, limit: int, names, required: dict, python: bool) -
             counts.update({f"{name} (pure Python)": count for name, count in pure.items()})
     n = len(stream) - WARM_UP
     title = f"{data}: {n} examples, {n_features / n:.0f} features each, learn_one, callgrind"
-    return table(title, {k: c / n_features for k, c in counts.items()}, "river PAClassifier",
-                 "instructions/feature", required)
+    return table(
+        title,
+        {k: c / n_features for k, c in counts.items()},
+        "river PAClassifier",
+        "instructions/feature",
+        required,
+    )
 
 
 def count_text(data: str, limit: int, required: dict) -> list[str]:
@@ -112,8 +129,9 @@ def count_text(data: str, limit: int, required: dict) -> list[str]:
         counts = instructions("text", names, fh.name, {})
     n = len(stream) - WARM_UP
     title = f"{data}: {n} texts in, predict_one and learn_one, callgrind"
-    return table(title, {k: c / n for k, c in counts.items()}, names[0], "instructions/example",
-                 required)
+    return table(
+        title, {k: c / n for k, c in counts.items()}, names[0], "instructions/example", required
+    )
 
 
 def table(title: str, counts: dict, reference: str, unit: str, required: dict) -> list[str]:
@@ -133,15 +151,25 @@ def table(title: str, counts: dict, reference: str, unit: str, required: dict) -
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--data", nargs="+", default=["mdsd_sorted_acl_text.jsonl.gz", "sms_spam_collection.jsonl.gz"]
+        "--data",
+        nargs="+",
+        default=["mdsd_sorted_acl_text.jsonl.gz", "sms_spam_collection.jsonl.gz"],
     )
     parser.add_argument("--limit", type=int, default=300)
     parser.add_argument("--models", nargs="+", default=None, help="rows to count (default: all)")
-    parser.add_argument("--require", nargs="*", default=[], metavar="MODEL=RATIO",
-                        help="fail unless MODEL's ratio to PAClassifier is at least RATIO")
+    parser.add_argument(
+        "--require",
+        nargs="*",
+        default=[],
+        metavar="MODEL=RATIO",
+        help="fail unless MODEL's ratio to PAClassifier is at least RATIO",
+    )
     parser.add_argument("--no-python", action="store_true", help="no pure-Python rows")
-    parser.add_argument("--text", action="store_true",
-                        help="text in: predict_one and learn_one of text_throughput's pipelines")
+    parser.add_argument(
+        "--text",
+        action="store_true",
+        help="text in: predict_one and learn_one of text_throughput's pipelines",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

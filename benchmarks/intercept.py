@@ -24,9 +24,9 @@ from river import feature_extraction, linear_model, metrics, preprocessing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import river_cw  # noqa: E402
-from streams.evaluate import drift  # noqa: E402
-from streams.evaluate.synthetic import threshold_stream  # noqa: E402
+import river_cw
+from streams.evaluate import drift
+from streams.evaluate.synthetic import threshold_stream
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -103,7 +103,7 @@ def main(argv=None) -> None:
     start = time.perf_counter()
     for name, factory in models():
         cells = []
-        for stream, (examples, scale) in data.items():
+        for examples, scale in data.values():
             model = factory()
             if scale:
                 model = preprocessing.StandardScaler() | model

@@ -67,9 +67,20 @@ def main(argv=None) -> None:
             if model.startswith("river ") and env:
                 continue
             run = subprocess.run(
-                [sys.executable, __file__, "--child", model, "--features", str(args.features),
-                 "--width", str(args.width)],
-                capture_output=True, text=True, check=True, env={**os.environ, **env},
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    model,
+                    "--features",
+                    str(args.features),
+                    "--width",
+                    str(args.width),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, **env},
             )
             label = "river" if model.startswith("river ") else engine
             print(f"| {model} | {label} | {float(run.stdout):.0f} |")

@@ -22,11 +22,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from streams.io.files import sms_spam  # noqa: E402
-from streams.cli.serve import build_model  # noqa: E402
-from streams.evaluate.sharded import evaluate_mixing, shard_name  # noqa: E402
+from streams.cli.serve import build_model
+from streams.evaluate.sharded import evaluate_mixing, shard_name
+from streams.io.files import sms_spam
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METHODS = ("kl", "l2")
@@ -61,10 +61,10 @@ def served(spec: str, stream: list, shards: int, every: int, method: str, member
     from kafka import KafkaProducer, TopicPartition
 
     from streams.kafka.broker import TansuBroker
-    from streams.kafka.committed import committed_consumer
-    from streams.kafka.server import ModelServer
     from streams.kafka.client import KafkaSettings, create_topics
+    from streams.kafka.committed import committed_consumer
     from streams.kafka.messages import encode_example
+    from streams.kafka.server import ModelServer
 
     text = isinstance(stream[0][0].get("text"), str)
     with TansuBroker() as broker:

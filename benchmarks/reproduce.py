@@ -37,15 +37,15 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from river import base, feature_extraction, linear_model, multiclass, optim  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from river import base, feature_extraction, linear_model, multiclass, optim
 
-import river_cw  # noqa: E402
-from streams.evaluate.noise import LabelNoise  # noqa: E402
-from streams.evaluate.sharded import ShardedClassifier  # noqa: E402
-from streams.evaluate.synthetic import rotated_gaussian  # noqa: E402
-from streams.evaluate.tuning import GRIDS  # noqa: E402
+import river_cw
+from streams.evaluate.noise import LabelNoise
+from streams.evaluate.sharded import ShardedClassifier
+from streams.evaluate.synthetic import rotated_gaussian
+from streams.evaluate.tuning import GRIDS
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -628,9 +628,7 @@ class Document:
 
     def nherd(self, results, s: Setting) -> None:
         rates = [r for r in s.noise if r in (0.0, 0.1, 0.3)]
-        binary = {
-            (t, r): self._binary_noise[r][t] for r in rates for t in self._binary_noise[r]
-        }
+        binary = {(t, r): self._binary_noise[r][t] for r in rates for t in self._binary_noise[r]}
         multi = {
             (t, r): {m: results[t, m, r]["accuracy"] for m in MULTICLASS}
             for t in MULTI
@@ -648,8 +646,7 @@ class Document:
             "Crammer and Lee, *Learning via Gaussian herding*, NIPS 2010. Each cell counts the "
             "runs (task x noise level) on which the row's algorithm has a strictly higher "
             "cross-validated accuracy than the column's. Paper's numbers: not quoted.",
-            f"Binary: the {len(BINARY)} tasks above at {_rates(rates)} noise "
-            f"({len(binary)} runs).",
+            f"Binary: the {len(BINARY)} tasks above at {_rates(rates)} noise ({len(binary)} runs).",
             tournament(binary, NOISY),
             "Multi-class: per-class weights for CW, AROW, NHERD and SOP (Crammer, Dredze and "
             "Kulesza 2009); river's PA-I and Perceptron one-vs-rest. Accuracy:",
@@ -717,8 +714,7 @@ class Document:
         fig.savefig(self.out / "reproduction_rda.png")
         plt.close(fig)
         table = [
-            [m, loss, l1 if l1 == "-" else f"{l1:g}", a, f"{n:,}"]
-            for m, loss, l1, a, n in rows
+            [m, loss, l1 if l1 == "-" else f"{l1:g}", a, f"{n:,}"] for m, loss, l1, a, n in rows
         ]
         voted = [r for r in rows if r[0] == "voted RDA, averaged" and r[1] == "hinge"]
         plain = [r for r in rows if r[0] == "plain RDA (Xiao 2010)" and r[1] == "hinge"]
@@ -730,7 +726,7 @@ class Document:
             f"2014. Books (processed_acl), {len(examples):,} reviews, one epoch on a random 80% "
             f"and tested on the rest (seed {s.seed}). `river_cw.VotedRDA` updates on mistakes and "
             "predicts with the averaged predictor or its newest one. Plain RDA is Xiao's (2010) "
-            "l1-RDA: `VotedRDA(conservative=False, prediction=\"last\")`, a step on every "
+            'l1-RDA: `VotedRDA(conservative=False, prediction="last")`, a step on every '
             "example with the loss subgradient at the newest iterate, predicting with that "
             "iterate (`prediction=\"last\"` alone is mistake-driven RDA, not Xiao's). Xiao's "
             "enhanced variant (the extra rho term) is not included. The averaged perceptron has "

@@ -18,12 +18,12 @@ import time
 
 from kafka import KafkaProducer
 
+from streams.cli.serve import build_model
 from streams.io import files
 from streams.kafka.broker import TansuBroker
-from streams.kafka.server import GUARANTEES, ModelServer
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.messages import encode_example
-from streams.cli.serve import build_model
+from streams.kafka.server import GUARANTEES, ModelServer
 
 
 def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int) -> tuple[float, int]:

@@ -33,15 +33,33 @@ import river_cw
 def configurations() -> list:
     models = []
     for variant in ("stdev", "var"):
-        for covariance, diagonal in (("diagonal", "project"), ("diagonal", "drop"), ("diagonal", "exact"), ("full", "project")):
+        for covariance, diagonal in (
+            ("diagonal", "project"),
+            ("diagonal", "drop"),
+            ("diagonal", "exact"),
+            ("full", "project"),
+        ):
             models.append(river_cw.CW(variant=variant, covariance=covariance, diagonal=diagonal))
     for cls in (river_cw.AROW, river_cw.SOP, river_cw.SCW):
-        for covariance, diagonal in (("diagonal", "project"), ("diagonal", "drop"), ("full", "project")):
+        for covariance, diagonal in (
+            ("diagonal", "project"),
+            ("diagonal", "drop"),
+            ("full", "project"),
+        ):
             models.append(cls(covariance=covariance, diagonal=diagonal))
-    for covariance, diagonal in (("diagonal", "project"), ("diagonal", "drop"), ("diagonal", "exact"), ("full", "project")):
+    for covariance, diagonal in (
+        ("diagonal", "project"),
+        ("diagonal", "drop"),
+        ("diagonal", "exact"),
+        ("full", "project"),
+    ):
         models.append(river_cw.NHERD(covariance=covariance, diagonal=diagonal))
     models.append(river_cw.SCW(variant="II"))
-    models += [river_cw.VotedRDA(), river_cw.VotedRDA(loss="log"), river_cw.VotedRDA(prediction="last", l1=0.01)]
+    models += [
+        river_cw.VotedRDA(),
+        river_cw.VotedRDA(loss="log"),
+        river_cw.VotedRDA(prediction="last", l1=0.01),
+    ]
     return models
 
 
@@ -54,7 +72,9 @@ def adversarial(n: int, seed: int):
         if kind == 0:
             yield {"same": 1.0, "also": -2.0}, "a" if (i // 3) % 2 else "b"
         elif kind == 1:
-            x = {f"s{j}": float(s * rng.normal()) for j, s in enumerate(scales) if rng.random() < 0.6}
+            x = {
+                f"s{j}": float(s * rng.normal()) for j, s in enumerate(scales) if rng.random() < 0.6
+            }
             yield x, "a" if rng.random() < 0.5 else "b"
         else:
             value = float(rng.normal())
@@ -91,7 +111,9 @@ def findings(model) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--updates", type=int, default=1_000_000, help="total over all configurations")
+    parser.add_argument(
+        "--updates", type=int, default=1_000_000, help="total over all configurations"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     models = configurations()

@@ -20,10 +20,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from river import feature_extraction, linear_model, optim  # noqa: E402
+import matplotlib.pyplot as plt
+from river import feature_extraction, linear_model, optim
 
-from river_cw import VotedRDA  # noqa: E402
+from river_cw import VotedRDA
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -72,8 +72,10 @@ def candidates():
         model = VotedRDA(l1=l1, conservative=False)
         yield "plain RDA (every example), average", f"l1={l1:g}", model
     for l1 in LOGREG_L1:
-        yield "river LogisticRegression, SGD(0.01)", f"l1={l1:g}", linear_model.LogisticRegression(
-            optimizer=optim.SGD(0.01), l1=l1
+        yield (
+            "river LogisticRegression, SGD(0.01)",
+            f"l1={l1:g}",
+            linear_model.LogisticRegression(optimizer=optim.SGD(0.01), l1=l1),
         )
     yield "river PAClassifier (PA-I)", "C=1", linear_model.PAClassifier(C=1.0, mode=1)
 

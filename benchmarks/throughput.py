@@ -71,7 +71,9 @@ def cpu_time(make, stream) -> float:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--data", nargs="+", default=["sms_spam_collection.jsonl.gz", "mdsd_sorted_acl_text.jsonl.gz"]
+        "--data",
+        nargs="+",
+        default=["sms_spam_collection.jsonl.gz", "mdsd_sorted_acl_text.jsonl.gz"],
     )
     parser.add_argument("--limit", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=3)

@@ -10,13 +10,13 @@ import json
 
 from kafka import KafkaProducer
 
-from streams.kafka.broker import TansuBroker
-from streams.kafka.committed import committed_consumer
-from streams.kafka.server import ModelServer
-from streams.io.files import sms_spam
-from streams.kafka.client import KafkaSettings, create_topics
-from streams.kafka.messages import encode_example, encode_label
 from streams.cli.serve import build_model
+from streams.io.files import sms_spam
+from streams.kafka.broker import TansuBroker
+from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.committed import committed_consumer
+from streams.kafka.messages import encode_example, encode_label
+from streams.kafka.server import ModelServer
 
 examples = list(sms_spam())
 with TansuBroker() as broker:

@@ -6,7 +6,7 @@ sparse, l1-regularised companion (regularised dual averaging with voting). `rive
 holds river's `BagOfWords` with its token counting compiled.
 """
 
-from . import text
+from . import text as text
 from .arow import AROW
 from .base import INTERCEPT
 from .combine import changes, combine

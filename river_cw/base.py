@@ -35,9 +35,9 @@ import inspect
 import math
 import numbers
 import sys
+from typing import ClassVar
 
 import numpy as np
-
 from river import base
 
 from . import calibration
@@ -72,7 +72,7 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
 
     # Attributes added after the first release, with the value that reproduces older models
     # (`__setstate__` fills them in when an older pickle lacks them).
-    _PICKLE_DEFAULTS = {"learn_intercept": False}
+    _PICKLE_DEFAULTS: ClassVar[dict] = {"learn_intercept": False}
 
     def __init__(self, learn_intercept: bool = False):
         if not isinstance(learn_intercept, bool):
@@ -334,7 +334,9 @@ def normal_log_cdf(t: float) -> float:
         return math.log(0.5 * math.erfc(-t / math.sqrt(2.0)))
     # asymptotic (Mills ratio) expansion: Phi(t) ~ phi(t) / -t * (1 - 1/t^2 + 3/t^4)
     r = 1.0 / (t * t)  # 0 when t * t overflows to inf
-    return -0.5 * t * t - math.log(-t) - 0.5 * math.log(2.0 * math.pi) + math.log1p(-r + 3.0 * r * r)
+    return (
+        -0.5 * t * t - math.log(-t) - 0.5 * math.log(2.0 * math.pi) + math.log1p(-r + 3.0 * r * r)
+    )
 
 
 def _standardised(m: float, v: float) -> float:
@@ -398,7 +400,7 @@ class GaussianClassifier(LinearClassifier):
     """
 
     _diagonal_schemes: tuple[str, ...] = ("project", "drop", "exact")
-    _PICKLE_DEFAULTS = {
+    _PICKLE_DEFAULTS: ClassVar[dict] = {
         **LinearClassifier._PICKLE_DEFAULTS,
         "forgetting": 0.0,
         "calibrate": False,
@@ -419,8 +421,10 @@ class GaussianClassifier(LinearClassifier):
             raise ValueError(f"calibrate must be True or False, got {calibrate!r}")
         self.calibrate = calibrate
         self._calibration = calibration.start(prefer=1.0) if calibrate else None
-        if not isinstance(forgetting, numbers.Real) or isinstance(forgetting, bool) or not (
-            0.0 <= forgetting < 1.0
+        if (
+            not isinstance(forgetting, numbers.Real)
+            or isinstance(forgetting, bool)
+            or not (0.0 <= forgetting < 1.0)
         ):
             raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
         self.forgetting = forgetting
@@ -591,8 +595,20 @@ class GaussianClassifier(LinearClassifier):
         while i < n:
             stats = [i, 0]
             try:
-                kernel(batch, labels, self._class_index, weights, i, step, scheme,
-                       float(self.forgetting), intercept, stats, native, lean)
+                kernel(
+                    batch,
+                    labels,
+                    self._class_index,
+                    weights,
+                    i,
+                    step,
+                    scheme,
+                    float(self.forgetting),
+                    intercept,
+                    stats,
+                    native,
+                    lean,
+                )
             except (TypeError, ValueError) as error:  # raised by the rule's step
                 raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error
             finally:
@@ -672,7 +688,7 @@ class GaussianClassifier(LinearClassifier):
             gaussian = self._gaussian
             keys = [self._public_key(b, f) for b, f in gaussian.index]
             rows = gaussian.cov.tolist() if keys else []
-            return {(k, l): value for k, row in zip(keys, rows) for l, value in zip(keys, row)}
+            return {(k, g): value for k, row in zip(keys, rows) for g, value in zip(keys, row)}
         return {
             (self._public_key(b, f),) * 2: s
             for b, block in enumerate(self._gaussian.block_views()[1])

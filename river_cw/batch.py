@@ -33,7 +33,7 @@ class Rows:
     `csr` the CSR arrays ``(data, indices, indptr, features or None, n_columns)``; `frame`
     says whether they came as a DataFrame (whose batch results are pandas objects)."""
 
-    __slots__ = ("index", "dicts", "csr", "frame")
+    __slots__ = ("csr", "dicts", "frame", "index")
 
     def __init__(self, index, dicts=None, csr=None, frame=False):
         self.index = index
@@ -60,7 +60,7 @@ class Rows:
         this itself, in `river_cw/_batch.h`); names that cannot be hashed are left to the rows."""
         if self.csr is None or self.csr[3] is None:
             return
-        data, indices, indptr, keys, _ = self.csr
+        _, indices, indptr, keys, _ = self.csr
         _, first = np.unique(indices[indptr[0] : indptr[-1]], return_index=True)
         seen: dict = {}
         for j in indices[indptr[0] + np.sort(first)].tolist():  # in order of appearance

@@ -37,8 +37,19 @@ def _softmax(z: np.ndarray) -> np.ndarray:
 
 # The state of the Python engine, in the order a pickle holds it; the compiled engine exports and
 # loads these attributes, so pickles do not know which engine wrote them.
-_STATE = ("_blocks", "_cuts", "_live_cuts", "_k", "_c", "_t", "_inv", "_sqr", "_pushed",
-          "_counts", "_history")
+_STATE = (
+    "_blocks",
+    "_cuts",
+    "_live_cuts",
+    "_k",
+    "_c",
+    "_t",
+    "_inv",
+    "_sqr",
+    "_pushed",
+    "_counts",
+    "_history",
+)
 
 
 def _plain(number) -> bool:
@@ -201,7 +212,10 @@ class VotedRDA(LinearClassifier):
         if _compiled is None or self.prediction == "vote" or not plain:
             return None
         return _compiled.Engine(
-            float(self.l1), float(self.eta), self.loss == "log", self.conservative,
+            float(self.l1),
+            float(self.eta),
+            self.loss == "log",
+            self.conservative,
             self.prediction == "last",
         )
 

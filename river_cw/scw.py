@@ -106,7 +106,10 @@ class SCW(GaussianClassifier):
         else:
             n = v + 1.0 / (2.0 * C)
             root = phi * math.sqrt(phi * phi * m * m * v * v + 4.0 * n * v * (n + v * phi * phi))
-            alpha = max(0.0, (-(2.0 * m * n + phi * phi * m * v) + root) / (2.0 * (n * n + n * v * phi * phi)))
+            alpha = max(
+                0.0,
+                (-(2.0 * m * n + phi * phi * m * v) + root) / (2.0 * (n * n + n * v * phi * phi)),
+            )
         return (alpha, cw_stdev_gamma(alpha, v, phi)) if alpha > 0.0 else None
 
     @property

@@ -33,7 +33,9 @@ def to_float(name, value) -> float:
 
     """
     if isinstance(value, (complex, np.complexfloating)):
-        raise TypeError(f"feature {name!r} has a non-real value: {value!r} ({type(value).__name__})")
+        raise TypeError(
+            f"feature {name!r} has a non-real value: {value!r} ({type(value).__name__})"
+        )
     if not isinstance(value, (numbers.Real, np.bool_, decimal.Decimal)):
         raise TypeError(
             f"feature {name!r} has a non-numeric value: {value!r} ({type(value).__name__})"
@@ -166,6 +168,6 @@ def check_weight(w) -> float:
 _as_floats_python = as_floats
 if not os.environ.get("RIVER_CW_PURE_PYTHON"):
     try:  # the same function with its fast paths compiled (see river_cw.gaussian.ENGINE)
-        from ._diagonal import as_floats  # noqa: F811
+        from ._diagonal import as_floats
     except ImportError:
         pass

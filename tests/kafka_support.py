@@ -12,10 +12,10 @@ from pathlib import Path
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streams.kafka import state_topic
-from streams.kafka.committed import committed_consumer
-from streams.kafka.server import ModelServer
 from streams.kafka.client import KafkaSettings
+from streams.kafka.committed import committed_consumer
 from streams.kafka.messages import encode_example, encode_prediction
+from streams.kafka.server import ModelServer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -133,7 +133,7 @@ class ServerThread:
     def _run(self):
         try:
             self.server.run()
-        except BaseException as error:  # noqa: BLE001 - handed to the test thread
+        except BaseException as error:
             self.error = error
 
     def stop(self, timeout: float = 30.0) -> None:

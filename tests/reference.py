@@ -71,7 +71,9 @@ def scw(mu, S, x, y, C, confidence, variant):
     if phi * math.sqrt(v) - m <= 0:
         return mu, S
     if variant == "I":
-        alpha = min(C, max(0.0, (-m * psi + math.sqrt(m**2 * phi**4 / 4 + v * phi**2 * zeta)) / (v * zeta)))
+        alpha = min(
+            C, max(0.0, (-m * psi + math.sqrt(m**2 * phi**4 / 4 + v * phi**2 * zeta)) / (v * zeta))
+        )
     else:
         n = v + 1 / (2 * C)
         gamma = phi * math.sqrt(phi**2 * m**2 * v**2 + 4 * n * v * (n + v * phi**2))

@@ -164,9 +164,10 @@ def test_exact_schemes_on_weighted_binary_rows_are_the_learn_one_loop(model, par
             named = [{NAMES.index(f): v for f, v in x.items()} for x in named]
         expected = loop_outcome(one, named, labels, weights)
         assert outcome(lambda: dicts_model.learn_many(named, labels, weights)) == expected
-        assert outcome(
-            lambda: csr_model.learn_many(csr_of(dicts), labels, weights, features=features)
-        ) == expected
+        assert (
+            outcome(lambda: csr_model.learn_many(csr_of(dicts), labels, weights, features=features))
+            == expected
+        )
         assert pickle.dumps(dicts_model) == pickle.dumps(one)
         assert pickle.dumps(csr_model) == pickle.dumps(one)
 
@@ -319,7 +320,7 @@ def test_bad_batches_are_refused():
         model.learn_many({"a": 1.0}, [True])
     with pytest.raises(TypeError, match="row 1: a row is a dict of features, got list"):
         model.learn_many([{"a": 1.0}, [1.0]], [True, False])
-    with pytest.raises(TypeError, match="features names the columns of a scipy.sparse X only"):
+    with pytest.raises(TypeError, match=r"features names the columns of a scipy\.sparse X only"):
         model.learn_many([{"a": 1.0}], [True], features=["a"])
     with pytest.raises(TypeError, match="dtype complex128"):
         model.learn_many(sparse.csr_array(np.array([[1j]])), [True])
@@ -455,8 +456,11 @@ def test_csr_columns_kept_across_batches_are_the_learn_one_loop(model, steps):
             continue
         kind, (rows_, labels, weights) = step
         if kind.startswith("learn_one"):
-            keys = {"learn_one": [fresh(n) for n in names], "learn_one hashed": None,
-                    "learn_one equal keys": EQUAL_KEYS}[kind]
+            keys = {
+                "learn_one": [fresh(n) for n in names],
+                "learn_one hashed": None,
+                "learn_one equal keys": EQUAL_KEYS,
+            }[kind]
             dicts = named_rows(rows_, keys)
             assert outcome(lambda: loop(many, dicts, labels, weights)) is None
         else:
@@ -494,13 +498,18 @@ def test_a_repeated_name_is_refused_only_in_a_batch_that_uses_both_columns():
     X = sparse.csr_array([[1.0, 2.0, 0.0]])
     Y = sparse.csr_array([[0.0, 1.0, 3.0]])
     model, one = river_cw.AROW(), river_cw.AROW()
-    model.learn_many(sparse.csr_array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]), [True, False],
-                     features=names)
+    model.learn_many(
+        sparse.csr_array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]), [True, False], features=names
+    )
     loop(one, [{"a": 1.0, "b": 1.0}, {"a": 1.0}], [True, False], [1.0, 1.0])
     for batch, label in ((Y, False), (X, True), (Y, True)):
         model.learn_many(batch, [label], features=names)
-    loop(one, [{"b": 1.0, "a": 3.0}, {"a": 1.0, "b": 2.0}, {"b": 1.0, "a": 3.0}],
-         [False, True, True], [1.0] * 3)
+    loop(
+        one,
+        [{"b": 1.0, "a": 3.0}, {"a": 1.0, "b": 2.0}, {"b": 1.0, "a": 3.0}],
+        [False, True, True],
+        [1.0] * 3,
+    )
     assert pickle.dumps(model) == pickle.dumps(one)
     model.learn_many(X, [False], features=names)  # column 0 names "a" again: a new epoch
     one.learn_one({"a": 1.0, "b": 2.0}, False)
@@ -596,9 +605,12 @@ lean_csr_rows = st.lists(  # stored entries in any order, a column stored twice 
 lean_csr_batches = st.integers(1, 25).flatmap(
     lambda n: st.tuples(
         st.lists(
-            st.one_of(lean_csr_rows, st.lists(st.tuples(st.integers(0, WIDTH - 1),
-                                                        st.floats(-3, 3)), max_size=WIDTH)),
-            min_size=n, max_size=n,
+            st.one_of(
+                lean_csr_rows,
+                st.lists(st.tuples(st.integers(0, WIDTH - 1), st.floats(-3, 3)), max_size=WIDTH),
+            ),
+            min_size=n,
+            max_size=n,
         ),
         st.lists(st.booleans(), min_size=n, max_size=n),
         st.lists(st.sampled_from([1.0, 1.0, 1.0, 0.5, 2.0, 0.0, 1e300]), min_size=n, max_size=n),
@@ -648,7 +660,7 @@ def test_csr_batches_of_a_real_text_stream_are_the_learn_one_loop(model):
     for features in (names, None):
         many = model.clone()
         for start in range(0, len(dicts), 100):
-            many.learn_many(X[start:start + 100], labels[start:start + 100], features=features)
+            many.learn_many(X[start : start + 100], labels[start : start + 100], features=features)
         if features is None:
             assert many.weights == {vocabulary[k]: w for k, w in one.weights.items()}
         else:

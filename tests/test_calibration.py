@@ -57,7 +57,7 @@ def test_the_temperature_is_the_grid_minimiser_of_the_progressive_log_loss(label
     # where a probability underflowed to 0 the brute force cannot say; elsewhere it agrees
     exact = np.isfinite(totals)
     assert exact[: len(exact) // 2].all()
-    chosen = int(np.flatnonzero(calibration.TEMPERATURES == model.temperature)[0])
+    chosen = int(np.flatnonzero(model.temperature == calibration.TEMPERATURES)[0])
     assert totals[chosen] <= totals[exact].min() * (1 + 1e-9)  # the least, up to rounding
     recorded = model._calibration - calibration.start(prefer=1.0)
     # (the brute force goes through 1 - p, which loses digits once p nears 1)
@@ -106,8 +106,10 @@ scores = st.one_of(
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows=st.lists(st.tuples(scores, st.integers(0, 1)), min_size=1, max_size=6),
-       first=st.sampled_from([0.0, -0.0, 1.5]))
+@given(
+    rows=st.lists(st.tuples(scores, st.integers(0, 1)), min_size=1, max_size=6),
+    first=st.sampled_from([0.0, -0.0, 1.5]),
+)
 def test_binary_logits_give_the_two_label_numbers_bit_for_bit(rows, first):
     """softmax_losses takes a shortcut for a binary model's logits (0, s), whose first column
     is +0 at every temperature; it gives the general computation's numbers, to the bit, for

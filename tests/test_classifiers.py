@@ -18,18 +18,36 @@ from tests.test_views import recomputed
 CLASSES = [river_cw.CW, river_cw.AROW, river_cw.NHERD, river_cw.SOP, river_cw.SCW]
 CONFIGS = [cls(**params) for cls in CLASSES for params in cls._unit_test_params()]
 # every covariance/diagonal configuration, beyond the unit-test parameters
-ALL_CONFIGS = [
-    river_cw.CW(variant=variant, covariance=covariance, diagonal=diagonal)
-    for variant in ("stdev", "var")
-    for covariance, diagonal in (("diagonal", "project"), ("diagonal", "drop"), ("diagonal", "exact"), ("full", "project"))
-] + [
-    cls(covariance=covariance, diagonal=diagonal)
-    for cls in (river_cw.AROW, river_cw.SOP, river_cw.SCW)
-    for covariance, diagonal in (("diagonal", "project"), ("diagonal", "drop"), ("full", "project"))
-] + [
-    river_cw.NHERD(covariance=covariance, diagonal=diagonal)
-    for covariance, diagonal in (("diagonal", "project"), ("diagonal", "drop"), ("diagonal", "exact"), ("full", "project"))
-]
+ALL_CONFIGS = (
+    [
+        river_cw.CW(variant=variant, covariance=covariance, diagonal=diagonal)
+        for variant in ("stdev", "var")
+        for covariance, diagonal in (
+            ("diagonal", "project"),
+            ("diagonal", "drop"),
+            ("diagonal", "exact"),
+            ("full", "project"),
+        )
+    ]
+    + [
+        cls(covariance=covariance, diagonal=diagonal)
+        for cls in (river_cw.AROW, river_cw.SOP, river_cw.SCW)
+        for covariance, diagonal in (
+            ("diagonal", "project"),
+            ("diagonal", "drop"),
+            ("full", "project"),
+        )
+    ]
+    + [
+        river_cw.NHERD(covariance=covariance, diagonal=diagonal)
+        for covariance, diagonal in (
+            ("diagonal", "project"),
+            ("diagonal", "drop"),
+            ("diagonal", "exact"),
+            ("full", "project"),
+        )
+    ]
+)
 
 
 def engine_state(gaussian) -> dict:
@@ -58,15 +76,19 @@ def name(model):
 
 # the papers' models (no intercept) and forgetting, beside the defaults of ALL_CONFIGS; the
 # full-covariance models are slow to check, so one of them stands for the others
-CHECKED_CONFIGS = ALL_CONFIGS + [
-    model.clone({"learn_intercept": False})
-    for model in ALL_CONFIGS
-    if model.covariance == "diagonal" or isinstance(model, river_cw.AROW)
-] + [
-    river_cw.AROW(forgetting=0.1),
-    river_cw.CW(diagonal="exact", forgetting=0.05),
-    river_cw.NHERD(diagonal="drop", forgetting=0.1, calibrate=True),
-]
+CHECKED_CONFIGS = (
+    ALL_CONFIGS
+    + [
+        model.clone({"learn_intercept": False})
+        for model in ALL_CONFIGS
+        if model.covariance == "diagonal" or isinstance(model, river_cw.AROW)
+    ]
+    + [
+        river_cw.AROW(forgetting=0.1),
+        river_cw.CW(diagonal="exact", forgetting=0.05),
+        river_cw.NHERD(diagonal="drop", forgetting=0.1, calibrate=True),
+    ]
+)
 
 
 @pytest.mark.parametrize("model", CHECKED_CONFIGS, ids=name)
@@ -79,7 +101,10 @@ def mixed_stream(seed, n=150, labels=("a", "b", "c")):
     W = rng.normal(size=(len(labels), 5))
     for _ in range(n):
         x = rng.normal(size=5)
-        yield {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.8}, labels[int(np.argmax(W @ x))]
+        yield (
+            {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.8},
+            labels[int(np.argmax(W @ x))],
+        )
 
 
 @pytest.mark.parametrize("model", ALL_CONFIGS, ids=name)
@@ -124,7 +149,9 @@ def test_empty_x_teaches_only_the_intercept_and_pickling_round_trips(model):
     assert_same_state(clone, model)
 
 
-@pytest.mark.parametrize("labels", [(False, True), (0, 1), ("spam", "ham"), (3, 7, 11), ("x", 2, True)])
+@pytest.mark.parametrize(
+    "labels", [(False, True), (0, 1), ("spam", "ham"), (3, 7, 11), ("x", 2, True)]
+)
 @pytest.mark.parametrize("model", [river_cw.AROW(), river_cw.CW(covariance="full")], ids=name)
 def test_labels_of_any_hashable_type_are_discovered_online(model, labels):
     model = model.clone()
@@ -255,7 +282,9 @@ def test_kl_combination_of_shards_is_as_good_as_one_model_on_text():
     """JMLR 7.10: models trained on disjoint shards, merged by KL, rival a single pass."""
     from tests.conftest import read_jsonl, shuffled
 
-    data = [(ex["x"], ex["label"]) for ex in shuffled(read_jsonl("mdsd_processed_acl_books.jsonl.gz"))]
+    data = [
+        (ex["x"], ex["label"]) for ex in shuffled(read_jsonl("mdsd_processed_acl_books.jsonl.gz"))
+    ]
     train, test = data[:1600], data[1600:]
     shards = [river_cw.CW(variant="var") for _ in range(4)]
     for i, (x, y) in enumerate(train):
@@ -276,14 +305,23 @@ def test_composes_with_a_river_text_pipeline():
 @settings(max_examples=60, deadline=None)
 @given(
     xs=st.lists(
-        st.dictionaries(st.sampled_from("abcdefgh"), st.floats(-1e3, 1e3, allow_nan=False), min_size=0, max_size=6),
+        st.dictionaries(
+            st.sampled_from("abcdefgh"),
+            st.floats(-1e3, 1e3, allow_nan=False),
+            min_size=0,
+            max_size=6,
+        ),
         min_size=1,
         max_size=30,
     ),
     ys=st.lists(st.sampled_from([0, 1, 2]), min_size=30, max_size=30),
 )
 def test_probabilities_are_always_a_distribution(xs, ys):
-    for model in (river_cw.CW(diagonal="exact"), river_cw.AROW(covariance="full"), river_cw.SCW(variant="II")):
+    for model in (
+        river_cw.CW(diagonal="exact"),
+        river_cw.AROW(covariance="full"),
+        river_cw.SCW(variant="II"),
+    ):
         for x, y in zip(xs, ys):
             model.learn_one(x, y)
             proba = model.predict_proba_one(x)

@@ -133,7 +133,7 @@ def test_full_covariance_delta_rule_against_dense_matrices():
     def moments(model):  # from the public views
         weights = {**model.weights, river_cw.INTERCEPT: model.intercept}
         cov = model.covariances
-        matrix = np.array([[cov[k, l] for l in keys] for k in keys])
+        matrix = np.array([[cov[k, g] for g in keys] for k in keys])
         return np.array([weights[k] for k in keys]), np.linalg.inv(matrix)
 
     mean0, precision0 = moments(base)
@@ -272,9 +272,7 @@ def test_precisions_beyond_float64_mix_to_a_finite_product(with_base):
     reproduction's 10-shard table)."""
     labels = [False, True]
     base = holding([{"a": (0.0, 1.0), "b": (0.5, 1.0)}], labels)
-    members = [
-        holding([{"a": (mu, 1e-308), "b": (0.5, 1.0)}], labels) for mu in (1.0, 2.0, 3.0)
-    ]
+    members = [holding([{"a": (mu, 1e-308), "b": (0.5, 1.0)}], labels) for mu in (1.0, 2.0, 3.0)]
     merged = river_cw.combine(members, base=base if with_base else None)
     (mu, s) = merged.gaussian.blocks[0]["a"]
     assert mu == pytest.approx(2.0, rel=1e-12)

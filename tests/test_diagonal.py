@@ -31,12 +31,30 @@ def diagonal_state(model):
 
 
 RULES = {
-    "CW-var": (lambda **kw: river_cw.CW(learn_intercept=False, variant="var", **kw), lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9)),
-    "CW-stdev": (lambda **kw: river_cw.CW(learn_intercept=False, **kw), lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.9)),
-    "AROW": (lambda **kw: river_cw.AROW(learn_intercept=False, r=0.5, **kw), lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5)),
-    "NHERD": (lambda **kw: river_cw.NHERD(learn_intercept=False, C=0.3, **kw), lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3)),
-    "SCW-I": (lambda **kw: river_cw.SCW(learn_intercept=False, C=0.5, **kw), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I")),
-    "SCW-II": (lambda **kw: river_cw.SCW(learn_intercept=False, C=0.5, variant="II", **kw), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II")),
+    "CW-var": (
+        lambda **kw: river_cw.CW(learn_intercept=False, variant="var", **kw),
+        lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9),
+    ),
+    "CW-stdev": (
+        lambda **kw: river_cw.CW(learn_intercept=False, **kw),
+        lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.9),
+    ),
+    "AROW": (
+        lambda **kw: river_cw.AROW(learn_intercept=False, r=0.5, **kw),
+        lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5),
+    ),
+    "NHERD": (
+        lambda **kw: river_cw.NHERD(learn_intercept=False, C=0.3, **kw),
+        lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3),
+    ),
+    "SCW-I": (
+        lambda **kw: river_cw.SCW(learn_intercept=False, C=0.5, **kw),
+        lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I"),
+    ),
+    "SCW-II": (
+        lambda **kw: river_cw.SCW(learn_intercept=False, C=0.5, variant="II", **kw),
+        lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II"),
+    ),
 }
 
 
@@ -101,7 +119,9 @@ def test_exact_diagonal_nherd_runs_the_one_dimensional_update_per_coordinate():
         model.learn_one(as_dict(x), y)
         new_mu, new_s = diagonal_state(model)
         if m < 1:
-            np.testing.assert_allclose(new_mu, mu + (1 - m) / (v + 1 / C) * sign * s * x, atol=1e-12)
+            np.testing.assert_allclose(
+                new_mu, mu + (1 - m) / (v + 1 / C) * sign * s * x, atol=1e-12
+            )
             np.testing.assert_allclose(new_s, s / (1 + C * x**2 * s) ** 2, rtol=1e-12)
 
 
@@ -133,7 +153,13 @@ def test_diagonal_variances_stay_positive_and_never_grow(model, seed):
 
 @pytest.mark.parametrize(
     "model",
-    [river_cw.CW(learn_intercept=False, covariance="full"), river_cw.CW(learn_intercept=False, variant="var", covariance="full"), river_cw.AROW(learn_intercept=False, covariance="full"), river_cw.NHERD(learn_intercept=False, covariance="full"), river_cw.SCW(learn_intercept=False, covariance="full")],
+    [
+        river_cw.CW(learn_intercept=False, covariance="full"),
+        river_cw.CW(learn_intercept=False, variant="var", covariance="full"),
+        river_cw.AROW(learn_intercept=False, covariance="full"),
+        river_cw.NHERD(learn_intercept=False, covariance="full"),
+        river_cw.SCW(learn_intercept=False, covariance="full"),
+    ],
     ids=repr,
 )
 def test_full_covariance_stays_positive_definite_and_never_grows(model):

@@ -209,7 +209,9 @@ def test_exactly_rounded_sums_match_math_fsum():
 
     rng = random.Random(0)
     for _ in range(2000):
-        terms = [rng.choice([1.0, -1.0]) * 10 ** rng.uniform(-20, 20) for _ in range(rng.randint(0, 30))]
+        terms = [
+            rng.choice([1.0, -1.0]) * 10 ** rng.uniform(-20, 20) for _ in range(rng.randint(0, 30))
+        ]
         terms += [-t for t in rng.sample(terms, len(terms) // 2)]
         rng.shuffle(terms)
         assert bits(_diagonal.fsum(terms)) == bits(math.fsum(terms))
@@ -224,7 +226,9 @@ def test_exactly_rounded_sums_match_math_fsum():
 
 
 near_ties = st.lists(  # terms of one size whose errors land on and near a rounding tie
-    st.builds(lambda k, e: math.ldexp(1.0 + k * 2.0**-52, e), st.integers(-4, 4), st.integers(-3, 3))
+    st.builds(
+        lambda k, e: math.ldexp(1.0 + k * 2.0**-52, e), st.integers(-4, 4), st.integers(-3, 3)
+    )
     | st.floats(-2.0, 2.0)
     | st.sampled_from([2.0**-53, -(2.0**-53), 3 * 2.0**-54, 2.0**-1074, 1e-300]),
     max_size=40,

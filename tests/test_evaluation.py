@@ -7,10 +7,17 @@ from river import base, datasets, linear_model, metrics
 from river import evaluate as river_evaluate
 
 import river_cw
-from streams.evaluate.progressive import BASELINE, COLUMNS, Evaluation, OneClass, evaluate, iter_evaluate
 from streams.evaluate.noise import LabelNoise
-from streams.models.specs import parse, prepare
+from streams.evaluate.progressive import (
+    BASELINE,
+    COLUMNS,
+    Evaluation,
+    OneClass,
+    evaluate,
+    iter_evaluate,
+)
 from streams.evaluate.tuning import candidates, tune
+from streams.models.specs import parse, prepare
 
 
 class Probe(base.Classifier):

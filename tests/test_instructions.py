@@ -19,7 +19,6 @@ import pytest
 
 import river_cw
 from river_cw import rda
-
 from tests.conftest import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,10 +33,25 @@ def test_instruction_counts_keep_the_ratios_to_pa_classifier():
     if river_cw.ENGINE != "c" or rda._compiled is None:
         pytest.skip("the compiled extensions are not built (or RIVER_CW_PURE_PYTHON is set)")
     run = subprocess.run(
-        [sys.executable, "benchmarks/instructions.py", "--data", "mdsd_sorted_acl_text.jsonl.gz",
-         "--limit", "100", "--models", "AROW", "CW var exact", "VotedRDA", "--no-python",
-         "--require", *REQUIRE],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+        [
+            sys.executable,
+            "benchmarks/instructions.py",
+            "--data",
+            "mdsd_sorted_acl_text.jsonl.gz",
+            "--limit",
+            "100",
+            "--models",
+            "AROW",
+            "CW var exact",
+            "VotedRDA",
+            "--no-python",
+            "--require",
+            *REQUIRE,
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
 
@@ -56,8 +70,23 @@ def test_instruction_counts_keep_the_csr_kernel_ratios():
     if river_cw.ENGINE != "c":
         pytest.skip("the compiled extensions are not built (or RIVER_CW_PURE_PYTHON is set)")
     run = subprocess.run(
-        [sys.executable, "benchmarks/batch.py", "--instructions", "--warm", "--limit", "200",
-         "--data", "mdsd_sorted_acl_text.jsonl.gz", "--passes", *CSR, "--require", *CSR_REQUIRE],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+        [
+            sys.executable,
+            "benchmarks/batch.py",
+            "--instructions",
+            "--warm",
+            "--limit",
+            "200",
+            "--data",
+            "mdsd_sorted_acl_text.jsonl.gz",
+            "--passes",
+            *CSR,
+            "--require",
+            *CSR_REQUIRE,
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]

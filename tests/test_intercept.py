@@ -16,7 +16,6 @@ from river_cw import INTERCEPT
 from streams.evaluate import drift
 from streams.evaluate.synthetic import threshold_stream
 
-
 GAUSSIANS = [river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP]
 KINDS = [
     {"covariance": "diagonal"},
@@ -55,9 +54,10 @@ def stream(seed, n=120, labels=("a", "b")):
     W = rng.normal(size=(len(labels), 4))
     for _ in range(n):
         x = rng.normal(size=4)
-        yield {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.8}, labels[
-            int(np.argmax(W @ x))
-        ]
+        yield (
+            {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.8},
+            labels[int(np.argmax(W @ x))],
+        )
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=str)

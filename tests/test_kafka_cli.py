@@ -12,8 +12,8 @@ import pytest
 from kafka import KafkaConsumer
 
 from streams.kafka.broker import free_port
-from streams.kafka.server import ModelServer
 from streams.kafka.client import KafkaSettings, TopicError, create_topics
+from streams.kafka.server import ModelServer
 from tests.kafka_support import REPO
 
 

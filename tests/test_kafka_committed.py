@@ -8,8 +8,8 @@ import time
 import pytest
 from kafka import TopicPartition
 
-from streams.kafka.committed import committed_consumer
 from streams.kafka.client import KafkaSettings, Outputs, create_topics
+from streams.kafka.committed import committed_consumer
 
 pytestmark = pytest.mark.kafka
 

@@ -20,10 +20,10 @@ import pytest
 from kafka import KafkaProducer
 
 from streams import cli
+from streams.cli.serve import build_model
 from streams.io.files import sms_spam
 from streams.kafka.client import create_topics
 from streams.kafka.messages import encode_example
-from streams.cli.serve import build_model
 from tests.kafka_support import assert_same_model, offline, read_topic, stored_state
 
 MODEL = "AROW()"  # with --text: TextClassifier(AROW(), on="text")
@@ -37,7 +37,7 @@ def serve_in_child(argv: list[str], log_path) -> None:
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    sys.stdout = sys.stderr = open(fd, "w", buffering=1)
+    sys.stdout = sys.stderr = open(fd, "w", buffering=1)  # noqa: SIM115 - until os._exit
     logging.root.handlers.clear()  # pytest's capture handlers came along with the fork
     os._exit(cli.main(argv))
 

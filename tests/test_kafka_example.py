@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from streams.kafka.server import ModelServer
-from streams.kafka.client import KafkaSettings, create_topics
 from streams.cli.serve import build_model
+from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.server import ModelServer
 from tests.kafka_support import REPO
 
 

@@ -68,9 +68,7 @@ def test_two_members_split_partitions_and_learn_each_exactly_once(
     )
     members = [  # one with a local cache, one without
         ServerThread(
-            model_server(
-                AROW(), settings, topic, directory, group_id=group, checkpoint_every=100
-            )
+            model_server(AROW(), settings, topic, directory, group_id=group, checkpoint_every=100)
         )
         for directory in (tmp_path, None)
     ]
@@ -171,8 +169,9 @@ def test_a_surviving_member_takes_over_a_killed_members_partition_from_the_state
         rest = [e for e in examples if e[0] >= 500]
         produce_examples(kafka_broker.bootstrap_servers, topic, rest, partitions=lambda i: i % 2)
         wait_until(
-            lambda: sorted(states()) == [0, 1]
-            and sum(s.learned for s in states().values()) == 1000,
+            lambda: (
+                sorted(states()) == [0, 1] and sum(s.learned for s in states().values()) == 1000
+            ),
             timeout=40,
             what="the survivor to learn both partitions",
         )

@@ -30,7 +30,10 @@ from streams.kafka.messages import (
             b'{"id": "m-7", "text": "caf\xc3\xa9", "label": null}',
             Example("m-7", {"text": "café"}, None),
         ),
-        (b'{"id": 3, "x": {}, "label": 0, "split": "train", "domain": "books"}', Example("3", {}, 0)),
+        (
+            b'{"id": 3, "x": {}, "label": 0, "split": "train", "domain": "books"}',
+            Example("3", {}, 0),
+        ),
         (b'{"id": 4, "text": "", "label": false}', Example("4", {"text": ""}, False)),
     ],
 )
@@ -97,7 +100,7 @@ def test_labels():
         decode_label(b'{"id": "a"}')
     with pytest.raises(InvalidMessage, match="no 'id' field"):
         decode_label(b'{"label": "spam"}')
-    with pytest.raises(InvalidMessage, match="bad label: .* lone surrogate"):
+    with pytest.raises(InvalidMessage, match=r"bad label: .* lone surrogate"):
         decode_label(b'{"id": 1, "label": "\\udc00"}')
     with pytest.raises(InvalidMessage, match="wrong type: 'label'"):
         decode_label(b'{"id": 1, "label": 1.5}')

@@ -17,9 +17,9 @@ import time
 import pytest
 
 from river_cw.text import BagOfWords
+from streams.cli.serve import build_model
 from streams.io.files import sms_spam
 from streams.kafka.client import KafkaSettings, create_topics
-from streams.cli.serve import build_model
 from streams.models.specs import classifier_of
 from tests.kafka_support import (
     ServerThread,

@@ -13,15 +13,15 @@ from river import feature_extraction
 
 from river_cw import AROW
 from streams.kafka import checkpoint
-from streams.kafka.server import ModelServer
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.messages import encode_example, encode_label, encode_prediction
+from streams.kafka.server import ModelServer
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import (
     ServerThread,
     assert_same_model,
-    offline,
     model_server,
+    offline,
     produce,
     produce_examples,
     read_topic,
@@ -312,9 +312,7 @@ def test_each_poison_kind_is_dead_lettered_and_the_server_goes_on(
         labels = f"{topic}.labels" if kind in ON_LABELS_TOPIC else None
         create_topics(bootstrap, {topic: 1, f"{topic}.dead": 1, **({labels: 1} if labels else {})})
         if labels:
-            for i, value in enumerate(
-                [encode_label("a", "yes"), poison, encode_label("b", "no")]
-            ):
+            for i, value in enumerate([encode_label("a", "yes"), poison, encode_label("b", "no")]):
                 producer.send(labels, key=f"k{i}".encode(), value=value)
             for id_, x in (("a", {"a": 1.0}), ("b", {"a": -1.0})):
                 producer.send(topic, key=id_.encode(), value=encode_example(id_, x))
@@ -331,7 +329,7 @@ def test_each_poison_kind_is_dead_lettered_and_the_server_goes_on(
     producer.flush()
     producer.close()
     try:
-        for kind, (topic, running) in servers.items():
+        for kind, (_, running) in servers.items():
             state = lambda: running.server.states.get(0)  # noqa: E731
             wait_until(
                 lambda: state() and (state().learned, state().dead_letters) == (2, 1),

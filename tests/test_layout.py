@@ -21,13 +21,21 @@ ALLOWED = {
     "streams.models": {"river_cw"},
     "streams.evaluate": {"river_cw", "streams.io", "streams.models"},
     "streams.kafka": {"river_cw", "streams.io", "streams.models"},
-    "streams.cli": {"river_cw", "streams.io", "streams.models", "streams.evaluate", "streams.kafka"},
+    "streams.cli": {
+        "river_cw",
+        "streams.io",
+        "streams.models",
+        "streams.evaluate",
+        "streams.kafka",
+    },
 }
 
 
 def _package(module: str) -> str | None:
     """The layout package a dotted module name belongs to, or None for a third-party one."""
-    return max((p for p in ALLOWED if module == p or module.startswith(p + ".")), key=len, default=None)
+    return max(
+        (p for p in ALLOWED if module == p or module.startswith(p + ".")), key=len, default=None
+    )
 
 
 def _imports(path: Path) -> set[str]:
@@ -43,7 +51,10 @@ def _imports(path: Path) -> set[str]:
 
 
 MODULES = sorted(
-    p for top in ("river_cw", "streams") for p in (ROOT / top).rglob("*.py") if "build" not in p.parts
+    p
+    for top in ("river_cw", "streams")
+    for p in (ROOT / top).rglob("*.py")
+    if "build" not in p.parts
 )
 
 

@@ -130,8 +130,9 @@ def test_lean_general_and_python_agree_to_the_bit(
 @settings(max_examples=30, deadline=None)
 @given(data=st.lists(examples, max_size=30), intercept=st.booleans())
 def test_feature_order_never_changes_a_result(cls, params, data, intercept):
-    forward, backward = cls(learn_intercept=intercept, **params), cls(
-        learn_intercept=intercept, **params
+    forward, backward = (
+        cls(learn_intercept=intercept, **params),
+        cls(learn_intercept=intercept, **params),
     )
     for x, y, w in data:
         forward.learn_one(x, y % 2, w)

@@ -87,13 +87,13 @@ def test_before_any_label_the_batch_predictions_are_empty():
 def test_a_bad_row_is_named_and_the_rows_before_it_are_learned():
     model, one = river_cw.AROW(), river_cw.AROW()
     X = pd.DataFrame({"a": [1.0, -1.0, 2.0], "b": [0.5, math.inf, 1.0]}, index=["r1", "r2", "r3"])
-    with pytest.raises(ValueError, match="row 'r2'.*'b'"):
+    with pytest.raises(ValueError, match=r"row 'r2'.*'b'"):
         model.learn_many(X, pd.Series([True, False, True], index=X.index))
     one.learn_one({"a": 1.0, "b": 0.5}, True)
     assert pickle.dumps(model) == pickle.dumps(one)
     with pytest.raises(ValueError, match="y has 2 entries for 3 rows"):
         model.learn_many(X, pd.Series([True, False]))
-    with pytest.raises(ValueError, match="row 'r1'.*w must be"):
+    with pytest.raises(ValueError, match=r"row 'r1'.*w must be"):
         model.learn_many(X, pd.Series([True, False, True], index=X.index), w=-1.0)
 
 

@@ -18,10 +18,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
+from streams.evaluate.sharded import ShardedClassifier, evaluate_mixing, shard_of
 from streams.kafka.learner import PartitionLearner, PartitionState
 from streams.kafka.messages import encode_example
-from streams.models.mixing import Contribution, Mixer, MixError, MixState, Rounds, clone, fingerprint
-from streams.evaluate.sharded import ShardedClassifier, evaluate_mixing, shard_of
+from streams.models.mixing import (
+    Contribution,
+    Mixer,
+    MixError,
+    MixState,
+    Rounds,
+    clone,
+    fingerprint,
+)
 
 R = 1e4
 

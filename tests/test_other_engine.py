@@ -42,8 +42,20 @@ def test_the_other_engine_passes_the_engine_sensitive_tests():
     else:
         env.pop("RIVER_CW_PURE_PYTHON", None)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *MODULES,
-         *(f"--deselect={test}" for test in DESELECT)],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+            *MODULES,
+            *(f"--deselect={test}" for test in DESELECT),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

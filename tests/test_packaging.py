@@ -21,8 +21,11 @@ def tracked_files(dest: Path) -> Path:
     egg-info, whose list of sources an sdist would reuse)."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs the project's git checkout")
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                            check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         if (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -34,8 +37,12 @@ def tracked_files(dest: Path) -> Path:
 def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine(tmp_path):
     source = tracked_files(tmp_path / "source")
     # `python -m build` makes the sdist, then the wheel from the unpacked sdist alone
-    subprocess.run([sys.executable, "-m", "build", "--outdir", str(tmp_path / "dist"), str(source)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(tmp_path / "dist"), str(source)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     built = {name.split("/")[-1].split(".")[0] for name in names if name.endswith((".so", ".pyd"))}

@@ -36,7 +36,10 @@ def test_second_order_methods_make_far_fewer_mistakes_on_the_separable_synthetic
     ):
         assert mistakes(model, stream) < 0.6 * first_order, model
     # NHERD's covariance shrinks fastest (gamma = 2C + C^2 v); its papers tune C, here 0.1
-    assert mistakes(river_cw.NHERD(learn_intercept=False, C=0.1, covariance="full"), stream) < 0.7 * first_order
+    assert (
+        mistakes(river_cw.NHERD(learn_intercept=False, C=0.1, covariance="full"), stream)
+        < 0.7 * first_order
+    )
 
 
 def text_task(name, positive, keep=lambda ex: True):
@@ -45,7 +48,11 @@ def text_task(name, positive, keep=lambda ex: True):
 
 
 TASKS = {
-    "books sentiment": ("mdsd_sorted_acl_text.jsonl.gz", "positive", lambda ex: ex["domain"] == "books"),
+    "books sentiment": (
+        "mdsd_sorted_acl_text.jsonl.gz",
+        "positive",
+        lambda ex: ex["domain"] == "books",
+    ),
     "guns vs mideast": (
         "20news_bydate_6groups.jsonl.gz",
         "talk.politics.guns",
@@ -65,7 +72,11 @@ def test_cw_and_arow_beat_river_pa_and_perceptron_on_text(task):
         mistakes(bag_of_words(linear_model.PAClassifier()), stream),
         mistakes(bag_of_words(linear_model.Perceptron()), stream),
     )
-    for model in (river_cw.CW(learn_intercept=False), river_cw.CW(learn_intercept=False, variant="var"), river_cw.AROW(learn_intercept=False)):
+    for model in (
+        river_cw.CW(learn_intercept=False),
+        river_cw.CW(learn_intercept=False, variant="var"),
+        river_cw.AROW(learn_intercept=False),
+    ):
         assert mistakes(bag_of_words(model), stream) < baseline, model
 
 
@@ -83,7 +94,15 @@ def test_arow_and_nherd_beat_cw_under_20_percent_label_noise(task):
     stream = text_task(*task)
     cw = min(
         mistakes(bag_of_words(river_cw.CW(learn_intercept=False)), stream, noise=0.2),
-        mistakes(bag_of_words(river_cw.CW(learn_intercept=False, variant="var")), stream, noise=0.2),
+        mistakes(
+            bag_of_words(river_cw.CW(learn_intercept=False, variant="var")), stream, noise=0.2
+        ),
     )
-    assert mistakes(bag_of_words(river_cw.AROW(learn_intercept=False, r=100.0)), stream, noise=0.2) < cw
-    assert mistakes(bag_of_words(river_cw.NHERD(learn_intercept=False, C=0.01)), stream, noise=0.2) < cw
+    assert (
+        mistakes(bag_of_words(river_cw.AROW(learn_intercept=False, r=100.0)), stream, noise=0.2)
+        < cw
+    )
+    assert (
+        mistakes(bag_of_words(river_cw.NHERD(learn_intercept=False, C=0.01)), stream, noise=0.2)
+        < cw
+    )

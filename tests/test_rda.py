@@ -392,7 +392,7 @@ def test_l1_trades_weights_for_accuracy_on_books():
         results.append((l1, correct / len(stream), model.n_nonzero))
     accuracies = [a for _, a, _ in results]
     nonzeros = [n for _, _, n in results]
-    assert all(a > b for a, b in zip(nonzeros, nonzeros[1:])), results  # strictly decreasing
+    assert all(a > b for a, b in itertools.pairwise(nonzeros)), results  # strictly decreasing
     assert nonzeros[-1] < 0.05 * nonzeros[0], results
     assert accuracies[0] > 0.68, results
     # graceful: down to 5% of the weights costs at most a few points, 2% still far above chance

@@ -73,9 +73,14 @@ def hexed(model) -> str:
     return repr(
         (
             [{f: w.hex() for f, w in block.items()} for block in blocks],
-            [[[v.hex() if isinstance(v, float) else v for v in rec] for rec in b.values()]
-             for b in state["_blocks"]],
-            model.n_updates, model.n_skipped_updates, model.temperature, pickle.dumps(model),
+            [
+                [[v.hex() if isinstance(v, float) else v for v in rec] for rec in b.values()]
+                for b in state["_blocks"]
+            ],
+            model.n_updates,
+            model.n_skipped_updates,
+            model.temperature,
+            pickle.dumps(model),
         )
     )
 
@@ -162,9 +167,9 @@ def test_calibration_in_batches_adds_as_one_at_a_time():
     for i, (x, y) in enumerate(data):
         batched.learn_one(x, y)
         if i % 97 == 0:
-            batched.temperature  # flushes the queue at odd points
+            _ = batched.temperature  # flushes the queue at odd points
         one_by_one.learn_one(x, y)
-        one_by_one.temperature
+        _ = one_by_one.temperature
     assert batched.temperature == one_by_one.temperature
     assert batched._calibration.tobytes() == one_by_one._calibration.tobytes()
 
@@ -178,8 +183,17 @@ class TypeErrorKey(Hostile):
         raise TypeError("no comparing")
 
 
-KEYS = ["a", "b", "c", 1, 2.5, ("t", 1), Hostile("h", False), Hostile("i", False),
-        river_cw.INTERCEPT]
+KEYS = [
+    "a",
+    "b",
+    "c",
+    1,
+    2.5,
+    ("t", 1),
+    Hostile("h", False),
+    Hostile("i", False),
+    river_cw.INTERCEPT,
+]
 VALUES = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([0.0, -0.0, 1.0, 1e308, -1e308, 1e200, 5e-324, 1e-300]),

@@ -34,25 +34,42 @@ def library_state(model):
     weights, covariances = model.weights, model.covariances
     mu = np.array([weights.get(f, 0.0) for f in NAMES])
     S = np.array(
-        [
-            [covariances.get((f, g), model.initial_variance * (f == g)) for g in NAMES]
-            for f in NAMES
-        ]
+        [[covariances.get((f, g), model.initial_variance * (f == g)) for g in NAMES] for f in NAMES]
     )
     return mu, S
 
 
 CASES = [
-    (river_cw.CW(learn_intercept=False, variant="var", covariance="full"), lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9)),
-    (river_cw.CW(learn_intercept=False, variant="stdev", covariance="full", confidence=0.8), lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.8)),
-    (river_cw.AROW(learn_intercept=False, r=0.5, covariance="full"), lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5)),
-    (river_cw.NHERD(learn_intercept=False, C=0.3, covariance="full"), lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3)),
-    (river_cw.SCW(learn_intercept=False, C=0.5, variant="I", covariance="full"), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I")),
-    (river_cw.SCW(learn_intercept=False, C=0.5, variant="II", covariance="full"), lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II")),
+    (
+        river_cw.CW(learn_intercept=False, variant="var", covariance="full"),
+        lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9),
+    ),
+    (
+        river_cw.CW(learn_intercept=False, variant="stdev", covariance="full", confidence=0.8),
+        lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.8),
+    ),
+    (
+        river_cw.AROW(learn_intercept=False, r=0.5, covariance="full"),
+        lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5),
+    ),
+    (
+        river_cw.NHERD(learn_intercept=False, C=0.3, covariance="full"),
+        lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3),
+    ),
+    (
+        river_cw.SCW(learn_intercept=False, C=0.5, variant="I", covariance="full"),
+        lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I"),
+    ),
+    (
+        river_cw.SCW(learn_intercept=False, C=0.5, variant="II", covariance="full"),
+        lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II"),
+    ),
 ]
 
 
-@pytest.mark.parametrize("model, paper", CASES, ids=lambda c: repr(c).split("(")[0] if not callable(c) else "")
+@pytest.mark.parametrize(
+    "model, paper", CASES, ids=lambda c: repr(c).split("(")[0] if not callable(c) else ""
+)
 @pytest.mark.parametrize("seed", range(5))
 def test_full_covariance_matches_paper(model, paper, seed):
     model = model.clone()
@@ -73,7 +90,9 @@ def test_sop_matches_the_papers_b_and_A_form(seed):
     paper = reference.SecondOrderPerceptron(D, a)
     for x, y in random_stream(seed):
         sign = 1 if y else -1
-        assert (paper.score(x) > 0) == (model.predict_one(as_dict(x)) is True) or not model.classes_[1:]
+        assert (paper.score(x) > 0) == (
+            model.predict_one(as_dict(x)) is True
+        ) or not model.classes_[1:]
         model.learn_one(as_dict(x), y)
         paper.learn(x, sign)
         got_mu, got_S = library_state(model)
@@ -103,7 +122,6 @@ def test_multiclass_full_covariance_matches_the_joint_feature_space():
     Dredze, Kulesza 2009), best-scoring wrong label, from the third label on; binary before."""
     rng = np.random.default_rng(7)
     K, r = 4, 0.8
-    W = rng.normal(size=(K, D))
     model = river_cw.AROW(learn_intercept=False, r=r, covariance="full")
     w, Sw = np.zeros(D), np.eye(D)  # binary phase: labels 0 (-1) and 1 (+1)
     labels = [0, 1, 2] + [int(z) for z in rng.integers(0, K, size=80)]

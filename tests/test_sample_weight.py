@@ -13,7 +13,12 @@ import river_cw
 from river_cw import INTERCEPT
 
 CLASSES = [
-    river_cw.CW, river_cw.AROW, river_cw.NHERD, river_cw.SOP, river_cw.SCW, river_cw.VotedRDA
+    river_cw.CW,
+    river_cw.AROW,
+    river_cw.NHERD,
+    river_cw.SOP,
+    river_cw.SCW,
+    river_cw.VotedRDA,
 ]
 CONFIGS = [
     cls(learn_intercept=b, **params)
@@ -32,9 +37,10 @@ def stream(seed, n=60, labels=("a", "b", "c")):
     W = rng.normal(size=(len(labels), 4))
     for _ in range(n):
         x = rng.normal(size=4)
-        yield {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.8}, labels[
-            int(np.argmax(W @ x))
-        ]
+        yield (
+            {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.8},
+            labels[int(np.argmax(W @ x))],
+        )
 
 
 def trained(model, labels=("a", "b", "c"), n=40):
@@ -60,9 +66,16 @@ def test_weight_zero_changes_nothing_and_weight_one_is_the_unweighted_rule(model
 
 
 BAD_WEIGHTS = [
-    (-1.0, ValueError), (math.nan, ValueError), (math.inf, ValueError), (-0.5, ValueError),
-    (10**400, ValueError), ("2", TypeError), (None, TypeError), (True, TypeError),
-    ([1.0], TypeError), (1j, TypeError),
+    (-1.0, ValueError),
+    (math.nan, ValueError),
+    (math.inf, ValueError),
+    (-0.5, ValueError),
+    (10**400, ValueError),
+    ("2", TypeError),
+    (None, TypeError),
+    (True, TypeError),
+    ([1.0], TypeError),
+    (1j, TypeError),
 ]
 
 
@@ -122,7 +135,7 @@ def dense(model, keys):
     weights, covariances = {**model.weights, INTERCEPT: model.intercept}, model.covariances
     mu = np.array([weights.get(k, 0.0) for k in keys])
     prior = model.initial_variance
-    return mu, np.array([[covariances.get((k, l), prior * (k == l)) for l in keys] for k in keys])
+    return mu, np.array([[covariances.get((k, g), prior * (k == g)) for g in keys] for k in keys])
 
 
 KEYS = [INTERCEPT, "f0", "f1", "f2", "f3"]

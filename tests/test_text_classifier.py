@@ -31,7 +31,14 @@ def bits(probabilities: dict) -> dict:
 def state(model) -> tuple:
     """The public state of a classifier, to the bit."""
     state = []
-    for name in ("classes_", "weights", "variances", "covariances", "intercept", "intercept_variance"):
+    for name in (
+        "classes_",
+        "weights",
+        "variances",
+        "covariances",
+        "intercept",
+        "intercept_variance",
+    ):
         if hasattr(model, name):
             state.append(repr(getattr(model, name)))
     return tuple(state)
@@ -118,8 +125,9 @@ def test_the_fused_lookup_gives_the_engines_own_keys():
     model.learn_one(f"Spam spam eggs {fifteen} {sixteen}", True)
     model.learn_one("ham", False)
     keys = {k: k for k in model.classifier.weights}
-    counts = model.classifier.gaussian.text_counts(f"EGGS and {sixteen} spam, spam {fifteen}",
-                                                   True, None)
+    counts = model.classifier.gaussian.text_counts(
+        f"EGGS and {sixteen} spam, spam {fifteen}", True, None
+    )
     assert counts == {"eggs": 1, "and": 1, sixteen: 1, "spam": 2, fifteen: 1}
     assert counts.keys() - {"and"} <= keys.keys()
     assert all(key is keys[key] for key in counts if key != "and")

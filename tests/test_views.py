@@ -30,9 +30,10 @@ def stream(seed, n, labels):
     W = rng.normal(size=(len(labels), 5))
     for _ in range(n):
         x = rng.normal(size=5) + 0.5
-        yield {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.7}, labels[
-            int(np.argmax(W @ x))
-        ]
+        yield (
+            {f"f{j}": float(v) for j, v in enumerate(x) if rng.random() < 0.7},
+            labels[int(np.argmax(W @ x))],
+        )
 
 
 def recomputed(model, x: dict) -> dict:
@@ -46,8 +47,7 @@ def recomputed(model, x: dict) -> dict:
     blocks = [classes[-1]] if binary else classes
     xs = {**x, INTERCEPT: 1.0} if model.learn_intercept else dict(x)
     scores = [
-        math.fsum([weights[z].get(f, 0.0) * v for f, v in x.items()]) + intercept[z]
-        for z in blocks
+        math.fsum([weights[z].get(f, 0.0) * v for f, v in x.items()]) + intercept[z] for z in blocks
     ]
     cov = np.zeros((len(blocks), len(blocks)))
     for i, z in enumerate(blocks):
@@ -102,7 +102,7 @@ def test_the_multiclass_layout_is_per_label(covariance):
     if covariance == "full":  # labels correlate through the difference vectors
         assert any(a[0] != b[0] and c != 0.0 for (a, b), c in model.covariances.items())
         keys = {k for pair in model.covariances for k in pair}
-        matrix = np.array([[model.covariances[k, l] for l in keys] for k in keys])
+        matrix = np.array([[model.covariances[k, g] for g in keys] for k in keys])
         assert np.allclose(matrix, matrix.T) and np.linalg.eigvalsh(matrix).min() > 0
 
 

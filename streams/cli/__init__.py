@@ -14,7 +14,10 @@ import sys
 
 # sub-command -> (module, one-line help)
 COMMANDS = {
-    "evaluate": ("streams.cli.evaluate", "side-by-side progressive validation of models on a stream"),
+    "evaluate": (
+        "streams.cli.evaluate",
+        "side-by-side progressive validation of models on a stream",
+    ),
     "serve": ("streams.cli.serve", "serve and learn a model on a Kafka topic, with checkpoints"),
     "inspect": ("streams.cli.inspect", "show the model and state serve keeps for each partition"),
     "broker": ("streams.cli.broker", "run a local Kafka-compatible broker (Tansu) for demos"),
@@ -37,4 +40,3 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
     return importlib.import_module(args._module).run(args)
-

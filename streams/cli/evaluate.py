@@ -20,14 +20,14 @@ import sys
 from river import metrics
 from tqdm.auto import tqdm
 
-from streams.evaluate import drift, plots
-from streams.io import files
 from streams.cli import records
-from streams.evaluate.progressive import BASELINE, Evaluation, OneClass, iter_evaluate, metric_name
+from streams.evaluate import drift, plots
 from streams.evaluate.noise import LabelNoise
+from streams.evaluate.progressive import BASELINE, Evaluation, OneClass, iter_evaluate, metric_name
 from streams.evaluate.sharded import MIX_METHODS, ShardedClassifier, shard_name
-from streams.models.specs import parse, prepare
 from streams.evaluate.tuning import tune
+from streams.io import files
+from streams.models.specs import parse, prepare
 
 DEFAULT_MODELS = ["AROW()", "CW()", "SCW()", "NHERD()", "river.linear_model.PAClassifier()"]
 SYNTHETIC_LENGTH = 10_000

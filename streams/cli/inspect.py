@@ -14,8 +14,8 @@ import pickle
 import sys
 
 from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
-from streams.models.specs import classifier_of
 from streams.kafka.state_topic import StateError, restore, state_topic
+from streams.models.specs import classifier_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,11 +13,11 @@ from river import base
 
 from river_cw import combine
 from streams.kafka.checkpoint import CheckpointError
-from streams.kafka.server import GUARANTEES, MIXES, ModelServer, ServeConfig, StateMismatch
 from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError
+from streams.kafka.server import GUARANTEES, MIXES, ModelServer, ServeConfig, StateMismatch
+from streams.kafka.state_topic import StateError
 from streams.models.mixing import MixError
 from streams.models.specs import parse, prepare
-from streams.kafka.state_topic import StateError
 
 
 def build_model(spec: str, text: bool = False):

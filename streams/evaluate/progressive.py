@@ -56,8 +56,8 @@ from streams.evaluate.noise import LabelNoise
 __all__ = [
     "BASELINE",
     "COLUMNS",
-    "OneClass",
     "Evaluation",
+    "OneClass",
     "evaluate",
     "iter_evaluate",
     "metric_name",
@@ -468,7 +468,7 @@ def evaluate(*args, **kwargs) -> Evaluation:
     The parameters are those of `iter_evaluate`; this returns its last result.
     """
     result = Evaluation([])
-    for result in iter_evaluate(*args, **kwargs):
+    for result in iter_evaluate(*args, **kwargs):  # noqa: B007 - the last one is the answer
         pass
     return result
 

@@ -23,8 +23,8 @@ from collections.abc import Callable, Hashable, Sequence
 
 from river import base, metrics
 
-from streams.evaluate.progressive import Evaluation, evaluate
 from streams.evaluate.noise import LabelNoise
+from streams.evaluate.progressive import Evaluation, evaluate
 
 __all__ = ["GRIDS", "candidates", "tune"]
 

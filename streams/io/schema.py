@@ -102,7 +102,9 @@ def _check_string(what: str, value: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise SchemaError(f"bad {what}: {describe(value)} is not valid Unicode (a lone surrogate)")
+        raise SchemaError(
+            f"bad {what}: {describe(value)} is not valid Unicode (a lone surrogate)"
+        ) from None
 
 
 def check_features(x: dict) -> None:

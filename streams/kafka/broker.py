@@ -71,7 +71,7 @@ class TansuBroker:
 
     def start(self) -> TansuBroker:
         url = f"tcp://{self.host}:{self.port}"
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - open while the broker runs
         self._process = subprocess.Popen(
             [
                 broker_binary(),

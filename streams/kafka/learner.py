@@ -119,7 +119,7 @@ class PartitionLearner:
     def _guarded(self, handle, value) -> list:
         try:
             return handle(value)
-        except Exception as error:  # noqa: BLE001 - one record never stops the server
+        except Exception as error:
             self.state.dead_letters += 1
             reason = str(error) if isinstance(error, InvalidMessage) else _failure(error)
             return [DeadLetter(reason)]
@@ -133,7 +133,7 @@ class PartitionLearner:
             message = encode_prediction(
                 example.id, prediction, probabilities, state.learned, state.partition
             )
-        except Exception as error:  # noqa: BLE001 - whatever the model raises
+        except Exception as error:
             raise InvalidMessage(f"the model cannot predict it: {_failure(error)}") from None
         key = example.id.encode("utf-8")
         if len(key) + len(message) > self.max_output_bytes:
@@ -166,7 +166,7 @@ class PartitionLearner:
     def _learn(self, x, label, prediction) -> None:
         try:
             self.state.model.learn_one(x, label)
-        except Exception as error:  # noqa: BLE001 - whatever the model raises
+        except Exception as error:
             raise InvalidMessage(f"the model cannot learn it: {_failure(error)}") from None
         self.state.learned += 1
         if self.state.mixing is not None:

@@ -22,10 +22,10 @@ import pickle
 
 from kafka import TopicPartition
 
-from streams.kafka.committed import committed_consumer
 from streams.kafka.client import KafkaSettings
-from streams.models.mixing import Contribution
+from streams.kafka.committed import committed_consumer
 from streams.kafka.state_topic import CHUNK_BYTES, chunked
+from streams.models.mixing import Contribution
 
 FORMAT = "river-cw contribution 1"
 

@@ -26,8 +26,8 @@ import time
 
 from kafka import TopicPartition
 
-from streams.kafka.committed import committed_consumer
 from streams.kafka.client import KafkaSettings, log_reaches
+from streams.kafka.committed import committed_consumer
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
 FORMAT = "river-cw state 1"

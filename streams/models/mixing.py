@@ -224,7 +224,7 @@ class Mixer:
             for x, y in state.replay:
                 try:
                     model.learn_one(x, y)
-                except Exception as error:  # noqa: BLE001 - it was learned once: never seen
+                except Exception as error:
                     log.warning("an example learned before fails to replay: %r", error)
             state.anchor = mix.model  # never changed: mixes are shared, read only
             state.fingerprint = mix.fingerprint
