@@ -119,26 +119,31 @@ typedef struct {
     struct BatchCache *batch_cache; /* learn_rows' CSR columns (_batch.h), NULL: none */
 } Diagonal;
 
-static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
-static PyObject *restore_hook = NULL;   /* river_cw.gaussian._restore_diagonal */
-static PyObject *herding_type = NULL;   /* river_cw.gaussian.HerdingShrink */
+/* The Python hooks the engine calls, handed over by their owners when river_cw is imported
+ * (`connect`, see river_cw.engine): the engine looks up no Python name itself. */
+static struct {
+    PyObject *raise_bad_input; /* x -> raises the error naming x's bad feature */
+    PyObject *herding_shrink;  /* NHERD's scheme type, whose instances update_core runs in C */
+    PyObject *as_floats;       /* the general case of as_floats (module_as_floats) */
+} hooks;
 
-static PyObject *gaussian_attr(const char *name) {
-    PyObject *mod = PyImport_ImportModule("river_cw.gaussian"), *attr;
-    if (mod == NULL) return NULL;
-    attr = PyObject_GetAttrString(mod, name);
-    Py_DECREF(mod);
-    return attr;
+/* a connected hook, or NULL with a RuntimeError naming it */
+static PyObject *hook(PyObject *h, const char *name) {
+    if (h == NULL)
+        PyErr_Format(PyExc_RuntimeError,
+                     "river_cw._diagonal: the hook %s is not connected (importing river_cw "
+                     "connects it)",
+                     name);
+    return h;
 }
 
 /* after a TypeError in a pass over x: name the bad feature as the Python engine does */
 static PyObject *raise_bad_input(PyObject *x) {
     PyObject *r;
-    if (bad_input_hook == NULL && (bad_input_hook = gaussian_attr("_raise_bad_input")) == NULL)
-        return NULL;
-    r = PyObject_CallOneArg(bad_input_hook, x);
+    if (hook(hooks.raise_bad_input, "raise_bad_input") == NULL) return NULL;
+    r = PyObject_CallOneArg(hooks.raise_bad_input, x);
     Py_XDECREF(r);
-    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "_raise_bad_input returned");
+    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "raise_bad_input returned");
     return NULL;
 }
 
@@ -679,9 +684,7 @@ static int scheme_kind(PyObject *scheme, int *kind, double *C) {
     else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
         *kind = SCHEME_DROP;
     else {
-        if (herding_type == NULL && (herding_type = gaussian_attr("HerdingShrink")) == NULL)
-            return -1;
-        if ((PyObject *)Py_TYPE(scheme) == herding_type) {
+        if ((PyObject *)Py_TYPE(scheme) == hooks.herding_shrink) {
             PyObject *c = PyObject_GetAttrString(scheme, "C");
             if (c == NULL) return -1;
             *C = PyFloat_AsDouble(c);
@@ -1583,14 +1586,6 @@ fail:
     return -1;
 }
 
-static PyObject *diagonal_reduce(Diagonal *self, PyObject *unused) {
-    PyObject *blocks;
-    if (restore_hook == NULL && (restore_hook = gaussian_attr("_restore_diagonal")) == NULL)
-        return NULL;
-    if ((blocks = diagonal_get_blocks(self, NULL)) == NULL) return NULL;
-    return Py_BuildValue("O(dN)", restore_hook, self->prior, blocks);
-}
-
 /* reset_bound(): mean_bound = the largest |mean| (after the blocks were replaced) */
 static PyObject *diagonal_reset_bound(Diagonal *self, PyObject *unused) {
     Py_ssize_t b, i;
@@ -1646,7 +1641,6 @@ static PyMethodDef diagonal_methods[] = {
     {"negate", (PyCFunction)diagonal_negate, METH_NOARGS, "The Gaussian over -w."},
     {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
      "Per block, {feature: mean} and {feature: variance}."},
-    {"__reduce__", (PyCFunction)diagonal_reduce, METH_NOARGS, "Engine-neutral pickling."},
     {"text_counts", (PyCFunction)(void (*)(void))diagonal_text_counts, METH_FASTCALL,
      "river_cw.text.BagOfWords' counts of an ASCII text, keyed by the features' own keys; None "
      "for other text (see _text_lookup.h)."},
@@ -1702,15 +1696,14 @@ static PyObject *module_fsum(PyObject *module, PyObject *seq) {
     return PyFloat_FromDouble(total);
 }
 
-static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
-
 /* river_cw.validation._EXACT_INT ** 2 (2**52), less a margin for rounding (see as_floats) */
 #define EXACT_NORM2 (4503599627370496.0 * (1.0 - 0x1p-20))
 
 /* as_floats(x): river_cw.validation.as_floats with its first fast paths in C: a dict whose
  * values are all floats is returned as it is, and so is a dict of floats and ints whose sum of
  * squares is below 2**52 by a margin far above its rounding (so that math.hypot of the values,
- * the Python function's test, is at most 2**26 too); anything else goes to the Python function */
+ * the Python function's test, is at most 2**26 too); anything else goes to the Python function
+ * (the as_floats hook) */
 static PyObject *module_as_floats(PyObject *module, PyObject *x) {
     if (PyDict_CheckExact(x)) {
         PyObject *key, *value;
@@ -1739,14 +1732,8 @@ static PyObject *module_as_floats(PyObject *module, PyObject *x) {
             return x;
         }
     }
-    if (as_floats_python == NULL) {
-        PyObject *mod = PyImport_ImportModule("river_cw.validation");
-        if (mod == NULL) return NULL;
-        as_floats_python = PyObject_GetAttrString(mod, "_as_floats_python");
-        Py_DECREF(mod);
-        if (as_floats_python == NULL) return NULL;
-    }
-    return PyObject_CallOneArg(as_floats_python, x);
+    if (hook(hooks.as_floats, "as_floats") == NULL) return NULL;
+    return PyObject_CallOneArg(hooks.as_floats, x);
 }
 
 /* native_step(step, m, v, w, u=None): a rule's C step (_steps.h) as its Python `_step` reports
@@ -1785,7 +1772,28 @@ static PyObject *module_native_step(PyObject *module, PyObject *args) {
     return Py_BuildValue("dd", alpha, gamma);
 }
 
+/* connect(raise_bad_input=None, herding_shrink=None, as_floats=None): the hooks given, each
+ * by the module that owns it (river_cw.gaussian, river_cw.validation) */
+static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"raise_bad_input", "herding_shrink", "as_floats", NULL};
+    PyObject *given[3] = {NULL, NULL, NULL}, **slots[3] = {
+        &hooks.raise_bad_input, &hooks.herding_shrink, &hooks.as_floats};
+    int i;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOO", kwlist, &given[0], &given[1],
+                                     &given[2]))
+        return NULL;
+    if (given[1] != NULL && !PyType_Check(given[1])) {
+        PyErr_SetString(PyExc_TypeError, "herding_shrink must be a type");
+        return NULL;
+    }
+    for (i = 0; i < 3; i++)
+        if (given[i] != NULL) Py_XSETREF(*slots[i], Py_NewRef(given[i]));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
+     "Hand the engine its Python hooks (river_cw does it when imported)."},
     {"exact_var_alpha", (PyCFunction)module_exact_var_alpha, METH_VARARGS,
      "river_cw.cw.exact_var_alpha(m, v, phi, u) for Terms u."},
     {"exact_stdev_step", (PyCFunction)module_exact_stdev_step, METH_VARARGS,

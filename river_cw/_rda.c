@@ -117,21 +117,21 @@ typedef struct {
     PyObject *weakreflist;
 } Engine;
 
-static PyObject *bad_input_hook = NULL; /* river_cw.rda._raise_bad_input */
+/* river_cw.rda's hook that names the bad feature of x (or reports the overflow), handed over
+ * when river_cw is imported (`connect`, see river_cw.engine): the engine looks up no Python name */
+static PyObject *raise_bad_input_hook = NULL;
 
 /* name the bad feature of x as the Python engine does (or report the overflow); NULL */
 static PyObject *raise_bad_input(PyObject *x) {
     PyObject *r;
-    if (bad_input_hook == NULL) {
-        PyObject *mod = PyImport_ImportModule("river_cw.rda");
-        if (mod == NULL) return NULL;
-        bad_input_hook = PyObject_GetAttrString(mod, "_raise_bad_input");
-        Py_DECREF(mod);
-        if (bad_input_hook == NULL) return NULL;
+    if (raise_bad_input_hook == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "river_cw._rda: the hook raise_bad_input is not "
+                                            "connected (importing river_cw connects it)");
+        return NULL;
     }
-    r = PyObject_CallOneArg(bad_input_hook, x);
+    r = PyObject_CallOneArg(raise_bad_input_hook, x);
     Py_XDECREF(r);
-    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "_raise_bad_input returned");
+    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "raise_bad_input returned");
     return NULL;
 }
 
@@ -1019,9 +1019,24 @@ static PyTypeObject EngineType = {
     .tp_weaklistoffset = offsetof(Engine, weakreflist),
 };
 
+/* connect(raise_bad_input=None): the hook given (by river_cw.rda) */
+static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"raise_bad_input", NULL};
+    PyObject *given = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O", kwlist, &given)) return NULL;
+    if (given != NULL) Py_XSETREF(raise_bad_input_hook, Py_NewRef(given));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
+     "Hand the engine its Python hook (river_cw does it when imported)."},
+    {NULL},
+};
+
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "river_cw._rda",
-    "Voted RDA's compiled engine (optional; see river_cw.rda).", -1, NULL,
+    "Voted RDA's compiled engine (optional; see river_cw.rda).", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__rda(void) {

@@ -42,7 +42,8 @@ from river import base
 
 from . import calibration
 from .batch import Rows
-from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
+from .engine import ENGINE
+from .gaussian import SKIPPED, DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
 from .validation import as_floats, check_label, check_weight
 
 __all__ = ["INTERCEPT", "GaussianClassifier", "LinearClassifier", "normal_log_cdf"]

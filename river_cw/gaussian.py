@@ -23,15 +23,15 @@ section 6): ``project`` (their "KL": ``1/s_j <- 1/s_j + gamma d_j^2``), ``drop``
 from __future__ import annotations
 
 import math
-import os
 from math import fsum
 
 import numpy as np
 from scipy.linalg import solve_triangular
 
+from . import engine
 from .validation import check_features
 
-__all__ = ["ENGINE", "DiagonalGaussian", "FullGaussian", "HerdingShrink", "forget"]
+__all__ = ["DiagonalGaussian", "FullGaussian", "HerdingShrink", "forget"]
 
 
 _SAFE = 1e300  # far enough from float64's limit for a step's rounding
@@ -329,21 +329,17 @@ def _restore_diagonal(initial_variance: float, blocks: list[dict]):
 
 
 PythonDiagonalGaussian = DiagonalGaussian
-ENGINE = "python"
-if not os.environ.get("RIVER_CW_PURE_PYTHON"):
-    try:
-        from ._diagonal import Diagonal as _CompiledDiagonal
-    except ImportError:  # built without a compiler: the pure-Python engine serves
-        pass
-    else:
-        ENGINE = "c"
+if engine.diagonal is not None:
+    engine.diagonal.connect(raise_bad_input=_raise_bad_input, herding_shrink=HerdingShrink)
 
-        class DiagonalGaussian(_CompiledDiagonal):
-            """The compiled engine (`river_cw._diagonal`): `PythonDiagonalGaussian`'s interface
-            and numbers, bit for bit; ``blocks`` returns copies."""
+    class DiagonalGaussian(engine.diagonal.Diagonal):
+        """The compiled engine (`river_cw._diagonal`): `PythonDiagonalGaussian`'s interface
+        and numbers, bit for bit; ``blocks`` returns copies."""
 
-            def score_covariance(self, x: dict) -> np.ndarray:
-                return np.diag(self.score_variances(x))
+        def score_covariance(self, x: dict) -> np.ndarray:
+            return np.diag(self.score_variances(x))
+
+        __reduce__ = PythonDiagonalGaussian.__reduce__  # a pickle names no engine
 
 
 class FullGaussian:

@@ -5,29 +5,27 @@ from __future__ import annotations
 import heapq
 import math
 import numbers
-import os
 from array import array
 
 import numpy as np
 
-from . import calibration
+from . import calibration, engine
 from .base import INTERCEPT, LinearClassifier
 from .validation import check_features
 
 __all__ = ["VotedRDA"]
-
-_compiled = None  # river_cw._rda: the compiled engine, the same numbers (see `_compiled_engine`)
-if not os.environ.get("RIVER_CW_PURE_PYTHON"):
-    try:
-        from . import _rda as _compiled
-    except ImportError:  # built without a compiler: Python serves
-        pass
 
 
 def _raise_bad_input(x: dict) -> None:
     """Name the offending feature, or report an overflow of finite values."""
     check_features(x)
     raise ValueError("feature values too large: the score overflows float64")
+
+
+# river_cw._rda, the compiled engine with the same numbers (see `_compiled_engine`), or None
+_compiled = engine.rda
+if _compiled is not None:
+    _compiled.connect(raise_bad_input=_raise_bad_input)
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ is lowercased and counted in C at once; other text first goes through river's ow
 functions (NFKD accent stripping, `str.lower`), and C then counts its tokens with the character
 classes of Python's `re` module. Anything else (a `preprocessor`, a `tokenizer`, another
 pattern, n-grams, a text that is not a `str`) runs river's code unchanged. `COMPILED` says
-whether the extension is active; `RIVER_CW_PURE_PYTHON=1` turns it off.
+whether the extension is active (see `river_cw.engine`: `RIVER_CW_PURE_PYTHON=1` turns it off).
 
 `TextClassifier(classifier, ...)` is ``BagOfWords(...) | classifier`` as one river classifier
 with the same numbers, and the fused text path where the compiled diagonal engine learns: ASCII
@@ -19,19 +19,15 @@ new str object.
 from __future__ import annotations
 
 import inspect
-import os
 
 from river import base, feature_extraction
 from river.feature_extraction.vectorize import strip_accents_unicode
 
-try:
-    if os.environ.get("RIVER_CW_PURE_PYTHON") == "1":
-        raise ImportError("RIVER_CW_PURE_PYTHON=1")
-    from ._text import count_ascii, count_preprocessed
-except ImportError:
-    count_ascii = count_preprocessed = None
+from . import engine
 
-COMPILED = count_ascii is not None
+COMPILED = engine.text is not None
+if COMPILED:
+    count_ascii, count_preprocessed = engine.text.count_ascii, engine.text.count_preprocessed
 
 __all__ = ["COMPILED", "BagOfWords", "TextClassifier"]
 

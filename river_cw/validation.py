@@ -5,9 +5,10 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
-import os
 
 import numpy as np
+
+from . import engine
 
 __all__ = ["as_floats", "check_features", "check_label", "check_weight", "to_float"]
 
@@ -166,8 +167,6 @@ def check_weight(w) -> float:
 
 
 _as_floats_python = as_floats
-if not os.environ.get("RIVER_CW_PURE_PYTHON"):
-    try:  # the same function with its fast paths compiled (see river_cw.gaussian.ENGINE)
-        from ._diagonal import as_floats
-    except ImportError:
-        pass
+if engine.diagonal is not None:  # the same function with its fast paths compiled
+    engine.diagonal.connect(as_floats=_as_floats_python)  # its general case
+    as_floats = engine.diagonal.as_floats
