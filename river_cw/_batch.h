@@ -51,14 +51,14 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
     *kind = s->kind; /* the call's scheme, unless an exact step names its own */
     *C = s->C;
     if (exact && s->lean) {
-        int r = self->lean_exact != NULL
-                    ? self->lean_exact(self->lean_params, m, v, self->u, self->nu, w, alpha, gamma)
-                    : self->lean_step(self->lean_params, m, v, w, alpha, gamma);
+        int r = self->lean.exact != NULL
+                    ? self->lean.exact(self->lean.params, m, v, self->margin.u, self->margin.nu, w, alpha, gamma)
+                    : self->lean.step(self->lean.params, m, v, w, alpha, gamma);
         if (r != -2) {
             if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
             if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
-            *kind = self->lean_kind;
-            *C = self->lean_herding_C * w; /* as the rule's HerdingShrink(C * w) */
+            *kind = self->lean.kind;
+            *C = self->lean.herding_C * w; /* as the rule's HerdingShrink(C * w) */
             Py_INCREF(Py_None);
             *scheme = Py_None;
             return BATCH_UPDATE;
@@ -76,7 +76,7 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
     }
     own[n] = PyFloat_FromDouble(m), args[n] = own[n], n++;
     own[n] = PyFloat_FromDouble(v), args[n] = own[n], n++;
-    if (exact) own[n] = make_terms(self->u, self->nu), args[n] = own[n], n++;
+    if (exact) own[n] = make_terms(self->margin.u, self->margin.nu), args[n] = own[n], n++;
     own[n] = PyFloat_FromDouble(w), args[n] = own[n], n++;
     for (i = 0; i < n; i++)
         if (own[i] == NULL) goto error;
@@ -232,7 +232,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
     int k;
     DdSum u_acc, m_acc; /* the sums without their terms */
     Fsum u_all, m_all;  /* with them, when `kept` */
-    self->nu = 0;
+    self->margin.nu = 0;
     ddsum_init(&u_acc);
     if (kept) fsum_init(&u_all);
     for (k = 0; k < p->n; k++) {
@@ -256,7 +256,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
                 else if (fsum_add(&m_all, mj) < 0)
                     goto fail;
             }
-            self->u[self->nu++] = uj;
+            self->margin.u[self->margin.nu++] = uj;
             if (!kept)
                 ddsum_add(&u_acc, uj);
             else if (fsum_add(&u_all, uj) < 0)
@@ -271,7 +271,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
         m += p->sign[k] * mk;
     }
     *m_out = m;
-    if (!kept) return ddsum_certified(&u_acc, self->nu, v_out) ? 0 : 1;
+    if (!kept) return ddsum_certified(&u_acc, self->margin.nu, v_out) ? 0 : 1;
     return fsum_result(&u_all, v_out);
 fail:
     fsum_free(&m_all);
@@ -302,7 +302,7 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
         }
     return 0;
 fail:
-    self->nu = 0;
+    self->margin.nu = 0;
     if (!rcw_error_recoverable()) return -2;
     PyErr_Clear();
     return -1;
@@ -315,12 +315,12 @@ static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
     int k;
     double mj, uj; /* the sums are known: add_coord's terms are not needed */
     release_coords(self);
-    self->npairs = p->n;
+    self->margin.npairs = p->n;
     for (k = 0; k < p->n; k++) {
         Table *t = &self->blocks.table[p->block[k]];
         const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
-        self->pair_block[k] = p->block[k];
-        self->pair_sign[k] = p->sign[k];
+        self->margin.pair_block[k] = p->block[k];
+        self->margin.pair_sign[k] = p->sign[k];
         for (j = 0; j < r->n; j++) {
             Py_ssize_t l = r->col[j];
             add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], 1.0, 0.0, &mj, &uj);
@@ -403,10 +403,10 @@ typedef struct BatchCache {
 static int64_t batch_calls = 0; /* numbers the epochs of every cache */
 
 static void batch_cache_free(Diagonal *self) {
-    BatchCache *c = self->batch_cache;
+    BatchCache *c = self->batch;
     Py_ssize_t j;
     if (c == NULL) return;
-    self->batch_cache = NULL;
+    self->batch = NULL;
     if (c->key != NULL)
         for (j = 0; j < c->stride; j++) Py_XDECREF(c->key[j]);
     Py_XDECREF(c->features);
@@ -423,7 +423,7 @@ static void batch_cache_free(Diagonal *self) {
 /* the engine's cache for CSR columns named by `features` (NULL: hashed ids), made anew when the
  * vocabulary (by identity) or the number of columns changed; the slots grown to every block */
 static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t ncols) {
-    BatchCache *c = self->batch_cache;
+    BatchCache *c = self->batch;
     if (c != NULL && (c->features != features || c->ncols != ncols)) {
         batch_cache_free(self);
         c = NULL;
@@ -431,7 +431,7 @@ static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t nc
     if (c == NULL) {
         Py_ssize_t n = ncols + 1;
         if ((c = PyMem_Calloc(1, sizeof(BatchCache))) == NULL) goto memory;
-        self->batch_cache = c; /* freed with the engine (diagonal_clear) */
+        self->batch = c; /* freed with the engine (diagonal_clear) */
         c->ncols = ncols;
         c->stride = n;
         c->key = PyMem_Calloc(n, sizeof(PyObject *));
@@ -1089,7 +1089,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     if (intercept != Py_None && (intercept_hash = PyObject_Hash(intercept)) == -1) return NULL;
     if (self->blocks.n != 1)
         lean = Py_None;
-    else if (lean != Py_None && lean != self->lean && parse_lean(self, lean) < 0) {
+    else if (lean != Py_None && lean != self->lean.spec && parse_lean(self, lean) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case, as in learn_one */
         lean = Py_None;
@@ -1141,7 +1141,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         w = PyFloat_AS_DOUBLE(w_obj);
         if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
         if (self->generation != generation ||
-            (csr && (self->batch_cache != c.cache || c.cache->calls != call))) {
+            (csr && (self->batch != c.cache || c.cache->calls != call))) {
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
             goto done;
         }
@@ -1169,7 +1169,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
             }
         }
         if (lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(rows, i))) {
-            if (lean != self->lean && parse_lean(self, lean) < 0) goto done; /* parsed above */
+            if (lean != self->lean.spec && parse_lean(self, lean) < 0) goto done; /* parsed above */
             outcome = lean_learn(self, PyList_GET_ITEM(rows, i), k == 1 ? 1.0 : -1.0, w);
             if (outcome == -2) goto done;
             if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
@@ -1253,7 +1253,7 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
         if (enter(self) < 0) goto done_free;
     }
     failed = 0;
-    if (csr && self->batch_cache == c.cache && c.cache->calls == call) {
+    if (csr && self->batch == c.cache && c.cache->calls == call) {
         Py_ssize_t b;
         c.cache->settled = 1; /* its slots are the tables' */
         c.cache->generation = self->generation;

@@ -84,39 +84,53 @@ typedef struct {
     Py_hash_t hash;
 } Coord;
 
+/* The margin scratch: the difference vector d of the last margin, as update() steps it (its
+ * coordinates, the pairs of blocks and signs d spans, the terms u_j of v), with the token that
+ * names that margin and the update's room for new (mean, variance) pairs. Written by every
+ * margin (margin, the lean paths, learn_rows' general rows); the model is unchanged by it. */
 typedef struct {
-    PyObject_HEAD
-    double prior;
-    double mean_bound;         /* an upper bound of every |mean| (see update) */
-    Blocks blocks;
-    int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
-    uint64_t generation;       /* bumped by every change of the table layout */
-    uint64_t reshaped;         /* and by every one but new features appended (see reshape) */
-    /* the difference vector of the last margin */
-    uint64_t margin_generation;
-    long long token, next_token;
     Coord *coords;
     Py_ssize_t ncoords, coords_cap;
     Py_ssize_t nkeyed;         /* coordinates holding a key (unseen features) */
-    Py_ssize_t pair_new[2];    /* per pair, its unseen coordinates */
-    double *u;
-    Py_ssize_t nu, u_cap;
-    double *scratch;           /* update: new (mean, var) per coordinate */
-    Py_ssize_t scratch_cap;
     int npairs;
     Py_ssize_t pair_block[2];
     double pair_sign[2];
+    Py_ssize_t pair_new[2];    /* per pair, its unseen coordinates */
+    double *u;                 /* the terms u_j = s_j d_j^2 of v, in the coordinates' order */
+    Py_ssize_t nu, u_cap;
+    double *scratch;           /* update: new (mean, var) per coordinate */
+    Py_ssize_t scratch_cap;
+    long long token, next_token; /* the last margin's token (-1: none), which update checks */
+    uint64_t generation;       /* the engine's generation at the last margin */
+} Margin;
+
+/* The lean cache: learn_native's last `lean` spec (see the glossary), parsed once and kept while
+ * the model hands the same spec object */
+typedef struct {
+    PyObject *spec;           /* the spec parsed (a reference), compared by identity */
+    rcw_step step;            /* the rule's step, or NULL: */
+    exact_step exact;         /* its exact step (the margin's terms u_j from the coordinates) */
+    double params[RCW_MAX_PARAMS];
+    int kind;                 /* the scheme; SCHEME_HERDING shrinks with herding_C * w */
+    double herding_C;
+    PyObject *intercept;      /* borrowed from spec; None: no intercept */
+    Py_hash_t intercept_hash;
+} LeanSpec;
+
+typedef struct {
+    PyObject_HEAD
+    /* the model state: the weights (one table per block) and what stamps their changes */
+    double prior;
+    double mean_bound;         /* an upper bound of every |mean| (see update) */
+    Blocks blocks;
+    uint64_t generation;       /* bumped by every change of the table layout */
+    uint64_t reshaped;         /* and by every one but new features appended (see reshape) */
+    int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
     PyObject *weakreflist;
-    /* learn_native's last `lean` argument, parsed */
-    PyObject *lean;
-    rcw_step lean_step;       /* the rule's step, or NULL: */
-    exact_step lean_exact;    /* its exact step (the margin's terms u_j from the coordinates) */
-    double lean_params[RCW_MAX_PARAMS];
-    int lean_kind;            /* the scheme; SCHEME_HERDING shrinks with lean_herding_C * w */
-    double lean_herding_C;
-    PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
-    Py_hash_t lean_intercept_hash;
-    struct BatchCache *batch_cache; /* learn_rows' CSR columns (_batch.h), NULL: none */
+    /* the caches, none of them part of the model: */
+    Margin margin;             /* the margin scratch */
+    LeanSpec lean;             /* the lean cache */
+    struct BatchCache *batch;  /* the batch cache: learn_rows' CSR columns (_batch.h), or NULL */
 } Diagonal;
 
 /* The Python hooks the engine calls, handed over by their owners when river_cw is imported
@@ -174,20 +188,20 @@ static void reshape(Diagonal *self) {
 
 static void release_coords(Diagonal *self) {
     Py_ssize_t i;
-    if (self->nkeyed)
-        for (i = 0; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
-    self->nkeyed = 0;
-    self->pair_new[0] = self->pair_new[1] = 0;
-    self->ncoords = 0;
-    self->nu = 0;
-    self->token = -1;
+    if (self->margin.nkeyed)
+        for (i = 0; i < self->margin.ncoords; i++) Py_CLEAR(self->margin.coords[i].key);
+    self->margin.nkeyed = 0;
+    self->margin.pair_new[0] = self->margin.pair_new[1] = 0;
+    self->margin.ncoords = 0;
+    self->margin.nu = 0;
+    self->margin.token = -1;
 }
 
 static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
     Py_ssize_t i;
     if (blocks_traverse(&self->blocks, visit, arg) < 0) return -1;
-    for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
-    Py_VISIT(self->lean);
+    for (i = 0; i < self->margin.ncoords; i++) Py_VISIT(self->margin.coords[i].key);
+    Py_VISIT(self->lean.spec);
     return 0;
 }
 
@@ -196,7 +210,7 @@ static void batch_cache_free(Diagonal *self); /* _batch.h */
 static int diagonal_clear(Diagonal *self) {
     release_coords(self);
     batch_cache_free(self);
-    Py_CLEAR(self->lean);
+    Py_CLEAR(self->lean.spec);
     blocks_clear(&self->blocks);
     reshape(self);
     return 0;
@@ -207,9 +221,9 @@ static void diagonal_dealloc(Diagonal *self) {
     if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
     diagonal_clear(self);
     PyMem_Free(self->blocks.table);
-    PyMem_Free(self->coords);
-    PyMem_Free(self->u);
-    PyMem_Free(self->scratch);
+    PyMem_Free(self->margin.coords);
+    PyMem_Free(self->margin.u);
+    PyMem_Free(self->margin.scratch);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -221,7 +235,7 @@ static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     self = (Diagonal *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->prior = prior;
-    self->token = -1;
+    self->margin.token = -1;
     if (blocks_init(&self->blocks) < 0) {
         Py_DECREF(self);
         return NULL;
@@ -431,8 +445,8 @@ static PyObject *make_terms(const double *u, Py_ssize_t n) {
 /* margin and update                                                                         */
 
 static int coords_reserve(Diagonal *self, Py_ssize_t n) {
-    if (rcw_grow((void **)&self->coords, &self->coords_cap, n, sizeof(Coord)) < 0) return -1;
-    return rcw_grow((void **)&self->u, &self->u_cap, n, sizeof(double));
+    if (rcw_grow((void **)&self->margin.coords, &self->margin.coords_cap, n, sizeof(Coord)) < 0) return -1;
+    return rcw_grow((void **)&self->margin.u, &self->margin.u_cap, n, sizeof(double));
 }
 
 /* forgetting: a learned variance relaxed toward the prior, 1/s <- keep/s + rest (see
@@ -461,19 +475,19 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
         double x2 = xf * xf;
         if (x2 == 0.0) return 0;
         *uj = self->prior * x2;
-        c = &self->coords[self->ncoords++];
+        c = &self->margin.coords[self->margin.ncoords++];
         c->pair = k;
         c->ix = -1;
         c->x = xf;
         Py_INCREF(key);
         c->key = key;
         c->hash = h;
-        self->nkeyed++;
-        self->pair_new[k]++;
+        self->margin.nkeyed++;
+        self->margin.pair_new[k]++;
         return 1;
     }
     *mj = learned_terms(&t->entries[ix], xf, keep, rest, uj);
-    c = &self->coords[self->ncoords++];
+    c = &self->margin.coords[self->margin.ncoords++];
     c->pair = k;
     c->ix = ix;
     c->x = xf;
@@ -520,13 +534,13 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
             PyErr_SetString(PyExc_IndexError, "list index out of range");
             goto fail;
         }
-        self->pair_block[k] = b;
-        self->pair_sign[k] = (double)sign;
+        self->margin.pair_block[k] = b;
+        self->margin.pair_sign[k] = (double)sign;
     }
     Py_DECREF(pairs);
-    self->npairs = (int)npairs;
+    self->margin.npairs = (int)npairs;
     for (k = 0; k < npairs; k++) {
-        Table *t = &self->blocks.table[self->pair_block[k]];
+        Table *t = &self->blocks.table[self->margin.pair_block[k]];
         Fsum m_acc;
         double mk, xf, mj, uj;
         fsum_init(&m_acc);
@@ -540,14 +554,14 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
                 goto bad;
             }
             found = add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &mj, &uj);
-            if (found) self->u[self->nu++] = uj;
+            if (found) self->margin.u[self->margin.nu++] = uj;
             if ((found == 2 && fsum_add(&m_acc, mj) < 0) || (found && fsum_add(&u_acc, uj) < 0)) {
                 fsum_free(&m_acc);
                 goto fail;
             }
         }
         if (fsum_result(&m_acc, &mk) < 0) goto bad;
-        m += self->pair_sign[k] * mk;
+        m += self->margin.pair_sign[k] * mk;
     }
     if (fsum_result(&u_acc, &v) < 0) {
         bad_or_propagate(x);
@@ -557,18 +571,18 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
         raise_bad_input(x);
         goto fail_freed;
     }
-    if ((terms = make_terms(self->u, self->nu)) == NULL) goto fail_freed;
+    if ((terms = make_terms(self->margin.u, self->margin.nu)) == NULL) goto fail_freed;
     if (keep != 1.0) /* x is valid: write the forgotten variances (of non-zero values) */
-        for (k = 0; k < self->ncoords; k++) {
-            Coord *c = &self->coords[k];
+        for (k = 0; k < self->margin.ncoords; k++) {
+            Coord *c = &self->margin.coords[k];
             if (c->ix >= 0 && c->x != 0.0) {
-                Entry *e = &self->blocks.table[self->pair_block[c->pair]].entries[c->ix];
+                Entry *e = &self->blocks.table[self->margin.pair_block[c->pair]].entries[c->ix];
                 e->var = forget(e->var, keep, rest);
             }
         }
-    self->token = ++self->next_token;
-    self->margin_generation = self->generation;
-    result = Py_BuildValue("ddNL", m, v, terms, self->token);
+    self->margin.token = ++self->margin.next_token;
+    self->margin.generation = self->generation;
+    result = Py_BuildValue("ddNL", m, v, terms, self->margin.token);
     if (result == NULL) release_coords(self);
     Py_DECREF(x);
     self->busy = 0;
@@ -586,7 +600,7 @@ fail_freed:
 
 /* room for n (mean, var) pairs */
 static int scratch_reserve(Diagonal *self, Py_ssize_t n) {
-    return rcw_grow((void **)&self->scratch, &self->scratch_cap, n, 2 * sizeof(double));
+    return rcw_grow((void **)&self->margin.scratch, &self->margin.scratch_cap, n, 2 * sizeof(double));
 }
 
 /* a coordinate's variance (*s) and mean before the step */
@@ -596,7 +610,7 @@ static inline double coord_state(Diagonal *self, Coord *c, double *s) {
         *s = self->prior;
         return 0.0;
     }
-    e = &self->blocks.table[self->pair_block[c->pair]].entries[c->ix];
+    e = &self->blocks.table[self->margin.pair_block[c->pair]].entries[c->ix];
     *s = e->var;
     return e->mean;
 }
@@ -631,20 +645,20 @@ static inline void step_append(Table *t, PyObject *key, Py_hash_t h, double prio
 static inline void key_taken(Diagonal *self, Coord *c) {
     Py_DECREF(c->key);
     c->key = NULL;
-    self->nkeyed--;
+    self->margin.nkeyed--;
 }
 
 /* step_coord of the built-in schemes */
 static inline void step_builtin(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
                                 int kind, double *out) {
     double s, mean = coord_state(self, c, &s);
-    step_weight(mean, s, alpha * self->pair_sign[c->pair], c->x, gamma, beta, kind, out);
+    step_weight(mean, s, alpha * self->margin.pair_sign[c->pair], c->x, gamma, beta, kind, out);
 }
 
 /* one coordinate's new (mean, variance) into out[0], out[1]; -1 when a scheme raised */
 static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
                       int kind, double C, PyObject *scheme, double *out) {
-    double a = alpha * self->pair_sign[c->pair], xf = c->x, s, mean;
+    double a = alpha * self->margin.pair_sign[c->pair], xf = c->x, s, mean;
     if (kind == SCHEME_PROJECT || kind == SCHEME_DROP) {
         step_builtin(self, c, alpha, gamma, beta, kind, out);
         return 0;
@@ -704,7 +718,7 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     int kind, applied;
     if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
     if (enter(self) < 0) return NULL;
-    if (token != self->token || self->margin_generation != self->generation) {
+    if (token != self->margin.token || self->margin.generation != self->generation) {
         PyErr_SetString(PyExc_RuntimeError, "update needs the entries of the latest margin");
         goto fail;
     }
@@ -732,14 +746,14 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
      * would share them): every value is finite, each step goes straight into its entry */
     checked = !((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
                 self->mean_bound + step_bound < SAFE_BOUND &&
-                (self->npairs == 1 || self->pair_block[0] != self->pair_block[1]));
-    if (checked && scratch_reserve(self, self->ncoords) < 0) goto fail;
-    for (k = 0; checked && k < self->npairs; k++) {
+                (self->margin.npairs == 1 || self->margin.pair_block[0] != self->margin.pair_block[1]));
+    if (checked && scratch_reserve(self, self->margin.ncoords) < 0) goto fail;
+    for (k = 0; checked && k < self->margin.npairs; k++) {
         double sum_means = 0.0, sum_vars = 0.0;
         for (pass = 0; pass < 2; pass++) /* learned weights first, then the new ones */
-            for (i = 0; i < self->ncoords; i++) {
-                Coord *c = &self->coords[i];
-                double *out = &self->scratch[2 * i];
+            for (i = 0; i < self->margin.ncoords; i++) {
+                Coord *c = &self->margin.coords[i];
+                double *out = &self->margin.scratch[2 * i];
                 if (c->pair != k || (c->ix < 0) != pass) continue;
                 if (step_coord(self, c, alpha, gamma, beta, kind, C, scheme, out) < 0) {
                     if (PyErr_ExceptionMatches(PyExc_OverflowError) ||
@@ -754,18 +768,18 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             }
         if (!(isfinite(sum_means) && isfinite(sum_vars))) goto refused;
     }
-    n_new[0] = self->pair_new[0];
-    n_new[1] = self->pair_new[1];
-    for (k = 0; k < self->npairs; k++)
-        if (n_new[k] && table_reserve(&self->blocks.table[self->pair_block[k]], n_new[k]) < 0)
+    n_new[0] = self->margin.pair_new[0];
+    n_new[1] = self->margin.pair_new[1];
+    for (k = 0; k < self->margin.npairs; k++)
+        if (n_new[k] && table_reserve(&self->blocks.table[self->margin.pair_block[k]], n_new[k]) < 0)
             goto fail;
-    tables[0] = &self->blocks.table[self->pair_block[0]];
-    tables[1] = self->npairs > 1 ? &self->blocks.table[self->pair_block[1]] : tables[0];
+    tables[0] = &self->blocks.table[self->margin.pair_block[0]];
+    tables[1] = self->margin.npairs > 1 ? &self->blocks.table[self->margin.pair_block[1]] : tables[0];
     if (!checked) /* each step straight into its entry, new features appended in order */
-        for (i = 0; i < self->ncoords; i++) {
-            Coord *c = &self->coords[i];
+        for (i = 0; i < self->margin.ncoords; i++) {
+            Coord *c = &self->margin.coords[i];
             Table *t = tables[c->pair];
-            double a = alpha * self->pair_sign[c->pair];
+            double a = alpha * self->margin.pair_sign[c->pair];
             if (c->ix >= 0)
                 step_entry(&t->entries[c->ix], a, c->x, gamma, beta, kind);
             else {
@@ -774,10 +788,10 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             }
         }
     else /* commit the checked steps, in the same order */
-        for (i = 0; i < self->ncoords; i++) {
-            Coord *c = &self->coords[i];
+        for (i = 0; i < self->margin.ncoords; i++) {
+            Coord *c = &self->margin.coords[i];
             Table *t = tables[c->pair];
-            const double *out = &self->scratch[2 * i];
+            const double *out = &self->margin.scratch[2 * i];
             if (fabs(out[0]) > largest) largest = fabs(out[0]);
             if (c->ix >= 0) {
                 t->entries[c->ix].mean = out[0];
@@ -1195,14 +1209,14 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
     }
     if (intercept != Py_None && (h = PyObject_Hash(intercept)) == -1) return -1;
     Py_INCREF(lean);
-    Py_XSETREF(self->lean, lean);
-    self->lean_step = step;
-    self->lean_exact = exact;
-    memcpy(self->lean_params, params, sizeof params);
-    self->lean_kind = kind;
-    self->lean_herding_C = C;
-    self->lean_intercept = intercept;
-    self->lean_intercept_hash = h;
+    Py_XSETREF(self->lean.spec, lean);
+    self->lean.step = step;
+    self->lean.exact = exact;
+    memcpy(self->lean.params, params, sizeof params);
+    self->lean.kind = kind;
+    self->lean.herding_C = C;
+    self->lean.intercept = intercept;
+    self->lean.intercept_hash = h;
     return 0;
 }
 
@@ -1250,8 +1264,8 @@ static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
     MarginFsum s;
     Py_ssize_t i;
     margin_fsum_init(&s);
-    for (i = 0; i < self->ncoords; i++) {
-        const Coord *c = &self->coords[i];
+    for (i = 0; i < self->margin.ncoords; i++) {
+        const Coord *c = &self->margin.coords[i];
         margin_fsum_add(&s, c->ix < 0 ? NULL : &t->entries[c->ix], c->x, self->prior);
     }
     return margin_fsum_result(&s, mk, v);
@@ -1279,7 +1293,7 @@ static inline void lean_coord(Diagonal *self, Table *t, PyObject *key, Py_hash_t
  * error of an exact solver other than a skip, which the general path raises again): nothing
  * changed, no error set; -2: an error (memory) raised. */
 static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
-    PyObject *intercept = self->lean_intercept, *key, *value;
+    PyObject *intercept = self->lean.intercept, *key, *value;
     double m = 0.0, mk, v, alpha, gamma, xf;
     int outcome = LEARN_NOTHING;
     Py_ssize_t pos = 0, ix;
@@ -1289,9 +1303,9 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     DdSum m_acc, u_acc;
     release_coords(self);
     if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) return -2;
-    self->pair_block[0] = 0;
-    self->pair_sign[0] = sign;
-    self->npairs = 1;
+    self->margin.pair_block[0] = 0;
+    self->margin.pair_sign[0] = sign;
+    self->margin.npairs = 1;
     t = &self->blocks.table[0];
     ddpair_init(&acc);
     while (PyDict_Next(x, &pos, &key, &value)) {
@@ -1301,37 +1315,37 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
         lean_coord(self, t, key, h, ix, xf, &acc);
     }
     if (intercept != Py_None) {
-        h = self->lean_intercept_hash;
+        h = self->lean.intercept_hash;
         if ((ix = table_find(t, intercept, h)) == -2) goto general_error;
         lean_coord(self, t, intercept, h, ix, 1.0, &acc);
     }
     ddpair_split(&acc, &m_acc, &u_acc);
     /* the exactly rounded sums: certified by the bound (nearly always), else summed again by
      * math.fsum's algorithm; where that raises, the general path names the bad feature */
-    if ((!ddsum_certified(&m_acc, self->ncoords, &mk) ||
-         !ddsum_certified(&u_acc, self->ncoords, &v)) &&
+    if ((!ddsum_certified(&m_acc, self->margin.ncoords, &mk) ||
+         !ddsum_certified(&u_acc, self->margin.ncoords, &v)) &&
         coords_fsum(self, t, &mk, &v) < 0)
         goto general_error;
     m += sign * mk;
     if (!(isfinite(m) && isfinite(v))) goto general;
     if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
         int r;
-        if (self->lean_exact != NULL) {
+        if (self->lean.exact != NULL) {
             Py_ssize_t i;
-            for (i = 0; i < self->ncoords; i++) { /* u_j, in the order of the general path */
-                Coord *c = &self->coords[i];
-                self->u[i] = (c->ix < 0 ? self->prior : t->entries[c->ix].var) * (c->x * c->x);
+            for (i = 0; i < self->margin.ncoords; i++) { /* u_j, in the order of the general path */
+                Coord *c = &self->margin.coords[i];
+                self->margin.u[i] = (c->ix < 0 ? self->prior : t->entries[c->ix].var) * (c->x * c->x);
             }
-            r = self->lean_exact(self->lean_params, m, v, self->u, self->ncoords, w, &alpha,
+            r = self->lean.exact(self->lean.params, m, v, self->margin.u, self->margin.ncoords, w, &alpha,
                                  &gamma);
             if (r == -2) goto general_error;
         } else
-            r = self->lean_step(self->lean_params, m, v, w, &alpha, &gamma);
+            r = self->lean.step(self->lean.params, m, v, w, &alpha, &gamma);
         if (r < 0)
             outcome = LEARN_SKIPPED;
         else if (r > 0) {
-            int applied = update_core(self, alpha, gamma, v, self->lean_kind,
-                                      self->lean_herding_C * w, Py_None);
+            int applied = update_core(self, alpha, gamma, v, self->lean.kind,
+                                      self->lean.herding_C * w, Py_None);
             if (applied < 0) goto fail;
             outcome = applied ? LEARN_NOTHING : LEARN_SKIPPED;
         }
@@ -1366,7 +1380,7 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
     }
     if ((outcome = rcw_binary_case(args, self->blocks.n, &w, &sign)) <= 0)
         return outcome < 0 ? NULL : PyLong_FromLong(-1);
-    if (args[4] != self->lean && parse_lean(self, args[4]) < 0) {
+    if (args[4] != self->lean.spec && parse_lean(self, args[4]) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
@@ -1608,8 +1622,8 @@ static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
 
 static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
     Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
-    size += sizeof(Coord) * self->coords_cap +
-            sizeof(double) * (self->u_cap + 2 * self->scratch_cap);
+    size += sizeof(Coord) * self->margin.coords_cap +
+            sizeof(double) * (self->margin.u_cap + 2 * self->margin.scratch_cap);
     return PyLong_FromSsize_t(size);
 }
 
