@@ -495,51 +495,51 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
     return 2;
 }
 
-/* margin(x, pairs, keep=1, rest=0) -> (m, v, u, entries): one pass over
- * d = sum(sign f(x, block)), with the learned variances of d's features forgotten first (written
- * once x is known to be valid) */
-static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
-    PyObject *x_in, *pairs, *x = NULL, *result = NULL, *key, *value, *terms;
-    Py_ssize_t npairs, k, pos, n;
-    double m = 0.0, v, keep = 1.0, rest = 0.0;
-    Fsum u_acc;
-    if (!PyArg_ParseTuple(args, "OO|dd", &x_in, &pairs, &keep, &rest)) return NULL;
-    if (enter(self) < 0) return NULL;
-    release_coords(self);
-    fsum_init(&u_acc);
-    if ((x = as_dict(x_in)) == NULL) goto fail;
-    pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)");
-    if (pairs == NULL) goto fail;
+/* margin()'s pairs, a sequence of at most two (block, sign), into the margin scratch; 0, or -1
+ * with an error */
+static int margin_pairs(Diagonal *self, PyObject *pairs) {
+    Py_ssize_t npairs, k;
+    if ((pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)")) == NULL)
+        return -1;
     npairs = PySequence_Fast_GET_SIZE(pairs);
     if (npairs > 2) {
-        Py_DECREF(pairs);
         PyErr_SetString(PyExc_ValueError, "at most two (block, sign) pairs");
-        goto fail;
-    }
-    n = PyDict_GET_SIZE(x);
-    if (coords_reserve(self, n * npairs) < 0) {
-        Py_DECREF(pairs);
         goto fail;
     }
     for (k = 0; k < npairs; k++) {
         Py_ssize_t b;
         long sign;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(pairs, k), "nl", &b, &sign)) {
-            Py_DECREF(pairs);
-            goto fail;
-        }
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(pairs, k), "nl", &b, &sign)) goto fail;
         if (b < 0) b += self->blocks.n;
         if (b < 0 || b >= self->blocks.n) {
-            Py_DECREF(pairs);
             PyErr_SetString(PyExc_IndexError, "list index out of range");
             goto fail;
         }
         self->margin.pair_block[k] = b;
         self->margin.pair_sign[k] = (double)sign;
     }
-    Py_DECREF(pairs);
     self->margin.npairs = (int)npairs;
-    for (k = 0; k < npairs; k++) {
+    Py_DECREF(pairs);
+    return 0;
+fail:
+    Py_DECREF(pairs);
+    return -1;
+}
+
+/* The margin kernel: one pass over the dict x along the margin scratch's pairs, into its
+ * coordinates and terms (add_coord), with the learned variances forgotten (not written): the
+ * margin mean *m = mu . d and variance *v = d' Sigma d. 0, or -1 with an error (a bad x named,
+ * the coordinates released) */
+static int margin_sums(Diagonal *self, PyObject *x, double keep, double rest, double *m,
+                       double *v) {
+    PyObject *key, *value;
+    Py_ssize_t pos;
+    int k;
+    Fsum u_acc;
+    *m = 0.0;
+    fsum_init(&u_acc);
+    if (coords_reserve(self, PyDict_GET_SIZE(x) * self->margin.npairs) < 0) goto fail;
+    for (k = 0; k < self->margin.npairs; k++) {
         Table *t = &self->blocks.table[self->margin.pair_block[k]];
         Fsum m_acc;
         double mk, xf, mj, uj;
@@ -553,7 +553,7 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
                 fsum_free(&m_acc);
                 goto bad;
             }
-            found = add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &mj, &uj);
+            found = add_coord(self, t, k, key, h, ix, xf, keep, rest, &mj, &uj);
             if (found) self->margin.u[self->margin.nu++] = uj;
             if ((found == 2 && fsum_add(&m_acc, mj) < 0) || (found && fsum_add(&u_acc, uj) < 0)) {
                 fsum_free(&m_acc);
@@ -561,41 +561,74 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
             }
         }
         if (fsum_result(&m_acc, &mk) < 0) goto bad;
-        m += self->margin.pair_sign[k] * mk;
+        *m += self->margin.pair_sign[k] * mk;
     }
-    if (fsum_result(&u_acc, &v) < 0) {
+    if (fsum_result(&u_acc, v) < 0) {
         bad_or_propagate(x);
         goto fail_freed;
     }
-    if (!(isfinite(m) && isfinite(v))) {
+    if (!(isfinite(*m) && isfinite(*v))) {
         raise_bad_input(x);
         goto fail_freed;
     }
-    if ((terms = make_terms(self->margin.u, self->margin.nu)) == NULL) goto fail_freed;
-    if (keep != 1.0) /* x is valid: write the forgotten variances (of non-zero values) */
-        for (k = 0; k < self->margin.ncoords; k++) {
-            Coord *c = &self->margin.coords[k];
-            if (c->ix >= 0 && c->x != 0.0) {
-                Entry *e = &self->blocks.table[self->margin.pair_block[c->pair]].entries[c->ix];
-                e->var = forget(e->var, keep, rest);
-            }
-        }
-    self->margin.token = ++self->margin.next_token;
-    self->margin.generation = self->generation;
-    result = Py_BuildValue("ddNL", m, v, terms, self->margin.token);
-    if (result == NULL) release_coords(self);
-    Py_DECREF(x);
-    self->busy = 0;
-    return result;
+    return 0;
 bad:
     bad_or_propagate(x);
 fail:
     fsum_free(&u_acc);
 fail_freed:
     release_coords(self);
-    Py_XDECREF(x);
+    return -1;
+}
+
+/* the forgotten variances of the margin's learned coordinates (of non-zero values) written, once
+ * x is known to be valid */
+static void margin_forget(Diagonal *self, double keep, double rest) {
+    Py_ssize_t i;
+    for (i = 0; i < self->margin.ncoords; i++) {
+        Coord *c = &self->margin.coords[i];
+        if (c->ix >= 0 && c->x != 0.0) {
+            Entry *e = &self->blocks.table[self->margin.pair_block[c->pair]].entries[c->ix];
+            e->var = forget(e->var, keep, rest);
+        }
+    }
+}
+
+/* the margin of x along pairs, as margin() computes it (entered, the coordinates released):
+ * margin_pairs, margin_sums, then the forgotten variances written and the margin named by a new
+ * token; *terms a new Terms of u when `terms` is not NULL. 0, or -1 with an error (nothing
+ * changed) */
+static int margin_of(Diagonal *self, PyObject *x, PyObject *pairs, double keep, double rest,
+                     double *m, double *v, PyObject **terms) {
+    if (margin_pairs(self, pairs) < 0 || margin_sums(self, x, keep, rest, m, v) < 0) return -1;
+    if (terms != NULL &&
+        (*terms = make_terms(self->margin.u, self->margin.nu)) == NULL) {
+        release_coords(self);
+        return -1;
+    }
+    if (keep != 1.0) margin_forget(self, keep, rest);
+    self->margin.token = ++self->margin.next_token;
+    self->margin.generation = self->generation;
+    return 0;
+}
+
+/* margin(x, pairs, keep=1, rest=0) -> (m, v, u, token): one pass over
+ * d = sum(sign f(x, block)), with the learned variances of d's features forgotten first (written
+ * once x is known to be valid); u the terms of v (Terms), token what update() checks */
+static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
+    PyObject *x_in, *pairs, *x, *terms, *result = NULL;
+    double m, v, keep = 1.0, rest = 0.0;
+    if (!PyArg_ParseTuple(args, "OO|dd", &x_in, &pairs, &keep, &rest)) return NULL;
+    if (enter(self) < 0) return NULL;
+    release_coords(self);
+    if ((x = as_dict(x_in)) != NULL) {
+        if (margin_of(self, x, pairs, keep, rest, &m, &v, &terms) == 0 &&
+            (result = Py_BuildValue("ddNL", m, v, terms, self->margin.token)) == NULL)
+            release_coords(self);
+        Py_DECREF(x);
+    }
     self->busy = 0;
-    return NULL;
+    return result;
 }
 
 /* room for n (mean, var) pairs */
@@ -711,25 +744,31 @@ static int scheme_kind(PyObject *scheme, int *kind, double *C) {
     return 0;
 }
 
-static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
-    long long token;
-    double alpha, gamma, v, C;
-    PyObject *scheme;
-    int kind, applied;
-    if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
-    if (enter(self) < 0) return NULL;
+/* update's kernel (entered): the step applied to the margin named by `token`, which must be the
+ * last one with the tables as it left them; 1 applied, 0 refused, -1 an error */
+static int update_token(Diagonal *self, long long token, double alpha, double gamma, double v,
+                        PyObject *scheme) {
+    double C;
+    int kind;
     if (token != self->margin.token || self->margin.generation != self->generation) {
         PyErr_SetString(PyExc_RuntimeError, "update needs the entries of the latest margin");
-        goto fail;
+        return -1;
     }
-    if (scheme_kind(scheme, &kind, &C) < 0) goto fail;
-    applied = update_core(self, alpha, gamma, v, kind, C, scheme);
+    if (scheme_kind(scheme, &kind, &C) < 0) return -1;
+    return update_core(self, alpha, gamma, v, kind, C, scheme);
+}
+
+static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
+    long long token;
+    double alpha, gamma, v;
+    PyObject *scheme;
+    int applied;
+    if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
+    if (enter(self) < 0) return NULL;
+    applied = update_token(self, token, alpha, gamma, v, scheme);
     self->busy = 0;
     if (applied < 0) return NULL;
     return PyBool_FromLong(applied);
-fail:
-    self->busy = 0;
-    return NULL;
 }
 
 /* the step of `update` on the last margin's coordinates, with the scheme resolved to `kind`:
@@ -819,84 +858,96 @@ fail:
 
 enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
 
+/* the rule's step(m, v, w), or step(m, v, u, w) for an exact scheme (scheme None), as
+ * river_cw.gaussian._learn calls it: LEARN_APPLIED with *alpha, *gamma and a new reference to
+ * the scheme to update with, LEARN_NOTHING, LEARN_SKIPPED (float64 cannot express the step), or
+ * -1 with an error */
+static int learn_step(PyObject *step, PyObject *scheme, double m, double v, PyObject *terms,
+                      PyObject *w, double *alpha, double *gamma, PyObject **update_scheme) {
+    PyObject *call[4], *result;
+    Py_ssize_t n = 0, i;
+    int exact = scheme == Py_None, outcome = -1;
+    call[n++] = PyFloat_FromDouble(m);
+    call[n++] = PyFloat_FromDouble(v);
+    if (exact) call[n++] = Py_NewRef(terms);
+    call[n++] = Py_NewRef(w);
+    result = call[0] && call[1] ? PyObject_Vectorcall(step, call, (size_t)n, NULL) : NULL;
+    for (i = 0; i < n; i++) Py_XDECREF(call[i]);
+    if (result == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
+            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
+            PyErr_Clear();
+            return LEARN_SKIPPED;
+        }
+        return -1;
+    }
+    if (result == Py_None) {
+        Py_DECREF(result);
+        return LEARN_NOTHING;
+    }
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (exact ? 3 : 2)) {
+        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
+                                         "(alpha, gamma, scheme)");
+        goto done;
+    }
+    *alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
+    *gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
+    if (PyErr_Occurred()) goto done;
+    outcome = LEARN_SKIPPED; /* with v near 0 and a violated constraint, a step can overflow */
+    if (isfinite(*alpha) && isfinite(*gamma)) {
+        *update_scheme = Py_NewRef(exact ? PyTuple_GET_ITEM(result, 2) : scheme);
+        outcome = LEARN_APPLIED;
+    }
+done:
+    Py_DECREF(result);
+    return outcome;
+}
+
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2:
- * river_cw.gaussian.DiagonalGaussian.learn (the reference), margin() and update() from C */
+ * river_cw.gaussian.DiagonalGaussian.learn (the reference): margin, the rule's step (Python,
+ * called with the engine free, as between margin() and update()) and update */
 static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *margin_args, *margin, *step, *scheme, *result, *update_args, *applied;
-    PyObject *call[4];
-    double v, alpha, gamma;
-    Py_ssize_t i;
-    int outcome;
+    PyObject *x, *terms = NULL, *update_scheme = NULL;
+    double keep = 1.0, rest = 0.0, m, v, alpha, gamma;
+    long long token;
+    int outcome, found;
     if (nargs < 5 || nargs > 7) {
         PyErr_SetString(PyExc_TypeError, "learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0)");
         return NULL;
     }
-    step = args[2];
-    scheme = args[3];
-    margin_args = nargs == 5 ? PyTuple_Pack(2, args[0], args[1])
-                  : nargs == 6 ? PyTuple_Pack(3, args[0], args[1], args[5])
-                               : PyTuple_Pack(4, args[0], args[1], args[5], args[6]);
-    if (margin_args == NULL) return NULL;
-    margin = diagonal_margin(self, margin_args);
-    Py_DECREF(margin_args);
-    if (margin == NULL) return NULL;
-    v = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(margin, 1));
+    if ((nargs > 5 && (keep = PyFloat_AsDouble(args[5])) == -1.0 && PyErr_Occurred()) ||
+        (nargs > 6 && (rest = PyFloat_AsDouble(args[6])) == -1.0 && PyErr_Occurred()))
+        return NULL;
+    if (enter(self) < 0) return NULL;
+    release_coords(self);
+    if ((x = as_dict(args[0])) == NULL) {
+        self->busy = 0;
+        return NULL;
+    }
+    found = margin_of(self, x, args[1], keep, rest, &m, &v, args[3] == Py_None ? &terms : NULL);
+    Py_DECREF(x);
+    token = self->margin.token;
+    self->busy = 0; /* the step is Python's: it may call the engine */
+    if (found < 0) return NULL;
     if (v <= 0.0) { /* no non-zero feature, or all their variance is spent: nothing to learn */
-        Py_DECREF(margin);
+        Py_XDECREF(terms);
         return PyLong_FromLong(LEARN_NOTHING);
     }
-    /* step(m, v, w), or step(m, v, u, w) for the exact scheme (scheme None) */
-    call[0] = PyTuple_GET_ITEM(margin, 0);
-    call[1] = PyTuple_GET_ITEM(margin, 1);
-    i = 2;
-    if (scheme == Py_None) call[i++] = PyTuple_GET_ITEM(margin, 2);
-    call[i++] = args[4];
-    result = PyObject_Vectorcall(step, call, (size_t)i, NULL);
-    if (result == NULL) {
-        Py_DECREF(margin);
-        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
-            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
-            PyErr_Clear();
-            return PyLong_FromLong(LEARN_SKIPPED);
-        }
-        return NULL;
-    }
-    if (result == Py_None) {
-        Py_DECREF(result);
-        Py_DECREF(margin);
-        return PyLong_FromLong(LEARN_NOTHING);
-    }
-    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (scheme == Py_None ? 3 : 2)) {
-        Py_DECREF(result);
-        Py_DECREF(margin);
-        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
-                                         "(alpha, gamma, scheme)");
-        return NULL;
-    }
-    alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
-    gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
-    if (PyErr_Occurred()) {
-        Py_DECREF(result);
-        Py_DECREF(margin);
-        return NULL;
-    }
-    outcome = LEARN_SKIPPED; /* with v near 0 and a violated constraint, a step can overflow */
-    if (isfinite(alpha) && isfinite(gamma)) {
-        update_args = Py_BuildValue("OdddO", PyTuple_GET_ITEM(margin, 3), alpha, gamma, v,
-                                    scheme == Py_None ? PyTuple_GET_ITEM(result, 2) : scheme);
-        applied = update_args == NULL ? NULL : diagonal_update(self, update_args);
-        Py_XDECREF(update_args);
-        if (applied == NULL) {
-            Py_DECREF(result);
-            Py_DECREF(margin);
+    outcome = learn_step(args[2], args[3], m, v, terms, args[4], &alpha, &gamma, &update_scheme);
+    Py_XDECREF(terms);
+    if (outcome == LEARN_APPLIED) {
+        int applied;
+        if (enter(self) < 0) {
+            Py_DECREF(update_scheme);
             return NULL;
         }
-        if (applied == Py_True) outcome = LEARN_APPLIED;
-        Py_DECREF(applied);
+        applied = update_token(self, token, alpha, gamma, v, update_scheme);
+        self->busy = 0;
+        Py_DECREF(update_scheme);
+        if (applied < 0) return NULL;
+        outcome = applied ? LEARN_APPLIED : LEARN_SKIPPED;
     }
-    Py_DECREF(result);
-    Py_DECREF(margin);
-    return PyLong_FromLong(outcome);
+    return outcome < 0 ? NULL : PyLong_FromLong(outcome);
 }
 
 /* ---------------------------------------------------------------------------------------- */
