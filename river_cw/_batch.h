@@ -1026,6 +1026,297 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
     return k;
 }
 
+/* A learn_rows call: its arguments, parsed (batch_call_parse) */
+typedef struct {
+    PyObject *rows, *labels, *class_index, *weights, *intercept, *stats, *features;
+    PyObject *lean;       /* learn_native's spec while the dict rows take lean_learn, or None */
+    PyObject *data, *indices, *indptr; /* CSR rows: their arrays */
+    Py_ssize_t start, nrows, n_classes;
+    double forgetting;
+    Py_hash_t intercept_hash;
+    int csr;
+    int lean_kind;        /* the lean CSR rows' built-in scheme (set by batch_call_open), or -1 */
+    BatchStep step;
+    double native_params[RCW_MAX_PARAMS];
+} BatchCall;
+
+/* learn_rows' arguments (see diagonal_learn_rows) into *call, and the CSR columns' count into
+ * c->ncols; 0, or -1 with an error (before the engine is entered) */
+static int batch_call_parse(Diagonal *self, PyObject *args, BatchCall *call, BatchColumns *c) {
+    PyObject *step_fn, *scheme, *native;
+    BatchStep *step = &call->step;
+    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OO", &call->rows, &PyList_Type, &call->labels,
+                          &PyDict_Type, &call->class_index, &PyList_Type, &call->weights,
+                          &call->start, &step_fn, &scheme, &call->forgetting, &call->intercept,
+                          &PyList_Type, &call->stats, &native, &call->lean))
+        return -1;
+    call->n_classes = PyDict_GET_SIZE(call->class_index);
+    call->features = Py_None;
+    call->lean_kind = -1;
+    step->callable = step_fn;
+    step->scheme = scheme;
+    if (scheme != Py_None && scheme_kind(scheme, &step->kind, &step->C) < 0) return -1;
+    if (native != Py_None) {
+        if ((step->native = parse_step(native, call->native_params)) == NULL) return -1;
+        step->params = call->native_params;
+    }
+    call->csr = PyTuple_Check(call->rows);
+    if (call->csr) {
+        if (!PyArg_ParseTuple(call->rows, "OOOOn", &call->data, &call->indices, &call->indptr,
+                              &call->features, &c->ncols))
+            return -1;
+        if (call->features != Py_None &&
+            (!PyList_Check(call->features) || PyList_GET_SIZE(call->features) != c->ncols)) {
+            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
+            return -1;
+        }
+    } else if (!PyList_Check(call->rows)) {
+        PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
+        return -1;
+    }
+    if (PyList_GET_SIZE(call->stats) != 2) {
+        PyErr_SetString(PyExc_TypeError, "stats must be [row, skipped]");
+        return -1;
+    }
+    if (self->blocks.n != (call->n_classes > 2 ? call->n_classes : 1)) {
+        PyErr_SetString(PyExc_RuntimeError, "learn_rows: the blocks do not match the classes");
+        return -1;
+    }
+    if (call->intercept != Py_None && (call->intercept_hash = PyObject_Hash(call->intercept)) == -1)
+        return -1;
+    if (self->blocks.n != 1)
+        call->lean = Py_None;
+    else if (call->lean != Py_None && call->lean != self->lean.spec &&
+             parse_lean(self, call->lean) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear(); /* a parameter beyond float64: the Python step's case, as in learn_one */
+        call->lean = Py_None;
+    }
+    step->lean = call->lean != Py_None && scheme == Py_None;
+    if (call->csr) call->lean = Py_None; /* CSR rows keep their own path (lean_learn reads dicts) */
+    return 0;
+}
+
+/* The rows' sizes checked against the labels and weights; CSR rows: their arrays viewed and their
+ * columns resolved (lazily for the lean CSR rows). 0, or -1 with an error (the engine entered) */
+static int batch_call_open(Diagonal *self, BatchCall *call, BatchColumns *c) {
+    const void *p;
+    Py_ssize_t ndata, nindices, nsize, nrows = call->nrows = PyList_GET_SIZE(call->labels);
+    const BatchStep *step = &call->step;
+    if (PyList_GET_SIZE(call->weights) != nrows || call->start < 0 || call->start > nrows) {
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
+        return -1;
+    }
+    if (!call->csr) {
+        if (PyList_GET_SIZE(call->rows) == nrows) return 0;
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
+        return -1;
+    }
+    if (columns_view(c, call->data, "d", sizeof(double), &p, &ndata) < 0) return -1;
+    c->data = p;
+    if (columns_view(c, call->indices, "lqn", sizeof(Py_ssize_t), &p, &nindices) < 0) return -1;
+    c->indices = p;
+    if (columns_view(c, call->indptr, "lqn", sizeof(Py_ssize_t), &p, &nsize) < 0) return -1;
+    c->indptr = p;
+    if (nsize != nrows + 1 || c->indptr[0] < 0 || c->indptr[nrows] > ndata ||
+        c->indptr[nrows] > nindices) {
+        PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
+        return -1;
+    }
+    if (call->n_classes <= 2 && step->native != NULL && call->forgetting == 0.0 &&
+        step->scheme != Py_None && (step->kind == SCHEME_PROJECT || step->kind == SCHEME_DROP))
+        call->lean_kind = step->kind; /* the lean CSR rows' case: a native step, a built-in scheme */
+    return columns_resolve(self, c, call->features, call->intercept, call->start, nrows,
+                           call->lean_kind >= 0 ? RESOLVE_LAZY : RESOLVE_EAGER);
+}
+
+/* What the loop does after a row: the next row, a stop at this row (learn_one's), or an error */
+enum { ROW_NEXT = 0, ROW_STOP = 1, ROW_FAIL = -1 };
+
+/* A general row's update, as update() applies it to its margin (entered): batch_apply's
+ * unchecked steps in place on the row where they hold, else update_core on the engine's
+ * coordinates (batch_coords), the new features' slots then set in the row's order. 1 applied,
+ * 0 refused (float64 cannot express it), -1 an error */
+static int batch_update(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
+                        double gamma, double v, int kind, double C, PyObject *scheme) {
+    double step_bound = fabs(alpha) * sqrt(self->prior * v);
+    Py_ssize_t used[2] = {0, 0}, q, j;
+    int applied;
+    if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
+        self->mean_bound + step_bound < SAFE_BOUND) {
+        if (batch_apply(self, r, p, alpha, gamma, v, kind) < 0) return -1;
+        self->mean_bound += step_bound;
+        return 1;
+    }
+    batch_coords(self, r, p); /* checked, or another scheme */
+    for (q = 0; q < p->n; q++) used[q] = self->blocks.table[p->block[q]].used;
+    if ((applied = update_core(self, alpha, gamma, v, kind, C, scheme)) <= 0) return applied;
+    for (q = 0; q < p->n; q++) { /* the new features' slots, appended in the row's order */
+        Py_ssize_t *slot = ROW_SLOTS(r, p->block[q]);
+        for (j = 0; j < r->n; j++)
+            if (slot[r->col[j]] < 0 && r->x[j] * r->x[j] != 0.0) slot[r->col[j]] = used[q]++;
+    }
+    return 1;
+}
+
+/* A row of the general path, i (label block k, weight w), learned as learn_one learns it:
+ * resolved into r, its pairs (the best wrong block of a multi-class model), forgetting,
+ * batch_margin, the rule's step (Python's, called with the engine free, or native) and
+ * batch_update, which sets *generation to the engine's new one (the step must change nothing:
+ * the loop checks it). ROW_NEXT (learned, nothing to learn or skipped: counted in *skipped),
+ * ROW_STOP (learn_one's row: nothing changed) or ROW_FAIL (an error) */
+static int batch_general_row(Diagonal *self, const BatchCall *call, BatchColumns *c,
+                             BatchRow *r, Py_ssize_t i, Py_ssize_t k, double w,
+                             uint64_t *generation, Py_ssize_t *skipped) {
+    PyObject *scheme = NULL;
+    double keep = 1.0, rest = 0.0, m, v, alpha, gamma, C;
+    BatchPairs pairs;
+    int outcome, kind;
+    outcome = call->csr ? columns_row(self, c, r, i, call->intercept)
+                        : dict_row(self, r, PyList_GET_ITEM(call->rows, i), call->intercept,
+                                   call->intercept_hash);
+    if (outcome != 0) return outcome < 0 ? ROW_FAIL : ROW_STOP;
+    if (call->n_classes <= 2) { /* binary: the second label seen is +1 */
+        pairs.n = 1;
+        pairs.block[0] = 0;
+        pairs.sign[0] = k == 1 ? 1.0 : -1.0;
+    } else {
+        pairs.n = 2;
+        pairs.block[0] = k;
+        pairs.sign[0] = 1.0;
+        pairs.sign[1] = -1.0;
+        if (batch_best_wrong(self, r, k, &pairs.block[1]) < 0) {
+            if (!rcw_error_recoverable()) return ROW_FAIL;
+            PyErr_Clear();
+            return ROW_STOP;
+        }
+    }
+    if (call->forgetting != 0.0) {
+        keep = w == 1.0 ? 1.0 - call->forgetting : pow(1.0 - call->forgetting, w);
+        if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
+        rest = (1.0 - keep) / self->prior;
+    }
+    if ((outcome = batch_margin(self, r, &pairs, keep, rest, &m, &v)) < 0)
+        return outcome == -2 ? ROW_FAIL : ROW_STOP; /* -2: an error to propagate as it is */
+    if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
+        return ROW_NEXT;
+    self->busy = 0; /* the step is Python's: it may call the engine */
+    outcome = batch_step(self, &call->step, m, v, w, &alpha, &gamma, &scheme, &kind, &C);
+    if (outcome == BATCH_ERROR) return ROW_FAIL;
+    if (outcome != BATCH_UPDATE) {
+        *skipped += outcome == BATCH_SKIP;
+        return enter(self) < 0 ? ROW_FAIL : ROW_NEXT;
+    }
+    if (enter(self) < 0 || self->generation != *generation) {
+        Py_DECREF(scheme);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
+        return ROW_FAIL;
+    }
+    outcome = batch_update(self, r, &pairs, alpha, gamma, v, kind, C, scheme);
+    Py_DECREF(scheme);
+    if (outcome < 0) return ROW_FAIL;
+    *skipped += !outcome;
+    *generation = self->generation;
+    return ROW_NEXT;
+}
+
+/* The kernel of learn_rows (entered, the call opened): the learn_one loop over the rows from
+ * *at, each row taking the first path that holds it: the lean CSR row (columns_lean_row), the
+ * lean dict row (lean_learn), the general row (batch_general_row). Stops at the first row left
+ * to learn_one (*at: its index, or nrows when every row is learned) with 0; -1 on an error (*at
+ * the row that raised). A CSR call that ends well leaves its cache settled: its slots are the
+ * tables'. */
+static int learn_rows_loop(Diagonal *self, const BatchCall *call, BatchColumns *c,
+                           Py_ssize_t *at, Py_ssize_t *skipped) {
+    Py_ssize_t i, retried = -1, row_resolves = 0; /* lazy rows resolved one by one */
+    LabelMemo memo = {{NULL, NULL}, {0, 0}, 0};
+    BatchRow r = {0};
+    uint64_t generation = self->generation;
+    int64_t epoch = call->csr ? c->cache->calls : 0;
+    int failed = 1;
+    r.nblocks = self->blocks.n;
+    for (i = *at; i < call->nrows; i++) {
+        Py_ssize_t k = label_block(call->class_index, PyList_GET_ITEM(call->labels, i), &memo);
+        PyObject *w_obj = PyList_GET_ITEM(call->weights, i);
+        double w;
+        int outcome;
+        if (k == -2) goto done;
+        if (k < 0 || k >= call->n_classes || !PyFloat_CheckExact(w_obj)) break;
+        w = PyFloat_AS_DOUBLE(w_obj);
+        if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
+        if (self->generation != generation ||
+            (call->csr && (self->batch != c->cache || c->cache->calls != epoch))) {
+            PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
+            goto done;
+        }
+        if (call->lean_kind >= 0 && (c->lazy || c->plain[i - c->start])) {
+            outcome = columns_lean_row(self, c, i, call->intercept != Py_None,
+                                       k == 1 ? 1.0 : -1.0, w, &call->step, call->lean_kind,
+                                       skipped);
+            if (outcome < 0) goto done;
+            if (outcome == 2) {
+                /* lazy, and a column it cannot take: this row again, its columns resolved, or
+                 * the call's rest when that fails (a retried row) or rows keep needing it */
+                int rest = retried == i || ++row_resolves > LAZY_ROW_RESOLVES
+                               ? 1
+                               : row_resolve(self, c, call->intercept, i);
+                if (rest < 0) goto done;
+                if (rest && columns_resolve(self, c, call->features, call->intercept, i,
+                                            call->nrows, RESOLVE_REST) < 0)
+                    goto done;
+                epoch = c->cache->calls; /* a new epoch, if a vocabulary's name moved meanwhile */
+                retried = i--;
+                continue;
+            }
+            if (outcome == 0) {
+                generation = self->generation;
+                continue;
+            }
+        }
+        if (call->lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(call->rows, i))) {
+            /* parsed by batch_call_parse, unless a step parsed another spec since */
+            if (call->lean != self->lean.spec && parse_lean(self, call->lean) < 0) goto done;
+            outcome = lean_learn(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w);
+            if (outcome == -2) goto done;
+            if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
+                *skipped += outcome == LEARN_SKIPPED;
+                generation = self->generation;
+                continue;
+            }
+        }
+        outcome = batch_general_row(self, call, c, &r, i, k, w, &generation, skipped);
+        if (outcome == ROW_FAIL) goto done;
+        if (outcome == ROW_STOP) break;
+    }
+    failed = 0;
+    if (call->csr && self->batch == c->cache && c->cache->calls == epoch) {
+        Py_ssize_t b;
+        c->cache->settled = 1; /* its slots are the tables' */
+        c->cache->generation = self->generation;
+        c->cache->reshaped = self->reshaped;
+        for (b = 0; b < self->blocks.n; b++) c->cache->used[b] = self->blocks.table[b].used;
+    }
+done:
+    *at = i;
+    row_free(&r);
+    return failed ? -1 : 0;
+}
+
+/* stats[0] = the row learn_rows stopped at, stats[1] += the updates it skipped; 0, or -1 */
+static int batch_stats(PyObject *stats, Py_ssize_t at, Py_ssize_t skipped) {
+    PyObject *row = PyLong_FromSsize_t(at), *count = PyLong_FromSsize_t(skipped), *total = NULL;
+    if (row != NULL && count != NULL) total = PyNumber_Add(PyList_GET_ITEM(stats, 1), count);
+    Py_XDECREF(count);
+    if (total == NULL) {
+        Py_XDECREF(row);
+        return -1;
+    }
+    PyList_SetItem(stats, 0, row);
+    PyList_SetItem(stats, 1, total);
+    return 0;
+}
+
 /* learn_rows(rows, labels, class_index, weights, start, step, scheme, forgetting, intercept,
  * stats, native, lean): the learn_one loop over rows[start:] (see the top of this file); `rows`
  * is a list of dicts or (data, indices, indptr, features or None, n_columns), `labels` each
@@ -1037,251 +1328,17 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
  * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
  * stats[1], also when a step raises. */
 static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
-    PyObject *rows, *labels, *class_index, *weights, *step_fn, *scheme, *intercept, *stats;
-    PyObject *native, *lean;
-    PyObject *features = Py_None;
-    double native_params[RCW_MAX_PARAMS];
-    PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
-    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize, retried = -1;
-    Py_ssize_t row_resolves = 0; /* the lazy rows resolved one by one (LAZY_ROW_RESOLVES) */
-    double forgetting, initial = self->prior;
-    Py_hash_t intercept_hash = 0;
-    BatchRow r = {0};
+    BatchCall call = {0};
     BatchColumns c = {0};
-    BatchStep step = {NULL, NULL, NULL, NULL, 0, 0.0, 0};
-    int csr, failed = 1, lean_kind = -1;
-    uint64_t generation;
-    int64_t call = 0;
-    LabelMemo memo = {{NULL, NULL}, {0, 0}, 0};
-    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OO", &rows, &PyList_Type, &labels, &PyDict_Type,
-                          &class_index, &PyList_Type, &weights, &start, &step_fn, &scheme,
-                          &forgetting, &intercept, &PyList_Type, &stats, &native, &lean))
-        return NULL;
-    n_classes = PyDict_GET_SIZE(class_index);
-    step.callable = step_fn;
-    step.scheme = scheme;
-    if (scheme != Py_None && scheme_kind(scheme, &step.kind, &step.C) < 0) return NULL;
-    if (native != Py_None) {
-        if ((step.native = parse_step(native, native_params)) == NULL) return NULL;
-        step.params = native_params;
-    }
-    csr = PyTuple_Check(rows);
-    if (csr) {
-        if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))
-            return NULL;
-        if (features != Py_None &&
-            (!PyList_Check(features) || PyList_GET_SIZE(features) != c.ncols)) {
-            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
-            return NULL;
-        }
-    } else if (!PyList_Check(rows)) {
-        PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
-        return NULL;
-    }
-    if (PyList_GET_SIZE(stats) != 2) {
-        PyErr_SetString(PyExc_TypeError, "stats must be [row, skipped]");
-        return NULL;
-    }
-    if (self->blocks.n != (n_classes > 2 ? n_classes : 1)) {
-        PyErr_SetString(PyExc_RuntimeError, "learn_rows: the blocks do not match the classes");
-        return NULL;
-    }
-    if (intercept != Py_None && (intercept_hash = PyObject_Hash(intercept)) == -1) return NULL;
-    if (self->blocks.n != 1)
-        lean = Py_None;
-    else if (lean != Py_None && lean != self->lean.spec && parse_lean(self, lean) < 0) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
-        PyErr_Clear(); /* a parameter beyond float64: the Python step's case, as in learn_one */
-        lean = Py_None;
-    }
-    step.lean = lean != Py_None && scheme == Py_None;
-    if (csr) lean = Py_None; /* CSR rows keep their own path (lean_learn reads dicts) */
-    if (enter(self) < 0) return NULL;
-    i = start;
-    r.nblocks = self->blocks.n;
-    nrows = PyList_GET_SIZE(labels);
-    if (PyList_GET_SIZE(weights) != nrows || start < 0 || start > nrows) {
-        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
-        goto done;
-    }
-    if (csr) {
-        const void *p;
-        Py_ssize_t ndata, nindices;
-        if (columns_view(&c, data, "d", sizeof(double), &p, &ndata) < 0) goto done;
-        c.data = p;
-        if (columns_view(&c, indices, "lqn", sizeof(Py_ssize_t), &p, &nindices) < 0) goto done;
-        c.indices = p;
-        if (columns_view(&c, indptr, "lqn", sizeof(Py_ssize_t), &p, &nsize) < 0) goto done;
-        c.indptr = p;
-        if (nsize != nrows + 1 || c.indptr[0] < 0 || c.indptr[nrows] > ndata ||
-            c.indptr[nrows] > nindices) {
-            PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
-            goto done;
-        }
-        if (n_classes <= 2 && step.native != NULL && forgetting == 0.0 && scheme != Py_None &&
-            (step.kind == SCHEME_PROJECT || step.kind == SCHEME_DROP))
-            lean_kind = step.kind; /* the lean CSR rows' case: a native step, a built-in scheme */
-        if (columns_resolve(self, &c, features, intercept, start, nrows,
-                            lean_kind >= 0 ? RESOLVE_LAZY : RESOLVE_EAGER) < 0)
-            goto done;
-        call = c.cache->calls;
-    } else if (PyList_GET_SIZE(rows) != nrows) {
-        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
-        goto done;
-    }
-    generation = self->generation;
-    for (i = start; i < nrows; i++) {
-        Py_ssize_t k = label_block(class_index, PyList_GET_ITEM(labels, i), &memo);
-        PyObject *w_obj = PyList_GET_ITEM(weights, i), *update_scheme = NULL;
-        double w, keep = 1.0, rest = 0.0, m, v, alpha, gamma, C;
-        BatchPairs pairs;
-        int outcome, leave, kind;
-        if (k == -2) goto done;
-        if (k < 0 || k >= n_classes || !PyFloat_CheckExact(w_obj)) break;
-        w = PyFloat_AS_DOUBLE(w_obj);
-        if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
-        if (self->generation != generation ||
-            (csr && (self->batch != c.cache || c.cache->calls != call))) {
-            PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
-            goto done;
-        }
-        if (lean_kind >= 0 && (c.lazy || c.plain[i - c.start])) {
-            outcome = columns_lean_row(self, &c, i, intercept != Py_None, k == 1 ? 1.0 : -1.0, w,
-                                       &step, lean_kind, &skipped);
-            if (outcome < 0) goto done;
-            if (outcome == 2) {
-                /* lazy, and a column it cannot take: this row again, its columns resolved, or
-                 * the call's rest when that fails (a retried row) or rows keep needing it */
-                int rest = retried == i || ++row_resolves > LAZY_ROW_RESOLVES
-                               ? 1
-                               : row_resolve(self, &c, intercept, i);
-                if (rest < 0) goto done;
-                if (rest && columns_resolve(self, &c, features, intercept, i, nrows,
-                                            RESOLVE_REST) < 0)
-                    goto done;
-                call = c.cache->calls; /* a new epoch, if a vocabulary's name moved meanwhile */
-                retried = i--;
-                continue;
-            }
-            if (outcome == 0) {
-                generation = self->generation;
-                continue;
-            }
-        }
-        if (lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(rows, i))) {
-            if (lean != self->lean.spec && parse_lean(self, lean) < 0) goto done; /* parsed above */
-            outcome = lean_learn(self, PyList_GET_ITEM(rows, i), k == 1 ? 1.0 : -1.0, w);
-            if (outcome == -2) goto done;
-            if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
-                skipped += outcome == LEARN_SKIPPED;
-                generation = self->generation;
-                continue;
-            }
-        }
-        leave = csr ? columns_row(self, &c, &r, i, intercept)
-                    : dict_row(self, &r, PyList_GET_ITEM(rows, i), intercept, intercept_hash);
-        if (leave < 0) goto done;
-        if (leave) break;
-        if (n_classes <= 2) { /* binary: the second label seen is +1 */
-            pairs.n = 1;
-            pairs.block[0] = 0;
-            pairs.sign[0] = k == 1 ? 1.0 : -1.0;
-        } else {
-            pairs.n = 2;
-            pairs.block[0] = k;
-            pairs.sign[0] = 1.0;
-            pairs.sign[1] = -1.0;
-            if (batch_best_wrong(self, &r, k, &pairs.block[1]) < 0) {
-                if (!rcw_error_recoverable()) goto done;
-                PyErr_Clear();
-                break;
-            }
-        }
-        if (forgetting != 0.0) {
-            keep = w == 1.0 ? 1.0 - forgetting : pow(1.0 - forgetting, w);
-            if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
-            rest = (1.0 - keep) / initial;
-        }
-        if ((outcome = batch_margin(self, &r, &pairs, keep, rest, &m, &v)) < 0) {
-            if (outcome == -2) goto done; /* an error to propagate as it is */
-            break;
-        }
-        if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
-            continue;
-        self->busy = 0; /* the step is Python's: it may call the engine */
-        outcome = batch_step(self, &step, m, v, w, &alpha, &gamma, &update_scheme, &kind, &C);
-        if (outcome == BATCH_UPDATE) {
-            double step_bound = fabs(alpha) * sqrt(self->prior * v);
-            int applied = 1;
-            if (enter(self) < 0 || self->generation != generation) {
-                Py_DECREF(update_scheme);
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
-                goto done_free;
-            }
-            if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
-                self->mean_bound + step_bound < SAFE_BOUND) {
-                if (batch_apply(self, &r, &pairs, alpha, gamma, v, kind) < 0) {
-                    Py_DECREF(update_scheme);
-                    goto done;
-                }
-                self->mean_bound += step_bound;
-            } else { /* checked, or another scheme: update_core on the engine's coordinates */
-                Py_ssize_t used[2] = {0, 0}, q, j;
-                batch_coords(self, &r, &pairs);
-                for (q = 0; q < pairs.n; q++) used[q] = self->blocks.table[pairs.block[q]].used;
-                applied = update_core(self, alpha, gamma, v, kind, C, update_scheme);
-                if (applied < 0) {
-                    Py_DECREF(update_scheme);
-                    goto done;
-                }
-                if (applied) /* the new features' slots, appended in the row's order */
-                    for (q = 0; q < pairs.n; q++) {
-                        Py_ssize_t *slot = ROW_SLOTS(&r, pairs.block[q]);
-                        for (j = 0; j < r.n; j++)
-                            if (slot[r.col[j]] < 0 && r.x[j] * r.x[j] != 0.0)
-                                slot[r.col[j]] = used[q]++;
-                    }
-            }
-            Py_DECREF(update_scheme);
-            skipped += !applied;
-            generation = self->generation;
-            continue;
-        }
-        if (outcome == BATCH_ERROR) goto done_free;
-        skipped += outcome == BATCH_SKIP;
-        if (enter(self) < 0) goto done_free;
-    }
-    failed = 0;
-    if (csr && self->batch == c.cache && c.cache->calls == call) {
-        Py_ssize_t b;
-        c.cache->settled = 1; /* its slots are the tables' */
-        c.cache->generation = self->generation;
-        c.cache->reshaped = self->reshaped;
-        for (b = 0; b < self->blocks.n; b++) c.cache->used[b] = self->blocks.table[b].used;
-    }
-done:
-    self->busy = 0;
-done_free:
+    Py_ssize_t at, skipped = 0;
+    int status;
+    if (batch_call_parse(self, args, &call, &c) < 0 || enter(self) < 0) return NULL;
+    at = call.start;
+    status = batch_call_open(self, &call, &c);
+    if (status == 0) status = learn_rows_loop(self, &call, &c, &at, &skipped);
+    self->busy = 0; /* also where a step's error or an engine changed by it stopped the loop */
     release_coords(self);
-    row_free(&r);
     columns_free(&c);
-    {
-        PyObject *at = PyLong_FromSsize_t(i), *before = PyList_GET_ITEM(stats, 1);
-        skipped_obj = NULL;
-        if (at != NULL && before != NULL) {
-            PyObject *count = PyLong_FromSsize_t(skipped);
-            if (count != NULL) skipped_obj = PyNumber_Add(before, count);
-            Py_XDECREF(count);
-        }
-        if (at == NULL || skipped_obj == NULL) {
-            Py_XDECREF(at);
-            Py_XDECREF(skipped_obj);
-            return NULL;
-        }
-        PyList_SetItem(stats, 0, at);
-        PyList_SetItem(stats, 1, skipped_obj);
-    }
-    if (failed) return NULL;
+    if (batch_stats(call.stats, at, skipped) < 0 || status < 0) return NULL;
     Py_RETURN_NONE;
 }
