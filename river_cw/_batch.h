@@ -674,52 +674,65 @@ static int columns_catch_up(Diagonal *self, BatchCache *c, PyObject *intercept) 
     return 1;
 }
 
-/* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
- * for the columns this call found unseen (the intercept included: the table grows once, not row
- * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
- * earlier call); mark each row whose columns (the intercept's included) are good and distinct
- * in c->plain[i - start] (unless lazy, see RESOLVE_LAZY) */
-static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
-                                        PyObject *intercept, Py_ssize_t start, Py_ssize_t end,
-                                        int mode) {
-    Py_ssize_t i, p, b, *absent;
-    BatchCache *cache;
-    const Py_ssize_t *indices = c->indices, ncols = c->ncols;
-    BatchMark *marks;
+/* Whether a call of `mode` continues the cache's epoch (1) or starts a new one (0), or -1 on an
+ * error: REST always continues; otherwise a call continues where the cache's last call ended well
+ * with the same intercept and nothing else wrote the tables since, or wrote only appends that
+ * columns_catch_up gives to their columns */
+static int columns_continued(Diagonal *self, BatchCache *cache, PyObject *intercept, int mode) {
+    if (mode == RESOLVE_REST) return 1;
+    if (!cache->settled || cache->intercept != intercept) return 0;
+    if (cache->generation == self->generation) return 1; /* nothing else wrote the tables */
+    return columns_catch_up(self, cache, intercept);
+}
+
+/* Row i's columns checked one by one (the slow pass of columns_resolve: a column not resolved
+ * in the epoch is resolved, a vocabulary's name compared with the epoch's when `renames`),
+ * stamped with `row`; *plain &= each is good and stored once. 0, 1: the call must start a new
+ * epoch (a name another column of the epoch took, or renamed in place since), -1 on an error */
+static int row_mark(Diagonal *self, BatchColumns *c, Py_ssize_t i, int64_t row, int renames,
+                    int64_t first_row, PyObject *features, PyObject *intercept,
+                    Py_ssize_t *absent, int *plain) {
+    BatchCache *cache = c->cache;
+    const int64_t epoch = cache->calls;
+    const Py_ssize_t ncols = c->ncols;
+    Py_ssize_t p;
+    int resolved;
+    for (p = c->indptr[i]; p < c->indptr[i + 1]; p++) {
+        Py_ssize_t l = c->indices[p];
+        BatchMark *mark;
+        if ((size_t)l >= (size_t)ncols) {
+            PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", l);
+            return -1;
+        }
+        mark = &cache->mark[l];
+        if (mark->call != epoch) {
+            if (mark->call != -epoch &&
+                (resolved = column_resolve(self, cache, l, features, intercept, absent)) != 0)
+                return resolved; /* 1: a name another column of the epoch took */
+            *plain &= mark->call == epoch;
+        } else if (renames && mark->row < first_row &&
+                   (vocabulary_intact(features, ncols) < 0 ||
+                    PyList_GET_ITEM(features, l) != cache->key[l]))
+            return PyErr_Occurred() ? -1 : 1; /* renamed in place since the epoch resolved it */
+        *plain &= mark->row != row;
+        mark->row = row;
+    }
+    return 0;
+}
+
+/* The kernel of columns_resolve: the epoch's columns of rows [start, end) resolved and each
+ * row marked plain or not (see RESOLVE_LAZY for a lazy call, which marks none), starting the
+ * epoch again where a name forbids going on; per block the columns found unseen counted in
+ * absent. 0, or -1 on an error */
+static int columns_mark_rows(Diagonal *self, BatchColumns *c, PyObject *features,
+                             PyObject *intercept, Py_ssize_t start, Py_ssize_t end, int mode,
+                             Py_ssize_t *absent) {
+    BatchCache *cache = c->cache;
+    BatchMark *marks = cache->mark;
+    const Py_ssize_t ncols = c->ncols;
+    Py_ssize_t i;
     int64_t epoch, first_row;
-    int status = -1, resolved, renames;
-    for (i = start; i < end; i++)
-        if (c->indptr[i] > c->indptr[i + 1]) {
-            PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
-            return -1;
-        }
-    features = features == Py_None ? NULL : features;
-    if ((cache = batch_cache(self, features, c->ncols)) == NULL) return -1;
-    c->cache = cache;
-    c->start = start;
-    c->lazy = 0;
-    marks = cache->mark;
-    absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
-    PyMem_Free(c->plain); /* the call's earlier resolve (REST) */
-    c->plain = PyMem_Malloc(end > start ? end - start : 1);
-    if (absent == NULL || c->plain == NULL) {
-        PyMem_Free(absent);
-        PyErr_NoMemory();
-        return -1;
-    }
-    cache->continued = mode == RESOLVE_REST;
-    if (!cache->continued && cache->settled && cache->intercept == intercept) {
-        int caught = cache->generation == self->generation
-                         ? 1 /* nothing else wrote the tables */
-                         : columns_catch_up(self, cache, intercept);
-        if (caught < 0) {
-            PyMem_Free(absent);
-            return -1;
-        }
-        cache->continued = caught;
-    }
-    cache->settled = 0; /* until this call ends well */
-    cache->intercept = intercept;
+    int renames, status;
 again:
     if (!cache->continued) { /* a new epoch */
         cache->calls = ++batch_calls;
@@ -730,7 +743,7 @@ again:
     /* a vocabulary's names are checked at a column's first row in the call, unless every name
      * is the one its column was resolved by (one sequential comparison, when the call is not
      * much smaller than the vocabulary) */
-    if (features != NULL && vocabulary_intact(features, ncols) < 0) goto done;
+    if (features != NULL && vocabulary_intact(features, ncols) < 0) return -1;
     renames = cache->continued && features != NULL &&
               !(ncols <= 2 * (c->indptr[end] - c->indptr[start]) &&
                 memcmp(PySequence_Fast_ITEMS(features), cache->key,
@@ -738,62 +751,74 @@ again:
     first_row = cache->rows + 1;
     if (intercept != Py_None && marks[ncols].call != epoch &&
         column_resolve(self, cache, ncols, features, intercept, absent) < 0)
-        goto done;
+        return -1;
     if (mode == RESOLVE_LAZY && cache->continued && !renames &&
         (features == NULL || cache->known == ncols) &&
         (intercept == Py_None || marks[ncols].call == epoch)) {
         c->lazy = 1;
-        status = 0;
-        goto done;
+        return 0;
     }
     for (i = start; i < end; i++) {
         int64_t row = ++cache->rows;
         int plain = intercept == Py_None || marks[ncols].call == epoch, settled;
-        Py_ssize_t last = c->indptr[i + 1];
         if (!renames) {
-            settled = marks_settled(marks, indices + c->indptr[i], last - c->indptr[i], ncols,
-                                    epoch, row);
-            if (settled >= 0) {
+            settled = marks_settled(marks, c->indices + c->indptr[i],
+                                    c->indptr[i + 1] - c->indptr[i], ncols, epoch, row);
+            if (settled >= 0) { /* the common row: every column resolved in the epoch */
                 c->plain[i - start] = (char)(plain & settled);
                 continue;
             }
             row = ++cache->rows;
         }
-        for (p = c->indptr[i]; p < last; p++) {
-            Py_ssize_t l = indices[p];
-            BatchMark *mark;
-            if ((size_t)l >= (size_t)ncols) {
-                PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", l);
-                goto done;
-            }
-            mark = &marks[l];
-            if (mark->call != epoch || renames) { /* the common case: neither */
-                if (mark->call != epoch) {
-                    if (mark->call != -epoch &&
-                        (resolved = column_resolve(self, cache, l, features, intercept,
-                                                   absent)) != 0) {
-                        if (resolved < 0) goto done;
-                        cache->continued = 0; /* a name another column of the epoch took */
-                        goto again;
-                    }
-                    plain &= mark->call == epoch;
-                } else if (mark->row < first_row &&
-                           (vocabulary_intact(features, ncols) < 0 ||
-                            PyList_GET_ITEM(features, l) != cache->key[l])) {
-                    if (PyErr_Occurred()) goto done;
-                    cache->continued = 0; /* renamed in place since the epoch resolved it */
-                    goto again;
-                }
-            }
-            plain &= mark->row != row;
-            mark->row = row;
+        status = row_mark(self, c, i, row, renames, first_row, features, intercept, absent,
+                          &plain);
+        if (status < 0) return -1;
+        if (status > 0) {
+            cache->continued = 0;
+            goto again;
         }
         c->plain[i - start] = (char)plain;
     }
-    for (b = 0; b < self->blocks.n; b++)
-        if (table_reserve(&self->blocks.table[b], absent[b]) < 0) goto done;
-    status = 0;
-done:
+    return 0;
+}
+
+/* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
+ * for the columns this call found unseen (the intercept included: the table grows once, not row
+ * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
+ * earlier call); mark each row whose columns (the intercept's included) are good and distinct
+ * in c->plain[i - start] (unless lazy, see RESOLVE_LAZY) */
+static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
+                                        PyObject *intercept, Py_ssize_t start, Py_ssize_t end,
+                                        int mode) {
+    Py_ssize_t i, b, *absent;
+    BatchCache *cache;
+    int status = -1, continued;
+    for (i = start; i < end; i++)
+        if (c->indptr[i] > c->indptr[i + 1]) {
+            PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
+            return -1;
+        }
+    features = features == Py_None ? NULL : features;
+    if ((cache = batch_cache(self, features, c->ncols)) == NULL) return -1;
+    c->cache = cache;
+    c->start = start;
+    c->lazy = 0;
+    absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
+    PyMem_Free(c->plain); /* the call's earlier resolve (REST) */
+    c->plain = PyMem_Malloc(end > start ? end - start : 1);
+    if (absent == NULL || c->plain == NULL) {
+        PyMem_Free(absent);
+        PyErr_NoMemory();
+        return -1;
+    }
+    if ((continued = columns_continued(self, cache, intercept, mode)) >= 0) {
+        cache->continued = continued;
+        cache->settled = 0; /* until this call ends well */
+        cache->intercept = intercept;
+        status = columns_mark_rows(self, c, features, intercept, start, end, mode, absent);
+        for (b = 0; status == 0 && !c->lazy && b < self->blocks.n; b++)
+            status = table_reserve(&self->blocks.table[b], absent[b]);
+    }
     PyMem_Free(absent);
     return status;
 }
