@@ -89,19 +89,19 @@ typedef struct {
  * names that margin and the update's room for new (mean, variance) pairs. Written by every
  * margin (margin, the lean paths, learn_rows' general rows); the model is unchanged by it. */
 typedef struct {
+    uint64_t generation;       /* the engine's generation at the last margin */
+    long long token, next_token; /* the last margin's token (-1: none), which update checks */
     Coord *coords;
     Py_ssize_t ncoords, coords_cap;
     Py_ssize_t nkeyed;         /* coordinates holding a key (unseen features) */
-    int npairs;
-    Py_ssize_t pair_block[2];
-    double pair_sign[2];
     Py_ssize_t pair_new[2];    /* per pair, its unseen coordinates */
     double *u;                 /* the terms u_j = s_j d_j^2 of v, in the coordinates' order */
     Py_ssize_t nu, u_cap;
     double *scratch;           /* update: new (mean, var) per coordinate */
     Py_ssize_t scratch_cap;
-    long long token, next_token; /* the last margin's token (-1: none), which update checks */
-    uint64_t generation;       /* the engine's generation at the last margin */
+    int npairs;
+    Py_ssize_t pair_block[2];
+    double pair_sign[2];
 } Margin;
 
 /* The lean cache: learn_native's last `lean` spec (see the glossary), parsed once and kept while
