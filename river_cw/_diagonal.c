@@ -6,12 +6,47 @@
  * holding the key, its hash and the interleaved (mean, variance) pair. Keys compare by
  * identity, then (for str) by length and bytes, then with ==. Sums are exactly rounded, as
  * math.fsum's (_fsum.h), so the order of the features never changes a result and both engines
- * agree bit for bit. Compile with -ffp-contract=off: the operation
- * order must be the one written here.
+ * agree bit for bit. Compile with -ffp-contract=off: the operation order must be the one
+ * written here.
  *
- * margin() leaves the difference vector in the engine's scratch space and returns a token;
+ * margin() leaves the difference vector in the engine's margin scratch and returns a token;
  * update() checks the token, computes every new (mean, variance) first and commits only when
  * the scheme has produced them all (a raising scheme leaves the model unchanged).
+ *
+ * Glossary: the terms of the fast paths, here and in _batch.h, _table.h and _steps.h.
+ * - general path: margin(), the rule's step in Python, update(); the reference's order of work,
+ *   which every faster path matches bit for bit and hands an example over to when in doubt
+ *   (a value other than a float, an int or a bool, a bad key, a margin beyond float64: the
+ *   general path then raises what it raises, naming the bad feature).
+ * - native step: a rule's `_step` transcribed in C (_steps.h), named by the rule's
+ *   `_native_step`, (name, params); an exact step is its `_exact_step` in C (find_exact_step).
+ * - lean: learn_one's one-call path for the common case, learn_native (lean_learn): a binary
+ *   model, a known label, a float weight > 0, a dict, a native or exact step, nothing
+ *   forgotten. The model hands its lean spec, (step, scheme, intercept); the lean cache keeps it
+ *   parsed. learn_rows takes the same path for a binary model's dict rows, and its own lean CSR
+ *   rows (columns_lean_row) straight from the arrays.
+ * - enter: the re-entry guard (busy). A call that holds the engine's scratch refuses to be
+ *   re-entered from Python code it runs (a key's __eq__, a scheme); a Python step runs with the
+ *   engine free, and what it changes is checked afterwards (the margin token, the generation).
+ * - margin token: the number margin() gives its result; update() takes only the last margin's,
+ *   with the tables as that margin left them.
+ * - generation: counts every change of the tables (appends of new features included);
+ *   `reshaped` counts every change but appends (entries moved or rewritten, as by negate; blocks
+ *   added, replaced or reordered): reshape() bumps both. arranged(): the blocks arranged anew
+ *   (reordered, restored, replaced), the last margin dropped and the tables reshaped.
+ * - checked and unchecked update: update_core computes every new (mean, variance) first and
+ *   writes them only if all are finite (checked); a built-in scheme whose means stay far from
+ *   float64's limit (mean_bound, a bound of every |mean|) writes each straight into its entry
+ *   (unchecked).
+ * - certified sum: a double-double sum whose error bound proves it equals math.fsum's result;
+ *   where the bound cannot, the terms are summed again by math.fsum's algorithm (_fsum.h).
+ * - epoch (learn_rows on CSR arrays): the calls over which the batch cache's resolved columns
+ *   stay valid, so that a column is hashed and looked up once per epoch, not per batch; a
+ *   reshape, a new intercept or a call that fails ends it (BatchCache in _batch.h). In an epoch
+ *   a plain row holds only columns resolved good, each once; a lazy call leaves that check to
+ *   the lean kernel as it reads each row; the cache is settled when the last call ended well;
+ *   catch-up gives the features other learning appended to the columns they are.
+ * - short key: an entry's copy of a short ASCII str key, compared instead of the key (_table.h).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -179,8 +214,8 @@ static int enter(Diagonal *self) {
     return 0;
 }
 
-/* a change of the tables other than new features appended at their ends (which bump
- * `generation` alone): entries moved or rewritten (negate), blocks added, replaced or reordered */
+/* a change of the tables other than new features appended at their ends (see the glossary:
+ * generation) */
 static void reshape(Diagonal *self) {
     self->generation++;
     self->reshaped++;
