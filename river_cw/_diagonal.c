@@ -1713,7 +1713,6 @@ static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
     return PyLong_FromSsize_t(size);
 }
 
-#include "_text_lookup.h"
 #include "_batch.h"
 
 static PyMethodDef diagonal_methods[] = {
@@ -1741,9 +1740,6 @@ static PyMethodDef diagonal_methods[] = {
     {"negate", (PyCFunction)diagonal_negate, METH_NOARGS, "The Gaussian over -w."},
     {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
      "Per block, {feature: mean} and {feature: variance}."},
-    {"text_counts", (PyCFunction)(void (*)(void))diagonal_text_counts, METH_FASTCALL,
-     "river_cw.text.BagOfWords' counts of an ASCII text, keyed by the features' own keys; None "
-     "for other text (see _text_lookup.h)."},
     {"__sizeof__", (PyCFunction)diagonal_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
     {NULL},
 };

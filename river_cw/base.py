@@ -627,8 +627,7 @@ class GaussianClassifier(LinearClassifier):
     @property
     def gaussian(self):
         """The engine holding N(mu, Sigma) (`river_cw.gaussian`'s `DiagonalGaussian` or
-        `FullGaussian`), for reading: the model changes through `learn_one` and `set_gaussian`.
-        (`river_cw.text.TextClassifier` looks tokens up in the compiled engine's feature table.)"""
+        `FullGaussian`), for reading: the model changes through `learn_one` and `set_gaussian`."""
         return self._gaussian
 
     def set_gaussian(self, gaussian, classes: list) -> None:

@@ -23,7 +23,7 @@ MODULES = [
     "tests/test_diagonal.py",
     "tests/test_hostile_input.py",
     "tests/test_engines.py",
-    "tests/test_text_classifier.py",  # the fused text path and its fallbacks
+    "tests/test_text_classifier.py",
     "tests/test_batch.py",  # learn_many is the plain loop there
     "tests/test_rda.py",  # voted RDA's loops are compiled too (river_cw._rda)
     "river_cw",

@@ -182,12 +182,12 @@ def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(l
 
 def test_diagonal_engine_text_keeps_no_reference_nor_memory():
     texts = [fresh("a free prize for you now"), fresh("see you at lunch, ok?"), fresh("déjà vu")]
-    fused = text.TextClassifier(river_cw.AROW())
+    wrapped = text.TextClassifier(river_cw.AROW())
     piped = text.BagOfWords() | river_cw.AROW()
 
     def cycle():
         for i, document in enumerate(texts):
-            for model in (fused, piped):
+            for model in (wrapped, piped):
                 model.learn_one(document, LABELS[i % 2])
                 model.predict_proba_one(document)
 
