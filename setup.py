@@ -19,7 +19,9 @@ def extension(name: str, *headers: str) -> Extension:
 setup(
     ext_modules=[
         extension("_text", "_inline.h", "_text_scan.h", "_text_count.h"),
-        extension("_diagonal", "_inline.h", "_fsum.h", "_table.h", "_steps.h", "_batch.h"),
+        extension(
+            "_diagonal", "_inline.h", "_fsum.h", "_table.h", "_steps.h", "_exact.h", "_batch.h"
+        ),
         extension("_rda", "_inline.h", "_fsum.h", "_table.h"),
     ]
 )

@@ -5,12 +5,15 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 def read_jsonl(name: str):
@@ -27,6 +30,23 @@ def shuffled(examples: list, seed: int = 0) -> list:
     examples = list(examples)
     random.Random(seed).shuffle(examples)
     return examples
+
+
+def tracked_files(dest: Path) -> Path:
+    """A copy of the project's tracked files as they are now (no build leftovers such as an
+    egg-info, whose list of sources an sdist would reuse, or the extensions built in place)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the project's git checkout")
+    listed = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
 
 
 # ---------------------------------------------------------------------------------------------
