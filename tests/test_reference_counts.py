@@ -4,7 +4,7 @@ Each test runs one workload of a compiled engine (the diagonal Gaussian engine,
 `river_cw/_diagonal.c` with `_batch.h`; voted RDA's, `river_cw/_rda.c`) many times over the same
 objects after a warm-up: learning (the lean path and the general one), predicting, mini-batches
 of dicts and of CSR arrays, text, pickling, and the error paths (bad values, a key whose ``==``
-raises, non-finite scores, bad arrays). Then
+raises, non-finite scores, bad arrays, a step's bad result). Then
 
 - the reference counts (`sys.getrefcount`) of the objects handed to the engine (feature names,
   labels, values, texts) are what they were: a reference kept per call shows as a count that
@@ -51,6 +51,7 @@ def fresh(word: str) -> str:
 FEATURES = [fresh(f"feature{i}") for i in range(8)]
 VALUES = [float(i) + 0.5 for i in range(8)]  # float objects of their own, reused by every cycle
 LABELS = [fresh("spam"), fresh("ham"), fresh("eggs")]
+NOT_A_NUMBER = fresh("not a number")  # what a broken step returns for gamma
 
 
 def example(shift: int = 0) -> dict:
@@ -62,6 +63,7 @@ WATCHED = {
     **{f"feature {name!r}": name for name in FEATURES},
     **{f"value {value!r}": value for value in VALUES},
     **{f"label {label!r}": label for label in LABELS},
+    "a broken step's gamma": NOT_A_NUMBER,
 }
 
 
@@ -138,6 +140,14 @@ class PythonStep(river_cw.AROW):
     _native_step = None
 
 
+class BrokenStep(PythonStep):
+    """A rule whose step, for a weight of 2, returns a gamma that is not a number: the engines'
+    error path for a step's bad result (learn's and the batch kernel's)."""
+
+    def _step(self, m, v, w):
+        return (VALUES[0], NOT_A_NUMBER) if w == 2.0 else super()._step(m, v, w)
+
+
 @pytest.mark.parametrize(
     "workload, model, labels",
     [
@@ -206,7 +216,11 @@ def test_diagonal_engine_pickling_keeps_no_reference_nor_memory(labels):
 
 
 def test_diagonal_engine_error_paths_keep_no_reference_nor_memory():
-    binary, multi = learned(river_cw.AROW()), learned(river_cw.AROW(), LABELS)
+    binary, multi, broken = (
+        learned(river_cw.AROW()),
+        learned(river_cw.AROW(), LABELS),
+        learned(BrokenStep()),
+    )
     bad_value = {FEATURES[0]: VALUES[0], FEATURES[1]: fresh("x")}
     not_finite = {FEATURES[0]: math.nan, FEATURES[1]: VALUES[1]}
     overflow = {FEATURES[0]: 1e300, FEATURES[1]: 1e300}
@@ -224,6 +238,8 @@ def test_diagonal_engine_error_paths_keep_no_reference_nor_memory():
             raises(KeyError, model.predict_one, hostile)
             raises(TypeError, model.learn_many, [X[0], bad_value], LABELS[:2])
             raises(ValueError, model.learn_many, bad_csr, LABELS[:2])
+        raises(TypeError, broken.learn_one, X[1], LABELS[0], 2.0)
+        raises(TypeError, broken.learn_many, [X[1], X[2]], LABELS[:2], [1.0, 2.0])
 
     assert_no_leak("bad input, learn and predict", cycle, cycles=5_000)
 
