@@ -7,6 +7,7 @@ import json
 import random
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -47,6 +48,18 @@ def tracked_files(dest: Path) -> Path:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)
     return dest
+
+
+def pytest_in_subprocess(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """pytest run quietly by this interpreter in a process of its own (another engine, another
+    build), stopping at the first failure; its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

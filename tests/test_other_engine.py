@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import river_cw
+from tests.conftest import ROOT, pytest_in_subprocess
 
-ROOT = Path(__file__).resolve().parents[1]
 MODULES = [
     "tests/test_diagonal.py",
     "tests/test_hostile_input.py",
@@ -41,21 +38,7 @@ def test_the_other_engine_passes_the_engine_sensitive_tests():
         env["RIVER_CW_PURE_PYTHON"] = "1"
     else:
         env.pop("RIVER_CW_PURE_PYTHON", None)
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-x",
-            "-p",
-            "no:cacheprovider",
-            *MODULES,
-            *(f"--deselect={test}" for test in DESELECT),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+    run = pytest_in_subprocess(
+        [*MODULES, *(f"--deselect={test}" for test in DESELECT)], cwd=ROOT, env=env
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

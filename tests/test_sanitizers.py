@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, tracked_files
+from tests.conftest import ROOT, pytest_in_subprocess, tracked_files
 
 TESTS = [
     "tests/test_engines.py",
@@ -106,24 +106,7 @@ def test_engine_batch_text_and_hostile_input_tests_pass_under_asan_and_ubsan(tmp
     assert engine == "c" and extension.startswith(str(source)), (
         f"not the sanitized build: {active.stdout}{active.stderr[-3000:]}"
     )
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-x",
-            "-p",
-            "no:cacheprovider",
-            "-k",
-            DESELECT,
-            *TESTS,
-        ],
-        cwd=source,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    run = pytest_in_subprocess(["-k", DESELECT, *TESTS], cwd=source, env=env)
     output = run.stdout[-6000:] + run.stderr[-6000:]
     assert not any(report in run.stdout + run.stderr for report in REPORTS), output
     assert run.returncode == 0, output
