@@ -41,6 +41,7 @@ import numpy as np
 from river import base
 
 from . import calibration
+from .arrowhead import ArrowheadGaussian
 from .batch import Rows
 from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
 from .validation import as_floats, check_label, check_weight
@@ -346,6 +347,13 @@ def _standardised(m: float, v: float) -> float:
     return math.copysign(math.inf, m) if m else 0.0
 
 
+_ENGINES = {
+    "diagonal": DiagonalGaussian,
+    "arrowhead": functools.partial(ArrowheadGaussian, root=INTERCEPT),
+    "full": FullGaussian,
+}
+"""The engine of each `covariance`, called with the prior variance."""
+
 _STALE = object()  # a lean-path spec to be built anew (see GaussianClassifier.__setattr__)
 
 
@@ -428,20 +436,24 @@ class GaussianClassifier(LinearClassifier):
         ):
             raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
         self.forgetting = forgetting
-        if covariance not in ("diagonal", "full"):
-            raise ValueError(f"covariance must be 'diagonal' or 'full', got {covariance!r}")
+        if covariance not in _ENGINES:
+            raise ValueError(f"covariance must be one of {tuple(_ENGINES)}, got {covariance!r}")
         if diagonal not in self._diagonal_schemes:
             raise ValueError(
                 f"diagonal must be one of {self._diagonal_schemes} for {type(self).__name__}, "
                 f"got {diagonal!r}"
+            )
+        if covariance == "arrowhead" and diagonal == "exact":
+            raise ValueError(
+                "the exact schemes are diagonal: covariance='arrowhead' takes diagonal='project' "
+                "or 'drop'"
             )
         if not initial_variance > 0:
             raise ValueError(f"initial_variance must be positive, got {initial_variance!r}")
         self.covariance = covariance
         self.diagonal = diagonal
         self.initial_variance = initial_variance
-        engine = DiagonalGaussian if covariance == "diagonal" else FullGaussian
-        self._gaussian = engine(initial_variance)
+        self._gaussian = _ENGINES[covariance](initial_variance)
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
     _native_step: tuple[str, tuple] | None = None
@@ -639,11 +651,11 @@ class GaussianClassifier(LinearClassifier):
         `DiagonalGaussian` or `PythonDiagonalGaussian`, or `FullGaussian`); it is held, not
         copied. Raises ValueError, changing nothing, when it or its blocks don't fit.
         """
-        engines = (
-            (DiagonalGaussian, PythonDiagonalGaussian)
-            if self.covariance == "diagonal"
-            else (FullGaussian,)
-        )
+        engines = {
+            "diagonal": (DiagonalGaussian, PythonDiagonalGaussian),
+            "arrowhead": (ArrowheadGaussian,),
+            "full": (FullGaussian,),
+        }[self.covariance]
         if not isinstance(gaussian, engines):
             raise ValueError(
                 f"a {self.covariance} model holds a {' or '.join(e.__name__ for e in engines)}, "
@@ -684,7 +696,7 @@ class GaussianClassifier(LinearClassifier):
         absent: independent of everything, variance `initial_variance`.
         (The constructor's `covariance` names the kind of matrix; this is the matrix.)
         """
-        if self.covariance == "full":
+        if self.covariance != "diagonal":
             gaussian = self._gaussian
             keys = [self._public_key(b, f) for b, f in gaussian.index]
             rows = gaussian.cov.tolist() if keys else []
