@@ -77,14 +77,16 @@ class ArrowheadGaussian:
 
     Each block maps a feature to ``[a_j, k_j, c_j]`` (see the module docstring) and the root to
     ``[mu_b, S]``; absent features are ``[0, 0, initial_variance]``, an absent root ``[0,
-    initial_variance]``, stored once learned. Sums are exactly rounded (`math.fsum`), so the order
+    root_variance]`` (the intercept's prior variance; `initial_variance` unless given), stored
+    once learned. Sums are exactly rounded (`math.fsum`), so the order
     of the features never changes a result. An update is computed in full before anything is
     written: either every weight it touches takes its new finite value, or none changes.
     """
 
-    def __init__(self, initial_variance: float, root):
+    def __init__(self, initial_variance: float, root, root_variance: float | None = None):
         self.initial_variance = initial_variance
         self.root = root
+        self.root_variance = initial_variance if root_variance is None else root_variance
         self.blocks: list[dict] = [{}]
 
     def add_block(self) -> None:
@@ -116,7 +118,7 @@ class ArrowheadGaussian:
         ``mu_j = a_j + k_j mu_b`` and ``Sigma_jj = c_j + k_j^2 S``."""
         means, variances = [], []
         for block in self.blocks:
-            mu_b, s = block.get(self.root, (0.0, self.initial_variance))
+            mu_b, s = block.get(self.root, (0.0, self.root_variance))
             means.append(
                 {f: w[0] if f is self.root else w[0] + w[1] * mu_b for f, w in block.items()}
             )
@@ -139,7 +141,7 @@ class ArrowheadGaussian:
         cov = np.zeros((len(keys), len(keys)))
         loading = np.zeros(len(keys))  # k_j, 1 for the root: Sigma = diag(c) + S k k' per block
         for b, block in enumerate(self.blocks):
-            _, s = block.get(self.root, (0.0, self.initial_variance))
+            _, s = block.get(self.root, (0.0, self.root_variance))
             rows = [i for i, (c, _) in enumerate(keys) if c == b]
             for i in rows:
                 w = block[keys[i][1]]
@@ -162,7 +164,7 @@ class ArrowheadGaussian:
         prior, root = self.initial_variance, self.root
         get = self.blocks[b].get
         a_terms, k_terms, v_terms, seen, unseen = [], [], [], [], []
-        x_b = 0.0
+        x_b = unknown = 0.0
         forgetting = keep != 1.0
         try:
             for f, xf in x.items():
@@ -171,6 +173,7 @@ class ArrowheadGaussian:
                     continue
                 w = get(f)
                 if w is None:
+                    unknown += xf  # touched so that bad values surface here too
                     x2 = xf * xf
                     if x2:  # a zero feature value teaches nothing: store nothing
                         v_terms.append(prior * x2)
@@ -183,11 +186,11 @@ class ArrowheadGaussian:
                     seen.append((w, xf, c))
             k_terms.append(x_b)
             g = fsum(k_terms)
-            mu_b = get(root, (0.0, prior))[0]
+            mu_b = get(root, (0.0, 0.0))[0]
             a_terms.append(g * mu_b)
             score = fsum(a_terms)
-            ok = math.isfinite(score)
-        except (TypeError, OverflowError):
+            ok = math.isfinite(score + unknown)
+        except (TypeError, OverflowError, ValueError):  # ValueError: fsum of inf and -inf
             ok = False
         if not ok:
             _raise_bad_input(x)
@@ -195,7 +198,7 @@ class ArrowheadGaussian:
 
     def _root(self, b: int, x_b: float, keep: float, rest: float):
         """``(mu_b, S)`` of block b's root, its variance forgotten when x holds the root."""
-        mu_b, s = self.blocks[b].get(self.root, (0.0, self.initial_variance))
+        mu_b, s = self.blocks[b].get(self.root, (0.0, self.root_variance))
         if keep != 1.0 and x_b:
             s = forget(s, keep, rest)
         return mu_b, s

@@ -348,11 +348,11 @@ def _standardised(m: float, v: float) -> float:
 
 
 _ENGINES = {
-    "diagonal": DiagonalGaussian,
-    "arrowhead": functools.partial(ArrowheadGaussian, root=INTERCEPT),
-    "full": FullGaussian,
+    "diagonal": (DiagonalGaussian, PythonDiagonalGaussian),
+    "arrowhead": (ArrowheadGaussian,),
+    "full": (FullGaussian,),
 }
-"""The engine of each `covariance`, called with the prior variance."""
+"""The engines of each `covariance`: the one a new model holds first, then any it may hold."""
 
 _STALE = object()  # a lean-path spec to be built anew (see GaussianClassifier.__setattr__)
 
@@ -413,6 +413,7 @@ class GaussianClassifier(LinearClassifier):
         "forgetting": 0.0,
         "calibrate": False,
         "_calibration": None,
+        "initial_intercept_variance": None,
     }
 
     def __init__(
@@ -423,6 +424,7 @@ class GaussianClassifier(LinearClassifier):
         learn_intercept: bool,
         forgetting: float = 0.0,
         calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
     ):
         super().__init__(learn_intercept)
         if not isinstance(calibrate, bool):
@@ -450,10 +452,31 @@ class GaussianClassifier(LinearClassifier):
             )
         if not initial_variance > 0:
             raise ValueError(f"initial_variance must be positive, got {initial_variance!r}")
+        if initial_intercept_variance is not None:
+            if covariance != "arrowhead":
+                raise ValueError(
+                    "initial_intercept_variance is the arrowhead covariance's prior of the "
+                    f"intercept: use covariance='arrowhead', got {covariance!r}"
+                )
+            if (
+                not isinstance(initial_intercept_variance, numbers.Real)
+                or isinstance(initial_intercept_variance, bool)
+                or not 0 < initial_intercept_variance < math.inf
+            ):
+                raise ValueError(
+                    "initial_intercept_variance must be positive and finite, got "
+                    f"{initial_intercept_variance!r}"
+                )
         self.covariance = covariance
         self.diagonal = diagonal
         self.initial_variance = initial_variance
-        self._gaussian = _ENGINES[covariance](initial_variance)
+        self.initial_intercept_variance = initial_intercept_variance
+        if covariance == "arrowhead":
+            self._gaussian = ArrowheadGaussian(
+                initial_variance, INTERCEPT, initial_intercept_variance
+            )
+        else:
+            self._gaussian = _ENGINES[covariance][0](initial_variance)
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
     _native_step: tuple[str, tuple] | None = None
@@ -651,11 +674,7 @@ class GaussianClassifier(LinearClassifier):
         `DiagonalGaussian` or `PythonDiagonalGaussian`, or `FullGaussian`); it is held, not
         copied. Raises ValueError, changing nothing, when it or its blocks don't fit.
         """
-        engines = {
-            "diagonal": (DiagonalGaussian, PythonDiagonalGaussian),
-            "arrowhead": (ArrowheadGaussian,),
-            "full": (FullGaussian,),
-        }[self.covariance]
+        engines = _ENGINES[self.covariance]
         if not isinstance(gaussian, engines):
             raise ValueError(
                 f"a {self.covariance} model holds a {' or '.join(e.__name__ for e in engines)}, "
@@ -680,7 +699,9 @@ class GaussianClassifier(LinearClassifier):
     def intercept_variance(self):
         """The variance of `intercept`, laid out as it: `initial_variance` until it is learned,
         0.0 without `learn_intercept` (the intercept is then fixed at 0)."""
-        prior = self.initial_variance if self.learn_intercept else 0.0
+        prior = 0.0
+        if self.learn_intercept:
+            prior = self.initial_intercept_variance or self.initial_variance
         blocks = self._gaussian.block_views()[1]
         return self._by_label([block.get(INTERCEPT, prior) for block in blocks])
 
