@@ -11,13 +11,15 @@ Parts (``--part``, any of them; all by default):
 - ``today``: every river_cw classifier raw and after ``StandardScaler()``, river's
   LogisticRegression, PAClassifier and Perceptron raw, and the majority class (river's
   ``dummy.PriorClassifier``), on every dense stream.
-- ``structures``: AROW's covariance structures on the raw streams (diagonal, arrowhead, full,
-  full over the dense features and diagonal over the rest, online centring naive and accounted
-  for; `benchmarks/covariance_prototypes.py`), every Gaussian rule with the arrowhead, river's
-  three again.
+- ``structures``: AROW's covariance structures on the raw streams (diagonal; full, with the
+  intercept's prior variance 1 and `WIDE`; full over the dense features and diagonal over the
+  rest; online centring, naive and accounted for, `benchmarks/covariance_prototypes.py`), every
+  Gaussian rule with the arrowhead (project, drop, drop with a wide intercept prior: the
+  proposed default), river's three again; ``AROW auto`` is derived from the full and arrowhead
+  columns (full covariance on streams of at most `AUTO_WIDTH` features).
 - ``noise``: CW's collapse on dense noisy data and what addresses it.
-- ``text``: SMS, Enron and the reviews (`river_cw.text.TextClassifier`): every rule diagonal and
-  arrowhead, river's PAClassifier.
+- ``text``: SMS, Enron and the reviews (`river_cw.text.TextClassifier`): every rule diagonal
+  (project, drop) and arrowhead (project; the proposed default), river's PAClassifier.
 
 The dense streams: river's bundled binary datasets (Bananas, Phishing, the first examples of
 Shuttle), Phishing with 10% label noise (flipped in what the model learns, scored on the clean
@@ -42,6 +44,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from river import base, datasets, dummy, evaluate, linear_model, metrics, preprocessing
 from river.datasets import synth
 
@@ -50,6 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
 from benchmarks.covariance_prototypes import BlockAROW, CentredAROW
 from benchmarks.intercept import DATA, shared
+from river_cw import INTERCEPT
+from river_cw.gaussian import FullGaussian
 from river_cw.text import TextClassifier
 from streams.evaluate import drift
 from streams.evaluate.noise import LabelNoise
@@ -154,27 +159,43 @@ def today_models() -> dict[str, Callable]:
     )
 
 
+WIDE = 100.0  # the intercept's prior variance of the proposed default (river_cw/arrowhead.py)
+
+
+def proposed(cls=river_cw.AROW, **params):
+    """The proposed default: the arrowhead, its drop scheme, a wide intercept prior."""
+    return lambda: cls(
+        covariance="arrowhead", diagonal="drop", initial_intercept_variance=WIDE, **params
+    )
+
+
+def full_wide() -> river_cw.AROW:
+    """AROW with full covariance and the intercept's prior variance `WIDE`."""
+    gaussian = FullGaussian(1.0)
+    gaussian.set_precision({(0, INTERCEPT): 0}, np.zeros(1), np.array([[1.0 / WIDE]]))
+    model = river_cw.AROW(covariance="full")
+    model.set_gaussian(gaussian, [])
+    return model
+
+
 def structure_models() -> dict[str, Callable]:
-    arrowhead = {
-        f"{cls.__name__} arrowhead{' drop' if drop else ''}": (
-            lambda cls=cls, drop=drop: cls(
-                covariance="arrowhead", diagonal="drop" if drop else "project"
-            )
+    arrowheads = {}
+    for cls in GAUSSIANS:
+        name = cls.__name__
+        arrowheads[f"{name} arrowhead"] = lambda cls=cls: cls(covariance="arrowhead")
+        arrowheads[f"{name} arrowhead drop"] = lambda cls=cls: cls(
+            covariance="arrowhead", diagonal="drop"
         )
-        for cls in GAUSSIANS
-        for drop in (False, True)
-    }
+        arrowheads[f"{name} arrowhead drop wide"] = proposed(cls)
     return {
         "AROW diagonal": river_cw.AROW,
         "AROW full": lambda: river_cw.AROW(covariance="full"),
+        "AROW full wide": full_wide,
         "AROW block": BlockAROW,
         "AROW centred": lambda: preprocessing.StandardScaler(with_std=False) | river_cw.AROW(),
         "AROW centred accounted": CentredAROW,
-        **arrowhead,
-        "AROW arrowhead sc": scaled(lambda: river_cw.AROW(covariance="arrowhead")),
-        "AROW arrowhead drop sc": scaled(
-            lambda: river_cw.AROW(covariance="arrowhead", diagonal="drop")
-        ),
+        **arrowheads,
+        "AROW arrowhead drop wide sc": scaled(proposed()),
         **RIVER,
     }
 
@@ -189,10 +210,13 @@ def noise_models() -> dict[str, Callable]:
         "CW forgetting 0.01": lambda: cw(forgetting=0.01),
         "CW forgetting 0.05": lambda: cw(forgetting=0.05),
         "CW arrowhead": lambda: cw(covariance="arrowhead"),
-        "CW arrowhead drop": lambda: cw(covariance="arrowhead", diagonal="drop"),
+        "CW arrowhead drop wide": proposed(cw),
+        "CW arrowhead drop wide forgetting 0.05": proposed(cw, forgetting=0.05),
+        "CW var arrowhead drop wide": proposed(cw, variant="var"),
         "SCW": river_cw.SCW,
+        "SCW arrowhead drop wide": proposed(river_cw.SCW),
         "AROW": river_cw.AROW,
-        "AROW arrowhead drop": lambda: river_cw.AROW(covariance="arrowhead", diagonal="drop"),
+        "AROW arrowhead drop wide": proposed(),
         **RIVER,
     }
 
@@ -200,13 +224,11 @@ def noise_models() -> dict[str, Callable]:
 def text_models() -> dict[str, Callable]:
     out = {}
     for cls in GAUSSIANS:
-        for covariance, suffix in (("diagonal", ""), ("arrowhead", " arrowhead")):
-            for drop in (False, True) if covariance == "arrowhead" else (False,):
-                out[f"{cls.__name__}{suffix}{' drop' if drop else ''}"] = (
-                    lambda cls=cls, covariance=covariance, drop=drop: cls(
-                        covariance=covariance, diagonal="drop" if drop else "project"
-                    )
-                )
+        name = cls.__name__
+        out[name] = cls
+        out[f"{name} drop"] = lambda cls=cls: cls(diagonal="drop")
+        out[f"{name} arrowhead"] = lambda cls=cls: cls(covariance="arrowhead")
+        out[f"{name} arrowhead drop wide"] = proposed(cls)
     out["river PA"] = linear_model.PAClassifier
     return {
         name: (lambda factory=factory: TextClassifier(factory(), on="text", lowercase=True))
@@ -248,6 +270,14 @@ def run(title: str, streams: dict[str, list], models: dict[str, Callable]) -> di
     for name, row in results.items():
         print(f"| {name} | " + " | ".join(f"{ll:.2f}" for _, ll in row.values()) + " |")
     return results
+
+
+AUTO_WIDTH = 32
+"""`AROW auto` (derived, not run): full covariance up to this many features, else the arrowhead."""
+
+
+def width(examples: list) -> int:
+    return len({f for x, _ in examples for f in x})
 
 
 def summary(results: dict, candidates: list[str]) -> None:
@@ -298,10 +328,13 @@ def main(argv=None) -> None:
     dense = dense_streams(limit, seeds, threshold_n) if set(args.part) - {"text"} else {}
     if "today" in args.part:
         results = run("Today's models", dense, today_models())
-        summary(results, ["AROW", "AROW sc", "NHERD", "SCW", "CW"])
+        summary(results, [m for m in today_models() if m not in RIVER])
     if "structures" in args.part:
         results = run("Covariance structures (raw features)", dense, structure_models())
-        summary(results, [m for m in structure_models() if m not in RIVER])
+        for name, row in results.items():  # covariance="auto", derived: full where d is small
+            small = width(dense[name]) <= AUTO_WIDTH
+            row["AROW auto"] = row["AROW full wide" if small else "AROW arrowhead drop wide"]
+        summary(results, [m for m in [*structure_models(), "AROW auto"] if m not in RIVER])
     if "noise" in args.part:
         noisy = {k: dense[k] for k in (NOISY_PHISHING, "Phishing", "a9a", "Spambase") if k in dense}
         run("CW on dense noisy data", noisy, noise_models())
