@@ -54,6 +54,16 @@ gamma (v - g_k^2 S_k))``, so that each root keeps p's marginal and each (b_k, w_
 moments (the roots of the two labels are decorrelated, as a diagonal model decorrelates its
 weights).
 
+The intercept's prior (`initial_intercept_variance`). Under N(0, a) for every weight, a boundary
+at distance t from the origin needs an intercept near ``-t |w|``, which the prior penalises as
+``(t |w|)^2 / a``: on three features uniform on [5, 6] even full covariance reads 0.960 (5,000
+examples), against 0.990 on [0, 1]. A flat prior on the intercept removes that: the likelihood is
+unchanged by shifting a feature, ``x_j -> x_j + delta`` with ``b -> b - delta w_j``, and so is a
+flat prior on b, so the exact posterior's predictions do not depend on where the features are
+centred (full covariance with an intercept variance of 100 reads 0.989 on [5, 6]). The
+arrowhead approximates that posterior; a wide finite variance stands for the flat prior, which
+no rule's step can take (CW's steps diverge as the variance grows without bound).
+
 References: Crammer, Dredze and Pereira 2012 (JMLR 13), section 6, the diagonal projections;
 Dempster, A. P., 1972. Covariance selection. Biometrics 28(1), 157-175 (the maximum-entropy
 completion); Wainwright, M. J. and Jordan, M. I., 2008. Graphical models, exponential families,
@@ -197,10 +207,11 @@ class ArrowheadGaussian:
         return score, g, v_terms, seen, unseen, x_b
 
     def _root(self, b: int, x_b: float, keep: float, rest: float):
-        """``(mu_b, S)`` of block b's root, its variance forgotten when x holds the root."""
+        """``(mu_b, S)`` of block b's root, its variance forgotten when x holds the root: its
+        precision relaxed toward its own prior's, ``1/S <- keep/S + rest a / a_b``."""
         mu_b, s = self.blocks[b].get(self.root, (0.0, self.root_variance))
         if keep != 1.0 and x_b:
-            s = forget(s, keep, rest)
+            s = forget(s, keep, rest * (self.initial_variance / self.root_variance))
         return mu_b, s
 
     def scores(self, x: dict) -> list[float]:
@@ -221,9 +232,10 @@ class ArrowheadGaussian:
     def margin(self, x: dict, pairs, keep: float = 1.0, rest: float = 0.0):
         """``m = mu . d``, ``v = d' Sigma d`` and the entries of `update` (no per-coordinate
         terms: the exact diagonal schemes are the diagonal engine's). With ``keep < 1`` the
-        variances of the root and of d's learned features are forgotten first, ``1/c_j <-
-        keep/c_j + rest`` and ``1/S <- keep/S + rest`` (`forget`, in the latent coordinates
-        (b, e), where the family is diagonal), written once x is known to be valid."""
+        variances of the root and of d's learned features are forgotten first, toward their
+        priors: ``1/c_j <- keep/c_j + rest`` and ``1/S <- keep/S + rest a / a_b`` (`forget`,
+        in the latent coordinates (b, e), where the family is diagonal; ``rest = (1 - keep) /
+        a``), written once x is known to be valid."""
         m_terms, feature_terms, root_terms, entries = [], [], [], []
         for b, sign in pairs:
             score, g, v_terms, seen, unseen, x_b = self._sums(b, x, keep, rest)

@@ -271,6 +271,28 @@ def test_feature_order_never_changes_a_result_and_no_variance_grows(stream, sche
     assert forward.n_skipped_updates == backward.n_skipped_updates
 
 
+def test_forgetting_relaxes_the_latent_precisions_toward_their_priors():
+    """A touch without an update (SOP learns on mistakes only): the root's precision and those
+    of the touched features given the root relax toward their priors', ``1/S <- (1 - f)/S +
+    f/a_b`` and ``1/c_j <- (1 - f)/c_j + f/a``; means, loadings and untouched weights stay."""
+    f = 0.2
+    model = river_cw.SOP(covariance="arrowhead", forgetting=f, initial_intercept_variance=4.0)
+    for x, y in [
+        ({"a": 1.0, "b": 0.5}, True),
+        ({"b": 1.0, "c": -1.0}, False),
+        ({"a": -1.0}, False),
+    ]:
+        model.learn_one(x, y)
+    x = {"a": 2.0, "b": 0.0}  # b: a zero value touches nothing
+    before = {k: list(w) for k, w in model.gaussian.blocks[0].items()}
+    model.learn_one(x, model.predict_one(x))  # a correct example: no update
+    after = model.gaussian.blocks[0]
+    assert 1 / after[INTERCEPT][1] == pytest.approx((1 - f) / before[INTERCEPT][1] + f / 4.0)
+    assert 1 / after["a"][2] == pytest.approx((1 - f) / before["a"][2] + f / 1.0)
+    assert after[INTERCEPT][0] == before[INTERCEPT][0] and after["a"][:2] == before["a"][:2]
+    assert after["b"] == before["b"] and after["c"] == before["c"]
+
+
 def test_the_exact_schemes_and_combination_are_refused():
     with pytest.raises(ValueError, match="exact schemes are diagonal"):
         river_cw.CW(covariance="arrowhead", diagonal="exact")
