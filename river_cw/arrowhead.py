@@ -76,6 +76,7 @@ import math
 from math import fsum
 
 import numpy as np
+from scipy.linalg import block_diag
 
 from .gaussian import _learn, _raise_bad_input, _total, forget
 
@@ -88,9 +89,9 @@ class ArrowheadGaussian:
     Each block maps a feature to ``[a_j, k_j, c_j]`` (see the module docstring) and the root to
     ``[mu_b, S]``; absent features are ``[0, 0, initial_variance]``, an absent root ``[0,
     root_variance]`` (the intercept's prior variance; `initial_variance` unless given), stored
-    once learned. Sums are exactly rounded (`math.fsum`), so the order
-    of the features never changes a result. An update is computed in full before anything is
-    written: either every weight it touches takes its new finite value, or none changes.
+    once learned. Sums are exactly rounded (`math.fsum`), so the order of the features never
+    changes a result. An update is computed in full before anything is written: either every
+    weight it touches takes its new finite value, or none changes.
     """
 
     def __init__(self, initial_variance: float, root, root_variance: float | None = None):
@@ -144,21 +145,16 @@ class ArrowheadGaussian:
 
     @property
     def cov(self) -> np.ndarray:
-        """Sigma over the learned weights (rows as in `index`): ``k_j k_l S`` between two
-        features of a block, ``k_j S`` with its root, ``c_j`` added on the diagonal; 0 across
+        """Sigma over the learned weights (rows as in `index`): per block ``S l l' + diag(c)``,
+        with the loadings l (k_j; 1 for the root) and the c_j (0 for the root); 0 across
         blocks."""
-        keys = self._learned()
-        cov = np.zeros((len(keys), len(keys)))
-        loading = np.zeros(len(keys))  # k_j, 1 for the root: Sigma = diag(c) + S k k' per block
-        for b, block in enumerate(self.blocks):
+        parts = []
+        for block in self.blocks:
             _, s = block.get(self.root, (0.0, self.root_variance))
-            rows = [i for i, (c, _) in enumerate(keys) if c == b]
-            for i in rows:
-                w = block[keys[i][1]]
-                loading[i] = 1.0 if keys[i][1] is self.root else w[1]
-                cov[i, i] = 0.0 if keys[i][1] is self.root else w[2]
-            cov[np.ix_(rows, rows)] += s * np.outer(loading[rows], loading[rows])
-        return cov
+            loading = np.array([1.0 if f is self.root else w[1] for f, w in block.items()])
+            spread = np.array([0.0 if f is self.root else w[2] for f, w in block.items()])
+            parts.append(s * np.outer(loading, loading) + np.diag(spread))
+        return block_diag(*parts)
 
     def _learned(self) -> list:
         return [(b, f) for b, block in enumerate(self.blocks) for f in block]

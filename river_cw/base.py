@@ -393,7 +393,9 @@ class GaussianClassifier(LinearClassifier):
     ``1/s_j -> 1/a`` geometrically, ``(1 - f)^k``; between updates the precision settles near
     ``gamma x_j^2 / f`` instead of growing without bound. With a sample weight w the example
     forgets w times: ``(1 - f)^w``. With ``covariance="full"``, ``Sigma^-1 <- S Sigma^-1 S +
-    (f/a) E`` with ``S = diag(sqrt(1 - f))`` on the touched coordinates and E the identity there.
+    (f/a) E`` with ``S = diag(sqrt(1 - f))`` on the touched coordinates and E the identity there;
+    with ``covariance="arrowhead"``, coordinate-wise in its latent coordinates (the intercept and
+    each feature given it; see `river_cw.arrowhead`), each toward its prior.
     The forgetting of a valid example is kept even when its step is not taken.
 
     Calibration (``calibrate=True``; off by default). Under label noise or a collapsed variance
@@ -711,7 +713,8 @@ class GaussianClassifier(LinearClassifier):
 
         Binary: keyed by pairs of feature names; multi-class: by pairs of ``(label, feature)``.
         ``covariance="full"`` gives every pair of learned weights (both orders; features of
-        different labels correlate once a multi-class update has touched both);
+        different labels correlate once a multi-class update has touched both); ``"arrowhead"``
+        too (two weights of a label correlate through its intercept; labels are independent);
         ``"diagonal"`` only the pairs ``(f, f)``, whose value is `variances`' (every other
         covariance is 0). The intercept's row is named `INTERCEPT`. Features never learned are
         absent: independent of everything, variance `initial_variance`.
