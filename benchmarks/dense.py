@@ -307,7 +307,7 @@ README_COLUMNS = {
     "AROW (today)": "AROW diagonal",
     "AROW arrowhead (proposed)": "AROW arrowhead drop wide",
     "... after StandardScaler": "AROW arrowhead drop wide sc",
-    "AROW full": "AROW full wide",
+    "AROW full, intercept 100": "AROW full wide",
 }
 
 
