@@ -3,13 +3,9 @@ minimisation, and the behaviour promised by the docstring."""
 
 from __future__ import annotations
 
-import gzip
 import itertools
-import json
 import math
 import pickle
-import random
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +16,7 @@ from scipy import optimize, special
 
 import river_cw
 from river_cw.base import LinearClassifier
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from tests.conftest import read_jsonl, shuffled
 
 
 def VotedRDA(**params):
@@ -371,13 +366,9 @@ def test_without_l1_the_mistakes_are_those_of_a_perceptron():
 
 
 def load_books():
-    path = DATA / "mdsd_processed_acl_books.jsonl.gz"
-    if not path.exists():
-        pytest.skip(f"{path} is absent (the shared data directory is not next to the repository)")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        stream = [(ex["x"], ex["label"]) for ex in map(json.loads, fh)]
-    random.Random(0).shuffle(stream)
-    return stream
+    return shuffled(
+        [(ex["x"], ex["label"]) for ex in read_jsonl("mdsd_processed_acl_books.jsonl.gz")]
+    )
 
 
 def test_l1_trades_weights_for_accuracy_on_books():
