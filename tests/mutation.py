@@ -41,11 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # module -> the tests that check it fast (each run stops at the first failure)
 SELECTION = {
-    "river_cw/arow.py": ["tests/test_reference.py", "tests/test_sample_weight.py"],
-    "river_cw/cw.py": ["tests/test_diagonal.py", "tests/test_reference.py"],
-    "river_cw/nherd.py": ["tests/test_reference.py", "tests/test_diagonal.py"],
-    "river_cw/scw.py": ["tests/test_reference.py", "tests/test_native_steps.py"],
-    "river_cw/sop.py": ["tests/test_reference.py", "tests/test_sample_weight.py"],
+    "river_cw/arow.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
+    "river_cw/cw.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
+    "river_cw/nherd.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
+    "river_cw/scw.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
+    "river_cw/sop.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
     "river_cw/combine.py": ["tests/test_combine.py", "tests/test_combine_base.py"],
     "river_cw/calibration.py": ["tests/test_calibration.py"],
     "river_cw/validation.py": ["tests/test_hostile_input.py", "tests/test_engines.py"],
