@@ -331,16 +331,18 @@ def main(argv=None) -> int:
             jobs = [pool.submit(judge, copies, free, m, budget) for m in todo]
             for done, job in enumerate(concurrent.futures.as_completed(jobs), 1):
                 mutant = job.result()
-                if mutant.outcome == "survived":
-                    print(f"[{done}/{len(todo)}] survived {mutant.describe()}", flush=True)
+                print(f"[{done}/{len(todo)}] {mutant.outcome} {mutant.describe()}", flush=True)
+                if args.report:  # as it goes, so that a run stopped early keeps its results
+                    write_report(args.report, earlier or todo)
     finally:
         for copy in copies:
             shutil.rmtree(copy, ignore_errors=True)
-    results = earlier or todo
-    if args.report:
-        args.report.write_text(json.dumps([asdict(m) for m in results], indent=1))
-    summary(sorted(results, key=_order))
+    summary(sorted(earlier or todo, key=_order))
     return 0
+
+
+def write_report(path: Path, mutants: list[Mutant]) -> None:
+    path.write_text(json.dumps([asdict(m) for m in mutants], indent=1))
 
 
 def _order(mutant: Mutant):
@@ -348,6 +350,7 @@ def _order(mutant: Mutant):
 
 
 def summary(results: list[Mutant]) -> None:
+    results = [m for m in results if m.outcome]  # a run stopped early judged only some
     killed = sum(m.outcome in ("killed", "timeout") for m in results)
     timeouts = sum(m.outcome == "timeout" for m in results)
     survivors = [m for m in results if m.outcome == "survived"]
