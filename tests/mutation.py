@@ -40,12 +40,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # module -> the tests that check it fast (each run stops at the first failure)
+RULE = ["tests/test_native_steps.py", "tests/test_diagonal.py", "tests/test_hyperparameters.py"]
 SELECTION = {
-    "river_cw/arow.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
-    "river_cw/cw.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
-    "river_cw/nherd.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
-    "river_cw/scw.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
-    "river_cw/sop.py": ["tests/test_native_steps.py", "tests/test_diagonal.py"],
+    "river_cw/arow.py": RULE,
+    "river_cw/cw.py": RULE,
+    "river_cw/nherd.py": RULE,
+    "river_cw/scw.py": RULE,
+    "river_cw/sop.py": [
+        *RULE,
+        "tests/test_sample_weight.py::test_a_weight_counts_a_sop_mistake_w_times_in_the_papers_sums",
+    ],
     "river_cw/combine.py": ["tests/test_combine.py", "tests/test_combine_base.py"],
     "river_cw/calibration.py": ["tests/test_calibration.py"],
     "river_cw/validation.py": ["tests/test_hostile_input.py", "tests/test_engines.py"],
