@@ -50,7 +50,14 @@ SELECTION = {
         *RULE,
         "tests/test_sample_weight.py::test_a_weight_counts_a_sop_mistake_w_times_in_the_papers_sums",
     ],
-    "river_cw/combine.py": ["tests/test_combine.py", "tests/test_combine_base.py"],
+    "river_cw/combine.py": [
+        "tests/test_combine.py",
+        "tests/test_combine_base.py",
+        "tests/test_classifiers.py::test_combine_follows_the_papers_formulas",
+        "tests/test_classifiers.py::test_combine_rejects_mismatched_models",
+        "tests/test_text_classifier.py::test_combine_and_changes_mix_the_classifier",
+        "tests/test_hostile_input.py::test_kl_combination_of_variances_that_underflowed_is_finite",
+    ],
     "river_cw/calibration.py": ["tests/test_calibration.py"],
     "river_cw/validation.py": ["tests/test_hostile_input.py", "tests/test_engines.py"],
     "river_cw/gaussian.py": [
