@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from river import preprocessing
 
 import river_cw
 from river_cw import text
@@ -208,6 +209,33 @@ def test_pipelines_mix_their_classifier():
     assert merged["AROW"].weights == expected.weights
     merged.learn_one({"text": "brand new words"}, "ham")  # the mixed pipeline learns on
     assert "brand" in merged["AROW"].weights
+
+
+def test_three_step_pipelines_keep_their_first_steps_in_the_mix_and_the_changes():
+    pipeline = text.BagOfWords(on="text") | preprocessing.Normalizer() | river_cw.AROW()
+    pipeline.learn_one({"text": "free prize"}, "spam")
+    a, b = copy.deepcopy(pipeline), copy.deepcopy(pipeline)
+    a.learn_one({"text": "see you at noon"}, "ham")
+    b.learn_one({"text": "win cash now"}, "spam")
+    steps = ["BagOfWords", "Normalizer", "AROW"]
+    delta = river_cw.changes(a, pipeline)
+    assert list(delta.steps) == steps
+    assert delta["AROW"].weights == river_cw.changes(a["AROW"], pipeline["AROW"]).weights
+    merged = river_cw.combine([delta, b], base=pipeline)
+    assert list(merged.steps) == steps
+    assert merged["AROW"].weights == river_cw.combine([a, b], base=pipeline)["AROW"].weights
+
+
+def test_skipped_updates_since_the_base_are_counted_once():
+    """``n_skipped_updates`` of a mix: the base's, plus what each member skipped since it (the
+    plain combination: the members' sum)."""
+    base = learned(river_cw.AROW(), [({"a": 1.0}, 0), ({"b": 1.0}, 1)], "xy")
+    base.n_skipped_updates = 2
+    members = [learned(base, [({"c": 1.0}, i)], "xy") for i in range(3)]
+    for member, skipped in zip(members, (2, 5, 3)):
+        member.n_skipped_updates = skipped
+    assert river_cw.combine(members, base=base).n_skipped_updates == 2 + 0 + 3 + 1
+    assert river_cw.combine(members).n_skipped_updates == 2 + 5 + 3
 
 
 def test_models_that_cannot_be_mixed_are_refused():
