@@ -224,6 +224,9 @@ def test_three_step_pipelines_keep_their_first_steps_in_the_mix_and_the_changes(
     merged = river_cw.combine([delta, b], base=pipeline)
     assert list(merged.steps) == steps
     assert merged["AROW"].weights == river_cw.combine([a, b], base=pipeline)["AROW"].weights
+    other = text.BagOfWords(on="text") | preprocessing.Normalizer(order=1) | river_cw.AROW()
+    with pytest.raises(ValueError, match="'Normalizer' differs"):
+        river_cw.combine([a, other], base=pipeline)
 
 
 def test_skipped_updates_since_the_base_are_counted_once():
