@@ -265,6 +265,13 @@ def test_models_that_cannot_be_mixed_are_refused():
         river_cw.combine([piped, other])
     with pytest.raises(ValueError, match="not pipelines"):
         river_cw.combine([piped, river_cw.AROW()])
+    for model, plain in ((piped, base), (base, piped)):  # either side of changes()
+        with pytest.raises(ValueError, match="not pipelines"):
+            river_cw.changes(model, plain)
+    texts = text.TextClassifier(river_cw.AROW(), on="text")
+    for model, plain in ((texts, base), (base, texts)):
+        with pytest.raises(ValueError, match="text classifiers with models that are not"):
+            river_cw.changes(model, plain)
 
 
 @pytest.mark.parametrize("method", ["kl", "l2"])
