@@ -13,6 +13,7 @@ from river import preprocessing
 
 import river_cw
 from river_cw import text
+from streams.models.specs import classifier_of
 
 FEATURES = "abcdef"
 
@@ -316,3 +317,16 @@ def test_precisions_beyond_float64_mix_to_a_finite_product(with_base):
     assert mu == pytest.approx(2.0, rel=1e-12)
     assert s == pytest.approx(1e-308 / 3, rel=1e-9)
     assert merged.gaussian.blocks[0]["b"] == [0.5, 1.0 if with_base else 1.0 / 3]
+
+
+@pytest.mark.parametrize("method", ["kl", "l2"])
+def test_one_pipeline_or_text_classifier_mixed_alone_is_itself(method):
+    for model in (
+        text.BagOfWords(on="text") | river_cw.AROW(),
+        text.TextClassifier(river_cw.AROW(), on="text"),
+    ):
+        model.learn_one({"text": "free prize"}, "spam")
+        model.learn_one({"text": "see you at noon"}, "ham")
+        for mixed in (river_cw.combine([model], method), river_cw.combine([model], base=model)):
+            assert classifier_of(mixed).weights == classifier_of(model).weights
+            assert classifier_of(mixed).variances == classifier_of(model).variances
