@@ -22,8 +22,9 @@ from streams.cli.serve import build_model
 from streams.io import files
 from streams.kafka.broker import TansuBroker
 from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.config import GUARANTEES, Topics
 from streams.kafka.messages import encode_example
-from streams.kafka.server import GUARANTEES, ModelServer
+from streams.kafka.server import ModelServer
 
 
 def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int) -> tuple[float, int]:
@@ -31,9 +32,7 @@ def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int) -> t
     server = ModelServer(
         model,
         KafkaSettings(broker.bootstrap_servers),
-        examples_topic=topic,
-        predictions_topic=f"{topic}.predictions",
-        dead_letter_topic=f"{topic}.dead-letters",
+        topics=Topics(topic),
         processing_guarantee=guarantee,
         checkpoint_every=checkpoint_every,
         idle_timeout=1.0,

@@ -14,6 +14,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from streams.kafka import state_topic
 from streams.kafka.client import KafkaSettings
 from streams.kafka.committed import committed_consumer
+from streams.kafka.config import Mixing, Topics
 from streams.kafka.messages import encode_example, encode_prediction
 from streams.kafka.server import ModelServer
 
@@ -50,15 +51,17 @@ def produce_examples(bootstrap: str, topic: str, examples: list[tuple], partitio
     )
 
 
-def model_server(model, settings, topic: str, checkpoint_dir, **kwargs):
-    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`."""
+def model_server(
+    model, settings, topic: str, checkpoint_dir, labels_topic=None, mix=None, **kwargs
+):
+    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`; `mix`: the
+    keyword arguments of a `Mixing`."""
     return ModelServer(
         model,
         settings,
-        examples_topic=topic,
-        predictions_topic=f"{topic}.predictions",
-        dead_letter_topic=f"{topic}.dead",
+        topics=Topics(topic, dead_letters=f"{topic}.dead", labels=labels_topic),
         checkpoint_dir=checkpoint_dir,
+        mixing=None if mix is None else Mixing(**mix),
         **kwargs,
     )
 

@@ -11,6 +11,7 @@ import pytest
 
 from streams.cli.serve import build_model
 from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.config import Topics
 from streams.kafka.server import ModelServer
 from tests.kafka_support import REPO
 
@@ -43,10 +44,7 @@ def test_readme_kafka_snippets_produce_serve_and_read(kafka_broker, capsys):
     ModelServer(
         build_model("AROW()", text=False),
         KafkaSettings(bootstrap),
-        examples_topic=topic,
-        labels_topic=f"{topic}.labels",
-        predictions_topic=f"{topic}.predictions",
-        dead_letter_topic=f"{topic}.dead-letters",
+        topics=Topics(topic, labels=f"{topic}.labels"),
         idle_timeout=1.0,
     ).run()
     reader = rename(reader_code).replace(

@@ -101,7 +101,7 @@ def test_a_surviving_member_takes_over_a_killed_members_partition_from_the_state
 ):
     """The victim (its own local cache) is killed with -9 mid-stream; the survivor (no local
     directory) restores its partition from the state topic, not from offset 0."""
-    caplog.set_level(logging.INFO, logger="streams.kafka.server")
+    caplog.set_level(logging.INFO, logger="streams.kafka")
     rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=6)[:1000]
     examples = [(i, row["x"], row["label"]) for i, row in enumerate(rows)]
     topic, group = topic_name("failover"), topic_name("failover-id")

@@ -18,7 +18,7 @@ from streams import cli
 from streams.cli.inspect import top_weights
 from streams.kafka.client import KafkaSettings, TopicError, create_topics
 from streams.kafka.messages import encode_example, encode_label
-from streams.kafka.server import StateMismatch
+from streams.kafka.store import StateMismatch
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import (
     REPO,
@@ -79,7 +79,7 @@ def test_stored_offsets_beyond_a_recreated_topic_stop_the_server(kafka_broker, t
 
 
 def test_labels_waiting_for_examples_that_never_come_are_reported(kafka_broker, topic_name, caplog):
-    caplog.set_level(logging.INFO, logger="streams.kafka.server")
+    caplog.set_level(logging.INFO, logger="streams.kafka")
     topic = topic_name("keyed-elsewhere")
     bootstrap = kafka_broker.bootstrap_servers
     create_topics(bootstrap, {topic: 2, f"{topic}.labels": 2})

@@ -14,8 +14,10 @@ from river import base
 from river_cw import combine
 from streams.kafka.checkpoint import CheckpointError
 from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError
-from streams.kafka.server import GUARANTEES, MIXES, ModelServer, ServeConfig, StateMismatch
+from streams.kafka.config import GUARANTEES, MIXES, Mixing, ServeConfig, Topics
+from streams.kafka.server import ModelServer
 from streams.kafka.state_topic import StateError
+from streams.kafka.store import StateMismatch
 from streams.models.mixing import MixError
 from streams.models.specs import parse, prepare
 
@@ -115,7 +117,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mix",
-        choices=MIXES,
+        choices=("off", *MIXES),
         default="off",
         help="one model for the whole group: every partition publishes its model's changes to "
         "the models topic every --mix-every examples and goes on from the mix of all "
@@ -240,29 +242,31 @@ def run(args: argparse.Namespace) -> int:
 
 def _config(args: argparse.Namespace, spec: str) -> ServeConfig:
     """The server's configuration from the command line."""
+    mixing = None
+    if args.mix != "off":
+        mixing = Mixing(args.mix, args.mix_every, args.mix_seconds, args.mix_lag)
     return ServeConfig(
-        examples_topic=args.topic,
-        labels_topic=args.labels_topic,
-        predictions_topic=args.predictions_topic or f"{args.topic}.predictions",
-        dead_letter_topic=args.dead_letter_topic or f"{args.topic}.dead-letters",
-        state_topic=args.state_topic,
+        Topics(
+            args.topic,
+            predictions=args.predictions_topic or "",
+            dead_letters=args.dead_letter_topic or "",
+            labels=args.labels_topic,
+            state=args.state_topic or "",
+            models=args.models_topic or "",
+        ),
         group_id=args.group_id,
         partitions=args.partitions,
         processing_guarantee=args.processing_guarantee,
-        checkpoint_dir=args.checkpoint_dir,
         checkpoint_every=args.checkpoint_every,
         checkpoint_seconds=args.checkpoint_seconds,
+        checkpoint_dir=args.checkpoint_dir,
         max_pending=args.max_pending,
-        idle_timeout=args.idle_timeout,
-        log_seconds=args.log_seconds,
         model_spec=spec,
         discard_state=args.discard_state,
         restore_timeout=args.restore_timeout,
-        mix=args.mix,
-        mix_every=args.mix_every,
-        mix_seconds=args.mix_seconds,
-        mix_lag=args.mix_lag,
-        models_topic=args.models_topic,
+        mixing=mixing,
+        idle_timeout=args.idle_timeout,
+        log_seconds=args.log_seconds,
     )
 
 

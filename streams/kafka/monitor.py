@@ -1,0 +1,79 @@
+"""What a server tells a person: the progress line every `log_seconds`, and what needs a look.
+
+`Monitor.progress` logs messages per second, owned partitions, learned examples, prequential
+accuracy, pending examples and labels, dead letters, expired entries and the lag; it warns once
+per new count when labels have waited for their example too long (keyed differently from their
+examples?).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from streams.kafka.config import ServeConfig
+from streams.kafka.task import PartitionTask
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Monitor"]
+
+
+class Monitor:
+    """The progress line and its warnings; `tick` logs when `log_seconds` have passed."""
+
+    def __init__(self, config: ServeConfig):
+        self.config = config
+        self.consumed = 0
+        self.started = time.monotonic()
+        self._last = (0, self.started)
+
+    def tick(self, tasks: dict[int, PartitionTask], lag: int | None) -> None:
+        now = time.monotonic()
+        if now - self._last[1] >= self.config.log_seconds:
+            self.progress(tasks, lag, self.consumed - self._last[0], now - self._last[1])
+            self._last = (self.consumed, now)
+
+    def done(self, tasks: dict[int, PartitionTask], lag: int | None) -> None:
+        self.progress(tasks, lag, self.consumed, time.monotonic() - self.started, final=True)
+
+    def progress(
+        self,
+        tasks: dict[int, PartitionTask],
+        lag: int | None,
+        consumed: int,
+        seconds: float,
+        final: bool = False,
+    ) -> None:
+        states = [task.state for task in tasks.values()]
+        scored = sum(state.scored for state in states)
+        correct = sum(state.correct for state in states)
+        log.info(
+            "%s%d messages in %.1f s (%.0f/s); partitions %s: learned %d, prequential accuracy "
+            "%s, pending examples %d, labels waiting %d, dead letters %d, expired %d; lag %s",
+            "done: " if final else "",
+            consumed,
+            seconds,
+            consumed / max(seconds, 1e-9),
+            sorted(tasks),
+            sum(state.learned for state in states),
+            f"{correct / scored:.4f}" if scored else "n/a",
+            sum(len(state.pending_examples) for state in states),
+            sum(len(state.pending_labels) for state in states),
+            sum(state.dead_letters for state in states),
+            sum(state.expired for state in states),
+            "unknown" if lag is None else lag,
+        )
+        after = self.config.stale_label_after
+        for p, task in sorted(tasks.items()):
+            stale = task.learner.stale_labels(after)
+            if stale > task.stale_reported:
+                log.warning(
+                    "partition %d: %d labels have waited for their example while %d or more "
+                    "examples came; are labels keyed by the same id as their examples (same "
+                    "partition)?",
+                    p,
+                    stale,
+                    after,
+                )
+            task.stale_reported = stale

@@ -1,0 +1,80 @@
+"""One owned partition of a server: its learner, its producer of outputs, its commit.
+
+A task takes the records of its partition (examples and labels), feeds them to its
+`PartitionLearner` and writes what comes out (predictions, dead letters) with its `Outputs` (the
+record collector); `commit` closes the batch: the partition's state (`StateStore.write`), its
+consumed offsets and its outputs, in one transaction with exactly-once, or outputs acknowledged
+and then the state with at-least-once. Kafka Streams calls this a stream task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka import TopicPartition
+
+from streams.kafka.client import Outputs
+from streams.kafka.config import Topics
+from streams.kafka.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
+from streams.kafka.store import StateStore
+from streams.models.mixing import Mixer
+
+__all__ = ["PartitionTask"]
+
+
+@dataclass
+class PartitionTask:
+    """A partition's learning and outputs since its last commit (`dirty`: something to commit)."""
+
+    learner: PartitionLearner
+    outputs: Outputs
+    topics: Topics
+    shared_outputs: bool = False  # at-least-once: one producer for all partitions, not ours
+    dirty: bool = False
+    stale_reported: int = 0
+    mixer: Mixer | None = None
+    mixed_at: float = 0.0  # monotonic time of the last publication or adoption
+    paused: bool = False  # waiting for its round (`streams.kafka.config.Mixing.lag`)
+
+    @property
+    def state(self) -> PartitionState:
+        return self.learner.state
+
+    @property
+    def partition(self) -> int:
+        return self.state.partition
+
+    def handle(self, record) -> None:
+        """Learn from a record of the examples or labels topic and write its outputs."""
+        state = self.state
+        state.offsets[record.topic] = record.offset + 1
+        self.dirty = True
+        self.outputs.begin()
+        if record.topic == self.topics.examples:
+            events = self.learner.example(record.value)
+        else:
+            events = self.learner.label(record.value)
+        for event in events:
+            if isinstance(event, Prediction):
+                self.outputs.send(self.topics.predictions, key=event.key, value=event.value)
+            elif isinstance(event, DeadLetter):
+                self.outputs.dead_letter(self.topics.dead_letters, record, event.reason)
+
+    def commit(self, store: StateStore, group: str | None) -> None:
+        """Commit the batch: state and outputs, with the consumed offsets of `group` inside the
+        transaction (exactly-once), or acknowledged (`group` None: at-least-once, outputs already
+        flushed). Raises `Fenced` when a newer owner has the partition."""
+        state = self.state
+        written = store.write(self.outputs, state)
+        if self.outputs.transactional:
+            offsets = {TopicPartition(t, state.partition): o for t, o in state.offsets.items()}
+            self.outputs.commit(offsets, group)
+        else:
+            self.outputs.flush()
+        self.dirty = False
+        store.saved(state, written)
+
+    def close(self) -> None:
+        """Close the task's producer (an open transaction is aborted by the next owner)."""
+        if not self.shared_outputs:
+            self.outputs.close()
