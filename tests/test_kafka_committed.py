@@ -8,8 +8,9 @@ import time
 import pytest
 from kafka import TopicPartition
 
-from streams.kafka.client import KafkaSettings, Outputs, create_topics
+from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.committed import committed_consumer
+from streams.kafka.outputs import Delivery, Outputs
 
 pytestmark = pytest.mark.kafka
 
@@ -38,9 +39,11 @@ def test_a_marker_read_again_after_a_seek_back_ends_only_the_records_before_it(
     )
     try:
         consumer.assign([tp])
-        first = owner.send(topic, key=b"committed", value=b"", partition=0).get(timeout=10).offset
+        delivery = Delivery()
+        owner.send(topic, b"", b"committed", partition=0, delivery=delivery)
         owner.commit({}, None)
-        owner.send(topic, key=b"open", value=b"", partition=0)
+        first = delivery.offset
+        owner.send(topic, b"", b"open", partition=0)
         owner.flush()  # in the log, its transaction open
         assert keys_read(consumer) == ["committed"]  # "open" is held for its marker
         consumer.seek(tp, first + 1)  # the first transaction's commit marker, read again
@@ -48,7 +51,7 @@ def test_a_marker_read_again_after_a_seek_back_ends_only_the_records_before_it(
         consumer.seek(tp, first)
         assert keys_read(consumer) == ["committed"]
         successor = Outputs(settings, transactional_id=f"{topic}-0")  # aborts "open"
-        successor.send(topic, key=b"next", value=b"", partition=0)
+        successor.send(topic, b"", b"next", partition=0)
         successor.commit({}, None)
         assert keys_read(consumer) == ["next"]
         consumer.seek(tp, 0)

@@ -58,19 +58,13 @@ import threading
 import time
 
 from streams.kafka import state_topic
-from streams.kafka.client import (
-    Fenced,
-    KafkaSettings,
-    KafkaSource,
-    Outputs,
-    TopicError,
-    create_topics,
-    log_reaches,
-)
+from streams.kafka.client import KafkaSettings, TopicError, create_topics, log_reaches
 from streams.kafka.config import ServeConfig
 from streams.kafka.learner import PartitionLearner, PartitionState
 from streams.kafka.monitor import Monitor
+from streams.kafka.outputs import CommitFailed, Fenced, Outputs
 from streams.kafka.rounds import RoundCoordinator
+from streams.kafka.source import KafkaSource
 from streams.kafka.store import StateStore
 from streams.kafka.task import PartitionTask
 
@@ -126,19 +120,18 @@ class ModelServer:
         config, topics = self.config, self.config.topics
         self.source = KafkaSource(
             self.settings,
-            list(topics.inputs),
+            topics.inputs,
             group_id=config.group_id,
             partitions=config.partitions,
+            offsets_group=config.offsets_group,
         )
         try:
             count = self.source.partition_count
-            create_topics(
-                self.settings.bootstrap_servers, {topics.state: count}, state_topic.TOPIC_CONFIG
-            )
+            create_topics(self.settings, {topics.state: count}, state_topic.TOPIC_CONFIG)
             if not config.exactly_once:
                 self._shared = Outputs(self.settings)
             if config.mixing is not None:
-                create_topics(self.settings.bootstrap_servers, {topics.models: 1})
+                create_topics(self.settings, {topics.models: 1})
                 self._rounds = RoundCoordinator(
                     self.settings, config.mixing, topics.models, count, self.model
                 )
@@ -162,14 +155,16 @@ class ModelServer:
         for record in records:
             if self._stop.is_set():
                 break
-            task = self.tasks.get(record.partition)
+            task = self.tasks.get(record.partition())
             if task is not None and not (self._rounds and self._rounds.waits(task)):
                 try:
                     task.handle(record)
                     self._since_commit += 1
                     self._publish_due(task)
                 except Fenced:
-                    self._fenced(record.partition)
+                    self._fenced(task.partition)
+                except CommitFailed as error:
+                    self._reset(task.partition, error)
                 self.monitor.consumed += 1
             if self._commit_due():
                 self.commit()
@@ -194,7 +189,7 @@ class ModelServer:
         config, restored = self.config, []
         for p in sorted(partitions):
             outputs = (
-                Outputs(self.settings, f"river-cw.{config.topics.state}.{p}")
+                Outputs(self.settings, f"river-cw.{config.topics.state}.{p}", self._stop)
                 if config.exactly_once
                 else self._shared
             )  # a transactional producer fences the previous owner first
@@ -262,6 +257,14 @@ class ModelServer:
         log.warning("partition %d: fenced by a newer owner, dropping it", p)
         self._drop([p])
 
+    def _reset(self, p: int, error: Exception) -> None:
+        """A transaction of partition p failed: restore it from its last committed state, as
+        a new owner would (if it is still ours)."""
+        log.warning("partition %d: %s; restoring its last committed state", p, error)
+        self._drop([p])
+        if p in self.source.partitions and not self._stop.is_set():
+            self._assign({p})
+
     def _drop(self, partitions) -> None:
         for p in partitions:
             task = self.tasks.pop(p, None)
@@ -284,6 +287,8 @@ class ModelServer:
                 self._publish_due(task)
             except Fenced:
                 self._fenced(p)
+            except CommitFailed as error:
+                self._reset(p, error)
 
     def _publish_due(self, task: PartitionTask) -> None:
         """Publish the task's contribution if due, committed at once with its state and
@@ -310,12 +315,14 @@ class ModelServer:
             return
         if self._shared is not None:
             self._shared.flush()
-        group = self.config.offsets_group if self.config.exactly_once else None
+        metadata = self.source.group_metadata() if self.config.exactly_once else None
         for p in todo:
             try:
-                self.tasks[p].commit(self.store, group)
+                self.tasks[p].commit(self.store, metadata)
             except Fenced:
                 self._fenced(p)
+            except CommitFailed as error:
+                self._reset(p, error)
         if not any(task.dirty for task in self.tasks.values()):
             self._since_commit = 0
             self._last_commit = time.monotonic()

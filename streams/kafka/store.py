@@ -148,4 +148,4 @@ class StateStore:
         """The write of `state` is committed: refresh the local cache, if any."""
         path = self.config.checkpoint_path(state.partition)
         if path is not None:
-            checkpoint.save(path, {"state": state, "state_offset": written.get().offset + 1})
+            checkpoint.save(path, {"state": state, "state_offset": written.offset + 1})

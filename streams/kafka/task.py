@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka import TopicPartition
-
-from streams.kafka.client import Outputs
 from streams.kafka.config import Topics
 from streams.kafka.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
+from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
 from streams.models.mixing import Mixer
 
@@ -47,28 +45,30 @@ class PartitionTask:
     def handle(self, record) -> None:
         """Learn from a record of the examples or labels topic and write its outputs."""
         state = self.state
-        state.offsets[record.topic] = record.offset + 1
+        topic = record.topic()
+        state.offsets[topic] = record.offset() + 1
         self.dirty = True
         self.outputs.begin()
-        if record.topic == self.topics.examples:
-            events = self.learner.example(record.value)
+        if topic == self.topics.examples:
+            events = self.learner.example(record.value())
         else:
-            events = self.learner.label(record.value)
+            events = self.learner.label(record.value())
         for event in events:
             if isinstance(event, Prediction):
-                self.outputs.send(self.topics.predictions, key=event.key, value=event.value)
+                self.outputs.send(self.topics.predictions, event.value, event.key)
             elif isinstance(event, DeadLetter):
                 self.outputs.dead_letter(self.topics.dead_letters, record, event.reason)
 
-    def commit(self, store: StateStore, group: str | None) -> None:
-        """Commit the batch: state and outputs, with the consumed offsets of `group` inside the
-        transaction (exactly-once), or acknowledged (`group` None: at-least-once, outputs already
-        flushed). Raises `Fenced` when a newer owner has the partition."""
+    def commit(self, store: StateStore, group_metadata) -> None:
+        """Commit the batch: state and outputs, with the consumed offsets inside the transaction
+        (for the consumer whose `group_metadata` is given), or acknowledged (at-least-once).
+        Raises `Fenced` when a newer owner has the partition, `CommitFailed` when the
+        transaction's fate is unknown."""
         state = self.state
         written = store.write(self.outputs, state)
         if self.outputs.transactional:
-            offsets = {TopicPartition(t, state.partition): o for t, o in state.offsets.items()}
-            self.outputs.commit(offsets, group)
+            offsets = {(t, state.partition): o for t, o in state.offsets.items()}
+            self.outputs.commit(offsets, group_metadata)
         else:
             self.outputs.flush()
         self.dirty = False
