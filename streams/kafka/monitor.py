@@ -26,7 +26,14 @@ class Monitor:
         self.config = config
         self.consumed = 0
         self.started = time.monotonic()
+        self.first_at: float | None = None  # when the first message was handled
         self._last = (0, self.started)
+
+    def handled(self, count: int) -> None:
+        """`count` more messages handled."""
+        if self.first_at is None:
+            self.first_at = time.monotonic()
+        self.consumed += count
 
     def tick(self, tasks: dict[int, PartitionTask], lag: int | None) -> None:
         now = time.monotonic()
@@ -35,7 +42,9 @@ class Monitor:
             self._last = (self.consumed, now)
 
     def done(self, tasks: dict[int, PartitionTask], lag: int | None) -> None:
-        self.progress(tasks, lag, self.consumed, time.monotonic() - self.started, final=True)
+        """The last progress line: the messages since the first one."""
+        since = self.started if self.first_at is None else self.first_at
+        self.progress(tasks, lag, self.consumed, time.monotonic() - since, final=True)
 
     def progress(
         self,

@@ -163,13 +163,16 @@ class Outputs:
         delivery: Delivery | None = None,
     ) -> None:
         """Write a record (`partition` -1: by its key); `delivery` learns where it landed."""
-        self.begin()
-        extra = {} if delivery is None else {"on_delivery": delivery}
+        if self.transactional and not self.in_transaction:
+            self.begin()
         while True:
             try:
-                self._producer.produce(
-                    topic, value, key, partition=partition, headers=headers, **extra
-                )
+                if delivery is None:
+                    self._producer.produce(topic, value, key, partition, headers=headers)
+                else:
+                    self._producer.produce(
+                        topic, value, key, partition, on_delivery=delivery, headers=headers
+                    )
                 return
             except BufferError:  # the local queue is full: let librdkafka send some
                 self._producer.poll(0.1)

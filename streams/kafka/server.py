@@ -152,20 +152,20 @@ class ModelServer:
         """One poll: its records handled, rounds advanced, commits made when due."""
         waiting = any(task.paused for task in self.tasks.values())
         records = self.source.poll(10 if waiting else self.config.poll_timeout_ms)
-        for record in records:
+        for run in self._runs(records):
             if self._stop.is_set():
                 break
-            task = self.tasks.get(record.partition())
+            task = self.tasks.get(run[0].partition())
             if task is not None and not (self._rounds and self._rounds.waits(task)):
                 try:
-                    task.handle(record)
-                    self._since_commit += 1
+                    task.handle(run)
+                    self._since_commit += len(run)
                     self._publish_due(task)
                 except Fenced:
                     self._fenced(task.partition)
                 except CommitFailed as error:
                     self._reset(task.partition, error)
-                self.monitor.consumed += 1
+                self.monitor.handled(len(run))
             if self._commit_due():
                 self.commit()
         if self._rounds is not None:
@@ -175,6 +175,19 @@ class ModelServer:
         if self._commit_due():
             self.commit()
         self.monitor.tick(self.tasks, self.source.lag())
+
+    def _runs(self, records: list):
+        """The records in runs of one partition, each ending where a commit falls due (one
+        record each when mixing: a publication may fall due after any of them)."""
+        i, count = 0, len(records)
+        while i < count:
+            p = records[i].partition()
+            limit = 1 if self._rounds else max(1, self.config.checkpoint_every - self._since_commit)
+            j = i + 1
+            while j < count and j - i < limit and records[j].partition() == p:
+                j += 1
+            yield records[i:j]
+            i = j
 
     def _idle(self) -> bool:
         timeout = self.config.idle_timeout

@@ -160,8 +160,15 @@ class KafkaSource:
             self._consumer.unassign()
 
     def poll(self, timeout_ms: int) -> list:
-        """The records of one fetch (up to `batch`), in offset order within each partition."""
-        messages = self._consumer.consume(self.batch, timeout_ms / 1000)
+        """The records ready (up to `batch`; waiting up to `timeout_ms` for a first one), in
+        offset order within each partition."""
+        # consume(n, timeout) would wait for n records: wait for one, then take what is ready
+        messages = self._consumer.consume(self.batch, 0)
+        if not messages:
+            first = self._consumer.poll(timeout_ms / 1000)
+            if first is None:
+                return []
+            messages = [first, *self._consumer.consume(self.batch - 1, 0)]
         errors = [m.error() for m in messages if m.error() is not None]
         if not errors:
             return messages

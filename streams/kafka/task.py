@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streams.kafka.config import Topics
-from streams.kafka.learner import DeadLetter, PartitionLearner, PartitionState, Prediction
+from streams.kafka.learner import PartitionLearner, PartitionState, Prediction
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
 from streams.models.mixing import Mixer
@@ -42,22 +42,25 @@ class PartitionTask:
     def partition(self) -> int:
         return self.state.partition
 
-    def handle(self, record) -> None:
-        """Learn from a record of the examples or labels topic and write its outputs."""
-        state = self.state
-        topic = record.topic()
-        state.offsets[topic] = record.offset() + 1
+    def handle(self, records: list) -> None:
+        """Learn from records of the examples or labels topic, in order, and write their
+        outputs."""
+        offsets, learner, outputs = self.state.offsets, self.learner, self.outputs
+        examples, predictions = self.topics.examples, self.topics.predictions
         self.dirty = True
-        self.outputs.begin()
-        if topic == self.topics.examples:
-            events = self.learner.example(record.value())
-        else:
-            events = self.learner.label(record.value())
-        for event in events:
-            if isinstance(event, Prediction):
-                self.outputs.send(self.topics.predictions, event.value, event.key)
-            elif isinstance(event, DeadLetter):
-                self.outputs.dead_letter(self.topics.dead_letters, record, event.reason)
+        outputs.begin()
+        for record in records:
+            topic = record.topic()
+            if topic == examples:
+                events = learner.example(record.value())
+            else:
+                events = learner.label(record.value())
+            for event in events:
+                if type(event) is Prediction:
+                    outputs.send(predictions, event.value, event.key)
+                else:
+                    outputs.dead_letter(self.topics.dead_letters, record, event.reason)
+            offsets[topic] = record.offset() + 1
 
     def commit(self, store: StateStore, group_metadata) -> None:
         """Commit the batch: state and outputs, with the consumed offsets inside the transaction
