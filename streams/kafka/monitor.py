@@ -12,6 +12,7 @@ import logging
 import time
 
 from streams.kafka.config import ServeConfig
+from streams.kafka.source import KafkaSource
 from streams.kafka.task import PartitionTask
 
 log = logging.getLogger(__name__)
@@ -22,8 +23,11 @@ __all__ = ["Monitor"]
 class Monitor:
     """The progress line and its warnings; `tick` logs when `log_seconds` have passed."""
 
-    def __init__(self, config: ServeConfig):
+    def __init__(self, config: ServeConfig, session_timeout_ms: int = 6000):
         self.config = config
+        self.session_timeout_ms = session_timeout_ms
+        self._unassigned_since: float | None = None
+        self._warned = False
         self.consumed = 0
         self.started = time.monotonic()
         self.first_at: float | None = None  # when the first message was handled
@@ -35,16 +39,44 @@ class Monitor:
             self.first_at = time.monotonic()
         self.consumed += count
 
-    def tick(self, tasks: dict[int, PartitionTask], lag: int | None) -> None:
+    def tick(self, tasks: dict[int, PartitionTask], source: KafkaSource) -> None:
         now = time.monotonic()
         if now - self._last[1] >= self.config.log_seconds:
+            lag = _total(source.lag())
             self.progress(tasks, lag, self.consumed - self._last[0], now - self._last[1])
             self._last = (self.consumed, now)
+        self._check_assignment(source, now)
 
-    def done(self, tasks: dict[int, PartitionTask], lag: int | None) -> None:
+    def done(self, tasks: dict[int, PartitionTask], source: KafkaSource) -> None:
         """The last progress line: the messages since the first one."""
         since = self.started if self.first_at is None else self.first_at
+        lag = _total(source.lag())
         self.progress(tasks, lag, self.consumed, time.monotonic() - since, final=True)
+
+    def _check_assignment(self, source: KafkaSource, now: float) -> None:
+        """Warn once when a member has had no partition for longer than a session timeout."""
+        if source.group_id is None or source.partitions:
+            self._unassigned_since, self._warned = None, False
+            return
+        if self._unassigned_since is None:
+            self._unassigned_since = now
+            return
+        waited = now - self._unassigned_since
+        if self._warned or waited * 1000 < self.session_timeout_ms:
+            return
+        self._warned = True
+        log.warning(
+            "no partition assigned for %.0f s in group %r: it may have more members than %s "
+            "has partitions (%d; the others wait as standbys: fine), or the broker has not "
+            "rebalanced the group. The demo broker (Tansu 0.6) keeps a group whose leader left "
+            "while it was forming without an assignment for good: restart the broker or serve "
+            "with another --group-id (a member stopped within its first seconds no longer "
+            "leaves that way)",
+            waited,
+            source.group_id,
+            source.topics[0],
+            source.partition_count,
+        )
 
     def progress(
         self,
@@ -86,3 +118,7 @@ class Monitor:
                     after,
                 )
             task.stale_reported = stale
+
+
+def _total(lag: dict[int, int] | None) -> int | None:
+    return None if lag is None else sum(lag.values())

@@ -61,6 +61,7 @@ from streams.kafka import state_topic
 from streams.kafka.client import KafkaSettings, TopicError, create_topics, log_reaches
 from streams.kafka.config import ServeConfig
 from streams.kafka.learner import PartitionLearner, PartitionState
+from streams.kafka.metrics import Metrics
 from streams.kafka.monitor import Monitor
 from streams.kafka.outputs import CommitFailed, Fenced, Outputs
 from streams.kafka.rounds import RoundCoordinator
@@ -87,20 +88,37 @@ class ModelServer:
         self.spec = self.config.model_spec or " ".join(repr(model).split())
         self.store = StateStore(settings, self.config, model, self.spec)
         self.tasks: dict[int, PartitionTask] = {}
-        self.monitor = Monitor(self.config)
+        self.monitor = Monitor(self.config, settings.session_timeout_ms)
+        self.metrics = Metrics()
+        self.source: KafkaSource | None = None
         self._shared: Outputs | None = None  # at-least-once: one producer for all partitions
         self._rounds: RoundCoordinator | None = None
         self._stop = threading.Event()
         self._since_commit = 0
-        self._last_commit = self._last_record = time.monotonic()
+        self._last_commit = self._last_record = self._last_step = time.monotonic()
 
     @property
     def states(self) -> dict[int, PartitionState]:
         return {p: task.state for p, task in list(self.tasks.items())}
 
     def stop(self) -> None:
-        """Ask `run` to commit and return after the current message (thread/signal safe)."""
+        """Ask `run` to commit and return (after the records in hand; thread/signal safe)."""
         self._stop.set()
+
+    def live(self) -> bool:
+        """Whether the serving loop went round within max_poll_interval_ms."""
+        return time.monotonic() - self._last_step < self.settings.max_poll_interval_ms / 1000
+
+    def ready(self) -> bool:
+        """Whether the member owns partitions and has restored all of them."""
+        source = self.source
+        return (
+            source is not None and bool(source.partitions) and source.partitions <= set(self.tasks)
+        )
+
+    def lag(self) -> dict[int, int] | None:
+        """Records behind the input topics' end, per owned partition (None: not known yet)."""
+        return None if self.source is None else self.source.lag()
 
     def run(self) -> dict[int, PartitionState]:
         """Serve until stopped; returns the final states. Raises `BrokerUnavailable`,
@@ -111,10 +129,22 @@ class ModelServer:
             while not self._stop.is_set() and not self._idle():
                 self._step()
             self.commit()
-            self.monitor.done(self.tasks, self.source.lag())
+            self._finish_joining()
+            self.monitor.done(self.tasks, self.source)
         finally:
             self._close()
         return self.states
+
+    def _finish_joining(self, seconds: float = 2.5) -> None:
+        """Stopped while joining its group: wait (up to `seconds`) for the join to complete
+        before leaving. A member that leaves while the group forms around it as its leader
+        leaves the demo broker (Tansu 0.6) keeping it as the leader: the group then assigns
+        nothing to anyone until the broker restarts. Once formed, leaving is clean."""
+        if self.source.group_id is None or self.source.assigned_at is not None:
+            return
+        deadline = time.monotonic() + seconds
+        while self.source.assigned_at is None and time.monotonic() < deadline:
+            self.source.poll(50)  # no task: records are left for the next owner
 
     def _open(self) -> None:
         config, topics = self.config, self.config.topics
@@ -174,7 +204,8 @@ class ModelServer:
             self._last_record = time.monotonic()  # waiting for a round is not idleness
         if self._commit_due():
             self.commit()
-        self.monitor.tick(self.tasks, self.source.lag())
+        self._last_step = time.monotonic()
+        self.monitor.tick(self.tasks, self.source)
 
     def _runs(self, records: list):
         """The records in runs of one partition, each ending where a commit falls due (one
@@ -199,7 +230,9 @@ class ModelServer:
     # --- partitions -------------------------------------------------------------------------
 
     def _assign(self, partitions: set[int]) -> None:
-        config, restored = self.config, []
+        if self._stop.is_set():  # stopping: take nothing on
+            return
+        config, states = self.config, []
         for p in sorted(partitions):
             outputs = (
                 Outputs(self.settings, f"river-cw.{config.topics.state}.{p}", self._stop)
@@ -207,7 +240,9 @@ class ModelServer:
                 else self._shared
             )  # a transactional producer fences the previous owner first
             try:
-                state = self.store.restore(outputs, p).state
+                restored = self.store.restore(outputs, p)
+                state = restored.state
+                self.metrics.restore_seconds[p] = restored.seconds
                 for topic in self.source.topics:
                     self._seek_stored(state, topic)
             except BaseException as error:
@@ -220,9 +255,9 @@ class ModelServer:
                 continue
             task = self._task(state, outputs)
             self.tasks[p] = task
-            restored.append(state)
+            states.append(state)
         if self._rounds is not None:  # from where the new partitions' rounds need
-            self._rounds.restored(restored)
+            self._rounds.restored(states)
         self._last_record = time.monotonic()
 
     def _task(self, state: PartitionState, outputs: Outputs) -> PartitionTask:
@@ -232,6 +267,7 @@ class ModelServer:
             self.config.topics,
             shared_outputs=outputs is self._shared,
             mixed_at=time.monotonic(),
+            metrics=self.metrics,
         )
         if self._rounds is not None:
             task.mixer = self._rounds.mixer(state)
@@ -290,6 +326,7 @@ class ModelServer:
         """Adopt complete rounds (a waiting partition reads on from its first record left);
         publish where due."""
         for p in self._rounds.adopt(self.tasks):
+            self.metrics.rounds[p] = self.metrics.rounds.get(p, 0) + 1
             task = self.tasks[p]
             if task.paused:
                 for topic in self.source.topics:
@@ -331,7 +368,8 @@ class ModelServer:
         metadata = self.source.group_metadata() if self.config.exactly_once else None
         for p in todo:
             try:
-                self.tasks[p].commit(self.store, metadata)
+                with self.metrics.commit_seconds.time():
+                    self.tasks[p].commit(self.store, metadata)
             except Fenced:
                 self._fenced(p)
             except CommitFailed as error:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from streams.kafka.config import Topics
 from streams.kafka.learner import PartitionLearner, PartitionState, Prediction
+from streams.kafka.metrics import Metrics
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
 from streams.models.mixing import Mixer
@@ -33,6 +34,7 @@ class PartitionTask:
     mixer: Mixer | None = None
     mixed_at: float = 0.0  # monotonic time of the last publication or adoption
     paused: bool = False  # waiting for its round (`streams.kafka.config.Mixing.lag`)
+    metrics: Metrics | None = None
 
     @property
     def state(self) -> PartitionState:
@@ -60,6 +62,8 @@ class PartitionTask:
                     outputs.send(predictions, event.value, event.key)
                 else:
                     outputs.dead_letter(self.topics.dead_letters, record, event.reason)
+                    if self.metrics is not None:
+                        self.metrics.dead_letter(self.partition, event.kind)
             offsets[topic] = record.offset() + 1
 
     def commit(self, store: StateStore, group_metadata) -> None:
