@@ -221,8 +221,15 @@ class ModelServer:
             i = j
 
     def _idle(self) -> bool:
+        """No message for `idle_timeout` s (a member still joining its group gets a session
+        timeout more: joins take seconds)."""
         timeout = self.config.idle_timeout
-        if timeout is None or time.monotonic() - self._last_record < timeout:
+        if timeout is None:
+            return False
+        joining = self.source.group_id is not None and self.source.assigned_at is None
+        if joining:
+            timeout += self.settings.session_timeout_ms / 1000
+        if time.monotonic() - self._last_record < timeout:
             return False
         log.info("no message for %.1f s: stopping", timeout)
         return True
