@@ -110,11 +110,12 @@ class ModelServer:
         return time.monotonic() - self._last_step < self.settings.max_poll_interval_ms / 1000
 
     def ready(self) -> bool:
-        """Whether the member owns partitions and has restored all of them."""
+        """Whether the member serves: it owns partitions, has restored all of them and is not
+        stopping."""
         source = self.source
-        return (
-            source is not None and bool(source.partitions) and source.partitions <= set(self.tasks)
-        )
+        if source is None or self._stop.is_set() or not source.partitions:
+            return False
+        return source.partitions <= set(self.tasks)
 
     def lag(self) -> dict[int, int] | None:
         """Records behind the input topics' end, per owned partition (None: not known yet)."""
