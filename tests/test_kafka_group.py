@@ -9,7 +9,6 @@ import logging
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -143,6 +142,8 @@ def test_a_surviving_member_takes_over_a_killed_members_partition_from_the_state
                 "3000",
                 "--heartbeat-interval-ms",
                 "500",
+                "--log-seconds",
+                "0.1",
             ],
             cwd=REPO,
             stdout=log,
@@ -163,7 +164,9 @@ def test_a_surviving_member_takes_over_a_killed_members_partition_from_the_state
             lambda: states()[mine].learned == 250 and getattr(stored(), "learned", 0) == 200,
             what="the first half",
         )
-        time.sleep(0.5)  # the victim learns its last 50 (in a transaction never committed)
+        wait_until(  # the victim learns its last 50 (in a transaction never committed)
+            lambda: "learned 250," in victim_log.read_text(), what="the victim's last 50"
+        )
         victim.kill()
         victim.wait()
         rest = [e for e in examples if e[0] >= 500]
