@@ -3,7 +3,8 @@
 `Monitor.progress` logs messages per second, owned partitions, learned examples, prequential
 accuracy, pending examples and labels, dead letters, expired entries and the lag; it warns once
 per new count when labels have waited for their example too long (keyed differently from their
-examples?).
+examples?), and once when a group member has had no partition for a session timeout (more
+members than partitions, or a group the broker does not rebalance).
 """
 
 from __future__ import annotations

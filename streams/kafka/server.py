@@ -7,6 +7,11 @@ first waits for its example (both bounded by `max_pending`). A record that canno
 predicted or learned goes to the dead-letter topic with the reason; only infrastructure faults
 (no broker, a state that cannot be restored) end `run` with an exception.
 
+Stopping (`stop`, SIGTERM or Ctrl-C in `river-cw serve`) commits the open batches and leaves the
+group (a member still joining first completes its join: see `_finish_joining`). A transaction
+whose fate is unknown (the broker stopped answering) drops the partition's work since its last
+commit and restores it, as a new owner would.
+
 The parts, as Kafka Streams splits a task's work: this module is the poll/commit loop and the
 partitions' assignment; `streams.kafka.task.PartitionTask` handles one partition's records
 (learning in `streams.kafka.learner`, outputs through `streams.kafka.client.Outputs`) and commits
