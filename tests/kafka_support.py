@@ -132,6 +132,24 @@ def offline(model, examples: list[tuple]) -> tuple[object, dict]:
     return model, predictions
 
 
+def assert_exactly_once(bootstrap, topic, examples, partitions: int, new_model) -> None:
+    """Every partition's stored state equals the offline run of `new_model()` over its
+    examples (partition = id % `partitions`), and the committed predictions hold one per
+    example, the offline run's: none lost, none twice."""
+    expected = {}
+    for p in range(partitions):
+        mine = [e for e in examples if e[0] % partitions == p]
+        state = stored_state(bootstrap, topic, p)
+        assert (state.learned, state.offsets) == (len(mine), {topic: len(mine)})
+        reference, predictions = offline(new_model(), mine)
+        assert_same_model(state.model, reference, [x for _, x, _ in mine[:200]])
+        expected |= {i: m | {"partition": p} for i, m in predictions.items()}
+    records = read_topic(bootstrap, f"{topic}.predictions", len(examples))
+    predictions = [json.loads(r.value) for r in records]
+    assert sorted(int(p["id"]) for p in predictions) == list(range(len(examples)))
+    assert all(p == expected[p["id"]] for p in predictions)
+
+
 def assert_same_model(model, reference, probe: list) -> None:
     """Same state (pickles compared after one load, which settles object sharing) and the very
     same probabilities on `probe`."""

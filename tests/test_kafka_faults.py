@@ -3,7 +3,6 @@ member serves: the member survives, and exactly-once holds for every example."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -15,12 +14,9 @@ from streams.kafka.client import KafkaSettings, create_topics
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import (
     ServerThread,
-    assert_same_model,
+    assert_exactly_once,
     model_server,
-    offline,
     produce_examples,
-    read_topic,
-    stored_state,
     wait_until,
 )
 
@@ -68,14 +64,4 @@ def test_a_member_survives_a_broker_silent_for_30_s_and_serves_exactly_once(own_
         assert member.thread.is_alive()
     finally:
         member.stop()
-    expected = {}
-    for p in range(PARTITIONS):
-        mine = [e for e in examples if e[0] % PARTITIONS == p]
-        reference, predictions = offline(AROW(), mine)
-        state = stored_state(bootstrap, topic, p)
-        assert (state.learned, state.offsets) == (len(mine), {topic: len(mine)})
-        assert_same_model(state.model, reference, [x for _, x, _ in mine[:100]])
-        expected |= {i: m | {"partition": p} for i, m in predictions.items()}
-    committed = [json.loads(r.value) for r in read_topic(bootstrap, f"{topic}.predictions", 1200)]
-    assert sorted(int(p["id"]) for p in committed) == list(range(1200))  # none lost, none twice
-    assert all(p == expected[p["id"]] for p in committed)
+    assert_exactly_once(bootstrap, topic, examples, PARTITIONS, AROW)

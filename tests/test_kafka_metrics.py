@@ -25,7 +25,7 @@ pytestmark = pytest.mark.kafka
 
 def get(port: int, path: str) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as reply:
             return reply.status, reply.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
@@ -58,6 +58,7 @@ def test_metrics_health_and_readiness_are_served(kafka_broker, topic_name):
             learned = lambda: sum(s.learned for s in server.states.values())  # noqa: E731
             wait_until(lambda: learned() == 400, what="every example learned")
             wait_until(lambda: server.lag() == {0: 0, 1: 0}, what="no lag")
+            assert running.thread.is_alive(), repr(running.error)
             assert get(http.port, "/health") == (200, "live\n")
             status, text = get(http.port, "/metrics")
         finally:

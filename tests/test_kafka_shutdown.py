@@ -17,8 +17,7 @@ from streams.cli.serve import build_model
 from streams.io.files import sms_spam
 from streams.kafka.client import create_topics
 from tests.kafka_support import (
-    assert_same_model,
-    offline,
+    assert_exactly_once,
     produce_examples,
     read_topic,
     stored_state,
@@ -28,6 +27,12 @@ from tests.test_kafka_crash import FORK, fork_server, stream
 
 pytestmark = pytest.mark.kafka
 PARTITIONS = 2
+
+
+def text_arow():
+    return build_model("AROW()", text=True)
+
+
 EXIT_SECONDS = 3.0
 
 
@@ -87,17 +92,7 @@ def test_a_stop_at_any_moment_exits_in_time_and_loses_or_repeats_nothing(
     assert process.exitcode == 0, log.read_text()
     loggers = {line.split()[2] for line in log.read_text().splitlines() if line.strip()}
     assert all(name.startswith("streams.") for name in loggers), loggers  # no client chatter
-    expected = {}
-    for p in range(PARTITIONS):
-        mine = [e for e in examples if e[0] % PARTITIONS == p]
-        reference, predictions = offline(build_model("AROW()", text=True), mine)
-        state = stored_state(bootstrap, topic, p)
-        assert (state.learned, state.offsets) == (len(mine), {topic: len(mine)})
-        assert_same_model(state.model, reference, [x for _, x, _ in mine[:100]])
-        expected |= {i: m | {"partition": p} for i, m in predictions.items()}
-    committed = [json.loads(r.value) for r in read_topic(bootstrap, f"{topic}.predictions", 3000)]
-    assert sorted(int(p["id"]) for p in committed) == list(range(3000))
-    assert all(p == expected[p["id"]] for p in committed)
+    assert_exactly_once(bootstrap, topic, examples, PARTITIONS, text_arow)
 
 
 def test_a_stop_during_a_mixing_round_exits_in_time_and_the_rounds_go_on(

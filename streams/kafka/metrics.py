@@ -67,6 +67,20 @@ class Metrics:
         self.registry.register(_Collector(server, self))
 
 
+# key, kind, name, help of the metrics with a `partition` label only
+_PER_PARTITION = [
+    ("predictions", CounterMetricFamily, "predictions", "Predictions written"),
+    ("learned", CounterMetricFamily, "learned", "Examples learned"),
+    ("skipped", CounterMetricFamily, "skipped_updates", "Pending entries dropped past max-pending"),
+    ("accuracy", GaugeMetricFamily, "prequential_accuracy", "Right predictions before learning"),
+    ("recent", GaugeMetricFamily, "prequential_accuracy_recent", "The same, recent examples"),
+    ("lag", GaugeMetricFamily, "consumer_lag", "Records behind the input topics' end"),
+    ("restore", GaugeMetricFamily, "restore_seconds", "Duration of the last restore"),
+    ("rounds", CounterMetricFamily, "mixing_rounds", "Mixing rounds adopted"),
+    ("staleness", GaugeMetricFamily, "mixing_staleness_examples", "Learned since the mix"),
+]
+
+
 class _Collector:
     def __init__(self, server, metrics: Metrics):
         self.server, self.metrics = server, metrics
@@ -79,47 +93,12 @@ class _Collector:
         tasks = dict(server.tasks)
         lag = server.lag() or {}
         families = {
-            "messages": CounterMetricFamily(
-                "river_cw_messages", "Records handled", labels=["partition", "topic"]
-            ),
-            "predictions": CounterMetricFamily(
-                "river_cw_predictions", "Predictions written", labels=["partition"]
-            ),
-            "learned": CounterMetricFamily(
-                "river_cw_learned", "Examples learned", labels=["partition"]
-            ),
-            "skipped": CounterMetricFamily(
-                "river_cw_skipped_updates",
-                "Pending examples or labels dropped past --max-pending",
-                labels=["partition"],
-            ),
-            "accuracy": GaugeMetricFamily(
-                "river_cw_prequential_accuracy",
-                "Predictions made before learning that were right",
-                labels=["partition"],
-            ),
-            "recent": GaugeMetricFamily(
-                "river_cw_prequential_accuracy_recent",
-                "Prequential accuracy over the last learned examples",
-                labels=["partition"],
-            ),
-            "lag": GaugeMetricFamily(
-                "river_cw_consumer_lag",
-                "Records behind the input topics' end",
-                labels=["partition"],
-            ),
-            "restore": GaugeMetricFamily(
-                "river_cw_restore_seconds", "Duration of the last restore", labels=["partition"]
-            ),
-            "rounds": CounterMetricFamily(
-                "river_cw_mixing_rounds", "Mixing rounds adopted", labels=["partition"]
-            ),
-            "staleness": GaugeMetricFamily(
-                "river_cw_mixing_staleness_examples",
-                "Examples learned since the mix served from",
-                labels=["partition"],
-            ),
+            key: kind(f"river_cw_{name}", text, labels=["partition"])
+            for key, kind, name, text in _PER_PARTITION
         }
+        families["messages"] = CounterMetricFamily(
+            "river_cw_messages", "Records handled (offset reached)", labels=["partition", "topic"]
+        )
         for p, task in sorted(tasks.items()):
             state, label = task.state, [str(p)]
             for topic, offset in state.offsets.items():

@@ -40,19 +40,17 @@ class Monitor:
             self.first_at = time.monotonic()
         self.consumed += count
 
-    def tick(self, tasks: dict[int, PartitionTask], source: KafkaSource) -> None:
+    def tick(self, tasks: dict[int, PartitionTask], source: KafkaSource, lag: dict | None) -> None:
         now = time.monotonic()
         if now - self._last[1] >= self.config.log_seconds:
-            lag = _total(source.lag())
-            self.progress(tasks, lag, self.consumed - self._last[0], now - self._last[1])
+            self.progress(tasks, _total(lag), self.consumed - self._last[0], now - self._last[1])
             self._last = (self.consumed, now)
         self._check_assignment(source, now)
 
-    def done(self, tasks: dict[int, PartitionTask], source: KafkaSource) -> None:
+    def done(self, tasks: dict[int, PartitionTask], lag: dict | None) -> None:
         """The last progress line: the messages since the first one."""
         since = self.started if self.first_at is None else self.first_at
-        lag = _total(source.lag())
-        self.progress(tasks, lag, self.consumed, time.monotonic() - since, final=True)
+        self.progress(tasks, _total(lag), self.consumed, time.monotonic() - since, final=True)
 
     def _check_assignment(self, source: KafkaSource, now: float) -> None:
         """Warn once when a member has had no partition for longer than a session timeout."""

@@ -101,6 +101,8 @@ class ModelServer:
         self._stop = threading.Event()
         self._since_commit = 0
         self._last_commit = self._last_record = self._last_step = time.monotonic()
+        self._lag: dict[int, int] | None = None
+        self._lag_at = 0.0
 
     @property
     def states(self) -> dict[int, PartitionState]:
@@ -123,8 +125,10 @@ class ModelServer:
         return source.partitions <= set(self.tasks)
 
     def lag(self) -> dict[int, int] | None:
-        """Records behind the input topics' end, per owned partition (None: not known yet)."""
-        return None if self.source is None else self.source.lag()
+        """Records behind the input topics' end, per owned partition (None: not known yet), as
+        the serving loop last measured it (at most a second ago): the consumer is not called
+        from other threads."""
+        return self._lag
 
     def run(self) -> dict[int, PartitionState]:
         """Serve until stopped; returns the final states. Raises `BrokerUnavailable`,
@@ -136,7 +140,7 @@ class ModelServer:
                 self._step()
             self.commit()
             self._finish_joining()
-            self.monitor.done(self.tasks, self.source)
+            self.monitor.done(self.tasks, self.source.lag())
         finally:
             self._close()
         return self.states
@@ -210,8 +214,10 @@ class ModelServer:
             self._last_record = time.monotonic()  # waiting for a round is not idleness
         if self._commit_due():
             self.commit()
-        self._last_step = time.monotonic()
-        self.monitor.tick(self.tasks, self.source)
+        now = self._last_step = time.monotonic()
+        if now - self._lag_at >= 1.0:
+            self._lag, self._lag_at = self.source.lag(), now
+        self.monitor.tick(self.tasks, self.source, self._lag)
 
     def _runs(self, records: list):
         """The records in runs of one partition, each ending where a commit falls due (one
