@@ -15,8 +15,22 @@ from river import checks, datasets, linear_model
 from scipy import optimize, special
 
 import river_cw
+from river_cw import rda
 from river_cw.base import LinearClassifier
 from tests.conftest import read_jsonl, shuffled
+
+
+def make_rda(engine: str, **params) -> river_cw.VotedRDA:
+    """A VotedRDA on the compiled engine (skipped where it is not built) or on Python's."""
+    if engine == "python":
+        compiled, rda._compiled = rda._compiled, None
+        try:
+            return river_cw.VotedRDA(**params)
+        finally:
+            rda._compiled = compiled
+    if rda._compiled is None:
+        pytest.skip("river_cw._rda is not built or RIVER_CW_PURE_PYTHON is set")
+    return river_cw.VotedRDA(**params)
 
 
 def VotedRDA(**params):
@@ -545,6 +559,37 @@ def test_overflowing_scores_raise_and_leave_the_model_unchanged(prediction):
             with pytest.raises(ValueError, match="too large"):
                 model.learn_one(x, y)
     assert pickle.dumps(model) == snapshot
+
+
+@pytest.mark.parametrize("engine", ["compiled", "python"])
+@pytest.mark.parametrize("prediction", ["average", "vote"])
+def test_the_average_of_a_sum_near_the_float64_limit_stays_finite(prediction, engine):
+    """A feature learnt once at 9e307: its weight summed over the later predictors passes
+    float64 while their average does not, and the averaged weight is that average: without l1
+    the weights are linear in the value, so it is 2**600 times the weight learnt at a value
+    2**600 smaller (hypothesis found the weight reported as -inf after one more example)."""
+
+    def weight(value: float) -> float:
+        model = make_rda(engine, l1=0.0, prediction=prediction)
+        model.learn_one({"f": value}, "a")
+        for _ in range(3):
+            model.learn_one({}, "a")
+        return model.weights["f"]
+
+    huge = weight(8.98846567431158e307)
+    assert math.isfinite(huge)
+    assert huge == pytest.approx(weight(8.98846567431158e307 / 2.0**600) * 2.0**600, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "python"])
+def test_probabilities_of_scores_near_the_float64_limit_are_zero_and_one(engine):
+    """softmax(a z) of scores ±1.9e307 and a temperature of 76: 0 and 1, not NaN."""
+    model = make_rda(engine, l1=0.01, prediction="average")
+    for x, y, w in [({}, "a", 1.0), ({}, "c", 1.0), ({"f": 1e154}, "b", 1.0)]:
+        model.learn_one(x, y, w)
+    proba = model.predict_proba_one({"f": 1e154})
+    assert proba == {"a": 0.0, "b": 1.0, "c": 0.0}
+    assert model.predict_one({"f": 1e154}) == "b"
 
 
 @pytest.mark.parametrize(
