@@ -18,6 +18,7 @@ import river_cw
 from river_cw import INTERCEPT
 from streams.evaluate.synthetic import uniform_threshold
 from tests import reference
+from tests.conftest import outcome
 
 D = 5
 NAMES = [f"f{j}" for j in range(D)]
@@ -259,8 +260,14 @@ def test_feature_order_never_changes_a_result_and_no_variance_grows(stream, sche
     backward = river_cw.AROW(covariance="arrowhead", diagonal=scheme)
     for x, y in stream:
         before = {f: list(w) for f, w in forward.gaussian.blocks[0].items()}
-        forward.learn_one(x, y)
-        backward.learn_one(dict(reversed(list(x.items()))), y)
+        refused = [
+            outcome(lambda m=model, x=x: m.learn_one(x, y))
+            for model, x in ((forward, x), (backward, dict(reversed(list(x.items())))))
+        ]
+        assert refused[0] == refused[1]  # the same error, or none, in either order
+        if refused[0] is not None:  # a margin beyond float64: refused, nothing written
+            assert {f: list(w) for f, w in forward.gaussian.blocks[0].items()} == before
+            continue
         for f, w in forward.gaussian.blocks[0].items():
             variance = w[1] if f is INTERCEPT else w[2]
             prior = forward.initial_variance

@@ -12,15 +12,7 @@ from pathlib import Path
 import pytest
 
 from streams.cli import evaluate as evaluate_cli
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def shared(name):
-    path = SHARED / name
-    if not path.exists():
-        pytest.skip(f"shared data not found at {path}")
-    return path
+from tests.conftest import shared_file as shared
 
 
 def run(*argv):

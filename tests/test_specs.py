@@ -81,3 +81,13 @@ def test_prepared_text_model_learns_string_labels():
         model.learn_one({"text": "win cash now"}, "spam")
         model.learn_one({"text": "see you at lunch"}, "ham")
     assert model.predict_one({"text": "cash prize"}) == "spam"
+
+
+def test_the_classifier_of_a_pipeline_is_its_last_step():
+    classifier = river_cw.AROW()
+    for pipeline in (
+        feature_extraction.BagOfWords(on="text") | classifier,
+        feature_extraction.BagOfWords(on="text") | preprocessing.MaxAbsScaler() | classifier,
+    ):
+        assert classifier_of(pipeline) is classifier
+    assert classifier_of(classifier) is classifier
