@@ -23,5 +23,6 @@ setup(
             "_diagonal", "_inline.h", "_fsum.h", "_table.h", "_steps.h", "_exact.h", "_batch.h"
         ),
         extension("_rda", "_inline.h", "_fsum.h", "_table.h"),
+        extension("_arrowhead", "_inline.h", "_fsum.h", "_table.h", "_steps.h"),
     ]
 )

@@ -271,35 +271,6 @@ static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     return (PyObject *)self;
 }
 
-/* x as a dict (a new reference): dicts as they are, other mappings through .items() */
-static PyObject *as_dict(PyObject *x) {
-    PyObject *d, *items;
-    if (PyDict_Check(x)) {
-        Py_INCREF(x);
-        return x;
-    }
-    items = PyObject_CallMethod(x, "items", NULL);
-    if (items == NULL) return NULL;
-    d = PyDict_New();
-    if (d != NULL && PyDict_MergeFromSeq2(d, items, 1) < 0) Py_CLEAR(d);
-    Py_DECREF(items);
-    return d;
-}
-
-/* a feature value as a double, as float(value) */
-static inline int value_of(PyObject *v, double *out) {
-    if (PyFloat_CheckExact(v)) {
-        *out = PyFloat_AS_DOUBLE(v);
-        return 0;
-    }
-    if (PyLong_CheckExact(v)) /* correctly rounded, as float(int); OverflowError beyond */
-        *out = PyLong_AsDouble(v);
-    else
-        *out = PyFloat_AsDouble(v);
-    if (*out == -1.0 && PyErr_Occurred()) return -1;
-    return 0;
-}
-
 /* one feature of x: its value as a double, its hash, and its entry in t (-1: unseen) */
 static inline int lookup(Table *t, PyObject *key, PyObject *value, double *xf, Py_hash_t *h,
                          Py_ssize_t *ix) {
@@ -523,35 +494,12 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
     return 2;
 }
 
-/* margin()'s pairs, a sequence of at most two (block, sign), into the margin scratch; 0, or -1
- * with an error */
+/* margin()'s pairs (rcw_pairs) into the margin scratch; 0, or -1 with an error */
 static int margin_pairs(Diagonal *self, PyObject *pairs) {
-    Py_ssize_t npairs, k;
-    if ((pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)")) == NULL)
-        return -1;
-    npairs = PySequence_Fast_GET_SIZE(pairs);
-    if (npairs > 2) {
-        PyErr_SetString(PyExc_ValueError, "at most two (block, sign) pairs");
-        goto fail;
-    }
-    for (k = 0; k < npairs; k++) {
-        Py_ssize_t b;
-        long sign;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(pairs, k), "nl", &b, &sign)) goto fail;
-        if (b < 0) b += self->blocks.n;
-        if (b < 0 || b >= self->blocks.n) {
-            PyErr_SetString(PyExc_IndexError, "list index out of range");
-            goto fail;
-        }
-        self->margin.pair_block[k] = b;
-        self->margin.pair_sign[k] = (double)sign;
-    }
-    self->margin.npairs = (int)npairs;
-    Py_DECREF(pairs);
+    int n = rcw_pairs(pairs, self->blocks.n, self->margin.pair_block, self->margin.pair_sign);
+    if (n < 0) return -1;
+    self->margin.npairs = n;
     return 0;
-fail:
-    Py_DECREF(pairs);
-    return -1;
 }
 
 /* The margin kernel: one pass over the dict x along the margin scratch's pairs, into its
@@ -1275,40 +1223,12 @@ static PyObject *diagonal_restore_layout(Diagonal *self, PyObject *layout) {
 
 /* reorder(order): block i becomes the old block order[i] (a permutation) */
 static PyObject *diagonal_reorder(Diagonal *self, PyObject *order) {
-    PyObject *seq;
-    Py_ssize_t n, i, k;
+    Py_ssize_t n;
     long long *ids;
     int r;
     if (enter(self) < 0) return NULL;
-    self->busy = 0;
-    if ((seq = PySequence_Fast(order, "order must be a list of block indices")) == NULL)
-        return NULL;
-    n = PySequence_Fast_GET_SIZE(seq);
-    ids = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
-    if (ids == NULL) {
-        Py_DECREF(seq);
-        return PyErr_NoMemory();
-    }
-    for (i = 0; i < n; i++) {
-        k = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_IndexError);
-        if (k == -1 && PyErr_Occurred()) break;
-        if (k < 0) k += self->blocks.n;
-        if (k < 0 || k >= self->blocks.n) {
-            PyErr_SetString(PyExc_IndexError, "list index out of range");
-            break;
-        }
-        ids[i] = self->blocks.table[k].id;
-    }
-    Py_DECREF(seq);
-    if (PyErr_Occurred()) {
-        PyMem_Free(ids);
-        return NULL;
-    }
-    if (n != self->blocks.n) {
-        PyMem_Free(ids);
-        PyErr_SetString(PyExc_ValueError, "order must be a permutation of the blocks");
-        return NULL;
-    }
+    self->busy = 0; /* an index's __index__ is Python's */
+    if ((ids = order_ids(&self->blocks, order, &n)) == NULL) return NULL;
     self->busy = 1;
     if ((r = blocks_arrange(&self->blocks, ids, n)) == 0) arranged(self);
     self->busy = 0;

@@ -123,16 +123,7 @@ static PyObject *raise_bad_input_hook = NULL;
 
 /* name the bad feature of x as the Python engine does (or report the overflow); NULL */
 static PyObject *raise_bad_input(PyObject *x) {
-    PyObject *r;
-    if (raise_bad_input_hook == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "river_cw._rda: the hook raise_bad_input is not "
-                                            "connected (importing river_cw connects it)");
-        return NULL;
-    }
-    r = PyObject_CallOneArg(raise_bad_input_hook, x);
-    Py_XDECREF(r);
-    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "raise_bad_input returned");
-    return NULL;
+    return rcw_raise_bad_input(raise_bad_input_hook, "river_cw._rda", x);
 }
 
 static int enter(Engine *self) {

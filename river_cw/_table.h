@@ -474,4 +474,118 @@ static inline int plain_value(PyObject *value, double *out) {
     return 1;
 }
 
+/* x as a dict (a new reference): dicts as they are, other mappings through .items() */
+static inline PyObject *as_dict(PyObject *x) {
+    PyObject *d, *items;
+    if (PyDict_Check(x)) {
+        Py_INCREF(x);
+        return x;
+    }
+    items = PyObject_CallMethod(x, "items", NULL);
+    if (items == NULL) return NULL;
+    d = PyDict_New();
+    if (d != NULL && PyDict_MergeFromSeq2(d, items, 1) < 0) Py_CLEAR(d);
+    Py_DECREF(items);
+    return d;
+}
+
+/* a feature value as a double, as float(value) */
+static inline int value_of(PyObject *v, double *out) {
+    if (PyFloat_CheckExact(v)) {
+        *out = PyFloat_AS_DOUBLE(v);
+        return 0;
+    }
+    if (PyLong_CheckExact(v)) /* correctly rounded, as float(int); OverflowError beyond */
+        *out = PyLong_AsDouble(v);
+    else
+        *out = PyFloat_AsDouble(v);
+    if (*out == -1.0 && PyErr_Occurred()) return -1;
+    return 0;
+}
+
+
+/* a difference vector's pairs, a sequence of at most two (block, sign) over nblocks blocks (a
+ * negative block counts from the end, as a list index), into block[] and sign[]: how many, or -1
+ * with an error */
+static inline int rcw_pairs(PyObject *pairs, Py_ssize_t nblocks, Py_ssize_t *block, double *sign) {
+    Py_ssize_t npairs, k;
+    if ((pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)")) == NULL)
+        return -1;
+    npairs = PySequence_Fast_GET_SIZE(pairs);
+    if (npairs > 2) {
+        PyErr_SetString(PyExc_ValueError, "at most two (block, sign) pairs");
+        goto fail;
+    }
+    for (k = 0; k < npairs; k++) {
+        Py_ssize_t b;
+        long s;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(pairs, k), "nl", &b, &s)) goto fail;
+        if (b < 0) b += nblocks;
+        if (b < 0 || b >= nblocks) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            goto fail;
+        }
+        block[k] = b;
+        sign[k] = (double)s;
+    }
+    Py_DECREF(pairs);
+    return (int)npairs;
+fail:
+    Py_DECREF(pairs);
+    return -1;
+}
+
+/* the ids of the blocks in `order` (a permutation of the block indices, as reorder takes it)
+ * into a new PyMem array of *n; NULL with an error. Calls each index's __index__: the caller
+ * leaves its engine free meanwhile. */
+static inline long long *order_ids(const Blocks *b, PyObject *order, Py_ssize_t *n) {
+    PyObject *seq;
+    Py_ssize_t i, k;
+    long long *ids;
+    if ((seq = PySequence_Fast(order, "order must be a list of block indices")) == NULL)
+        return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    if ((ids = PyMem_Malloc(sizeof(long long) * (*n ? *n : 1))) == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (i = 0; i < *n; i++) {
+        k = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_IndexError);
+        if (k == -1 && PyErr_Occurred()) break;
+        if (k < 0) k += b->n;
+        if (k < 0 || k >= b->n) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            break;
+        }
+        ids[i] = b->table[k].id;
+    }
+    Py_DECREF(seq);
+    if (!PyErr_Occurred() && *n != b->n)
+        PyErr_SetString(PyExc_ValueError, "order must be a permutation of the blocks");
+    if (PyErr_Occurred()) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    return ids;
+}
+
+/* an engine's raise_bad_input hook called on x: it raises the error naming x's bad feature (or
+ * reporting the overflow); NULL with that error, or with a RuntimeError naming `engine` when the
+ * hook is not connected */
+static inline PyObject *rcw_raise_bad_input(PyObject *hook, const char *engine, PyObject *x) {
+    PyObject *r;
+    if (hook == NULL) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: the hook raise_bad_input is not connected (importing river_cw connects "
+                     "it)",
+                     engine);
+        return NULL;
+    }
+    r = PyObject_CallOneArg(hook, x);
+    Py_XDECREF(r);
+    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "raise_bad_input returned");
+    return NULL;
+}
+
 #endif

@@ -78,9 +78,10 @@ from math import fsum
 import numpy as np
 from scipy.linalg import block_diag
 
+from . import engine
 from .gaussian import _learn, _raise_bad_input, _total, forget
 
-__all__ = ["ArrowheadGaussian"]
+__all__ = ["ArrowheadGaussian", "PythonArrowheadGaussian"]
 
 
 class ArrowheadGaussian:
@@ -297,3 +298,35 @@ class ArrowheadGaussian:
                 (f, triple) for (f, _), triple in zip(unseen, new[len(new) - len(unseen) :])
             )
         return True
+
+    def __reduce__(self):
+        return _restore_arrowhead, (
+            self.initial_variance,
+            self.root,
+            self.root_variance,
+            self.blocks,
+        )
+
+
+def _restore_arrowhead(initial_variance: float, root, root_variance: float, blocks: list[dict]):
+    """Unpickle an arrowhead Gaussian into the active engine, whichever engine pickled it."""
+    gaussian = ArrowheadGaussian(initial_variance, root, root_variance)
+    gaussian.blocks = blocks
+    return gaussian
+
+
+PythonArrowheadGaussian = ArrowheadGaussian
+if engine.arrowhead is not None:
+    engine.arrowhead.connect(raise_bad_input=_raise_bad_input)
+
+    class ArrowheadGaussian(engine.arrowhead.Arrowhead):
+        """The compiled engine (`river_cw._arrowhead`): `PythonArrowheadGaussian`'s interface
+        and numbers, bit for bit; ``blocks`` returns copies."""
+
+        def score_covariance(self, x: dict) -> np.ndarray:
+            return np.diag(self.score_variances(x))
+
+        index = PythonArrowheadGaussian.index
+        cov = PythonArrowheadGaussian.cov
+        _learned = PythonArrowheadGaussian._learned
+        __reduce__ = PythonArrowheadGaussian.__reduce__  # a pickle names no engine

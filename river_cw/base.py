@@ -41,7 +41,7 @@ import numpy as np
 from river import base
 
 from . import calibration
-from .arrowhead import ArrowheadGaussian
+from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
 from .batch import Rows
 from .engine import ENGINE
 from .gaussian import SKIPPED, DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
@@ -350,7 +350,7 @@ def _standardised(m: float, v: float) -> float:
 
 _ENGINES = {
     "diagonal": (DiagonalGaussian, PythonDiagonalGaussian),
-    "arrowhead": (ArrowheadGaussian,),
+    "arrowhead": (ArrowheadGaussian, PythonArrowheadGaussian),
     "full": (FullGaussian,),
 }
 """The engines of each `covariance`: the one a new model holds first, then any it may hold."""
@@ -542,7 +542,7 @@ class GaussianClassifier(LinearClassifier):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
         model needs the general one (full covariance, calibration, forgetting, no native step
         of its own `_step`, or of its own `_exact_step` for the exact scheme)."""
-        if self.covariance != "diagonal" or self.calibrate or self.forgetting:
+        if self.covariance == "full" or self.calibrate or self.forgetting:
             return None
         if self.diagonal == "exact":
             native = self._native_of("_exact_step", "_native_exact_step")

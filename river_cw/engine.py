@@ -1,20 +1,22 @@
 """The engine switch: whether the compiled extensions serve, decided once, here.
 
 river_cw has two engines with the same numbers, bit for bit: the compiled one (the C extensions
-`river_cw._diagonal`, the diagonal Gaussian engine; `river_cw._rda`, voted RDA's; `river_cw._text`,
-the token counting of `river_cw.text.BagOfWords`) and pure Python, the readable reference. The
+`river_cw._diagonal`, the diagonal Gaussian engine; `river_cw._arrowhead`, the arrowhead Gaussian
+engine; `river_cw._rda`, voted RDA's; `river_cw._text`, the token counting of
+`river_cw.text.BagOfWords`) and pure Python, the readable reference. The
 extensions are optional: an install without a compiler builds none of them, and pure Python
 serves. This module is the only one that imports them; every other module asks it.
 
 The environment variable ``RIVER_CW_PURE_PYTHON``, read once when river_cw is imported:
 
-- unset, empty or ``0``: the compiled engine, where all three extensions are built; pure Python
+- unset, empty or ``0``: the compiled engine, where all four extensions are built; pure Python
   everywhere otherwise;
 - ``1``: pure Python everywhere (models, voted RDA and text counting), built or not;
 - anything else is refused with a `ValueError` naming the variable, rather than guessed at.
 
 `ENGINE` says which engine serves (also `river_cw.ENGINE`): ``"c"`` or ``"python"``. The
-extensions are `diagonal`, `rda` and `text` here, all three None when pure Python serves.
+extensions are `diagonal`, `arrowhead`, `rda` and `text` here, all four None when pure Python
+serves.
 
 The compiled engines call back into Python where Python does the work (naming a bad feature in
 its error, `as_floats`' general conversion) or defines a type the C recognises (NHERD's
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ENGINE", "PURE_PYTHON", "diagonal", "rda", "text"]
+__all__ = ["ENGINE", "PURE_PYTHON", "arrowhead", "diagonal", "rda", "text"]
 
 SWITCH = "RIVER_CW_PURE_PYTHON"
 
@@ -45,13 +47,14 @@ def _pure_python(value: str) -> bool:
 
 PURE_PYTHON = _pure_python(os.environ.get(SWITCH, ""))
 
-diagonal = rda = text = None
+diagonal = arrowhead = rda = text = None
 if not PURE_PYTHON:
     try:
+        from . import _arrowhead as arrowhead
         from . import _diagonal as diagonal
         from . import _rda as rda
         from . import _text as text
     except ImportError:  # built without a compiler (or partly): pure Python serves throughout
-        diagonal = rda = text = None
+        diagonal = arrowhead = rda = text = None
 
 ENGINE = "python" if diagonal is None else "c"

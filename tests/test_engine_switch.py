@@ -23,10 +23,11 @@ PACKAGE = ROOT / "river_cw"
 REPORT = """
 import json
 import river_cw
-from river_cw import cw, engine, gaussian, rda, text, validation
+from river_cw import arrowhead, cw, engine, gaussian, rda, text, validation
 print(json.dumps({
     "ENGINE": river_cw.ENGINE,
     "diagonal": gaussian.DiagonalGaussian is not gaussian.PythonDiagonalGaussian,
+    "arrowhead": arrowhead.ArrowheadGaussian is not arrowhead.PythonArrowheadGaussian,
     "exact solvers": cw._compiled is not None,
     "as_floats": validation.as_floats is not validation._as_floats_python,
     "voted RDA": rda._compiled is not None,
@@ -54,7 +55,9 @@ def test_switch_0_serves_every_part_from_one_engine_the_compiled_one_where_built
     report = parts(engines_under("0"))
     compiled = report.pop("ENGINE") == "c"
     assert report == dict.fromkeys(report, compiled), report
-    built = all(find_spec(f"river_cw.{name}") for name in ("_diagonal", "_rda", "_text"))
+    built = all(
+        find_spec(f"river_cw.{name}") for name in ("_diagonal", "_arrowhead", "_rda", "_text")
+    )
     assert compiled == built
 
 

@@ -1,8 +1,10 @@
-"""The compiled diagonal engine against the pure-Python reference: the same numbers, bit for bit.
+"""The compiled Gaussian engines against the pure-Python references: the same numbers, bit for bit.
 
 Both engines run side by side in one process: the model's Gaussian is swapped for the
-pure-Python engine (`river_cw.gaussian.PythonDiagonalGaussian`). Skipped when the extension is
-not built (or RIVER_CW_PURE_PYTHON is set): the rest of the suite then runs on pure Python.
+pure-Python engine (`river_cw.gaussian.PythonDiagonalGaussian`, or
+`river_cw.arrowhead.PythonArrowheadGaussian` for ``covariance="arrowhead"``). Skipped when the
+extensions are not built (or RIVER_CW_PURE_PYTHON is set): the rest of the suite then runs on
+pure Python.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import gaussian
+from river_cw import INTERCEPT, arrowhead, gaussian
 
 pytestmark = pytest.mark.skipif(
     river_cw.ENGINE != "c", reason="the compiled engine is not built or RIVER_CW_PURE_PYTHON is set"
@@ -36,15 +38,34 @@ CONFIGS = [
     (river_cw.SOP, {}),
     (river_cw.SCW, {}),
     (river_cw.SCW, {"variant": "II", "diagonal": "drop"}),
+    (river_cw.AROW, {"covariance": "arrowhead"}),
+    (river_cw.AROW, {"covariance": "arrowhead", "diagonal": "drop", "r": 0.3}),
+    (
+        river_cw.AROW,
+        {"covariance": "arrowhead", "diagonal": "drop", "initial_intercept_variance": 100.0},
+    ),
+    (river_cw.CW, {"covariance": "arrowhead"}),
+    (river_cw.NHERD, {"covariance": "arrowhead", "diagonal": "drop"}),
+    (river_cw.SOP, {"covariance": "arrowhead", "initial_intercept_variance": 100.0}),
+    (river_cw.SCW, {"covariance": "arrowhead", "variant": "II", "diagonal": "drop"}),
 ]
 IDS = [f"{cls.__name__}{params}" for cls, params in CONFIGS]
+COVARIANCES = ["diagonal", "arrowhead"]  # the compiled engines
 
 
 def pair(cls, params):
     """The same model twice: compiled engine, pure-Python engine."""
     compiled, python = cls(**params), cls(**params)
-    python.set_gaussian(gaussian.PythonDiagonalGaussian(python.initial_variance), python.classes_)
-    assert isinstance(compiled.gaussian, gaussian.DiagonalGaussian)
+    if python.covariance == "arrowhead":
+        engine = arrowhead.PythonArrowheadGaussian(
+            python.initial_variance, INTERCEPT, python.initial_intercept_variance
+        )
+        assert isinstance(compiled.gaussian, arrowhead.ArrowheadGaussian)
+    else:
+        engine = gaussian.PythonDiagonalGaussian(python.initial_variance)
+        assert isinstance(compiled.gaussian, gaussian.DiagonalGaussian)
+    python.set_gaussian(engine, python.classes_)
+    assert type(compiled.gaussian) is not type(python.gaussian)
     return compiled, python
 
 
@@ -53,16 +74,23 @@ def bits(value: float) -> str:
 
 
 def state(model) -> list[dict]:
-    """Every block as feature -> (mean, variance) in hex, so -0.0 and 0.0 differ."""
-    return [
-        {f: (bits(m), bits(s)) for f, (m, s) in block.items()} for block in model.gaussian.blocks
-    ]
+    """Every block as feature -> its numbers in hex, so -0.0 and 0.0 differ: (mean, variance),
+    or the arrowhead's (a, k, c) and its root's (mu_b, S)."""
+    return [{f: tuple(map(bits, w)) for f, w in block.items()} for block in model.gaussian.blocks]
+
+
+def assert_same_bound(a, b):
+    """The diagonal engines' bound of every |mean| (the arrowhead keeps none)."""
+    if a.covariance == "diagonal":
+        assert bits(a.gaussian.mean_bound) == bits(b.gaussian.mean_bound)
 
 
 def assert_same(a, b, x=None):
     assert a.classes_ == b.classes_ and a.n_skipped_updates == b.n_skipped_updates
     assert state(a) == state(b)
     assert repr(a.weights) == repr(b.weights) and repr(a.variances) == repr(b.variances)
+    if a.covariance != "diagonal":
+        assert repr(a.covariances) == repr(b.covariances)
     if x is not None:
         assert a.predict_one(x) == b.predict_one(x)
         pa, pb = a.predict_proba_one(x), b.predict_proba_one(x)
@@ -96,7 +124,7 @@ def test_same_models_predictions_and_probabilities(cls, params, n_labels):
         assert_same(compiled, python, x)
         compiled.learn_one(x, y)
         python.learn_one(x, y)
-        assert bits(compiled.gaussian.mean_bound) == bits(python.gaussian.mean_bound)
+        assert_same_bound(compiled, python)
     assert_same(compiled, python)
 
 
@@ -146,7 +174,7 @@ def test_pickles_cross_engines(cls, params):
         python.learn_one(x, y)
     from_python = pickle.loads(pickle.dumps(python))
     from_compiled = pickle.loads(pickle.dumps(compiled))
-    assert type(from_python.gaussian) is gaussian.DiagonalGaussian  # the active engine
+    assert type(from_python.gaussian) is type(compiled.gaussian)  # the active engine
     assert_same(from_python, python)
     assert_same(from_compiled, python)
     for x, y in data[150:]:
@@ -174,8 +202,9 @@ class Hostile:
         return isinstance(other, Hostile) and other.name == self.name
 
 
-def test_hostile_keys_keep_both_engines_consistent():
-    compiled, python = pair(river_cw.AROW, {})
+@pytest.mark.parametrize("covariance", COVARIANCES)
+def test_hostile_keys_keep_both_engines_consistent(covariance):
+    compiled, python = pair(river_cw.AROW, {"covariance": covariance})
     for model in (compiled, python):
         model.learn_one({Hostile("a", False): 1.0, 42: 2.0}, 0)
         model.learn_one({Hostile("b", False): 1.0}, 1)
@@ -188,7 +217,15 @@ def test_hostile_keys_keep_both_engines_consistent():
     assert_same(compiled, python)
 
 
-@pytest.mark.parametrize("make", [river_cw.AROW, river_cw.VotedRDA], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: river_cw.AROW(covariance="diagonal"),
+        lambda: river_cw.AROW(covariance="arrowhead"),
+        river_cw.VotedRDA,
+    ],
+    ids=["diagonal", "arrowhead", "VotedRDA"],
+)
 def test_reentry_from_a_key_is_refused(make):
     model = make()
 
@@ -253,8 +290,9 @@ def test_the_certified_sums_are_math_fsum(terms):
         assert bits(_diagonal.fsum(order)) == bits(math.fsum(order))
 
 
-def test_layout_operations_agree():
-    compiled, python = pair(river_cw.AROW, {})
+@pytest.mark.parametrize("covariance", COVARIANCES)
+def test_layout_operations_agree(covariance):
+    compiled, python = pair(river_cw.AROW, {"covariance": covariance})
     data = list(stream(5, n=60, n_labels=2))
     for x, y in data:
         compiled.learn_one(x, y)
@@ -273,10 +311,11 @@ def test_layout_operations_agree():
     assert_same(compiled, python, data[0][0])
 
 
-def test_a_layout_whose_ids_reenter_the_engine_is_refused_and_changes_nothing():
+@pytest.mark.parametrize("covariance", COVARIANCES)
+def test_a_layout_whose_ids_reenter_the_engine_is_refused_and_changes_nothing(covariance):
     """restore_layout reads a layout's ids inside the engine: an id whose __index__ learns is
     refused as any re-entry is, and so is a layout of other blocks; the blocks stay as they were."""
-    model = river_cw.AROW()
+    model = river_cw.AROW(covariance=covariance)
     model.learn_one({"a": 1.0}, 0)
     model.learn_one({"b": 1.0}, 1)
     layout = model.gaussian.layout()
@@ -300,8 +339,11 @@ def test_a_layout_whose_ids_reenter_the_engine_is_refused_and_changes_nothing():
     assert len(state(model)) == len(layout)
 
 
-def test_a_failed_new_label_restores_both_engines_alike():
-    compiled, python = pair(river_cw.CW, {"diagonal": "exact"})
+@pytest.mark.parametrize(
+    "params", [{"diagonal": "exact"}, {"covariance": "arrowhead"}], ids=["exact", "arrowhead"]
+)
+def test_a_failed_new_label_restores_both_engines_alike(params):
+    compiled, python = pair(river_cw.CW, params)
     for x, y in stream(9, n=30, n_labels=2):
         compiled.learn_one(x, y)
         python.learn_one(x, y)
@@ -343,7 +385,7 @@ def test_same_with_intercept_sample_weights_forgetting_and_calibration(cls, para
         compiled.learn_one(x, y, w)
         python.learn_one(x, y, w)
         assert_same(compiled, python, x)
-        assert bits(compiled.gaussian.mean_bound) == bits(python.gaussian.mean_bound)
+        assert_same_bound(compiled, python)
     assert pickle.dumps(compiled) == pickle.dumps(python)
 
 
@@ -354,13 +396,14 @@ def fresh(text: str) -> str:
     return copy
 
 
+@pytest.mark.parametrize("covariance", COVARIANCES)
 @pytest.mark.parametrize("alphabet", ["abcdefghij", "àbcdéfghïj", "αβγδεζηθικ", "😀😁😂🤣😃😄"])
-def test_keys_equal_by_content_are_one_feature_at_every_length(alphabet):
+def test_keys_equal_by_content_are_one_feature_at_every_length(alphabet, covariance):
     # the compiled table compares a key found by its hash with its entry's copy of a short ASCII
     # str (up to 15 characters), with the stored key word by word for longer ASCII strs, by
     # memcmp for the others: every length, to the last byte
     keys = ["".join(alphabet[i % len(alphabet)] for i in range(n)) for n in range(41)]
-    compiled, python = pair(river_cw.AROW, {})
+    compiled, python = pair(river_cw.AROW, {"covariance": covariance})
     for round_ in range(3):
         for model in (compiled, python):
             model.learn_one({fresh(k): 1.0 + round_ for k in keys}, round_ % 2)

@@ -285,6 +285,7 @@ def test_hostile_streams_never_corrupt_a_model(model, stream):
 
 NEW_PARAMETERS = [
     river_cw.AROW(forgetting=0.1),
+    river_cw.AROW(covariance="arrowhead", diagonal="drop", forgetting=0.1),
     river_cw.AROW(covariance="full", forgetting=0.2),
     river_cw.CW(diagonal="exact", forgetting=0.05),
     river_cw.CW(variant="var", covariance="full", forgetting=0.01),
@@ -354,7 +355,8 @@ class InterruptedKey:
 
 
 INTERRUPTED = [
-    river_cw.AROW(),
+    river_cw.AROW(covariance="diagonal"),
+    river_cw.AROW(covariance="arrowhead"),
     river_cw.CW(diagonal="exact"),
     river_cw.NHERD(diagonal="exact"),
     river_cw.VotedRDA(),

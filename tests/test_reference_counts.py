@@ -1,7 +1,8 @@
 """The compiled engines hold no reference and no memory they should let go (issue 33).
 
 Each test runs one workload of a compiled engine (the diagonal Gaussian engine,
-`river_cw/_diagonal.c` with `_batch.h`; voted RDA's, `river_cw/_rda.c`) many times over the same
+`river_cw/_diagonal.c` with `_batch.h`; the arrowhead's, `river_cw/_arrowhead.c`; voted RDA's,
+`river_cw/_rda.c`) many times over the same
 objects after a warm-up: learning (the lean path and the general one), predicting, mini-batches
 of dicts and of CSR arrays, text, pickling, and the error paths (bad values, a key whose ``==``
 raises, non-finite scores, bad arrays, a step's bad result). Then
@@ -121,7 +122,7 @@ def learned(model, labels=LABELS[:2]):
     return model
 
 
-# -- the diagonal Gaussian engine ---------------------------------------------------------------
+# -- the Gaussian engines: diagonal (with the batch kernel and text) and arrowhead -----------
 
 
 def learn_and_predict(model, labels):
@@ -138,6 +139,9 @@ class PythonStep(river_cw.AROW):
     """AROW through the general path: no step in C, so learn_one calls the engine's `learn`."""
 
     _native_step = None
+
+
+ARROWHEAD = {"covariance": "arrowhead", "diagonal": "drop", "initial_intercept_variance": 100.0}
 
 
 class BrokenStep(PythonStep):
@@ -163,9 +167,17 @@ class BrokenStep(PythonStep):
         ("CW stdev exact multi-class (Python solver)", river_cw.CW(diagonal="exact"), LABELS),
         ("NHERD exact (herding shrink)", river_cw.NHERD(diagonal="exact"), LABELS),
         ("SOP", river_cw.SOP(), LABELS[:2]),
+        ("AROW arrowhead (lean path) and predict", river_cw.AROW(**ARROWHEAD), LABELS[:2]),
+        ("AROW arrowhead multi-class (learn)", river_cw.AROW(**ARROWHEAD), LABELS),
+        (
+            "AROW arrowhead with forgetting (learn)",
+            river_cw.AROW(forgetting=0.01, **ARROWHEAD),
+            LABELS[:2],
+        ),
+        ("AROW arrowhead with its step in Python (learn)", PythonStep(**ARROWHEAD), LABELS[:2]),
     ],
 )
-def test_diagonal_engine_learning_and_predicting_keeps_no_reference_nor_memory(
+def test_gaussian_engines_learning_and_predicting_keep_no_reference_nor_memory(
     workload, model, labels
 ):
     assert_no_leak(workload, learn_and_predict(model, labels), cycles=5_000)
@@ -205,9 +217,10 @@ def test_diagonal_engine_text_keeps_no_reference_nor_memory():
     assert_no_leak("text in, learn and predict", cycle, cycles=5_000, watched=watched)
 
 
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
 @pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
-def test_diagonal_engine_pickling_keeps_no_reference_nor_memory(labels):
-    model = learned(river_cw.AROW(), labels)
+def test_gaussian_engines_pickling_keeps_no_reference_nor_memory(labels, covariance):
+    model = learned(river_cw.AROW(covariance=covariance), labels)
 
     def cycle():
         pickle.loads(pickle.dumps(model)).predict_one(X[0])
@@ -215,11 +228,14 @@ def test_diagonal_engine_pickling_keeps_no_reference_nor_memory(labels):
     assert_no_leak(f"pickle round trip, {len(labels)} labels", cycle, cycles=5_000)
 
 
-def test_diagonal_engine_error_paths_keep_no_reference_nor_memory():
+@pytest.mark.parametrize(
+    "params", [{"covariance": "diagonal"}, ARROWHEAD], ids=["diagonal", "arrowhead"]
+)
+def test_gaussian_engines_error_paths_keep_no_reference_nor_memory(params):
     binary, multi, broken = (
-        learned(river_cw.AROW()),
-        learned(river_cw.AROW(), LABELS),
-        learned(BrokenStep()),
+        learned(river_cw.AROW(**params)),
+        learned(river_cw.AROW(**params), LABELS),
+        learned(BrokenStep(**params)),
     )
     bad_value = {FEATURES[0]: VALUES[0], FEATURES[1]: fresh("x")}
     not_finite = {FEATURES[0]: math.nan, FEATURES[1]: VALUES[1]}

@@ -74,7 +74,7 @@ def build_sanitized(source: Path) -> None:
     )
     built = {path.name.split(".")[0] for path in (source / "river_cw").glob("_*.so")}
     # setup.py marks the extensions optional: a failed build would only fall back to Python
-    assert build.returncode == 0 and built == {"_diagonal", "_rda", "_text"}, (
+    assert build.returncode == 0 and built == {"_diagonal", "_arrowhead", "_rda", "_text"}, (
         f"built {sorted(built)}\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
     )
 

@@ -1,0 +1,1062 @@
+/* The compiled arrowhead Gaussian engine: the interface and the numbers of
+ * river_cw.arrowhead.ArrowheadGaussian (the readable reference, with the derivation), bit for
+ * bit.
+ *
+ * Each weight block is a feature table (_table.h) whose entries hold a feature's (a_j, k_j, c_j):
+ * given the root b (the intercept), its weight is a_j + k_j b + e_j with e_j ~ N(0, c_j). The
+ * root's own (mu_b, S) is the entry of the root's key in the same table (its a and k), written
+ * where the reference writes it, so that every block keeps the reference's dict order; a pass
+ * finds it with one probe. A pass over x computes three exactly rounded sums per block
+ * (benchmarks/README.md, "The compiled port of the arrowhead"): G = sum k_j x_j + x_b, the score
+ * sum a_j x_j + G mu_b and the features' variance sum c_j x_j^2, each a certified double-double
+ * sum (_fsum.h) with math.fsum's own algorithm over the same terms where the bound cannot
+ * certify it. An update computes every new value first and writes them only if all are finite.
+ * Compile with -ffp-contract=off: the operation order is the reference's.
+ *
+ * The paths are the diagonal engine's (see the glossary at the head of _diagonal.c): `learn`,
+ * the general path, with the rule's step in Python and forgetting; `learn_native`, the lean
+ * path, a binary model's learn_one with the rule's native step (_steps.h). There are no exact
+ * schemes and no batch kernel: learn_many runs the lean path row by row.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_fsum.h"
+#include "_steps.h"
+
+/* a feature's (a_j, k_j, c_j); the root's entry holds (mu_b, S) in a and k, and 0 in c */
+#define RCW_ENTRY_PAYLOAD double a, k, c;
+#include "_table.h"
+
+enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
+enum { PASS_OK = 0, PASS_ERROR = -1, PASS_GENERAL = -2 };
+
+/* a feature of x in a pair's block: its entry (-1: new, then its key, a reference, and hash),
+ * its value and the conditional variance the margin read (forgotten; the prior's when new) */
+typedef struct {
+    Py_ssize_t ix;
+    double x, c;
+    PyObject *key;
+    Py_hash_t hash;
+} Coord;
+
+/* one (block, sign) of the difference vector, as its pass left it */
+typedef struct {
+    Py_ssize_t block;
+    double sign;
+    Py_ssize_t first, end, nseen, nnew; /* its coordinates [first, end): learned, new */
+    Py_ssize_t root;                    /* the root's entry, -1 while not stored */
+    double x_b, mu_b, S, G, score;      /* S forgotten where x_b is non-zero */
+} Pair;
+
+typedef struct {
+    PyObject_HEAD
+    /* the model state */
+    double prior, root_variance;
+    PyObject *root;
+    Py_hash_t root_hash;
+    Blocks blocks;
+    uint64_t generation; /* bumped by every change of the tables */
+    int busy;            /* refuses re-entry from a key's __eq__ */
+    PyObject *weakreflist;
+    /* the margin scratch: the last margin's coordinates and pairs, the update's new values */
+    Coord *coords;
+    Py_ssize_t ncoords, coords_cap;
+    double *scratch; /* (a, k, c) per coordinate */
+    Py_ssize_t scratch_cap;
+    Pair pairs[2];
+    int npairs;
+    double v, others[2]; /* v, and per pair the margin's variance but its root's term */
+    uint64_t margin, next_margin; /* the last margin's number (0: none) */
+    uint64_t margin_generation;
+    /* the lean cache: learn_native's spec, parsed while the model hands the same object */
+    PyObject *lean_spec;
+    rcw_step step;
+    double params[RCW_MAX_PARAMS];
+    int drop;        /* the scheme: "drop" (1) or "project" (0) */
+    double lean_x_b; /* 1.0 with an intercept, else 0.0 */
+} Arrowhead;
+
+/* The Python hook the engine calls, handed over by river_cw.arrowhead when river_cw is imported
+ * (`connect`, see river_cw.engine): x -> raises the error naming x's bad feature */
+static PyObject *raise_bad_input_hook = NULL;
+
+static PyObject *raise_bad_input(PyObject *x) {
+    return rcw_raise_bad_input(raise_bad_input_hook, "river_cw._arrowhead", x);
+}
+
+/* after an error in a pass over x: what the reference catches (TypeError, OverflowError,
+ * ValueError) names the bad feature, others propagate */
+static void bad_or_propagate(PyObject *x) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError) ||
+        PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        raise_bad_input(x);
+    }
+}
+
+static int enter(Arrowhead *self) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the arrowhead engine was re-entered (from a feature's __eq__)");
+        return -1;
+    }
+    self->busy = 1;
+    return 0;
+}
+
+/* river_cw.gaussian.forget: 1/s <- keep/s + rest */
+static inline double forget(double s, double keep, double rest) {
+    return s / (keep + rest * s);
+}
+
+/* the coordinates from `first` on dropped (their keys released) */
+static void drop_coords(Arrowhead *self, Py_ssize_t first) {
+    Py_ssize_t i;
+    for (i = first; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
+    self->ncoords = first;
+}
+
+/* the margin scratch emptied: no margin to update */
+static void release_margin(Arrowhead *self) {
+    drop_coords(self, 0);
+    self->npairs = 0;
+    self->margin = 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* a pass over x for one block: its coordinates and its three sums                            */
+
+/* The reference's terms over a pair's learned coordinates, in x's order, then its last term,
+ * by math.fsum's algorithm (the fallback where the bound does not certify the sum): which = 0
+ * the score's a_j x_j, 1 G's k_j x_j. 0, or -1 with fsum's error */
+static int pair_fsum(Arrowhead *self, const Pair *p, int which, double last, double *out) {
+    const Table *t = &self->blocks.table[p->block];
+    Msum s;
+    Py_ssize_t i;
+    msum_init(&s);
+    for (i = p->first; i < p->end; i++) {
+        const Coord *c = &self->coords[i];
+        if (c->ix < 0) continue;
+        if (msum_add(&s, (which ? t->entries[c->ix].k : t->entries[c->ix].a) * c->x) < 0) {
+            msum_free(&s);
+            return -1;
+        }
+    }
+    if (msum_add(&s, last) < 0) {
+        msum_free(&s);
+        return -1;
+    }
+    return msum_result(&s, out);
+}
+
+/* the exactly rounded sum of acc's n terms, the pair's `which` terms then `last` */
+static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which, double last,
+                           double *out) {
+    ddsum_add(acc, last);
+    if (ddsum_certified(acc, p->nseen + 1, out)) return 0;
+    return pair_fsum(self, p, which, last, out);
+}
+
+/* One pass over the dict x for the pair p (its block and sign set): its coordinates appended to
+ * the scratch, the terms c_j x_j^2 added to *c_acc, G and the score, the root's (mu_b, S) with S
+ * forgotten where x holds the root (nothing is written). lean: x's values read as plain values
+ * (_table.h), the root as x_b = self->lean_x_b; anything else is the general path's case.
+ * PASS_OK; PASS_ERROR with the error (a bad x named; the coordinates dropped); PASS_GENERAL (lean
+ * only): the general path's case, no error set. */
+static int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep, double rest, int lean,
+                     DdSum *c_acc) {
+    Table *t = &self->blocks.table[p->block];
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, ix, first = self->ncoords;
+    Py_hash_t h;
+    double xf, unknown = 0.0;
+    DdPair ak; /* the terms a_j x_j and k_j x_j */
+    DdSum a_acc, k_acc;
+    int forgetting = keep != 1.0;
+    if (rcw_grow((void **)&self->coords, &self->coords_cap, first + PyDict_GET_SIZE(x),
+                 sizeof(Coord)) < 0)
+        return PASS_ERROR;
+    p->first = first;
+    p->nseen = p->nnew = 0;
+    p->x_b = lean ? self->lean_x_b : 0.0;
+    ddpair_init(&ak);
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        Coord *c;
+        if (key == self->root) {
+            if (lean) goto general;
+            if (value_of(value, &p->x_b) < 0) goto bad;
+            continue;
+        }
+        if (lean) {
+            if (plain_value(value, &xf)) goto general;
+        } else if (value_of(value, &xf) < 0)
+            goto bad;
+        if ((h = key_hash(key)) == -1 || (ix = table_find(t, key, h)) == -2) goto bad;
+        if (ix < 0) {
+            double x2 = xf * xf;
+            unknown += xf; /* touched so that bad values surface here too */
+            if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
+            ddsum_add(c_acc, self->prior * x2);
+            c = &self->coords[self->ncoords++];
+            c->ix = -1;
+            c->c = self->prior;
+            c->key = Py_NewRef(key);
+            c->hash = h;
+            p->nnew++;
+        } else {
+            const Entry *e = &t->entries[ix];
+            double cj = forgetting && xf != 0.0 ? forget(e->c, keep, rest) : e->c;
+            ddpair_add(&ak, e->a * xf, e->k * xf);
+            ddsum_add(c_acc, cj * (xf * xf));
+            c = &self->coords[self->ncoords++];
+            c->ix = ix;
+            c->c = cj;
+            c->key = NULL;
+            p->nseen++;
+        }
+        c->x = xf;
+    }
+    p->end = self->ncoords;
+    if ((p->root = table_find(t, self->root, self->root_hash)) == -2) goto bad;
+    p->mu_b = p->root < 0 ? 0.0 : t->entries[p->root].a;
+    p->S = p->root < 0 ? self->root_variance : t->entries[p->root].k;
+    if (forgetting && p->x_b != 0.0)
+        p->S = forget(p->S, keep, rest * (self->prior / self->root_variance));
+    ddpair_split(&ak, &a_acc, &k_acc);
+    if (pair_sum(self, p, &k_acc, 1, p->x_b, &p->G) < 0 ||
+        pair_sum(self, p, &a_acc, 0, p->G * p->mu_b, &p->score) < 0)
+        goto bad;
+    if (!isfinite(p->score + unknown)) {
+        if (lean) goto general;
+        drop_coords(self, first);
+        raise_bad_input(x);
+        return PASS_ERROR;
+    }
+    return PASS_OK;
+bad:
+    if (lean) {
+        if (!rcw_error_recoverable()) goto fail;
+        PyErr_Clear();
+        goto general;
+    }
+    bad_or_propagate(x);
+fail:
+    drop_coords(self, first);
+    return PASS_ERROR;
+general:
+    drop_coords(self, first);
+    return PASS_GENERAL;
+}
+
+/* The reference's _total of the terms c_j x_j^2 of the pairs [0, npairs) in x's order, then the
+ * given root terms: the exactly rounded sum of acc (those n terms) and `more` of `roots`, or inf
+ * where it is beyond float64. 0, or -1 (memory) */
+static int total(Arrowhead *self, int npairs, DdSum acc, Py_ssize_t n, const double *roots,
+                 int more, double *out) {
+    Msum s;
+    Py_ssize_t i;
+    int k;
+    for (k = 0; k < more; k++) ddsum_add(&acc, roots[k]);
+    if (ddsum_certified(&acc, n + more, out)) return 0;
+    msum_init(&s);
+    for (k = 0; k < npairs; k++)
+        for (i = self->pairs[k].first; i < self->pairs[k].end; i++) {
+            const Coord *c = &self->coords[i];
+            if (msum_add(&s, c->c * (c->x * c->x)) < 0) goto fail;
+        }
+    for (k = 0; k < more; k++)
+        if (msum_add(&s, roots[k]) < 0) goto fail;
+    if (msum_result(&s, out) == 0) return 0;
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+    PyErr_Clear(); /* the terms are >= 0: beyond float64 in any order */
+    *out = INFINITY;
+    return 0;
+fail:
+    msum_free(&s);
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the margin                                                                                 */
+
+/* The margin of x along the pairs set in the scratch (self->npairs): every pair's pass, m = the
+ * exactly rounded sum of sign * score, v and each pair's variance but its root term; with
+ * forgetting, the forgotten variances written once x is valid. PASS_OK with the margin numbered;
+ * PASS_ERROR with the error, nothing changed; PASS_GENERAL (lean): the general path's case. */
+static int margin_of(Arrowhead *self, PyObject *x, double keep, double rest, int lean,
+                     double *m) {
+    DdSum c_acc;
+    Fsum m_acc;
+    double roots[2], swapped[2];
+    int k, r;
+    ddsum_init(&c_acc);
+    drop_coords(self, 0);
+    self->margin = 0;
+    for (k = 0; k < self->npairs; k++)
+        if ((r = pass_pair(self, &self->pairs[k], x, keep, rest, lean, &c_acc)) != PASS_OK)
+            goto fail;
+    fsum_init(&m_acc);
+    for (k = 0; k < self->npairs; k++) {
+        Pair *p = &self->pairs[k];
+        roots[k] = p->G * p->G * p->S;
+        swapped[1 - k] = roots[k];
+        if (fsum_add(&m_acc, p->sign * p->score) < 0) {
+            fsum_free(&m_acc);
+            r = PASS_ERROR;
+            goto fail;
+        }
+    }
+    if (fsum_result(&m_acc, m) < 0 ||
+        total(self, self->npairs, c_acc, self->ncoords, roots, self->npairs, &self->v) < 0 ||
+        (self->npairs == 1 &&
+         total(self, 1, c_acc, self->ncoords, roots, 0, &self->others[0]) < 0) ||
+        (self->npairs == 2 &&
+         (total(self, 2, c_acc, self->ncoords, swapped, 1, &self->others[0]) < 0 ||
+          total(self, 2, c_acc, self->ncoords, swapped + 1, 1, &self->others[1]) < 0))) {
+        r = lean && rcw_error_recoverable() ? PASS_GENERAL : PASS_ERROR;
+        if (r == PASS_GENERAL) PyErr_Clear();
+        goto fail;
+    }
+    if (!(isfinite(*m) && isfinite(self->v))) {
+        r = lean ? PASS_GENERAL : PASS_ERROR;
+        if (!lean) raise_bad_input(x);
+        goto fail;
+    }
+    if (keep != 1.0) { /* the forgotten variances, the root's inserted where it is new */
+        for (k = 0; k < self->npairs; k++) {
+            Pair *p = &self->pairs[k];
+            if (p->x_b != 0.0 && p->root < 0 &&
+                table_reserve(&self->blocks.table[p->block], 1) < 0) {
+                r = PASS_ERROR;
+                goto fail;
+            }
+        }
+        for (k = 0; k < self->npairs; k++) {
+            Pair *p = &self->pairs[k];
+            Table *t = &self->blocks.table[p->block];
+            Py_ssize_t i;
+            for (i = p->first; i < p->end; i++)
+                if (self->coords[i].ix >= 0) t->entries[self->coords[i].ix].c = self->coords[i].c;
+            if (p->x_b != 0.0) {
+                if (p->root < 0) {
+                    Entry *e = table_push(t, self->root, self->root_hash);
+                    e->a = p->mu_b;
+                    e->c = 0.0;
+                    p->root = t->used - 1;
+                }
+                t->entries[p->root].k = p->S;
+            }
+        }
+        self->generation++;
+    }
+    self->margin = ++self->next_margin;
+    self->margin_generation = self->generation;
+    return PASS_OK;
+fail:
+    release_margin(self);
+    return r;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the update                                                                                 */
+
+/* The step (alpha, gamma) on the last margin (see the module docstring of river_cw.arrowhead):
+ * per pair the root's new (mu_b, S) and every coordinate's new (a, k, c), computed first and
+ * written only if all are finite. 1 applied, 0 refused (float64 cannot express it), -1 an error
+ * (memory). */
+static int update(Arrowhead *self, double alpha, double gamma, int drop) {
+    double roots[2][2];
+    Py_ssize_t i;
+    int k;
+    if (rcw_grow((void **)&self->scratch, &self->scratch_cap, self->ncoords, 3 * sizeof(double)) <
+        0)
+        return -1;
+    for (k = 0; k < self->npairs; k++) {
+        const Pair *p = &self->pairs[k];
+        const Table *t = &self->blocks.table[p->block];
+        double den = 1.0 + gamma * self->others[k], rho, g, mu, S, shift, tilt;
+        if (den == 0.0) return 0; /* Python's ZeroDivisionError */
+        rho = gamma / den;
+        g = p->sign * p->G;
+        mu = p->mu_b + alpha * (p->S * g);
+        if ((den = 1.0 + rho * (p->G * p->G * p->S)) == 0.0) return 0;
+        S = p->S / den;
+        shift = alpha + rho * g * mu;
+        tilt = rho * p->G;
+        if (!(isfinite(mu) && isfinite(S))) return 0;
+        roots[k][0] = mu;
+        roots[k][1] = S;
+        for (i = p->first; i < p->end; i++) {
+            const Coord *c = &self->coords[i];
+            double *out = &self->scratch[3 * i], a = 0.0, kj = 0.0, cx = c->c * c->x, f;
+            if (c->ix >= 0) {
+                a = t->entries[c->ix].a;
+                kj = t->entries[c->ix].k;
+            }
+            out[0] = a + shift * (p->sign * cx);
+            out[1] = kj - tilt * cx;
+            if (drop) {
+                f = 1.0 - rho * (c->x * cx);
+                out[2] = c->c * (f > 0.0 ? f : 0.0);
+            } else {
+                if ((den = 1.0 + gamma * (c->x * cx)) == 0.0) return 0;
+                out[2] = c->c / den;
+            }
+            if (!(isfinite(out[0]) && isfinite(out[1]) && isfinite(out[2]))) return 0;
+        }
+    }
+    for (k = 0; k < self->npairs; k++) { /* room for the new features and a new root */
+        const Pair *p = &self->pairs[k];
+        if (table_reserve(&self->blocks.table[p->block],
+                          p->nnew + (p->root < 0 && p->x_b != 0.0)) < 0)
+            return -1;
+    }
+    for (k = 0; k < self->npairs; k++) {
+        const Pair *p = &self->pairs[k];
+        Table *t = &self->blocks.table[p->block];
+        Entry *e;
+        if (p->root < 0 && p->x_b != 0.0) { /* the root stored, before the new features */
+            e = table_push(t, self->root, self->root_hash);
+            e->c = 0.0;
+        } else
+            e = p->root < 0 ? NULL : &t->entries[p->root];
+        if (e != NULL) {
+            e->a = roots[k][0];
+            e->k = roots[k][1];
+        }
+        for (i = p->first; i < p->end; i++) {
+            Coord *c = &self->coords[i];
+            const double *out = &self->scratch[3 * i];
+            if (c->ix >= 0)
+                e = &t->entries[c->ix];
+            else {
+                e = table_push(t, c->key, c->hash); /* the table took its own reference */
+                Py_CLEAR(c->key);
+            }
+            e->a = out[0];
+            e->k = out[1];
+            e->c = out[2];
+        }
+    }
+    self->generation++;
+    return 1;
+}
+
+/* margin()'s pairs (rcw_pairs) into the scratch: how many, or -1 with an error */
+static int set_pairs(Arrowhead *self, PyObject *pairs) {
+    Py_ssize_t block[2];
+    double sign[2];
+    int n = rcw_pairs(pairs, self->blocks.n, block, sign), k;
+    for (k = 0; k < n; k++) {
+        self->pairs[k].block = block[k];
+        self->pairs[k].sign = sign[k];
+    }
+    self->npairs = n < 0 ? 0 : n;
+    return n;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* learn: the general path                                                                    */
+
+/* the rule's step(m, v, w) as river_cw.gaussian._learn calls it: LEARN_APPLIED with *alpha and
+ * *gamma, LEARN_NOTHING, LEARN_SKIPPED (float64 cannot express it), or -1 with an error */
+static int python_step(PyObject *step, double m, double v, PyObject *w, double *alpha,
+                       double *gamma) {
+    PyObject *result = PyObject_CallFunction(step, "ddO", m, v, w);
+    int outcome = -1;
+    if (result == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_ZeroDivisionError) &&
+            !PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        return LEARN_SKIPPED;
+    }
+    if (result == Py_None)
+        outcome = LEARN_NOTHING;
+    else if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 2)
+        PyErr_SetString(PyExc_TypeError, "a step is None or (alpha, gamma)");
+    else {
+        *alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
+        *gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
+        if (!PyErr_Occurred())
+            outcome = isfinite(*alpha) && isfinite(*gamma) ? LEARN_APPLIED : LEARN_SKIPPED;
+    }
+    Py_DECREF(result);
+    return outcome;
+}
+
+/* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2: the reference's learn
+ * (river_cw.gaussian._learn): margin, the rule's step (Python, called with the engine free)
+ * and update with `scheme`, "project" or "drop" */
+static PyObject *arrowhead_learn(Arrowhead *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *x;
+    double keep = 1.0, rest = 0.0, m, alpha, gamma;
+    uint64_t margin;
+    int outcome, drop, n;
+    if (nargs < 5 || nargs > 7) {
+        PyErr_SetString(PyExc_TypeError, "learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0)");
+        return NULL;
+    }
+    if ((nargs > 5 && (keep = PyFloat_AsDouble(args[5])) == -1.0 && PyErr_Occurred()) ||
+        (nargs > 6 && (rest = PyFloat_AsDouble(args[6])) == -1.0 && PyErr_Occurred()))
+        return NULL;
+    drop = !(PyUnicode_Check(args[3]) && PyUnicode_CompareWithASCIIString(args[3], "project") == 0);
+    if (enter(self) < 0) return NULL;
+    release_margin(self);
+    if ((x = as_dict(args[0])) == NULL) {
+        self->busy = 0;
+        return NULL;
+    }
+    n = set_pairs(self, args[1]);
+    outcome = n < 0 ? PASS_ERROR : margin_of(self, x, keep, rest, 0, &m);
+    Py_DECREF(x);
+    margin = self->margin;
+    self->busy = 0; /* the step is Python's: it may call the engine */
+    if (outcome != PASS_OK) return NULL;
+    if (self->v <= 0.0) { /* no non-zero feature, or all their variance is spent */
+        release_margin(self);
+        return PyLong_FromLong(LEARN_NOTHING);
+    }
+    outcome = python_step(args[2], m, self->v, args[4], &alpha, &gamma);
+    if (outcome == LEARN_APPLIED) {
+        if (enter(self) < 0) return NULL;
+        if (margin != self->margin || self->margin_generation != self->generation) {
+            self->busy = 0;
+            PyErr_SetString(PyExc_RuntimeError, "the engine changed during the rule's step");
+            return NULL;
+        }
+        outcome = update(self, alpha, gamma, drop);
+        if (outcome >= 0) outcome = outcome ? LEARN_APPLIED : LEARN_SKIPPED;
+        release_margin(self);
+        self->busy = 0;
+    }
+    return outcome < 0 ? NULL : PyLong_FromLong(outcome);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* learn_native: the lean path                                                                */
+
+/* learn_native's `lean` = (step, scheme, intercept) into the lean cache: step = (name, params),
+ * a rule's `_step` in C (_steps.h); scheme "project" or "drop"; intercept None or the engine's
+ * root. 0, or -1 with an error */
+static int parse_lean(Arrowhead *self, PyObject *lean) {
+    PyObject *step, *scheme, *intercept, *name, *values;
+    double params[RCW_MAX_PARAMS];
+    const char *text;
+    rcw_step found;
+    int nparams, i, drop;
+    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3 ||
+        !PyTuple_Check(step = PyTuple_GET_ITEM(lean, 0)) || PyTuple_GET_SIZE(step) != 2 ||
+        !PyUnicode_Check(name = PyTuple_GET_ITEM(step, 0)) ||
+        !PyTuple_Check(values = PyTuple_GET_ITEM(step, 1))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "learn_native's lean is ((name, (params...)), scheme, intercept)");
+        return -1;
+    }
+    scheme = PyTuple_GET_ITEM(lean, 1);
+    intercept = PyTuple_GET_ITEM(lean, 2);
+    if ((text = PyUnicode_AsUTF8(name)) == NULL) return -1;
+    if ((found = rcw_find_step_n(text, &nparams)) == NULL) {
+        PyErr_Format(PyExc_ValueError, "no native step %R", name);
+        return -1;
+    }
+    if (PyTuple_GET_SIZE(values) != nparams) {
+        PyErr_Format(PyExc_ValueError, "the native step %R takes %d parameters", name, nparams);
+        return -1;
+    }
+    for (i = 0; i < nparams; i++)
+        if ((params[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, i))) == -1.0 && PyErr_Occurred())
+            return -1;
+    if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
+        drop = 0;
+    else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
+        drop = 1;
+    else {
+        PyErr_SetString(PyExc_ValueError, "learn_native's scheme is 'project' or 'drop'");
+        return -1;
+    }
+    if (intercept != Py_None && intercept != self->root) {
+        PyErr_SetString(PyExc_ValueError, "learn_native's intercept is None or the root");
+        return -1;
+    }
+    Py_XSETREF(self->lean_spec, Py_NewRef(lean));
+    self->step = found;
+    memcpy(self->params, params, sizeof params);
+    self->drop = drop;
+    self->lean_x_b = intercept == Py_None ? 0.0 : 1.0;
+    return 0;
+}
+
+/* learn_native(x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2 (skipped:
+ * float64 cannot express the step) or -1 (the general path's case: nothing changed, no error
+ * set): `learn` of a binary model (one block) for a known label y (block 1's sign is +1) and a
+ * float weight w > 0, x's values read as river_cw.validation.as_floats reads them and the
+ * intercept (when lean names it) as the root with x_b = 1.0, as GaussianClassifier._features
+ * appends it; the rule's step in C. -1 as well for any other model, label, weight or x. */
+static PyObject *arrowhead_learn_native(Arrowhead *self, PyObject *const *args,
+                                        Py_ssize_t nargs) {
+    double w, m, alpha, gamma;
+    int outcome, r;
+    if (nargs != 5 || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
+        return NULL;
+    }
+    if ((outcome = rcw_binary_case(args, self->blocks.n, &w, &self->pairs[0].sign)) <= 0)
+        return outcome < 0 ? NULL : PyLong_FromLong(-1);
+    if (args[4] != self->lean_spec && parse_lean(self, args[4]) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
+        return PyLong_FromLong(-1);
+    }
+    if (enter(self) < 0) return NULL;
+    self->pairs[0].block = 0;
+    self->npairs = 1;
+    outcome = margin_of(self, args[0], 1.0, 0.0, 1, &m);
+    if (outcome == PASS_OK) {
+        outcome = LEARN_NOTHING;
+        if (self->v > 0.0) { /* else no non-zero feature, or all their variance is spent */
+            r = self->step(self->params, m, self->v, w, &alpha, &gamma);
+            if (r > 0) /* applied (1), refused (0) or an error (-1) */
+                r = update(self, alpha, gamma, self->drop) - 1;
+            if (r < -1)
+                outcome = PASS_ERROR;
+            else if (r < 0)
+                outcome = LEARN_SKIPPED;
+        }
+    }
+    release_margin(self);
+    self->busy = 0;
+    if (outcome == PASS_ERROR) return NULL;
+    return PyLong_FromLong(outcome == PASS_GENERAL ? -1 : outcome);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* predicting                                                                                 */
+
+/* The pass of each block over x (as the margin of a pair (b, +1)) into out[b]: its score, or
+ * (variances) the exactly rounded sum of its c_j x_j^2 and (G G) S, inf beyond float64. A bad x
+ * raises, every value touched. The margin scratch is left as it was (a rule's step may predict
+ * between margin and update). */
+static PyObject *per_block(Arrowhead *self, PyObject *x_in, int variances) {
+    PyObject *x, *out = NULL;
+    Pair saved[2];
+    Py_ssize_t b, mark;
+    int npairs;
+    if (enter(self) < 0) return NULL;
+    memcpy(saved, self->pairs, sizeof saved);
+    npairs = self->npairs;
+    mark = self->ncoords;
+    if ((x = as_dict(x_in)) == NULL || (out = PyList_New(self->blocks.n)) == NULL) goto done;
+    for (b = 0; b < self->blocks.n; b++) {
+        Pair *p = &self->pairs[0];
+        DdSum c_acc;
+        double value, root;
+        PyObject *f;
+        ddsum_init(&c_acc);
+        drop_coords(self, mark);
+        p->block = b;
+        p->sign = 1.0;
+        if (pass_pair(self, p, x, 1.0, 0.0, 0, &c_acc) != PASS_OK) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        value = p->score;
+        if (variances) { /* total() of pair 0: this pass's coordinates */
+            root = p->G * p->G * p->S;
+            if (total(self, 1, c_acc, p->end - p->first, &root, 1, &value) < 0) {
+                Py_CLEAR(out);
+                goto done;
+            }
+        }
+        if ((f = PyFloat_FromDouble(value)) == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, b, f);
+    }
+done:
+    drop_coords(self, mark);
+    memcpy(self->pairs, saved, sizeof saved);
+    self->npairs = npairs;
+    Py_XDECREF(x);
+    self->busy = 0;
+    return out;
+}
+
+/* scores(x): mu_b . x for every block b */
+static PyObject *arrowhead_scores(Arrowhead *self, PyObject *x) { return per_block(self, x, 0); }
+
+/* score_variances(x): the variance of every block's score, G^2 S + sum c_j x_j^2 */
+static PyObject *arrowhead_score_variances(Arrowhead *self, PyObject *x) {
+    return per_block(self, x, 1);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the blocks: layout, views and state                                                        */
+
+/* after the tables changed other than by learning: the last margin is dropped */
+static void reshaped(Arrowhead *self) {
+    release_margin(self);
+    self->generation++;
+}
+
+/* a new empty block at `at`: add_block (at the end) and lift (in front) */
+static PyObject *insert_block(Arrowhead *self, Py_ssize_t at) {
+    int r;
+    if (enter(self) < 0) return NULL;
+    if ((r = blocks_insert(&self->blocks, at)) == 0) reshaped(self);
+    self->busy = 0;
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *arrowhead_add_block(Arrowhead *self, PyObject *unused) {
+    return insert_block(self, self->blocks.n);
+}
+
+static PyObject *arrowhead_lift(Arrowhead *self, PyObject *unused) {
+    return insert_block(self, 0);
+}
+
+static PyObject *arrowhead_layout(Arrowhead *self, PyObject *unused) {
+    return blocks_layout(&self->blocks);
+}
+
+/* restore_layout(ids): the blocks of an earlier `layout` (blocks_restore) */
+static PyObject *arrowhead_restore_layout(Arrowhead *self, PyObject *layout) {
+    int r;
+    if (enter(self) < 0) return NULL;
+    if ((r = blocks_restore(&self->blocks, layout)) == 0) reshaped(self);
+    self->busy = 0;
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* reorder(order): block i becomes the old block order[i] (a permutation) */
+static PyObject *arrowhead_reorder(Arrowhead *self, PyObject *order) {
+    Py_ssize_t n;
+    long long *ids;
+    int r;
+    if (enter(self) < 0) return NULL;
+    self->busy = 0; /* an index's __index__ is Python's */
+    if ((ids = order_ids(&self->blocks, order, &n)) == NULL) return NULL;
+    if (enter(self) < 0) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    if ((r = blocks_arrange(&self->blocks, ids, n)) == 0) reshaped(self);
+    self->busy = 0;
+    PyMem_Free(ids);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* negate(): the Gaussian over -w: block 0's a_j and mu_b negated */
+static PyObject *arrowhead_negate(Arrowhead *self, PyObject *unused) {
+    Table *t;
+    Py_ssize_t i;
+    if (enter(self) < 0) return NULL;
+    t = &self->blocks.table[0];
+    for (i = 0; self->blocks.n > 0 && i < t->used; i++) t->entries[i].a = -t->entries[i].a;
+    reshaped(self);
+    self->busy = 0;
+    Py_RETURN_NONE;
+}
+
+/* the root's (mu_b, S) in t: its entry's, or the prior's (0, root_variance) */
+static void root_of(Arrowhead *self, Table *t, double *mu_b, double *S) {
+    Py_ssize_t i;
+    for (i = 0; i < t->used; i++)
+        if (t->entries[i].key == self->root) {
+            *mu_b = t->entries[i].a;
+            *S = t->entries[i].k;
+            return;
+        }
+    *mu_b = 0.0;
+    *S = self->root_variance;
+}
+
+/* `which` of every block as a list of dicts keyed by feature: 0 the means (mu_j = a_j + k_j mu_b;
+ * the root's mu_b), 1 the marginal variances (c_j + k_j k_j S; the root's S), 2 the state
+ * (feature -> [a_j, k_j, c_j], root -> [mu_b, S]) */
+static PyObject *block_dicts(Arrowhead *self, int which) {
+    PyObject *out;
+    Py_ssize_t b, i;
+    if (enter(self) < 0) return NULL;
+    out = PyList_New(self->blocks.n);
+    for (b = 0; out != NULL && b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
+        PyObject *d = PyDict_New();
+        double mu_b, S;
+        if (d == NULL) goto fail;
+        PyList_SET_ITEM(out, b, d);
+        root_of(self, t, &mu_b, &S);
+        for (i = 0; i < t->used; i++) {
+            const Entry *e = &t->entries[i];
+            int is_root = e->key == self->root;
+            PyObject *w;
+            if (which == 2)
+                w = is_root ? Py_BuildValue("[dd]", e->a, e->k)
+                            : Py_BuildValue("[ddd]", e->a, e->k, e->c);
+            else if (which == 1)
+                w = PyFloat_FromDouble(is_root ? e->k : e->c + e->k * e->k * S);
+            else
+                w = PyFloat_FromDouble(is_root ? e->a : e->a + e->k * mu_b);
+            if (w == NULL || PyDict_SetItem(d, e->key, w) < 0) {
+                Py_XDECREF(w);
+                goto fail;
+            }
+            Py_DECREF(w);
+        }
+    }
+    self->busy = 0;
+    return out;
+fail:
+    Py_XDECREF(out);
+    self->busy = 0;
+    return NULL;
+}
+
+/* block_views(): per block, {feature: mean} and {feature: marginal variance}, the root included */
+static PyObject *arrowhead_block_views(Arrowhead *self, PyObject *unused) {
+    PyObject *means = block_dicts(self, 0), *variances;
+    if (means == NULL) return NULL;
+    if ((variances = block_dicts(self, 1)) == NULL) {
+        Py_DECREF(means);
+        return NULL;
+    }
+    return Py_BuildValue("NN", means, variances);
+}
+
+static PyObject *arrowhead_get_blocks(Arrowhead *self, void *closure) {
+    return block_dicts(self, 2);
+}
+
+/* blocks = a list of dicts, feature -> [a_j, k_j, c_j] and root -> [mu_b, S] (the reference's
+ * layout); checked in full before anything changes */
+static int arrowhead_set_blocks(Arrowhead *self, PyObject *value, void *closure) {
+    PyObject *seq, *key, *w;
+    Py_ssize_t n, b, pos, i;
+    Table *tables;
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete blocks");
+        return -1;
+    }
+    if ((seq = PySequence_Fast(value, "blocks must be a list of dicts")) == NULL) return -1;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if ((tables = PyMem_Calloc(n ? n : 1, sizeof(Table))) == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (b = 0; b < n; b++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, b);
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "blocks must be a list of dicts");
+            goto fail;
+        }
+        if (block_init(&self->blocks, &tables[b]) < 0 ||
+            table_reserve(&tables[b], PyDict_GET_SIZE(d)) < 0)
+            goto fail;
+        pos = 0;
+        while (PyDict_Next(d, &pos, &key, &w)) {
+            Py_ssize_t size = key == self->root ? 2 : 3, j;
+            PyObject *items = PySequence_Fast(w, "a weight is a list of floats");
+            double numbers[3] = {0.0, 0.0, 0.0};
+            Py_hash_t h;
+            Entry *e;
+            if (items == NULL) goto fail;
+            if (PySequence_Fast_GET_SIZE(items) != size) {
+                Py_DECREF(items);
+                PyErr_SetString(PyExc_ValueError,
+                                "a weight is [a, k, c], the root's [mu_b, S]");
+                goto fail;
+            }
+            for (j = 0; j < size; j++)
+                numbers[j] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(items, j));
+            Py_DECREF(items);
+            if (PyErr_Occurred() || (h = PyObject_Hash(key)) == -1) goto fail;
+            e = table_push(&tables[b], key, h);
+            e->a = numbers[0];
+            e->k = numbers[1];
+            e->c = numbers[2];
+        }
+    }
+    Py_DECREF(seq);
+    seq = NULL;
+    if (enter(self) < 0) goto fail;
+    if (blocks_reserve(&self->blocks, n ? n : 1) < 0) {
+        self->busy = 0;
+        goto fail;
+    }
+    blocks_clear(&self->blocks);
+    memcpy(self->blocks.table, tables, sizeof(Table) * n);
+    self->blocks.n = n;
+    reshaped(self);
+    PyMem_Free(tables);
+    self->busy = 0;
+    return 0;
+fail:
+    Py_XDECREF(seq);
+    for (i = 0; i < n; i++) table_free(&tables[i]);
+    PyMem_Free(tables);
+    return -1;
+}
+
+static PyObject *arrowhead_get_prior(Arrowhead *self, void *closure) {
+    return PyFloat_FromDouble(self->prior);
+}
+
+static PyObject *arrowhead_get_root_variance(Arrowhead *self, void *closure) {
+    return PyFloat_FromDouble(self->root_variance);
+}
+
+static PyObject *arrowhead_get_root(Arrowhead *self, void *closure) {
+    return Py_NewRef(self->root);
+}
+
+static PyObject *arrowhead_sizeof(Arrowhead *self, PyObject *unused) {
+    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
+    size += sizeof(Coord) * self->coords_cap + 3 * sizeof(double) * self->scratch_cap;
+    return PyLong_FromSsize_t(size);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the type                                                                                   */
+
+static int arrowhead_traverse(Arrowhead *self, visitproc visit, void *arg) {
+    Py_ssize_t i;
+    if (blocks_traverse(&self->blocks, visit, arg) < 0) return -1;
+    for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
+    Py_VISIT(self->root);
+    Py_VISIT(self->lean_spec);
+    return 0;
+}
+
+static int arrowhead_clear(Arrowhead *self) {
+    release_margin(self);
+    Py_CLEAR(self->lean_spec);
+    blocks_clear(&self->blocks);
+    self->generation++;
+    return 0;
+}
+
+static void arrowhead_dealloc(Arrowhead *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
+    arrowhead_clear(self);
+    Py_CLEAR(self->root);
+    PyMem_Free(self->blocks.table);
+    PyMem_Free(self->coords);
+    PyMem_Free(self->scratch);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Arrowhead(initial_variance, root, root_variance=None) */
+static PyObject *arrowhead_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"initial_variance", "root", "root_variance", NULL};
+    PyObject *root, *root_variance = Py_None;
+    double prior;
+    Arrowhead *self;
+    Py_hash_t h;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "dO|O", kwlist, &prior, &root, &root_variance))
+        return NULL;
+    if ((h = PyObject_Hash(root)) == -1) return NULL;
+    if ((self = (Arrowhead *)type->tp_alloc(type, 0)) == NULL) return NULL;
+    self->prior = self->root_variance = prior;
+    self->root = Py_NewRef(root);
+    self->root_hash = h;
+    if ((root_variance != Py_None &&
+         (self->root_variance = PyFloat_AsDouble(root_variance)) == -1.0 && PyErr_Occurred()) ||
+        blocks_init(&self->blocks) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyMethodDef arrowhead_methods[] = {
+    {"scores", (PyCFunction)arrowhead_scores, METH_O, "mu_b . x for every block b."},
+    {"score_variances", (PyCFunction)arrowhead_score_variances, METH_O,
+     "The variance of every block's score."},
+    {"learn", (PyCFunction)(void (*)(void))arrowhead_learn, METH_FASTCALL,
+     "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
+    {"learn_native", (PyCFunction)(void (*)(void))arrowhead_learn_native, METH_FASTCALL,
+     "learn of a binary model with the rule's step in C; -1: the general path's case."},
+    {"add_block", (PyCFunction)arrowhead_add_block, METH_NOARGS, "Append an empty block."},
+    {"lift", (PyCFunction)arrowhead_lift, METH_NOARGS, "Insert an empty block in front."},
+    {"layout", (PyCFunction)arrowhead_layout, METH_NOARGS, "A snapshot of the block structure."},
+    {"restore_layout", (PyCFunction)arrowhead_restore_layout, METH_O,
+     "Undo lift/add_block calls made since the layout was taken."},
+    {"reorder", (PyCFunction)arrowhead_reorder, METH_O, "Block i becomes the old block order[i]."},
+    {"negate", (PyCFunction)arrowhead_negate, METH_NOARGS, "The Gaussian over -w."},
+    {"block_views", (PyCFunction)arrowhead_block_views, METH_NOARGS,
+     "Per block, {feature: mean} and {feature: marginal variance}."},
+    {"__sizeof__", (PyCFunction)arrowhead_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
+    {NULL},
+};
+
+static PyGetSetDef arrowhead_getset[] = {
+    {"blocks", (getter)arrowhead_get_blocks, (setter)arrowhead_set_blocks,
+     "The state: a list (one per block) of dicts feature -> [a, k, c], root -> [mu_b, S] "
+     "(copies).",
+     NULL},
+    {"initial_variance", (getter)arrowhead_get_prior, NULL, "The features' prior variance.", NULL},
+    {"root", (getter)arrowhead_get_root, NULL, "The root's feature name (the intercept).", NULL},
+    {"root_variance", (getter)arrowhead_get_root_variance, NULL, "The root's prior variance.",
+     NULL},
+    {NULL},
+};
+
+static PyTypeObject ArrowheadType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._arrowhead.Arrowhead",
+    .tp_basicsize = sizeof(Arrowhead),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The compiled arrowhead Gaussian engine (see river_cw.arrowhead).",
+    .tp_new = arrowhead_new,
+    .tp_dealloc = (destructor)arrowhead_dealloc,
+    .tp_traverse = (traverseproc)arrowhead_traverse,
+    .tp_clear = (inquiry)arrowhead_clear,
+    .tp_methods = arrowhead_methods,
+    .tp_getset = arrowhead_getset,
+    .tp_weaklistoffset = offsetof(Arrowhead, weakreflist),
+};
+
+/* connect(raise_bad_input): the hook, handed over by river_cw.arrowhead */
+static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"raise_bad_input", NULL};
+    PyObject *hook;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$O", kwlist, &hook)) return NULL;
+    Py_XSETREF(raise_bad_input_hook, Py_NewRef(hook));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
+     "Hand the engine its Python hook (river_cw does it when imported)."},
+    {NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "river_cw._arrowhead",
+    "The compiled arrowhead Gaussian engine of river_cw (optional; see river_cw.arrowhead).", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC PyInit__arrowhead(void) {
+    PyObject *m;
+    if (PyType_Ready(&ArrowheadType) < 0) return NULL;
+    if ((m = PyModule_Create(&moduledef)) == NULL) return NULL;
+    Py_INCREF(&ArrowheadType);
+    if (PyModule_AddObject(m, "Arrowhead", (PyObject *)&ArrowheadType) < 0) {
+        Py_DECREF(&ArrowheadType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
