@@ -33,6 +33,8 @@
 #include "_table.h"
 
 enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
+
+#define SAFE_BOUND 1e300 /* far enough from float64's limit for a step's rounding */
 enum { PASS_OK = 0, PASS_ERROR = -1, PASS_GENERAL = -2 };
 
 /* a feature of x in a pair's block: its entry (-1: new, then its key, a reference, and hash),
@@ -60,12 +62,13 @@ typedef struct {
     PyObject *root;
     Py_hash_t root_hash;
     Blocks blocks;
+    double a_bound, k_bound, c_bound; /* bounds of every feature's |a_j|, |k_j| and c_j (update) */
     uint64_t generation; /* bumped by every change of the tables */
     int busy;            /* refuses re-entry from a key's __eq__ */
     PyObject *weakreflist;
     /* the margin scratch: the last margin's coordinates and pairs, the update's new values */
     Coord *coords;
-    Py_ssize_t ncoords, coords_cap;
+    Py_ssize_t ncoords, coords_cap, nkeyed; /* nkeyed: the coordinates holding a key */
     double *scratch; /* (a, k, c) per coordinate */
     Py_ssize_t scratch_cap;
     Pair pairs[2];
@@ -117,7 +120,11 @@ static inline double forget(double s, double keep, double rest) {
 /* the coordinates from `first` on dropped (their keys released) */
 static void drop_coords(Arrowhead *self, Py_ssize_t first) {
     Py_ssize_t i;
-    for (i = first; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
+    for (i = first; self->nkeyed > 0 && i < self->ncoords; i++)
+        if (self->coords[i].key != NULL) {
+            Py_CLEAR(self->coords[i].key);
+            self->nkeyed--;
+        }
     self->ncoords = first;
 }
 
@@ -168,7 +175,8 @@ static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which
  * (_table.h), the root as x_b = self->lean_x_b; anything else is the general path's case.
  * PASS_OK; PASS_ERROR with the error (a bad x named; the coordinates dropped); PASS_GENERAL (lean
  * only): the general path's case, no error set. */
-static int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep, double rest, int lean,
+static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep,
+                                        double rest, int lean,
                      DdSum *c_acc) {
     Table *t = &self->blocks.table[p->block];
     PyObject *key, *value;
@@ -207,6 +215,7 @@ static int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep, double 
             c->c = self->prior;
             c->key = Py_NewRef(key);
             c->hash = h;
+            self->nkeyed++;
             p->nnew++;
         } else {
             const Entry *e = &t->entries[ix];
@@ -288,7 +297,8 @@ fail:
  * exactly rounded sum of sign * score, v and each pair's variance but its root term; with
  * forgetting, the forgotten variances written once x is valid. PASS_OK with the margin numbered;
  * PASS_ERROR with the error, nothing changed; PASS_GENERAL (lean): the general path's case. */
-static int margin_of(Arrowhead *self, PyObject *x, double keep, double rest, int lean,
+static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep, double rest,
+                                        int lean,
                      double *m) {
     DdSum c_acc;
     Fsum m_acc;
@@ -365,49 +375,86 @@ fail:
 /* ---------------------------------------------------------------------------------------- */
 /* the update                                                                                 */
 
+/* one coordinate's new (a, k, c) into out, from its entry's (a, k) (0 for a new feature): the
+ * reference's operations in its order; one home for both paths of `update` */
+static RCW_ALWAYS_INLINE void step_coord(const Table *t, const Coord *c, double sign,
+                                         double shift, double tilt, double rho, double gamma,
+                                         int drop, double *out) {
+    double a = 0.0, k = 0.0, cx = c->c * c->x, f;
+    if (c->ix >= 0) {
+        a = t->entries[c->ix].a;
+        k = t->entries[c->ix].k;
+    }
+    out[0] = a + shift * (sign * cx);
+    out[1] = k - tilt * cx;
+    if (drop) {
+        f = 1.0 - rho * (c->x * cx);
+        out[2] = c->c * (f > 0.0 ? f : 0.0);
+    } else
+        out[2] = c->c / (1.0 + gamma * (c->x * cx));
+}
+
+/* the values of a coordinate written into its entry, or (new) appended with its key (room
+ * reserved: the table takes its own reference) */
+static RCW_ALWAYS_INLINE void write_coord(Arrowhead *self, Table *t, Coord *c, const double *out) {
+    Entry *e;
+    if (c->ix >= 0)
+        e = &t->entries[c->ix];
+    else {
+        e = table_push(t, c->key, c->hash);
+        Py_CLEAR(c->key);
+        self->nkeyed--;
+    }
+    e->a = out[0];
+    e->k = out[1];
+    e->c = out[2];
+}
+
 /* The step (alpha, gamma) on the last margin (see the module docstring of river_cw.arrowhead):
- * per pair the root's new (mu_b, S) and every coordinate's new (a, k, c), computed first and
- * written only if all are finite. 1 applied, 0 refused (float64 cannot express it), -1 an error
- * (memory). */
-static int update(Arrowhead *self, double alpha, double gamma, int drop) {
-    double roots[2][2];
+ * per pair the root's new (mu_b, S) and every coordinate's new (a, k, c), written only if all are
+ * finite. 1 applied, 0 refused (float64 cannot express it: nothing written), -1 an error (memory).
+ *
+ * The bounds make the common case one pass: with gamma >= 0 no c_j grows, and since c_j <=
+ * c_bound and c_j x_j^2 <= v, |c_j x_j| <= sqrt(c_bound v), so no a_j moves by more than |shift|
+ * sqrt(c_bound v) nor any k_j by more than |tilt| sqrt(c_bound v). While a_bound and k_bound
+ * (bounds of every feature's |a_j| and |k_j|) stay far from float64's limit after such a move,
+ * every new value is finite and each goes straight into its entry; otherwise every value is
+ * computed first and written only if all are finite (the reference's order of work). */
+static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double gamma, int drop) {
+    double root[2][2], shift[2], tilt[2], rho[2], reach, moves_a = 0.0, moves_k = 0.0;
     Py_ssize_t i;
-    int k;
-    if (rcw_grow((void **)&self->scratch, &self->scratch_cap, self->ncoords, 3 * sizeof(double)) <
-        0)
-        return -1;
+    int k, in_place;
     for (k = 0; k < self->npairs; k++) {
         const Pair *p = &self->pairs[k];
-        const Table *t = &self->blocks.table[p->block];
-        double den = 1.0 + gamma * self->others[k], rho, g, mu, S, shift, tilt;
+        double den = 1.0 + gamma * self->others[k], g;
         if (den == 0.0) return 0; /* Python's ZeroDivisionError */
-        rho = gamma / den;
+        rho[k] = gamma / den;
         g = p->sign * p->G;
-        mu = p->mu_b + alpha * (p->S * g);
-        if ((den = 1.0 + rho * (p->G * p->G * p->S)) == 0.0) return 0;
-        S = p->S / den;
-        shift = alpha + rho * g * mu;
-        tilt = rho * p->G;
-        if (!(isfinite(mu) && isfinite(S))) return 0;
-        roots[k][0] = mu;
-        roots[k][1] = S;
-        for (i = p->first; i < p->end; i++) {
-            const Coord *c = &self->coords[i];
-            double *out = &self->scratch[3 * i], a = 0.0, kj = 0.0, cx = c->c * c->x, f;
-            if (c->ix >= 0) {
-                a = t->entries[c->ix].a;
-                kj = t->entries[c->ix].k;
+        root[k][0] = p->mu_b + alpha * (p->S * g);
+        if ((den = 1.0 + rho[k] * (p->G * p->G * p->S)) == 0.0) return 0;
+        root[k][1] = p->S / den;
+        shift[k] = alpha + rho[k] * g * root[k][0];
+        tilt[k] = rho[k] * p->G;
+        if (!(isfinite(root[k][0]) && isfinite(root[k][1]))) return 0;
+        if (fabs(shift[k]) > moves_a) moves_a = fabs(shift[k]);
+        if (fabs(tilt[k]) > moves_k) moves_k = fabs(tilt[k]);
+    }
+    reach = sqrt(self->c_bound * self->v);
+    in_place = gamma >= 0.0 && self->a_bound + moves_a * reach < SAFE_BOUND &&
+               self->k_bound + moves_k * reach < SAFE_BOUND;
+    if (!in_place) { /* every value computed first */
+        if (rcw_grow((void **)&self->scratch, &self->scratch_cap, self->ncoords,
+                     3 * sizeof(double)) < 0)
+            return -1;
+        for (k = 0; k < self->npairs; k++) {
+            const Pair *p = &self->pairs[k];
+            const Table *t = &self->blocks.table[p->block];
+            for (i = p->first; i < p->end; i++) {
+                double *out = &self->scratch[3 * i]; /* a zero divisor: not finite */
+                step_coord(t, &self->coords[i], p->sign, shift[k], tilt[k], rho[k], gamma, drop,
+                           out);
+                if (!(isfinite(out[0]) && isfinite(out[1]) && isfinite(out[2]))) return 0;
             }
-            out[0] = a + shift * (p->sign * cx);
-            out[1] = kj - tilt * cx;
-            if (drop) {
-                f = 1.0 - rho * (c->x * cx);
-                out[2] = c->c * (f > 0.0 ? f : 0.0);
-            } else {
-                if ((den = 1.0 + gamma * (c->x * cx)) == 0.0) return 0;
-                out[2] = c->c / den;
-            }
-            if (!(isfinite(out[0]) && isfinite(out[1]) && isfinite(out[2]))) return 0;
         }
     }
     for (k = 0; k < self->npairs; k++) { /* room for the new features and a new root */
@@ -419,32 +466,39 @@ static int update(Arrowhead *self, double alpha, double gamma, int drop) {
     for (k = 0; k < self->npairs; k++) {
         const Pair *p = &self->pairs[k];
         Table *t = &self->blocks.table[p->block];
-        Entry *e;
-        if (p->root < 0 && p->x_b != 0.0) { /* the root stored, before the new features */
+        Entry *e = p->root < 0 ? NULL : &t->entries[p->root];
+        if (e == NULL && p->x_b != 0.0) { /* the root stored, before the new features */
             e = table_push(t, self->root, self->root_hash);
             e->c = 0.0;
-        } else
-            e = p->root < 0 ? NULL : &t->entries[p->root];
+        }
         if (e != NULL) {
-            e->a = roots[k][0];
-            e->k = roots[k][1];
+            e->a = root[k][0];
+            e->k = root[k][1];
         }
         for (i = p->first; i < p->end; i++) {
             Coord *c = &self->coords[i];
-            const double *out = &self->scratch[3 * i];
-            if (c->ix >= 0)
-                e = &t->entries[c->ix];
+            double out[3];
+            if (in_place)
+                step_coord(t, c, p->sign, shift[k], tilt[k], rho[k], gamma, drop, out);
             else {
-                e = table_push(t, c->key, c->hash); /* the table took its own reference */
-                Py_CLEAR(c->key);
+                memcpy(out, &self->scratch[3 * i], sizeof out);
+                if (fabs(out[0]) > self->a_bound) self->a_bound = fabs(out[0]);
+                if (fabs(out[1]) > self->k_bound) self->k_bound = fabs(out[1]);
             }
-            e->a = out[0];
-            e->k = out[1];
-            e->c = out[2];
+            write_coord(self, t, c, out);
         }
+    }
+    if (in_place) {
+        self->a_bound += moves_a * reach;
+        self->k_bound += moves_k * reach;
     }
     self->generation++;
     return 1;
+}
+
+/* update_with, compiled once per scheme */
+static int update(Arrowhead *self, double alpha, double gamma, int drop) {
+    return drop ? update_with(self, alpha, gamma, 1) : update_with(self, alpha, gamma, 0);
 }
 
 /* margin()'s pairs (rcw_pairs) into the scratch: how many, or -1 with an error */
@@ -837,6 +891,21 @@ static PyObject *arrowhead_get_blocks(Arrowhead *self, void *closure) {
     return block_dicts(self, 2);
 }
 
+/* the bounds of update, from the entries (after the blocks were replaced) */
+static void reset_bounds(Arrowhead *self) {
+    Py_ssize_t b, i;
+    self->a_bound = self->k_bound = 0.0;
+    self->c_bound = self->prior;
+    for (b = 0; b < self->blocks.n; b++)
+        for (i = 0; i < self->blocks.table[b].used; i++) {
+            const Entry *e = &self->blocks.table[b].entries[i];
+            if (e->key == self->root) continue;
+            if (fabs(e->a) > self->a_bound) self->a_bound = fabs(e->a);
+            if (fabs(e->k) > self->k_bound) self->k_bound = fabs(e->k);
+            if (e->c > self->c_bound) self->c_bound = e->c;
+        }
+}
+
 /* blocks = a list of dicts, feature -> [a_j, k_j, c_j] and root -> [mu_b, S] (the reference's
  * layout); checked in full before anything changes */
 static int arrowhead_set_blocks(Arrowhead *self, PyObject *value, void *closure) {
@@ -897,6 +966,7 @@ static int arrowhead_set_blocks(Arrowhead *self, PyObject *value, void *closure)
     blocks_clear(&self->blocks);
     memcpy(self->blocks.table, tables, sizeof(Table) * n);
     self->blocks.n = n;
+    reset_bounds(self);
     reshaped(self);
     PyMem_Free(tables);
     self->busy = 0;
@@ -968,7 +1038,7 @@ static PyObject *arrowhead_new(PyTypeObject *type, PyObject *args, PyObject *kwd
         return NULL;
     if ((h = PyObject_Hash(root)) == -1) return NULL;
     if ((self = (Arrowhead *)type->tp_alloc(type, 0)) == NULL) return NULL;
-    self->prior = self->root_variance = prior;
+    self->prior = self->root_variance = self->c_bound = prior;
     self->root = Py_NewRef(root);
     self->root_hash = h;
     if ((root_variance != Py_None &&

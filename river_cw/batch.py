@@ -47,10 +47,12 @@ class Rows:
     def row(self, i: int) -> dict:
         if self.dicts is not None:
             return self.dicts[i]
-        data, indices, indptr, keys, _ = self.csr
+        data, indices, indptr, keys, n_columns = self.csr
         a, b = indptr[i], indptr[i + 1]
         row: dict = {}
         for j, value in zip(indices[a:b].tolist(), data[a:b].tolist()):
+            if not 0 <= j < n_columns:  # as the compiled batch kernel refuses it
+                raise ValueError(f"CSR column index {j} out of range")
             name = j if keys is None else keys[j]
             row[name] = row[name] + value if name in row else value  # a repeated entry: summed
         return row
