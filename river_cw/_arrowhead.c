@@ -180,17 +180,19 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
                      DdSum *c_acc) {
     Table *t = &self->blocks.table[p->block];
     PyObject *key, *value;
-    Py_ssize_t pos = 0, ix, first = self->ncoords;
+    Py_ssize_t pos = 0, ix, first = self->ncoords, n = first, nseen = 0, nnew = 0;
     Py_hash_t h;
     double xf, unknown = 0.0;
-    DdPair ak; /* the terms a_j x_j and k_j x_j */
+    DdPair ak;         /* the terms a_j x_j and k_j x_j */
+    DdSum cs = *c_acc; /* the terms c_j x_j^2, in a local (registers) until the end */
     DdSum a_acc, k_acc;
+    Coord *coords;
     int forgetting = keep != 1.0;
     if (rcw_grow((void **)&self->coords, &self->coords_cap, first + PyDict_GET_SIZE(x),
                  sizeof(Coord)) < 0)
         return PASS_ERROR;
+    coords = self->coords;
     p->first = first;
-    p->nseen = p->nnew = 0;
     p->x_b = lean ? self->lean_x_b : 0.0;
     ddpair_init(&ak);
     while (PyDict_Next(x, &pos, &key, &value)) {
@@ -209,28 +211,31 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
             double x2 = xf * xf;
             unknown += xf; /* touched so that bad values surface here too */
             if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
-            ddsum_add(c_acc, self->prior * x2);
-            c = &self->coords[self->ncoords++];
+            ddsum_add(&cs, self->prior * x2);
+            c = &coords[n++];
             c->ix = -1;
             c->c = self->prior;
             c->key = Py_NewRef(key);
             c->hash = h;
             self->nkeyed++;
-            p->nnew++;
+            nnew++;
         } else {
             const Entry *e = &t->entries[ix];
             double cj = forgetting && xf != 0.0 ? forget(e->c, keep, rest) : e->c;
             ddpair_add(&ak, e->a * xf, e->k * xf);
-            ddsum_add(c_acc, cj * (xf * xf));
-            c = &self->coords[self->ncoords++];
+            ddsum_add(&cs, cj * (xf * xf));
+            c = &coords[n++];
             c->ix = ix;
             c->c = cj;
             c->key = NULL;
-            p->nseen++;
+            nseen++;
         }
         c->x = xf;
     }
-    p->end = self->ncoords;
+    *c_acc = cs;
+    self->ncoords = p->end = n;
+    p->nseen = nseen;
+    p->nnew = nnew;
     if ((p->root = table_find(t, self->root, self->root_hash)) == -2) goto bad;
     p->mu_b = p->root < 0 ? 0.0 : t->entries[p->root].a;
     p->S = p->root < 0 ? self->root_variance : t->entries[p->root].k;
@@ -248,6 +253,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     }
     return PASS_OK;
 bad:
+    self->ncoords = n > self->ncoords ? n : self->ncoords; /* the keys held, to release */
     if (lean) {
         if (!rcw_error_recoverable()) goto fail;
         PyErr_Clear();
@@ -258,6 +264,7 @@ fail:
     drop_coords(self, first);
     return PASS_ERROR;
 general:
+    self->ncoords = n > self->ncoords ? n : self->ncoords;
     drop_coords(self, first);
     return PASS_GENERAL;
 }
