@@ -16,10 +16,13 @@ from streams.kafka import state_topic
 from streams.kafka.client import KafkaSettings
 from streams.kafka.committed import committed_consumer
 from streams.kafka.config import Mixing, Topics
+from streams.kafka.envelope import StateKeys
 from streams.kafka.messages import encode_example, encode_prediction
 from streams.kafka.server import ModelServer
 
 REPO = Path(__file__).resolve().parents[1]
+KEY_TEXT = "the tests' state key: 32 bytes or more"
+KEYS = StateKeys.parse(KEY_TEXT, "the tests' key")
 
 
 def produce(
@@ -56,12 +59,13 @@ def produce_examples(bootstrap: str, topic: str, examples: list[tuple], partitio
 def model_server(
     model, settings, topic: str, checkpoint_dir, labels_topic=None, mix=None, **kwargs
 ):
-    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`; `mix`: the
-    keyword arguments of a `Mixing`."""
+    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`, its state
+    sealed with `KEYS`; `mix`: the keyword arguments of a `Mixing`."""
     return ModelServer(
         model,
         settings,
         topics=Topics(topic, dead_letters=f"{topic}.dead", labels=labels_topic),
+        state_keys=KEYS,
         checkpoint_dir=checkpoint_dir,
         mixing=None if mix is None else Mixing(**mix),
         **kwargs,
@@ -112,7 +116,7 @@ def read_topic(
 def stored_state(bootstrap: str, topic: str, partition: int):
     """The last committed state of `partition` of examples topic `topic` in its state topic."""
     state, _ = state_topic.restore(
-        KafkaSettings(bootstrap), state_topic.state_topic(topic), partition
+        KafkaSettings(bootstrap), state_topic.state_topic(topic), partition, KEYS
     )
     return state
 

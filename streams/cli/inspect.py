@@ -4,7 +4,8 @@ Reads the last committed snapshot of each partition from the state topic (`TOPIC
 prints its model, classes, learned count, prequential accuracy, offsets, pending examples and
 labels, dead letters and the largest weights (through the model's public `weights`);
 `--export PATH` writes one partition's model as a plain pickle (for `serve --init-model`, or
-to use offline).
+to use offline). Snapshots are verified with the server's state keys before they are unpickled
+(`streams.kafka.state_topic`): give `inspect` the same `--state-key-file`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import pickle
 import sys
 
+from streams.cli.security import add_state_key_arguments, state_keys
 from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
 from streams.kafka.state_topic import StateError, restore, state_topic
 from streams.models.specs import classifier_of
@@ -30,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--export", metavar="PATH", help="write the partition's model here as a pickle"
     )
     parser.add_argument("--connect-timeout-ms", type=int, default=10000)
+    add_state_key_arguments(parser)
 
 
 def top_weights(model, n: int) -> dict:
@@ -81,13 +84,18 @@ def describe(state, top: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        keys = state_keys(args)
+    except ValueError as error:
+        print(f"river-cw inspect: error: {error}", file=sys.stderr)
+        return 2
     settings = KafkaSettings(args.bootstrap_servers, connect_timeout_ms=args.connect_timeout_ms)
     topic = args.state_topic or state_topic(args.topic)
     try:
         partitions = (
             [args.partition] if args.partition is not None else topic_partitions(settings, topic)
         )
-        states = [restore(settings, topic, p)[0] for p in partitions]
+        states = [restore(settings, topic, p, keys)[0] for p in partitions]
     except (BrokerUnavailable, TopicError, StateError) as error:
         print(f"river-cw inspect: error: {error}", file=sys.stderr)
         return 1

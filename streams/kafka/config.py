@@ -1,11 +1,12 @@
 """What a server serves and how: its topics (one name each, resolved once), mixing, commits.
 
+>>> from streams.kafka.envelope import StateKeys
 >>> topics = Topics("sms", labels="sms.labels")
 >>> topics.predictions, topics.dead_letters, topics.state, topics.models
 ('sms.predictions', 'sms.dead-letters', 'sms.state', 'sms.models')
 >>> topics.inputs
 ('sms', 'sms.labels')
->>> ServeConfig(topics, mixing=Mixing("kl", every=100)).offsets_group
+>>> ServeConfig(topics, StateKeys.insecure(), mixing=Mixing("kl", every=100)).offsets_group
 'river-cw.sms'
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from streams.kafka.envelope import KEY_HINT, StateKeys
 
 __all__ = ["GUARANTEES", "MIXES", "Mixing", "ServeConfig", "Topics"]
 
@@ -75,6 +78,9 @@ class Mixing:
 class ServeConfig:
     """What `streams.kafka.server.ModelServer` serves and how.
 
+    `state_keys` seal and verify what the server reads back from its state and models topics
+    (`streams.kafka.envelope`): keys the operator holds, or `StateKeys.insecure()` to trust
+    those topics' bytes (anyone who can produce to them then runs code in the server).
     A consumer group (`group_id`) or static `partitions` (default: all, no group). A batch is
     committed every `checkpoint_every` messages or `checkpoint_seconds`; `checkpoint_dir` adds a
     local cache of the partitions' states. `model_spec` names the model in the stored state
@@ -86,6 +92,7 @@ class ServeConfig:
     """
 
     topics: Topics
+    state_keys: StateKeys
     group_id: str | None = None
     partitions: tuple[int, ...] | None = None
     processing_guarantee: str = "exactly-once"
@@ -103,6 +110,12 @@ class ServeConfig:
     poll_timeout_ms: int = 200
 
     def __post_init__(self):
+        if not isinstance(self.state_keys, StateKeys):
+            raise TypeError(
+                "state_keys must be StateKeys (StateKeys.from_file(path), or "
+                f"StateKeys.insecure() to trust the topics' bytes), got {self.state_keys!r}; "
+                + KEY_HINT
+            )
         if self.processing_guarantee not in GUARANTEES:
             raise ValueError(
                 f"processing_guarantee must be one of {GUARANTEES}, "

@@ -1,0 +1,51 @@
+"""The options `serve` and `inspect` share for authenticated state (`streams.kafka.envelope`).
+
+A key file (``--state-key-file``) or the ``RIVER_CW_STATE_KEYS`` variable gives the keys that
+seal and verify what the server reads back from its state and models topics; without either,
+the command refuses to run unless ``--insecure-state`` says the topics' bytes are trusted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Mapping
+
+from streams.kafka.envelope import ENVIRONMENT, KEY_HINT, StateKeys
+
+log = logging.getLogger(__name__)
+
+
+def add_state_key_arguments(parser: argparse.ArgumentParser) -> None:
+    keys = parser.add_mutually_exclusive_group()
+    keys.add_argument(
+        "--state-key-file",
+        metavar="PATH",
+        help="HMAC keys (one per line, the first signs; older ones still verify, for rotation) "
+        "that seal the state and models topics' records, so that bytes produced by anyone "
+        f"else are never unpickled; or set ${ENVIRONMENT} (keys, comma-separated). {KEY_HINT}",
+    )
+    keys.add_argument(
+        "--insecure-state",
+        action="store_true",
+        help="no key: trust every byte of the state and models topics (whoever can produce to "
+        "them runs code in this process); for demos on a broker of your own",
+    )
+
+
+def state_keys(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> StateKeys:
+    """The keys `args` and the environment give; `ValueError` saying how to make one when
+    there is none and ``--insecure-state`` was not given."""
+    if args.state_key_file:
+        return StateKeys.from_file(args.state_key_file)
+    keys = StateKeys.from_environment(environ)
+    if keys is not None:
+        return keys
+    if args.insecure_state:
+        log.warning("--insecure-state: the state and models topics' records are not verified")
+        return StateKeys.insecure()
+    raise ValueError(
+        f"no state key: give --state-key-file PATH or set ${ENVIRONMENT} ({KEY_HINT}), or "
+        "--insecure-state to trust every byte of the state and models topics"
+    )
