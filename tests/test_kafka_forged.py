@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import random
 
 import pytest
 from kafka import KafkaProducer
@@ -32,6 +31,7 @@ from tests.kafka_support import (
     read_all,
     read_topic,
     serve_until,
+    synthetic,
     wait_until,
 )
 
@@ -47,15 +47,6 @@ class Trap:
 
     def __reduce__(self):
         return open, (self.path, "w")
-
-
-def examples(first: int, last: int) -> list[tuple]:
-    rng = random.Random(first)
-    rows = []
-    for i in range(first, last):
-        a, b = rng.gauss(0, 1), rng.gauss(0, 1)
-        rows.append((i, {"a": a, "b": b}, a + 0.5 * b > 0))
-    return rows
 
 
 def send(bootstrap: str, topic: str, records: list[tuple]) -> None:
@@ -112,7 +103,7 @@ def test_a_restarted_member_ignores_forged_snapshots_and_serves_on_exactly_once(
     bootstrap = kafka_broker.bootstrap_servers
     topic = topic_name("forged-state")
     create_topics(bootstrap, {topic: 2, f"{topic}.predictions": 2})
-    stream = examples(0, 300)
+    stream = synthetic(0, 300)
     settings = KafkaSettings(bootstrap, connect_timeout_ms=5000)
     produce_examples(bootstrap, topic, stream[:200], partitions=lambda i: i % 2)
     first = model_server(AROW(), settings, topic, None, checkpoint_every=40, model_spec="AROW()")
@@ -139,7 +130,7 @@ def test_a_partition_with_no_valid_snapshot_left_stops_the_server(
     bootstrap = kafka_broker.bootstrap_servers
     topic = topic_name("forged-only")
     create_topics(bootstrap, {topic: 1, state_topic.state_topic(topic): 1})
-    produce_examples(bootstrap, topic, examples(0, 10))
+    produce_examples(bootstrap, topic, synthetic(0, 10))
     trap = tmp_path / "pwned"
     forged = forged_states(topic, 0, Trap(trap), replay=False)
     send(bootstrap, state_topic.state_topic(topic), forged)
@@ -193,7 +184,7 @@ def test_forged_contributions_are_ignored_while_mixing_and_after_a_restart(
     models = models_topic.models_topic(topic)
     create_topics(bootstrap, {topic: 2, f"{topic}.predictions": 1, models: 1})
     settings = KafkaSettings(bootstrap, connect_timeout_ms=5000)
-    stream = examples(0, 600)
+    stream = synthetic(0, 600)
     trap = tmp_path / "pwned"
 
     def member():

@@ -14,16 +14,19 @@ import argparse
 import pickle
 import sys
 
-from streams.cli.security import add_state_key_arguments, state_keys
-from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
+from streams.cli.security import (
+    add_connection_arguments,
+    add_state_key_arguments,
+    kafka_settings,
+    state_keys,
+)
+from streams.kafka.client import BrokerUnavailable, TopicError, check_connection, topic_partitions
 from streams.kafka.state_topic import StateError, restore, state_topic
 from streams.models.specs import classifier_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-servers", default="127.0.0.1:9092", help="default: %(default)s"
-    )
+    add_connection_arguments(parser)
     parser.add_argument("--topic", required=True, help="the examples topic `serve` reads")
     parser.add_argument("--state-topic", help="default: TOPIC.state")
     parser.add_argument("--partition", type=int, help="this partition only (default: all)")
@@ -86,12 +89,13 @@ def describe(state, top: int) -> str:
 def run(args: argparse.Namespace) -> int:
     try:
         keys = state_keys(args)
+        settings = kafka_settings(args, connect_timeout_ms=args.connect_timeout_ms)
     except ValueError as error:
         print(f"river-cw inspect: error: {error}", file=sys.stderr)
         return 2
-    settings = KafkaSettings(args.bootstrap_servers, connect_timeout_ms=args.connect_timeout_ms)
     topic = args.state_topic or state_topic(args.topic)
     try:
+        check_connection(settings)
         partitions = (
             [args.partition] if args.partition is not None else topic_partitions(settings, topic)
         )

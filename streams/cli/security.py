@@ -1,8 +1,11 @@
-"""The options `serve` and `inspect` share for authenticated state (`streams.kafka.envelope`).
+"""The options the Kafka commands share: the connection (`streams.kafka.security`) and, for
+`serve` and `inspect`, authenticated state (`streams.kafka.envelope`).
 
-A key file (``--state-key-file``) or the ``RIVER_CW_STATE_KEYS`` variable gives the keys that
-seal and verify what the server reads back from its state and models topics; without either,
-the command refuses to run unless ``--insecure-state`` says the topics' bytes are trusted.
+``--kafka-config FILE`` (librdkafka's property names) and ``RIVER_CW_KAFKA_*`` variables say how
+to connect to a secured cluster. A key file (``--state-key-file``) or the ``RIVER_CW_STATE_KEYS``
+variable gives the keys that seal and verify what the server reads back from its state and
+models topics; without either, the command refuses to run unless ``--insecure-state`` says the
+topics' bytes are trusted.
 """
 
 from __future__ import annotations
@@ -12,9 +15,39 @@ import logging
 import os
 from collections.abc import Mapping
 
+from streams.kafka.client import KafkaSettings
 from streams.kafka.envelope import ENVIRONMENT, KEY_HINT, StateKeys
+from streams.kafka.security import ENVIRONMENT_PREFIX, ClientSecurity
 
 log = logging.getLogger(__name__)
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-servers",
+        help=f"default: --kafka-config's bootstrap.servers, else {DEFAULT_BOOTSTRAP}",
+    )
+    parser.add_argument(
+        "--kafka-config",
+        metavar="FILE",
+        help="Kafka client properties for a secured cluster, with librdkafka's names: "
+        "security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ssl.ca.location, "
+        "ssl.certificate.location, ssl.key.location, ssl.key.password, "
+        "ssl.endpoint.identification.algorithm (https or none), sasl.mechanism (PLAIN, "
+        "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER), sasl.username, sasl.password, "
+        "sasl.oauthbearer.token.provider (module:function), bootstrap.servers; a variable "
+        f"{ENVIRONMENT_PREFIX}<NAME> (e.g. {ENVIRONMENT_PREFIX}SASL_PASSWORD) overrides a "
+        "property: keep secrets out of command lines",
+    )
+
+
+def kafka_settings(args: argparse.Namespace, environ: Mapping[str, str] = os.environ, **kw):
+    """The `KafkaSettings` of `args`' connection options (`kw`: the other settings);
+    `ValueError` naming the file and line of a bad property."""
+    security = ClientSecurity.load(args.kafka_config, environ)
+    servers = args.bootstrap_servers or security.bootstrap_servers or DEFAULT_BOOTSTRAP
+    return KafkaSettings(servers, security=security, **kw)
 
 
 def add_state_key_arguments(parser: argparse.ArgumentParser) -> None:

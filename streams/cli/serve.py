@@ -13,7 +13,12 @@ from kafka.errors import KafkaError
 from river import base
 
 from river_cw import combine
-from streams.cli.security import add_state_key_arguments, state_keys
+from streams.cli.security import (
+    add_connection_arguments,
+    add_state_key_arguments,
+    kafka_settings,
+    state_keys,
+)
 from streams.kafka.checkpoint import CheckpointError
 from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError
 from streams.kafka.config import GUARANTEES, MIXES, Mixing, ServeConfig, Topics
@@ -56,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Exit status: 0 after SIGTERM or --idle-timeout, 130 after SIGINT (Ctrl-C); 1 when the "
         "broker is "
         "unreachable, a topic is missing, a stored state cannot be restored or was learned by "
-        "another model; 2 for a bad --model or --init-model, or no state key."
+        "another model; 2 for a bad --model, --init-model or --kafka-config, or no state key."
     )
     parser.add_argument(
         "--model",
@@ -69,9 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the examples are text: wrap a model that is not a pipeline in "
         "river_cw.text.TextClassifier(model, on='text') (BagOfWords in front)",
     )
-    parser.add_argument(
-        "--bootstrap-servers", default="127.0.0.1:9092", help="default: %(default)s"
-    )
+    add_connection_arguments(parser)
     parser.add_argument("--topic", required=True, help="examples topic")
     parser.add_argument(
         "--labels-topic",
@@ -248,16 +251,16 @@ def run(args: argparse.Namespace) -> int:
         if args.mix != "off":
             combine([model], method=args.mix, base=model)  # ValueError: it cannot be mixed
         config = _config(args, spec, state_keys(args))  # ValueError: e.g. no state key
+        settings = kafka_settings(
+            args,
+            session_timeout_ms=args.session_timeout_ms,
+            heartbeat_interval_ms=args.heartbeat_interval_ms,
+            max_poll_interval_ms=args.max_poll_interval_ms,
+            connect_timeout_ms=args.connect_timeout_ms,
+        )
     except ValueError as error:
         print(f"river-cw serve: error: {error}", file=sys.stderr)
         return 2
-    settings = KafkaSettings(
-        args.bootstrap_servers,
-        args.session_timeout_ms,
-        args.heartbeat_interval_ms,
-        args.max_poll_interval_ms,
-        args.connect_timeout_ms,
-    )
     server = ModelServer(model, settings, config)
     stopped_by: list[int] = []
 

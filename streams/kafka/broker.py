@@ -50,14 +50,25 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 class TansuBroker:
     """Tansu on `host:port` (a free port when `port` is 0) with in-memory storage.
 
+    `advertised` (``host:port``) is the address given to clients in metadata when they should
+    reach the broker elsewhere (a proxy in front of it); `authentication` makes it require SASL.
     The broker's output goes to a temporary log file, quoted in the error if it fails to start.
     On Linux it is also terminated when the Python process that started it dies.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, start_timeout: float = 10.0):
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        start_timeout: float = 10.0,
+        advertised: str | None = None,
+        authentication: bool = False,
+    ):
         self.host = host
         self.port = port or free_port(host)
         self.start_timeout = start_timeout
+        self.advertised = advertised
+        self.authentication = authentication
         self._process: subprocess.Popen | None = None
         self._log = None
 
@@ -79,9 +90,10 @@ class TansuBroker:
                 "--listener-url",
                 url,
                 "--advertised-listener-url",
-                url,
+                f"tcp://{self.advertised}" if self.advertised else url,
                 "--storage-engine",
                 "memory://tansu/",
+                *(["--authentication"] if self.authentication else []),
             ],
             stdin=subprocess.DEVNULL,
             stdout=self._log,
