@@ -91,3 +91,26 @@ def test_a_restore_up_to_a_mark_reads_every_snapshot_before_it_whatever_the_log_
     assert restored.batches == 6 and read == 2 * 6  # a chunk and a manifest each, no marks
     assert state_topic.restore(settings, topic, 1, KEYS, start=first, until=until)[0].batches == 6
     assert state_topic.restore(settings, topic, 1, KEYS, start=until + 1, until=until) == (None, -1)
+
+
+def test_a_snapshot_written_again_later_is_a_rollback_and_is_rejected(kafka_broker, topic_name):
+    """A true snapshot replayed after a later one (by anyone who copied its records) is not
+    restored: snapshot numbers only grow, from the number of the cached state on."""
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    try:
+        for batches in (1, 2):
+            manifest = state_topic.write(outputs, topic, 1, big_state(10, batches), KEYS)
+            outputs.commit({}, None)
+        state_topic.write(outputs, topic, 1, big_state(10, 1), KEYS)  # snapshot 1 again
+        outputs.commit({}, None)
+    finally:
+        outputs.close()
+    rejected = []
+    restored, _ = state_topic.restore(settings, topic, 1, KEYS, rejected=lambda: rejected.append(1))
+    assert restored.batches == 2 and rejected == [1]
+    after = manifest.offset + 1  # a cache of snapshot 2
+    with pytest.raises(state_topic.StateError, match="holds no valid snapshot: 1 records"):
+        state_topic.restore(settings, topic, 1, KEYS, start=after, newer_than=2)

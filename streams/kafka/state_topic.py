@@ -122,14 +122,16 @@ def restore(
     timeout: float = 120.0,
     until: int | None = None,
     rejected: Callable[[], None] | None = None,
+    newer_than: int = -1,
 ):
     """The last committed snapshot of `partition` in `topic` from offset `start` on that
     verifies under `keys`, and the number of records read, or (None, n) when there is none; n
     is -1 when `start` lies beyond the partition's end (a cache from another broker or topic).
     With `until` (a `mark`'s offset) every record before it is read; without, up to where the
     log seems to end. `rejected()` is called for each record ignored (see the module
-    docstring). `StateError` past `timeout` s, or when records were rejected and no valid
-    snapshot is left."""
+    docstring), as is a snapshot numbered `newer_than` or lower (the number of a cached state
+    that `start` follows). `StateError` past `timeout` s, or when records were rejected and no
+    valid snapshot is left."""
     consumer = committed_consumer(
         **settings.kafka_python(
             enable_auto_commit=False,
@@ -139,7 +141,7 @@ def restore(
         )
     )
     tp = TopicPartition(topic, partition)
-    snapshots = _Snapshots(topic, partition, keys, rejected)
+    snapshots = _Snapshots(topic, partition, keys, rejected, newer_than)
     try:
         consumer.assign([tp])
         if until is not None:  # every record before the mark: read until its batch is passed
@@ -193,11 +195,11 @@ class _Snapshots:
     """The chunks of a partition's records gathered into snapshots, each verified at its
     manifest; `found` is the payload of the last valid one (never unpickled here)."""
 
-    def __init__(self, topic: str, partition: int, keys: StateKeys, rejected):
+    def __init__(self, topic: str, partition: int, keys: StateKeys, rejected, newer_than: int):
         self.topic, self.partition, self.keys = topic, partition, keys
         self.report = rejected or (lambda: None)
         self.found: bytes | None = None
-        self.number = -1  # the last valid snapshot's
+        self.number = newer_than  # the last valid snapshot's
         self.read = self.rejected = 0
         self._chunks: list[bytes] = []
         self._snapshot: str | None = None

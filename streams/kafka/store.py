@@ -128,6 +128,7 @@ class StateStore:
                 timeout=timeout,
                 until=mark,
                 rejected=rejected,
+                newer_than=state.batches,
             )
             if stored is not None:
                 return stored, "cache", read
