@@ -150,7 +150,9 @@ def test_a_partition_with_no_valid_snapshot_left_stops_the_server(
 
 def forged_contributions(topic: str, trap: Trap) -> list[tuple]:
     """Six records of the models topic rejected when read: four contributions that do not
-    verify, one incomplete, one malformed manifest; `topic` is the examples topic."""
+    verify, one incomplete, one malformed manifest; and stray chunks under the names of the
+    true contributions of the next rounds, which must not void them. `topic`: the examples
+    topic."""
     models = models_topic.models_topic(topic)
     evil = pickle.dumps({"format": models_topic.FORMAT, "contribution": trap})
     records = []
@@ -172,7 +174,8 @@ def forged_contributions(topic: str, trap: Trap) -> list[tuple]:
         (0, b"4/0", json.dumps(incomplete).encode(), []),
         (0, b"5/0", b"\xff", []),
     ]
-    return records
+    strays = [(0, f"{r}/{p}/c9".encode(), b"stray", []) for r in range(100) for p in (0, 1)]
+    return strays + records
 
 
 @pytest.mark.slow

@@ -57,7 +57,7 @@ def add_state_key_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="HMAC keys (one per line, the first signs; older ones still verify, for rotation) "
         "that seal the state and models topics' records, so that bytes produced by anyone "
-        f"else are never unpickled; or set ${ENVIRONMENT} (keys, comma-separated). {KEY_HINT}",
+        f"else are never unpickled; or set ${ENVIRONMENT} (keys, comma-separated); {KEY_HINT}",
     )
     keys.add_argument(
         "--insecure-state",

@@ -137,8 +137,11 @@ class Reader:
             return None
         manifest = json.loads(record.value)
         parts = self._chunks.pop(name, {})
+        # chunks beyond the manifest's count are ignored: forged ones must not void a true one
+        # (a transaction's records come out together, so a forged chunk cannot replace one)
+        missing = [i for i in range(manifest["chunks"]) if i not in parts]
         data = b"".join(parts.get(i, b"") for i in range(manifest["chunks"]))
-        if len(parts) != manifest["chunks"] or len(data) != manifest["bytes"]:
+        if missing or len(data) != manifest["bytes"]:
             raise ValueError(f"contribution {name} is incomplete")
         where = context(self._tp.topic, manifest["round"], manifest["partition"])
         return self._keys.open(where, data)
