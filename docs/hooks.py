@@ -39,7 +39,7 @@ def _help(command: str) -> str:
         raise ValueError(f"{command!r} is not a river-cw command ({', '.join(COMMANDS)})")
     parser = build_parser(only=command)
     sub = next(a for a in parser._subparsers._group_actions if a.choices).choices[command]
-    with _columns(100):
+    with _columns(80):  # what the content column shows without scrolling
         text = sub.format_help()
     return f"```text\n{text.rstrip()}\n```"
 

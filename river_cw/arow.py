@@ -14,7 +14,7 @@ class AROW(GaussianClassifier):
     mean against the KL divergence from the current Gaussian, with regularization ``1 / (2 r)``.
     When the margin mean is below one (``m < 1``), with ``v`` the margin variance:
 
-        ``alpha = (1 - m) / (v + r)``,  ``Sigma^-1 <- Sigma^-1 + x x' / r``
+        alpha = (1 - m) / (v + r),  Sigma^-1 <- Sigma^-1 + x x' / r
 
     (Crammer, Kulesza and Dredze 2009, section 3; beta = 1 / (v + r)). Unlike CW it never
     forces an example to be classified correctly, which makes it robust to label noise.

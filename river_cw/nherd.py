@@ -14,7 +14,7 @@ class NHERD(GaussianClassifier):
     Every weight vector of the Gaussian takes a passive-aggressive step (squared hinge, C), and
     the Gaussian is moved to the distribution of the moved vectors. When ``m < 1``:
 
-        ``alpha = (1 - m) / (v + 1 / C)``,  ``Sigma^-1 <- Sigma^-1 + (2 C + C^2 v) x x'``
+        alpha = (1 - m) / (v + 1 / C),  Sigma^-1 <- Sigma^-1 + (2 C + C^2 v) x x'
 
     i.e. ``Sigma <- (I + C Sigma x x')^-1 Sigma (I + C x x' Sigma)^-1`` (Crammer and Lee 2010,
     section 4, the full-covariance update). The exact diagonal update runs that step on each coordinate alone:

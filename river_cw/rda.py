@@ -68,7 +68,7 @@ class VotedRDA(LinearClassifier):
     ``g_1, ..., g_k`` of the loss at the predictors that made them (Algorithm 1). With
     ``h(w) = ||w||^2 / 2`` and ``beta_k = eta sqrt(k)`` the step
 
-        ``w_{k+1} = argmin_w { <s_k / k, w> + l1 ||w||_1 + (beta_k / (2k)) ||w||^2 }``
+        w_{k+1} = argmin_w { <s_k / k, w> + l1 ||w||_1 + (beta_k / (2k)) ||w||^2 }
 
     has the closed form ``w_{k+1} = -(sqrt(k) / eta) shrink(s_k / k, l1)`` coordinate-wise, with
     ``shrink(a, l1) = sign(a) max(|a| - l1, 0)``: a weight is exactly zero unless the average

@@ -19,8 +19,8 @@ class SCW(GaussianClassifier):
     When the loss is positive, SCW-I takes CW-stdev's step clipped at C,
     ``alpha = min(C, alpha_CW)``; SCW-II solves the squared-loss problem,
 
-        ``alpha = max(0, (-(2 m n + phi^2 m v) + sqrt(phi^2 (phi^2 m^2 v^2 + 4 n v (n + v phi^2))))
-        / (2 (n^2 + n v phi^2)))``, ``n = v + 1 / (2 C)``;
+        alpha = max(0, (-(2 m n + phi^2 m v) + sqrt(phi^2 (phi^2 m^2 v^2 + 4 n v (n + v phi^2))))
+                / (2 (n^2 + n v phi^2))),   n = v + 1 / (2 C);
 
     both then shrink the covariance as CW-stdev does, ``gamma = alpha phi / sqrt(v+)``
     (Wang, Zhao and Hoi 2012, Propositions 1 and 2).
