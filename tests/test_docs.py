@@ -178,6 +178,20 @@ def test_every_public_parameter_is_documented():
     assert [f"{path}: {problem}" for path, problem in _undocumented()] == []
 
 
+def test_every_public_class_and_function_has_an_example():
+    """A doctest, or a code block where it needs a broker or the shared data; exceptions
+    excepted."""
+    missing = [
+        obj.path
+        for obj in _public_objects()
+        if not (obj.is_class and any(str(b).endswith(("Error", "Exception")) for b in obj.bases))
+        and not any(
+            mark in (obj.docstring.value if obj.docstring else "") for mark in (">>>", "```python")
+        )
+    ]
+    assert missing == []
+
+
 def test_help_shows_inherited_parameters():
     import river_cw
 

@@ -67,6 +67,15 @@ def concept_drift(
     seed
         Seed for the draws of gradual drift.
 
+    Examples
+    --------
+
+    >>> old, new = [({}, "a")] * 4, [({}, "b")] * 4
+    >>> [y for _, y in concept_drift([old, new], position=2)]
+    ['a', 'a', 'b', 'b', 'b', 'b']
+    >>> [y for _, y in concept_drift([old, new], "recurring", position=2, period=1)][:6]
+    ['a', 'a', 'b', 'a', 'b', 'a']
+
     """
     if kind not in KINDS:
         raise ValueError(f"unknown drift kind {kind!r}; expected one of {KINDS}")
@@ -195,6 +204,16 @@ def domains(
         Length of each turn of recurring drift; `position` by default.
     seed
         Seed of each domain's shuffle and of the gradual draws.
+
+    Examples
+    --------
+
+    With the shared corpus beside the checkout (``river-cw evaluate --domains books,kitchen``
+    does the same):
+
+    ```python
+    stream = domains("../shared/data/mdsd_sorted_acl_text.jsonl.gz", ["books", "kitchen"])
+    ```
 
     """
     concepts = []

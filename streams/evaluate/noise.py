@@ -42,6 +42,17 @@ class LabelNoise:
     seed
         Seed of the random generator.
 
+    Examples
+    --------
+
+    Class-conditional noise: half the spam is learned as ham, the ham never flips.
+
+    >>> noise = LabelNoise({"spam": 0.5}, classes=["ham", "spam"], seed=2)
+    >>> [noise(y) for y in ["spam"] * 6 + ["ham"] * 2]
+    ['spam', 'ham', 'spam', 'spam', 'spam', 'spam', 'ham', 'ham']
+    >>> noise.rate("ham")
+    0.0
+
     """
 
     def __init__(

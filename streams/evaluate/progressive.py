@@ -503,6 +503,16 @@ def iter_evaluate(
         Add river's `dummy.PriorClassifier` (it predicts the majority class so far) as a
         model named `BASELINE`.
 
+    Examples
+    --------
+
+    >>> from river import linear_model
+    >>> stream = [({"a": float(i % 2)}, i % 2 == 1) for i in range(100)]
+    >>> for result in iter_evaluate([linear_model.LogisticRegression()], stream, every=50):
+    ...     print(result.records[-1]["step"], result.records[-1]["metric"])
+    50 0.94
+    100 0.97
+
     """
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every!r}")

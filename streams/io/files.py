@@ -148,6 +148,18 @@ class FileStream(abc.ABC):
         `"raise"` (default) stops at the first malformed line with a `MalformedLineError`;
         `"skip"` drops it and counts it in `n_skipped` (the first 100 are kept in `errors`).
 
+    Examples
+    --------
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "two.jsonl"
+    >>> _ = path.write_text('{"text": "hi", "label": "ham"}\\nnot json\\n')
+    >>> stream = JSONLines(path, on_error="skip")
+    >>> list(stream), stream.n_skipped
+    ([({'text': 'hi'}, 'ham')], 1)
+    >>> stream.errors[0].line, stream.errors[0].reason
+    (2, 'bad JSON: Expecting value: line 1 column 1 (char 0)')
+
     """
 
     def __init__(self, path, on_error: str = "raise"):

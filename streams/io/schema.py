@@ -58,6 +58,13 @@ class Example:
         The features, ``{name: number}``, or ``{"text": str}`` for a text.
     label
         The label (a string, an integer or a boolean), or None when it comes later.
+
+    Examples
+    --------
+
+    >>> Example("42", {"text": "see you at lunch"}).label is None  # its label comes later
+    True
+
     """
 
     id: str | None
@@ -197,6 +204,14 @@ class Schema:
         The field holding the example id.
     flat
         Every field but the id and the label is a feature (no ``x`` object).
+
+    Examples
+    --------
+
+    >>> Schema().parse({"id": 7, "text": "see you at lunch", "label": "ham"})
+    Example(id='7', x={'text': 'see you at lunch'}, label='ham')
+    >>> Schema(flat=True, label_field="spam").parse({"a": 1, "spam": True})
+    Example(id=None, x={'a': 1}, label=True)
 
     """
 

@@ -90,6 +90,14 @@ class Mixing:
     lag
         A partition waits when it is that many examples past an unmixed publication (bounded
         staleness; None: it never waits).
+
+    Examples
+    --------
+
+    >>> config = ServeConfig(Topics("sms"), group_id="river-cw", mixing=Mixing("kl", every=500))
+    >>> config.mixing
+    Mixing(method='kl', every=500, seconds=10.0, lag=None)
+
     """
 
     method: str = "kl"

@@ -191,6 +191,13 @@ def classifier_of(model: base.Estimator) -> base.Estimator:
     ----------
     model
         A model, as `prepare` returns it.
+
+    Examples
+    --------
+
+    >>> classifier_of(parse("preprocessing.StandardScaler() | AROW(r=0.5)")).r
+    0.5
+
     """
     if isinstance(model, compose.Pipeline):
         model = list(model.steps.values())[-1]
