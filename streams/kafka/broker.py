@@ -50,8 +50,6 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 class TansuBroker:
     """Tansu on `host:port` (a free port when `port` is 0) with in-memory storage.
 
-    `advertised` (``host:port``) is the address given to clients in metadata when they should
-    reach the broker elsewhere (a proxy in front of it); `authentication` makes it require SASL.
     The broker's output goes to a temporary log file, quoted in the error if it fails to start.
     On Linux it is also terminated when the Python process that started it dies. This is the
     tests' and demos' broker (``river-cw broker``); it loses every topic when it stops.
@@ -64,6 +62,11 @@ class TansuBroker:
         Its port; 0 picks a free one.
     start_timeout
         Seconds to wait for it to accept connections.
+    advertised
+        The address (``host:port``) given to clients in metadata, when they should reach the
+        broker elsewhere (a TLS proxy in front of it); default: where it listens.
+    authentication
+        Require SASL logins (Tansu's ``--authentication``).
 
     Examples
     --------
