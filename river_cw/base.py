@@ -1,17 +1,24 @@
 """The label logic every classifier of the library shares.
 
 Labels are discovered online, in any hashable type. While at most two are known the model is
-binary, exactly as in the papers: one weight vector ``w``, the first label seen is y = -1 and the
-second y = +1, and the score is ``w . x``. When a third label arrives the model becomes
-multi-class with one weight block per label and the feature map f(x, z) of Crammer, Dredze and
-Kulesza (2009): the score of z is ``w_z . x`` and an update moves along the difference vector
-``f(x, y) - f(x, y')`` against the best-scoring wrong label y'. The binary vector becomes the
-second label's block and the first label gets an empty block, so no prediction changes at that
-moment: ``score(second) - score(first) = w . x`` as before.
+binary, exactly as in the papers: one weight vector ``w`` and the score ``w . x``, with y = +1
+for the *positive label* and y = -1 for the other. The positive label is the larger of the two
+in the order of `river_cw.labels` (``True`` over ``False``, ``1`` over ``0``, ``"+1"`` over
+``"-1"``, ``"spam"`` over ``"ham"``), whichever arrived first: ``classes_`` holds the two labels
+in that order, ``[negative, positive]``. Until the second label arrives the first one is learned
+as y = -1; if it turns out to be the positive one, the model is negated (`_negate`: the rules
+are odd in ``(w, y)``, so this is, to the bit, the model that knew the order from the start).
+When a third label arrives the model becomes multi-class with one weight block per label and the
+feature map f(x, z) of Crammer, Dredze and Kulesza (2009): the score of z is ``w_z . x`` and an
+update moves along the difference vector ``f(x, y) - f(x, y')`` against the best-scoring wrong
+label y'. The binary vector becomes the positive label's block and the negative label gets an
+empty block, so no prediction changes at that moment: ``score(positive) - score(negative) =
+w . x`` as before. Labels after the first two keep their order of arrival in ``classes_``.
 
 A subclass stores the weights and provides the hooks `_scores`, `_add_block`, `_lift`,
-`_layout`/`_restore_layout` and `_update` (and `_learning_scores` where updates are judged by
-other weights than predictions, as in voted RDA); this base turns labels into blocks and signs.
+`_negate`, `_layout`/`_restore_layout` and `_update` (and `_learning_scores` where updates are
+judged by other weights than predictions, as in voted RDA); this base turns labels into blocks
+and signs.
 
 Every public method converts the feature values to Python floats first
 (`river_cw.validation.as_floats`). A call either succeeds or raises `TypeError`/`ValueError`
@@ -43,6 +50,7 @@ from river import base
 from . import calibration
 from .batch import Rows
 from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
+from .labels import order_key
 from .validation import as_floats, check_label, check_weight
 
 __all__ = ["INTERCEPT", "GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
@@ -112,6 +120,11 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
     @abc.abstractmethod
     def _lift(self) -> None:
         """Turn the binary vector into blocks ``[empty, w]`` (see the module docstring)."""
+
+    @abc.abstractmethod
+    def _negate(self) -> None:
+        """Turn the binary model into the one over ``-w``: every quantity odd in the labels'
+        sign changes sign (the model of the same examples with y = -1 and +1 swapped)."""
 
     def _layout(self):
         """A snapshot of the block structure; a subclass returns its containers, not weights.
@@ -192,11 +205,29 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         return dict(zip(self.classes_, blocks))
 
     @property
+    def positive_label(self):
+        """The label that positive weights favour while the model is binary: the larger of its
+        two labels in the order of `river_cw.labels` (``True`` over ``False``, ``1`` over ``0``,
+        ``"+1"`` over ``"-1"``, ``"spam"`` over ``"ham"``), whichever arrived first; ``classes_``
+        is ``[negative, positive]``. None until two labels are known, and once multi-class
+        (then every label has weights of its own).
+
+        >>> import river_cw
+        >>> model = river_cw.AROW()
+        >>> model.learn_one({"free": 1.0}, "spam")
+        >>> model.learn_one({"meeting": 1.0}, "ham")
+        >>> model.positive_label, model.weights["free"] > 0 > model.weights["meeting"]
+        ('spam', True)
+
+        """
+        return self.classes_[1] if len(self.classes_) == 2 else None
+
+    @property
     def weights(self) -> dict:
-        """The weights predictions use: ``{feature: weight}`` while binary (the score of the
-        second label seen; the first is its negation), ``{label: {feature: weight}}`` once
-        multi-class (one weight vector per label, in the order of ``classes_``). Features never
-        learned have weight 0 and are absent; the intercept is `intercept`. A copy."""
+        """The weights predictions use: ``{feature: weight}`` while binary (the score of
+        `positive_label`; the other label's is its negation), ``{label: {feature: weight}}``
+        once multi-class (one weight vector per label, in the order of ``classes_``). Features
+        never learned have weight 0 and are absent; the intercept is `intercept`. A copy."""
         return self._by_label(_without_intercept(self._weight_blocks()))
 
     @property
@@ -282,15 +313,21 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
     # -- internals ----------------------------------------------------------------------------
 
     def _register(self, y) -> int:
-        """Add a new label; the model becomes multi-class at the third one."""
+        """Add a new label, just learned as y = +1 when it is the second; the model becomes
+        multi-class at the third one. The second label takes its place in the labels' order
+        (`positive_label`): when it is the smaller one, the model is negated."""
         self._class_index[y] = len(self.classes_)
         self.classes_.append(y)
-        if len(self.classes_) == 3:
+        if len(self.classes_) == 2 and order_key(y) < order_key(self.classes_[0]):
+            self._negate()
+            self.classes_.reverse()
+            self._class_index.update({c: i for i, c in enumerate(self.classes_)})
+        elif len(self.classes_) == 3:
             self._lift()
             self._add_block()
         elif len(self.classes_) > 3:
             self._add_block()
-        return len(self.classes_) - 1
+        return self._class_index[y]
 
 
 def _without_intercept(blocks: list[dict]) -> list[dict]:
@@ -538,6 +575,9 @@ class GaussianClassifier(LinearClassifier):
     def _lift(self):
         self._gaussian.lift()
 
+    def _negate(self):
+        self._gaussian.negate()
+
     def _layout(self):
         return self._gaussian.layout()
 
@@ -637,7 +677,8 @@ class GaussianClassifier(LinearClassifier):
 
         `gaussian` is an engine of the model's `covariance` (`river_cw.gaussian`'s
         `DiagonalGaussian` or `PythonDiagonalGaussian`, or `FullGaussian`); it is held, not
-        copied. Raises ValueError, changing nothing, when it or its blocks don't fit.
+        copied. Two labels come as ``[negative, positive]`` (see `positive_label`). Raises
+        ValueError, changing nothing, when it, its blocks or the labels' order don't fit.
         """
         engines = (
             (DiagonalGaussian, PythonDiagonalGaussian)
@@ -652,6 +693,10 @@ class GaussianClassifier(LinearClassifier):
         classes = list(classes)
         if len(set(classes)) != len(classes):
             raise ValueError(f"the labels must be distinct, got {classes!r}")
+        if len(classes) == 2 and order_key(classes[1]) < order_key(classes[0]):
+            raise ValueError(
+                f"two labels go as [negative, positive], {classes[::-1]!r}, got {classes!r}"
+            )
         blocks = len(gaussian.block_views()[0])
         if blocks != (1 if len(classes) <= 2 else len(classes)):
             raise ValueError(f"{blocks} weight block(s) cannot carry the labels {classes!r}")
