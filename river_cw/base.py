@@ -189,6 +189,10 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
             raise
 
     def predict_one(self, x: dict):
+        """The label of largest score: `positive_label` where ``w . x > 0`` while binary, else the
+        label whose block scores most (the first in ``classes_`` on a tie). It is the label of
+        largest `predict_proba_one`; among labels of equal probability (a tie, or a difference
+        below float64's resolution), the one of larger score."""
         scores = self._scores(self._features(x))  # validates x, even before any label is known
         if not self.classes_:
             return None
@@ -376,6 +380,14 @@ def normal_log_cdf(t: float) -> float:
     )
 
 
+def _sum_of_logs(terms: list[float]) -> float:
+    """``math.fsum`` of log-probabilities (all <= 0), or ``-inf`` where it is beyond float64."""
+    try:
+        return math.fsum(terms)
+    except OverflowError:
+        return -math.inf
+
+
 def _standardised(m: float, v: float) -> float:
     """``m / sqrt(v)``, with the limits ``+-inf`` (or 0) when the variance vanishes."""
     if v > 0.0:
@@ -398,14 +410,22 @@ class GaussianClassifier(LinearClassifier):
     Subclasses implement `_step` (see `river_cw.gaussian` for the shared update form) and may
     offer the ``"exact"`` diagonal scheme by overriding `_exact_step`.
 
-    Probabilities follow from the Gaussian margin. Binary: ``P(second label) = Phi(m / sqrt(v))``
-    with ``m = mu . x`` and ``v = x' Sigma x``. Multi-class: the pairwise margins
-    ``m_zk = mu . (f(x, z) - f(x, k))`` are Gaussian too, with variance ``v_zk``, and
-    ``P(z) ~ prod_{k != z} Phi(m_zk / sqrt(v_zk))``, normalised: the score of z beats every other
-    score with those probabilities, taken as independent. It is cheap (one covariance of the K
-    scores), a proper distribution, and for two labels exactly the binary formula. `predict_one`
-    keeps the papers' rule, the best mean score; where margins differ much in variance the most
-    probable label can differ from it.
+    Probabilities follow from the Gaussian margin. Binary: ``P(positive label) = Phi(m /
+    sqrt(v))`` with ``m = mu . x`` and ``v = x' Sigma x``. Multi-class: the pairwise margins
+    ``m_zk = mu . (f(x, z) - f(x, k))`` are Gaussian too, and ``P(z) ~ prod_{k != z} Phi(m_zk /
+    s)``, normalised: the score of z beats every other score, the comparisons taken as
+    independent, all on one scale s, the standard deviation of the margin between the two
+    best-scoring labels (the margin the decision rests on). For two labels it is the binary
+    formula; the decisive pair's factor is the probability, under the model, that the best
+    label's score beats the runner-up's; and since every pair is measured on the same scale,
+    the probabilities rank the labels exactly as their mean scores do. So `predict_one`, the
+    papers' rule (the best mean score, the decision the multi-class update trains: its step is
+    taken against the best-scoring wrong label), is the label of largest probability, for every
+    temperature (see calibration). Standardising each pair by its own variance would rank a label
+    whose score is uncertain lower than its mean score does, and predicting that ranking's best
+    would give up the papers' rule and let the temperature change predictions; measured on
+    river's ImageSegments, USPS and 20 Newsgroups it scores about the same log loss and 0.1 to
+    1.4 points more accuracy (benchmarks/README.md, "Multi-class probabilities").
     Before any label is seen the distribution is empty; with one label it is certain.
 
     Forgetting (``forgetting = f > 0``; off by default, the papers' models never forget). Every
@@ -753,18 +773,20 @@ class GaussianClassifier(LinearClassifier):
         return calibration.best(self._calibration) if self.calibrate else 1.0
 
     def _pairwise(self, x: dict, scores: list[float]) -> list[list[float]]:
-        """The standardised pairwise margins ``t[z][k] = m_zk / sqrt(v_zk)`` of x, given its
-        scores (two labels or more; the diagonal is 0)."""
+        """The standardised pairwise margins ``t[z][k] = m_zk / s`` of x, given its scores (two
+        labels or more; the diagonal is 0), s the standard deviation of the margin between the
+        two best-scoring labels (see the class docstring): one scale for every pair, so each
+        row's terms grow with its label's score."""
         cov = self._gaussian.score_covariance(x)
         if self.is_binary:
             t = _standardised(scores[0], cov[0, 0])
             return [[0.0, -t], [t, 0.0]]
         cov = cov.tolist()  # Python floats: an overflow is inf, silently, as in the binary case
+        best = max(range(len(scores)), key=scores.__getitem__)
+        second = max((k for k in range(len(scores)) if k != best), key=scores.__getitem__)
+        v = cov[best][best] + cov[second][second] - 2.0 * cov[best][second]
         return [
-            [
-                _standardised(s_z - s_k, cov[z][z] + cov[k][k] - 2.0 * cov[z][k]) if k != z else 0.0
-                for k, s_k in enumerate(scores)
-            ]
+            [_standardised(s_z - s_k, v) if k != z else 0.0 for k, s_k in enumerate(scores)]
             for z, s_z in enumerate(scores)
         ]
 
@@ -778,8 +800,8 @@ class GaussianClassifier(LinearClassifier):
         if self.is_binary:
             p = 0.5 * math.erfc(-(a * t[1][0]) / math.sqrt(2.0))
             return {classes[0]: 1.0 - p, classes[1]: p}
-        logp = [
-            sum(normal_log_cdf(a * t_zk) for k, t_zk in enumerate(row) if k != z)
+        logp = [  # exactly rounded sums: a larger score never gets a smaller log-probability
+            _sum_of_logs([normal_log_cdf(a * t_zk) for k, t_zk in enumerate(row) if k != z])
             for z, row in enumerate(t)
         ]
         top = max(logp)

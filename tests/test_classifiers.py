@@ -190,14 +190,12 @@ def test_multiclass_probabilities_follow_the_pairwise_gaussian_margins(model):
     model = model.clone()
     for x, y in mixed_stream(6, n=300, labels=tuple("abcde")):
         model.learn_one(x, y)
-    agree = 0
     for x, _ in mixed_stream(7, n=50, labels=tuple("abcde")):
         proba = model.predict_proba_one(x)
         expected = recomputed(model, x)  # from the public views (tests/test_views.py)
         for label in model.classes_:
             assert proba[label] == pytest.approx(expected[label], rel=1e-9, abs=1e-300)
-        agree += max(proba, key=proba.get) == model.predict_one(x)
-    assert agree >= 45  # the mean prediction and the most probable label rarely differ
+        assert max(proba, key=proba.get) == model.predict_one(x)  # one scale: the scores' order
 
 
 def test_lifting_to_multiclass_preserves_every_prediction():

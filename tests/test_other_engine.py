@@ -26,6 +26,8 @@ MODULES = [
     "tests/test_text_classifier.py",  # the fused text path and its fallbacks
     "tests/test_batch.py",  # learn_many is the plain loop there
     "tests/test_rda.py",  # voted RDA's loops are compiled too (river_cw._rda)
+    "tests/test_most_likely.py",  # predict and probabilities agree on either engine
+    "tests/test_positive_label.py",  # and the binary weights' orientation too
     "river_cw",
 ]
 # the long accuracy run on books adds minutes and nothing engine-specific
