@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from streams.cli import evaluate as evaluate_cli
+from streams.io.files import sms_spam
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -158,7 +159,9 @@ def test_tune_reports_choices_and_evaluates_on_the_rest(tmp_path, capsys):
     assert chosen.startswith("AROW(r=")
     text = markdown.read_text()
     assert text.startswith("SMS Spam Collection (bundled); parameters tuned on the first 100")
-    assert "| 0%    | AROW()" in text and f"AROW() -> {chosen}" in text
+    # the table and the figure name the model that ran, the tuned one
+    assert f"| 0%    | {chosen}" in text and f"AROW() -> {chosen}" in text
+    assert {r["model"] for r in result["summary"]} == {"majority class", chosen}
 
 
 def test_class_conditional_noise(tmp_path):
@@ -169,7 +172,7 @@ def test_class_conditional_noise(tmp_path):
         == 0
     )
     last = read_csv(tmp_path / "r.csv")[-1]
-    spam = sum(1 for _, y in list(evaluate_cli.files.sms_spam())[:2000] if y == "spam")
+    spam = sum(1 for _, y in list(sms_spam())[:2000] if y == "spam")
     assert last["noise"] == "spam 100%" and int(last["flipped"]) == spam
 
 
@@ -207,6 +210,10 @@ def test_malformed_lines_raise_or_are_skipped(tmp_path, capsys):
         (["--plot", "curves.jpg"], "cannot tell the figure format of 'curves.jpg'"),
         (["--json", "no/such/dir/r.json"], "no directory 'no/such/dir'"),
         (["--csv", "."], "is a directory"),
+        (["--limit", "300", "--delay", "300"], "--delay 300 is not shorter than the 300 examples"),
+        (["--tune", "--limit", "300", "--delay", "270"], "not shorter than the 270 examples"),
+        (["--drift", "flip", "--limit", "300", "--drift-at", "300"], "not inside the stream of"),
+        (["--drift", "sudden", "--limit", "300", "--drift-at", "400"], "not inside the stream"),
     ],
 )
 def test_errors_exit_2_with_one_line(argv, message, capsys):
@@ -281,7 +288,7 @@ def test_metric_options(tmp_path, capsys):
         result = json.loads(document.read_text())
         assert result["metric"] == name and result["info"]["metric"] == name
         assert name in out.splitlines()[-5]  # a column of the final table
-    spam = [y == "spam" for _, y in list(evaluate_cli.files.sms_spam())[:500]]
+    spam = [y == "spam" for _, y in list(sms_spam())[:500]]
     assert run("--limit", 500, "--model", "AROW()", "--metric", "f1", "--json", document) == 0
     baseline = json.loads(document.read_text())["summary"][0]
     assert baseline["model"] == "majority class" and baseline["metric"] == 0.0  # never says spam
@@ -290,11 +297,11 @@ def test_metric_options(tmp_path, capsys):
 
 def test_delay_holds_labels_back(tmp_path):
     document = tmp_path / "r.json"
-    assert run("--limit", 300, "--delay", 400, "--model", "AROW()", "--json", document) == 0
+    assert run("--limit", 300, "--delay", 299, "--model", "AROW()", "--json", document) == 0
     result = json.loads(document.read_text())
-    # no label arrives before the stream ends: no model has an answer for any example
-    assert [r["mistakes"] for r in result["summary"]] == [300, 300]
-    assert result["info"]["delay"] == 400 and "labels 400 examples late" in result["info"]["data"]
+    # one label arrives before the stream ends: the models answer the last example only
+    assert [(r["scored"], r["step"]) for r in result["summary"]] == [(1, 300), (1, 300)]
+    assert result["info"]["delay"] == 299 and "labels 299 examples late" in result["info"]["data"]
     assert run("--limit", 300, "--delay", 5, "--model", "AROW()", "--json", document) == 0
     assert json.loads(document.read_text())["summary"][1]["accuracy"] > 0.8
 
@@ -391,4 +398,4 @@ def test_shards_mixed_every_n_next_to_one_model(capsys):
         "river.linear_model.PAClassifier()",
         "river.linear_model.PAClassifier(), 3 shards, off",
     ]
-    assert "PAClassifier(): not mixed (cannot mix OneVsRestClassifier" in err
+    assert "PAClassifier(): not mixed (cannot mix BinaryLabels" in err
