@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import river_cw
 from river_cw.labels import order_key
-from tests.test_most_likely import GAUSSIAN, name
+from tests.test_most_likely import CONFIGS, name
 
 # the pairs of the docstring of river_cw.labels, given as (smaller, larger)
 PAIRS = [
@@ -34,23 +34,6 @@ PAIRS = [
     (1, "a"),
     ("1", 2),
 ]
-
-
-def configurations() -> list:
-    models = []
-    for cls in GAUSSIAN:
-        kinds = [{"diagonal": d} for d in cls._diagonal_schemes] + [{"covariance": "full"}]
-        options = [{}, {"forgetting": 0.05}, {"calibrate": True}, {"learn_intercept": False}]
-        models += [cls(**kind, **option) for kind in kinds for option in options]
-    models += [
-        river_cw.VotedRDA(l1=0.01, prediction=p, loss=loss)
-        for p in ("average", "vote", "last")
-        for loss in ("hinge", "log")
-    ]
-    return models
-
-
-CONFIGS = configurations()
 
 
 @pytest.mark.parametrize(("smaller", "larger"), PAIRS)
