@@ -6,6 +6,8 @@ sparse, l1-regularised companion (regularised dual averaging with voting). `rive
 holds river's `BagOfWords` with its token counting compiled.
 """
 
+__version__ = "0.1.0"
+
 from . import text as text
 from .arow import AROW
 from .base import INTERCEPT

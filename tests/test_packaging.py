@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import river_cw
+
 ROOT = Path(__file__).resolve().parents[1]
 EXTENSIONS = {"_diagonal", "_rda", "_text"}
 
@@ -47,3 +49,9 @@ def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     built = {name.split("/")[-1].split(".")[0] for name in names if name.endswith((".so", ".pyd"))}
     assert built == EXTENSIONS, f"the wheel's compiled modules: {sorted(built)}"
+    # the version has one source (river_cw.__version__), the licence and the bundled data ship
+    assert wheel.name.startswith(f"river_cw-{river_cw.__version__}-"), wheel.name
+    assert any(
+        name.endswith(".dist-info/licenses/LICENSE") or name.endswith("/LICENSE") for name in names
+    ), names
+    assert "streams/io/data/sms_spam_collection.jsonl.gz" in names
