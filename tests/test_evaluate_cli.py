@@ -399,3 +399,49 @@ def test_shards_mixed_every_n_next_to_one_model(capsys):
         "river.linear_model.PAClassifier(), 3 shards, off",
     ]
     assert "PAClassifier(): not mixed (cannot mix BinaryLabels" in err
+
+
+PARCELS = Path(__file__).resolve().parent / "data" / "parcels.csv"
+
+
+def test_drift_between_files_of_different_lengths_happens_inside_the_stream(tmp_path, capsys):
+    longer = tmp_path / "longer.csv"
+    rows = PARCELS.read_text().splitlines()
+    longer.write_text("\n".join([rows[0], *rows[1:] * 3]) + "\n")  # 900 rows after the 300
+    model = ("--model", "river.preprocessing.OneHotEncoder() | AROW()", "--target", "sign")
+    document, plot = tmp_path / "r.json", tmp_path / "r.png"
+    assert run(PARCELS, longer, "--drift", "sudden", *model, "--json", document) == 0
+    info = json.loads(document.read_text())["info"]
+    # by default the drift is where the first file ends, and both files are scored
+    assert info["drift_at"] == 300 and info["examples"] == 1200
+    assert "sudden drift at 300" in info["data"]
+    argv = (PARCELS, longer, "--drift", "sudden", "--drift-at", 301, *model)
+    assert run(*argv) == 2
+    assert "--drift-at 301 is beyond the end of the first file (parcels.csv), 300 examples" in (
+        capsys.readouterr().err
+    )
+    # tuned on a prefix: the figure marks the drift among the examples scored after it
+    argv = (PARCELS, longer, "--drift", "sudden", *model, "--tune", "--tune-size", 100)
+    assert run(*argv, "--plot", plot, "--json", document) == 0
+    assert evaluate_cli._marks(json.loads(document.read_text())["info"]) == [200]
+
+
+def test_categorical_columns_and_true_false_labels_in_a_csv(tmp_path, capsys):
+    flags = tmp_path / "flags.csv"
+    flags.write_text(PARCELS.read_text().replace("+1", "True").replace("-1", "False"))
+    spec = (
+        "river.compose.TransformerUnion(river.compose.Select('color') | "
+        "river.preprocessing.OneHotEncoder(), river.compose.Discard('color') | "
+        "river.preprocessing.StandardScaler()) | river.linear_model.LogisticRegression()"
+    )
+    assert run(flags, "--target", "sign", "--model", spec, "--json", tmp_path / "r.json") == 0
+    out = capsys.readouterr().out
+    assert f"{spec}: a binary classifier: it learns 'True' as True and 'False' as False" in out
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["info"]["classes"] == ["False", "True"]  # the file's labels, strings
+    assert result["summary"][1]["accuracy"] > 0.7
+    # a model that takes numbers only is named, with the feature that holds a string
+    assert run(flags, "--target", "sign", "--model", "AROW()") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("river-cw evaluate: error: model AROW() failed on example 1: TypeError:")
+    assert "'color': 'yellow'" in err and len(err.splitlines()) == 1
