@@ -317,8 +317,9 @@ def _run(args: argparse.Namespace) -> Evaluation:
 
     if not args.quiet:
         for spec in specs:
-            for line in _arranged(spec, build(spec)):
-                print(line)
+            note = _arranged(build(spec))
+            if note:
+                print(f"{spec}: {note}")
     if args.delay:
         description += f", labels {args.delay:,} examples late"
     every = args.every if args.every is not None else max(1, len(examples) // 100)
@@ -387,18 +388,18 @@ def _tuned_names(chosen: dict[str, str]) -> list[tuple[str, str]]:
     ]
 
 
-def _arranged(spec: str, model) -> list[str]:
-    """What `prepare` did to fit a model to the stream's labels, in words (nothing for most)."""
+def _arranged(model) -> str | None:
+    """What `prepare` did to fit a model to the stream's labels, in words (None for most)."""
     if isinstance(model, TextClassifier):
         model = model.classifier
     if isinstance(model, BinaryLabels):
-        return [
-            f"{spec}: a binary classifier: it learns {model.positive!r} as True and "
-            f"{model.negative!r} as False (river_cw.labels) and answers in those labels"
-        ]
+        return (
+            f"a binary classifier: it learns {model.positive!r} as True and {model.negative!r} "
+            "as False (river_cw.labels) and answers in those labels"
+        )
     if isinstance(model, multiclass.OneVsRestClassifier):
-        return [f"{spec}: a binary classifier, one per label (river's OneVsRestClassifier)"]
-    return []
+        return "a binary classifier, one per label (river's OneVsRestClassifier)"
+    return None
 
 
 def _sharded(models: dict, args: argparse.Namespace) -> dict:
