@@ -104,3 +104,10 @@ def test_prepared_text_model_learns_string_labels():
         model.learn_one({"text": "win cash now"}, "spam")
         model.learn_one({"text": "see you at lunch"}, "ham")
     assert model.predict_one({"text": "cash prize"}) == "spam"
+
+
+def test_binary_labels_passes_rivers_estimator_checks():
+    from river import checks
+
+    for params in BinaryLabels._unit_test_params():
+        checks.check_estimator(BinaryLabels(**params))
