@@ -6,6 +6,13 @@ whichever label arrived first, so that two models that learned the same examples
 weights, the sign of a weight reads the same in every model (a Kafka partition that met "ham"
 first and one that met "spam" first), and river's convention holds: ``True`` over ``False``.
 
+A model that met the positive label first learned it as y = -1 and is negated when the other
+label arrives; every rule is odd in ``(w, y)``, so it is then, to the bit, the model that knew
+the order from the start (a zero may differ in sign). Models that learned the same examples in
+different orders still differ where the order of the examples matters in itself: updates that
+share a feature (the intercept among them) do not commute, and voted RDA's average weighs each
+predictor by the examples it survived.
+
 The order, for labels of any hashable type:
 
 1. numbers, by value: ``bool`` and ``int`` labels, and strings that read as a finite number
