@@ -65,6 +65,7 @@ def served(spec: str, stream: list, shards: int, every: int, method: str, member
     from streams.kafka.broker import TansuBroker
     from streams.kafka.client import KafkaSettings, create_topics
     from streams.kafka.committed import committed_consumer
+    from streams.kafka.config import Mixing, Topics
     from streams.kafka.messages import encode_example
     from streams.kafka.server import ModelServer
 
@@ -83,16 +84,11 @@ def served(spec: str, stream: list, shards: int, every: int, method: str, member
             ModelServer(
                 build_model(spec, text=text),
                 settings,
-                examples_topic="examples",
-                predictions_topic="examples.predictions",
-                dead_letter_topic="examples.dead",
+                topics=Topics("examples", dead_letters="examples.dead"),
                 group_id="mixing",
                 checkpoint_every=200,
                 checkpoint_seconds=0.5,
-                mix=method,
-                mix_every=every,
-                mix_lag=every,
-                mix_seconds=0.5,
+                mixing=None if method == "off" else Mixing(method, every, 0.5, lag=every),
                 idle_timeout=6.0,
             )
             for _ in range(members)

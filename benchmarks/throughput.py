@@ -37,6 +37,10 @@ def models():
         "river Perceptron": lambda: linear_model.Perceptron(),
         "AROW": lambda: river_cw.AROW(),
         "AROW drop": lambda: river_cw.AROW(diagonal="drop"),
+        "AROW arrowhead": lambda: river_cw.AROW(covariance="arrowhead"),
+        "AROW arrowhead drop wide": lambda: river_cw.AROW(
+            covariance="arrowhead", diagonal="drop", initial_intercept_variance=100.0
+        ),
         "CW stdev": lambda: river_cw.CW(),
         "CW var": lambda: river_cw.CW(variant="var"),
         "CW stdev exact": lambda: river_cw.CW(diagonal="exact"),

@@ -15,6 +15,7 @@ from streams.io.files import sms_spam
 from streams.kafka.broker import TansuBroker
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.committed import committed_consumer
+from streams.kafka.config import Topics
 from streams.kafka.messages import encode_example, encode_label
 from streams.kafka.server import ModelServer
 
@@ -32,10 +33,7 @@ with TansuBroker() as broker:
     server = ModelServer(
         build_model("AROW(r=1.0)", text=True),  # BagOfWords(on="text") | AROW(r=1.0)
         KafkaSettings(broker.bootstrap_servers),
-        examples_topic="sms",
-        labels_topic="sms.labels",
-        predictions_topic="sms.predictions",
-        dead_letter_topic="sms.dead-letters",
+        topics=Topics("sms", labels="sms.labels"),  # sms.predictions, sms.dead-letters, ...
         idle_timeout=1.0,  # a demo: stop once the topics are drained
     )
     state = server.run()[0]

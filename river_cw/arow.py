@@ -24,7 +24,8 @@ class AROW(GaussianClassifier):
     r
         r, the regularization trade-off (larger r: smaller, more cautious steps).
     covariance
-        ``"diagonal"`` or ``"full"``.
+        ``"diagonal"``, ``"arrowhead"`` (the diagonal and the intercept's covariance with each
+        weight: dense, uncentred features; see `river_cw.arrowhead`) or ``"full"``.
     diagonal
         ``"project"`` (``1/s_j += x_j^2 / r``, the paper's choice) or ``"drop"``
         (``s_j -= beta (s_j x_j)^2``). The exact diagonal update of AROW equals ``"project"``.
@@ -38,6 +39,10 @@ class AROW(GaussianClassifier):
         forgets (the papers' models).
     calibrate
         Fit a temperature of the probabilities online (see `GaussianClassifier`).
+    initial_intercept_variance
+        The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
+        variance of every weight). Wide (100) on uncentred features, whose boundary lies far
+        from the origin (see `river_cw.arrowhead`).
 
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its regularization is
     ``r / w`` (``w = 2`` is the step of ``AROW(r=r/2)``). In natural parameters AROW adds
@@ -72,11 +77,18 @@ class AROW(GaussianClassifier):
         learn_intercept: bool = True,
         forgetting: float = 0.0,
         calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
     ):
         if not r > 0:
             raise ValueError(f"r must be positive, got {r!r}")
         super().__init__(
-            covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate
+            covariance,
+            diagonal,
+            initial_variance,
+            learn_intercept,
+            forgetting,
+            calibrate,
+            initial_intercept_variance,
         )
         self.r = r
 
@@ -95,3 +107,4 @@ class AROW(GaussianClassifier):
         yield {}
         yield {"diagonal": "drop"}
         yield {"covariance": "full", "r": 0.5}
+        yield {"covariance": "arrowhead", "diagonal": "drop", "initial_intercept_variance": 10.0}

@@ -48,6 +48,7 @@ import numpy as np
 from river import base
 
 from . import calibration
+from .arrowhead import ArrowheadGaussian
 from .batch import Rows
 from .gaussian import ENGINE, SKIPPED, DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
 from .labels import order_key
@@ -395,6 +396,13 @@ def _standardised(m: float, v: float) -> float:
     return math.copysign(math.inf, m) if m else 0.0
 
 
+_ENGINES = {
+    "diagonal": (DiagonalGaussian, PythonDiagonalGaussian),
+    "arrowhead": (ArrowheadGaussian,),
+    "full": (FullGaussian,),
+}
+"""The engines of each `covariance`: the one a new model holds first, then any it may hold."""
+
 _STALE = object()  # a lean-path spec to be built anew (see GaussianClassifier.__setattr__)
 
 
@@ -442,7 +450,9 @@ class GaussianClassifier(LinearClassifier):
     ``1/s_j -> 1/a`` geometrically, ``(1 - f)^k``; between updates the precision settles near
     ``gamma x_j^2 / f`` instead of growing without bound. With a sample weight w the example
     forgets w times: ``(1 - f)^w``. With ``covariance="full"``, ``Sigma^-1 <- S Sigma^-1 S +
-    (f/a) E`` with ``S = diag(sqrt(1 - f))`` on the touched coordinates and E the identity there.
+    (f/a) E`` with ``S = diag(sqrt(1 - f))`` on the touched coordinates and E the identity there;
+    with ``covariance="arrowhead"``, coordinate-wise in its latent coordinates (the intercept and
+    each feature given it; see `river_cw.arrowhead`), each toward its prior.
     The forgetting of a valid example is kept even when its step is not taken.
 
     Calibration (``calibrate=True``; off by default). Under label noise or a collapsed variance
@@ -462,6 +472,7 @@ class GaussianClassifier(LinearClassifier):
         "forgetting": 0.0,
         "calibrate": False,
         "_calibration": None,
+        "initial_intercept_variance": None,
     }
 
     def __init__(
@@ -472,6 +483,7 @@ class GaussianClassifier(LinearClassifier):
         learn_intercept: bool,
         forgetting: float = 0.0,
         calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
     ):
         super().__init__(learn_intercept)
         if not isinstance(calibrate, bool):
@@ -485,20 +497,45 @@ class GaussianClassifier(LinearClassifier):
         ):
             raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
         self.forgetting = forgetting
-        if covariance not in ("diagonal", "full"):
-            raise ValueError(f"covariance must be 'diagonal' or 'full', got {covariance!r}")
+        if covariance not in _ENGINES:
+            raise ValueError(f"covariance must be one of {tuple(_ENGINES)}, got {covariance!r}")
         if diagonal not in self._diagonal_schemes:
             raise ValueError(
                 f"diagonal must be one of {self._diagonal_schemes} for {type(self).__name__}, "
                 f"got {diagonal!r}"
             )
+        if covariance == "arrowhead" and diagonal == "exact":
+            raise ValueError(
+                "the exact schemes are diagonal: covariance='arrowhead' takes diagonal='project' "
+                "or 'drop'"
+            )
         if not initial_variance > 0:
             raise ValueError(f"initial_variance must be positive, got {initial_variance!r}")
+        if initial_intercept_variance is not None:
+            if covariance != "arrowhead":
+                raise ValueError(
+                    "initial_intercept_variance is the arrowhead covariance's prior of the "
+                    f"intercept: use covariance='arrowhead', got {covariance!r}"
+                )
+            if (
+                not isinstance(initial_intercept_variance, numbers.Real)
+                or isinstance(initial_intercept_variance, bool)
+                or not 0 < initial_intercept_variance < math.inf
+            ):
+                raise ValueError(
+                    "initial_intercept_variance must be positive and finite, got "
+                    f"{initial_intercept_variance!r}"
+                )
         self.covariance = covariance
         self.diagonal = diagonal
         self.initial_variance = initial_variance
-        engine = DiagonalGaussian if covariance == "diagonal" else FullGaussian
-        self._gaussian = engine(initial_variance)
+        self.initial_intercept_variance = initial_intercept_variance
+        if covariance == "arrowhead":
+            self._gaussian = ArrowheadGaussian(
+                initial_variance, INTERCEPT, initial_intercept_variance
+            )
+        else:
+            self._gaussian = _ENGINES[covariance][0](initial_variance)
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
     _native_step: tuple[str, tuple] | None = None
@@ -700,11 +737,7 @@ class GaussianClassifier(LinearClassifier):
         copied. Two labels come as ``[negative, positive]`` (see `positive_label`). Raises
         ValueError, changing nothing, when it, its blocks or the labels' order don't fit.
         """
-        engines = (
-            (DiagonalGaussian, PythonDiagonalGaussian)
-            if self.covariance == "diagonal"
-            else (FullGaussian,)
-        )
+        engines = _ENGINES[self.covariance]
         if not isinstance(gaussian, engines):
             raise ValueError(
                 f"a {self.covariance} model holds a {' or '.join(e.__name__ for e in engines)}, "
@@ -733,7 +766,9 @@ class GaussianClassifier(LinearClassifier):
     def intercept_variance(self):
         """The variance of `intercept`, laid out as it: `initial_variance` until it is learned,
         0.0 without `learn_intercept` (the intercept is then fixed at 0)."""
-        prior = self.initial_variance if self.learn_intercept else 0.0
+        prior = 0.0
+        if self.learn_intercept:
+            prior = self.initial_intercept_variance or self.initial_variance
         blocks = self._gaussian.block_views()[1]
         return self._by_label([block.get(INTERCEPT, prior) for block in blocks])
 
@@ -743,13 +778,14 @@ class GaussianClassifier(LinearClassifier):
 
         Binary: keyed by pairs of feature names; multi-class: by pairs of ``(label, feature)``.
         ``covariance="full"`` gives every pair of learned weights (both orders; features of
-        different labels correlate once a multi-class update has touched both);
+        different labels correlate once a multi-class update has touched both); ``"arrowhead"``
+        too (two weights of a label correlate through its intercept; labels are independent);
         ``"diagonal"`` only the pairs ``(f, f)``, whose value is `variances`' (every other
         covariance is 0). The intercept's row is named `INTERCEPT`. Features never learned are
         absent: independent of everything, variance `initial_variance`.
         (The constructor's `covariance` names the kind of matrix; this is the matrix.)
         """
-        if self.covariance == "full":
+        if self.covariance != "diagonal":
             gaussian = self._gaussian
             keys = [self._public_key(b, f) for b, f in gaussian.index]
             rows = gaussian.cov.tolist() if keys else []

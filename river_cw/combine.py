@@ -137,6 +137,8 @@ def combine(models: list, method: str = "kl", base=None):
             )
         if type(model) is not type(first) or model._get_params() != first._get_params():
             raise ValueError("combine needs models of the same class and hyper-parameters")
+        if model.covariance == "arrowhead":
+            raise ValueError("combine mixes diagonal and full covariance, not the arrowhead")
     if base is None:
         for model in models[1:]:
             if set(model.classes_) != set(first.classes_):

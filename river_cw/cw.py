@@ -169,7 +169,9 @@ class CW(GaussianClassifier):
     variant
         ``"stdev"`` (JMLR 2012 eq. 31, the convex constraint) or ``"var"`` (Lemma 1).
     covariance
-        ``"diagonal"`` (for text: cost linear in the active features) or ``"full"``.
+        ``"diagonal"`` (for text: cost linear in the active features), ``"arrowhead"`` (the
+        diagonal and the intercept's covariance with each weight, at the same cost: dense,
+        uncentred features; see `river_cw.arrowhead`) or ``"full"``.
     diagonal
         How a diagonal Sigma is updated (JMLR 2012 section 6): ``"project"`` (the paper's KL),
         ``"drop"`` (L2) or ``"exact"`` (the exact diagonal solution, eq. 33/34).
@@ -183,6 +185,10 @@ class CW(GaussianClassifier):
         forgets (the papers' models).
     calibrate
         Fit a temperature of the probabilities online (see `GaussianClassifier`).
+    initial_intercept_variance
+        The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
+        variance of every weight). Wide (100) on uncentred features, whose boundary lies far
+        from the origin (see `river_cw.arrowhead`).
 
     CW has a constraint and no loss, so a sample weight cannot scale a loss. ``learn_one(x, y,
     w)`` raises the Gaussian factor of CW's update to the power w (`weighted_step`): the
@@ -226,13 +232,20 @@ class CW(GaussianClassifier):
         learn_intercept: bool = True,
         forgetting: float = 0.0,
         calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
     ):
         if not 0.5 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")
         if variant not in ("stdev", "var"):
             raise ValueError(f"variant must be 'stdev' or 'var', got {variant!r}")
         super().__init__(
-            covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate
+            covariance,
+            diagonal,
+            initial_variance,
+            learn_intercept,
+            forgetting,
+            calibrate,
+            initial_intercept_variance,
         )
         self.confidence = confidence
         self.variant = variant
@@ -272,3 +285,4 @@ class CW(GaussianClassifier):
         for variant in ("stdev", "var"):
             yield {"variant": variant, "diagonal": "exact"}
             yield {"variant": variant, "covariance": "full"}
+        yield {"covariance": "arrowhead", "initial_intercept_variance": 10.0}

@@ -25,7 +25,8 @@ class NHERD(GaussianClassifier):
     C
         C, the aggressiveness of each vector's step.
     covariance
-        ``"diagonal"`` or ``"full"``.
+        ``"diagonal"``, ``"arrowhead"`` (the diagonal and the intercept's covariance with each
+        weight: dense, uncentred features; see `river_cw.arrowhead`) or ``"full"``.
     diagonal
         ``"project"``, ``"drop"`` or ``"exact"`` (see above).
     initial_variance
@@ -38,6 +39,10 @@ class NHERD(GaussianClassifier):
         forgets (the papers' models).
     calibrate
         Fit a temperature of the probabilities online (see `GaussianClassifier`).
+    initial_intercept_variance
+        The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
+        variance of every weight). Wide (100) on uncentred features, whose boundary lies far
+        from the origin (see `river_cw.arrowhead`).
 
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss, ``C -> w C`` (``w = 2`` is
     the step of ``NHERD(C=2 C)``).
@@ -67,11 +72,18 @@ class NHERD(GaussianClassifier):
         learn_intercept: bool = True,
         forgetting: float = 0.0,
         calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
     ):
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")
         super().__init__(
-            covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate
+            covariance,
+            diagonal,
+            initial_variance,
+            learn_intercept,
+            forgetting,
+            calibrate,
+            initial_intercept_variance,
         )
         self.C = C
 
@@ -101,3 +113,4 @@ class NHERD(GaussianClassifier):
         yield {}
         yield {"diagonal": "exact", "C": 0.1}
         yield {"covariance": "full"}
+        yield {"covariance": "arrowhead", "diagonal": "drop"}

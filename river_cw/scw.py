@@ -34,7 +34,8 @@ class SCW(GaussianClassifier):
     variant
         ``"I"`` or ``"II"``.
     covariance
-        ``"diagonal"`` or ``"full"``.
+        ``"diagonal"``, ``"arrowhead"`` (the diagonal and the intercept's covariance with each
+        weight: dense, uncentred features; see `river_cw.arrowhead`) or ``"full"``.
     diagonal
         ``"project"`` or ``"drop"``.
     initial_variance
@@ -47,6 +48,10 @@ class SCW(GaussianClassifier):
         forgets (the papers' models).
     calibrate
         Fit a temperature of the probabilities online (see `GaussianClassifier`).
+    initial_intercept_variance
+        The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
+        variance of every weight). Wide (100) on uncentred features, whose boundary lies far
+        from the origin (see `river_cw.arrowhead`).
 
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss, ``C -> w C`` (``w = 2`` is
     the step of ``SCW(C=2 C)``).
@@ -81,6 +86,7 @@ class SCW(GaussianClassifier):
         learn_intercept: bool = True,
         forgetting: float = 0.0,
         calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
     ):
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")
@@ -89,7 +95,13 @@ class SCW(GaussianClassifier):
         if variant not in ("I", "II"):
             raise ValueError(f"variant must be 'I' or 'II', got {variant!r}")
         super().__init__(
-            covariance, diagonal, initial_variance, learn_intercept, forgetting, calibrate
+            covariance,
+            diagonal,
+            initial_variance,
+            learn_intercept,
+            forgetting,
+            calibrate,
+            initial_intercept_variance,
         )
         self.C = C
         self.confidence = confidence
@@ -121,3 +133,4 @@ class SCW(GaussianClassifier):
         yield {}
         yield {"variant": "II", "diagonal": "drop"}
         yield {"variant": "II", "covariance": "full"}
+        yield {"variant": "II", "covariance": "arrowhead"}

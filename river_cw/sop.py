@@ -23,7 +23,8 @@ class SOP(GaussianClassifier):
     a
         a, the regularization of the correlation matrix A = a I + ...
     covariance
-        ``"diagonal"`` or ``"full"``.
+        ``"diagonal"``, ``"arrowhead"`` (the diagonal and the intercept's covariance with each
+        weight: dense, uncentred features; see `river_cw.arrowhead`) or ``"full"``.
     diagonal
         ``"project"`` (``A_jj += x_j^2``) or ``"drop"``.
     learn_intercept
@@ -34,6 +35,10 @@ class SOP(GaussianClassifier):
         forgets (the papers' models).
     calibrate
         Fit a temperature of the probabilities online (see `GaussianClassifier`).
+    initial_intercept_variance
+        The intercept's prior variance with ``covariance="arrowhead"`` (default: ``1 / a``, as
+        every weight's). Wide (100) on uncentred features, whose boundary lies far from the
+        origin (see `river_cw.arrowhead`).
 
     A sample weight ``learn_one(x, y, w)`` counts a mistaken example w times in the sums:
     ``b += w y x`` and ``A += w x x'``, i.e. ``alpha = w (1 - m) / (1 + w v)``, ``gamma = w``.
@@ -65,10 +70,19 @@ class SOP(GaussianClassifier):
         learn_intercept: bool = True,
         forgetting: float = 0.0,
         calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
     ):
         if not a > 0:
             raise ValueError(f"a must be positive, got {a!r}")
-        super().__init__(covariance, diagonal, 1.0 / a, learn_intercept, forgetting, calibrate)
+        super().__init__(
+            covariance,
+            diagonal,
+            1.0 / a,
+            learn_intercept,
+            forgetting,
+            calibrate,
+            initial_intercept_variance,
+        )
         self.a = a
 
     def _step(self, m, v, w):
@@ -84,3 +98,4 @@ class SOP(GaussianClassifier):
     def _unit_test_params(cls):
         yield {}
         yield {"covariance": "full", "a": 0.5}
+        yield {"covariance": "arrowhead", "diagonal": "drop", "a": 0.5}

@@ -13,6 +13,15 @@ import pytest
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def outcome(learn):
+    """None, or the message of the error `learn()` raised (hostile values can overflow)."""
+    try:
+        learn()
+    except (TypeError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
 def read_jsonl(name: str):
     """The examples of a shared data file, or a skip when the folder is absent."""
     path = SHARED_DATA / name

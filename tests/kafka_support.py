@@ -7,6 +7,7 @@ import json
 import pickle
 import threading
 import time
+import uuid
 from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -14,6 +15,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from streams.kafka import state_topic
 from streams.kafka.client import KafkaSettings
 from streams.kafka.committed import committed_consumer
+from streams.kafka.config import Mixing, Topics
 from streams.kafka.messages import encode_example, encode_prediction
 from streams.kafka.server import ModelServer
 
@@ -29,10 +31,11 @@ def produce(
 ) -> None:
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     for i, value in enumerate(values):
+        key = None if keys is None else keys[i]
         producer.send(
             topic,
             value=value,
-            key=None if keys is None else str(keys[i]).encode(),
+            key=key if key is None or isinstance(key, bytes) else str(key).encode(),
             partition=0 if partitions is None else partitions[i],
         )
     producer.flush()
@@ -50,24 +53,36 @@ def produce_examples(bootstrap: str, topic: str, examples: list[tuple], partitio
     )
 
 
-def model_server(model, settings, topic: str, checkpoint_dir, **kwargs):
-    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`."""
+def model_server(
+    model, settings, topic: str, checkpoint_dir, labels_topic=None, mix=None, **kwargs
+):
+    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`; `mix`: the
+    keyword arguments of a `Mixing`."""
     return ModelServer(
         model,
         settings,
-        examples_topic=topic,
-        predictions_topic=f"{topic}.predictions",
-        dead_letter_topic=f"{topic}.dead",
+        topics=Topics(topic, dead_letters=f"{topic}.dead", labels=labels_topic),
         checkpoint_dir=checkpoint_dir,
+        mixing=None if mix is None else Mixing(**mix),
         **kwargs,
     )
 
 
+END = b"--end of read_topic--"
+
+
 def read_topic(
-    bootstrap: str, topic: str, count: int, timeout: float = 20.0, committed: bool = True
+    bootstrap: str,
+    topic: str,
+    count: int | None = None,
+    timeout: float = 60.0,
+    committed: bool = True,
 ) -> list:
-    """At least `count` records of every partition of `topic`, in partition then offset order;
-    of committed transactions only (`streams.kafka.committed`) unless `committed` is False."""
+    """Every record of every partition of `topic` written so far, in partition then offset
+    order; of committed transactions only (`streams.kafka.committed`) unless `committed` is
+    False. An end mark (outside transactions) is appended to each partition and the topic read
+    until every mark is seen: whatever was committed before is then read, duplicates included,
+    whatever the timing. `count`, if given, is the least number of records expected."""
     consumer = (committed_consumer if committed else KafkaConsumer)(
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
@@ -75,17 +90,22 @@ def read_topic(
         fetch_max_wait_ms=100,
     )
     try:
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-        consumer.assign(tps)
-        records, deadline = [], time.monotonic() + timeout
-        while len(records) < count and time.monotonic() < deadline:
+        partitions = sorted(consumer.partitions_for_topic(topic) or [])
+        mark = END + uuid.uuid4().hex.encode()
+        produce(bootstrap, topic, [b""] * len(partitions), [mark] * len(partitions), partitions)
+        consumer.assign([TopicPartition(topic, p) for p in partitions])
+        records, marked, deadline = [], set(), time.monotonic() + timeout
+        while len(marked) < len(partitions):
+            assert time.monotonic() < deadline, f"{topic}: end marks not read in {timeout} s"
             for batch in consumer.poll(timeout_ms=200).values():
-                records.extend(batch)
-        # one more short poll: catch anything beyond `count` (duplicates, strays)
-        for batch in consumer.poll(timeout_ms=300).values():
-            records.extend(batch)
+                for record in batch:
+                    if record.key == mark:
+                        marked.add(record.partition)
+                    elif not (record.key or b"").startswith(END):
+                        records.append(record)
     finally:
         consumer.close(autocommit=False)
+    assert count is None or len(records) >= count, (topic, len(records), count)
     return sorted(records, key=lambda r: (r.partition, r.offset))
 
 
@@ -112,6 +132,24 @@ def offline(model, examples: list[tuple]) -> tuple[object, dict]:
     return model, predictions
 
 
+def assert_exactly_once(bootstrap, topic, examples, partitions: int, new_model) -> None:
+    """Every partition's stored state equals the offline run of `new_model()` over its
+    examples (partition = id % `partitions`), and the committed predictions hold one per
+    example, the offline run's: none lost, none twice."""
+    expected = {}
+    for p in range(partitions):
+        mine = [e for e in examples if e[0] % partitions == p]
+        state = stored_state(bootstrap, topic, p)
+        assert (state.learned, state.offsets) == (len(mine), {topic: len(mine)})
+        reference, predictions = offline(new_model(), mine)
+        assert_same_model(state.model, reference, [x for _, x, _ in mine[:200]])
+        expected |= {i: m | {"partition": p} for i, m in predictions.items()}
+    records = read_topic(bootstrap, f"{topic}.predictions", len(examples))
+    predictions = [json.loads(r.value) for r in records]
+    assert sorted(int(p["id"]) for p in predictions) == list(range(len(examples)))
+    assert all(p == expected[p["id"]] for p in predictions)
+
+
 def assert_same_model(model, reference, probe: list) -> None:
     """Same state (pickles compared after one load, which settles object sharing) and the very
     same probabilities on `probe`."""
@@ -120,6 +158,25 @@ def assert_same_model(model, reference, probe: list) -> None:
     assert [model.predict_proba_one(x) for x in probe] == [
         reference.predict_proba_one(x) for x in probe
     ]
+
+
+def serve_until(server, condition, timeout: float = 60.0, what: str = "condition") -> dict:
+    """Run `server` in a thread until `condition()` holds (or the server stops by itself, with
+    an error re-raised here), stop it (a final commit) and return its final states."""
+    running = ServerThread(server)
+    try:
+        wait_until(lambda: condition() or not running.thread.is_alive(), timeout, what)
+    finally:
+        running.stop()
+    return server.states
+
+
+def read_all(server, topic: str, count: int, partitions=(0,)):
+    """A condition: `server` has read `count` records of `topic` in each of `partitions`."""
+    return lambda: all(
+        server.states.get(p) is not None and server.states[p].offsets.get(topic) == count
+        for p in partitions
+    )
 
 
 class ServerThread:

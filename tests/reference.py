@@ -110,3 +110,31 @@ class SecondOrderPerceptron:
     @property
     def cov(self):
         return np.linalg.inv(self.A)
+
+
+def arrowhead_projection(mu, S, roots, scheme):
+    """The Gaussian of the arrowhead family nearest N(mu, S), written from its definition.
+
+    The family (river_cw/arrowhead.py): weights in blocks, each block's weights independent given
+    its root (the intercept), blocks independent. `roots` maps each weight's index to its
+    block's root index (a root maps to itself). Both projections keep mu, every root's
+    variance and every weight's regression on its root, ``k_j = S_jr / S_rr``; the variance of
+    w_j given its root is ``S_jj - k_j^2 S_rr`` for "drop" (the M-projection, which keeps the
+    moments of every (root, weight) pair) and ``1 / (S^-1)_jj`` for "project" (the diagonal of the
+    precision, as the diagonal "project" keeps it). The covariance is then ``S_rr k k' +
+    diag(c)`` within a block (k = 1, c = 0 for the root) and 0 across blocks.
+    """
+    precision = np.linalg.inv(S)
+    n = len(mu)
+    loading, conditional = np.zeros(n), np.zeros(n)
+    for j, r in enumerate(roots):
+        loading[j] = S[j, r] / S[r, r]
+        if j != r:
+            drop = S[j, j] - loading[j] ** 2 * S[r, r]
+            conditional[j] = drop if scheme == "drop" else 1.0 / precision[j, j]
+    Q = np.diag(conditional)
+    for j, r in enumerate(roots):
+        for k, r2 in enumerate(roots):
+            if r == r2:
+                Q[j, k] += S[r, r] * loading[j] * loading[k]
+    return mu, Q

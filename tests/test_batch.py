@@ -18,7 +18,7 @@ from river import feature_extraction
 from scipy import sparse
 
 import river_cw
-from tests.conftest import read_jsonl, shuffled
+from tests.conftest import outcome, read_jsonl, shuffled
 
 MODELS = [
     river_cw.AROW(),
@@ -62,15 +62,6 @@ binary = st.integers(1, 30).flatmap(
 def loop(model, dicts, labels, weights):
     for x, y, w in zip(dicts, labels, weights):
         model.learn_one(x, y, w)
-
-
-def outcome(learn):
-    """None, or the message of the error `learn()` raised (hostile values can overflow)."""
-    try:
-        learn()
-    except (TypeError, ValueError) as error:
-        return f"{type(error).__name__}: {error}"
-    return None
 
 
 def loop_outcome(model, dicts, labels, weights):

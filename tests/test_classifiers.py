@@ -47,6 +47,11 @@ ALL_CONFIGS = (
             ("full", "project"),
         )
     ]
+    + [
+        cls(covariance="arrowhead", diagonal=diagonal)
+        for cls in CLASSES
+        for diagonal in ("project", "drop")
+    ]
 )
 
 

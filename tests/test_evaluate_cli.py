@@ -97,6 +97,20 @@ def test_default_run_uses_the_bundled_stream_and_default_models(capsys):
     assert all(line.split()[-5] == "400" for line in lines[2:])
 
 
+def test_numeric_features_leave_cw_out_of_the_default_line_up(tmp_path, capsys):
+    """CW collapses on noisy dense data (issue 30; evaluate.DENSE_MODELS says why)."""
+    path = tmp_path / "d.jsonl"
+    rows = [{"x": {"a": i % 7 - 3.0, "b": 5.0 + i % 3}, "label": i % 7 > 3} for i in range(60)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert run(path, "--quiet") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line[7:].split("  ")[0] for line in lines[2:]] == [
+        "majority class",
+        *evaluate_cli.DENSE_MODELS,
+    ]
+    assert "CW()" not in evaluate_cli.DENSE_MODELS
+
+
 def test_synthetic_sudden_drift(tmp_path):
     assert (
         run(

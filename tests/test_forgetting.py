@@ -48,7 +48,7 @@ def test_a_touch_without_an_update_relaxes_the_precision_toward_the_prior(covari
     np.testing.assert_allclose(np.linalg.inv(S1), expected, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("covariance", ["diagonal", "full"])
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead", "full"])
 def test_variance_comes_back_to_the_prior_and_never_beyond(covariance):
     model = river_cw.SOP(covariance=covariance, forgetting=0.1, learn_intercept=False)
     for i in range(40):  # contradictions: a mistake, an update, every time

@@ -13,6 +13,7 @@ from kafka import KafkaConsumer
 
 from streams.kafka.broker import free_port
 from streams.kafka.client import KafkaSettings, TopicError, create_topics
+from streams.kafka.config import Topics
 from streams.kafka.server import ModelServer
 from tests.kafka_support import REPO
 
@@ -57,17 +58,16 @@ def test_serve_rejects_a_bad_model_spec():
 
 
 @pytest.mark.kafka
-def test_a_missing_topic_or_unequal_partitions_are_named(kafka_broker, topic_name, tmp_path):
+def test_a_missing_topic_or_unequal_partitions_are_named(kafka_broker, topic_name):
     settings = KafkaSettings(kafka_broker.bootstrap_servers)
     examples, labels = topic_name("examples"), topic_name("labels")
-    kwargs = dict(predictions_topic="p", dead_letter_topic="d", checkpoint_dir=tmp_path)
     with pytest.raises(TopicError, match=f"topic '{examples}' does not exist"):
-        ModelServer(None, settings, examples_topic=examples, **kwargs).run()
+        ModelServer(None, settings, topics=Topics(examples)).run()
     create_topics(kafka_broker.bootstrap_servers, {examples: 2, labels: 3})
     with pytest.raises(TopicError, match="same number of partitions"):
-        ModelServer(None, settings, examples_topic=examples, labels_topic=labels, **kwargs).run()
+        ModelServer(None, settings, topics=Topics(examples, labels=labels)).run()
     with pytest.raises(TopicError, match=r"partitions 0\.\.1, asked for \[5\]"):
-        ModelServer(None, settings, examples_topic=examples, partitions=[5], **kwargs).run()
+        ModelServer(None, settings, topics=Topics(examples), partitions=[5]).run()
 
 
 @pytest.mark.kafka

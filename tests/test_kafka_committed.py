@@ -8,16 +8,20 @@ import time
 import pytest
 from kafka import TopicPartition
 
-from streams.kafka.client import KafkaSettings, Outputs, create_topics
+from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.committed import committed_consumer
+from streams.kafka.outputs import Delivery, Outputs
+from tests.kafka_support import produce
 
 pytestmark = pytest.mark.kafka
 
 
-def keys_read(consumer, seconds: float = 1.5) -> list[str]:
-    """The keys of what `consumer` returns within `seconds`, in order."""
-    keys, deadline = [], time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def keys_until(consumer, last: bytes, timeout: float = 30.0) -> list[str]:
+    """The keys `consumer` returns, in order, up to the record keyed `last` (a record written
+    outside transactions after what the test looks at): a condition, not a time window."""
+    keys, deadline = [], time.monotonic() + timeout
+    while not keys or keys[-1] != last.decode():
+        assert time.monotonic() < deadline, f"{last!r} not read in {timeout} s: {keys}"
         for records in consumer.poll(timeout_ms=100).values():
             keys += [record.key.decode() for record in records]
     return keys
@@ -38,21 +42,25 @@ def test_a_marker_read_again_after_a_seek_back_ends_only_the_records_before_it(
     )
     try:
         consumer.assign([tp])
-        first = owner.send(topic, key=b"committed", value=b"", partition=0).get(timeout=10).offset
+        delivery = Delivery()
+        owner.send(topic, b"", b"committed", partition=0, delivery=delivery)
         owner.commit({}, None)
-        owner.send(topic, key=b"open", value=b"", partition=0)
+        first = delivery.offset
+        owner.send(topic, b"", b"open", partition=0)
         owner.flush()  # in the log, its transaction open
-        assert keys_read(consumer) == ["committed"]  # "open" is held for its marker
+        produce(settings.bootstrap_servers, topic, [b""], [b"s1"])  # outside transactions
+        assert keys_until(consumer, b"s1") == ["committed", "s1"]  # "open" is held
         consumer.seek(tp, first + 1)  # the first transaction's commit marker, read again
-        assert keys_read(consumer) == []  # it ends nothing after it
+        assert keys_until(consumer, b"s1") == ["s1"]  # it ends nothing after it
         consumer.seek(tp, first)
-        assert keys_read(consumer) == ["committed"]
+        assert keys_until(consumer, b"s1") == ["committed", "s1"]
         successor = Outputs(settings, transactional_id=f"{topic}-0")  # aborts "open"
-        successor.send(topic, key=b"next", value=b"", partition=0)
+        successor.send(topic, b"", b"next", partition=0)
         successor.commit({}, None)
-        assert keys_read(consumer) == ["next"]
+        produce(settings.bootstrap_servers, topic, [b""], [b"s2"])
+        assert keys_until(consumer, b"s2") == ["next", "s2"]
         consumer.seek(tp, 0)
-        assert keys_read(consumer) == ["committed", "next"]
+        assert keys_until(consumer, b"s2") == ["committed", "s1", "next", "s2"]
         successor.close()
     finally:
         owner.close()

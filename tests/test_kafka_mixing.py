@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 
@@ -71,19 +72,22 @@ def test_two_members_serve_one_mixed_model_as_good_as_one_process(kafka_broker, 
                 group_id=group,
                 checkpoint_every=200,
                 checkpoint_seconds=0.5,
-                mix="kl",
-                mix_every=25,
-                mix_seconds=0.5,
-                mix_lag=25,
-                idle_timeout=6.0,
+                mix={"method": "kl", "every": 25, "seconds": 0.5, "lag": 25},
                 model_spec="AROW() --text",
             )
         )
         for _ in range(2)
     ]
-    try:
-        for member in members:
-            member.thread.join(300)
+    states = lambda: [s for m in members for s in m.server.states.values()]  # noqa: E731
+    try:  # until a round mixed every example and each partition adopted it
+        wait_until(
+            lambda: (
+                len(states()) == PARTITIONS
+                and all(s.mixing.examples == len(examples) for s in states())
+            ),
+            300,
+            "every example mixed",
+        )
     finally:
         for member in members:
             member.stop()
@@ -100,6 +104,12 @@ def test_two_members_serve_one_mixed_model_as_good_as_one_process(kafka_broker, 
     states = [stored_state(bootstrap, topic, p) for p in range(PARTITIONS)]
     assert len({s.mixing.round for s in states}) == 1 and states[0].mixing.round > 50
     assert states[0].mixing.examples == len(examples)  # the last round mixed every example
+
+
+def owned(log_path) -> set[int]:
+    """The partitions a member's last progress line says it owns."""
+    found = re.findall(r"partitions \[([\d, ]*)\]", log_path.read_text())
+    return {int(p) for p in found[-1].split(",") if p.strip()} if found else set()
 
 
 def start_member(bootstrap, topic, group, log_path, idle_timeout="8"):
@@ -167,7 +177,11 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
         os.kill(members["c"].pid, signal.SIGKILL)  # rounds go on all the time: in one
         members["c"].join(10)
         assert members["c"].exitcode == -signal.SIGKILL
-        time.sleep(5.0)  # a and b take its partitions over
+        wait_until(  # a and b take its partitions over
+            lambda: owned(logs["a"]) | owned(logs["b"]) == set(range(PARTITIONS)),
+            60,
+            "a and b owning every partition",
+        )
         logs["c"] = tmp_path / "c2.log"
         members["c"] = start_member(bootstrap, topic, group, logs["c"])
         producer.join(60)

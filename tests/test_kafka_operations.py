@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import pickle
+import signal
 import subprocess
 import sys
 
@@ -18,7 +19,7 @@ from streams import cli
 from streams.cli.inspect import top_weights
 from streams.kafka.client import KafkaSettings, TopicError, create_topics
 from streams.kafka.messages import encode_example, encode_label
-from streams.kafka.server import StateMismatch
+from streams.kafka.store import StateMismatch
 from tests.conftest import read_jsonl, shuffled
 from tests.kafka_support import (
     REPO,
@@ -27,8 +28,11 @@ from tests.kafka_support import (
     offline,
     produce,
     produce_examples,
+    read_all,
     read_topic,
+    serve_until,
     stored_state,
+    wait_until,
 )
 
 pytestmark = pytest.mark.kafka
@@ -39,9 +43,11 @@ def rows():
     return shuffled(read_jsonl("spambase.jsonl.gz"), seed=9)[:300]
 
 
-def serve(broker, topic, model, **kwargs):
+def serve(broker, topic, model, count, partitions=(0,), **kwargs):
+    """Serve `topic` until `count` records of each of its `partitions` are read."""
     settings = KafkaSettings(broker.bootstrap_servers, connect_timeout_ms=5000)
-    return model_server(model, settings, topic, None, idle_timeout=1.0, **kwargs).run()
+    server = model_server(model, settings, topic, None, **kwargs)
+    return serve_until(server, read_all(server, topic, count, partitions), what=f"{count} read")
 
 
 def test_a_different_model_is_refused_unless_the_stored_ones_are_discarded(
@@ -51,12 +57,12 @@ def test_a_different_model_is_refused_unless_the_stored_ones_are_discarded(
     topic = topic_name("other-model")
     create_topics(kafka_broker.bootstrap_servers, {topic: 1})
     produce_examples(kafka_broker.bootstrap_servers, topic, examples[:200])
-    serve(kafka_broker, topic, AROW())
+    serve(kafka_broker, topic, AROW(), 200)
     mismatch = r"partition 0 was learned by AROW \( r=1\. .*\), not by the model given \(NHERD"
     with pytest.raises(StateMismatch, match=mismatch):
-        serve(kafka_broker, topic, NHERD())
+        serve(kafka_broker, topic, NHERD(), 200)
     produce_examples(kafka_broker.bootstrap_servers, topic, examples[200:])
-    state = serve(kafka_broker, topic, NHERD(), discard_state=True)[0]
+    state = serve(kafka_broker, topic, NHERD(), 300, discard_state=True)[0]
     reference, _ = offline(NHERD(), examples[200:])  # from the stored offsets on, not from 0
     assert state.offsets == {topic: 300} and state.model_spec.startswith("NHERD ( C=1.")
     assert_same_model(state.model, reference, [x for _, x, _ in examples[:50]])
@@ -68,18 +74,18 @@ def test_stored_offsets_beyond_a_recreated_topic_stop_the_server(kafka_broker, t
     bootstrap = kafka_broker.bootstrap_servers
     create_topics(bootstrap, {topic: 1})
     produce_examples(bootstrap, topic, examples[:100])
-    serve(kafka_broker, topic, AROW())
+    serve(kafka_broker, topic, AROW(), 100)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.delete_topics([topic])
     admin.close()
     create_topics(bootstrap, {topic: 1})
     produce_examples(bootstrap, topic, examples[:10])
     with pytest.raises(TopicError, match=rf"read {topic}/0 up to offset 100, beyond the end"):
-        serve(kafka_broker, topic, AROW())
+        serve(kafka_broker, topic, AROW(), 10)
 
 
 def test_labels_waiting_for_examples_that_never_come_are_reported(kafka_broker, topic_name, caplog):
-    caplog.set_level(logging.INFO, logger="streams.kafka.server")
+    caplog.set_level(logging.INFO, logger="streams.kafka")
     topic = topic_name("keyed-elsewhere")
     bootstrap = kafka_broker.bootstrap_servers
     create_topics(bootstrap, {topic: 2, f"{topic}.labels": 2})
@@ -91,28 +97,28 @@ def test_labels_waiting_for_examples_that_never_come_are_reported(kafka_broker, 
         [encode_label(i, True) for i in range(20)],
         partitions=[1] * 20,
     )
-    states = serve(
-        kafka_broker,
-        topic,
+    settings = KafkaSettings(kafka_broker.bootstrap_servers, connect_timeout_ms=5000)
+    server = model_server(
         AROW(),
+        settings,
+        topic,
+        None,
         labels_topic=f"{topic}.labels",
         stale_label_after=0,
         log_seconds=0.2,
+    )
+    states = serve_until(
+        server,
+        lambda: (
+            "partition 1: 20 labels have waited" in caplog.text
+            and "labels waiting 20" in caplog.text
+        ),
+        what="the stale labels reported",
     )
     assert (len(states[0].pending_examples), len(states[1].pending_labels)) == (20, 20)
     assert "partition 1: 20 labels have waited for their example" in caplog.text
     assert "are labels keyed by the same id as their examples" in caplog.text
     assert "labels waiting 20" in caplog.text
-
-
-def river_cw(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streams.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def inspect(capsys, *args: str) -> tuple[int, str, str]:
@@ -138,7 +144,7 @@ def test_inspect_export_and_init_model(kafka_broker, topic_name, rows, tmp_path,
     bootstrap = kafka_broker.bootstrap_servers
     create_topics(bootstrap, {topic: 2, warm: 1, f"{warm}.predictions": 1})
     produce_examples(bootstrap, topic, examples[:200], partitions=lambda i: i % 2)
-    serve(kafka_broker, topic, AROW(), model_spec="AROW()")
+    serve(kafka_broker, topic, AROW(), 100, partitions=(0, 1), model_spec="AROW()")
 
     code, shown, errors = inspect(
         capsys, "--bootstrap-servers", bootstrap, "--topic", topic, "--top", "3"
@@ -166,11 +172,15 @@ def test_inspect_export_and_init_model(kafka_broker, topic_name, rows, tmp_path,
     assert code == 1 and "--export needs exactly one" in errors
 
     produce_examples(bootstrap, warm, examples[200:])
-    served = river_cw(
-        "serve", "--init-model", str(path), "--topic", warm, "--bootstrap-servers", bootstrap,
-        "--idle-timeout", "1",
-    )  # fmt: skip
-    assert served.returncode == 0, served.stderr
+    with subprocess.Popen(
+        [sys.executable, "-m", "streams.cli", "serve", "--init-model", str(path), "--topic", warm,
+         "--bootstrap-servers", bootstrap, "--checkpoint-every", "100"],
+        cwd=REPO, stderr=subprocess.PIPE, text=True,
+    ) as served:  # fmt: skip
+        predicted = lambda: len(read_topic(bootstrap, f"{warm}.predictions"))  # noqa: E731
+        wait_until(lambda: predicted() >= 100, what="100 predictions committed")
+        served.send_signal(signal.SIGTERM)
+        assert served.wait(30) == 0, served.stderr.read()
     _, expected = offline(model, examples[200:])  # the exported model learning on
     predictions = [json.loads(r.value) for r in read_topic(bootstrap, f"{warm}.predictions", 100)]
     assert [p["probabilities"] for p in predictions] == [

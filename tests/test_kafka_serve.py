@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import time
 
 import pytest
 from kafka import KafkaProducer
@@ -24,7 +23,9 @@ from tests.kafka_support import (
     offline,
     produce,
     produce_examples,
+    read_all,
     read_topic,
+    serve_until,
     stored_state,
     wait_until,
 )
@@ -48,9 +49,8 @@ def test_round_trip_final_model_equals_offline(kafka_broker, topic_name, tmp_pat
     create_topics(kafka_broker.bootstrap_servers, {topic: 1, f"{topic}.predictions": 1})
     produce_examples(kafka_broker.bootstrap_servers, topic, examples)
 
-    started = time.monotonic()
-    states = server(kafka_broker, topic, tmp_path, text_model(), idle_timeout=1.0).run()
-    print(f"served 5000 in {time.monotonic() - started - 1.0:.2f} s")
+    running = server(kafka_broker, topic, tmp_path, text_model())
+    states = serve_until(running, read_all(running, topic, 5000), what="5000 served")
 
     predictions = [
         json.loads(r.value)
@@ -115,7 +115,8 @@ def test_poison_messages_go_to_the_dead_letter_topic(kafka_broker, topic_name, t
         keys=[f"k{offset}" for offset in range(len(stream))],
     )  # a null value needs a key
 
-    state = server(kafka_broker, topic, tmp_path, AROW(), idle_timeout=1.0).run()[0]
+    running = server(kafka_broker, topic, tmp_path, AROW())
+    state = serve_until(running, read_all(running, topic, len(stream)), what="all read")[0]
 
     assert (state.learned, state.predicted, state.dead_letters) == (2000, 2000, 20)
     letters = read_topic(kafka_broker.bootstrap_servers, f"{topic}.dead", 20)
@@ -370,18 +371,21 @@ def test_at_least_once_learns_exactly_once_and_sends_outputs_at_once(
     bootstrap = kafka_broker.bootstrap_servers
     create_topics(bootstrap, {topic: 1, f"{topic}.predictions": 1})
     produce_examples(bootstrap, topic, examples[:600])
-    run = lambda: server(  # noqa: E731
-        kafka_broker,
-        topic,
-        tmp_path,
-        AROW(),
-        processing_guarantee="at-least-once",
-        checkpoint_every=100,
-        idle_timeout=1.0,
-    ).run()[0]
-    run()
+
+    def run(count: int):
+        running = server(
+            kafka_broker,
+            topic,
+            tmp_path,
+            AROW(),
+            processing_guarantee="at-least-once",
+            checkpoint_every=100,
+        )
+        return serve_until(running, read_all(running, topic, count), what=f"{count} read")[0]
+
+    run(600)
     produce_examples(bootstrap, topic, examples[600:])
-    state = run()  # resumes from the stored state (or its local cache)
+    state = run(1000)  # resumes from the stored state (or its local cache)
     reference, expected = offline(AROW(), examples)
     assert (state.learned, state.offsets) == (1000, {topic: 1000})
     assert_same_model(state.model, reference, [x for _, x, _ in examples[:100]])

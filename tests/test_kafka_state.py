@@ -6,12 +6,13 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer
 
 from river_cw import AROW
 from streams.kafka import state_topic
-from streams.kafka.client import KafkaSettings, Outputs, create_topics
+from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.learner import PartitionState
+from streams.kafka.outputs import Outputs
 from tests.kafka_support import assert_same_model
 
 pytestmark = pytest.mark.kafka
@@ -31,16 +32,15 @@ def test_snapshots_are_chunked_and_only_committed_ones_restored(kafka_broker, to
     outputs = Outputs(settings, transactional_id=f"{topic}-writer")
     large, small, aborted = big_state(60_000, 1), big_state(10, 2), big_state(20, 3)
     assert len(pickle.dumps(large)) > 2 * state_topic.CHUNK_BYTES  # three chunks or more
-    offsets = {TopicPartition("t", 1): 5}
     try:
         state_topic.write(outputs, topic, 1, large)
-        outputs.commit(offsets, "group")
+        outputs.commit({}, None)
         restored, read = state_topic.restore(settings, topic, 1)
         assert read >= 4 and restored.batches == 1
         assert_same_model(restored.model, large.model, [{"feature-7": 1.0, "other": 1.0}])
 
         manifest = state_topic.write(outputs, topic, 1, small)
-        outputs.commit(offsets, "group")
+        outputs.commit({}, None)
         state_topic.write(outputs, topic, 1, aborted)
         outputs.abort()  # as a crash inside the transaction would
     finally:
@@ -48,7 +48,7 @@ def test_snapshots_are_chunked_and_only_committed_ones_restored(kafka_broker, to
     restored, _ = state_topic.restore(settings, topic, 1)
     assert restored.batches == 2
     assert_same_model(restored.model, small.model, [{"feature-7": 1.0, "other": 1.0}])
-    after = manifest.get().offset + 1  # what a local cache remembers
+    after = manifest.offset + 1  # what a local cache remembers
     assert state_topic.restore(settings, topic, 1, start=after)[0] is None  # nothing newer
     assert state_topic.restore(settings, topic, 1, start=after + 1000) == (None, -1)
     assert state_topic.restore(settings, topic, 0) == (None, 0)
@@ -65,16 +65,16 @@ def test_a_restore_up_to_a_mark_reads_every_snapshot_before_it_whatever_the_log_
     try:
         for batches in range(1, 6):
             state_topic.write(old, topic, 1, big_state(10, batches))
-            old.commit({TopicPartition("t", 1): batches}, "group")
+            old.commit({}, None)
         first = state_topic.mark(old, topic, 1)  # an earlier owner's mark: not a snapshot
         state_topic.write(old, topic, 1, big_state(10, 6))
-        old.commit({TopicPartition("t", 1): 6}, "group")
+        old.commit({}, None)
         state_topic.write(old, topic, 1, big_state(10, 7))  # open when the new owner fences it
         old.flush()
         new = Outputs(settings, transactional_id=f"{topic}-1")
         until = state_topic.mark(new, topic, 1)
         state_topic.write(new, topic, 1, big_state(10, 8))  # after the mark: not read
-        new.commit({TopicPartition("t", 1): 8}, "group")
+        new.commit({}, None)
     finally:
         old.close()
         if new is not None:

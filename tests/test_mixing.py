@@ -288,12 +288,12 @@ def test_serving_refuses_what_cannot_be_mixed():
     import argparse
 
     from streams.cli import serve as serve_cli
-    from streams.kafka.server import ServeConfig
+    from streams.kafka.config import Mixing, ServeConfig, Topics
 
     with pytest.raises(ValueError, match="exactly-once"):
-        ServeConfig("t", "t.p", "t.d", mix="kl", processing_guarantee="at-least-once")
+        ServeConfig(Topics("t"), mixing=Mixing("kl"), processing_guarantee="at-least-once")
     with pytest.raises(ValueError, match="mix must be one of"):
-        ServeConfig("t", "t.p", "t.d", mix="average")
+        Mixing("average")
     parser = argparse.ArgumentParser()
     serve_cli.add_arguments(parser)
     args = parser.parse_args(["--topic", "t", "--model", "VotedRDA()", "--mix", "kl"])

@@ -16,7 +16,13 @@ from river_cw.base import normal_log_cdf
 CONFIGS = [
     cls(learn_intercept=b, **kind)
     for cls in (river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP)
-    for kind in ({}, {"diagonal": "drop"}, {"covariance": "full"})
+    for kind in (
+        {},
+        {"diagonal": "drop"},
+        {"covariance": "arrowhead"},
+        {"covariance": "arrowhead", "diagonal": "drop"},
+        {"covariance": "full"},
+    )
     for b in (False, True)
 ]
 

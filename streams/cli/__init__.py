@@ -20,6 +20,7 @@ COMMANDS = {
     ),
     "serve": ("streams.cli.serve", "serve and learn a model on a Kafka topic, with checkpoints"),
     "inspect": ("streams.cli.inspect", "show the model and state serve keeps for each partition"),
+    "tail": ("streams.cli.tail", "print the predictions or dead letters serve committed"),
     "broker": ("streams.cli.broker", "run a local Kafka-compatible broker (Tansu) for demos"),
 }
 

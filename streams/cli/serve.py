@@ -8,14 +8,18 @@ import pickle
 import signal
 import sys
 
+from confluent_kafka import KafkaException
 from kafka.errors import KafkaError
 from river import base
 
 from river_cw import combine
 from streams.kafka.checkpoint import CheckpointError
 from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError
-from streams.kafka.server import GUARANTEES, MIXES, ModelServer, ServeConfig, StateMismatch
+from streams.kafka.config import GUARANTEES, MIXES, Mixing, ServeConfig, Topics
+from streams.kafka.metrics import MetricsServer
+from streams.kafka.server import ModelServer
 from streams.kafka.state_topic import StateError
+from streams.kafka.store import StateMismatch
 from streams.models.mixing import MixError
 from streams.models.specs import parse, prepare
 
@@ -48,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "model_version, partition}. A record that cannot be decoded, predicted or learned goes "
         "to the dead-letter topic with its original key and bytes (only the first 1024 bytes "
         "of a record over 1 MB) and headers reason, topic, partition, offset and size. "
-        "Exit status: 0 after SIGTERM, SIGINT or --idle-timeout; 1 when the broker is "
+        "Exit status: 0 after SIGTERM or --idle-timeout, 130 after SIGINT (Ctrl-C); 1 when the "
+        "broker is "
         "unreachable, a topic is missing, a stored state cannot be restored or was learned by "
         "another model; 2 for a bad --model or --init-model."
     )
@@ -115,7 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mix",
-        choices=MIXES,
+        choices=("off", *MIXES),
         default="off",
         help="one model for the whole group: every partition publishes its model's changes to "
         "the models topic every --mix-every examples and goes on from the mix of all "
@@ -180,6 +185,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-seconds", type=float, default=10.0, help="progress log period (default: %(default)s)"
     )
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning"),
+        default="info",
+        help="debug adds the Kafka clients' own messages (kafka-python, librdkafka), whose "
+        "warnings about what the server handles itself are otherwise hidden "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="P",
+        help="serve Prometheus metrics on http://0.0.0.0:P/metrics, liveness on /health and "
+        "readiness (partitions assigned and restored) on /ready (metric names: "
+        "streams.kafka.metrics)",
+    )
     defaults = KafkaSettings()
     for name in (
         "session_timeout_ms",
@@ -195,13 +216,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
 
 
+class _ClientsAsDebug(logging.Filter):
+    """The Kafka clients' own records (kafka-python's `kafka.*`, librdkafka's) become DEBUG: the
+    server logs what a person needs to know of what they report (a broker that cannot be
+    reached, a lost partition) in its own words."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith(("kafka.", "librdkafka")) or record.name == "kafka":
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().level <= logging.DEBUG
+        return True
+
+
+def _configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler.addFilter(_ClientsAsDebug())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    if level != "debug":  # spare the clients' chatter its formatting
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
-    logging.getLogger("kafka").setLevel(logging.WARNING)  # its INFO is per-connection chatter
+    _configure_logging(args.log_level)
     try:
         model, spec = _model(args)
         if args.mix != "off":
@@ -218,9 +257,18 @@ def run(args: argparse.Namespace) -> int:
         args.connect_timeout_ms,
     )
     server = ModelServer(model, settings, config)
+    stopped_by: list[int] = []
+
+    def stop(signum, frame) -> None:
+        stopped_by.append(signum)
+        server.stop()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: server.stop())
+        signal.signal(signum, stop)
+    metrics = None
     try:
+        if args.metrics_port is not None:
+            metrics = MetricsServer(server, args.metrics_port)
         server.run()
     except (
         BrokerUnavailable,
@@ -230,39 +278,45 @@ def run(args: argparse.Namespace) -> int:
         StateMismatch,
         MixError,
         KafkaError,
+        KafkaException,
         OSError,
     ) as error:
         # infrastructure only: a bad record never gets here (it is dead-lettered)
         print(f"river-cw serve: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
-    return 0
+    finally:
+        if metrics is not None:
+            metrics.close()
+    return 130 if signal.SIGINT in stopped_by else 0
 
 
 def _config(args: argparse.Namespace, spec: str) -> ServeConfig:
     """The server's configuration from the command line."""
+    mixing = None
+    if args.mix != "off":
+        mixing = Mixing(args.mix, args.mix_every, args.mix_seconds, args.mix_lag)
     return ServeConfig(
-        examples_topic=args.topic,
-        labels_topic=args.labels_topic,
-        predictions_topic=args.predictions_topic or f"{args.topic}.predictions",
-        dead_letter_topic=args.dead_letter_topic or f"{args.topic}.dead-letters",
-        state_topic=args.state_topic,
+        Topics(
+            args.topic,
+            predictions=args.predictions_topic or "",
+            dead_letters=args.dead_letter_topic or "",
+            labels=args.labels_topic,
+            state=args.state_topic or "",
+            models=args.models_topic or "",
+        ),
         group_id=args.group_id,
         partitions=args.partitions,
         processing_guarantee=args.processing_guarantee,
-        checkpoint_dir=args.checkpoint_dir,
         checkpoint_every=args.checkpoint_every,
         checkpoint_seconds=args.checkpoint_seconds,
+        checkpoint_dir=args.checkpoint_dir,
         max_pending=args.max_pending,
-        idle_timeout=args.idle_timeout,
-        log_seconds=args.log_seconds,
         model_spec=spec,
         discard_state=args.discard_state,
         restore_timeout=args.restore_timeout,
-        mix=args.mix,
-        mix_every=args.mix_every,
-        mix_seconds=args.mix_seconds,
-        mix_lag=args.mix_lag,
-        models_topic=args.models_topic,
+        mixing=mixing,
+        idle_timeout=args.idle_timeout,
+        log_seconds=args.log_seconds,
     )
 
 

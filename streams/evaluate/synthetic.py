@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["rotated_gaussian", "threshold_stream"]
+__all__ = ["rotated_gaussian", "threshold_stream", "uniform_threshold"]
 
 
 def rotated_gaussian(seed: int, n: int = 1000) -> list[tuple[dict, bool]]:
@@ -44,3 +44,22 @@ def threshold_stream(n: int, seed: int = 0) -> Iterator[tuple[dict, bool]]:
     for _ in range(n):
         x = rng.gauss(0.0, 1.0)
         yield {"x": x}, x > 0.5
+
+
+def uniform_threshold(
+    n: int, features: int = 1, low: float = 0.0, seed: int = 0
+) -> list[tuple[dict, bool]]:
+    """`features` features uniform on [low, low + 1], labelled ``mean > low + 0.5`` (issue 30):
+    with ``low = 5`` the boundary lies far from the origin and the features are uncentred.
+
+    >>> [y for _, y in uniform_threshold(4, features=3, low=5.0)]
+    [True, False, True, True]
+
+    """
+    rng = random.Random(seed)
+    names = ["x"] if features == 1 else [f"x{j}" for j in range(features)]
+    out = []
+    for _ in range(n):
+        x = {name: rng.uniform(low, low + 1.0) for name in names}
+        out.append((x, sum(x.values()) / features > low + 0.5))
+    return out

@@ -64,6 +64,9 @@ def _reject_constant(name: str):
     raise SchemaError(f"bad JSON: non-finite number {name}")
 
 
+_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_reject_constant)
+
+
 def loads(data: bytes | str):
     """Decode one JSON document, or raise `SchemaError` with the reason.
 
@@ -81,7 +84,7 @@ def loads(data: bytes | str):
     if data.startswith("\ufeff"):
         data = data[1:]
     try:
-        return json.loads(data, parse_int=_parse_int, parse_constant=_reject_constant)
+        return _DECODER.decode(data)
     except SchemaError:
         raise
     except json.JSONDecodeError as error:

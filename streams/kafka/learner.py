@@ -20,6 +20,7 @@ exactly where it stopped.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,9 +77,20 @@ class Prediction:
 
 @dataclass(frozen=True)
 class DeadLetter:
-    """Send the record to the dead-letter topic with this reason."""
+    """Send the record to the dead-letter topic with this reason; `kind` says which step
+    refused it: "invalid" (decoding, schema), "predict", "too_large" (its prediction), "learn"
+    or "error" (anything else)."""
 
     reason: str
+    kind: str = "invalid"
+
+
+class _Refused(InvalidMessage):
+    """A record refused at a step other than decoding."""
+
+    def __init__(self, kind: str, reason: str):
+        super().__init__(reason)
+        self.kind = kind
 
 
 def _failure(error: BaseException, limit: int = 500) -> str:
@@ -92,6 +104,7 @@ class PartitionLearner:
 
     `max_pending` bounds the unlabelled examples and the early labels kept (oldest dropped and
     counted in `expired`). `max_output_bytes` refuses a prediction too large to send.
+    `recent_accuracy` is the prequential accuracy of the last `recent` examples learned here.
     """
 
     def __init__(
@@ -101,12 +114,18 @@ class PartitionLearner:
         model_spec: str | None = None,
         max_pending: int = 100_000,
         max_output_bytes: int = 1_000_000,
+        recent: int = 1000,
     ):
         self.state = state
         if state.model_spec is None:
             state.model_spec = model_spec
         self.max_pending = max_pending
         self.max_output_bytes = max_output_bytes
+        self.recent: deque = deque(maxlen=recent)
+
+    @property
+    def recent_accuracy(self) -> float | None:
+        return sum(self.recent) / len(self.recent) if self.recent else None
 
     def example(self, value: bytes | None) -> list:
         """Events for a record of the examples topic."""
@@ -119,10 +138,12 @@ class PartitionLearner:
     def _guarded(self, handle, value) -> list:
         try:
             return handle(value)
+        except InvalidMessage as error:
+            self.state.dead_letters += 1
+            return [DeadLetter(str(error), getattr(error, "kind", "invalid"))]
         except Exception as error:
             self.state.dead_letters += 1
-            reason = str(error) if isinstance(error, InvalidMessage) else _failure(error)
-            return [DeadLetter(reason)]
+            return [DeadLetter(_failure(error), "error")]
 
     def _example(self, value) -> list:
         state = self.state
@@ -134,12 +155,13 @@ class PartitionLearner:
                 example.id, prediction, probabilities, state.learned, state.partition
             )
         except Exception as error:
-            raise InvalidMessage(f"the model cannot predict it: {_failure(error)}") from None
+            raise _Refused("predict", f"the model cannot predict it: {_failure(error)}") from None
         key = example.id.encode("utf-8")
         if len(key) + len(message) > self.max_output_bytes:
-            raise InvalidMessage(
+            raise _Refused(
+                "too_large",
                 f"its prediction would be {len(key) + len(message):,} bytes "
-                f"(at most {self.max_output_bytes:,})"
+                f"(at most {self.max_output_bytes:,})",
             )
         early = state.pending_labels.pop(example.id, None)
         label = early[0] if example.label is None and early else example.label
@@ -167,12 +189,14 @@ class PartitionLearner:
         try:
             self.state.model.learn_one(x, label)
         except Exception as error:
-            raise InvalidMessage(f"the model cannot learn it: {_failure(error)}") from None
+            raise _Refused("learn", f"the model cannot learn it: {_failure(error)}") from None
         self.state.learned += 1
         if self.state.mixing is not None:
             self.state.mixing.record(x, label)
+        right = prediction == label
         self.state.scored += 1
-        self.state.correct += prediction == label
+        self.state.correct += right
+        self.recent.append(right)
 
     def _remember(self, pending: dict, key, value) -> None:
         pending.pop(key, None)

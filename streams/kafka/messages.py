@@ -103,16 +103,14 @@ def encode_prediction(
     probabilities = {
         str(label): (float(p) if math.isfinite(p) else None) for label, p in probabilities.items()
     }
-    return json.dumps(
+    return _ENCODER.encode(
         {
             "id": id,
             "prediction": prediction,
             "probabilities": probabilities,
             "model_version": model_version,
             "partition": partition,
-        },
-        allow_nan=False,
-        default=_plain,
+        }
     ).encode("utf-8")
 
 
@@ -120,3 +118,6 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"cannot write a {type(value).__name__} prediction as JSON: {value!r}")
+
+
+_ENCODER = json.JSONEncoder(allow_nan=False, default=_plain)

@@ -37,20 +37,20 @@ def models_topic(examples_topic: str) -> str:
 
 
 def write(outputs, topic: str, contribution: Contribution):
-    """Send `contribution` with `outputs` (inside its open transaction); the manifest's future."""
+    """Send `contribution` with `outputs` (inside its open transaction)."""
     payload = {"format": FORMAT, "contribution": contribution}
     data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     name = f"{contribution.round}/{contribution.partition}"
     chunks = chunked(data)
     for i, chunk in enumerate(chunks):
-        outputs.send(topic, key=f"{name}/c{i}".encode(), value=chunk, partition=0)
+        outputs.send(topic, chunk, f"{name}/c{i}".encode(), partition=0)
     manifest = {
         "round": contribution.round,
         "partition": contribution.partition,
         "chunks": len(chunks),
         "bytes": len(data),
     }
-    return outputs.send(topic, key=name.encode(), value=json.dumps(manifest).encode(), partition=0)
+    outputs.send(topic, json.dumps(manifest).encode(), name.encode(), partition=0)
 
 
 class Reader:

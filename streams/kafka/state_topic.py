@@ -28,6 +28,7 @@ from kafka import TopicPartition
 
 from streams.kafka.client import KafkaSettings, log_reaches
 from streams.kafka.committed import committed_consumer
+from streams.kafka.outputs import Delivery
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
 FORMAT = "river-cw state 1"
@@ -48,37 +49,41 @@ def chunked(data: bytes) -> list[bytes]:
 
 
 def write(outputs, topic: str, partition: int, state):
-    """Send a snapshot of `state` with `outputs` (`streams.kafka.client.Outputs`, inside its open
-    transaction if it is transactional); the send future of the manifest."""
+    """Send a snapshot of `state` with `outputs` (`streams.kafka.outputs.Outputs`, inside its
+    open transaction if it is transactional); the `Delivery` of the manifest."""
     data = pickle.dumps({"format": FORMAT, "state": state}, protocol=pickle.HIGHEST_PROTOCOL)
     chunks = chunked(data)
     snapshot = state.batches
     for i, chunk in enumerate(chunks):
         outputs.send(
             topic,
-            key=f"{partition}/c{i}".encode(),
-            value=chunk,
+            chunk,
+            f"{partition}/c{i}".encode(),
             partition=partition,
             headers=[("snapshot", str(snapshot).encode())],
         )
     manifest = {"snapshot": snapshot, "chunks": len(chunks), "bytes": len(data)}
-    return outputs.send(
+    delivery = Delivery()
+    outputs.send(
         topic,
-        key=str(partition).encode(),
-        value=json.dumps(manifest).encode(),
+        json.dumps(manifest).encode(),
+        str(partition).encode(),
         partition=partition,
+        delivery=delivery,
     )
+    return delivery
 
 
 def mark(outputs, topic: str, partition: int) -> int:
     """Append a mark to `partition` of `topic` with `outputs` (committed at once when they are
     transactional, else acknowledged) and return its offset: `restore`'s `until`."""
-    future = outputs.send(topic, key=_mark_key(partition), value=b"", partition=partition)
+    delivery = Delivery()
+    outputs.send(topic, b"", _mark_key(partition), partition=partition, delivery=delivery)
     if outputs.transactional:
         outputs.commit({}, None)
     else:
         outputs.flush()
-    return future.get().offset
+    return delivery.offset
 
 
 def _mark_key(partition: int) -> bytes:

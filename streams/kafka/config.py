@@ -1,0 +1,129 @@
+"""What a server serves and how: its topics (one name each, resolved once), mixing, commits.
+
+>>> topics = Topics("sms", labels="sms.labels")
+>>> topics.predictions, topics.dead_letters, topics.state, topics.models
+('sms.predictions', 'sms.dead-letters', 'sms.state', 'sms.models')
+>>> topics.inputs
+('sms', 'sms.labels')
+>>> ServeConfig(topics, mixing=Mixing("kl", every=100)).offsets_group
+'river-cw.sms'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["GUARANTEES", "MIXES", "Mixing", "ServeConfig", "Topics"]
+
+GUARANTEES = ("exactly-once", "at-least-once")
+MIXES = ("kl", "l2")
+
+
+@dataclass(frozen=True)
+class Topics:
+    """The topics of one served stream, named after the examples topic unless given.
+
+    `labels`: delayed labels (none by default). `state`: the compacted topic of the partitions'
+    states (`streams.kafka.state_topic`). `models`: the mixing rounds' contributions
+    (`streams.kafka.models_topic`, used only when mixing).
+    """
+
+    examples: str
+    predictions: str = ""
+    dead_letters: str = ""
+    labels: str | None = None
+    state: str = ""
+    models: str = ""
+
+    def __post_init__(self):
+        for name, suffix in (
+            ("predictions", "predictions"),
+            ("dead_letters", "dead-letters"),
+            ("state", "state"),
+            ("models", "models"),
+        ):
+            if not getattr(self, name):
+                object.__setattr__(self, name, f"{self.examples}.{suffix}")
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The co-partitioned topics the server reads: examples, then labels if any."""
+        return (self.examples,) + ((self.labels,) if self.labels else ())
+
+
+@dataclass(frozen=True)
+class Mixing:
+    """One model for the whole group (`streams.models.mixing`): the combination `method` ("kl"
+    or "l2"); a partition publishes `every` examples learned, or after `seconds` when it learned
+    something or others wait for it; `lag`: it waits when that many examples past an unmixed
+    publication (bounded staleness; None: never)."""
+
+    method: str = "kl"
+    every: int = 1000
+    seconds: float | None = 10.0
+    lag: int | None = None
+
+    def __post_init__(self):
+        if self.method not in MIXES:
+            raise ValueError(f"mix must be one of {MIXES}, got {self.method!r}")
+        if self.every < 1:
+            raise ValueError(f"mix every must be >= 1, got {self.every!r}")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What `streams.kafka.server.ModelServer` serves and how.
+
+    A consumer group (`group_id`) or static `partitions` (default: all, no group). A batch is
+    committed every `checkpoint_every` messages or `checkpoint_seconds`; `checkpoint_dir` adds a
+    local cache of the partitions' states. `model_spec` names the model in the stored state
+    (default: the model's repr on one line); a stored state with another spec stops the server
+    unless `discard_state`, which starts new models from the stored offsets. A label still
+    waiting for its example after `stale_label_after` examples of its partition is reported
+    (keyed differently from its example?). `idle_timeout`: stop after that long without a
+    message (None: run until stopped).
+    """
+
+    topics: Topics
+    group_id: str | None = None
+    partitions: tuple[int, ...] | None = None
+    processing_guarantee: str = "exactly-once"
+    checkpoint_every: int = 1000
+    checkpoint_seconds: float = 5.0
+    checkpoint_dir: str | Path | None = None
+    max_pending: int = 100_000
+    stale_label_after: int = 10_000
+    model_spec: str | None = None
+    discard_state: bool = False
+    restore_timeout: float = 120.0
+    mixing: Mixing | None = None
+    idle_timeout: float | None = None
+    log_seconds: float = 10.0
+    poll_timeout_ms: int = 200
+
+    def __post_init__(self):
+        if self.processing_guarantee not in GUARANTEES:
+            raise ValueError(
+                f"processing_guarantee must be one of {GUARANTEES}, "
+                f"got {self.processing_guarantee!r}"
+            )
+        if self.mixing is not None and not self.exactly_once:
+            raise ValueError("mixing needs exactly-once processing (its rounds are transactional)")
+        if self.partitions is not None:
+            object.__setattr__(self, "partitions", tuple(self.partitions))
+
+    @property
+    def offsets_group(self) -> str:
+        """The consumer group whose offsets the transactions commit."""
+        return self.group_id or f"river-cw.{self.topics.examples}"
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == "exactly-once"
+
+    def checkpoint_path(self, partition: int) -> Path | None:
+        """The local cache file of a partition's state (None without `checkpoint_dir`)."""
+        if self.checkpoint_dir is None:
+            return None
+        return Path(self.checkpoint_dir) / f"{self.topics.examples}-{partition}.ckpt"

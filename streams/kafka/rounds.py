@@ -1,0 +1,95 @@
+"""A member's side of mixing over Kafka: the models topic read, rounds mixed and adopted.
+
+The protocol is `streams.models.mixing` (broker-free); this coordinator runs it for the
+partitions a server owns. It reads every contribution of the models topic
+(`streams.kafka.models_topic`), keeps the rounds (`Rounds`), tells when a partition should
+publish (`due`) or wait for its round (`waits`: bounded staleness), writes a contribution into
+the partition's open transaction (`publish`: the server then commits it with the partition's
+state and offsets), and makes partitions adopt complete rounds (`adopt`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from streams.kafka import models_topic
+from streams.kafka.client import KafkaSettings
+from streams.kafka.config import Mixing
+from streams.kafka.learner import PartitionState
+from streams.kafka.task import PartitionTask
+from streams.models.mixing import Mixer, MixState, Rounds
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RoundCoordinator"]
+
+
+class RoundCoordinator:
+    """Mixing for the partitions of one member; `model` is ``B_0`` of partitions that never
+    mixed (every partition descends from the served model)."""
+
+    def __init__(self, settings: KafkaSettings, mixing: Mixing, topic: str, partitions: int, model):
+        self.mixing = mixing
+        self.topic = topic
+        self.model = model
+        self.rounds = Rounds(partitions, mixing.method)
+        self.reader = models_topic.Reader(settings, topic)
+
+    def mixer(self, state: PartitionState) -> Mixer:
+        """The partition's side of the rounds; a partition that never mixed starts from the
+        served model (its learning so far is its first contribution)."""
+        if state.mixing is None:
+            state.mixing = MixState.starting(self.model)
+            state.mixing.learned = state.learned
+        return Mixer(state.mixing, self.mixing.every, self.mixing.seconds)
+
+    def restored(self, states: list[PartitionState]) -> None:
+        """Newly owned partitions: read the models topic again from where their rounds start."""
+        if states:
+            self.reader.rewind(min(state.mixing.models_from for state in states))
+
+    def adopt(self, tasks: dict[int, PartitionTask]) -> list[int]:
+        """Take new contributions and make every task whose round is complete adopt its mix;
+        the partitions that adopted one (their state changed: to be committed)."""
+        for contribution, offset in self.reader.poll(0):
+            self.rounds.add(contribution, offset)
+        adopted, now = [], time.monotonic()
+        for p, task in tasks.items():
+            mixing = task.state.mixing
+            mix = self.rounds.mix(mixing.round, mixing) if mixing.published else None
+            if mix is None:
+                continue
+            task.state.model = task.mixer.adopt(task.state.model, mix)
+            task.dirty, task.mixed_at = True, now
+            adopted.append(p)
+            log.info(
+                "partition %d: mixed round %d (%d examples in the mix)", p, mix.round, mix.examples
+            )
+        if tasks:
+            self.rounds.forget(min(task.state.mixing.round for task in tasks.values()))
+        return adopted
+
+    def waits(self, task: PartitionTask) -> bool:
+        """Whether the task is `lag` examples past its unmixed publication: its records are left,
+        to be read again from its offsets once its round is mixed. (Not the consumer's `pause`:
+        resumed partitions were seen to get no records from the test broker again.)"""
+        if not task.paused:
+            task.paused = task.mixer.ahead(self.mixing.lag)
+        return task.paused
+
+    def due(self, task: PartitionTask, now: float) -> bool:
+        """Whether the task should publish its contribution now."""
+        waiting = self.rounds.waiting(task.state.mixing.round)
+        return task.mixer.due(now - task.mixed_at, waiting)
+
+    def publish(self, task: PartitionTask) -> None:
+        """Write the task's contribution into its open transaction (commit it next: one
+        transaction with the state that records the publication, see `streams.models.mixing`)."""
+        contribution = task.mixer.publish(task.state.model, task.partition)
+        task.outputs.begin()
+        models_topic.write(task.outputs, self.topic, contribution)
+        task.dirty, task.mixed_at = True, time.monotonic()
+
+    def close(self) -> None:
+        self.reader.close()

@@ -1,0 +1,87 @@
+"""One owned partition of a server: its learner, its producer of outputs, its commit.
+
+A task takes the records of its partition (examples and labels), feeds them to its
+`PartitionLearner` and writes what comes out (predictions, dead letters) with its `Outputs` (the
+record collector); `commit` closes the batch: the partition's state (`StateStore.write`), its
+consumed offsets and its outputs, in one transaction with exactly-once, or outputs acknowledged
+and then the state with at-least-once. Kafka Streams calls this a stream task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.kafka.config import Topics
+from streams.kafka.learner import PartitionLearner, PartitionState, Prediction
+from streams.kafka.metrics import Metrics
+from streams.kafka.outputs import Outputs
+from streams.kafka.store import StateStore
+from streams.models.mixing import Mixer
+
+__all__ = ["PartitionTask"]
+
+
+@dataclass
+class PartitionTask:
+    """A partition's learning and outputs since its last commit (`dirty`: something to commit)."""
+
+    learner: PartitionLearner
+    outputs: Outputs
+    topics: Topics
+    shared_outputs: bool = False  # at-least-once: one producer for all partitions, not ours
+    dirty: bool = False
+    stale_reported: int = 0
+    mixer: Mixer | None = None
+    mixed_at: float = 0.0  # monotonic time of the last publication or adoption
+    paused: bool = False  # waiting for its round (`streams.kafka.config.Mixing.lag`)
+    metrics: Metrics | None = None
+
+    @property
+    def state(self) -> PartitionState:
+        return self.learner.state
+
+    @property
+    def partition(self) -> int:
+        return self.state.partition
+
+    def handle(self, records: list) -> None:
+        """Learn from records of the examples or labels topic, in order, and write their
+        outputs."""
+        offsets, learner, outputs = self.state.offsets, self.learner, self.outputs
+        examples, predictions = self.topics.examples, self.topics.predictions
+        self.dirty = True
+        outputs.begin()
+        for record in records:
+            topic = record.topic()
+            if topic == examples:
+                events = learner.example(record.value())
+            else:
+                events = learner.label(record.value())
+            for event in events:
+                if type(event) is Prediction:
+                    outputs.send(predictions, event.value, event.key)
+                else:
+                    outputs.dead_letter(self.topics.dead_letters, record, event.reason)
+                    if self.metrics is not None:
+                        self.metrics.dead_letter(self.partition, event.kind)
+            offsets[topic] = record.offset() + 1
+
+    def commit(self, store: StateStore, group_metadata) -> None:
+        """Commit the batch: state and outputs, with the consumed offsets inside the transaction
+        (for the consumer whose `group_metadata` is given), or acknowledged (at-least-once).
+        Raises `Fenced` when a newer owner has the partition, `CommitFailed` when the
+        transaction's fate is unknown."""
+        state = self.state
+        written = store.write(self.outputs, state)
+        if self.outputs.transactional:
+            offsets = {(t, state.partition): o for t, o in state.offsets.items()}
+            self.outputs.commit(offsets, group_metadata)
+        else:
+            self.outputs.flush()
+        self.dirty = False
+        store.saved(state, written)
+
+    def close(self) -> None:
+        """Close the task's producer (an open transaction is aborted by the next owner)."""
+        if not self.shared_outputs:
+            self.outputs.close()
