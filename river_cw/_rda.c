@@ -239,6 +239,19 @@ static inline double weight_of(const Weight *w, const Rec *r) {
            (r->s * (inv1 - r->inv0) - copysign(w->l1, r->s) * (sqr1 - r->sqr0)) / w->eta;
 }
 
+/* weight_of / divisor; where the total overflows float64 and the average need not (a sum near
+ * the limit, carried over many predictors), the same closed form with each term divided first
+ * (river_cw.rda.VotedRDA._weight_blocks) */
+static double averaged_weight(const Weight *w, const Rec *r, double divisor) {
+    double v = weight_of(w, r), inv1, sqr1;
+    if (!w->totals || isfinite(v)) return v / divisor;
+    inv1 = r->cut ? r->inv1 : w->inv_k;
+    sqr1 = r->cut ? r->sqr1 : w->sqr_k;
+    return r->closed / divisor - (r->s * ((inv1 - r->inv0) / divisor) -
+                                  copysign(w->l1, r->s) * ((sqr1 - r->sqr0) / divisor)) /
+                                     w->eta;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* reading x                                                                                 */
 
@@ -737,10 +750,10 @@ static PyObject *engine_weight_blocks(Engine *self, PyObject *unused) {
         if (d == NULL) goto fail;
         PyList_SET_ITEM(out, b, d);
         for (i = 0; i < t->used; i++) {
-            double v = weight_of(&w, &self->recs[t->entries[i].rec]);
+            double v = averaged_weight(&w, &self->recs[t->entries[i].rec], divisor);
             PyObject *f;
             if (!v) continue;
-            if ((f = PyFloat_FromDouble(v / divisor)) == NULL) goto fail;
+            if ((f = PyFloat_FromDouble(v)) == NULL) goto fail;
             if (PyDict_SetItem(d, t->entries[i].key, f) < 0) {
                 Py_DECREF(f);
                 goto fail;

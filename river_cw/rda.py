@@ -30,8 +30,11 @@ def _raise_bad_input(x: dict) -> None:
     raise ValueError("feature values too large: the score overflows float64")
 
 
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max())
+def _softmax(z: np.ndarray, temperature: float) -> np.ndarray:
+    """``softmax(temperature z)``, shifted before scaling: scores near the float64 limit give
+    0 and 1, not an overflow."""
+    with np.errstate(over="ignore"):
+        e = np.exp(temperature * (z - z.max()))
     return e / e.sum()
 
 
@@ -318,8 +321,9 @@ class VotedRDA(LinearClassifier):
 
         return newest
 
-    def _totals(self):
-        """rec -> ``sum_j c_j w_j^(f)`` over all predictors so far (c_k the count so far).
+    def _totals(self, divisor: float = 1.0):
+        """rec -> ``sum_j c_j w_j^(f)`` over all predictors so far (c_k the count so far),
+        divided by `divisor` term by term (the average of a total beyond float64).
 
         While s^(f) = s, from update ``first`` on, ``w_j^(f) = -(s / sqrt(j) - l1 sign(s)
         sqrt(j)) / eta`` for ``j < |s| / l1`` and 0 after, so the sum over this open segment is a
@@ -333,7 +337,8 @@ class VotedRDA(LinearClassifier):
             s, _, closed, inv0, sqr0, inv1, sqr1 = rec
             if inv1 is None:
                 inv1, sqr1 = inv_k, sqr_k
-            return closed - (s * (inv1 - inv0) - math.copysign(l1, s) * (sqr1 - sqr0)) / eta
+            share = math.copysign(l1, s) * ((sqr1 - sqr0) / divisor)  # x / 1.0 is x, exactly
+            return closed / divisor - (s * ((inv1 - inv0) / divisor) - share) / eta
 
         return total
 
@@ -600,7 +605,7 @@ class VotedRDA(LinearClassifier):
             if sum(scores) == 0:
                 return {c: 1.0 / len(self.classes_) for c in self.classes_}
             return dict(zip(self.classes_, scores))
-        probs = _softmax(self.temperature * self._logits(scores))
+        probs = _softmax(self._logits(scores), self.temperature)
         return dict(zip(self.classes_, probs.tolist()))
 
     # -- inspection -----------------------------------------------------------------------------
@@ -619,8 +624,17 @@ class VotedRDA(LinearClassifier):
     def _weight_blocks(self) -> list[dict]:
         if self._engine is not None:
             return self._engine.weight_blocks()
-        weight, divisor = self._weight()
-        return [{f: w / divisor for f, r in b.items() if (w := weight(r))} for b in self._blocks]
+        if self.prediction == "last":
+            weight = self._newest()
+        else:
+            total, divisor = self._totals(), self._t or 1
+            averaged = self._totals(divisor)
+
+            def weight(rec: list) -> float:
+                w = total(rec)  # the average of a total beyond float64 may not be
+                return w / divisor if math.isfinite(w) else averaged(rec)
+
+        return [{f: w for f, r in b.items() if (w := weight(r))} for b in self._blocks]
 
     @property
     def n_nonzero(self) -> int:

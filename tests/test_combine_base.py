@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from river import preprocessing
 
 import river_cw
 from river_cw import text
+from streams.models.specs import classifier_of
 
 FEATURES = "abcdef"
 
@@ -210,6 +212,36 @@ def test_pipelines_mix_their_classifier():
     assert "brand" in merged["AROW"].weights
 
 
+def test_three_step_pipelines_keep_their_first_steps_in_the_mix_and_the_changes():
+    pipeline = text.BagOfWords(on="text") | preprocessing.Normalizer() | river_cw.AROW()
+    pipeline.learn_one({"text": "free prize"}, "spam")
+    a, b = copy.deepcopy(pipeline), copy.deepcopy(pipeline)
+    a.learn_one({"text": "see you at noon"}, "ham")
+    b.learn_one({"text": "win cash now"}, "spam")
+    steps = ["BagOfWords", "Normalizer", "AROW"]
+    delta = river_cw.changes(a, pipeline)
+    assert list(delta.steps) == steps
+    assert delta["AROW"].weights == river_cw.changes(a["AROW"], pipeline["AROW"]).weights
+    merged = river_cw.combine([delta, b], base=pipeline)
+    assert list(merged.steps) == steps
+    assert merged["AROW"].weights == river_cw.combine([a, b], base=pipeline)["AROW"].weights
+    other = text.BagOfWords(on="text") | preprocessing.Normalizer(order=1) | river_cw.AROW()
+    with pytest.raises(ValueError, match="'Normalizer' differs"):
+        river_cw.combine([a, other], base=pipeline)
+
+
+def test_skipped_updates_since_the_base_are_counted_once():
+    """``n_skipped_updates`` of a mix: the base's, plus what each member skipped since it (the
+    plain combination: the members' sum)."""
+    base = learned(river_cw.AROW(), [({"a": 1.0}, 0), ({"b": 1.0}, 1)], "xy")
+    base.n_skipped_updates = 2
+    members = [learned(base, [({"c": 1.0}, i)], "xy") for i in range(3)]
+    for member, skipped in zip(members, (2, 5, 3)):
+        member.n_skipped_updates = skipped
+    assert river_cw.combine(members, base=base).n_skipped_updates == 2 + 0 + 3 + 1
+    assert river_cw.combine(members).n_skipped_updates == 2 + 5 + 3
+
+
 def test_models_that_cannot_be_mixed_are_refused():
     base = learned(river_cw.AROW(), [({"a": 1.0}, 0), ({"b": 1.0}, 1)], "xy")
     member = learned(base, [({"c": 1.0}, 0)], "xy")
@@ -234,6 +266,13 @@ def test_models_that_cannot_be_mixed_are_refused():
         river_cw.combine([piped, other])
     with pytest.raises(ValueError, match="not pipelines"):
         river_cw.combine([piped, river_cw.AROW()])
+    for model, plain in ((piped, base), (base, piped)):  # either side of changes()
+        with pytest.raises(ValueError, match="not pipelines"):
+            river_cw.changes(model, plain)
+    texts = text.TextClassifier(river_cw.AROW(), on="text")
+    for model, plain in ((texts, base), (base, texts)):
+        with pytest.raises(ValueError, match="text classifiers with models that are not"):
+            river_cw.changes(model, plain)
 
 
 @pytest.mark.parametrize("method", ["kl", "l2"])
@@ -278,3 +317,16 @@ def test_precisions_beyond_float64_mix_to_a_finite_product(with_base):
     assert mu == pytest.approx(2.0, rel=1e-12)
     assert s == pytest.approx(1e-308 / 3, rel=1e-9)
     assert merged.gaussian.blocks[0]["b"] == [0.5, 1.0 if with_base else 1.0 / 3]
+
+
+@pytest.mark.parametrize("method", ["kl", "l2"])
+def test_one_pipeline_or_text_classifier_mixed_alone_is_itself(method):
+    for model in (
+        text.BagOfWords(on="text") | river_cw.AROW(),
+        text.TextClassifier(river_cw.AROW(), on="text"),
+    ):
+        model.learn_one({"text": "free prize"}, "spam")
+        model.learn_one({"text": "see you at noon"}, "ham")
+        for mixed in (river_cw.combine([model], method), river_cw.combine([model], base=model)):
+            assert classifier_of(mixed).weights == classifier_of(model).weights
+            assert classifier_of(mixed).variances == classifier_of(model).variances

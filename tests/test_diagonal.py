@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
+from river_cw import gaussian
 from river_cw.cw import exact_stdev_step, exact_var_alpha
 from tests import reference
 from tests.test_reference import NAMES, as_dict, library_state, random_stream
@@ -196,6 +198,74 @@ def test_exact_solvers_are_finite_and_feasible_for_any_input(m, u, confidence):
         assert s > 0
         v_new = sum(uj * s / (s + alpha * phi * uj) for uj in u)
         assert s * s == pytest.approx(v_new, rel=1e-6)
+
+
+ENGINES = {
+    "python": gaussian.PythonDiagonalGaussian,
+    "compiled": gaussian.DiagonalGaussian if river_cw.ENGINE == "c" else None,
+}
+
+
+def exact_problems(engine, n=200, seed=0):
+    """``(m, v, phi, u)``: the margin's terms ``u_j = s_j x_j^2`` and v as `engine` hands them
+    to the solvers (a list, or the compiled engine's Terms), terms over six orders of magnitude,
+    margins from well inside to beyond the constraint."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        x = {f"f{j}": float(10.0 ** rng.uniform(-1.5, 1.5)) for j in range(rng.integers(1, 13))}
+        _, v, u, _ = engine(1.0).margin(x, ((0, 1),))
+        phi = float(rng.uniform(0.2, 3.0))
+        yield float(rng.uniform(-3.0, 1.0)) * phi * v, v, phi, u
+
+
+def var_constraint(m, v, phi, u):
+    """``alpha -> f(alpha) = m + alpha v - phi sum_j u_j / (1 + 2 alpha phi u_j)``, in exact
+    arithmetic on the floats given."""
+    m, v, phi, u = Fraction(m), Fraction(v), Fraction(phi), [Fraction(uj) for uj in u]
+    return lambda alpha: m + alpha * v - phi * sum(uj / (1 + 2 * alpha * phi * uj) for uj in u)
+
+
+def stdev_constraint(m, v, phi, u):
+    """``s -> g(s) = s - sum_j u_j / (s + alpha(s) phi u_j)`` with ``alpha(s) = (phi s - m) /
+    v``, in exact arithmetic on the floats given."""
+    m, v, phi, u = Fraction(m), Fraction(v), Fraction(phi), [Fraction(uj) for uj in u]
+    return lambda s: s - sum(uj / (s + (phi * s - m) / v * phi * uj) for uj in u)
+
+
+def brackets_a_root(constraint, x: float, width: float) -> bool:
+    """Whether the increasing `constraint` changes sign within `width` of `x` (exactly)."""
+    x, width = Fraction(x), Fraction(width)
+    return constraint(x - width) <= 0 <= constraint(x + width)
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_exact_solvers_meet_the_kkt_conditions_to_the_precision_they_claim(engine):
+    """JMLR 2012 section 6.2: the multiplier is 0 where the constraint already holds, else the
+    root of the constraint (``f(alpha) = 0``; ``g(s) = 0`` for stdev). The solvers stop once a
+    Newton step moves the root by at most 1e-15 of itself; checked in exact arithmetic, a root
+    lies within that of the result, plus what rounding the terms of the constraint (2 ulps of
+    its largest terms, over its slope) can hide."""
+    if ENGINES[engine] is None:
+        pytest.skip("the compiled engine is not active")
+    eps = 2.0**-52
+    roots = 0
+    for m, v, phi, u in exact_problems(ENGINES[engine]):
+        alpha = exact_var_alpha(m, v, phi, u)
+        if m >= phi * v:
+            assert alpha == 0.0
+        else:
+            width = 1e-15 * alpha + 2 * eps * (abs(m) + alpha * v + phi * v) / v
+            assert brackets_a_root(var_constraint(m, v, phi, u), alpha, width)
+            roots += 1
+        alpha, s = exact_stdev_step(m, v, phi, u)
+        if m >= phi * math.sqrt(v):
+            assert alpha == s == 0.0
+        else:
+            width = 1e-15 * s + 2 * eps * (s + abs(m) / phi)
+            assert brackets_a_root(stdev_constraint(m, v, phi, u), s, width)
+            assert alpha == (phi * s - m) / v > 0
+            roots += 1
+    assert roots > 300
 
 
 @pytest.mark.parametrize("diagonal", ["exact", "project", "drop"])

@@ -1,12 +1,10 @@
 import itertools
-from pathlib import Path
 
 import pytest
 from river.datasets import synth
 
 from streams.evaluate.drift import concept_drift, domains, label_flip, synthetic
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from tests.conftest import shared_file
 
 
 def tagged(name, n=10_000):
@@ -78,9 +76,7 @@ def test_label_flip_swaps_classes_from_the_position_on():
 
 
 def test_domain_drift_switches_from_books_to_kitchen():
-    path = SHARED / "mdsd_sorted_acl_text.jsonl.gz"
-    if not path.exists():
-        pytest.skip(f"shared data not found at {path}")
+    path = shared_file("mdsd_sorted_acl_text.jsonl.gz")
     from streams.io.files import JSONLines
 
     books = {x["text"] for x, _ in JSONLines(path, where={"domain": "books"})}

@@ -13,15 +13,7 @@ import pytest
 
 from streams.cli import evaluate as evaluate_cli
 from streams.io.files import sms_spam
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def shared(name):
-    path = SHARED / name
-    if not path.exists():
-        pytest.skip(f"shared data not found at {path}")
-    return path
+from tests.conftest import shared_file as shared
 
 
 def run(*argv):

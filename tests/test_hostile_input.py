@@ -202,6 +202,64 @@ values = st.one_of(
 )
 
 
+def feature_error(value):
+    """The error a feature value must raise, None for a real number float64 can hold (the rules
+    of `river_cw.validation.to_float`, written out)."""
+    if isinstance(value, (complex, np.complexfloating)) or not isinstance(
+        value, (int, float, fractions.Fraction, np.number, np.bool_)
+    ):
+        return TypeError
+    try:
+        return None if math.isfinite(float(value)) else ValueError
+    except OverflowError:
+        return ValueError
+
+
+def weight_error(w):
+    """The error a sample weight must raise, None for a finite real number >= 0 (the rules of
+    `river_cw.validation.check_weight`, written out)."""
+    if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.number)):
+        return TypeError
+    try:
+        return None if 0.0 <= float(w) < math.inf else ValueError
+    except OverflowError:
+        return ValueError
+
+
+TOO_LARGE = "too large"  # a valid example whose margin or score float64 cannot hold
+
+
+def errors_of(x: dict, w=1.0):
+    """``{name: error}`` of what is wrong with an example: its bad features and its weight."""
+    bad = {f"feature {key!r} has": feature_error(value) for key, value in x.items()}
+    bad["w must be"] = weight_error(w)
+    return {name: error for name, error in bad.items() if error is not None}
+
+
+def refused_or_done(call, model, bad: dict, learns: bool = True):
+    """Run `call` on `model`: with something in `bad` it must raise one of its errors, naming
+    it, and leave the model as it was; else it may only refuse float64's overflow (unchanged).
+    A call that does not learn never changes the model. Returns the call's result, or None
+    when it raised."""
+    before = pickle.dumps(model)
+    try:
+        result = call()
+    except (TypeError, ValueError) as error:
+        message = str(error)
+        assert pickle.dumps(model) == before, message
+        if bad:
+            assert any(name in message and isinstance(error, kind) for name, kind in bad.items()), (
+                message,
+                bad,
+            )
+        else:
+            assert isinstance(error, ValueError) and TOO_LARGE in message, message
+        return None
+    assert not bad, f"{bad} accepted"
+    assert learns or pickle.dumps(model) == before
+    return result
+
+
 @pytest.mark.parametrize("model", EVERY_CONFIG, ids=name)
 @settings(
     max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
@@ -212,19 +270,14 @@ values = st.one_of(
     )
 )
 def test_hostile_streams_never_corrupt_a_model(model, stream):
+    """Bad input is refused by name and changes nothing; valid input is learned and predicted
+    (or refused where float64 overflows, changing nothing)."""
     model = model.clone()
     for x, y in stream:
-        before = pickle.dumps(model)
-        try:
-            model.learn_one(x, y)
-        except (TypeError, ValueError):
-            assert pickle.dumps(model) == before
-        learned = pickle.dumps(model)
-        try:
-            proba = model.predict_proba_one(x)
-        except (TypeError, ValueError):
-            assert pickle.dumps(model) == learned
-        else:
+        bad = errors_of(x)
+        refused_or_done(lambda: model.learn_one(x, y), model, bad)
+        proba = refused_or_done(lambda: model.predict_proba_one(x), model, bad, learns=False)
+        if proba is not None:
             assert not proba or math.isclose(sum(proba.values()), 1.0)
             assert all(0.0 <= p <= 1.0 for p in proba.values())
         assert_sound(model)
@@ -263,16 +316,11 @@ def test_hostile_streams_and_weights_never_corrupt_a_model_with_an_intercept_or_
 ):
     model = model.clone()
     for x, y, w in stream:
-        before = pickle.dumps(model)
-        try:
-            model.learn_one(x, y, w)
-        except (TypeError, ValueError):
-            assert pickle.dumps(model) == before
-        try:
-            proba = model.predict_proba_one(x)
-        except (TypeError, ValueError):
-            pass
-        else:
+        refused_or_done(lambda: model.learn_one(x, y, w), model, errors_of(x, w))
+        proba = refused_or_done(
+            lambda: model.predict_proba_one(x), model, errors_of(x), learns=False
+        )
+        if proba is not None:
             assert not proba or math.isclose(sum(proba.values()), 1.0)
         assert_sound(model)
         if not isinstance(model, river_cw.VotedRDA):

@@ -137,10 +137,17 @@ def test_learn_intercept_must_be_a_bool():
 
 
 def test_voted_rda_learns_an_intercept_too():
+    """The averaged predictor's threshold ``-b / w`` is the stream's 0.5: within 0.03, which
+    costs at most 1.1% of accuracy (the density of x there is 0.35); ten seeds of this stream
+    came within 0.021 after 2,000 examples."""
     model = river_cw.VotedRDA(learn_intercept=True)
     assert progressive_accuracy(model, threshold_stream(2000)) > 0.95
+    assert -model.intercept / model.weights["x"] == pytest.approx(0.5, abs=0.03)
+    assert INTERCEPT not in model.weights
+    # the last iterate wanders more (0.946 to 0.999 on fresh examples over ten seeds), yet beats
+    # every rule through the origin (at most 0.809) by far
     model = river_cw.VotedRDA(learn_intercept=True, prediction="last")
     for x, y in threshold_stream(200):
         model.learn_one(x, y)
-    assert -model.intercept / model.weights["x"] == pytest.approx(0.5, abs=0.2)  # the threshold
-    assert INTERCEPT not in model.weights
+    fresh = list(threshold_stream(2000, seed=1))
+    assert sum(model.predict_one(x) == y for x, y in fresh) / len(fresh) > 0.9

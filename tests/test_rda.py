@@ -3,13 +3,9 @@ minimisation, and the behaviour promised by the docstring."""
 
 from __future__ import annotations
 
-import gzip
 import itertools
-import json
 import math
 import pickle
-import random
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,9 +15,22 @@ from river import checks, datasets, linear_model
 from scipy import optimize, special
 
 import river_cw
+from river_cw import rda
 from river_cw.base import LinearClassifier
+from tests.conftest import read_jsonl, shuffled
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+def make_rda(engine: str, **params) -> river_cw.VotedRDA:
+    """A VotedRDA on the compiled engine (skipped where it is not built) or on Python's."""
+    if engine == "python":
+        compiled, rda._compiled = rda._compiled, None
+        try:
+            return river_cw.VotedRDA(**params)
+        finally:
+            rda._compiled = compiled
+    if rda._compiled is None:
+        pytest.skip("river_cw._rda is not built or RIVER_CW_PURE_PYTHON is set")
+    return river_cw.VotedRDA(**params)
 
 
 def VotedRDA(**params):
@@ -374,13 +383,9 @@ def test_without_l1_the_mistakes_are_those_of_a_perceptron():
 
 
 def load_books():
-    path = DATA / "mdsd_processed_acl_books.jsonl.gz"
-    if not path.exists():
-        pytest.skip(f"{path} is absent (the shared data directory is not next to the repository)")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        stream = [(ex["x"], ex["label"]) for ex in map(json.loads, fh)]
-    random.Random(0).shuffle(stream)
-    return stream
+    return shuffled(
+        [(ex["x"], ex["label"]) for ex in read_jsonl("mdsd_processed_acl_books.jsonl.gz")]
+    )
 
 
 def test_l1_trades_weights_for_accuracy_on_books():
@@ -432,33 +437,39 @@ def test_log_loss_probability_is_the_sigmoid_of_the_score():
         assert proba[first] == pytest.approx(1 - proba[second])
 
 
+def margin(model, x) -> float:
+    """A binary model's score of x from its public state: ``weights . x + intercept``."""
+    return math.fsum([model.intercept, *(model.weights.get(f, 0.0) * v for f, v in x.items())])
+
+
 @pytest.mark.parametrize("prediction", ["average", "last"])
 def test_hinge_probabilities_are_calibrated(prediction):
     """The temperature is the one that would have predicted the stream best; the calibrated
-    probabilities beat both the uncalibrated sigmoid and the base rate on fresh examples."""
+    probabilities beat both the uncalibrated sigmoid and the base rate on fresh examples. The
+    predicted label's probability is ``sigmoid(a |score|)``, the score from the public weights."""
     stream = [(x, y) for x, y in datasets.Phishing()]
     model = VotedRDA(prediction=prediction)
     for x, y in stream[:1000]:
         model.learn_one(x, y)
     a = model.temperature
     assert 0 < a < 2.0**16
-
-    second = model.classes_[1]
+    fresh = [(x, y, abs(margin(model, x)), model.predict_one(x)) for x, y in stream[1000:]]
 
     def log_loss(temperature):
         total = 0.0
-        for x, y in stream[1000:]:
-            p = 1 / (1 + math.exp(-temperature * model._scores(x)[0]))  # P(second label)
-            total -= math.log(max(p if y == second else 1 - p, 1e-300))
-        return total / len(stream[1000:])
+        for _, y, size, predicted in fresh:
+            p = 1 / (1 + math.exp(-temperature * size))  # P(the predicted label)
+            total -= math.log(max(p if y == predicted else 1 - p, 1e-300))
+        return total / len(fresh)
 
     rate = sum(y for _, y in stream[:1000]) / 1000
     base = -(rate * math.log(rate) + (1 - rate) * math.log(1 - rate))
     assert log_loss(a) < base - 0.1
     assert log_loss(a) < log_loss(1.0) or a == pytest.approx(1.0, rel=0.2)
-    for x, _ in stream[1000:1010]:
-        p = model.predict_proba_one(x)[second]
-        assert p == pytest.approx(1 / (1 + math.exp(-a * model._scores(x)[0])))
+    for x, _, size, predicted in fresh[:10]:
+        proba = model.predict_proba_one(x)
+        assert proba[predicted] == pytest.approx(1 / (1 + math.exp(-a * size)), rel=1e-12)
+        assert sum(proba.values()) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("prediction", ["average", "last"])
@@ -551,6 +562,37 @@ def test_overflowing_scores_raise_and_leave_the_model_unchanged(prediction):
             with pytest.raises(ValueError, match="too large"):
                 model.learn_one(x, y)
     assert pickle.dumps(model) == snapshot
+
+
+@pytest.mark.parametrize("engine", ["compiled", "python"])
+@pytest.mark.parametrize("prediction", ["average", "vote"])
+def test_the_average_of_a_sum_near_the_float64_limit_stays_finite(prediction, engine):
+    """A feature learnt once at 9e307: its weight summed over the later predictors passes
+    float64 while their average does not, and the averaged weight is that average: without l1
+    the weights are linear in the value, so it is 2**600 times the weight learnt at a value
+    2**600 smaller (hypothesis found the weight reported as -inf after one more example)."""
+
+    def weight(value: float) -> float:
+        model = make_rda(engine, l1=0.0, prediction=prediction)
+        model.learn_one({"f": value}, "a")
+        for _ in range(3):
+            model.learn_one({}, "a")
+        return model.weights["f"]
+
+    huge = weight(8.98846567431158e307)
+    assert math.isfinite(huge)
+    assert huge == pytest.approx(weight(8.98846567431158e307 / 2.0**600) * 2.0**600, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "python"])
+def test_probabilities_of_scores_near_the_float64_limit_are_zero_and_one(engine):
+    """softmax(a z) of scores ±1.9e307 and a temperature of 76: 0 and 1, not NaN."""
+    model = make_rda(engine, l1=0.01, prediction="average")
+    for x, y, w in [({}, "a", 1.0), ({}, "c", 1.0), ({"f": 1e154}, "b", 1.0)]:
+        model.learn_one(x, y, w)
+    proba = model.predict_proba_one({"f": 1e154})
+    assert proba == {"a": 0.0, "b": 1.0, "c": 0.0}
+    assert model.predict_one({"f": 1e154}) == "b"
 
 
 @pytest.mark.parametrize(

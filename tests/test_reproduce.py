@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +29,7 @@ SECTIONS = {  # heading -> tables it must hold (each with at least one row of nu
 @pytest.mark.slow
 def test_quick_reproduction_writes_every_table_with_numbers(tmp_path):
     if not SHARED_DATA.exists():
-        pytest.skip(f"{SHARED_DATA} is not here: the shared data folder sits beside the repository")
+        unavailable(f"{SHARED_DATA} is not here: the shared data folder sits beside the repository")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "reproduce.py"), "--quick", "--out", tmp_path],

@@ -111,3 +111,13 @@ def test_binary_labels_passes_rivers_estimator_checks():
 
     for params in BinaryLabels._unit_test_params():
         checks.check_estimator(BinaryLabels(**params))
+
+
+def test_the_classifier_of_a_pipeline_is_its_last_step():
+    classifier = river_cw.AROW()
+    for pipeline in (
+        feature_extraction.BagOfWords(on="text") | classifier,
+        feature_extraction.BagOfWords(on="text") | preprocessing.MaxAbsScaler() | classifier,
+    ):
+        assert classifier_of(pipeline) is classifier
+    assert classifier_of(classifier) is classifier
