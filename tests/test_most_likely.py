@@ -28,6 +28,7 @@ def configurations() -> list:
     models = []
     for cls in GAUSSIAN:
         kinds = [{"diagonal": d} for d in cls._diagonal_schemes] + [{"covariance": "full"}]
+        kinds += [{"covariance": "arrowhead", "diagonal": d} for d in ("project", "drop")]
         options = [{}, {"forgetting": 0.05}, {"calibrate": True}, {"learn_intercept": False}]
         models += [cls(**kind, **option) for kind in kinds for option in options]
     models += [
