@@ -85,7 +85,12 @@ def test_swapping_the_labels_names_negates_the_weights(model, seed, pair, n):
     assert_opposite(a, b)
 
 
-@pytest.mark.parametrize("model", CONFIGS, ids=name)
+# voted RDA's average and vote weigh each predictor by the examples it survived: the order of the
+# first two examples matters to them in itself (the swap above holds them to the order's promise)
+COMMUTING = [m for m in CONFIGS if getattr(m, "prediction", "last") == "last"]
+
+
+@pytest.mark.parametrize("model", COMMUTING, ids=name)
 @pytest.mark.parametrize(("negative", "positive"), [(False, True), ("ham", "spam"), ("-1", "+1")])
 def test_labels_first_seen_in_either_order_give_the_same_weights(model, negative, positive):
     """Two streams that differ in their first two examples only, one of each label: the labels
@@ -95,8 +100,6 @@ def test_labels_first_seen_in_either_order_give_the_same_weights(model, negative
     which weigh each predictor by the examples it survived (the first predictor is another)."""
     if getattr(model, "learn_intercept", False):
         model = model.clone({"learn_intercept": False})
-    if isinstance(model, river_cw.VotedRDA) and model.prediction != "last":
-        pytest.skip("the average and the vote weigh each predictor by its examples")
     rng = random.Random(7)
     rest = [
         ({f"f{j}": rng.gauss(0, 1) for j in range(4)}, rng.choice([negative, positive]))
