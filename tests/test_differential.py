@@ -11,7 +11,7 @@ arrangement changes nothing but the labels' names.
 Data: river's Phishing and Bananas (boolean labels) and ImageSegments (7 string labels),
 written as JSON lines and read back by the command's readers; and `tests/data/parcels.*` (a
 categorical colour and a missing value; labels "express"/"standard", "+1"/"-1" in JSON and in
-CSV, the strings "True"/"False", and 3 shapes). Delays 0, 1, 7 and 100. The fast tests take a
+CSV, the strings "True"/"False", the ints 1/-1, and 3 shapes). Delays 0, 1, 7 and 100. The fast tests take a
 prefix of each stream and one metric per run (every run checks accuracy and log loss as well);
 hypothesis draws further combinations; the slow test runs every metric at every delay, and the
 whole streams.
@@ -43,6 +43,7 @@ BINARY_SPECS = [
     "AROW()",
     "VotedRDA()",
     "river.linear_model.LogisticRegression()",
+    "river.preprocessing.StandardScaler() | river.linear_model.LogisticRegression()",
     "river.preprocessing.StandardScaler() | river.linear_model.PAClassifier()",
 ]
 MULTICLASS_SPECS = [
@@ -69,6 +70,7 @@ STREAMS = {
     "parcels, +1/-1 (CSV)": ("parcels.csv", "sign", CATEGORICAL_SPECS, BINARY_METRICS, 300),
     "parcels, strings": ("parcels.jsonl", "label", CATEGORICAL_SPECS, BINARY_METRICS, 300),
     "parcels, 'True'/'False'": ("parcels.jsonl", "flag", CATEGORICAL_SPECS, BINARY_METRICS, 300),
+    "parcels, ints 1/-1": ("parcels_ints.jsonl", "sign", CATEGORICAL_SPECS, BINARY_METRICS, 300),
     "parcels, 3 shapes": (
         "parcels.jsonl",
         "shape",
@@ -86,7 +88,7 @@ RIVER = {
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    """river's data sets as JSON lines, beside the parcels."""
+    """river's data sets as JSON lines, beside the parcels (and the parcels with int signs)."""
     folder = tmp_path_factory.mktemp("differential")
     for name, dataset in RIVER.items():
         with open(folder / name, "w", encoding="utf-8") as fh:
@@ -94,6 +96,11 @@ def folder(tmp_path_factory) -> Path:
                 fh.write(json.dumps({"x": x, "label": y}) + "\n")
     for name in ("parcels.csv", "parcels.jsonl"):
         (folder / name).write_bytes((DATA / name).read_bytes())
+    with open(DATA / "parcels.jsonl", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    with open(folder / "parcels_ints.jsonl", "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps({**row, "sign": int(row["sign"])}) + "\n")
     return folder
 
 
