@@ -1,9 +1,8 @@
 """Reproduce the papers' main tables and figures from ../shared/data in one command.
 
 Writes ``reproduction.md``, its PNG figures and ``reproduction.json`` (every number the
-document and the figures show, which tests/test_docs.py renders again and partly recomputes) into
-``--out`` (default ``docs``): JMLR 2012
-Tables 2 and 3, AROW's Table 1 in spirit (mean ranks under label noise), NHERD's Figure 4
+document and the figures show: they are drawn from it) into ``--out`` (default ``docs``):
+JMLR 2012 Tables 2 and 3, AROW's Table 1 in spirit (mean ranks under label noise), NHERD's Figure 4
 (pairwise tournament, binary and multi-class), the rotated synthetic problem of exact convex CW
 (NIPS 2008, section 5), voted RDA along the l1 path, and JMLR 2012 Figure 6 (combining models
 trained on shards). Every number in the document comes from this run; nothing is typed in.
