@@ -2,11 +2,11 @@
 mixed every N examples per partition by the KL and L2 delta rules, next to one model learning the
 whole stream and to isolated per-partition models.
 
-Offline, with `streams.evaluate.sharded` (the protocol `river-cw serve --mix` runs); with ``--broker``,
-also served by `river-cw serve` members in one consumer group on a local Tansu broker, the
-prequential accuracy of the committed predictions. Prints markdown tables; writes a PNG and
-beside it (same name, ``.json``) the offline numbers it draws, which tests/test_docs.py recomputes
-for one N.
+Offline, with `streams.evaluate.sharded` (the protocol `river-cw serve --mix` runs); with
+``--broker``, also served by `river-cw serve` members in one consumer group on a local Tansu
+broker, the prequential accuracy of the committed predictions. Prints markdown tables; writes a
+PNG and beside it (same name, ``.json``) the offline numbers it draws, which
+tests/test_docs_generated.py recomputes for one N.
 
     python benchmarks/mixing.py [docs/mixing.png] [--data FILE] [--every 10 25 ...] [--broker]
 """

@@ -40,7 +40,20 @@ __all__ = ["order_key"]
 
 
 def order_key(label) -> tuple:
-    """The sort key of a label in the order of the module docstring."""
+    """The sort key of a label in the order of the module docstring.
+
+    Parameters
+    ----------
+    label
+        A label of any hashable type.
+
+    Examples
+    --------
+
+    >>> max(["spam", "ham"], key=order_key), max([False, True], key=order_key)
+    ('spam', True)
+
+    """
     number = _number(label)
     if number is not None:
         return 0, number, type(label).__name__, repr(label)

@@ -35,6 +35,9 @@ curves grow in a notebook); `evaluate` returns the last of them. The columns of 
 A model that raises stops the run with a `ModelError` naming the model, the example and, for a
 `TypeError` on an example with string values, the features that hold them.
 
+Examples
+--------
+
 >>> from river import linear_model
 >>> stream = [({"a": float(i % 2)}, i % 2 == 1) for i in range(100)]
 >>> result = evaluate({"LR": linear_model.LogisticRegression()}, stream, every=50)
@@ -48,7 +51,6 @@ Evaluation(Accuracy, 1 model, 100 examples)
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import time
 import typing
@@ -83,11 +85,22 @@ class OneClass(metrics.base.ClassificationMetric):
     `y == label` first (a distribution, the probability of `label`), and the wrapped metric
     keeps `pos_val=True`.
 
+    Parameters
+    ----------
+    metric
+        A river binary metric (`metrics.F1()`, `metrics.MCC()`, `metrics.ROCAUC()` ...).
+    label
+        The class scored as the positive one.
+
+    Examples
+    --------
+
     >>> f1 = OneClass(metrics.F1(), "spam")
     >>> for y_true, y_pred in [("spam", "spam"), ("ham", "spam"), ("spam", "ham")]:
     ...     f1.update(y_true, y_pred)
     >>> f1.get()
     0.5
+
     """
 
     def __init__(self, metric: metrics.base.BinaryMetric, label: typing.Hashable):
@@ -103,9 +116,31 @@ class OneClass(metrics.base.ClassificationMetric):
         return {True: p, False: 1.0 - p}
 
     def update(self, y_true, y_pred, w=1.0) -> None:
+        """Add an observation to the metric (river's `Metric.update`).
+
+        Parameters
+        ----------
+        y_true
+            The true label.
+        y_pred
+            The predicted label, or ``{label: probability}`` for a metric of probabilities.
+        w
+            The observation's weight.
+        """
         self.metric.update(y_true == self.label, self._binary(y_pred), w)
 
     def revert(self, y_true, y_pred, w=1.0) -> None:
+        """Remove an observation from the metric (river's `Metric.revert`).
+
+        Parameters
+        ----------
+        y_true
+            The true label.
+        y_pred
+            The predicted label, or ``{label: probability}`` for a metric of probabilities.
+        w
+            The observation's weight.
+        """
         self.metric.revert(y_true == self.label, self._binary(y_pred), w)
 
     def get(self) -> float:
@@ -126,6 +161,14 @@ class OneClass(metrics.base.ClassificationMetric):
 
 def metric_name(metric: metrics.base.Metric) -> str:
     """A short name for a river metric: its class, and the positive class of a binary one.
+
+    Parameters
+    ----------
+    metric
+        A river metric.
+
+    Examples
+    --------
 
     >>> metric_name(OneClass(metrics.F1(), "spam")), metric_name(metrics.CrossEntropy())
     ('F1 (spam)', 'CrossEntropy')
@@ -290,6 +333,16 @@ def iter_evaluate(
         Add river's `dummy.PriorClassifier` (it predicts the majority class so far) as a
         model named `BASELINE`.
 
+    Examples
+    --------
+
+    >>> from river import linear_model
+    >>> stream = [({"a": float(i % 2)}, i % 2 == 1) for i in range(100)]
+    >>> for result in iter_evaluate([linear_model.LogisticRegression()], stream, every=50):
+    ...     print(result.records[-1]["step"], result.records[-1]["metric"])
+    50 0.94
+    100 0.97
+
     """
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every!r}")
@@ -348,18 +401,65 @@ def _progress_bar(stream, total: int | None, progress: bool | None):
     return auto.tqdm(stream, total=total, disable=disable, delay=1.0, unit="ex", leave=False)
 
 
-def evaluate(*args, **kwargs) -> Evaluation:
+def evaluate(
+    models: Mapping[str, base.Classifier] | Sequence[base.Classifier],
+    stream: Iterable[tuple[dict, typing.Hashable]],
+    noise: LabelNoise | None = None,
+    every: int = 1000,
+    total: int | None = None,
+    progress: bool | None = None,
+    delay: int = 0,
+    metric: metrics.base.Metric | None = None,
+    baseline: bool = False,
+) -> Evaluation:
     """Progressive validation of several models side by side, in one pass over `stream`.
 
-    The parameters are those of `iter_evaluate`; this returns its last result.
+    Each model predicts every example before it learns it, as river's `progressive_val_score`
+    does, and the same examples reach every model in the same order. This is `iter_evaluate`'s
+    last result.
+
+    Parameters
+    ----------
+    models
+        Classifiers by name, or a list (named by their class, numbered if repeated).
+    stream
+        The (x, y) pairs; `y` is the clean label every model is scored against.
+    noise
+        A `LabelNoise`, applied once per example to the label the models learn from.
+    every
+        Record the learning curve every `every` examples (and at the end).
+    total
+        The length of the stream, if known, for the progress bar.
+    progress
+        Show a progress bar; None shows it in a notebook or when stderr is a terminal.
+    delay
+        Labels arrive `delay` examples late, as with river's `progressive_val_score(delay=...)`.
+    metric
+        A river classification metric (default: accuracy), e.g. `OneClass(metrics.F1(), "spam")`.
+    baseline
+        Add the majority class (river's `dummy.PriorClassifier`) as a model named `BASELINE`.
+
+    Examples
+    --------
+
+    >>> from river import datasets, linear_model
+    >>> import river_cw
+    >>> result = evaluate(
+    ...     {"AROW": river_cw.AROW(), "LogisticRegression": linear_model.LogisticRegression()},
+    ...     datasets.Phishing(),
+    ...     every=500,
+    ...     baseline=True,
+    ... )
+    >>> {r["model"]: round(r["metric"], 3) for r in result.summary}
+    {'majority class': 0.555, 'AROW': 0.867, 'LogisticRegression': 0.73}
+
     """
     result = Evaluation([])
-    for result in iter_evaluate(*args, **kwargs):  # noqa: B007 - the last one is the answer
+    for result in iter_evaluate(  # noqa: B007 - the last one is the answer
+        models, stream, noise, every, total, progress, delay, metric, baseline
+    ):
         pass
     return result
-
-
-evaluate.__signature__ = inspect.signature(iter_evaluate).replace(return_annotation="Evaluation")
 
 
 def _name(models: Sequence[base.Classifier]) -> dict[str, base.Classifier]:

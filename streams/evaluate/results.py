@@ -42,6 +42,29 @@ class Evaluation:
     The last record of each (noise, model) is its final score; `summary` holds those.
     `metric` names the metric of the `metric` columns; `info` carries anything else worth
     saving with the results (e.g. tuned parameters). In a notebook a result shows as a table.
+
+    Parameters
+    ----------
+    records
+        One dict per (noise, model, step), with the keys of `COLUMNS`.
+    info
+        Anything else to save with the results (e.g. tuned parameters).
+    metric
+        The name of the metric of the ``metric`` columns.
+    bigger_is_better
+        Whether a bigger value of the metric is better.
+
+    Examples
+    --------
+
+    >>> from river import datasets, linear_model
+    >>> from streams.evaluate.progressive import evaluate
+    >>> result = evaluate([linear_model.LogisticRegression()], datasets.Phishing(), every=500)
+    >>> result
+    Evaluation(Accuracy, 1 model, 1,250 examples)
+    >>> [(r["step"], round(r["metric"], 3)) for r in result.records]
+    [(500, 0.632), (1000, 0.704), (1250, 0.73)]
+
     """
 
     records: list[dict]
@@ -51,6 +74,13 @@ class Evaluation:
 
     @classmethod
     def concat(cls, evaluations: Iterable[Evaluation]) -> Evaluation:
+        """One result holding the records of several (e.g. one per noise level).
+
+        Parameters
+        ----------
+        evaluations
+            The results, in order; the first one names the metric.
+        """
         evaluations = list(evaluations)
         records, info = [], {}
         for evaluation in evaluations:
@@ -96,9 +126,15 @@ class Evaluation:
         return header, rows
 
     def table(self, markdown: bool = False) -> str:
-        """The final scores as an aligned text table, or a markdown one for documents, which
-        leaves out the throughput (a machine's load, not the run's result) so that a rerun
-        writes the same file."""
+        """The final scores as an aligned text table, or a markdown one.
+
+        Parameters
+        ----------
+        markdown
+            A markdown table instead of aligned text, for documents: it leaves out the
+            throughput (a machine's load, not the run's result), so that a rerun writes the same
+            file.
+        """
         header, rows = self._rows(timing=not markdown)
         left = {0, 1}
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -123,12 +159,26 @@ class Evaluation:
         return f"<table><caption>{caption}</caption><tr>{cells}</tr>{body}</table>"
 
     def to_csv(self, path) -> None:
+        """Write every record (the learning curves) as CSV, with the columns of `COLUMNS`.
+
+        Parameters
+        ----------
+        path
+            The file to write.
+        """
         with open(path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(self.records)
 
     def to_json(self, path) -> None:
+        """Write the metric, the final scores, every record and `info` as one JSON document.
+
+        Parameters
+        ----------
+        path
+            The file to write.
+        """
         document = {
             "metric": self.metric,
             "summary": self.summary,
@@ -149,11 +199,19 @@ class Evaluation:
     ):
         """Draw the learning curves, one panel per noise level; return the matplotlib Figure.
 
-        `path` also writes the figure (PNG, PDF or SVG, by its extension); `ax` draws into
-        existing axes (one per noise level) instead of a new figure. `column` is `"metric"`
-        (running), `"recent_metric"` (since the previous record), `"accuracy"`,
-        `"recent_accuracy"` or `"log_loss"`; `marks` are positions to mark with a dashed line,
-        such as a drift.
+        Parameters
+        ----------
+        path
+            Also write the figure there (PNG, PDF or SVG, by its extension).
+        ax
+            Draw into these existing axes (one per noise level) instead of a new figure.
+        title
+            The figure's title.
+        column
+            ``"metric"`` (running), ``"recent_metric"`` (since the previous record),
+            ``"accuracy"``, ``"recent_accuracy"`` or ``"log_loss"``.
+        marks
+            Positions to mark with a dashed line, such as a drift.
         """
         from streams.evaluate.plots import learning_curves
 

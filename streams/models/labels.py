@@ -37,12 +37,46 @@ __all__ = ["BinaryLabels", "arrange", "needs_booleans"]
 
 
 def needs_booleans(model: base.Estimator) -> bool:
-    """Whether a classifier (of any shape) learns only True and False."""
+    """Whether a classifier (of any shape) learns only True and False.
+
+    Parameters
+    ----------
+    model
+        A river classifier, or a pipeline or composition ending in one.
+
+    Examples
+    --------
+
+    >>> from river import linear_model, naive_bayes, preprocessing
+    >>> needs_booleans(preprocessing.StandardScaler() | linear_model.LogisticRegression())
+    True
+    >>> needs_booleans(naive_bayes.GaussianNB())
+    False
+
+    """
     return not model._multiclass
 
 
 def arrange(model: base.Classifier, labels: typing.Collection) -> base.Classifier:
-    """`model` fitted to a stream of these labels (see the module docstring)."""
+    """`model` fitted to a stream of these labels (see the module docstring).
+
+    Parameters
+    ----------
+    model
+        A river classifier, or a pipeline or composition ending in one.
+    labels
+        The stream's labels (repeats are ignored).
+
+    Examples
+    --------
+
+    >>> from river import linear_model
+    >>> arrange(linear_model.LogisticRegression(), ["-1", "+1"]).positive
+    '+1'
+    >>> type(arrange(linear_model.LogisticRegression(), ["a", "b", "c"])).__name__
+    'OneVsRestClassifier'
+
+    """
     labels = list(dict.fromkeys(labels))
     if not needs_booleans(model) or all(isinstance(label, bool) for label in labels):
         return model
@@ -65,6 +99,17 @@ class BinaryLabels(base.Wrapper, base.Classifier):
         composition ending in one.
     labels
         The two labels, in any order.
+
+    Examples
+    --------
+
+    >>> from river import linear_model
+    >>> model = BinaryLabels(linear_model.LogisticRegression(), ["+1", "-1"])
+    >>> model.negative, model.positive
+    ('-1', '+1')
+    >>> model.learn_one({"x": 1.0}, "+1")
+    >>> model.predict_one({"x": 1.0})
+    '+1'
 
     """
 
@@ -90,13 +135,42 @@ class BinaryLabels(base.Wrapper, base.Classifier):
         return self.positive if answer else self.negative
 
     def learn_one(self, x: dict, y, **kwargs) -> None:
+        """Learn `y` as True if it is `positive`, as False if it is `negative`.
+
+        Parameters
+        ----------
+        x
+            The features.
+        y
+            One of the two labels (another raises `ValueError`).
+        **kwargs
+            Passed on to the classifier's `learn_one`.
+        """
         self.classifier.learn_one(x, self._boolean(y), **kwargs)
 
     def predict_one(self, x: dict, **kwargs):
+        """The classifier's answer as one of the two labels (None stays None).
+
+        Parameters
+        ----------
+        x
+            The features.
+        **kwargs
+            Passed on to the classifier's `predict_one`.
+        """
         answer = self.classifier.predict_one(x, **kwargs)
         return None if answer is None else self._label(answer)
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        """The classifier's probabilities, keyed by the two labels.
+
+        Parameters
+        ----------
+        x
+            The features.
+        **kwargs
+            Passed on to the classifier's `predict_proba_one`.
+        """
         proba = self.classifier.predict_proba_one(x, **kwargs)
         return {self._label(answer): p for answer, p in proba.items()}
 
