@@ -87,7 +87,7 @@ def tracked_files(dest: Path) -> Path:
     return dest
 
 
-def pytest_in_subprocess(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+def run_pytest(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     """pytest run quietly by this interpreter in a process of its own (another engine, another
     build), stopping at the first failure; its output captured."""
     return subprocess.run(

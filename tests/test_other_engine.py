@@ -14,7 +14,7 @@ import os
 import pytest
 
 import river_cw
-from tests.conftest import ROOT, pytest_in_subprocess
+from tests.conftest import ROOT, run_pytest
 
 MODULES = [
     "tests/test_diagonal.py",
@@ -38,7 +38,5 @@ def test_the_other_engine_passes_the_engine_sensitive_tests():
         env["RIVER_CW_PURE_PYTHON"] = "1"
     else:
         env.pop("RIVER_CW_PURE_PYTHON", None)
-    run = pytest_in_subprocess(
-        [*MODULES, *(f"--deselect={test}" for test in DESELECT)], cwd=ROOT, env=env
-    )
+    run = run_pytest([*MODULES, *(f"--deselect={test}" for test in DESELECT)], cwd=ROOT, env=env)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

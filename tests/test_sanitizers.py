@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, pytest_in_subprocess, tracked_files
+from tests.conftest import ROOT, run_pytest, tracked_files
 
 TESTS = [
     "tests/test_engines.py",
@@ -108,7 +108,7 @@ def test_engine_batch_text_and_hostile_input_tests_pass_under_asan_and_ubsan(tmp
     )
     # --capture=sys: the sanitizers write their reports to the process's own stderr, which
     # pytest's default capture of file descriptors would lose when ASan aborts
-    run = pytest_in_subprocess(["--capture=sys", "-k", DESELECT, *TESTS], cwd=source, env=env)
+    run = run_pytest(["--capture=sys", "-k", DESELECT, *TESTS], cwd=source, env=env)
     found = [run.stderr.find(report) for report in REPORTS if report in run.stderr]
     report = run.stderr[max(min(found) - 200, 0) :][:6000] if found else ""
     assert not found, f"a sanitizer report:\n{report}"
