@@ -23,7 +23,7 @@ from river.feature_extraction.vectorize import strip_accents_unicode
 from . import engine
 
 COMPILED = engine.text is not None
-if COMPILED:
+if engine.text is not None:
     count_ascii, count_preprocessed = engine.text.count_ascii, engine.text.count_preprocessed
 
 __all__ = ["COMPILED", "BagOfWords", "TextClassifier"]
