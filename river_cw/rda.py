@@ -4,30 +4,27 @@ from __future__ import annotations
 
 import heapq
 import math
-import numbers
-import os
 from array import array
 
 import numpy as np
 
-from . import calibration
+from . import calibration, engine
 from .base import INTERCEPT, LinearClassifier
-from .validation import check_features
+from .validation import check_features, is_real
 
 __all__ = ["VotedRDA"]
-
-_compiled = None  # river_cw._rda: the compiled engine, the same numbers (see `_compiled_engine`)
-if not os.environ.get("RIVER_CW_PURE_PYTHON"):
-    try:
-        from . import _rda as _compiled
-    except ImportError:  # built without a compiler: Python serves
-        pass
 
 
 def _raise_bad_input(x: dict) -> None:
     """Name the offending feature, or report an overflow of finite values."""
     check_features(x)
     raise ValueError("feature values too large: the score overflows float64")
+
+
+# river_cw._rda, the compiled engine with the same numbers (see `_compiled_engine`), or None
+_compiled = engine.rda
+if _compiled is not None:
+    _compiled.connect(raise_bad_input=_raise_bad_input)
 
 
 def _softmax(z: np.ndarray, temperature: float) -> np.ndarray:
@@ -189,9 +186,9 @@ class VotedRDA(LinearClassifier):
         conservative: bool = True,
         learn_intercept: bool = True,
     ):
-        if isinstance(l1, bool) or not isinstance(l1, numbers.Real) or not 0 <= l1 < math.inf:
+        if not is_real(l1) or not 0 <= l1 < math.inf:
             raise ValueError(f"l1 must be a finite number >= 0, got {l1!r}")
-        if isinstance(eta, bool) or not isinstance(eta, numbers.Real) or not 0 < eta < math.inf:
+        if not is_real(eta) or not 0 < eta < math.inf:
             raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
         if loss not in ("hinge", "log"):
             raise ValueError(f"loss must be 'hinge' or 'log', got {loss!r}")
@@ -611,7 +608,7 @@ class VotedRDA(LinearClassifier):
 
     # -- river API ------------------------------------------------------------------------------
 
-    def predict_proba_one(self, x: dict) -> dict:
+    def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
         """``{label: probability}``: a softmax of the scores at the temperature (the share of
         the voters' votes with ``prediction="vote"``); empty before any label.
 
