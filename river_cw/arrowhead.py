@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import math
 from math import fsum
+from typing import Any
 
 import numpy as np
 from scipy.linalg import block_diag
@@ -84,7 +85,7 @@ from .gaussian import _learn, _raise_bad_input, _total, forget
 __all__ = ["ArrowheadGaussian", "PythonArrowheadGaussian"]
 
 
-class ArrowheadGaussian:
+class PythonArrowheadGaussian:
     """Per block, N(mu_b, S) over the root (the intercept) and the features given the root.
 
     Each block maps a feature to ``[a_j, k_j, c_j]`` (see the module docstring) and the root to
@@ -315,11 +316,14 @@ def _restore_arrowhead(initial_variance: float, root, root_variance: float, bloc
     return gaussian
 
 
-PythonArrowheadGaussian = ArrowheadGaussian
+# The arrowhead engine that serves: the compiled one where it is built, else the Python one. Its
+# type is the Python engine's: the compiled engine has its interface (and numbers, bit for bit).
+ArrowheadGaussian: type[PythonArrowheadGaussian] = PythonArrowheadGaussian
 if engine.arrowhead is not None:
     engine.arrowhead.connect(raise_bad_input=_raise_bad_input)
+    _Arrowhead: Any = engine.arrowhead.Arrowhead  # a compiled type: nothing a type checker reads
 
-    class ArrowheadGaussian(engine.arrowhead.Arrowhead):
+    class CompiledArrowheadGaussian(_Arrowhead):
         """The compiled engine (`river_cw._arrowhead`): `PythonArrowheadGaussian`'s interface
         and numbers, bit for bit; ``blocks`` returns copies."""
 
@@ -330,3 +334,5 @@ if engine.arrowhead is not None:
         cov = PythonArrowheadGaussian.cov
         _learned = PythonArrowheadGaussian._learned
         __reduce__ = PythonArrowheadGaussian.__reduce__  # a pickle names no engine
+
+    ArrowheadGaussian = CompiledArrowheadGaussian

@@ -37,8 +37,10 @@ point masses' means, with variance 0. A weight that only one member changed take
 value exactly, and a weight no member changed keeps the base's: mixing copies of an unchanged
 model returns the model, bit for bit.
 
-Labels: models are aligned on one label list before their weights meet. A binary model whose
-labels came in the other order is negated (its Gaussian over ``-w``); when the union of the
+Labels: models are aligned on one label list before their weights meet. Binary models that know
+both labels hold them in the same order (their weights score `positive_label`, whichever label
+came first), so they meet as they are; a model that knows one label learned it as y = -1 and is
+negated (its Gaussian over ``-w``) where that label is the positive one. When the union of the
 labels has three or more, binary models are lifted to one block per label as the classifiers do
 at their third label (``[empty, w]``; a model that knew one label keeps ``-w`` on its block) and
 blocks of labels a model never saw are empty (the prior). With a base, every member must extend
@@ -61,7 +63,8 @@ import numpy as np
 from river import compose
 
 from .base import GaussianClassifier
-from .gaussian import DiagonalGaussian, FullGaussian
+from .gaussian import DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
+from .labels import order_key
 from .text import TextClassifier
 
 __all__ = ["changes", "combine"]
@@ -85,10 +88,30 @@ def combine(models: list, method: str = "kl", base=None):
     changes of the mean and, in the log domain, of the variance. A weight absent from a member
     has the base's value. Members may have learned labels the base had not seen.
 
-    Models may be pipelines ending in the classifier (e.g. ``BagOfWords() | AROW()``) whose
-    other steps are identical, or `river_cw.text.TextClassifier`s of the same text options. The inputs are not modified. `ValueError` when the models cannot
-    be mixed.
+    Parameters
+    ----------
+    models
+        Models of one class and one set of hyper-parameters: Gaussian classifiers (diagonal or
+        full covariance; full with ``"kl"`` only), pipelines ending in one (e.g. ``BagOfWords()
+        | AROW()``) whose other steps are identical, or `river_cw.text.TextClassifier`s of the
+        same text options. They are not modified.
+    method
+        ``"kl"`` (precisions and precision-weighted means add) or ``"l2"`` (means and
+        covariances average; with `base`, mean changes add and variance changes add in the log
+        domain).
+    base
+        The model every member started from (the last mix), or None for models trained from
+        the prior on disjoint shards.
 
+    Returns
+    -------
+    A new model of the members' class, or `ValueError` when the models cannot be mixed (voted
+    RDA, river's models, other hyper-parameters, pipelines with different steps).
+
+    Examples
+    --------
+
+    >>> import copy
     >>> import river_cw
     >>> a, b = river_cw.AROW(), river_cw.AROW()
     >>> a.learn_one({"x": 1.0}, True)
@@ -111,6 +134,13 @@ def combine(models: list, method: str = "kl", base=None):
     True
     >>> river_cw.combine([start, start], base=start).weights == start.weights
     True
+
+    References
+    ----------
+    [^1]: Crammer, K., Dredze, M. and Pereira, F., 2012. Confidence-weighted linear
+    classification for text categorization. JMLR 13, 1891-1926 (section 7.10).
+    [^2]: McDonald, R., Hall, K. and Mann, G., 2010. Distributed training strategies for the
+    structured perceptron. NAACL.
 
     """
     if method not in METHODS:
@@ -143,7 +173,7 @@ def combine(models: list, method: str = "kl", base=None):
                     f"combine needs models that saw the same labels: "
                     f"{first.classes_!r} vs {model.classes_!r}"
                 )
-        labels = list(first.classes_)
+        labels = list(first.classes_)  # a binary model's two labels are in their order
     else:
         labels = _extended_labels(models, base)
     gaussians = [_aligned(model, labels) for model in models]
@@ -168,15 +198,28 @@ def changes(model, base):
     these is mixing the models themselves, with far less to store or send when each learned a
     few examples. On its own it is no model to predict with (its other weights are missing).
 
+    Parameters
+    ----------
+    model
+        A model that learned since `base` (of its class and hyper-parameters; a pipeline or a
+        `river_cw.text.TextClassifier` as in `combine`).
+    base
+        The model `model` started from.
+
+    Examples
+    --------
+
+    >>> import copy
     >>> import river_cw
     >>> start = river_cw.AROW()
     >>> start.learn_one({"a": 1.0, "b": 1.0}, True)
     >>> model = copy.deepcopy(start)
     >>> model.learn_one({"b": 1.0, "c": 1.0}, False)
-    >>> sorted(changes(model, start).weights)
+    >>> sorted(river_cw.changes(model, start).weights)
     ['b', 'c']
-    >>> combine([changes(model, start)], base=start).weights == model.weights
+    >>> river_cw.combine([river_cw.changes(model, start)], base=start).weights == model.weights
     True
+
     """
     if isinstance(model, compose.Pipeline) or isinstance(base, compose.Pipeline):
         last = _last_step([model, base])
@@ -245,12 +288,14 @@ def _combine_pipelines(models: list, method: str, base):
 
 
 def _extended_labels(models: list, base) -> list:
-    """The base's labels, then the members' new ones in order of appearance; every member must
-    extend the base's list."""
+    """The base's labels, then the members' new ones in order of appearance (two labels in the
+    binary models' order, `LinearClassifier.positive_label`); every member must extend the base's
+    labels (a base of one label may become either of a member's two)."""
     known = list(base.classes_)
     labels = list(known)
     for model in models:
-        if list(model.classes_[: len(known)]) != known:
+        prefix = list(model.classes_[: len(known)]) == known
+        if not set(known) <= set(model.classes_) or (len(known) > 1 and not prefix):
             raise ValueError(
                 f"a member with labels {model.classes_!r} did not start from the base "
                 f"(labels {known!r}): its labels must extend the base's"
@@ -259,9 +304,14 @@ def _extended_labels(models: list, base) -> list:
     if len(known) == 1 and len(labels) >= 3 and base.weights:
         raise ValueError(
             f"cannot mix members that learned the labels {labels[1:]!r} after a base that knew "
-            f"only {known[0]!r}: its weights belong to whichever label came second"
+            f"only {known[0]!r}: its weights score it against whichever label came next"
         )
-    return labels
+    return _binary_order(labels)
+
+
+def _binary_order(labels: list) -> list:
+    """Two labels as a binary model holds them, ``[negative, positive]``; more as they are."""
+    return sorted(labels, key=order_key) if len(labels) == 2 else labels
 
 
 def _aligned(model: GaussianClassifier, labels: list):
@@ -273,7 +323,7 @@ def _aligned(model: GaussianClassifier, labels: list):
         return gaussian
     gaussian = pickle.loads(pickle.dumps(gaussian, protocol=pickle.HIGHEST_PROTOCOL))
     if len(labels) <= 2:
-        gaussian.negate()  # the binary vector scores the second label against the first
+        gaussian.negate()  # one label, learned as y = -1, is the positive one of `labels`
         return gaussian
     if model.is_binary:  # one block per label, as `LinearClassifier._register` lifts
         if len(known) == 1:
@@ -303,7 +353,7 @@ def _combine_from(gaussians: list, base, method: str):
     return _combine_full(gaussians, method, base)
 
 
-def _combine_diagonal(gaussians: list, method: str, base) -> DiagonalGaussian:
+def _combine_diagonal(gaussians: list, method: str, base) -> PythonDiagonalGaussian:
     prior = gaussians[0].initial_variance
     merged = DiagonalGaussian(prior)
     merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy

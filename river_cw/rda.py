@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import heapq
 import math
-import numbers
 from array import array
 
 import numpy as np
 
 from . import calibration, engine
 from .base import INTERCEPT, LinearClassifier
-from .validation import check_features
+from .validation import check_features, is_real
 
 __all__ = ["VotedRDA"]
 
@@ -66,7 +65,7 @@ class VotedRDA(LinearClassifier):
     ``g_1, ..., g_k`` of the loss at the predictors that made them (Algorithm 1). With
     ``h(w) = ||w||^2 / 2`` and ``beta_k = eta sqrt(k)`` the step
 
-        ``w_{k+1} = argmin_w { <s_k / k, w> + l1 ||w||_1 + (beta_k / (2k)) ||w||^2 }``
+        w_{k+1} = argmin_w { <s_k / k, w> + l1 ||w||_1 + (beta_k / (2k)) ||w||^2 }
 
     has the closed form ``w_{k+1} = -(sqrt(k) / eta) shrink(s_k / k, l1)`` coordinate-wise, with
     ``shrink(a, l1) = sign(a) max(|a| - l1, 0)``: a weight is exactly zero unless the average
@@ -96,9 +95,10 @@ class VotedRDA(LinearClassifier):
     to every block.
 
     Probabilities. ``vote``: the ``c``-weighted share of the votes (binary: ``(1 + v) / 2`` for the
-    second label, ``v`` the normalized vote margin). Otherwise the scores ``f`` pass through a
-    logistic link: ``P(second) = sigmoid(a f)`` for two labels, ``softmax(a f)`` over the blocks
-    for more. With the log loss ``a = 1``: the model is trained as a logistic regression. The
+    positive label, ``v`` the normalized vote margin). Otherwise the scores ``f`` pass through a
+    logistic link: ``P(positive) = sigmoid(a f)`` for two labels, ``softmax(a f)`` over the
+    blocks for more. Either way the probabilities rank the labels as their scores do, so
+    `predict_one` (the best score) is the label of largest probability. With the log loss ``a = 1``: the model is trained as a logistic regression. The
     hinge loss fixes only the sign of the score, not its scale, so ``a`` is a temperature fitted
     online (`river_cw.calibration`): before each update the model scores the example, and ``a``
     is the value, on a log grid from 2^-32 to 2^16, with the least cumulative log loss on these
@@ -123,10 +123,6 @@ class VotedRDA(LinearClassifier):
         Learn an intercept, the weight of a constant feature 1 (see `intercept`); like every
         weight it is l1-regularised.
 
-    A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its subgradient is
-    multiplied by w (with the conservative hinge loss: the update of the example ``w x``), and so is
-    its log loss in the calibration of the temperature. The counts ``c_k`` count examples.
-
     Attributes
     ----------
     n_updates
@@ -140,6 +136,12 @@ class VotedRDA(LinearClassifier):
     temperature
         a, the temperature of the probabilities (see above): 1 with the log loss, calibrated
         with the hinge loss; the vote does not use it.
+
+    Notes
+    -----
+    A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its subgradient is
+    multiplied by w (with the conservative hinge loss: the update of the example ``w x``), and so is
+    its log loss in the calibration of the temperature. The counts ``c_k`` count examples.
 
     Examples
     --------
@@ -184,9 +186,9 @@ class VotedRDA(LinearClassifier):
         conservative: bool = True,
         learn_intercept: bool = True,
     ):
-        if isinstance(l1, bool) or not isinstance(l1, numbers.Real) or not 0 <= l1 < math.inf:
+        if not is_real(l1) or not 0 <= l1 < math.inf:
             raise ValueError(f"l1 must be a finite number >= 0, got {l1!r}")
-        if isinstance(eta, bool) or not isinstance(eta, numbers.Real) or not 0 < eta < math.inf:
+        if not is_real(eta) or not 0 < eta < math.inf:
             raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
         if loss not in ("hinge", "log"):
             raise ValueError(f"loss must be 'hinge' or 'log', got {loss!r}")
@@ -288,6 +290,21 @@ class VotedRDA(LinearClassifier):
             self._engine.load({name: vars(self).pop(name) for name in _STATE})
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Learn the example `x` with label `y`.
+
+        Bad input (a non-numeric, NaN or infinite value, a missing label, a bad `w`) raises
+        TypeError or ValueError naming it, and leaves the model exactly as it was.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``; a missing feature is 0.
+        y
+            The label: any hashable value; a new one makes a binary model multi-class.
+        w
+            The sample weight, a finite number >= 0 (see the class's Notes); ``w=0``
+            validates `x` and `y` and changes nothing.
+        """
         # The common case in one call of the compiled engine (a binary model, a known label, a
         # float weight > 0, x read as `as_floats` reads it); any other case, and any x it would
         # refuse (to name the bad feature), goes the general way.
@@ -438,6 +455,24 @@ class VotedRDA(LinearClassifier):
         self._blocks.insert(0, {})
         self._history.insert(0, {})
 
+    def _negate(self) -> None:
+        """The model of ``-y``: every sum of subgradients ``s`` and every closed sum of weights is
+        odd in the labels' sign (the counts and the cuts, which see ``|s|``, are not)."""
+        self._flush_calibration()
+        engine = self._engine
+        state = vars(self) if engine is None else engine.export()
+        for block in state["_blocks"]:
+            for rec in block.values():
+                rec[0], rec[2] = -rec[0], -rec[2]
+        if engine is None:
+            for history in self._history:
+                for _, values in history.values():
+                    for i, value in enumerate(values):
+                        values[i] = -value
+            return
+        self._engine = self._compiled_engine()  # the compiled state, negated, in a new engine
+        self._engine.load(state)
+
     def _layout(self):
         if self._engine is not None:
             return self._engine.layout()
@@ -573,7 +608,15 @@ class VotedRDA(LinearClassifier):
 
     # -- river API ------------------------------------------------------------------------------
 
-    def predict_proba_one(self, x: dict) -> dict:
+    def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
+        """``{label: probability}``: a softmax of the scores at the temperature (the share of
+        the voters' votes with ``prediction="vote"``); empty before any label.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``.
+        """
         scores = self._scores(self._features(x))  # validates x
         if len(self.classes_) < 2:
             return {c: 1.0 for c in self.classes_}

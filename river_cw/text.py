@@ -23,7 +23,7 @@ from river.feature_extraction.vectorize import strip_accents_unicode
 from . import engine
 
 COMPILED = engine.text is not None
-if COMPILED:
+if engine.text is not None:
     count_ascii, count_preprocessed = engine.text.count_ascii, engine.text.count_preprocessed
 
 __all__ = ["COMPILED", "BagOfWords", "TextClassifier"]
@@ -37,6 +37,27 @@ class BagOfWords(feature_extraction.BagOfWords):
     The parameters and the output are river's (see `river.feature_extraction.BagOfWords`). With
     `preprocessor`, `tokenizer`, a `tokenizer_pattern` other than the default, or n-grams other
     than unigrams, every text goes through river's code; so does a text that is not a `str`.
+
+    Parameters
+    ----------
+    on
+        The key of the text in a dict input; None takes the input itself as the text.
+    strip_accents
+        Strip accents (``"Déjà"`` counts as ``"deja"``).
+    lowercase
+        Lowercase the text before it is tokenized.
+    preprocessor
+        A function applied to the text before it is tokenized; None applies none.
+    stop_words
+        Tokens to leave out of the counts.
+    tokenizer_pattern
+        The regular expression of a token; river's default takes runs of two or more word
+        characters or hyphens.
+    tokenizer
+        A function from a text to its tokens, used instead of `tokenizer_pattern`.
+    ngram_range
+        ``(min_n, max_n)``: count the n-grams of these lengths; ``(1, 2)`` adds each pair of
+        consecutive tokens as a tuple. ``(1, 1)`` counts single tokens.
 
     Examples
     --------
@@ -85,6 +106,13 @@ class BagOfWords(feature_extraction.BagOfWords):
         )
 
     def transform_one(self, x):
+        """The token counts of the text `x`, ``{token: count}``.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        """
         if self._compiled:
             counts = self._counts(x if self.on is None else x[self.on])
             if counts is not None:
@@ -133,8 +161,24 @@ class TextClassifier(base.Classifier):
     ----------
     classifier
         The classifier of the token counts (any river classifier).
-    on, strip_accents, lowercase, preprocessor, stop_words, tokenizer_pattern, tokenizer, ngram_range
-        The parameters of `river.feature_extraction.BagOfWords`.
+    on
+        The key of the text in a dict input; None takes the input itself as the text.
+    strip_accents
+        Strip accents (``"Déjà"`` counts as ``"deja"``).
+    lowercase
+        Lowercase the text before it is tokenized.
+    preprocessor
+        A function applied to the text before it is tokenized; None applies none.
+    stop_words
+        Tokens to leave out of the counts.
+    tokenizer_pattern
+        The regular expression of a token; river's default takes runs of two or more word
+        characters or hyphens.
+    tokenizer
+        A function from a text to its tokens, used instead of `tokenizer_pattern`.
+    ngram_range
+        ``(min_n, max_n)``: count the n-grams of these lengths; ``(1, 2)`` adds each pair of
+        consecutive tokens as a tuple. ``(1, 1)`` counts single tokens.
 
     Examples
     --------
@@ -147,8 +191,10 @@ class TextClassifier(base.Classifier):
     >>> model.learn_one({"text": "See you at lunch"}, "ham")
     >>> model.predict_one({"text": "a free lunch prize"})
     'spam'
-    >>> round(model.classifier.weights["free"], 3)  # binary: the score of "ham", seen second
-    -0.167
+    >>> model.classifier.positive_label  # "spam" > "ham", whichever came first
+    'spam'
+    >>> round(model.classifier.weights["free"], 3)  # binary: the score of the positive label
+    0.167
 
     It drops into a pipeline like any river classifier; with `on=None` it takes the text itself:
 
@@ -201,12 +247,39 @@ class TextClassifier(base.Classifier):
         return self.classifier._multiclass
 
     def learn_one(self, x, y, **params) -> None:
-        """Learn the text `x` with label `y`; `params` (e.g. a sample weight ``w``) go to the
-        classifier's `learn_one`."""
+        """Learn the text `x` with label `y`.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        y
+            Its label.
+        **params
+            Passed to the classifier's `learn_one` (e.g. a sample weight ``w``).
+        """
         self.classifier.learn_one(self._bag_of_words.transform_one(x), y, **params)
 
     def predict_one(self, x, **params):
+        """The classifier's prediction for the text `x`.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        **params
+            Passed to the classifier's `predict_one`.
+        """
         return self.classifier.predict_one(self._bag_of_words.transform_one(x), **params)
 
     def predict_proba_one(self, x, **params) -> dict:
+        """The classifier's probabilities for the text `x`, ``{label: probability}``.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        **params
+            Passed to the classifier's `predict_proba_one`.
+        """
         return self.classifier.predict_proba_one(self._bag_of_words.transform_one(x), **params)

@@ -3,7 +3,8 @@
 Every reader yields `(x, y)` in file order and knows the line it is on. Two kinds of error:
 
 * A record that cannot be an example (bad JSON, JSON nested too deep, an integer too large for
-  a float, a feature that is not a finite number, a float, NaN or missing label, a CSV field over
+  a float, a feature that is neither a finite number nor a string (in libsvm: not a number), a
+  float, NaN or missing label, a CSV field over
   the csv module's size limit, bytes that are not UTF-8, ...) raises `MalformedLineError` naming
   the file and the line, or, with `on_error="skip"`, is skipped and counted (`n_skipped`, with
   the first errors kept in `errors`).
@@ -78,7 +79,17 @@ Example = tuple[dict, typing.Hashable]
 
 
 class MalformedLineError(ValueError):
-    """A line of a data file that cannot be read as an example."""
+    """A line of a data file that cannot be read as an example.
+
+    Parameters
+    ----------
+    path
+        The file.
+    line
+        The line's number (1-based).
+    reason
+        What is wrong, in words.
+    """
 
     def __init__(self, path: str, line: int, reason: str):
         super().__init__(f"{path}, line {line}: {reason}")
@@ -90,7 +101,14 @@ class MalformedLineError(ValueError):
 class UnreadableFileError(ValueError):
     """A data file that cannot be read past some point: a truncated or corrupt gzip stream.
 
-    `line` is the last line read whole (0 when nothing could be read).
+    Parameters
+    ----------
+    path
+        The file.
+    line
+        The last line read whole (0 when nothing could be read).
+    reason
+        What went wrong, in words.
     """
 
     def __init__(self, path: str, line: int, reason: str):
@@ -131,6 +149,18 @@ class FileStream(abc.ABC):
         `"raise"` (default) stops at the first malformed line with a `MalformedLineError`;
         `"skip"` drops it and counts it in `n_skipped` (the first 100 are kept in `errors`).
 
+    Examples
+    --------
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "two.jsonl"
+    >>> _ = path.write_text('{"text": "hi", "label": "ham"}\\nnot json\\n')
+    >>> stream = JSONLines(path, on_error="skip")
+    >>> list(stream), stream.n_skipped
+    ([({'text': 'hi'}, 'ham')], 1)
+    >>> stream.errors[0].line, stream.errors[0].reason
+    (2, 'bad JSON: Expecting value: line 1 column 1 (char 0)')
+
     """
 
     def __init__(self, path, on_error: str = "raise"):
@@ -155,10 +185,11 @@ class FileStream(abc.ABC):
 
     def _open(self) -> typing.ContextManager[io.BufferedReader]:
         if self.source == "<stdin>":
-            return contextlib.nullcontext(sys.stdin.buffer)  # not closed after reading
+            # not closed after reading; a BufferedReader, which typeshed calls a BinaryIO
+            return contextlib.nullcontext(typing.cast(io.BufferedReader, sys.stdin.buffer))
         return self.path.open("rb")
 
-    def _lines(self, fh: typing.BinaryIO) -> Iterator[tuple[int, str]]:
+    def _lines(self, fh: io.BufferedIOBase) -> Iterator[tuple[int, str]]:
         """Yield (line number, decoded line); a line that is not UTF-8 is a malformed line.
 
         A failure to read (truncated or corrupt gzip, an I/O error) raises
@@ -229,6 +260,9 @@ class JSONLines(_LineStream):
         Where the label, the text and the features are (`streams.io.schema.Schema`); every
         record needs a label.
 
+    Examples
+    --------
+
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "flat.jsonl"
     >>> _ = path.write_text('{"a": 1, "b": 0.5, "spam": true}\\n')
@@ -255,7 +289,7 @@ class JSONLines(_LineStream):
             or any(record.get(key) != value for key, value in self.where.items())
         ):
             return None
-        example = self.schema.parse(record, need_label=True)
+        example = self.schema.parse(record, need_label=True, strings=True)
         return example.x, example.label
 
 
@@ -275,6 +309,9 @@ class LibSVM(_LineStream):
     label_type
         Applied to the label token; the default `int` reads `+1`, `-1` and class numbers. It
         must give a string, an integer or a boolean (`schema.check_label`), never a float.
+
+    Examples
+    --------
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.svm"
@@ -319,10 +356,12 @@ class LibSVM(_LineStream):
 
 
 class CSV(FileStream):
-    """CSV with a header row: one column is the label, the others are numeric features.
+    """CSV with a header row: one column is the label, the others are features.
 
+    A cell that reads as a number is that number (it must be finite); any other is kept as its
+    string, a categorical value for river's encoders (``preprocessing.OneHotEncoder() | ...``).
     Empty cells are missing features (left out of `x`). The column named by `text`, if any,
-    holds raw text and becomes `x["text"]`. Labels stay strings, as written.
+    holds raw text and becomes `x["text"]`. Labels stay strings, as written (``"True"`` too).
 
     Parameters
     ----------
@@ -334,14 +373,17 @@ class CSV(FileStream):
         The label column.
     text
         The text column, if the file has one.
-    kwargs
+    **kwargs
         Passed to `csv.reader` (e.g. `delimiter=";"`).
+
+    Examples
+    --------
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.csv"
-    >>> _ = path.write_text("a,b,label\\n1,,yes\\n0.5,2,no\\n")
+    >>> _ = path.write_text("a,b,label\\n1,,yes\\n0.5,red,no\\n")
     >>> list(CSV(path))
-    [({'a': 1.0}, 'yes'), ({'a': 0.5, 'b': 2.0}, 'no')]
+    [({'a': 1.0}, 'yes'), ({'a': 0.5, 'b': 'red'}, 'no')]
 
     """
 
@@ -407,18 +449,21 @@ class CSV(FileStream):
             elif name == self.text:
                 x["text"] = value
             elif value != "":
-                try:
-                    number = float(value)
-                except ValueError:
-                    raise ValueError(
-                        f"column {_clip(name)}: {_clip(value)} is not a number"
-                    ) from None
-                if not math.isfinite(number):
-                    raise ValueError(f"column {_clip(name)}: {_clip(value)} is not finite")
-                x[name] = number
+                x[name] = _cell(name, value)
         if y == "":
             raise ValueError(f"empty {self.target!r}")
         return x, y
+
+
+def _cell(name: str, value: str) -> float | str:
+    """A CSV feature's value: the number it reads as (which must be finite), else the string."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if not math.isfinite(number):
+        raise ValueError(f"column {_clip(name)}: {_clip(value)} is not finite")
+    return number
 
 
 FORMATS = {
@@ -441,9 +486,23 @@ def open_stream(
 ) -> FileStream:
     """The reader for a file, chosen by `format` or by its extension (`.gz` aside).
 
-    `format` is one of `"jsonl"`, `"csv"`, `"libsvm"`; standard input (`"-"`) is JSON lines
-    unless `format` says otherwise. `schema` says where the label and the text are (and, for
-    JSON lines, the features); `delimiter` separates CSV fields.
+    Parameters
+    ----------
+    path
+        The file (plain or gzip), or ``"-"`` for standard input (JSON lines unless `format`
+        says otherwise).
+    format
+        ``"jsonl"``, ``"csv"`` or ``"libsvm"``; None chooses by the extension.
+    on_error
+        ``"raise"`` (a `MalformedLineError` naming the file and line) or ``"skip"`` (skip and
+        count a malformed line).
+    schema
+        Where the label and the text are (and, for JSON lines, the features).
+    delimiter
+        The separator of CSV fields.
+
+    Examples
+    --------
 
     >>> open_stream("data/a9a.libsvm.gz")
     LibSVM('data/a9a.libsvm.gz')
@@ -475,6 +534,17 @@ def open_stream(
 
 def sms_spam(on_error: str = "raise") -> JSONLines:
     """The SMS Spam Collection bundled with the package (5,574 texts, ham/spam, CC BY 4.0).
+
+    Almeida, T. A., Gomez Hidalgo, J. M. and Yamakami, A., 2011. Contributions to the study of
+    SMS spam filtering: new collection and results. DocEng.
+
+    Parameters
+    ----------
+    on_error
+        ``"raise"`` or ``"skip"`` a malformed line (see `open_stream`).
+
+    Examples
+    --------
 
     >>> x, y = next(iter(sms_spam()))
     >>> sorted(x), y

@@ -5,10 +5,11 @@ A record is a JSON object (a line of a JSON-lines file, a Kafka message, a CSV r
     {"id": "42", "x": {"feature": 1.5, ...}, "label": "spam"}   # features, or
     {"id": "42", "text": "free entry ...", "label": "spam"}     # raw text for a river pipeline
 
-- ``x`` maps feature names (strings) to finite real numbers (JSON numbers or booleans); a
-  text record becomes ``x = {"text": str}``, ready for ``BagOfWords(on="text")``. With
-  ``flat=True`` every field other than the id and the label is a feature (``{"a": 1, "b": 2,
-  "label": 0}``).
+- ``x`` maps feature names (strings) to finite real numbers (JSON numbers or booleans), and in
+  files to strings as well (categorical values, for river's encoders such as
+  ``preprocessing.OneHotEncoder``); a text record becomes ``x = {"text": str}``, ready for
+  ``BagOfWords(on="text")``. With ``flat=True`` every field other than the id and the label is a
+  feature (``{"a": 1, "b": 2, "label": 0}``).
 - ``label`` is a string, an integer or a boolean (never a float, NaN or null): the label of a
   classifier. It may be missing where a label can come later (Kafka's labels topic).
 - ``id`` is a string or an integer, normalised to a string, so an example with id 42 and a label
@@ -48,6 +49,25 @@ class SchemaError(ValueError):
 
 @dataclass(frozen=True)
 class Example:
+    """One decoded record.
+
+    Parameters
+    ----------
+    id
+        The record's id as a string (integers normalised: 42 and "42" are one id), or None.
+    x
+        The features, ``{name: number}``, or ``{"text": str}`` for a text.
+    label
+        The label (a string, an integer or a boolean), or None when it comes later.
+
+    Examples
+    --------
+
+    >>> Example("42", {"text": "see you at lunch"}).label is None  # its label comes later
+    True
+
+    """
+
     id: str | None
     x: dict  # features, or {"text": str}
     label: str | int | bool | None = None
@@ -68,6 +88,14 @@ _DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_reject_constan
 
 def loads(data: bytes | str):
     """Decode one JSON document, or raise `SchemaError` with the reason.
+
+    Parameters
+    ----------
+    data
+        The document's bytes (UTF-8) or text.
+
+    Examples
+    --------
 
     >>> loads(b'{"a": NaN}')
     Traceback (most recent call last):
@@ -110,17 +138,23 @@ def _check_string(what: str, value: str) -> None:
         ) from None
 
 
-def check_features(x: dict) -> None:
-    """Raise `SchemaError` naming the first feature that is not a finite real number.
+def check_features(x: dict, strings: bool = False) -> None:
+    """Raise `SchemaError` naming the first feature that is not a finite real number, or, with
+    `strings`, a string either (a categorical value, for river's encoders).
 
     JSON gives ints, floats and booleans; an int beyond float64 or a non-finite value is refused.
     """
     for name, value in x.items():
         if isinstance(name, str):
             _check_string("feature name", name)
+        if strings and isinstance(value, str):
+            _check_string(f"value of feature {name!r}", value)
+            continue
         if not isinstance(value, (int, float)):
             raise SchemaError(
-                f"wrong type: feature {name!r} has a non-numeric value {describe(value)}"
+                f"wrong type: feature {name!r} has a "
+                f"{'value neither a number nor a string' if strings else 'non-numeric value'} "
+                f"{describe(value)}"
             )
         try:
             finite = math.isfinite(value)
@@ -137,6 +171,16 @@ def check_label(value, field: str = "label") -> None:
 
     Floats (NaN above all) are refused: a classifier's classes are compared for equality.
     Readers of other formats (CSV, libsvm) check their labels here too.
+
+    Parameters
+    ----------
+    value
+        The label.
+    field
+        Its name, for the message.
+
+    Examples
+    --------
 
     >>> check_label(float("nan"))
     Traceback (most recent call last):
@@ -168,6 +212,14 @@ class Schema:
     flat
         Every field but the id and the label is a feature (no ``x`` object).
 
+    Examples
+    --------
+
+    >>> Schema().parse({"id": 7, "text": "see you at lunch", "label": "ham"})
+    Example(id='7', x={'text': 'see you at lunch'}, label='ham')
+    >>> Schema(flat=True, label_field="spam").parse({"a": 1, "spam": True})
+    Example(id=None, x={'a': 1}, label=True)
+
     """
 
     label_field: str = "label"
@@ -176,18 +228,40 @@ class Schema:
     id_field: str = "id"
     flat: bool = False
 
-    def parse(self, record, *, need_label: bool = False, need_id: bool = False) -> Example:
-        """The `Example` of a decoded record; `SchemaError` if it breaks the schema."""
+    def parse(
+        self, record, *, need_label: bool = False, need_id: bool = False, strings: bool = False
+    ) -> Example:
+        """The `Example` of a decoded record; `SchemaError` if it breaks the schema.
+
+        Parameters
+        ----------
+        record
+            A decoded JSON object.
+        need_label
+            Refuse a record without a label.
+        need_id
+            Refuse a record without an id.
+        strings
+            A feature may hold a string (a categorical value) as well as a number.
+        """
         if not isinstance(record, dict):
             raise SchemaError(f"unknown schema: expected a JSON object, got {describe(record)}")
         return Example(
             self.parse_id(record, required=need_id),
-            self._features(record),
+            self._features(record, strings),
             self.parse_label(record, required=need_label),
         )
 
     def parse_id(self, record: dict, required: bool = True) -> str | None:
-        """The record's id as a string (integers normalised), or None when absent and allowed."""
+        """The record's id as a string (integers normalised), or None when absent and allowed.
+
+        Parameters
+        ----------
+        record
+            A decoded JSON object.
+        required
+            Refuse a record without an id.
+        """
         if self.id_field not in record:
             if required:
                 raise SchemaError(f"unknown schema: no {self.id_field!r} field")
@@ -203,7 +277,15 @@ class Schema:
         return str(value)
 
     def parse_label(self, record: dict, required: bool = True):
-        """The record's label, or None when missing (or null) and allowed."""
+        """The record's label, or None when missing (or null) and allowed.
+
+        Parameters
+        ----------
+        record
+            A decoded JSON object.
+        required
+            Refuse a record without a label.
+        """
         value = record.get(self.label_field)
         if value is None:
             if required:
@@ -212,11 +294,11 @@ class Schema:
         check_label(value, self.label_field)
         return value
 
-    def _features(self, record: dict) -> dict:
+    def _features(self, record: dict, strings: bool) -> dict:
         if self.flat:
             skip = (self.id_field, self.label_field)
             x = {k: v for k, v in record.items() if k not in skip}
-            check_features(x)
+            check_features(x, strings)
             return x
         has_x, has_text = self.features_field in record, self.text_field in record
         if has_x == has_text:
@@ -238,7 +320,7 @@ class Schema:
                 f"wrong type: {self.features_field!r} must be an object of features, "
                 f"got {describe(x)}"
             )
-        check_features(x)
+        check_features(x, strings)
         return x
 
 
