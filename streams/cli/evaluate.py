@@ -16,18 +16,20 @@ import os
 import pathlib
 import random
 import sys
-
-from river import metrics
-from tqdm.auto import tqdm
+import typing
 
 from streams.cli import records
-from streams.evaluate import drift, plots
+from streams.evaluate import drift
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.progressive import BASELINE, Evaluation, OneClass, iter_evaluate, metric_name
-from streams.evaluate.sharded import MIX_METHODS, ShardedClassifier, shard_name
-from streams.evaluate.tuning import tune
+from streams.evaluate.sharded import MIX_METHODS
 from streams.io import files
-from streams.models.specs import parse, prepare
+
+# The models, river's metrics (scipy.stats), matplotlib and tqdm are imported where they are
+# used, so that `river-cw evaluate --help` answers at once (tests/test_startup.py).
+if typing.TYPE_CHECKING:
+    from river import metrics
+
+    from streams.evaluate.progressive import Evaluation
 
 DEFAULT_MODELS = ["AROW()", "CW()", "SCW()", "NHERD()", "river.linear_model.PAClassifier()"]
 DENSE_MODELS = [spec for spec in DEFAULT_MODELS if spec != "CW()"]
@@ -211,6 +213,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from streams.evaluate.progressive import BASELINE
+
     try:
         _check_outputs(args)
         result = _run(args)
@@ -251,6 +255,8 @@ def run(args: argparse.Namespace) -> int:
 def _check_outputs(args: argparse.Namespace) -> None:
     """Fail before the run on an output path that cannot be written (or a bad figure type)."""
     if args.plot:
+        from streams.evaluate import plots
+
         plots.check_path(args.plot)
     for option in ("plot", "csv", "json", "markdown"):
         path = getattr(args, option)
@@ -276,6 +282,10 @@ def _tuned(info: dict) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> Evaluation:
+    from streams.evaluate.progressive import BASELINE, Evaluation, iter_evaluate, metric_name
+    from streams.evaluate.tuning import tune
+    from streams.models.specs import parse, prepare
+
     for spec in args.model or ():  # fail on a bad spec, or one not a classifier, before reading
         prepare(parse(spec))
     _metric(args.metric, None)
@@ -354,6 +364,8 @@ def _sharded(models: dict, args: argparse.Namespace) -> dict:
     that cannot be mixed gets the isolated shards only."""
     if not args.shards:
         return models
+    from streams.evaluate.sharded import ShardedClassifier, shard_name
+
     out = {}
     for name, model in models.items():
         out[name] = model
@@ -422,6 +434,8 @@ class RunningTable:
 
     @staticmethod
     def _print(line: str) -> None:
+        from tqdm.auto import tqdm
+
         tqdm.write(line)  # clears and redraws a progress bar around the line
         sys.stdout.flush()
 
@@ -444,6 +458,11 @@ def _metric(text: str, labels: list | None) -> metrics.base.ClassificationMetric
     A binary river metric (F1, MCC, ROCAUC ...) scores one class against the others: its
     `pos_val`, or else the rarer class (see `evaluation.OneClass`).
     """
+    from river import metrics
+
+    from streams.evaluate.progressive import OneClass
+    from streams.models.specs import parse
+
     name, _, label = text.partition(":")
     key = name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
     if key == "accuracy":

@@ -23,14 +23,17 @@ the isolated per-partition models of `river-cw serve` without ``--mix``).
 from __future__ import annotations
 
 import copy
+import typing
 import zlib
 from collections.abc import Iterable, Sequence
 
 from river import base
 
 from river_cw import combine
-from streams.evaluate.progressive import Evaluation, evaluate
 from streams.models.mixing import Mixer, MixState, Rounds, clone
+
+if typing.TYPE_CHECKING:  # progressive validation (river's metrics) is imported where it runs
+    from streams.evaluate.progressive import Evaluation
 
 __all__ = ["ShardedClassifier", "evaluate_mixing", "shard_name"]
 
@@ -125,6 +128,8 @@ def evaluate_mixing(
     """Progressive validation of `model` learning the whole stream (``"one model"``) next to
     `shards` shards mixed every N examples per shard for each N of `mix_every` and each of
     `methods` (``"off"`` once). Other arguments go to `streams.evaluate.progressive.evaluate`."""
+    from streams.evaluate.progressive import evaluate
+
     models = {"one model": copy.deepcopy(model)}
     for method in methods:
         for n in mix_every if method != "off" else mix_every[:1]:

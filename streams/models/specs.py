@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import importlib
 
-from river import base, compose, multiclass
+from river import base, compose
 
 import river_cw
 from river_cw import text as text_features
@@ -131,6 +131,8 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
     if not isinstance(model, base.Classifier):
         raise ValueError(f"{type(model).__name__} is not a classifier")
     if not bool_labels and not model._multiclass:
+        from river import multiclass  # river.multiclass loads river.linear_model
+
         model = multiclass.OneVsRestClassifier(model)
     if text:
         model = text_features.TextClassifier(model, on="text")
