@@ -536,6 +536,26 @@ class GaussianClassifier(LinearClassifier):
 
         learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
+    def predict_one(self, x: dict):
+        # The common case in one call of the compiled engine (`score_native`: a binary model of
+        # the compiled diagonal engine, x a dict of floats, ints and bools): the general path's
+        # score. Anything else goes the general way, which names a bad feature.
+        score = self._native_score(x, False)
+        if score is None:
+            return LinearClassifier.predict_one(self, x)
+        classes = self.classes_
+        if not classes:
+            return None
+        return classes[-1] if score > 0 else classes[0]
+
+    def _native_score(self, x: dict, variance: bool):
+        """The compiled diagonal engine's score of a binary model, ``m`` or ``(m, v)`` with its
+        variance (`score_native`), or None where the general path must serve."""
+        native = getattr(self._gaussian, "score_native", None)
+        if native is None:
+            return None
+        return native(x, INTERCEPT if self.learn_intercept else None, variance)
+
     _lean = _STALE  # `_lean_spec`, built by the first learn_one after a hyperparameter is set
 
     def _lean_spec(self):
@@ -743,6 +763,13 @@ class GaussianClassifier(LinearClassifier):
         """a, the temperature of the probabilities: 1 unless `calibrate` (see above)."""
         return calibration.best(self._calibration) if self.calibrate else 1.0
 
+    def _binary_proba(self, m: float, v: float) -> dict:
+        """The probabilities of a binary model's two labels, its score's mean m and variance v:
+        ``P(second label) = Phi(a m / sqrt(v))``, a the temperature."""
+        classes = self.classes_
+        p = 0.5 * math.erfc(-(self.temperature * _standardised(m, v)) / math.sqrt(2.0))
+        return {classes[0]: 1.0 - p, classes[1]: p}
+
     def _pairwise(self, x: dict, scores: list[float]) -> list[list[float]]:
         """The standardised pairwise margins ``t[z][k] = m_zk / sqrt(v_zk)`` of x, given its
         scores (two labels or more; the diagonal is 0)."""
@@ -760,15 +787,22 @@ class GaussianClassifier(LinearClassifier):
         ]
 
     def predict_proba_one(self, x: dict) -> dict:
+        native = self._native_score(x, True)  # as predict_one, with the score's variance
+        if native is None:
+            return self._general_predict_proba_one(x)
+        if len(self.classes_) < 2:
+            return {c: 1.0 for c in self.classes_}
+        return self._binary_proba(*native)
+
+    def _general_predict_proba_one(self, x: dict) -> dict:
         classes = self.classes_
         x = self._features(x)
         scores = self._scores(x)  # validates x, even before two labels are known
         if len(classes) < 2:
             return {c: 1.0 for c in classes}
-        t, a = self._pairwise(x, scores), self.temperature
         if self.is_binary:
-            p = 0.5 * math.erfc(-(a * t[1][0]) / math.sqrt(2.0))
-            return {classes[0]: 1.0 - p, classes[1]: p}
+            return self._binary_proba(scores[0], self._gaussian.score_covariance(x)[0, 0])
+        t, a = self._pairwise(x, scores), self.temperature
         logp = [
             sum(normal_log_cdf(a * t_zk) for k, t_zk in enumerate(row) if k != z)
             for z, row in enumerate(t)

@@ -367,3 +367,67 @@ def test_keys_equal_by_content_are_one_feature_at_every_length(alphabet):
             model.learn_one({fresh(k[::-1]): 1.0 for k in keys[::3]}, 1)
     assert len(compiled.weights) == len(set(keys) | {k[::-1] for k in keys[::3]})
     assert_same(compiled, python, {fresh(k): 1.0 for k in keys})
+
+
+EDGES = [
+    {},
+    {"w1": -0.0, "w2": 0},
+    {river_cw.INTERCEPT: 2.0, "w1": 1.0},  # the reserved key: the general path's case
+    {"w1": 1e200, "w2": 1e200},  # a variance beyond float64: inf, p = 1/2 or a certain label
+    {"fresh": 1e308, "fresh2": 1e308},  # unseen values summing beyond float64: refused
+    {"w1": 1e308, "w2": 1e308, "w3": -1e308},  # a score beyond float64: refused
+    {"w1": 2**1000, "w2": True},  # an int beyond one digit, a bool
+    {"w1": 1e-300, "w3": 1e300, "w4": -1e300},  # cancelling terms: math.fsum's own sum
+    {"w1": 1.0, ("t", 1): 2.0, 3: 0.5},
+]
+
+
+@pytest.mark.parametrize("learn_intercept", [False, True])
+@pytest.mark.parametrize("x", EDGES, ids=repr)
+def test_binary_predictions_in_one_call_are_the_general_paths(x, learn_intercept):
+    compiled, python = pair(river_cw.AROW, {"learn_intercept": learn_intercept})
+    for model in (compiled, python):
+        for example, y in stream(4, n=60):
+            model.learn_one(example, y)
+    for call in ("predict_one", "predict_proba_one"):
+        outcomes = []
+        for model in (compiled, python):
+            try:
+                result = getattr(model, call)(x)
+                outcomes.append(
+                    (
+                        "ok",
+                        repr(
+                            result
+                            if call == "predict_one"
+                            else {c: bits(p) for c, p in result.items()}
+                        ),
+                    )
+                )
+            except Exception as error:  # the comparison is the point
+                outcomes.append((type(error), str(error)))
+        assert outcomes[0] == outcomes[1], call
+
+
+def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch):
+    """A binary model predicts a dict of floats, ints and bools with `score_native` alone;
+    anything else (a numpy value, a multi-class model) goes the general path's way."""
+    import numpy as np
+
+    calls = []
+    for name in ("scores", "score_variances"):
+        general = getattr(gaussian.DiagonalGaussian, name)
+        spy = lambda self, x, general=general, name=name: calls.append(name) or general(self, x)  # noqa: E731
+        monkeypatch.setattr(gaussian.DiagonalGaussian, name, spy)
+    model = river_cw.AROW(learn_intercept=True)
+    model.learn_one({"a": 1.0}, "spam")
+    model.learn_one({"b": 1.0}, "ham")
+    assert model.predict_one({"a": 1.0, "b": 2, "c": True}) == "ham"
+    assert set(model.predict_proba_one({"a": 1.0})) == {"spam", "ham"}
+    assert calls == []
+    model.predict_proba_one({"a": np.float32(1.0)})
+    assert calls == ["scores", "score_variances"]
+    model.learn_one({"c": 1.0}, "eggs")
+    calls.clear()
+    model.predict_one({"a": 1.0})
+    assert calls == ["scores"]

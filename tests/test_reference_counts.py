@@ -152,6 +152,11 @@ class BrokenStep(PythonStep):
     "workload, model, labels",
     [
         ("AROW learn_one (lean path) and predict", river_cw.AROW(), LABELS[:2]),
+        (
+            "AROW with intercept (score_native: predictions in one call)",
+            river_cw.AROW(learn_intercept=True),
+            LABELS[:2],
+        ),
         ("AROW multi-class (margin and update)", river_cw.AROW(), LABELS),
         ("AROW with forgetting (general path)", river_cw.AROW(forgetting=0.01), LABELS[:2]),
         ("AROW with its step in Python (engine.learn)", PythonStep(), LABELS[:2]),
