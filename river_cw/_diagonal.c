@@ -1617,6 +1617,8 @@ static PyMethodDef diagonal_methods[] = {
      "learn of a binary model with the rule's step in C; -1: the general path's case."},
     {"learn_rows", (PyCFunction)diagonal_learn_rows, METH_VARARGS,
      "The learn_one loop over a batch of rows (_batch.h)."},
+    {"score_rows", (PyCFunction)diagonal_score_rows, METH_VARARGS,
+     "score_native of every row of a batch (_batch.h); None: the general path's row."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},

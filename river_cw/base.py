@@ -257,7 +257,7 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         """`predict_one` of every row of `X` (see `learn_many`): a Series on the index of a
         DataFrame, else a list."""
         rows = Rows.of(X, features)
-        predictions = [self.predict_one(x) for x in rows.all()]
+        predictions = self._predict_rows(rows)
         if not rows.frame:
             return predictions
         import pandas as pd
@@ -269,12 +269,20 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         DataFrame on its index with one column per class (in the order of ``classes_``, the
         order the labels were first seen); else a list of the dicts."""
         rows = Rows.of(X, features)
-        probas = [self.predict_proba_one(x) for x in rows.all()]
+        probas = self._predict_proba_rows(rows)
         if not rows.frame:
             return probas
         import pandas as pd
 
         return pd.DataFrame(probas, index=rows.index, columns=list(self.classes_), dtype=float)
+
+    def _predict_rows(self, rows: Rows) -> list:
+        """`predict_one` of every row (a model may run the loop compiled)."""
+        return [self.predict_one(x) for x in rows.all()]
+
+    def _predict_proba_rows(self, rows: Rows) -> list[dict]:
+        """`predict_proba_one` of every row (a model may run the loop compiled)."""
+        return [self.predict_proba_one(x) for x in rows.all()]
 
     @staticmethod
     def _best_wrong(scores: list[float], k: int) -> int:
@@ -547,6 +555,40 @@ class GaussianClassifier(LinearClassifier):
         if not classes:
             return None
         return classes[-1] if score > 0 else classes[0]
+
+    def _native_scores(self, rows: Rows, proba: bool) -> list | None:
+        """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
+        (`_binary_proba`'s), in one call of the compiled engine's batch kernel
+        (`score_rows`, river_cw/_batch.h: dict rows as `score_native` reads them, CSR rows
+        straight from the arrays, their names checked as `Rows.check_names` checks them), None
+        for a row the general path must serve; None where the engine has no kernel or the model
+        is not binary."""
+        kernel = getattr(self._gaussian, "score_rows", None)
+        if kernel is None or not self.is_binary:
+            return None
+        batch = rows.dicts if rows.csr is None else rows.csr
+        if proba:  # math.erfc itself, so the probabilities are _binary_proba's to the bit
+            proba = (*self.classes_, self.temperature, math.erfc)
+        return kernel(batch, INTERCEPT if self.learn_intercept else None, proba or None)
+
+    def _predict_rows(self, rows: Rows) -> list:
+        scores = self._native_scores(rows, False)
+        classes = self.classes_
+        if scores is None or not classes:
+            return super()._predict_rows(rows)
+        first, last = classes[0], classes[-1]
+        return [
+            (last if score > 0 else first) if score is not None else self.predict_one(rows.row(i))
+            for i, score in enumerate(scores)
+        ]
+
+    def _predict_proba_rows(self, rows: Rows) -> list[dict]:
+        if len(self.classes_) != 2 or (probas := self._native_scores(rows, True)) is None:
+            return super()._predict_proba_rows(rows)
+        return [
+            proba if proba is not None else self.predict_proba_one(rows.row(i))
+            for i, proba in enumerate(probas)
+        ]
 
     def _native_score(self, x: dict, variance: bool):
         """The compiled diagonal engine's score of a binary model, ``m`` or ``(m, v)`` with its

@@ -431,3 +431,67 @@ def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch):
     calls.clear()
     model.predict_one({"a": 1.0})
     assert calls == ["scores"]
+
+
+def outcome_of(call, *args, **kwargs):
+    """("ok", the result's repr, probabilities in hex) or (the error's type, its message)."""
+    try:
+        result = call(*args, **kwargs)
+    except Exception as error:  # the comparison is the point
+        return type(error), str(error)
+    if isinstance(result, list) and result and isinstance(result[0], dict):
+        result = [{c: bits(p) for c, p in d.items()} for d in result]
+    return "ok", repr(result)
+
+
+@pytest.mark.parametrize("learn_intercept", [False, True])
+@pytest.mark.parametrize("kind", ["dicts", "named CSR", "hashed CSR"])
+def test_predict_many_in_the_kernel_is_the_general_paths_loop(kind, learn_intercept):
+    """`predict_many` and `predict_proba_many` of a binary model run in the compiled kernel
+    (`score_rows`): the pure-Python engine's `predict_one` loop, to the bit, edge rows (a column
+    stored twice, sums beyond float64, cancelling terms, unseen features) included; a batch
+    holding a row predict_one refuses raises what the loop raises."""
+    import numpy as np
+    from scipy import sparse
+
+    compiled, python = pair(river_cw.AROW, {"learn_intercept": learn_intercept})
+    names = [f"w{i}" for i in range(40)] + ["fresh", "fresh2"]
+    for model in (compiled, python):
+        for example, y in stream(4, n=80):
+            model.learn_one({k: v for k, v in example.items() if k in names}, y)
+    rng = random.Random(9)
+    entries = [
+        [(rng.randrange(len(names)), float(value(rng))) for _ in range(rng.randint(0, 9))]
+        for _ in range(60)
+    ] + [
+        [],
+        [(40, 1e308), (41, 1e308)],  # unseen values beyond float64: refused
+        [(1, 1e308), (2, 1e308), (3, -1e308)],  # a score beyond float64: refused
+        [(1, 1e-300), (3, 1e300), (4, -1e300)],  # cancelling terms: math.fsum's own sum
+        [(5, 1.0), (5, 2.0)],  # a column stored twice: one feature, its values summed
+        [(1, 1e200), (2, 1e200)],  # a variance beyond float64
+    ]
+    keys = list(range(len(names))) if kind == "hashed CSR" else names
+    dicts = []
+    for row in entries:
+        x: dict = {}
+        for j, v in row:
+            x[keys[j]] = x[keys[j]] + v if keys[j] in x else v
+        dicts.append(x)
+    if kind == "dicts":
+        X, features = dicts, None
+    else:
+        indptr = np.cumsum([0] + [len(row) for row in entries])
+        indices = np.array([j for row in entries for j, _ in row], dtype=np.intp)
+        data = np.array([v for row in entries for _, v in row], dtype=float)
+        X = sparse.csr_array((data, indices, indptr), shape=(len(entries), len(names)))
+        features = names if kind == "named CSR" else None
+    refused = [i for i, x in enumerate(dicts) if outcome_of(python.predict_one, x)[0] != "ok"]
+    assert refused  # the batch holds rows predict_one refuses
+    for many, one in (("predict_many", "predict_one"), ("predict_proba_many", "predict_proba_one")):
+        loop = outcome_of(lambda one=one: [getattr(python, one)(x) for x in dicts])
+        assert outcome_of(getattr(compiled, many), X, features=features) == loop
+        good = [i for i in range(len(dicts)) if i not in refused]
+        loop = outcome_of(lambda one=one: [getattr(python, one)(dicts[i]) for i in good])
+        batch = [dicts[i] for i in good] if kind == "dicts" else X[good]
+        assert outcome_of(getattr(compiled, many), batch, features=features) == loop

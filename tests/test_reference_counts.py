@@ -191,6 +191,8 @@ def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(l
             each.learn_many(csr, y, features=FEATURES)
             each.learn_many(hashed, y)
             each.predict_many(csr, features=FEATURES)
+            each.predict_proba_many(rows)
+            each.predict_proba_many(hashed)
 
     assert_no_leak(f"learn_many, {len(labels)} labels", cycle, cycles=2_000)
 
@@ -242,6 +244,8 @@ def test_diagonal_engine_error_paths_keep_no_reference_nor_memory():
             raises(KeyError, model.learn_one, hostile, LABELS[1])
             raises(KeyError, model.predict_one, hostile)
             raises(TypeError, model.learn_many, [X[0], bad_value], LABELS[:2])
+            raises(TypeError, model.predict_many, [X[0], bad_value])
+            raises(KeyError, model.predict_proba_many, [X[0], hostile])
             raises(ValueError, model.learn_many, bad_csr, LABELS[:2])
         raises(TypeError, broken.learn_one, X[1], LABELS[0], 2.0)
         raises(TypeError, broken.learn_many, [X[1], X[2]], LABELS[:2], [1.0, 2.0])
