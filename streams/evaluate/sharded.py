@@ -29,11 +29,11 @@ from collections.abc import Iterable, Sequence
 
 from river import base
 
-from river_cw import combine
-from streams.models.mixing import Mixer, MixState, Rounds, clone
-
-if typing.TYPE_CHECKING:  # progressive validation (river's metrics) is imported where it runs
+# The models and the mixing (river_cw, numpy) and progressive validation (river's metrics) are
+# imported where they run: `river-cw evaluate --help` reads MIX_METHODS without them.
+if typing.TYPE_CHECKING:
     from streams.evaluate.progressive import Evaluation
+    from streams.models.mixing import Mixer
 
 __all__ = ["ShardedClassifier", "evaluate_mixing", "shard_name"]
 
@@ -63,6 +63,9 @@ class ShardedClassifier(base.Classifier):
         self.shards = shards
         self.mix_every = mix_every
         self.method = method
+        from river_cw import combine
+        from streams.models.mixing import Mixer, MixState, Rounds, clone
+
         self._models = [clone(model) for _ in range(shards)]
         self._mixers: list[Mixer] = []
         if method != "off":
@@ -77,6 +80,8 @@ class ShardedClassifier(base.Classifier):
     @property
     def models(self) -> list:
         """The shards' models (copies)."""
+        from streams.models.mixing import clone
+
         return [clone(model) for model in self._models]
 
     @property
