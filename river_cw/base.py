@@ -33,7 +33,6 @@ import copy
 import functools
 import inspect
 import math
-import numbers
 import sys
 from typing import ClassVar
 
@@ -45,7 +44,7 @@ from .arrowhead import ArrowheadGaussian
 from .batch import Rows
 from .engine import ENGINE
 from .gaussian import SKIPPED, DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
-from .validation import as_floats, check_label, check_weight
+from .validation import as_floats, check_label, check_weight, is_real
 
 __all__ = ["INTERCEPT", "GaussianClassifier", "LinearClassifier", "normal_log_cdf"]
 
@@ -177,7 +176,7 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
             self._restore_layout(structure)
             raise
 
-    def predict_one(self, x: dict):
+    def predict_one(self, x: dict):  # type: ignore[override]  # no **kwargs, as river's own models
         scores = self._scores(self._features(x))  # validates x, even before any label is known
         if not self.classes_:
             return None
@@ -356,7 +355,10 @@ def _standardised(m: float, v: float) -> float:
     return math.copysign(math.inf, m) if m else 0.0
 
 
-_ENGINES = {
+# N(mu, Sigma) as a model holds it (the compiled diagonal engine has the Python one's interface)
+Gaussian = PythonDiagonalGaussian | ArrowheadGaussian | FullGaussian
+
+_ENGINES: dict[str, tuple[type[Gaussian], ...]] = {
     "diagonal": (DiagonalGaussian, PythonDiagonalGaussian),
     "arrowhead": (ArrowheadGaussian,),
     "full": (FullGaussian,),
@@ -442,11 +444,7 @@ class GaussianClassifier(LinearClassifier):
             raise ValueError(f"calibrate must be True or False, got {calibrate!r}")
         self.calibrate = calibrate
         self._calibration = calibration.start(prefer=1.0) if calibrate else None
-        if (
-            not isinstance(forgetting, numbers.Real)
-            or isinstance(forgetting, bool)
-            or not (0.0 <= forgetting < 1.0)
-        ):
+        if not is_real(forgetting) or not (0.0 <= forgetting < 1.0):
             raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
         self.forgetting = forgetting
         if covariance not in _ENGINES:
@@ -469,10 +467,8 @@ class GaussianClassifier(LinearClassifier):
                     "initial_intercept_variance is the arrowhead covariance's prior of the "
                     f"intercept: use covariance='arrowhead', got {covariance!r}"
                 )
-            if (
-                not isinstance(initial_intercept_variance, numbers.Real)
-                or isinstance(initial_intercept_variance, bool)
-                or not 0 < initial_intercept_variance < math.inf
+            if not is_real(initial_intercept_variance) or not (
+                0 < initial_intercept_variance < math.inf
             ):
                 raise ValueError(
                     "initial_intercept_variance must be positive and finite, got "
@@ -482,23 +478,30 @@ class GaussianClassifier(LinearClassifier):
         self.diagonal = diagonal
         self.initial_variance = initial_variance
         self.initial_intercept_variance = initial_intercept_variance
+        self._gaussian: Gaussian
         if covariance == "arrowhead":
             self._gaussian = ArrowheadGaussian(
                 initial_variance, INTERCEPT, initial_intercept_variance
             )
+        elif covariance == "full":
+            self._gaussian = FullGaussian(initial_variance)
         else:
-            self._gaussian = _ENGINES[covariance][0](initial_variance)
+            self._gaussian = DiagonalGaussian(initial_variance)
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
-    _native_step: tuple[str, tuple] | None = None
-    """The rule's `_step` in C, ``(name, params)`` (see river_cw/_steps.h), or None: the compiled
-    engine's lean `learn_one` then serves the common case in one call."""
+    @property
+    def _native_step(self) -> tuple[str, tuple] | None:
+        """The rule's `_step` in C, ``(name, params)`` (see river_cw/_steps.h), or None: the
+        compiled engine's lean `learn_one` then serves the common case in one call."""
+        return None
 
-    _native_exact_step: tuple | None = None
-    """The rule's `_exact_step` in C for the lean `learn_one`, ``(step, scheme)``: a native step
-    ``(name, params)`` (river_cw/_exact.h's `find_exact_step`, or a `_native_step` of
-    river_cw/_steps.h) and the scheme its update takes, ``"project"`` or ``("herding", C)``
-    (shrinking with C times the sample weight); or None."""
+    @property
+    def _native_exact_step(self) -> tuple | None:
+        """The rule's `_exact_step` in C for the lean `learn_one`, ``(step, scheme)``: a native
+        step ``(name, params)`` (river_cw/_exact.h's `find_exact_step`, or a `_native_step` of
+        river_cw/_steps.h) and the scheme its update takes, ``"project"`` or ``("herding", C)``
+        (shrinking with C times the sample weight); or None."""
+        return None
 
     def _native_step_of_step(self) -> tuple[str, tuple] | None:
         """`_native_step` where it is this model's `_step` in C: None for a subclass that
@@ -533,8 +536,8 @@ class GaussianClassifier(LinearClassifier):
             lean = self._lean
             if lean is _STALE:
                 lean = self._lean = self._lean_spec()
-            if lean is not None:
-                outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)
+            if lean is not None:  # only a diagonal engine has a lean spec (`_lean_spec`)
+                outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
                 if not outcome:  # learned (or nothing to learn)
                     return
                 if outcome == SKIPPED:
@@ -544,7 +547,7 @@ class GaussianClassifier(LinearClassifier):
 
         learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
-    def predict_one(self, x: dict):
+    def predict_one(self, x: dict):  # type: ignore[override]  # no **kwargs, as river's own models
         # The common case in one call of the compiled engine (`score_native`: a binary model of
         # the compiled diagonal engine, x a dict of floats, ints and bools): the general path's
         # score. Anything else goes the general way, which names a bad feature.
@@ -782,14 +785,14 @@ class GaussianClassifier(LinearClassifier):
         absent: independent of everything, variance `initial_variance`.
         (The constructor's `covariance` names the kind of matrix; this is the matrix.)
         """
-        if self.covariance != "diagonal":
-            gaussian = self._gaussian
+        gaussian = self._gaussian
+        if isinstance(gaussian, (ArrowheadGaussian, FullGaussian)):
             keys = [self._public_key(b, f) for b, f in gaussian.index]
             rows = gaussian.cov.tolist() if keys else []
             return {(k, g): value for k, row in zip(keys, rows) for g, value in zip(keys, row)}
         return {
             (self._public_key(b, f),) * 2: s
-            for b, block in enumerate(self._gaussian.block_views()[1])
+            for b, block in enumerate(gaussian.block_views()[1])
             for f, s in block.items()
         }
 
@@ -803,7 +806,9 @@ class GaussianClassifier(LinearClassifier):
     @property
     def temperature(self) -> float:
         """a, the temperature of the probabilities: 1 unless `calibrate` (see above)."""
-        return calibration.best(self._calibration) if self.calibrate else 1.0
+        if not self.calibrate or self._calibration is None:
+            return 1.0
+        return calibration.best(self._calibration)
 
     def _binary_proba(self, m: float, v: float) -> dict:
         """The probabilities of a binary model's two labels, its score's mean m and variance v:
@@ -828,7 +833,7 @@ class GaussianClassifier(LinearClassifier):
             for z, s_z in enumerate(scores)
         ]
 
-    def predict_proba_one(self, x: dict) -> dict:
+    def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
         native = self._native_score(x, True)  # as predict_one, with the score's variance
         if native is None:
             return self._general_predict_proba_one(x)

@@ -61,7 +61,7 @@ import numpy as np
 from river import compose
 
 from .base import GaussianClassifier
-from .gaussian import DiagonalGaussian, FullGaussian
+from .gaussian import DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
 from .text import TextClassifier
 
 __all__ = ["changes", "combine"]
@@ -303,7 +303,7 @@ def _combine_from(gaussians: list, base, method: str):
     return _combine_full(gaussians, method, base)
 
 
-def _combine_diagonal(gaussians: list, method: str, base) -> DiagonalGaussian:
+def _combine_diagonal(gaussians: list, method: str, base) -> PythonDiagonalGaussian:
     prior = gaussians[0].initial_variance
     merged = DiagonalGaussian(prior)
     merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy

@@ -25,6 +25,8 @@ extension's ``connect(name=hook)``; the C looks up no Python name itself.
 from __future__ import annotations
 
 import os
+from importlib import import_module
+from types import ModuleType
 
 __all__ = ["ENGINE", "PURE_PYTHON", "diagonal", "rda", "text"]
 
@@ -45,12 +47,14 @@ def _pure_python(value: str) -> bool:
 
 PURE_PYTHON = _pure_python(os.environ.get(SWITCH, ""))
 
-diagonal = rda = text = None
+diagonal: ModuleType | None = None
+rda: ModuleType | None = None
+text: ModuleType | None = None
 if not PURE_PYTHON:
-    try:
-        from . import _diagonal as diagonal
-        from . import _rda as rda
-        from . import _text as text
+    try:  # by name: the extensions are compiled modules, which a type checker does not read
+        diagonal, rda, text = (
+            import_module(f"{__package__}.{name}") for name in ("_diagonal", "_rda", "_text")
+        )
     except ImportError:  # built without a compiler (or partly): pure Python serves throughout
         diagonal = rda = text = None
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import heapq
 import math
-import numbers
 from array import array
 
 import numpy as np
 
 from . import calibration, engine
 from .base import INTERCEPT, LinearClassifier
-from .validation import check_features
+from .validation import check_features, is_real
 
 __all__ = ["VotedRDA"]
 
@@ -184,9 +183,9 @@ class VotedRDA(LinearClassifier):
         conservative: bool = True,
         learn_intercept: bool = True,
     ):
-        if isinstance(l1, bool) or not isinstance(l1, numbers.Real) or not 0 <= l1 < math.inf:
+        if not is_real(l1) or not 0 <= l1 < math.inf:
             raise ValueError(f"l1 must be a finite number >= 0, got {l1!r}")
-        if isinstance(eta, bool) or not isinstance(eta, numbers.Real) or not 0 < eta < math.inf:
+        if not is_real(eta) or not 0 < eta < math.inf:
             raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
         if loss not in ("hinge", "log"):
             raise ValueError(f"loss must be 'hinge' or 'log', got {loss!r}")
@@ -573,7 +572,7 @@ class VotedRDA(LinearClassifier):
 
     # -- river API ------------------------------------------------------------------------------
 
-    def predict_proba_one(self, x: dict) -> dict:
+    def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
         scores = self._scores(self._features(x))  # validates x
         if len(self.classes_) < 2:
             return {c: 1.0 for c in self.classes_}

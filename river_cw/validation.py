@@ -10,7 +10,7 @@ import numpy as np
 
 from . import engine
 
-__all__ = ["as_floats", "check_features", "check_label", "check_weight", "to_float"]
+__all__ = ["as_floats", "check_features", "check_label", "check_weight", "is_real", "to_float"]
 
 
 def to_float(name, value) -> float:
@@ -132,6 +132,19 @@ def check_label(y) -> None:
         hash(y)
     except TypeError:
         raise TypeError(f"labels must be hashable, got {type(y).__name__}: {y!r}") from None
+
+
+def is_real(value: object) -> bool:
+    """Whether `value` is a real number and not a bool: what a numeric hyperparameter must be.
+
+    A predicate, not an `isinstance` check in place: narrowing a ``float`` to `numbers.Real`
+    leaves a type checker an intersection it cannot give the attribute assigned from it.
+
+    >>> is_real(0.5), is_real(2), is_real(True), is_real("0.5")
+    (True, True, False, False)
+
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def check_weight(w) -> float:

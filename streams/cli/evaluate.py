@@ -469,19 +469,21 @@ def _metric(text: str, labels: list | None) -> metrics.base.ClassificationMetric
         return metrics.Accuracy()
     if key in ("logloss", "crossentropy"):
         return metrics.CrossEntropy()
+    metric: metrics.base.ClassificationMetric
     if key == "f1":
         metric = metrics.F1()
     else:
         spec = text if "." in text.split("(")[0] else f"metrics.{text}"
         try:
-            metric = parse(spec)
+            parsed = parse(spec)
         except ValueError as error:
             raise ValueError(
                 f"--metric {text!r}: expected accuracy, f1, f1:CLASS, logloss or a river "
                 f"classification metric such as 'MCC()' ({error})"
             ) from None
-        if not isinstance(metric, metrics.base.ClassificationMetric):
+        if not isinstance(parsed, metrics.base.ClassificationMetric):
             raise ValueError(f"--metric {text!r} is not a classification metric")
+        metric = parsed
     if labels is None or not isinstance(metric, metrics.base.BinaryMetric):
         return metric
     counts = collections.Counter(labels)

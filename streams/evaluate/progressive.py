@@ -473,7 +473,10 @@ def evaluate(*args, **kwargs) -> Evaluation:
     return result
 
 
-evaluate.__signature__ = inspect.signature(iter_evaluate).replace(return_annotation="Evaluation")
+# what help() and inspect show (a function's __signature__ is a protocol typeshed leaves out)
+evaluate.__signature__ = inspect.signature(iter_evaluate).replace(  # type: ignore[attr-defined]
+    return_annotation="Evaluation"
+)
 
 
 def _name(models: Sequence[base.Classifier]) -> dict[str, base.Classifier]:

@@ -155,10 +155,11 @@ class FileStream(abc.ABC):
 
     def _open(self) -> typing.ContextManager[io.BufferedReader]:
         if self.source == "<stdin>":
-            return contextlib.nullcontext(sys.stdin.buffer)  # not closed after reading
+            # not closed after reading; a BufferedReader, which typeshed calls a BinaryIO
+            return contextlib.nullcontext(typing.cast(io.BufferedReader, sys.stdin.buffer))
         return self.path.open("rb")
 
-    def _lines(self, fh: typing.BinaryIO) -> Iterator[tuple[int, str]]:
+    def _lines(self, fh: io.BufferedIOBase) -> Iterator[tuple[int, str]]:
         """Yield (line number, decoded line); a line that is not UTF-8 is a malformed line.
 
         A failure to read (truncated or corrupt gzip, an I/O error) raises

@@ -104,9 +104,10 @@ def _resolve(node: ast.AST, spec: str) -> type:
     return obj
 
 
-def _lookup(parts: list[str]):
+def _lookup(parts: list[str]) -> object:
     """The object at a dotted path, importing the longest module prefix that exists."""
     for split in range(len(parts), 0, -1):
+        obj: object
         try:
             obj = importlib.import_module(".".join(parts[:split]))
         except ImportError:
