@@ -570,9 +570,9 @@ class GaussianClassifier(LinearClassifier):
         if kernel is None or not self.is_binary:
             return None
         batch = rows.dicts if rows.csr is None else rows.csr
-        if proba:  # math.erfc itself, so the probabilities are _binary_proba's to the bit
-            proba = (*self.classes_, self.temperature, math.erfc)
-        return kernel(batch, INTERCEPT if self.learn_intercept else None, proba or None)
+        # math.erfc itself, so that the probabilities are _binary_proba's to the bit
+        spec = (*self.classes_, self.temperature, math.erfc) if proba else None
+        return kernel(batch, INTERCEPT if self.learn_intercept else None, spec)
 
     def _predict_rows(self, rows: Rows) -> list:
         scores = self._native_scores(rows, False)

@@ -20,13 +20,18 @@ applies.
 
 from __future__ import annotations
 
+import typing
+
 from river import base
 
 from . import engine
 
 COMPILED = engine.text is not None
 
-__all__ = ["COMPILED", "BagOfWords", "TextClassifier"]  # noqa: F822 (BagOfWords: __getattr__)
+if typing.TYPE_CHECKING:
+    from ._bag_of_words import BagOfWords
+
+__all__ = ["COMPILED", "BagOfWords", "TextClassifier"]  # BagOfWords: from __getattr__
 
 DEFAULT_PATTERN = r"(?u)\b\w[\w\-]+\b"
 """river's `BagOfWords` default `tokenizer_pattern` (tests/test_text.py checks it is river's)."""
@@ -42,7 +47,8 @@ class TokenCounter:
     last text of the stream.
     """
 
-    def __init__(self, lowercase: bool, strip_accents: bool, stop_words):
+    def __init__(self, count, lowercase: bool, strip_accents: bool, stop_words):
+        self._count = count  # river_cw._text.count
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.stop_words = stop_words
@@ -53,13 +59,13 @@ class TokenCounter:
         """The counter of river's `BagOfWords` with these parameters, or None where river's code
         must run (the extension is not active, or a parameter is not river's default)."""
         if (
-            COMPILED
+            engine.text is not None
             and preprocessor is None
             and tokenizer is None
             and tokenizer_pattern == DEFAULT_PATTERN
             and tuple(ngram_range) == (1, 1)
         ):
-            return cls(**options)
+            return cls(engine.text.count, **options)
         return None
 
     def __call__(self, text) -> dict | None:
@@ -67,7 +73,7 @@ class TokenCounter:
         runs, and raises what it raises)."""
         last_text, counts = self._last
         if counts is None or text is not last_text:
-            counts = engine.text.count(text, self.lowercase, self.strip_accents)
+            counts = self._count(text, self.lowercase, self.strip_accents)
             if counts is None:
                 return None
             self._last = (text, counts)
@@ -168,7 +174,7 @@ class TextClassifier(base.Classifier):
         code (a `BagOfWords`, built at its first use) for what the counter does not take."""
         options = {name: getattr(self, name) for name in _TEXT_OPTIONS}
         self._counter = TokenCounter.of(**options)
-        self._bag_of_words = None
+        self._bag_of_words: BagOfWords | None = None
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in ("_counter", "_bag_of_words")}
