@@ -18,6 +18,27 @@ class BagOfWords(feature_extraction.BagOfWords):
     `preprocessor`, `tokenizer`, a `tokenizer_pattern` other than the default, or n-grams other
     than unigrams, every text goes through river's code; so does a text that is not a `str`.
 
+    Parameters
+    ----------
+    on
+        The key of the text in a dict input; None takes the input itself as the text.
+    strip_accents
+        Strip accents (``"Déjà"`` counts as ``"deja"``).
+    lowercase
+        Lowercase the text before it is tokenized.
+    preprocessor
+        A function applied to the text before it is tokenized; None applies none.
+    stop_words
+        Tokens to leave out of the counts.
+    tokenizer_pattern
+        The regular expression of a token; river's default takes runs of two or more word
+        characters or hyphens.
+    tokenizer
+        A function from a text to its tokens, used instead of `tokenizer_pattern`.
+    ngram_range
+        ``(min_n, max_n)``: count the n-grams of these lengths; ``(1, 2)`` adds each pair of
+        consecutive tokens as a tuple. ``(1, 1)`` counts single tokens.
+
     Examples
     --------
 
@@ -77,6 +98,13 @@ class BagOfWords(feature_extraction.BagOfWords):
         self._start()
 
     def transform_one(self, x):
+        """The token counts of the text `x`, ``{token: count}``.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        """
         if self._counter is not None:
             counts = self._counter(x if self.on is None else x[self.on])
             if counts is not None:
