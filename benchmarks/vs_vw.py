@@ -9,7 +9,7 @@ fresh model each round, and each keeps its best time:
 
 - river-cw: ``TextClassifier(rule(), on="text")`` for each diagonal rule (river's `BagOfWords`
   tokens, lowercased, accents stripped);
-- Vowpal Wabbit (`pip install vowpalwabbit`, an optional dependency of this benchmark: without
+- Vowpal Wabbit (`pip install -e ".[benchmarks]"`, an optional dependency of this benchmark: without
   it the VW rows are skipped, and the run says so), from Python: each text made a VW line
   (``"1 | text"``, its ``|``, ``:`` and line breaks spaces; VW's own whitespace tokens), parsed once,
   learned, and the prediction VW made before the update read from the example; squared, logistic
@@ -113,7 +113,7 @@ def learners() -> tuple[dict, str | None]:
     try:
         import vowpalwabbit
     except ImportError:
-        missing = "vowpalwabbit is not installed (pip install vowpalwabbit): no VW rows"
+        missing = "vowpalwabbit is not installed (pip install -e '.[benchmarks]'): no VW rows"
     else:
         missing = None
         for bits in VW_BITS:
