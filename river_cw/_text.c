@@ -119,8 +119,9 @@ static PyObject *count_preprocessed(PyObject *text)
     return c.counts;
 }
 
-/* unicodedata.normalize, "NFKD" and unicodedata.combining, taken when the module is loaded */
-static PyObject *normalize = NULL, *nfkd = NULL, *combining = NULL;
+/* unicodedata.normalize and unicodedata.combining, handed over by river_cw.text (connect): the C
+ * imports no Python module */
+static PyObject *normalize = NULL, *combining = NULL, *nfkd = NULL;
 
 /* What unicodedata.combining says of each code point, 2 bits each, filled in as characters are
  * met: 0 not asked yet, 1 not combining, 2 combining. Allocated at the first non-ASCII text. */
@@ -159,6 +160,11 @@ static int is_combining(Py_UCS4 ch)
 static PyObject *strip_non_ascii(PyObject *text)
 {
     PyObject *args[2] = {nfkd, text}, *out = NULL;
+    if (!normalize || !combining) {
+        PyErr_SetString(PyExc_RuntimeError, "river_cw._text: unicodedata's functions are not "
+                                            "connected (importing river_cw connects them)");
+        return NULL;
+    }
     PyObject *normal = PyObject_Vectorcall(normalize, args, 2, NULL);
     if (!normal)
         return NULL;
@@ -227,7 +233,20 @@ static PyObject *strip_accents(PyObject *self, PyObject *text)
     return PyUnicode_IS_ASCII(text) ? Py_NewRef(text) : strip_non_ascii(text);
 }
 
+static PyObject *connect(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"normalize", "combining", NULL};
+    PyObject *n, *c;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OO", names, &n, &c))
+        return NULL;
+    Py_XSETREF(normalize, Py_NewRef(n));
+    Py_XSETREF(combining, Py_NewRef(c));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"connect", (PyCFunction)(void (*)(void))connect, METH_VARARGS | METH_KEYWORDS,
+     "connect(*, normalize, combining): unicodedata's functions, for the accent stripping."},
     {"count", (PyCFunction)(void (*)(void))count, METH_FASTCALL,
      "count(text, lowercase, strip_accents) -> dict | None: river's BagOfWords token counts of "
      "text with those options and the default tokenizer, None when text is not an exact str."},
@@ -242,15 +261,9 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__text(void)
 {
-    PyObject *unicodedata = PyImport_ImportModule("unicodedata");
-    if (!unicodedata)
-        return NULL;
-    normalize = PyObject_GetAttrString(unicodedata, "normalize");
-    combining = PyObject_GetAttrString(unicodedata, "combining");
-    Py_DECREF(unicodedata);
     nfkd = PyUnicode_InternFromString("NFKD");
     one = PyLong_FromLong(1);
-    if (!normalize || !combining || !nfkd || !one)
+    if (!nfkd || !one)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -21,12 +21,15 @@ applies.
 from __future__ import annotations
 
 import typing
+import unicodedata
 
 from river import base
 
 from . import engine
 
 COMPILED = engine.text is not None
+if engine.text is not None:  # river's accent stripping, done in C with unicodedata's functions
+    engine.text.connect(normalize=unicodedata.normalize, combining=unicodedata.combining)
 
 if typing.TYPE_CHECKING:
     from ._bag_of_words import BagOfWords
