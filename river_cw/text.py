@@ -244,7 +244,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `learn_one` (e.g. a sample weight ``w``).
         """
-        self.classifier.learn_one(self._bag_of_words.transform_one(x), y, **params)
+        self.classifier.learn_one(self._counts(x), y, **params)
 
     def predict_one(self, x, **params):
         """The classifier's prediction for the text `x`.
@@ -256,7 +256,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_one`.
         """
-        return self.classifier.predict_one(self._bag_of_words.transform_one(x), **params)
+        return self.classifier.predict_one(self._counts(x), **params)
 
     def predict_proba_one(self, x, **params) -> dict:
         """The classifier's probabilities for the text `x`, ``{label: probability}``.
