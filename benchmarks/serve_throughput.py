@@ -33,6 +33,7 @@ from streams.io import files
 from streams.kafka.broker import TansuBroker
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.config import GUARANTEES, Topics
+from streams.kafka.envelope import StateKeys
 from streams.kafka.messages import encode_example
 from streams.kafka.server import ModelServer
 
@@ -56,6 +57,7 @@ def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int, exam
         model,
         KafkaSettings(broker.bootstrap_servers),
         topics=Topics(topic),
+        state_keys=StateKeys([b"a benchmark's state key, signing as served"]),
         processing_guarantee=guarantee,
         checkpoint_every=checkpoint_every,
         idle_timeout=IDLE,

@@ -95,9 +95,10 @@ class VotedRDA(LinearClassifier):
     to every block.
 
     Probabilities. ``vote``: the ``c``-weighted share of the votes (binary: ``(1 + v) / 2`` for the
-    second label, ``v`` the normalized vote margin). Otherwise the scores ``f`` pass through a
-    logistic link: ``P(second) = sigmoid(a f)`` for two labels, ``softmax(a f)`` over the blocks
-    for more. With the log loss ``a = 1``: the model is trained as a logistic regression. The
+    positive label, ``v`` the normalized vote margin). Otherwise the scores ``f`` pass through a
+    logistic link: ``P(positive) = sigmoid(a f)`` for two labels, ``softmax(a f)`` over the
+    blocks for more. Either way the probabilities rank the labels as their scores do, so
+    `predict_one` (the best score) is the label of largest probability. With the log loss ``a = 1``: the model is trained as a logistic regression. The
     hinge loss fixes only the sign of the score, not its scale, so ``a`` is a temperature fitted
     online (`river_cw.calibration`): before each update the model scores the example, and ``a``
     is the value, on a log grid from 2^-32 to 2^16, with the least cumulative log loss on these
@@ -453,6 +454,24 @@ class VotedRDA(LinearClassifier):
             return self._engine.lift()
         self._blocks.insert(0, {})
         self._history.insert(0, {})
+
+    def _negate(self) -> None:
+        """The model of ``-y``: every sum of subgradients ``s`` and every closed sum of weights is
+        odd in the labels' sign (the counts and the cuts, which see ``|s|``, are not)."""
+        self._flush_calibration()
+        engine = self._engine
+        state = vars(self) if engine is None else engine.export()
+        for block in state["_blocks"]:
+            for rec in block.values():
+                rec[0], rec[2] = -rec[0], -rec[2]
+        if engine is None:
+            for history in self._history:
+                for _, values in history.values():
+                    for i, value in enumerate(values):
+                        values[i] = -value
+            return
+        self._engine = self._compiled_engine()  # the compiled state, negated, in a new engine
+        self._engine.load(state)
 
     def _layout(self):
         if self._engine is not None:

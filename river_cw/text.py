@@ -152,8 +152,10 @@ class TextClassifier(base.Classifier):
     >>> model.learn_one({"text": "See you at lunch"}, "ham")
     >>> model.predict_one({"text": "a free lunch prize"})
     'spam'
-    >>> round(model.classifier.weights["free"], 3)  # binary: the score of "ham", seen second
-    -0.167
+    >>> model.classifier.positive_label  # "spam" > "ham", whichever came first
+    'spam'
+    >>> round(model.classifier.weights["free"], 3)  # binary: the score of the positive label
+    0.167
 
     It drops into a pipeline like any river classifier; with `on=None` it takes the text itself:
 

@@ -194,7 +194,7 @@ def test_columns_named_alike_are_refused_before_learning(model):
     with pytest.raises(ValueError, match="features has 2 names for 3 columns"):
         model.learn_many(X, [1, 0], features=["a", "b"])
     model.learn_many(X[:, :2], [1, 0], features=["a", "b"])  # an unused duplicate is harmless
-    assert model.classes_ == [1, 0]
+    assert model.classes_ == [0, 1]  # [negative, positive]
 
 
 def test_a_column_named_like_the_intercept_is_the_loop_too():

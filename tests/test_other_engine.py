@@ -23,10 +23,16 @@ MODULES = [
     "tests/test_text_classifier.py",
     "tests/test_batch.py",  # learn_many is the plain loop there
     "tests/test_rda.py",  # voted RDA's loops are compiled too (river_cw._rda)
+    "tests/test_most_likely.py",  # predict and probabilities agree on either engine
+    "tests/test_positive_label.py",  # and the binary weights' orientation too
     "river_cw",
 ]
 # the long accuracy run on books adds minutes and nothing engine-specific
-DESELECT = ["tests/test_rda.py::test_l1_trades_weights_for_accuracy_on_books"]
+DESELECT = [
+    "tests/test_rda.py::test_l1_trades_weights_for_accuracy_on_books",
+    # full covariance has one engine, pure Python: a second run would repeat the first
+    "tests/test_most_likely.py::test_full_covariance_predicts_the_label_of_largest_probability_on_image_segments",
+]
 
 
 @pytest.mark.slow

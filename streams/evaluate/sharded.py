@@ -20,7 +20,7 @@ Examples
 >>> model = BagOfWords(on="text") | river_cw.AROW()
 >>> result = evaluate_mixing(model, stream, shards=4, mix_every=[50], methods=["kl", "off"])
 >>> [(r["model"], round(r["accuracy"], 2)) for r in result.summary]
-[('one model', 0.94), ('4 shards, kl every 50', 0.92), ('4 shards, off', 0.89)]
+[('one model', 0.95), ('4 shards, kl every 50', 0.92), ('4 shards, off', 0.89)]
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from collections.abc import Iterable, Sequence
 
 from river import base
 
+from streams.evaluate.results import Evaluation
+
 # The models and the mixing (river_cw, numpy) and progressive validation (river's metrics) are
 # imported where they run: `river-cw evaluate --help` reads MIX_METHODS without them.
 if typing.TYPE_CHECKING:
-    from streams.evaluate.progressive import Evaluation
     from streams.models.mixing import Mixer
 
 __all__ = ["ShardedClassifier", "evaluate_mixing", "shard_name"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from streams.kafka import checkpoint, state_topic
@@ -47,14 +48,24 @@ class Restored:
 
 class StateStore:
     """Restores and saves the states of a server's partitions (`model` copied for new ones,
-    `spec` the name a stored state must carry)."""
+    `spec` the name a stored state must carry); `rejected(partition)` is called for each state
+    record that is ignored because it does not verify (`streams.kafka.state_topic`)."""
 
-    def __init__(self, settings: KafkaSettings, config: ServeConfig, model, spec: str):
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        config: ServeConfig,
+        model,
+        spec: str,
+        rejected: Callable[[int], None] | None = None,
+    ):
         self.settings = settings
         self.config = config
         self.topic = config.topics.state
+        self.keys = config.state_keys
         self.model = model
         self.spec = spec
+        self._rejected = rejected or (lambda partition: None)
 
     def restore(self, outputs, partition: int) -> Restored:
         """The partition's last committed state, read up to a mark appended with `outputs`
@@ -100,6 +111,7 @@ class StateStore:
         path = self.config.checkpoint_path(partition)
         cached = None if path is None else checkpoint.load(path)
         timeout = self.config.restore_timeout
+        rejected = lambda: self._rejected(partition)  # noqa: E731
         if cached is not None:
             state, after = cached["state"], cached["state_offset"]
             if (state.topic, state.partition) != (self.config.topics.examples, partition):
@@ -108,14 +120,28 @@ class StateStore:
                     f"{self.config.topics.examples}/{partition}"
                 )
             stored, read = state_topic.restore(
-                self.settings, self.topic, partition, start=after, timeout=timeout, until=mark
+                self.settings,
+                self.topic,
+                partition,
+                self.keys,
+                start=after,
+                timeout=timeout,
+                until=mark,
+                rejected=rejected,
+                newer_than=state.batches,
             )
             if stored is not None:
                 return stored, "cache", read
             if read >= 0:  # nothing newer than the cache in the topic
                 return state, "cache", read
         stored, read = state_topic.restore(
-            self.settings, self.topic, partition, timeout=timeout, until=mark
+            self.settings,
+            self.topic,
+            partition,
+            self.keys,
+            timeout=timeout,
+            until=mark,
+            rejected=rejected,
         )
         return stored, "topic", read
 
@@ -142,7 +168,7 @@ class StateStore:
         """Send a snapshot of `state` with `outputs` (inside its open transaction when it is
         transactional); pass what it returns to `saved` once the write is committed."""
         state.batches += 1
-        return state_topic.write(outputs, self.topic, state.partition, state)
+        return state_topic.write(outputs, self.topic, state.partition, state, self.keys)
 
     def saved(self, state: PartitionState, written) -> None:
         """The write of `state` is committed: refresh the local cache, if any."""
