@@ -217,12 +217,17 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         x
             The features, ``{name: number}``.
         """
-        scores = self._scores(self._features(x))  # validates x, even before any label is known
-        if not self.classes_:
-            return None
-        if self.is_binary:
-            return self.classes_[-1] if scores[0] > 0 else self.classes_[0]
-        return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
+        # A binary model's score in one call of a compiled engine (`_native_score`), the common
+        # case; else the general path, which validates x (even before any label is known) and
+        # names a bad feature.
+        score = self._native_score(x, False)
+        if score is None:
+            scores = self._scores(self._features(x))
+            if not self.is_binary:
+                return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
+            score = scores[0]  # one block until the third label
+        classes = self.classes_
+        return (classes[-1] if score > 0 else classes[0]) if classes else None
 
     # -- public state -------------------------------------------------------------------------
 
@@ -361,6 +366,12 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         import pandas as pd
 
         return pd.DataFrame(probas, index=rows.index, columns=list(self.classes_), dtype=float)
+
+    def _native_score(self, x: dict, variance: bool):
+        """A compiled engine's score of x for a binary model in one call, ``m`` or ``(m, v)``
+        with its variance, or None where the general path must serve (always here; see
+        `GaussianClassifier`)."""
+        return None
 
     def _predict_rows(self, rows: Rows) -> list:
         """`predict_one` of every row (a model may run the loop compiled)."""
@@ -673,31 +684,6 @@ class GaussianClassifier(LinearClassifier):
 
         learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
-    def predict_one(self, x: dict):  # type: ignore[override]  # no **kwargs, as river's own models
-        """The label of largest score, or None before any label: `positive_label` where
-        ``w . x > 0`` while binary, else the label whose block scores most (the first in
-        ``classes_`` on a tie).
-
-        It is the label of largest `predict_proba_one`; among labels of equal probability (a tie,
-        or a difference below float64's resolution), the one of larger score.
-
-        Parameters
-        ----------
-        x
-            The features, ``{name: number}``.
-        """
-        # The common case in one call of the compiled engine (`score_native`: a binary model of
-        # the compiled diagonal engine, x a dict of floats, ints and bools): the general path's
-        # score, and its label as the general path picks it (a tie, score 0, is classes_[0]).
-        # Anything else goes the general way, which names a bad feature.
-        score = self._native_score(x, False)
-        if score is None:
-            return LinearClassifier.predict_one(self, x)
-        classes = self.classes_
-        if not classes:
-            return None
-        return classes[-1] if score > 0 else classes[0]
-
     def _native_scores(self, rows: Rows, proba: bool) -> list | None:
         """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
         (`_binary_proba`'s), in one call of the compiled engine's batch kernel
@@ -734,7 +720,8 @@ class GaussianClassifier(LinearClassifier):
 
     def _native_score(self, x: dict, variance: bool):
         """The compiled diagonal engine's score of a binary model, ``m`` or ``(m, v)`` with its
-        variance (`score_native`), or None where the general path must serve."""
+        variance (`score_native`: x a dict of floats, ints and bools), or None where the
+        general path must serve."""
         native = getattr(self._gaussian, "score_native", None)
         if native is None:
             return None
