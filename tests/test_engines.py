@@ -382,13 +382,16 @@ EDGES = [
 ]
 
 
+@pytest.mark.parametrize("swap", [False, True], ids=["labels as drawn", "labels swapped"])
 @pytest.mark.parametrize("learn_intercept", [False, True])
 @pytest.mark.parametrize("x", EDGES, ids=repr)
-def test_binary_predictions_in_one_call_are_the_general_paths(x, learn_intercept):
+def test_binary_predictions_in_one_call_are_the_general_paths(x, learn_intercept, swap):
+    """Either label first: one of the two orders has the model negated when the second label
+    arrives (`positive_label`), after which `score_native` reads the negated state."""
     compiled, python = pair(river_cw.AROW, {"learn_intercept": learn_intercept})
     for model in (compiled, python):
         for example, y in stream(4, n=60):
-            model.learn_one(example, y)
+            model.learn_one(example, y ^ swap)
     for call in ("predict_one", "predict_proba_one"):
         outcomes = []
         for model in (compiled, python):
@@ -444,13 +447,15 @@ def outcome_of(call, *args, **kwargs):
     return "ok", repr(result)
 
 
+@pytest.mark.parametrize("swap", [False, True], ids=["labels as drawn", "labels swapped"])
 @pytest.mark.parametrize("learn_intercept", [False, True])
 @pytest.mark.parametrize("kind", ["dicts", "named CSR", "hashed CSR"])
-def test_predict_many_in_the_kernel_is_the_general_paths_loop(kind, learn_intercept):
+def test_predict_many_in_the_kernel_is_the_general_paths_loop(kind, learn_intercept, swap):
     """`predict_many` and `predict_proba_many` of a binary model run in the compiled kernel
     (`score_rows`): the pure-Python engine's `predict_one` loop, to the bit, edge rows (a column
-    stored twice, sums beyond float64, cancelling terms, unseen features) included; a batch
-    holding a row predict_one refuses raises what the loop raises."""
+    stored twice, sums beyond float64, cancelling terms, unseen features) included, whichever
+    label came first (one order negates the model); a batch holding a row predict_one refuses
+    raises what the loop raises."""
     import numpy as np
     from scipy import sparse
 
@@ -458,7 +463,7 @@ def test_predict_many_in_the_kernel_is_the_general_paths_loop(kind, learn_interc
     names = [f"w{i}" for i in range(40)] + ["fresh", "fresh2"]
     for model in (compiled, python):
         for example, y in stream(4, n=80):
-            model.learn_one({k: v for k, v in example.items() if k in names}, y)
+            model.learn_one({k: v for k, v in example.items() if k in names}, y ^ swap)
     rng = random.Random(9)
     entries = [
         [(rng.randrange(len(names)), float(value(rng))) for _ in range(rng.randint(0, 9))]
