@@ -117,7 +117,17 @@ typedef struct {
     PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
     Py_hash_t lean_intercept_hash;
     struct BatchCache *batch_cache; /* learn_rows' CSR columns (_batch.h), NULL: none */
+    /* the last mark (see diagonal_mark): per block, the (mean, variance) of its first `used`
+     * entries then, interleaved; valid while `reshaped` equals mark_reshaped */
+    struct Marked *marked;
+    Py_ssize_t nmarked;        /* blocks at the mark; -1: no mark */
+    uint64_t mark_reshaped;
 } Diagonal;
+
+typedef struct Marked {
+    double *values;
+    Py_ssize_t used;
+} Marked;
 
 static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
 static PyObject *restore_hook = NULL;   /* river_cw.gaussian._restore_diagonal */
@@ -188,8 +198,17 @@ static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
 
 static void batch_cache_free(Diagonal *self); /* _batch.h */
 
+static void marks_free(Diagonal *self) {
+    Py_ssize_t b;
+    for (b = 0; b < self->nmarked; b++) PyMem_Free(self->marked[b].values);
+    PyMem_Free(self->marked);
+    self->marked = NULL;
+    self->nmarked = -1;
+}
+
 static int diagonal_clear(Diagonal *self) {
     release_coords(self);
+    marks_free(self);
     batch_cache_free(self);
     Py_CLEAR(self->lean);
     blocks_clear(&self->blocks);
@@ -217,6 +236,7 @@ static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     if (self == NULL) return NULL;
     self->prior = prior;
     self->token = -1;
+    self->nmarked = -1;
     if (blocks_init(&self->blocks) < 0) {
         Py_DECREF(self);
         return NULL;
@@ -1613,9 +1633,141 @@ static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
 
 static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
     Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
+    Py_ssize_t b;
     size += sizeof(Coord) * self->coords_cap +
             sizeof(double) * (self->u_cap + 2 * self->scratch_cap);
+    for (b = 0; b < self->nmarked; b++) /* as diagonal_mark allocates */
+        size += sizeof(Marked) + sizeof(double) * 2 * Py_MAX(self->marked[b].used, 1);
     return PyLong_FromSsize_t(size);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* marks: the weights written since a point in time (river_cw.gaussian.DiagonalGaussian.mark) */
+
+/* mark(): remember every weight's (mean, variance) as it is now */
+static PyObject *diagonal_mark(Diagonal *self, PyObject *unused) {
+    Py_ssize_t b, i, n = self->blocks.n;
+    if (enter(self) < 0) return NULL;
+    marks_free(self);
+    if ((self->marked = PyMem_Calloc(n ? n : 1, sizeof(Marked))) == NULL) goto nomemory;
+    self->nmarked = n;
+    for (b = 0; b < n; b++) {
+        const Table *t = &self->blocks.table[b];
+        double *values = PyMem_Malloc(sizeof(double) * 2 * (t->used ? t->used : 1));
+        if (values == NULL) goto nomemory;
+        for (i = 0; i < t->used; i++) {
+            values[2 * i] = t->entries[i].mean;
+            values[2 * i + 1] = t->entries[i].var;
+        }
+        self->marked[b].values = values;
+        self->marked[b].used = t->used;
+    }
+    self->mark_reshaped = self->reshaped;
+    self->busy = 0;
+    Py_RETURN_NONE;
+nomemory:
+    marks_free(self);
+    self->busy = 0;
+    return PyErr_NoMemory();
+}
+
+/* changed(): per block, {feature: (mean, variance)} of the weights added since the mark or whose
+ * mean or variance differs from it bit for bit, in table order; None without a mark valid for
+ * the current blocks (none taken, or the blocks reshaped since) */
+static PyObject *diagonal_changed(Diagonal *self, PyObject *unused) {
+    PyObject *out, *d, *w;
+    Py_ssize_t b, i;
+    if (enter(self) < 0) return NULL;
+    if (self->nmarked != self->blocks.n || self->mark_reshaped != self->reshaped) {
+        self->busy = 0;
+        Py_RETURN_NONE;
+    }
+    if ((out = PyList_New(self->blocks.n)) == NULL) goto fail;
+    for (b = 0; b < self->blocks.n; b++) {
+        const Table *t = &self->blocks.table[b];
+        const Marked *m = &self->marked[b];
+        if ((d = PyDict_New()) == NULL) goto fail;
+        PyList_SET_ITEM(out, b, d);
+        for (i = 0; i < t->used; i++) {
+            const Entry *e = &t->entries[i];
+            if (i < m->used && memcmp(&e->mean, &m->values[2 * i], sizeof(double)) == 0 &&
+                memcmp(&e->var, &m->values[2 * i + 1], sizeof(double)) == 0)
+                continue;
+            if ((w = Py_BuildValue("(dd)", e->mean, e->var)) == NULL) goto fail;
+            if (PyDict_SetItem(d, e->key, w) < 0) {
+                Py_DECREF(w);
+                goto fail;
+            }
+            Py_DECREF(w);
+        }
+    }
+    self->busy = 0;
+    return out;
+fail:
+    Py_XDECREF(out);
+    self->busy = 0;
+    return NULL;
+}
+
+/* set_weights(changes): per block, {feature: (mean, variance)} written, a new feature appended
+ * in the order given (what `changed` returned, read back) */
+static PyObject *diagonal_set_weights(Diagonal *self, PyObject *changes) {
+    PyObject *seq, *key, *w;
+    Py_ssize_t n, b, pos;
+    if ((seq = PySequence_Fast(changes, "changes must be a list of dicts")) == NULL) return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (n != self->blocks.n) {
+        PyErr_Format(PyExc_ValueError, "changes of %zd block(s) for an engine of %zd", n,
+                     self->blocks.n);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if (enter(self) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    self->generation++; /* entries may be appended */
+    for (b = 0; b < n; b++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, b);
+        Table *t = &self->blocks.table[b];
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "changes must be a list of dicts");
+            goto fail;
+        }
+        pos = 0;
+        while (PyDict_Next(d, &pos, &key, &w)) {
+            double mean, var;
+            Py_ssize_t ix;
+            Py_hash_t h;
+            PyObject *pair = PySequence_Fast(w, "a weight is a (mean, variance) pair");
+            if (pair == NULL) goto fail;
+            if (PySequence_Fast_GET_SIZE(pair) != 2) {
+                Py_DECREF(pair);
+                PyErr_SetString(PyExc_ValueError, "a weight is a (mean, variance) pair");
+                goto fail;
+            }
+            mean = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 0));
+            var = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 1));
+            Py_DECREF(pair);
+            if (PyErr_Occurred() || (h = PyObject_Hash(key)) == -1) goto fail;
+            if ((ix = table_find(t, key, h)) == -2) goto fail;
+            if (ix >= 0) {
+                t->entries[ix].mean = mean;
+                t->entries[ix].var = var;
+            } else {
+                if (table_reserve(t, 1) < 0) goto fail;
+                table_append(t, key, h, mean, var);
+            }
+            if (fabs(mean) > self->mean_bound) self->mean_bound = fabs(mean);
+        }
+    }
+    Py_DECREF(seq);
+    self->busy = 0;
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(seq);
+    self->busy = 0;
+    return NULL;
 }
 
 #include "_text_lookup.h"
@@ -1647,6 +1799,12 @@ static PyMethodDef diagonal_methods[] = {
     {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
      "Per block, {feature: mean} and {feature: variance}."},
     {"__reduce__", (PyCFunction)diagonal_reduce, METH_NOARGS, "Engine-neutral pickling."},
+    {"mark", (PyCFunction)diagonal_mark, METH_NOARGS, "Remember every weight as it is now."},
+    {"changed", (PyCFunction)diagonal_changed, METH_NOARGS,
+     "Per block, {feature: (mean, variance)} of the weights written since the mark; None "
+     "without a mark valid for the current blocks."},
+    {"set_weights", (PyCFunction)diagonal_set_weights, METH_O,
+     "Write per block {feature: (mean, variance)} (what changed returned)."},
     {"text_counts", (PyCFunction)(void (*)(void))diagonal_text_counts, METH_FASTCALL,
      "river_cw.text.BagOfWords' counts of an ASCII text, keyed by the features' own keys; None "
      "for other text (see _text_lookup.h)."},
