@@ -111,10 +111,10 @@ def read_topic(
 
 def stored_state(bootstrap: str, topic: str, partition: int):
     """The last committed state of `partition` of examples topic `topic` in its state topic."""
-    state, _ = state_topic.restore(
+    restored = state_topic.restore(
         KafkaSettings(bootstrap), state_topic.state_topic(topic), partition
     )
-    return state
+    return restored.state
 
 
 def offline(model, examples: list[tuple]) -> tuple[object, dict]:

@@ -1,8 +1,11 @@
 """The state topic against the real broker: chunked snapshots, the last committed one restored,
-aborted ones ignored, a cache offset beyond the end recognised, a restore up to a mark."""
+aborted ones ignored, a cache offset beyond the end recognised, a restore up to a mark; commits
+that write their changes, restored bit for bit (from the topic, or a cache and the changes after
+it); a topic of another format refused."""
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
@@ -11,8 +14,10 @@ from kafka import KafkaConsumer
 from river_cw import AROW
 from streams.kafka import state_topic
 from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.config import ServeConfig, Topics
 from streams.kafka.learner import PartitionState
 from streams.kafka.outputs import Outputs
+from streams.kafka.store import StateStore
 from tests.kafka_support import assert_same_model
 
 pytestmark = pytest.mark.kafka
@@ -33,25 +38,28 @@ def test_snapshots_are_chunked_and_only_committed_ones_restored(kafka_broker, to
     large, small, aborted = big_state(60_000, 1), big_state(10, 2), big_state(20, 3)
     assert len(pickle.dumps(large)) > 2 * state_topic.CHUNK_BYTES  # three chunks or more
     try:
-        state_topic.write(outputs, topic, 1, large)
+        state_topic.write_snapshot(outputs, topic, 1, large)
         outputs.commit({}, None)
-        restored, read = state_topic.restore(settings, topic, 1)
-        assert read >= 4 and restored.batches == 1
+        restored = state_topic.restore(settings, topic, 1)
+        assert restored.records >= 4 and restored.state.batches == 1
+        restored = restored.state
         assert_same_model(restored.model, large.model, [{"feature-7": 1.0, "other": 1.0}])
 
-        manifest = state_topic.write(outputs, topic, 1, small)
+        manifest = state_topic.write_snapshot(outputs, topic, 1, small)
         outputs.commit({}, None)
-        state_topic.write(outputs, topic, 1, aborted)
+        state_topic.write_snapshot(outputs, topic, 1, aborted)
         outputs.abort()  # as a crash inside the transaction would
     finally:
         outputs.close()
-    restored, _ = state_topic.restore(settings, topic, 1)
+    restored = state_topic.restore(settings, topic, 1).state
     assert restored.batches == 2
     assert_same_model(restored.model, small.model, [{"feature-7": 1.0, "other": 1.0}])
-    after = manifest.offset + 1  # what a local cache remembers
-    assert state_topic.restore(settings, topic, 1, start=after)[0] is None  # nothing newer
-    assert state_topic.restore(settings, topic, 1, start=after + 1000) == (None, -1)
-    assert state_topic.restore(settings, topic, 0) == (None, 0)
+    after = manifest.delivery.offset + 1  # what a local cache remembers
+    nothing_newer = state_topic.restore(settings, topic, 1, start=after)
+    assert (nothing_newer.state, nothing_newer.records) == (None, 0)
+    assert state_topic.restore(settings, topic, 1, start=after + 1000).records == -1
+    empty = state_topic.restore(settings, topic, 0)
+    assert (empty.state, empty.records) == (None, 0)
 
 
 def test_a_restore_up_to_a_mark_reads_every_snapshot_before_it_whatever_the_log_end_looks_like(
@@ -64,16 +72,18 @@ def test_a_restore_up_to_a_mark_reads_every_snapshot_before_it_whatever_the_log_
     new = None
     try:
         for batches in range(1, 6):
-            state_topic.write(old, topic, 1, big_state(10, batches))
+            state_topic.write_snapshot(old, topic, 1, big_state(10, batches))
             old.commit({}, None)
         first = state_topic.mark(old, topic, 1)  # an earlier owner's mark: not a snapshot
-        state_topic.write(old, topic, 1, big_state(10, 6))
+        state_topic.write_snapshot(old, topic, 1, big_state(10, 6))
         old.commit({}, None)
-        state_topic.write(old, topic, 1, big_state(10, 7))  # open when the new owner fences it
+        state_topic.write_snapshot(
+            old, topic, 1, big_state(10, 7)
+        )  # open when the new owner fences it
         old.flush()
         new = Outputs(settings, transactional_id=f"{topic}-1")
         until = state_topic.mark(new, topic, 1)
-        state_topic.write(new, topic, 1, big_state(10, 8))  # after the mark: not read
+        state_topic.write_snapshot(new, topic, 1, big_state(10, 8))  # after the mark: not read
         new.commit({}, None)
     finally:
         old.close()
@@ -85,7 +95,104 @@ def test_a_restore_up_to_a_mark_reads_every_snapshot_before_it_whatever_the_log_
         raise AssertionError("end_offsets asked")
 
     monkeypatch.setattr(KafkaConsumer, "end_offsets", unreliable)
-    restored, read = state_topic.restore(settings, topic, 1, until=until)
-    assert restored.batches == 6 and read == 2 * 6  # a chunk and a manifest each, no marks
-    assert state_topic.restore(settings, topic, 1, start=first, until=until)[0].batches == 6
-    assert state_topic.restore(settings, topic, 1, start=until + 1, until=until) == (None, -1)
+    restored = state_topic.restore(settings, topic, 1, until=until)
+    assert restored.state.batches == 6 and restored.records == 2 * 6  # chunk, manifest; no marks
+    assert state_topic.restore(settings, topic, 1, start=first, until=until).state.batches == 6
+    assert state_topic.restore(settings, topic, 1, start=until + 1, until=until).records == -1
+
+
+def commit(outputs, store, state) -> state_topic.Written:
+    """One exactly-once commit of `state` through `store`: what it wrote."""
+    part = store.write(outputs, state)
+    outputs.commit({}, None)
+    store.saved(state, part)
+    return part
+
+
+def serve_config(topic: str, **kwargs) -> ServeConfig:
+    return ServeConfig(Topics("t", state=topic), **kwargs)
+
+
+def test_commits_write_the_changes_and_a_restore_rebuilds_the_state_bit_for_bit(
+    kafka_broker, topic_name
+):
+    """A big model: the first commit is a snapshot, the next ones write what they touched (a
+    few hundred bytes, not the megabytes of the model), every `snapshot_every` commits a
+    snapshot again; aborted changes are ignored; the state restored is the offline one."""
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    live, offline = big_state(60_000, 0), big_state(60_000, 0)
+    store = StateStore(settings, serve_config(topic, snapshot_every=4), AROW(), "AROW()")
+    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    parts, kinds = [], []
+    try:
+        for i in range(9):
+            for model in (live.model, offline.model):
+                model.learn_one({f"feature-{i}": 1.0, f"new-{i}": 2.0}, i % 2 == 0)
+            live.learned += 1
+            parts.append(commit(outputs, store, live))
+            kinds.append(store.written[1].last_kind)
+        live.model.learn_one({"aborted": 1.0}, True)  # written, then the transaction aborted
+        live.learned += 1
+        store.write(outputs, live)
+        outputs.abort()
+    finally:
+        outputs.close()
+    sizes = [part.bytes for part in parts]
+    assert kinds == ["snapshot", "changes", "changes", "changes"] * 2 + ["snapshot"]
+    assert min(sizes[i] for i in (0, 4, 8)) > 1_000_000  # the whole model
+    assert max(sizes[i] for i in (1, 2, 3, 5, 6, 7)) < 3_000  # 3 weights and the header
+    restored = state_topic.restore(settings, topic, 1)
+    assert (restored.state.batches, restored.changes) == (9, 0)
+    assert restored.snapshot_bytes == sizes[8]
+    assert restored.state.learned == 9
+    assert_same_model(restored.state.model, offline.model, [{"new-3": 1.0, "feature-7": 1.0}])
+    before_last = state_topic.restore(settings, topic, 1, until=parts[7].delivery.offset)
+    assert before_last.state.batches == 8 and before_last.changes == 3
+    assert before_last.changes_bytes == sum(sizes[5:8])
+
+
+def test_a_restore_from_a_cache_reads_the_changes_after_it(kafka_broker, topic_name, tmp_path):
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    config = serve_config(topic, checkpoint_dir=tmp_path, snapshot_share=10.0)
+    live, offline = big_state(1000, 0), big_state(1000, 0)
+    live.model_spec = "AROW()"
+    store = StateStore(settings, config, AROW(), "AROW()")
+    outputs = Outputs(settings, transactional_id=f"{topic}-1")
+    try:
+        for i in range(5):
+            for model in (live.model, offline.model):
+                model.learn_one({f"feature-{i}": -1.0, f"new-{i}": 1.0}, i % 3 == 0)
+            commit(outputs, store, live)
+    finally:
+        outputs.close()
+    new = Outputs(settings, transactional_id=f"{topic}-1")
+    try:
+        restored = StateStore(settings, config, AROW(), "AROW()").restore(new, 1)
+    finally:
+        new.close()
+    assert restored.source == "cache"  # the snapshot of the first commit, and 4 changes
+    assert restored.records == 4 * 2 and restored.state.batches == 5
+    assert_same_model(restored.state.model, offline.model, [{"new-1": 1.0, "feature-4": 1.0}])
+
+
+def test_a_state_topic_of_another_format_is_refused_with_the_way_to_migrate(
+    kafka_broker, topic_name
+):
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 1}, state_topic.TOPIC_CONFIG)
+    outputs = Outputs(settings, transactional_id=f"{topic}-old")
+    try:  # what river-cw wrote before the changelog: a pickle and a manifest without format
+        data = pickle.dumps({"format": "river-cw state 1", "state": big_state(10, 1)})
+        outputs.send(topic, data, b"0/c0", partition=0, headers=[("snapshot", b"1")])
+        manifest = {"snapshot": 1, "chunks": 1, "bytes": len(data)}
+        outputs.send(topic, json.dumps(manifest).encode(), b"0", partition=0)
+        outputs.commit({}, None)
+    finally:
+        outputs.close()
+    with pytest.raises(state_topic.StateError, match="format 1.*format 2.*inspect.*--init-model"):
+        state_topic.restore(settings, topic, 0)

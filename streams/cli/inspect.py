@@ -1,6 +1,6 @@
 """`river-cw inspect`: show the state `river-cw serve` keeps for a topic's partitions.
 
-Reads the last committed snapshot of each partition from the state topic (`TOPIC.state`) and
+Reads the last committed state of each partition from the state topic (`TOPIC.state`) and
 prints its model, classes, learned count, prequential accuracy, offsets, pending examples and
 labels, dead letters and the largest weights (through the model's public `weights`);
 `--export PATH` writes one partition's model as a plain pickle (for `serve --init-model`, or
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         partitions = (
             [args.partition] if args.partition is not None else topic_partitions(settings, topic)
         )
-        states = [restore(settings, topic, p)[0] for p in partitions]
+        states = [restore(settings, topic, p).state for p in partitions]
     except (BrokerUnavailable, TopicError, StateError) as error:
         print(f"river-cw inspect: error: {error}", file=sys.stderr)
         return 1

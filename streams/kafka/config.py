@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,8 +77,10 @@ class ServeConfig:
     """What `streams.kafka.server.ModelServer` serves and how.
 
     A consumer group (`group_id`) or static `partitions` (default: all, no group). A batch is
-    committed every `checkpoint_every` messages or `checkpoint_seconds`; `checkpoint_dir` adds a
-    local cache of the partitions' states. `model_spec` names the model in the stored state
+    committed every `checkpoint_every` messages or `checkpoint_seconds`; each commit writes the
+    state's changes, and a whole snapshot at least every `snapshot_every` commits or once the
+    changes since the last one exceed `snapshot_share` of its size (`streams.kafka.store`);
+    `checkpoint_dir` adds a local cache of the partitions' states. `model_spec` names the model in the stored state
     (default: the model's repr on one line); a stored state with another spec stops the server
     unless `discard_state`, which starts new models from the stored offsets. A label still
     waiting for its example after `stale_label_after` examples of its partition is reported
@@ -92,6 +95,8 @@ class ServeConfig:
     checkpoint_every: int = 1000
     checkpoint_seconds: float = 5.0
     checkpoint_dir: str | Path | None = None
+    snapshot_every: int = 100
+    snapshot_share: float = 0.5
     max_pending: int = 100_000
     stale_label_after: int = 10_000
     model_spec: str | None = None
@@ -110,6 +115,12 @@ class ServeConfig:
             )
         if self.mixing is not None and not self.exactly_once:
             raise ValueError("mixing needs exactly-once processing (its rounds are transactional)")
+        if not (isinstance(self.snapshot_every, int) and self.snapshot_every >= 1):
+            raise ValueError(f"snapshot_every must be an integer >= 1, got {self.snapshot_every!r}")
+        if not 0.0 <= self.snapshot_share < math.inf:
+            raise ValueError(
+                f"snapshot_share must be a finite number >= 0, got {self.snapshot_share!r}"
+            )
         if self.partitions is not None:
             object.__setattr__(self, "partitions", tuple(self.partitions))
 

@@ -1,20 +1,33 @@
 """Partition state in a compacted Kafka topic, so that any member on any machine restores it.
 
 Partition p of the examples topic keeps its `PartitionState` in partition p of the state topic
-(`<topic>.state`, `cleanup.policy=compact`). A snapshot is the state's pickle cut in chunks of at
-most `CHUNK_BYTES` (records with key `p/c<i>`) followed by a manifest (key `p`, JSON
-`{"snapshot": n, "chunks": k, "bytes": size}`), all written inside the transaction that commits
-the outputs and offsets the state goes with: a snapshot is visible exactly when its batch is.
-Compaction keeps the last value of each key, so the last snapshot survives whole.
+(`<topic>.state`, `cleanup.policy=compact`) as a changelog: every commit writes, inside the
+transaction of the outputs and offsets it goes with, either a *snapshot* (the whole state) or
+its *changes* since the previous commit (`streams.kafka.changelog`: the weights that moved and
+the small rest of the state), so that a commit writes in proportion to what it changed, not to
+the model. A part is its encoded bytes (`encode`) cut in chunks of at most `CHUNK_BYTES`
+(records with key `<name>/c<i>` and a `batches` header) and closed by a manifest (key `<name>`,
+JSON `{"format": 2, "kind": ..., "batches": n, "chunks": k, "bytes": size}`), where n is the
+state's `batches` (its commits so far). A snapshot is named `p`; the changes of the i-th commit
+after a snapshot `p/changes/<i>`. Compaction keeps the last value of each key: the last snapshot
+whole, and after it the changes of every commit since (older changes under the same names are
+overwritten, or ignored on reading: they do not follow on the state read before them).
 
-`restore` reads the partition with `streams.kafka.committed.committed_consumer` (aborted snapshots
-are dropped even on brokers that do not list aborted transactions) up to its end, and returns
-the last complete snapshot. Where that end is depends on the broker's word (Tansu's ListOffsets
-understates it) and on timing, so a partition's new owner does not rely on it: once its
-producer has fenced the previous owner it appends a `mark` (key `p/mark`) and reads up to it.
-Every snapshot ever committed lies before the mark, so the restore cannot stop short of the
-last one, which would make a server learn again what its partition had learned (and, when
-mixing, publish a second contribution to a round). Pickle runs code on load: read only state
+`restore` reads the partition with `streams.kafka.committed.committed_consumer` (aborted parts
+are dropped even on brokers that do not list aborted transactions) and folds it: a snapshot
+replaces the state, changes apply to the state of the commit before theirs (`batches` n - 1)
+and are skipped otherwise. The state restored is that of the last committed part; if it cannot
+be rebuilt (changes whose predecessor is missing) `StateError` says so. Where the log ends
+depends on the broker's word (Tansu's ListOffsets understates it) and on timing, so a
+partition's new owner does not rely on it: once its producer has fenced the previous owner it
+appends a `mark` (key `p/mark`) and reads up to it. Every part ever committed lies before the
+mark, so the restore cannot stop short of the last one, which would make a server learn again
+what its partition had learned (and, when mixing, publish a second contribution to a round).
+
+Every part's bytes go through `encode` and come back through `decode`, one place for the
+format. A manifest of another format (format 1, river-cw 0.x, wrote one whole pickle per
+commit) is refused with `StateError`: migrate as the README says (`river-cw inspect --export`
+with the old version, then `serve --init-model`). Pickle runs code on load: read only state
 topics you wrote.
 """
 
@@ -23,16 +36,19 @@ from __future__ import annotations
 import json
 import pickle
 import time
+from dataclasses import dataclass
 
 from kafka import TopicPartition
 
+from streams.kafka import changelog
 from streams.kafka.client import KafkaSettings, log_reaches
 from streams.kafka.committed import committed_consumer
 from streams.kafka.outputs import Delivery
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
-FORMAT = "river-cw state 1"
+FORMAT = 2
 TOPIC_CONFIG = {"cleanup.policy": "compact"}
+SNAPSHOT, CHANGES = "snapshot", "changes"
 
 
 class StateError(RuntimeError):
@@ -48,30 +64,56 @@ def chunked(data: bytes) -> list[bytes]:
     return [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
 
 
-def write(outputs, topic: str, partition: int, state):
-    """Send a snapshot of `state` with `outputs` (`streams.kafka.outputs.Outputs`, inside its
-    open transaction if it is transactional); the `Delivery` of the manifest."""
-    data = pickle.dumps({"format": FORMAT, "state": state}, protocol=pickle.HIGHEST_PROTOCOL)
+@dataclass(frozen=True)
+class Written:
+    """A part sent: the `Delivery` of its manifest and its bytes (the values of its chunks and
+    manifest)."""
+
+    delivery: Delivery
+    bytes: int
+
+
+def encode(kind: str, partition: int, batches: int, payload) -> bytes:
+    """The bytes of a part: `payload` (a `PartitionState` for a snapshot, ``(header, weights)``
+    for changes) of `partition` after `batches` commits."""
+    return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(kind: str, partition: int, batches: int, data: bytes):
+    """The payload `encode` turned into `data`."""
+    return pickle.loads(data)
+
+
+def write_snapshot(outputs, topic: str, partition: int, state) -> Written:
+    """Send the whole `state` with `outputs` (`streams.kafka.outputs.Outputs`, inside its open
+    transaction if it is transactional)."""
+    return _write(outputs, topic, partition, SNAPSHOT, str(partition), state.batches, state)
+
+
+def write_changes(outputs, topic: str, partition: int, state, changes, number: int) -> Written:
+    """Send `changes` (`streams.kafka.changelog.changes` of `state`), the `number`-th since the
+    last snapshot, as `write_snapshot` sends a snapshot."""
+    name = f"{partition}/changes/{number}"
+    return _write(outputs, topic, partition, CHANGES, name, state.batches, changes)
+
+
+def _write(outputs, topic: str, partition: int, kind: str, name: str, batches: int, payload):
+    data = encode(kind, partition, batches, payload)
     chunks = chunked(data)
-    snapshot = state.batches
+    header = [("batches", str(batches).encode())]
     for i, chunk in enumerate(chunks):
-        outputs.send(
-            topic,
-            chunk,
-            f"{partition}/c{i}".encode(),
-            partition=partition,
-            headers=[("snapshot", str(snapshot).encode())],
-        )
-    manifest = {"snapshot": snapshot, "chunks": len(chunks), "bytes": len(data)}
+        outputs.send(topic, chunk, f"{name}/c{i}".encode(), partition=partition, headers=header)
+    manifest = {
+        "format": FORMAT,
+        "kind": kind,
+        "batches": batches,
+        "chunks": len(chunks),
+        "bytes": len(data),
+    }
     delivery = Delivery()
-    outputs.send(
-        topic,
-        json.dumps(manifest).encode(),
-        str(partition).encode(),
-        partition=partition,
-        delivery=delivery,
-    )
-    return delivery
+    value = json.dumps(manifest).encode()
+    outputs.send(topic, value, name.encode(), partition=partition, delivery=delivery)
+    return Written(delivery, len(data) + len(value))
 
 
 def mark(outputs, topic: str, partition: int) -> int:
@@ -90,6 +132,79 @@ def _mark_key(partition: int) -> bytes:
     return f"{partition}/mark".encode()
 
 
+@dataclass
+class Restored:
+    """What `restore` read: the state (None: none committed), the records read (-1: `start`
+    lies beyond the partition's end), and since the state's last snapshot the bytes of that
+    snapshot (0 when it was not read: restored from a cache) and of the changes after it, and
+    their count."""
+
+    state: object = None
+    records: int = 0
+    snapshot_bytes: int = 0
+    changes_bytes: int = 0
+    changes: int = 0
+
+
+class _Fold:
+    """The state of the parts read so far, from `state` (a cached state) on."""
+
+    def __init__(self, topic: str, partition: int, state=None):
+        self.where = f"{topic}/{partition}"
+        self.partition = partition
+        self.restored = Restored(state)
+        self.chunks: dict[bytes, tuple[str, list]] = {}  # part name -> (batches, chunks)
+        self.last = None if state is None else state.batches  # of the last part read
+
+    def chunk(self, key: bytes, record) -> None:
+        name, _, index = key.rpartition(b"/c")
+        batches = dict(record.headers).get("batches", b"").decode()
+        held = self.chunks.get(name)
+        if held is None or held[0] != batches or index == b"0":
+            held = self.chunks[name] = (batches, [])
+        held[1].append(record.value)
+
+    def manifest(self, key: bytes, value: bytes) -> None:
+        manifest = json.loads(value)
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            version = manifest.get("format", 1) if isinstance(manifest, dict) else "unknown"
+            raise StateError(
+                f"{self.where} holds state of format {version}, this server reads format "
+                f"{FORMAT}: migrate with the version that wrote it (`river-cw inspect "
+                "--partition P --export model.pkl`, then `river-cw serve --init-model "
+                "model.pkl` on a new state topic; see the README)"
+            )
+        batches, kind = manifest["batches"], manifest["kind"]
+        held = self.chunks.pop(key, None)
+        if held is None or held[0] != str(batches):
+            return
+        data = b"".join(held[1])
+        if len(held[1]) != manifest["chunks"] or len(data) != manifest["bytes"]:
+            return
+        self.last = batches
+        payload = decode(kind, self.partition, batches, data)
+        restored = self.restored
+        size = len(data) + len(value)  # as `Written.bytes` counts it
+        if kind == SNAPSHOT:
+            restored.state, restored.snapshot_bytes = payload, size
+            restored.changes_bytes = restored.changes = 0
+        elif restored.state is not None and restored.state.batches == batches - 1:
+            restored.state = changelog.apply(restored.state, *payload)
+            restored.changes_bytes += size
+            restored.changes += 1
+
+    def result(self) -> Restored:
+        state = self.restored.state
+        if self.last is not None and (state is None or state.batches != self.last):
+            raise StateError(
+                f"{self.where}: the changes of commit {self.last} do not follow on a snapshot "
+                f"or changes read before them (last state rebuilt: "
+                f"{None if state is None else state.batches}); was the topic written by "
+                "something else, or compacted by a broker that broke the order?"
+            )
+        return self.restored
+
+
 def restore(
     settings: KafkaSettings,
     topic: str,
@@ -97,12 +212,13 @@ def restore(
     start: int = 0,
     timeout: float = 120.0,
     until: int | None = None,
-):
-    """The last committed snapshot of `partition` in `topic` from offset `start` on and the
-    number of records read, or (None, n) when there is none; n is -1 when `start` lies beyond
-    the partition's end (a cache from another broker or topic). With `until` (a `mark`'s
-    offset) every record before it is read; without, up to where the log seems to end.
-    `StateError` past `timeout` s."""
+    state=None,
+) -> Restored:
+    """The last committed state of `partition` in `topic`, from offset `start` on (with
+    `state`, the state committed before `start`: a cache) as a `Restored`; its `records` is -1
+    when `start` lies beyond the partition's end (a cache from another broker or topic). With
+    `until` (a `mark`'s offset) every record before it is read; without, up to where the log
+    seems to end. `StateError` past `timeout` s, or when the parts read do not make a state."""
     consumer = committed_consumer(
         bootstrap_servers=settings.bootstrap_servers,
         enable_auto_commit=False,
@@ -111,42 +227,39 @@ def restore(
         max_partition_fetch_bytes=4 * CHUNK_BYTES,
     )
     tp = TopicPartition(topic, partition)
+    fold = _Fold(topic, partition, state)
     try:
         consumer.assign([tp])
         if until is not None:  # every record before the mark: read until its batch is passed
             if start > until:
-                return None, -1
+                return Restored(state, -1)
         else:
             # Tansu's ListOffsets answers the base offset of the last batch + 1 and its fetch
             # replies' high watermark may be another partition's: read at least up to the
             # former, then until the position stops moving (control markers move it without
             # records)
             if not log_reaches(settings, topic, partition, start):
-                return None, -1
+                return Restored(state, -1)
             end = consumer.end_offsets([tp])[tp]
         consumer.seek(tp, start)
         deadline = time.monotonic() + timeout
-        found, chunks, snapshot, read, still = None, [], None, 0, 0
+        read, still = 0, 0
         mark_key = _mark_key(partition)
+        prefix = f"{partition}".encode()
         while consumer.position(tp) <= until if until is not None else still < 3:
             position = consumer.position(tp)
             for records in consumer.poll(timeout_ms=100).values():
                 for record in records:
+                    key = record.key or b""
                     after_mark = until is not None and record.offset > until
-                    if after_mark or record.key == mark_key:
+                    if after_mark or key == mark_key or key.split(b"/")[0] != prefix:
                         continue
                     read += 1
-                    key = record.key.decode()
-                    if key == str(partition):
-                        manifest = json.loads(record.value)
-                        data = b"".join(chunks)
-                        if str(manifest["snapshot"]) == snapshot and len(data) == manifest["bytes"]:
-                            found = data
+                    last = key.rpartition(b"/")[2]
+                    if last[:1] == b"c" and last[1:].isdigit():
+                        fold.chunk(key, record)
                     else:
-                        number = dict(record.headers)["snapshot"].decode()
-                        if number != snapshot or key.endswith("/c0"):
-                            chunks, snapshot = [], number
-                        chunks.append(record.value)
+                        fold.manifest(key, record.value)
             if until is None:
                 moved = consumer.position(tp) != position
                 still = 0 if moved or consumer.position(tp) < end else still + 1
@@ -157,9 +270,6 @@ def restore(
                 )
     finally:
         consumer.close(autocommit=False)
-    if found is None:
-        return None, read
-    payload = pickle.loads(found)
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise StateError(f"{topic}/{partition} holds no {FORMAT!r} snapshot")
-    return payload["state"], read
+    restored = fold.result()
+    restored.records = read
+    return restored

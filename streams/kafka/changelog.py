@@ -1,0 +1,109 @@
+"""A partition state as a changelog: the weights that changed since the previous commit, and the rest.
+
+A `PartitionState` whose model keeps its weights in a diagonal Gaussian engine
+(`river_cw.gaussian.DiagonalGaussian`: a `GaussianClassifier` with ``covariance="diagonal"``, alone
+or as the classifier of a `river_cw.text.TextClassifier`) is written by `changes` as the
+engine's weights written since its last mark (`DiagonalGaussian.changed`: per label block, the
+features whose mean or variance moved, the intercept among them) and a *header*: the state with
+the engine left out (labels, counters, offsets, pending examples and labels, the model's other
+attributes). `apply` rebuilds the next state from the previous one and these changes, bit for
+bit; `mark` starts the next changes.
+
+Everything else is written whole (`changes` returns None): river pipelines (their other steps'
+state has no keys to write by), river's own models, full or arrowhead covariance, voted RDA,
+a state that mixes (its anchor is a whole model), and an engine whose blocks were laid out anew
+since its mark (a label beyond the second was learned: one block per label from then on).
+
+>>> from river_cw import AROW
+>>> from streams.kafka.learner import PartitionState
+>>> state = PartitionState("t", 0, AROW())
+>>> state.model.learn_one({"a": 1.0, "b": 1.0}, True)
+>>> changes(state) is None  # no mark yet: written whole
+True
+>>> mark(state)
+>>> state.model.learn_one({"b": 1.0, "c": 1.0}, False)
+>>> state.learned = 2
+>>> header, weights = changes(state)
+>>> [sorted(block, key=str) for block in weights]  # one block while binary
+[['b', 'c', river_cw.INTERCEPT]]
+>>> before = PartitionState("t", 0, AROW())
+>>> before.model.learn_one({"a": 1.0, "b": 1.0}, True)
+>>> after = apply(before, header, weights)
+>>> after.model.weights == state.model.weights and after.learned == 2
+True
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+from river_cw.base import GaussianClassifier
+from river_cw.gaussian import DiagonalGaussian, PythonDiagonalGaussian
+from river_cw.text import TextClassifier
+
+__all__ = ["apply", "changes", "holder", "mark"]
+
+
+def holder(model) -> GaussianClassifier | None:
+    """The classifier of `model` whose diagonal engine a changelog writes by key, or None."""
+    # the types themselves: a river pipeline passes isinstance checks for its last step's
+    if type(model) is TextClassifier:
+        model = model.classifier
+    if issubclass(type(model), GaussianClassifier) and isinstance(
+        model.gaussian, (DiagonalGaussian, PythonDiagonalGaussian)
+    ):
+        return model
+    return None
+
+
+def _engine(state):
+    if state.mixing is not None:
+        return None
+    owner = holder(state.model)
+    return None if owner is None else owner.gaussian
+
+
+def mark(state) -> None:
+    """The state as it is now is committed: `changes` will say what changed since."""
+    engine = _engine(state)
+    if engine is not None:
+        engine.mark()
+
+
+def changes(state):
+    """``(header, weights)``: the state with a copy of its model holding an empty engine (and
+    the state's other objects: encode it at once) and the engine's weights written since `mark`
+    (`DiagonalGaussian.changed`); None when the state must be written whole (see the module)."""
+    engine = _engine(state)
+    weights = None if engine is None else engine.changed()
+    if weights is None:
+        return None
+    empty = type(engine)(engine.initial_variance)
+    for _ in weights[1:]:
+        empty.add_block()
+    owner = holder(state.model)
+    classes = owner.classes_
+    owner.set_gaussian(empty, classes)
+    try:  # a copy as a load settles it: the very objects a whole state's pickle would hold
+        model = pickle.loads(pickle.dumps(state.model, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        owner.set_gaussian(engine, classes)
+    header = copy.copy(state)
+    header.model = model
+    return header, weights
+
+
+def apply(previous, header, weights):
+    """The state `header` (from `changes`) with the engine of `previous` (the state committed
+    before it; its engine is taken over) updated by `weights`."""
+    engine = _engine(previous)
+    owner = holder(header.model)
+    if engine is None or owner is None:
+        raise ValueError(
+            "changes apply to a state whose model keeps a diagonal Gaussian engine, and come "
+            "with one"
+        )
+    engine.set_weights(weights)
+    owner.set_gaussian(engine, owner.classes_)
+    return header
