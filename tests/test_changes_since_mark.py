@@ -47,7 +47,7 @@ def moved(before: list[dict], after: list[dict]) -> list[dict]:
 def test_changed_is_what_moved_and_rebuilds_the_model_bit_for_bit(engine, cls, params):
     model = on(engine, cls, {**params, "learn_intercept": True})
     data = list(stream(3, n=240))
-    replica = None
+    replica, marked = None, None
     for start in range(0, len(data), 40):
         if start == 80:
             model.learn_many(

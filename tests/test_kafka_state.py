@@ -194,5 +194,5 @@ def test_a_state_topic_of_another_format_is_refused_with_the_way_to_migrate(
         outputs.commit({}, None)
     finally:
         outputs.close()
-    with pytest.raises(state_topic.StateError, match="format 1.*format 2.*inspect.*--init-model"):
+    with pytest.raises(state_topic.StateError, match=r"format 1.*format 2.*inspect.*--init-model"):
         state_topic.restore(settings, topic, 0)
