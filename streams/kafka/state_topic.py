@@ -147,14 +147,20 @@ class Restored:
 
 
 class _Fold:
-    """The state of the parts read so far, from `state` (a cached state) on."""
+    """The parts read so far, from `state` (a cached state) on: the last snapshot's bytes and
+    the changes that follow on it, decoded only at the end (a log that was not compacted holds
+    many snapshots)."""
 
     def __init__(self, topic: str, partition: int, state=None):
         self.where = f"{topic}/{partition}"
         self.partition = partition
-        self.restored = Restored(state)
+        self.state = state
+        self.base = None if state is None else state.batches  # that of the last snapshot read
+        self.snapshot = None  # its bytes (None: `state` is the base)
+        self.snapshot_bytes = 0
+        self.changes: list[tuple[int, bytes, int]] = []  # (batches, data, size) after it
         self.chunks: dict[bytes, tuple[str, list]] = {}  # part name -> (batches, chunks)
-        self.last = None if state is None else state.batches  # of the last part read
+        self.last = self.base  # the batches of the last part read
 
     def chunk(self, key: bytes, record) -> None:
         name, _, index = key.rpartition(b"/c")
@@ -182,27 +188,34 @@ class _Fold:
         if len(held[1]) != manifest["chunks"] or len(data) != manifest["bytes"]:
             return
         self.last = batches
-        payload = decode(kind, self.partition, batches, data)
-        restored = self.restored
         size = len(data) + len(value)  # as `Written.bytes` counts it
         if kind == SNAPSHOT:
-            restored.state, restored.snapshot_bytes = payload, size
-            restored.changes_bytes = restored.changes = 0
-        elif restored.state is not None and restored.state.batches == batches - 1:
-            restored.state = changelog.apply(restored.state, *payload)
-            restored.changes_bytes += size
-            restored.changes += 1
+            self.base, self.snapshot, self.snapshot_bytes = batches, data, size
+            self.changes = []
+        elif self.base is not None and self.base + len(self.changes) == batches - 1:
+            self.changes.append((batches, data, size))
 
     def result(self) -> Restored:
-        state = self.restored.state
-        if self.last is not None and (state is None or state.batches != self.last):
+        """The state of the last part read, rebuilt: `StateError` if it cannot be."""
+        rebuilt = None if self.base is None else self.base + len(self.changes)
+        if self.last is not None and rebuilt != self.last:
             raise StateError(
                 f"{self.where}: the changes of commit {self.last} do not follow on a snapshot "
-                f"or changes read before them (last state rebuilt: "
-                f"{None if state is None else state.batches}); was the topic written by "
-                "something else, or compacted by a broker that broke the order?"
+                f"or on changes read before them (the last state that can be rebuilt is that "
+                f"of commit {rebuilt}); was the topic written by something else, or compacted "
+                "by a broker that broke the order?"
             )
-        return self.restored
+        state = self.state
+        if self.snapshot is not None:
+            state = decode(SNAPSHOT, self.partition, self.base, self.snapshot)
+        for batches, data, _ in self.changes:
+            state = changelog.apply(state, *decode(CHANGES, self.partition, batches, data))
+        return Restored(
+            state,
+            snapshot_bytes=self.snapshot_bytes,
+            changes_bytes=sum(size for _, _, size in self.changes),
+            changes=len(self.changes),
+        )
 
 
 def restore(
