@@ -121,7 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--snapshot-every",
         type=int,
-        default=100,
+        default=1000,
         metavar="N",
         help="a commit writes the state's changes since the previous one; a whole snapshot at "
         "least every N commits (default: %(default)s) ...",
@@ -129,7 +129,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--snapshot-share",
         type=float,
-        default=0.5,
+        default=1.0,
         metavar="F",
         help="... or once the changes since the last snapshot exceed F times its size "
         "(default: %(default)s): a restore reads a snapshot and at most that much more",

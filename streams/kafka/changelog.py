@@ -36,6 +36,7 @@ True
 from __future__ import annotations
 
 import copy
+import io
 import pickle
 
 from river_cw.base import GaussianClassifier
@@ -79,18 +80,8 @@ def changes(state):
     weights = None if engine is None else engine.changed()
     if weights is None:
         return None
-    empty = type(engine)(engine.initial_variance)
-    for _ in weights[1:]:
-        empty.add_block()
-    owner = holder(state.model)
-    classes = owner.classes_
-    owner.set_gaussian(empty, classes)
-    try:  # a copy as a load settles it: the very objects a whole state's pickle would hold
-        model = pickle.loads(pickle.dumps(state.model, protocol=pickle.HIGHEST_PROTOCOL))
-    finally:
-        owner.set_gaussian(engine, classes)
     header = copy.copy(state)
-    header.model = model
+    header.model = _copy_without(state.model, engine, len(weights))
     return header, weights
 
 
@@ -107,3 +98,25 @@ def apply(previous, header, weights):
     engine.set_weights(weights)
     owner.set_gaussian(engine, owner.classes_)
     return header
+
+
+def _copy_without(model, engine, blocks: int):
+    """A copy of `model` (as a load of its pickle makes it) holding an empty engine of
+    `blocks` blocks in place of `engine`, which is neither copied nor touched."""
+    empty = type(engine)(engine.initial_variance)
+    for _ in range(blocks - 1):
+        empty.add_block()
+    buffer = io.BytesIO()
+    _Replacing(buffer, engine, empty).dump(model)
+    return pickle.loads(buffer.getvalue())
+
+
+class _Replacing(pickle.Pickler):
+    """Pickles `old` as `new`."""
+
+    def __init__(self, file, old, new):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.old, self.new = old, new
+
+    def reducer_override(self, obj):
+        return self.new.__reduce__() if obj is self.old else NotImplemented

@@ -95,8 +95,8 @@ class ServeConfig:
     checkpoint_every: int = 1000
     checkpoint_seconds: float = 5.0
     checkpoint_dir: str | Path | None = None
-    snapshot_every: int = 100
-    snapshot_share: float = 0.5
+    snapshot_every: int = 1000
+    snapshot_share: float = 1.0
     max_pending: int = 100_000
     stale_label_after: int = 10_000
     model_spec: str | None = None

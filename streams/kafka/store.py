@@ -51,10 +51,13 @@ class Restored:
 @dataclass
 class Written:
     """What a partition's commits wrote to the state topic (for the benchmarks and logs):
-    bytes and parts in all, and since the last snapshot its bytes and the changes after it."""
+    parts, weights and bytes in all (`bytes`, snapshots included), and since the last snapshot
+    its bytes and the changes after it."""
 
     snapshots: int = 0
     changes: int = 0
+    weights: int = 0  # written by the changes
+    changes_bytes: int = 0
     bytes: int = 0
     last_bytes: int = 0
     last_kind: str = ""
@@ -190,6 +193,8 @@ class StateStore:
             )
             since.changes_bytes += part.bytes
             written.changes += 1
+            written.weights += sum(len(block) for block in changes[1])
+            written.changes_bytes += part.bytes
             written.last_kind = state_topic.CHANGES
         written.bytes += part.bytes
         written.last_bytes = part.bytes
