@@ -18,7 +18,7 @@ from streams.kafka.config import ServeConfig, Topics
 from streams.kafka.learner import PartitionState
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
-from tests.kafka_support import assert_same_model
+from tests.kafka_support import assert_same_model, read_topic
 
 pytestmark = pytest.mark.kafka
 
@@ -118,7 +118,8 @@ def test_commits_write_the_changes_and_a_restore_rebuilds_the_state_bit_for_bit(
 ):
     """A big model: the first commit is a snapshot, the next ones write what they touched (a
     few hundred bytes, not the megabytes of the model), every `snapshot_every` commits a
-    snapshot again; aborted changes are ignored; the state restored is the offline one."""
+    snapshot again, which deletes the changes before it (compaction keeps the snapshot alone);
+    aborted changes are ignored; the state restored is the offline one."""
     settings = KafkaSettings(kafka_broker.bootstrap_servers)
     topic = topic_name("state")
     create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
@@ -148,6 +149,12 @@ def test_commits_write_the_changes_and_a_restore_rebuilds_the_state_bit_for_bit(
     assert restored.snapshot_bytes == sizes[8]
     assert restored.state.learned == 9
     assert_same_model(restored.state.model, offline.model, [{"new-3": 1.0, "feature-7": 1.0}])
+    live_keys = {}  # what compaction keeps: each key's last committed value, unless deleted
+    for record in read_topic(settings.bootstrap_servers, topic):
+        if record.partition == 1:
+            live_keys[record.key.decode()] = record.value is not None
+    snapshot = {"1", *(f"1/c{i}" for i in range(parts[8].chunks))}
+    assert {key for key, live in live_keys.items() if live} == snapshot
     before_last = state_topic.restore(settings, topic, 1, until=parts[7].delivery.offset)
     assert before_last.state.batches == 8 and before_last.changes == 3
     assert before_last.changes_bytes == sum(sizes[5:8])

@@ -9,9 +9,11 @@ the model. A part is its encoded bytes (`encode`) cut in chunks of at most `CHUN
 (records with key `<name>/c<i>` and a `batches` header) and closed by a manifest (key `<name>`,
 JSON `{"format": 2, "kind": ..., "batches": n, "chunks": k, "bytes": size}`), where n is the
 state's `batches` (its commits so far). A snapshot is named `p`; the changes of the i-th commit
-after a snapshot `p/changes/<i>`. Compaction keeps the last value of each key: the last snapshot
-whole, and after it the changes of every commit since (older changes under the same names are
-overwritten, or ignored on reading: they do not follow on the state read before them).
+after a snapshot `p/changes/<i>`. A snapshot deletes (tombstones, in its transaction) the
+changes before it and the chunks of the previous snapshot beyond its own, so that compaction,
+which keeps the last value of each key, keeps the last snapshot and the changes after it: what
+a restore must read, a snapshot and at most `--snapshot-share` of it more (on a broker that has
+not compacted yet, the older parts too; they are skipped).
 
 `restore` reads the partition with `streams.kafka.committed.committed_consumer` (aborted parts
 are dropped even on brokers that do not list aborted transactions) and folds it: a snapshot
@@ -36,7 +38,7 @@ from __future__ import annotations
 import json
 import pickle
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka import TopicPartition
 
@@ -66,11 +68,13 @@ def chunked(data: bytes) -> list[bytes]:
 
 @dataclass(frozen=True)
 class Written:
-    """A part sent: the `Delivery` of its manifest and its bytes (the values of its chunks and
-    manifest)."""
+    """A part sent: the `Delivery` of its manifest, its bytes (the values of its chunks and
+    manifest), its name and its chunks."""
 
     delivery: Delivery
     bytes: int
+    name: str
+    chunks: int
 
 
 def encode(kind: str, partition: int, batches: int, payload) -> bytes:
@@ -84,10 +88,19 @@ def decode(kind: str, partition: int, batches: int, data: bytes):
     return pickle.loads(data)
 
 
-def write_snapshot(outputs, topic: str, partition: int, state) -> Written:
+def write_snapshot(outputs, topic: str, partition: int, state, obsolete=()) -> Written:
     """Send the whole `state` with `outputs` (`streams.kafka.outputs.Outputs`, inside its open
-    transaction if it is transactional)."""
-    return _write(outputs, topic, partition, SNAPSHOT, str(partition), state.batches, state)
+    transaction if it is transactional). `obsolete`, the ``(name, chunks)`` of the parts it
+    makes useless (those of `Restored.parts`), are deleted with it (tombstones: compaction then
+    drops them, so that a restore does not read them)."""
+    written = _write(outputs, topic, partition, SNAPSHOT, str(partition), state.batches, state)
+    for name, chunks in obsolete:
+        start = written.chunks if name == str(partition) else 0  # the snapshot's own are new
+        for i in range(start, chunks):
+            outputs.send(topic, None, f"{name}/c{i}".encode(), partition=partition)
+        if name != str(partition):
+            outputs.send(topic, None, name.encode(), partition=partition)
+    return written
 
 
 def write_changes(outputs, topic: str, partition: int, state, changes, number: int) -> Written:
@@ -113,7 +126,7 @@ def _write(outputs, topic: str, partition: int, kind: str, name: str, batches: i
     delivery = Delivery()
     value = json.dumps(manifest).encode()
     outputs.send(topic, value, name.encode(), partition=partition, delivery=delivery)
-    return Written(delivery, len(data) + len(value))
+    return Written(delivery, len(data) + len(value), name, len(chunks))
 
 
 def mark(outputs, topic: str, partition: int) -> int:
@@ -136,14 +149,15 @@ def _mark_key(partition: int) -> bytes:
 class Restored:
     """What `restore` read: the state (None: none committed), the records read (-1: `start`
     lies beyond the partition's end), and since the state's last snapshot the bytes of that
-    snapshot (0 when it was not read: restored from a cache) and of the changes after it, and
-    their count."""
+    snapshot (0 when it was not read: restored from a cache) and of the changes after it, their
+    count, and the ``(name, chunks)`` of these parts (the next snapshot deletes them)."""
 
     state: object = None
     records: int = 0
     snapshot_bytes: int = 0
     changes_bytes: int = 0
     changes: int = 0
+    parts: list = field(default_factory=list)
 
 
 class _Fold:
@@ -158,7 +172,8 @@ class _Fold:
         self.base = None if state is None else state.batches  # that of the last snapshot read
         self.snapshot = None  # its bytes (None: `state` is the base)
         self.snapshot_bytes = 0
-        self.changes: list[tuple[int, bytes, int]] = []  # (batches, data, size) after it
+        self.snapshot_part = None  # its (name, chunks)
+        self.changes: list[tuple] = []  # (batches, data, size, (name, chunks)) after it
         self.chunks: dict[bytes, tuple[str, list]] = {}  # part name -> (batches, chunks)
         self.last = self.base  # the batches of the last part read
 
@@ -189,11 +204,12 @@ class _Fold:
             return
         self.last = batches
         size = len(data) + len(value)  # as `Written.bytes` counts it
+        part = (key.decode(), manifest["chunks"])
         if kind == SNAPSHOT:
             self.base, self.snapshot, self.snapshot_bytes = batches, data, size
-            self.changes = []
+            self.snapshot_part, self.changes = part, []
         elif self.base is not None and self.base + len(self.changes) == batches - 1:
-            self.changes.append((batches, data, size))
+            self.changes.append((batches, data, size, part))
 
     def result(self) -> Restored:
         """The state of the last part read, rebuilt: `StateError` if it cannot be."""
@@ -208,13 +224,15 @@ class _Fold:
         state = self.state
         if self.snapshot is not None:
             state = decode(SNAPSHOT, self.partition, self.base, self.snapshot)
-        for batches, data, _ in self.changes:
+        for batches, data, _, _ in self.changes:
             state = changelog.apply(state, *decode(CHANGES, self.partition, batches, data))
+        parts = [part for *_, part in self.changes]
         return Restored(
             state,
             snapshot_bytes=self.snapshot_bytes,
-            changes_bytes=sum(size for _, _, size in self.changes),
+            changes_bytes=sum(size for _, _, size, _ in self.changes),
             changes=len(self.changes),
+            parts=parts if self.snapshot_part is None else [self.snapshot_part, *parts],
         )
 
 
@@ -265,8 +283,9 @@ def restore(
                 for record in records:
                     key = record.key or b""
                     after_mark = until is not None and record.offset > until
-                    if after_mark or key == mark_key or key.split(b"/")[0] != prefix:
-                        continue
+                    foreign = key.split(b"/")[0] != prefix
+                    if after_mark or key == mark_key or foreign or record.value is None:
+                        continue  # a tombstone is read where compaction has not dropped it
                     read += 1
                     last = key.rpartition(b"/")[2]
                     if last[:1] == b"c" and last[1:].isdigit():

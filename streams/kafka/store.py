@@ -145,6 +145,7 @@ class StateStore:
             if read.records >= 0:  # the cache, and what the topic holds after it
                 if not read.snapshot_bytes:  # no newer snapshot: the cache's
                     read.snapshot_bytes = cached.get("snapshot_bytes", 0)
+                    read.parts.insert(0, cached.get("snapshot_part", (str(partition), 0)))
                 return read, "cache"
         read = state_topic.restore(
             self.settings, self.topic, partition, timeout=timeout, until=mark
@@ -182,8 +183,12 @@ class StateStore:
         state.batches += 1
         changes = None if self._snapshot_due(since) else changelog.changes(state)
         if changes is None:
-            part = state_topic.write_snapshot(outputs, self.topic, state.partition, state)
-            written.since = state_topic.Restored(snapshot_bytes=part.bytes)
+            part = state_topic.write_snapshot(
+                outputs, self.topic, state.partition, state, obsolete=since.parts
+            )
+            written.since = state_topic.Restored(
+                snapshot_bytes=part.bytes, parts=[(part.name, part.chunks)]
+            )
             written.snapshots += 1
             written.last_kind = state_topic.SNAPSHOT
         else:
@@ -192,6 +197,7 @@ class StateStore:
                 outputs, self.topic, state.partition, state, changes, since.changes
             )
             since.changes_bytes += part.bytes
+            since.parts.append((part.name, part.chunks))
             written.changes += 1
             written.weights += sum(len(block) for block in changes[1])
             written.changes_bytes += part.bytes
@@ -223,5 +229,6 @@ class StateStore:
                     "state": state,
                     "state_offset": part.delivery.offset + 1,
                     "snapshot_bytes": written.since.snapshot_bytes,
+                    "snapshot_part": (part.name, part.chunks),
                 },
             )
