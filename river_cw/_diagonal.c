@@ -117,17 +117,10 @@ typedef struct {
     PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
     Py_hash_t lean_intercept_hash;
     struct BatchCache *batch_cache; /* learn_rows' CSR columns (_batch.h), NULL: none */
-    /* the last mark (see diagonal_mark): per block, the (mean, variance) of its first `used`
-     * entries then, interleaved; valid while `reshaped` equals mark_reshaped */
-    struct Marked *marked;
-    Py_ssize_t nmarked;        /* blocks at the mark; -1: no mark */
+    /* a mark (diagonal_mark) is held by the tables; valid while `reshaped` equals this */
+    int marked;
     uint64_t mark_reshaped;
 } Diagonal;
-
-typedef struct Marked {
-    double *values;
-    Py_ssize_t used;
-} Marked;
 
 static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
 static PyObject *restore_hook = NULL;   /* river_cw.gaussian._restore_diagonal */
@@ -198,17 +191,9 @@ static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
 
 static void batch_cache_free(Diagonal *self); /* _batch.h */
 
-static void marks_free(Diagonal *self) {
-    Py_ssize_t b;
-    for (b = 0; b < self->nmarked; b++) PyMem_Free(self->marked[b].values);
-    PyMem_Free(self->marked);
-    self->marked = NULL;
-    self->nmarked = -1;
-}
-
 static int diagonal_clear(Diagonal *self) {
     release_coords(self);
-    marks_free(self);
+    self->marked = 0;
     batch_cache_free(self);
     Py_CLEAR(self->lean);
     blocks_clear(&self->blocks);
@@ -236,7 +221,6 @@ static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     if (self == NULL) return NULL;
     self->prior = prior;
     self->token = -1;
-    self->nmarked = -1;
     if (blocks_init(&self->blocks) < 0) {
         Py_DECREF(self);
         return NULL;
@@ -577,8 +561,10 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
         for (k = 0; k < self->ncoords; k++) {
             Coord *c = &self->coords[k];
             if (c->ix >= 0 && c->x != 0.0) {
-                Entry *e = &self->blocks.table[self->pair_block[c->pair]].entries[c->ix];
+                Table *t = &self->blocks.table[self->pair_block[c->pair]];
+                Entry *e = &t->entries[c->ix];
                 e->var = forget(e->var, keep, rest);
+                table_note(t, c->ix);
             }
         }
     self->token = ++self->next_token;
@@ -783,9 +769,10 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             Coord *c = &self->coords[i];
             Table *t = tables[c->pair];
             double a = alpha * self->pair_sign[c->pair];
-            if (c->ix >= 0)
+            if (c->ix >= 0) {
                 step_entry(&t->entries[c->ix], a, c->x, gamma, beta, kind);
-            else {
+                table_note(t, c->ix);
+            } else {
                 step_append(t, c->key, c->hash, self->prior, a, c->x, gamma, beta, kind);
                 key_taken(self, c);
             }
@@ -799,6 +786,7 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             if (c->ix >= 0) {
                 t->entries[c->ix].mean = out[0];
                 t->entries[c->ix].var = out[1];
+                table_note(t, c->ix);
             } else {
                 table_append(t, c->key, c->hash, out[0], out[1]);
                 key_taken(self, c);
@@ -1636,70 +1624,121 @@ static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
     Py_ssize_t b;
     size += sizeof(Coord) * self->coords_cap +
             sizeof(double) * (self->u_cap + 2 * self->scratch_cap);
-    for (b = 0; b < self->nmarked; b++) /* as diagonal_mark allocates */
-        size += sizeof(Marked) + sizeof(double) * 2 * Py_MAX(self->marked[b].used, 1);
+    for (b = 0; b < self->blocks.n; b++) /* marks, as table_mark allocates */
+        if (self->blocks.table[b].shadow != NULL)
+            size += (2 * sizeof(double) + 1 + sizeof(Py_ssize_t)) *
+                    Py_MAX(self->blocks.table[b].tracked, 1);
     return PyLong_FromSsize_t(size);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* marks: the weights written since a point in time (river_cw.gaussian.DiagonalGaussian.mark) */
 
-/* mark(): remember every weight's (mean, variance) as it is now */
-static PyObject *diagonal_mark(Diagonal *self, PyObject *unused) {
-    Py_ssize_t b, i, n = self->blocks.n;
-    if (enter(self) < 0) return NULL;
-    marks_free(self);
-    if ((self->marked = PyMem_Calloc(n ? n : 1, sizeof(Marked))) == NULL) goto nomemory;
-    self->nmarked = n;
-    for (b = 0; b < n; b++) {
-        const Table *t = &self->blocks.table[b];
-        double *values = PyMem_Malloc(sizeof(double) * 2 * (t->used ? t->used : 1));
-        if (values == NULL) goto nomemory;
-        for (i = 0; i < t->used; i++) {
-            values[2 * i] = t->entries[i].mean;
-            values[2 * i + 1] = t->entries[i].var;
+/* t's mark taken now: its entries' (mean, variance) copied; from the previous mark, if it
+ * still holds (`incremental`), only the entries written or appended since. 0, or -1 with
+ * MemoryError and no mark */
+static int table_mark(Table *t, int incremental) {
+    Py_ssize_t n = t->used, from = 0, k, i;
+    double *shadow;
+    if (incremental && t->shadow != NULL) {
+        shadow = t->shadow;
+        for (k = 0; k < t->nwritten; k++) {
+            i = t->written[k];
+            shadow[2 * i] = t->entries[i].mean;
+            shadow[2 * i + 1] = t->entries[i].var;
+            t->touched[i] = 0;
         }
-        self->marked[b].values = values;
-        self->marked[b].used = t->used;
+        t->nwritten = 0;
+        from = t->tracked;
+    } else
+        table_unmark(t);
+    if (n > from || t->shadow == NULL) {
+        Py_ssize_t size = n ? n : 1;
+        void *p;
+        if ((p = PyMem_Realloc(t->shadow, sizeof(double) * 2 * size)) == NULL) goto nomemory;
+        t->shadow = p;
+        if ((p = PyMem_Realloc(t->touched, size)) == NULL) goto nomemory;
+        t->touched = p;
+        if ((p = PyMem_Realloc(t->written, sizeof(Py_ssize_t) * size)) == NULL) goto nomemory;
+        t->written = p;
+        shadow = t->shadow;
+        for (i = from; i < n; i++) {
+            shadow[2 * i] = t->entries[i].mean;
+            shadow[2 * i + 1] = t->entries[i].var;
+            t->touched[i] = 0;
+        }
     }
+    t->tracked = n;
+    return 0;
+nomemory:
+    table_unmark(t);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* mark(): remember every weight's (mean, variance) as it is now. The tables note each entry
+ * written since (table_note, at every write), so that a mark and `changed` cost in proportion
+ * to the weights written, not to the model */
+static PyObject *diagonal_mark(Diagonal *self, PyObject *unused) {
+    Py_ssize_t b;
+    int incremental;
+    if (enter(self) < 0) return NULL;
+    incremental = self->marked && self->mark_reshaped == self->reshaped;
+    self->marked = 0;
+    for (b = 0; b < self->blocks.n; b++)
+        if (table_mark(&self->blocks.table[b], incremental) < 0) {
+            for (; b >= 0; b--) table_unmark(&self->blocks.table[b]);
+            self->busy = 0;
+            return NULL;
+        }
+    self->marked = 1;
     self->mark_reshaped = self->reshaped;
     self->busy = 0;
     Py_RETURN_NONE;
-nomemory:
-    marks_free(self);
-    self->busy = 0;
-    return PyErr_NoMemory();
+}
+
+static int compare_positions(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* (mean, variance) of t's entry i into d under its key; 0 or -1 */
+static int put_weight(PyObject *d, const Entry *e) {
+    PyObject *w = Py_BuildValue("(dd)", e->mean, e->var);
+    int r;
+    if (w == NULL) return -1;
+    r = PyDict_SetItem(d, e->key, w);
+    Py_DECREF(w);
+    return r;
 }
 
 /* changed(): per block, {feature: (mean, variance)} of the weights added since the mark or whose
  * mean or variance differs from it bit for bit, in table order; None without a mark valid for
  * the current blocks (none taken, or the blocks reshaped since) */
 static PyObject *diagonal_changed(Diagonal *self, PyObject *unused) {
-    PyObject *out, *d, *w;
-    Py_ssize_t b, i;
+    PyObject *out, *d;
+    Py_ssize_t b, k, i;
     if (enter(self) < 0) return NULL;
-    if (self->nmarked != self->blocks.n || self->mark_reshaped != self->reshaped) {
+    if (!self->marked || self->mark_reshaped != self->reshaped) {
         self->busy = 0;
         Py_RETURN_NONE;
     }
     if ((out = PyList_New(self->blocks.n)) == NULL) goto fail;
     for (b = 0; b < self->blocks.n; b++) {
-        const Table *t = &self->blocks.table[b];
-        const Marked *m = &self->marked[b];
+        Table *t = &self->blocks.table[b];
+        const double *shadow = t->shadow;
         if ((d = PyDict_New()) == NULL) goto fail;
         PyList_SET_ITEM(out, b, d);
-        for (i = 0; i < t->used; i++) {
-            const Entry *e = &t->entries[i];
-            if (i < m->used && memcmp(&e->mean, &m->values[2 * i], sizeof(double)) == 0 &&
-                memcmp(&e->var, &m->values[2 * i + 1], sizeof(double)) == 0)
+        qsort(t->written, (size_t)t->nwritten, sizeof(Py_ssize_t), compare_positions);
+        for (k = 0; k < t->nwritten; k++) {
+            const Entry *e = &t->entries[i = t->written[k]];
+            if (memcmp(&e->mean, &shadow[2 * i], sizeof(double)) == 0 &&
+                memcmp(&e->var, &shadow[2 * i + 1], sizeof(double)) == 0)
                 continue;
-            if ((w = Py_BuildValue("(dd)", e->mean, e->var)) == NULL) goto fail;
-            if (PyDict_SetItem(d, e->key, w) < 0) {
-                Py_DECREF(w);
-                goto fail;
-            }
-            Py_DECREF(w);
+            if (put_weight(d, e) < 0) goto fail;
         }
+        for (i = t->tracked; i < t->used; i++)
+            if (put_weight(d, &t->entries[i]) < 0) goto fail;
     }
     self->busy = 0;
     return out;
@@ -1754,6 +1793,7 @@ static PyObject *diagonal_set_weights(Diagonal *self, PyObject *changes) {
             if (ix >= 0) {
                 t->entries[ix].mean = mean;
                 t->entries[ix].var = var;
+                table_note(t, ix);
             } else {
                 if (table_reserve(t, 1) < 0) goto fail;
                 table_append(t, key, h, mean, var);

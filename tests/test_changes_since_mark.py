@@ -2,7 +2,8 @@
 
 `changed` lists exactly the weights whose mean or variance differs bit for bit from the mark
 (new ones included, in the table's order), whichever path wrote them (learn_one, the compiled
-lean path, learn_many's kernel, the text path); `set_weights` applied to a copy taken at the
+lean path, learn_many's kernel on dicts and CSR arrays, forgetting, the text path, set_weights;
+the compiled engine notes each entry it writes, so that a mark costs what was written); `set_weights` applied to a copy taken at the
 mark rebuilds the model bit for bit; the two engines answer alike; a layout change (a third
 label) or a copy leaves no mark (None: write the engine whole).
 """
@@ -13,6 +14,7 @@ import pickle
 import random
 
 import pytest
+from scipy import sparse
 
 import river_cw
 from river_cw import gaussian
@@ -42,29 +44,52 @@ def moved(before: list[dict], after: list[dict]) -> list[dict]:
     ]
 
 
+def csr(rows: list[dict]):
+    """The rows as a CSR array and its column names (learn_many's compiled lean path)."""
+    features = list(dict.fromkeys(f for x in rows for f in x))
+    column = {f: j for j, f in enumerate(features)}
+    data, indices, indptr = [], [], [0]
+    for x in rows:
+        for f, v in x.items():
+            data.append(float(v))
+            indices.append(column[f])
+        indptr.append(len(data))
+    shape = (len(rows), len(features))
+    return sparse.csr_array((data, indices, indptr), shape=shape), features
+
+
+def learn(model, batch: list, how: str) -> None:
+    xs, ys = [x for x, _ in batch], [y for _, y in batch]
+    if how == "one":
+        for x, y in batch:
+            model.learn_one(x, y)
+    elif how == "many":
+        model.learn_many(xs, ys)
+    else:
+        X, features = csr(xs)
+        model.learn_many(X, ys, features=features)
+
+
 @pytest.mark.parametrize("engine", ENGINES, ids=ENGINE_IDS)
+@pytest.mark.parametrize("forgetting", [0.0, 0.1], ids=["", "forgetting"])
 @pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
-def test_changed_is_what_moved_and_rebuilds_the_model_bit_for_bit(engine, cls, params):
-    model = on(engine, cls, {**params, "learn_intercept": True})
+def test_changed_is_what_moved_and_rebuilds_the_model_bit_for_bit(engine, cls, params, forgetting):
+    """Whichever path writes the weights (learn_one, the lean path, learn_many's kernel on
+    dicts and on CSR arrays, forgetting), over marks taken one after the other."""
+    model = on(engine, cls, {**params, "learn_intercept": True, "forgetting": forgetting})
     data = list(stream(3, n=240))
     replica, marked = None, None
-    for start in range(0, len(data), 40):
-        if start == 80:
-            model.learn_many(
-                [x for x, _ in data[start : start + 40]], [y for _, y in data[start : start + 40]]
-            )
-        else:
-            for x, y in data[start : start + 40]:
-                model.learn_one(x, y)
+    for i, start in enumerate(range(0, len(data), 40)):
+        learn(model, data[start : start + 40], ("one", "many", "csr")[i % 3])
         if replica is None:  # no mark yet: the engine is written whole
             assert model.gaussian.changed() is None
             replica = pickle.loads(pickle.dumps(model))
         else:
             changes = model.gaussian.changed()
             assert hex_changes(changes) == moved(marked, state(model))
+            order = [list(block) for block in model.gaussian.blocks]
             assert [list(block) for block in changes] == [
-                [f for f in block if f in changed]
-                for block, changed in zip(model.gaussian.blocks, changes)
+                [f for f in block if f in changed] for block, changed in zip(order, changes)
             ]  # in the table's order: new features are appended as they were learned
             replica.gaussian.set_weights(pickle.loads(pickle.dumps(changes)))
             replica.classes_, replica._class_index = model.classes_, model._class_index
