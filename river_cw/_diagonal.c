@@ -1497,6 +1497,23 @@ fail:
 /* ---------------------------------------------------------------------------------------- */
 /* state: blocks as a list of dicts feature -> [mean, variance] (the Python engine's layout)   */
 
+/* a weight given as a (mean, variance) pair of numbers for `key`: its hash and values; 0, or
+ * -1 with an error (set_blocks, set_weights) */
+static int read_weight(PyObject *key, PyObject *w, Py_hash_t *h, double *mean, double *var) {
+    PyObject *pair = PySequence_Fast(w, "a weight is a (mean, variance) pair");
+    if (pair == NULL) return -1;
+    if (PySequence_Fast_GET_SIZE(pair) != 2) {
+        Py_DECREF(pair);
+        PyErr_SetString(PyExc_ValueError, "a weight is a (mean, variance) pair");
+        return -1;
+    }
+    *mean = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 0));
+    *var = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 1));
+    Py_DECREF(pair);
+    if (PyErr_Occurred()) return -1;
+    return (*h = PyObject_Hash(key)) == -1 ? -1 : 0;
+}
+
 static PyObject *diagonal_get_blocks(Diagonal *self, void *closure) {
     PyObject *out;
     Py_ssize_t b, i;
@@ -1552,18 +1569,8 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
         pos = 0;
         while (PyDict_Next(d, &pos, &key, &w)) {
             double mean, var;
-            PyObject *pair = PySequence_Fast(w, "a weight is a [mean, variance] pair");
             Py_hash_t h;
-            if (pair == NULL) goto fail;
-            if (PySequence_Fast_GET_SIZE(pair) != 2) {
-                Py_DECREF(pair);
-                PyErr_SetString(PyExc_ValueError, "a weight is a [mean, variance] pair");
-                goto fail;
-            }
-            mean = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 0));
-            var = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 1));
-            Py_DECREF(pair);
-            if (PyErr_Occurred() || (h = PyObject_Hash(key)) == -1) goto fail;
+            if (read_weight(key, w, &h, &mean, &var) < 0) goto fail;
             table_append(&tables[b], key, h, mean, var);
         }
     }
@@ -1778,17 +1785,7 @@ static PyObject *diagonal_set_weights(Diagonal *self, PyObject *changes) {
             double mean, var;
             Py_ssize_t ix;
             Py_hash_t h;
-            PyObject *pair = PySequence_Fast(w, "a weight is a (mean, variance) pair");
-            if (pair == NULL) goto fail;
-            if (PySequence_Fast_GET_SIZE(pair) != 2) {
-                Py_DECREF(pair);
-                PyErr_SetString(PyExc_ValueError, "a weight is a (mean, variance) pair");
-                goto fail;
-            }
-            mean = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 0));
-            var = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 1));
-            Py_DECREF(pair);
-            if (PyErr_Occurred() || (h = PyObject_Hash(key)) == -1) goto fail;
+            if (read_weight(key, w, &h, &mean, &var) < 0) goto fail;
             if ((ix = table_find(t, key, h)) == -2) goto fail;
             if (ix >= 0) {
                 t->entries[ix].mean = mean;

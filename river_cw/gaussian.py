@@ -118,7 +118,9 @@ class DiagonalGaussian:
         without a mark, or when the blocks were laid out anew since (`add_block`, `lift`,
         `reorder`, `restore_layout`, `negate`, new `blocks`): then only the whole engine says
         what changed. `set_weights` writes it back into an engine that held the weights of
-        the mark.
+        the mark. This engine compares every weight with the mark's copy; the compiled one notes
+        the weights it writes after a mark, so that its `mark` and `changed` cost in proportion
+        to them, with the same answer.
 
         >>> g = PythonDiagonalGaussian(1.0)
         >>> g.set_weights([{"a": (0.5, 0.25), "b": (0.0, 1.0)}])

@@ -26,7 +26,7 @@ from streams import cli
 from streams.io.files import sms_spam
 from streams.kafka.client import create_topics
 from tests.kafka_support import assert_exactly_once, assert_same_model, offline, produce_examples
-from tests.test_kafka_crash import FORK, serve_in_child
+from tests.test_kafka_crash import FORK, fork_server, serve_in_child
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -127,9 +127,7 @@ def test_kill_9_inside_the_commits_of_a_large_models_changelog_is_exactly_once(
     assert len(points) >= 4, where  # inside snapshots and changes, at and after commits
 
     log_path = tmp_path / "serve-final.log"
-    log_path.write_bytes(b"")
-    process = FORK.Process(target=serve_in_child, args=(argv, str(log_path)), daemon=True)
-    process.start()
+    process = fork_server(argv, log_path)
     try:
         process.join(120)
         assert process.exitcode == 0, log_path.read_text()
