@@ -196,6 +196,8 @@ class _Fold:
                 "model.pkl` on a new state topic; see the README)"
             )
         batches, kind = manifest["batches"], manifest["kind"]
+        if kind not in (SNAPSHOT, CHANGES):
+            raise StateError(f"{self.where} holds a part of an unknown kind: {kind!r}")
         held = self.chunks.pop(key, None)
         if held is None or held[0] != str(batches):
             return

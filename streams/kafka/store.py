@@ -50,16 +50,14 @@ class Restored:
 
 @dataclass
 class Written:
-    """What a partition's commits wrote to the state topic (for the benchmarks and logs):
-    parts, weights and bytes in all (`bytes`, snapshots included), and since the last snapshot
-    its bytes and the changes after it."""
+    """What a partition's commits wrote to the state topic (for the benchmarks): snapshots,
+    changes, the weights and bytes of the changes, the kind of the last part, and since the last
+    snapshot its bytes and the changes after it."""
 
     snapshots: int = 0
     changes: int = 0
     weights: int = 0  # written by the changes
     changes_bytes: int = 0
-    bytes: int = 0
-    last_bytes: int = 0
     last_kind: str = ""
     since: state_topic.Restored = field(default_factory=state_topic.Restored)
 
@@ -94,8 +92,8 @@ class StateStore:
             )
             state = PartitionState(self.config.topics.examples, partition, self.fresh())
             return Restored(state, "none", read.records, seconds)
-        if self._discarded(stored):
-            self.written[partition] = Written()  # a new model: a snapshot first
+        if self._discarded(stored):  # a new model: a snapshot first, deleting the old parts
+            self.written[partition] = Written(since=state_topic.Restored(parts=read.parts))
         changelog.mark(stored)
         where = (
             f"the local cache {self.config.checkpoint_path(partition)} and {read.records} newer "
@@ -202,8 +200,6 @@ class StateStore:
             written.weights += sum(len(block) for block in changes[1])
             written.changes_bytes += part.bytes
             written.last_kind = state_topic.CHANGES
-        written.bytes += part.bytes
-        written.last_bytes = part.bytes
         changelog.mark(state)
         return part
 
