@@ -24,7 +24,7 @@ Parts (``--part``, any of them; all by default):
 The dense streams: river's bundled binary datasets (Bananas, Phishing, the first examples of
 Shuttle), Phishing with 10% label noise (flipped in what the model learns, scored on the clean
 label), river's synthetic generators at each seed (Hyperplane with drift, ``mag_change=0.001``,
-and without; SEA; Agrawal; Sine), the SEA stream of the README with its sudden drift at the
+and without; SEA; Agrawal; Sine), the SEA stream of the drift tables (docs/guide/choosing.md) with its sudden drift at the
 middle, threshold streams (one or three features uniform on [0, 1] or [5, 6], labelled by their
 mean above the middle), and the shared dense corpora (a9a, Spambase, shuffled with seed 1).
 
@@ -110,7 +110,7 @@ def dense_streams(limit: int, seeds: list[int], threshold_n: int) -> dict[str, l
         out[f"SEA s{seed}"] = _binary(synth.SEA(seed=seed), limit)
         out[f"Agrawal s{seed}"] = _binary(synth.Agrawal(seed=seed), limit)
         out[f"Sine s{seed}"] = _binary(synth.Sine(seed=seed), limit)
-    out["SEA sudden drift (README)"] = _binary(
+    out["SEA sudden drift at 5,000"] = _binary(
         drift.synthetic("sudden", position=limit // 2, seed=0), limit
     )
     for features, low in ((1, 0.0), (1, 5.0), (3, 0.0), (3, 5.0)):
@@ -303,26 +303,26 @@ def summary(results: dict, candidates: list[str]) -> None:
         )
 
 
-README_COLUMNS = {
-    "AROW (today)": "AROW diagonal",
-    "AROW arrowhead (proposed)": "AROW arrowhead drop wide",
+SUMMARY_COLUMNS = {
+    "AROW diagonal (the default)": "AROW diagonal",
+    "AROW arrowhead": "AROW arrowhead drop wide",
     "... after StandardScaler": "AROW arrowhead drop wide sc",
     "AROW full, intercept 100": "AROW full wide",
 }
 
 
-def readme_table(results: dict) -> None:
-    """The README's summary: AROW today, the proposed default, full covariance and the best of
+def summary_table(results: dict) -> None:
+    """The summary of docs/guide/dense.md: AROW's default, the arrowhead, full covariance and the best of
     river's three per stream, the seeds of a generator averaged."""
     groups: dict[str, list] = {}
     for stream, row in results.items():
         name, _, seed = stream.rpartition(" s")
         groups.setdefault(name if seed.isdigit() else stream, []).append(row)
-    print("\n| stream | " + " | ".join(README_COLUMNS) + " | best of river's three |")
-    print("|---|" + "---:|" * (len(README_COLUMNS) + 1))
+    print("\n| stream | " + " | ".join(SUMMARY_COLUMNS) + " | best of river's three |")
+    print("|---|" + "---:|" * (len(SUMMARY_COLUMNS) + 1))
     for name, rows in groups.items():
         seeds = f", {len(rows)} seeds" if len(rows) > 1 else ""
-        means = [sum(row[m][0] for row in rows) / len(rows) for m in README_COLUMNS.values()]
+        means = [sum(row[m][0] for row in rows) / len(rows) for m in SUMMARY_COLUMNS.values()]
         best = sum(max(row[r][0] for r in RIVER) for row in rows) / len(rows)
         print(f"| {name}{seeds} | " + " | ".join(f"{a:.3f}" for a in [*means, best]) + " |")
 
@@ -361,7 +361,7 @@ def main(argv=None) -> None:
             small = width(dense[name]) <= AUTO_WIDTH
             row["AROW auto"] = row["AROW full wide" if small else "AROW arrowhead drop wide"]
         summary(results, [m for m in [*structure_models(), "AROW auto"] if m not in RIVER])
-        readme_table(results)
+        summary_table(results)
     if "noise" in args.part:
         noisy = {k: dense[k] for k in (NOISY_PHISHING, "Phishing", "a9a", "Spambase") if k in dense}
         run("CW on dense noisy data", noisy, noise_models())

@@ -3,8 +3,8 @@ validation (predict, then learn; one pass), next to river's LogisticRegression a
 PAClassifier, on text (SMS spam, books sentiment) and dense streams (the one-feature threshold
 stream, SEA with its sudden drift raw and standardised, a9a, Spambase standardised).
 
-Prints a markdown table of accuracy and log loss; the README's "Which model when" and the
-classes' `learn_intercept` default quote it.
+Prints a markdown table of accuracy and log loss; docs/guide/dense.md ("An intercept or not")
+and the classes' `learn_intercept` default quote it.
 
     python benchmarks/intercept.py [--limit 10000] [--seed 0]
 """

@@ -14,7 +14,7 @@ class AROW(GaussianClassifier):
     mean against the KL divergence from the current Gaussian, with regularization ``1 / (2 r)``.
     When the margin mean is below one (``m < 1``), with ``v`` the margin variance:
 
-        ``alpha = (1 - m) / (v + r)``,  ``Sigma^-1 <- Sigma^-1 + x x' / r``
+        alpha = (1 - m) / (v + r),  Sigma^-1 <- Sigma^-1 + x x' / r
 
     (Crammer, Kulesza and Dredze 2009, section 3; beta = 1 / (v + r)). Unlike CW it never
     forces an example to be classified correctly, which makes it robust to label noise.
@@ -34,16 +34,21 @@ class AROW(GaussianClassifier):
     learn_intercept
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
     forgetting
-        f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
-        example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
-        forgets (the papers' models).
+        f in [0, 1): before each update, the precision of every weight the example touches is
+        relaxed toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``, so that the model keeps
+        learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
+        Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
     calibrate
-        Fit a temperature of the probabilities online (see `GaussianClassifier`).
+        Fit a temperature ``a`` of the standardised margins, ``Phi(a m / sqrt(v))``, online on
+        the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
+        `predict_one` does not change.
     initial_intercept_variance
         The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
         variance of every weight). Wide (100) on uncentred features, whose boundary lies far
         from the origin (see `river_cw.arrowhead`).
 
+    Notes
+    -----
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its regularization is
     ``r / w`` (``w = 2`` is the step of ``AROW(r=r/2)``). In natural parameters AROW adds
     ``x x' / r`` to the precision and ``y x / r`` to precision times mean, a Gaussian

@@ -147,8 +147,23 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         return {**x, INTERCEPT: 1.0} if self.learn_intercept else x
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        """Learn the example `x` with label `y` and sample weight `w` (a finite number >= 0;
-        ``w=0`` validates `x` and `y` and changes nothing, ``w=1`` is the unweighted rule)."""
+        """Learn the example `x` with label `y`.
+
+        Bad input (a non-numeric, NaN or infinite value, a missing label, a bad `w`) raises
+        TypeError or ValueError naming it, and leaves the model exactly as it was.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``; a missing feature is 0.
+        y
+            The label: any hashable value; a new one makes a binary model multi-class.
+        w
+            The sample weight, a finite number >= 0 (each rule's class docstring says what it
+            means); ``w=0`` validates `x` and `y` and changes nothing, ``w=1`` is the
+            unweighted rule to the bit.
+
+        """
         check_label(y)
         w = check_weight(w)
         x = self._features(x)
@@ -177,6 +192,13 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
             raise
 
     def predict_one(self, x: dict):
+        """The label of the largest mean score (the papers' rule), or None before any label.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``.
+        """
         scores = self._scores(self._features(x))  # validates x, even before any label is known
         if not self.classes_:
             return None
@@ -212,13 +234,25 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         """Learn the rows of `X` with the labels `y`, in order: exactly the `learn_one` loop over
         the rows, to the last bit (weights, predictions, `n_skipped_updates`).
 
-        `X` is a pandas DataFrame (row i: its non-missing entries), a sequence of dicts, or a
-        `scipy.sparse` matrix whose column j is the feature ``features[j]`` (a vocabulary) or,
-        without `features`, the int j (hashed ids): see `river_cw.batch`. `y` holds one label
-        per row (a Series, a list, an array), `w` is a sample weight (a number, or a sequence or
-        Series of one per row). A bad row raises the error `learn_one` raises, prefixed with the
-        row's name (its index in the DataFrame, else its position); the rows before it have
-        been learned, as in the loop, and the model is as that loop leaves it.
+        A bad row raises the error `learn_one` raises, prefixed with the row's name (its index
+        in the DataFrame, else its position); the rows before it have been learned, as in the
+        loop, and the model is as that loop leaves it.
+
+        Parameters
+        ----------
+        X
+            A pandas DataFrame (row i: its non-missing entries), a sequence of dicts, or a
+            `scipy.sparse` CSR matrix (see `river_cw.batch`).
+        y
+            One label per row (a Series, a list, an array).
+        w
+            The sample weight: a number, or a sequence or Series of one per row.
+        features
+            With a sparse `X`, the feature of each column (a vocabulary: column j is the feature
+            ``features[j]``); without it, column j is the int j (hashed ids).
+
+        Examples
+        --------
 
         >>> import river_cw
         >>> from scipy import sparse
@@ -253,8 +287,16 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
             raise type(error)(f"row {rows.index[i]!r}: {error}") from error
 
     def predict_many(self, X, *, features=None):
-        """`predict_one` of every row of `X` (see `learn_many`): a Series on the index of a
-        DataFrame, else a list."""
+        """`predict_one` of every row of `X`: a Series on the index of a DataFrame, else a list.
+
+        Parameters
+        ----------
+        X
+            A pandas DataFrame, a sequence of dicts, or a `scipy.sparse` CSR matrix (see
+            `learn_many`).
+        features
+            With a sparse `X`, the feature of each column (see `learn_many`).
+        """
         rows = Rows.of(X, features)
         predictions = [self.predict_one(x) for x in rows.all()]
         if not rows.frame:
@@ -264,9 +306,18 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         return pd.Series(predictions, index=rows.index, dtype=object)
 
     def predict_proba_many(self, X, *, features=None):
-        """`predict_proba_one` of every row of `X` (see `learn_many`): for a DataFrame, a
-        DataFrame on its index with one column per class (in the order of ``classes_``, the
-        order the labels were first seen); else a list of the dicts."""
+        """`predict_proba_one` of every row of `X`: for a DataFrame, a DataFrame on its index
+        with one column per class (in the order of ``classes_``, the order the labels were first
+        seen); else a list of the dicts.
+
+        Parameters
+        ----------
+        X
+            A pandas DataFrame, a sequence of dicts, or a `scipy.sparse` CSR matrix (see
+            `learn_many`).
+        features
+            With a sparse `X`, the feature of each column (see `learn_many`).
+        """
         rows = Rows.of(X, features)
         probas = [self.predict_proba_one(x) for x in rows.all()]
         if not rows.frame:
@@ -517,6 +568,23 @@ class GaussianClassifier(LinearClassifier):
     if ENGINE == "c":
 
         def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+            """Learn the example `x` with label `y`.
+
+            Bad input (a non-numeric, NaN or infinite value, a missing label, a bad `w`) raises
+            TypeError or ValueError naming it, and leaves the model exactly as it was.
+
+            Parameters
+            ----------
+            x
+                The features, ``{name: number}``; a missing feature is 0.
+            y
+                The label: any hashable value; a new one makes a binary model multi-class.
+            w
+                The sample weight, a finite number >= 0 (each rule's class docstring says what it
+                means); ``w=0`` validates `x` and `y` and changes nothing, ``w=1`` is the
+                unweighted rule to the bit.
+
+            """
             # The common case in one call of the compiled engine (`learn_native`: a binary
             # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
             # the rule's C step, update): the general path's numbers. Any other case, and any x
@@ -668,13 +736,19 @@ class GaussianClassifier(LinearClassifier):
         return self._gaussian
 
     def set_gaussian(self, gaussian, classes: list) -> None:
-        """Hold `gaussian` as N(mu, Sigma), its weight blocks labelled by `classes` (in the order
-        of `classes_`: one block for at most two labels, else one per label); the model goes on
-        learning from there. `river_cw.combine` builds merged models with it.
+        """Hold `gaussian` as N(mu, Sigma); the model goes on learning from there.
 
-        `gaussian` is an engine of the model's `covariance` (`river_cw.gaussian`'s
-        `DiagonalGaussian` or `PythonDiagonalGaussian`, or `FullGaussian`); it is held, not
-        copied. Raises ValueError, changing nothing, when it or its blocks don't fit.
+        `river_cw.combine` builds merged models with it. Raises ValueError, changing nothing,
+        when `gaussian` or its blocks don't fit.
+
+        Parameters
+        ----------
+        gaussian
+            An engine of the model's `covariance` (`river_cw.gaussian`'s `DiagonalGaussian` or
+            `PythonDiagonalGaussian`, or `FullGaussian`); it is held, not copied.
+        classes
+            The labels of its weight blocks, in the order of `classes_`: one block for at most
+            two labels, else one per label.
         """
         engines = _ENGINES[self.covariance]
         if not isinstance(gaussian, engines):
@@ -760,6 +834,14 @@ class GaussianClassifier(LinearClassifier):
         ]
 
     def predict_proba_one(self, x: dict) -> dict:
+        """``{label: probability}`` from the Gaussian margins (see the class docstring); empty
+        before any label, certain with one.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``.
+        """
         classes = self.classes_
         x = self._features(x)
         scores = self._scores(x)  # validates x, even before two labels are known

@@ -85,10 +85,30 @@ def combine(models: list, method: str = "kl", base=None):
     changes of the mean and, in the log domain, of the variance. A weight absent from a member
     has the base's value. Members may have learned labels the base had not seen.
 
-    Models may be pipelines ending in the classifier (e.g. ``BagOfWords() | AROW()``) whose
-    other steps are identical, or `river_cw.text.TextClassifier`s of the same text options. The inputs are not modified. `ValueError` when the models cannot
-    be mixed.
+    Parameters
+    ----------
+    models
+        Models of one class and one set of hyper-parameters: Gaussian classifiers (diagonal or
+        full covariance; full with ``"kl"`` only), pipelines ending in one (e.g. ``BagOfWords()
+        | AROW()``) whose other steps are identical, or `river_cw.text.TextClassifier`s of the
+        same text options. They are not modified.
+    method
+        ``"kl"`` (precisions and precision-weighted means add) or ``"l2"`` (means and
+        covariances average; with `base`, mean changes add and variance changes add in the log
+        domain).
+    base
+        The model every member started from (the last mix), or None for models trained from
+        the prior on disjoint shards.
 
+    Returns
+    -------
+    A new model of the members' class, or `ValueError` when the models cannot be mixed (voted
+    RDA, river's models, other hyper-parameters, pipelines with different steps).
+
+    Examples
+    --------
+
+    >>> import copy
     >>> import river_cw
     >>> a, b = river_cw.AROW(), river_cw.AROW()
     >>> a.learn_one({"x": 1.0}, True)
@@ -111,6 +131,13 @@ def combine(models: list, method: str = "kl", base=None):
     True
     >>> river_cw.combine([start, start], base=start).weights == start.weights
     True
+
+    References
+    ----------
+    [^1]: Crammer, K., Dredze, M. and Pereira, F., 2012. Confidence-weighted linear
+    classification for text categorization. JMLR 13, 1891-1926 (section 7.10).
+    [^2]: McDonald, R., Hall, K. and Mann, G., 2010. Distributed training strategies for the
+    structured perceptron. NAACL.
 
     """
     if method not in METHODS:
@@ -168,15 +195,28 @@ def changes(model, base):
     these is mixing the models themselves, with far less to store or send when each learned a
     few examples. On its own it is no model to predict with (its other weights are missing).
 
+    Parameters
+    ----------
+    model
+        A model that learned since `base` (of its class and hyper-parameters; a pipeline or a
+        `river_cw.text.TextClassifier` as in `combine`).
+    base
+        The model `model` started from.
+
+    Examples
+    --------
+
+    >>> import copy
     >>> import river_cw
     >>> start = river_cw.AROW()
     >>> start.learn_one({"a": 1.0, "b": 1.0}, True)
     >>> model = copy.deepcopy(start)
     >>> model.learn_one({"b": 1.0, "c": 1.0}, False)
-    >>> sorted(changes(model, start).weights)
+    >>> sorted(river_cw.changes(model, start).weights)
     ['b', 'c']
-    >>> combine([changes(model, start)], base=start).weights == model.weights
+    >>> river_cw.combine([river_cw.changes(model, start)], base=start).weights == model.weights
     True
+
     """
     if isinstance(model, compose.Pipeline) or isinstance(base, compose.Pipeline):
         last = _last_step([model, base])

@@ -180,22 +180,31 @@ class CW(GaussianClassifier):
     learn_intercept
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
     forgetting
-        f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
-        example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
-        forgets (the papers' models).
+        f in [0, 1): before each update, the precision of every weight the example touches is
+        relaxed toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``, so that the model keeps
+        learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
+        Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
     calibrate
-        Fit a temperature of the probabilities online (see `GaussianClassifier`).
+        Fit a temperature ``a`` of the standardised margins, ``Phi(a m / sqrt(v))``, online on
+        the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
+        `predict_one` does not change.
     initial_intercept_variance
         The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
         variance of every weight). Wide (100) on uncentred features, whose boundary lies far
         from the origin (see `river_cw.arrowhead`).
 
+    Notes
+    -----
     CW has a constraint and no loss, so a sample weight cannot scale a loss. ``learn_one(x, y,
     w)`` raises the Gaussian factor of CW's update to the power w (`weighted_step`): the
     precision gains ``w gamma d d'``, the natural mean w times CW's change, and an integer w
     counts the update's factor w times, as AROW's ``r / w`` and SOP's counting do. The weighted
     model no longer meets the constraint with equality (w < 1 relaxes it, w > 1 overshoots);
     the covariance stays positive definite for every w.
+
+    CW forces every example to be classified with the required confidence, so on noisy,
+    non-separable data its variance collapses quickly (AROW and SCW were designed against
+    that); it shines on sparse, high-dimensional text.
 
     Examples
     --------
@@ -206,10 +215,6 @@ class CW(GaussianClassifier):
     >>> model = preprocessing.StandardScaler() | river_cw.CW(variant="var")
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
     Accuracy: 84.87%
-
-    CW forces every example to be classified with the required confidence, so on noisy,
-    non-separable data its variance collapses quickly (AROW and SCW were designed against
-    that); it shines on sparse, high-dimensional text.
 
     References
     ----------

@@ -14,7 +14,7 @@ class NHERD(GaussianClassifier):
     Every weight vector of the Gaussian takes a passive-aggressive step (squared hinge, C), and
     the Gaussian is moved to the distribution of the moved vectors. When ``m < 1``:
 
-        ``alpha = (1 - m) / (v + 1 / C)``,  ``Sigma^-1 <- Sigma^-1 + (2 C + C^2 v) x x'``
+        alpha = (1 - m) / (v + 1 / C),  Sigma^-1 <- Sigma^-1 + (2 C + C^2 v) x x'
 
     i.e. ``Sigma <- (I + C Sigma x x')^-1 Sigma (I + C x x' Sigma)^-1`` (Crammer and Lee 2010,
     section 4, the full-covariance update). The exact diagonal update runs that step on each coordinate alone:
@@ -34,16 +34,21 @@ class NHERD(GaussianClassifier):
     learn_intercept
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
     forgetting
-        f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
-        example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
-        forgets (the papers' models).
+        f in [0, 1): before each update, the precision of every weight the example touches is
+        relaxed toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``, so that the model keeps
+        learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
+        Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
     calibrate
-        Fit a temperature of the probabilities online (see `GaussianClassifier`).
+        Fit a temperature ``a`` of the standardised margins, ``Phi(a m / sqrt(v))``, online on
+        the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
+        `predict_one` does not change.
     initial_intercept_variance
         The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
         variance of every weight). Wide (100) on uncentred features, whose boundary lies far
         from the origin (see `river_cw.arrowhead`).
 
+    Notes
+    -----
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss, ``C -> w C`` (``w = 2`` is
     the step of ``NHERD(C=2 C)``).
 

@@ -68,7 +68,7 @@ class VotedRDA(LinearClassifier):
     ``g_1, ..., g_k`` of the loss at the predictors that made them (Algorithm 1). With
     ``h(w) = ||w||^2 / 2`` and ``beta_k = eta sqrt(k)`` the step
 
-        ``w_{k+1} = argmin_w { <s_k / k, w> + l1 ||w||_1 + (beta_k / (2k)) ||w||^2 }``
+        w_{k+1} = argmin_w { <s_k / k, w> + l1 ||w||_1 + (beta_k / (2k)) ||w||^2 }
 
     has the closed form ``w_{k+1} = -(sqrt(k) / eta) shrink(s_k / k, l1)`` coordinate-wise, with
     ``shrink(a, l1) = sign(a) max(|a| - l1, 0)``: a weight is exactly zero unless the average
@@ -125,10 +125,6 @@ class VotedRDA(LinearClassifier):
         Learn an intercept, the weight of a constant feature 1 (see `intercept`); like every
         weight it is l1-regularised.
 
-    A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its subgradient is
-    multiplied by w (with the conservative hinge loss: the update of the example ``w x``), and so is
-    its log loss in the calibration of the temperature. The counts ``c_k`` count examples.
-
     Attributes
     ----------
     n_updates
@@ -142,6 +138,12 @@ class VotedRDA(LinearClassifier):
     temperature
         a, the temperature of the probabilities (see above): 1 with the log loss, calibrated
         with the hinge loss; the vote does not use it.
+
+    Notes
+    -----
+    A sample weight ``learn_one(x, y, w)`` weighs the example's loss: its subgradient is
+    multiplied by w (with the conservative hinge loss: the update of the example ``w x``), and so is
+    its log loss in the calibration of the temperature. The counts ``c_k`` count examples.
 
     Examples
     --------
@@ -290,6 +292,21 @@ class VotedRDA(LinearClassifier):
             self._engine.load({name: vars(self).pop(name) for name in _STATE})
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Learn the example `x` with label `y`.
+
+        Bad input (a non-numeric, NaN or infinite value, a missing label, a bad `w`) raises
+        TypeError or ValueError naming it, and leaves the model exactly as it was.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``; a missing feature is 0.
+        y
+            The label: any hashable value; a new one makes a binary model multi-class.
+        w
+            The sample weight, a finite number >= 0 (see the class's Notes); ``w=0``
+            validates `x` and `y` and changes nothing.
+        """
         # The common case in one call of the compiled engine (a binary model, a known label, a
         # float weight > 0, x read as `as_floats` reads it); any other case, and any x it would
         # refuse (to name the bad feature), goes the general way.
@@ -576,6 +593,14 @@ class VotedRDA(LinearClassifier):
     # -- river API ------------------------------------------------------------------------------
 
     def predict_proba_one(self, x: dict) -> dict:
+        """``{label: probability}``: a softmax of the scores at the temperature (the share of
+        the voters' votes with ``prediction="vote"``); empty before any label.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``.
+        """
         scores = self._scores(self._features(x))  # validates x
         if len(self.classes_) < 2:
             return {c: 1.0 for c in self.classes_}

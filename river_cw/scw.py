@@ -19,8 +19,8 @@ class SCW(GaussianClassifier):
     When the loss is positive, SCW-I takes CW-stdev's step clipped at C,
     ``alpha = min(C, alpha_CW)``; SCW-II solves the squared-loss problem,
 
-        ``alpha = max(0, (-(2 m n + phi^2 m v) + sqrt(phi^2 (phi^2 m^2 v^2 + 4 n v (n + v phi^2))))
-        / (2 (n^2 + n v phi^2)))``, ``n = v + 1 / (2 C)``;
+        alpha = max(0, (-(2 m n + phi^2 m v) + sqrt(phi^2 (phi^2 m^2 v^2 + 4 n v (n + v phi^2))))
+                / (2 (n^2 + n v phi^2))),   n = v + 1 / (2 C);
 
     both then shrink the covariance as CW-stdev does, ``gamma = alpha phi / sqrt(v+)``
     (Wang, Zhao and Hoi 2012, Propositions 1 and 2).
@@ -43,16 +43,21 @@ class SCW(GaussianClassifier):
     learn_intercept
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
     forgetting
-        f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
-        example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
-        forgets (the papers' models).
+        f in [0, 1): before each update, the precision of every weight the example touches is
+        relaxed toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``, so that the model keeps
+        learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
+        Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
     calibrate
-        Fit a temperature of the probabilities online (see `GaussianClassifier`).
+        Fit a temperature ``a`` of the standardised margins, ``Phi(a m / sqrt(v))``, online on
+        the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
+        `predict_one` does not change.
     initial_intercept_variance
         The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
         variance of every weight). Wide (100) on uncentred features, whose boundary lies far
         from the origin (see `river_cw.arrowhead`).
 
+    Notes
+    -----
     A sample weight ``learn_one(x, y, w)`` weighs the example's loss, ``C -> w C`` (``w = 2`` is
     the step of ``SCW(C=2 C)``).
 

@@ -30,16 +30,21 @@ class SOP(GaussianClassifier):
     learn_intercept
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
     forgetting
-        f in [0, 1): the share of a touched weight's precision relaxed toward the prior's per
-        example, so that the model keeps learning after drift (see `GaussianClassifier`); 0 never
-        forgets (the papers' models).
+        f in [0, 1): before each update, the precision of every weight the example touches is
+        relaxed toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``, so that the model keeps
+        learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
+        Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
     calibrate
-        Fit a temperature of the probabilities online (see `GaussianClassifier`).
+        Fit a temperature ``a`` of the standardised margins, ``Phi(a m / sqrt(v))``, online on
+        the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
+        `predict_one` does not change.
     initial_intercept_variance
         The intercept's prior variance with ``covariance="arrowhead"`` (default: ``1 / a``, as
         every weight's). Wide (100) on uncentred features, whose boundary lies far from the
         origin (see `river_cw.arrowhead`).
 
+    Notes
+    -----
     A sample weight ``learn_one(x, y, w)`` counts a mistaken example w times in the sums:
     ``b += w y x`` and ``A += w x x'``, i.e. ``alpha = w (1 - m) / (1 + w v)``, ``gamma = w``.
 

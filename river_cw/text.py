@@ -45,6 +45,27 @@ class BagOfWords(feature_extraction.BagOfWords):
     `preprocessor`, `tokenizer`, a `tokenizer_pattern` other than the default, or n-grams other
     than unigrams, every text goes through river's code; so does a text that is not a `str`.
 
+    Parameters
+    ----------
+    on
+        The key of the text in a dict input; None takes the input itself as the text.
+    strip_accents
+        Strip accents (``"Déjà"`` counts as ``"deja"``).
+    lowercase
+        Lowercase the text before it is tokenized.
+    preprocessor
+        A function applied to the text before it is tokenized; None applies none.
+    stop_words
+        Tokens to leave out of the counts.
+    tokenizer_pattern
+        The regular expression of a token; river's default takes runs of two or more word
+        characters or hyphens.
+    tokenizer
+        A function from a text to its tokens, used instead of `tokenizer_pattern`.
+    ngram_range
+        ``(min_n, max_n)``: count the n-grams of these lengths; ``(1, 2)`` adds each pair of
+        consecutive tokens as a tuple. ``(1, 1)`` counts single tokens.
+
     Examples
     --------
 
@@ -92,6 +113,13 @@ class BagOfWords(feature_extraction.BagOfWords):
         )
 
     def transform_one(self, x):
+        """The token counts of the text `x`, ``{token: count}``.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        """
         if self._compiled:
             counts = self._counts(x if self.on is None else x[self.on])
             if counts is not None:
@@ -145,8 +173,24 @@ class TextClassifier(base.Classifier):
     ----------
     classifier
         The classifier of the token counts (any river classifier).
-    on, strip_accents, lowercase, preprocessor, stop_words, tokenizer_pattern, tokenizer, ngram_range
-        The parameters of `river.feature_extraction.BagOfWords`.
+    on
+        The key of the text in a dict input; None takes the input itself as the text.
+    strip_accents
+        Strip accents (``"Déjà"`` counts as ``"deja"``).
+    lowercase
+        Lowercase the text before it is tokenized.
+    preprocessor
+        A function applied to the text before it is tokenized; None applies none.
+    stop_words
+        Tokens to leave out of the counts.
+    tokenizer_pattern
+        The regular expression of a token; river's default takes runs of two or more word
+        characters or hyphens.
+    tokenizer
+        A function from a text to its tokens, used instead of `tokenizer_pattern`.
+    ngram_range
+        ``(min_n, max_n)``: count the n-grams of these lengths; ``(1, 2)`` adds each pair of
+        consecutive tokens as a tuple. ``(1, 1)`` counts single tokens.
 
     Examples
     --------
@@ -233,14 +277,41 @@ class TextClassifier(base.Classifier):
         return self._bag_of_words.transform_one(x)
 
     def learn_one(self, x, y, **params) -> None:
-        """Learn the text `x` with label `y`; `params` (e.g. a sample weight ``w``) go to the
-        classifier's `learn_one`."""
+        """Learn the text `x` with label `y`.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        y
+            Its label.
+        **params
+            Passed to the classifier's `learn_one` (e.g. a sample weight ``w``).
+        """
         self.classifier.learn_one(self._counts(x), y, **params)
 
     def predict_one(self, x, **params):
+        """The classifier's prediction for the text `x`.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        **params
+            Passed to the classifier's `predict_one`.
+        """
         return self.classifier.predict_one(self._counts(x), **params)
 
     def predict_proba_one(self, x, **params) -> dict:
+        """The classifier's probabilities for the text `x`, ``{label: probability}``.
+
+        Parameters
+        ----------
+        x
+            A text, or a dict holding it under `on`.
+        **params
+            Passed to the classifier's `predict_proba_one`.
+        """
         return self.classifier.predict_proba_one(self._counts(x), **params)
 
     def __getstate__(self):

@@ -2,10 +2,10 @@
 
 Instruction counts are repeatable where CPU time on a shared machine is not, so this guards the
 compiled engine's ratios to river's PAClassifier against regressions without timing anything.
-The bounds sit below the ratios measured when they were set (README, Speed), leaving room for
+The bounds sit below the ratios measured when they were set (docs/guide/speed.md), leaving room for
 other versions of river, numpy and the compiler. Skipped without valgrind, the shared data or
 the compiled extensions, and failed for want of them under CI (`tests.conftest.unavailable`):
-this is the only guard on the instruction counts the README claims.
+this is the only guard on the instruction counts the docs claim.
 """
 
 from __future__ import annotations
@@ -34,7 +34,11 @@ def require_the_counting() -> None:
         unavailable("the compiled extensions are not built (or RIVER_CW_PURE_PYTHON is set)")
 
 
-REQUIRE = ["AROW=9", "CW var exact=3.5", "VotedRDA=3"]  # measured 10.1x, 4.0x, 4.2x (README)
+REQUIRE = [
+    "AROW=9",
+    "CW var exact=3.5",
+    "VotedRDA=3",
+]  # measured 10.1x, 4.0x, 4.2x (docs/guide/speed.md)
 
 
 @pytest.mark.slow

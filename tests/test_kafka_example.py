@@ -1,4 +1,4 @@
-"""examples/kafka_serve.py and the README's Kafka snippets stay runnable."""
+"""examples/kafka_serve.py and the Kafka guide's snippets (docs/guide/kafka.md) stay runnable."""
 
 from __future__ import annotations
 
@@ -31,17 +31,16 @@ def test_kafka_serve_example(capsys):
 
 
 @pytest.mark.kafka
-def test_readme_kafka_snippets_produce_serve_and_read(kafka_broker, capsys):
-    """The README's producers (a --text server's examples and labels, a features server's
+def test_kafka_guide_snippets_produce_serve_and_read(kafka_broker, capsys):
+    """The Kafka guide's producers (a --text server's examples and labels, a features server's
     examples) and its reader, run as printed against the test broker."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Kafka: serve and learn") : text.index("## One model for")]
+    section = (REPO / "docs" / "guide" / "kafka.md").read_text()
     shell = re.findall(r"```sh\n(.*?)```", section, re.S)[0]
     assert '--topic examples --model "AROW()" --text' in shell
     assert 'river-cw serve --topic readings --model "AROW()"' in section
     text_code, features_code, reader_code = re.findall(r"```python\n(.*?)```", section, re.S)
     bootstrap = kafka_broker.bootstrap_servers
-    suffix = uuid.uuid4().hex[:8]  # the README's names, made unique
+    suffix = uuid.uuid4().hex[:8]  # the guide's names, made unique
     examples, labels, readings = (f"{name}-{suffix}" for name in ("examples", "labels", "readings"))
     rename = lambda code: (  # noqa: E731
         code.replace("127.0.0.1:9092", bootstrap)

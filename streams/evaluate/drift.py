@@ -67,6 +67,15 @@ def concept_drift(
     seed
         Seed for the draws of gradual drift.
 
+    Examples
+    --------
+
+    >>> old, new = [({}, "a")] * 4, [({}, "b")] * 4
+    >>> [y for _, y in concept_drift([old, new], position=2)]
+    ['a', 'a', 'b', 'b', 'b', 'b']
+    >>> [y for _, y in concept_drift([old, new], "recurring", position=2, period=1)][:6]
+    ['a', 'a', 'b', 'a', 'b', 'a']
+
     """
     if kind not in KINDS:
         raise ValueError(f"unknown drift kind {kind!r}; expected one of {KINDS}")
@@ -102,6 +111,18 @@ def label_flip(
     With two classes this swaps them. The change applies to every label (learned and scored):
     it is drift, not noise.
 
+    Parameters
+    ----------
+    stream
+        The (x, y) pairs.
+    position
+        The first example whose label changes (0-based).
+    classes
+        The classes in the order they move along; a label not among them stays.
+
+    Examples
+    --------
+
     >>> list(label_flip([({}, "a"), ({}, "b"), ({}, "a"), ({}, "c")], 2, ["a", "b"]))
     [({}, 'a'), ({}, 'b'), ({}, 'b'), ({}, 'c')]
 
@@ -123,6 +144,22 @@ def synthetic(
     SEA (Street and Kim, 2001) labels three uniform features in [0, 10] by x0 + x1 <= theta;
     variant 0 has theta = 8 and variant 3 theta = 9.5, so the drift relabels about 13% of the
     space.
+
+    Parameters
+    ----------
+    kind
+        ``"sudden"``, ``"gradual"`` or ``"recurring"`` (see `concept_drift`).
+    position
+        Where the drift happens (0-based count of examples before it).
+    width
+        Width of the gradual transition.
+    period
+        Length of each turn of recurring drift; `position` by default.
+    seed
+        Seed of the SEA streams (the second one gets ``seed + 1``) and of the gradual draws.
+
+    Examples
+    --------
 
     >>> x, y = next(synthetic(seed=1))
     >>> sorted(x), y
@@ -148,6 +185,35 @@ def domains(
     Each domain is read (records whose `domain` is the name), shuffled with `seed` (the file
     is sorted by label) and becomes one concept of `concept_drift`. By default the drift
     happens after the whole first domain.
+
+    Parameters
+    ----------
+    path
+        The shared corpus ``mdsd_sorted_acl_text.jsonl.gz`` (Blitzer et al.'s multi-domain
+        sentiment data).
+    names
+        The domains, in the order of the drift: two for sudden and gradual drift, two or more
+        for recurring drift.
+    kind
+        ``"sudden"``, ``"gradual"`` or ``"recurring"`` (see `concept_drift`).
+    position
+        Where the drift happens; by default after the whole first domain.
+    width
+        Width of the gradual transition.
+    period
+        Length of each turn of recurring drift; `position` by default.
+    seed
+        Seed of each domain's shuffle and of the gradual draws.
+
+    Examples
+    --------
+
+    With the shared corpus beside the checkout (``river-cw evaluate --domains books,kitchen``
+    does the same):
+
+    ```python
+    stream = domains("../shared/data/mdsd_sorted_acl_text.jsonl.gz", ["books", "kitchen"])
+    ```
 
     """
     concepts = []

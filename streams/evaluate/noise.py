@@ -3,6 +3,9 @@
 The evaluation runner calls the noise once per example and gives the flipped label to every
 model's `learn_one`, while the metrics see the clean label (as in the AROW and NHERD papers).
 
+Examples
+--------
+
 >>> noise = LabelNoise(0.3, classes=["ham", "spam"], seed=1)
 >>> [noise(y) for y in ["ham"] * 10]
 ['spam', 'ham', 'ham', 'ham', 'spam', 'ham', 'ham', 'ham', 'spam', 'ham']
@@ -39,6 +42,17 @@ class LabelNoise:
     seed
         Seed of the random generator.
 
+    Examples
+    --------
+
+    Class-conditional noise: half the spam is learned as ham, the ham never flips.
+
+    >>> noise = LabelNoise({"spam": 0.5}, classes=["ham", "spam"], seed=2)
+    >>> [noise(y) for y in ["spam"] * 6 + ["ham"] * 2]
+    ['spam', 'ham', 'spam', 'spam', 'spam', 'spam', 'ham', 'ham']
+    >>> noise.rate("ham")
+    0.0
+
     """
 
     def __init__(
@@ -70,7 +84,13 @@ class LabelNoise:
         return f"{self.p * 100:g}%"
 
     def rate(self, y: Hashable) -> float:
-        """The probability that label `y` is flipped."""
+        """The probability that label `y` is flipped.
+
+        Parameters
+        ----------
+        y
+            A clean label.
+        """
         return self.p.get(y, 0.0) if isinstance(self.p, dict) else self.p
 
     def __call__(self, y: Hashable) -> typing.Any:

@@ -25,6 +25,9 @@ Conventions, per model:
 * `seconds` is the time spent in `predict_one` and `learn_one` only, and `throughput` is
   examples per second of that time.
 
+Examples
+--------
+
 >>> from river import linear_model
 >>> stream = [({"a": float(i % 2)}, i % 2 == 1) for i in range(100)]
 >>> result = evaluate({"LR": linear_model.LogisticRegression()}, stream, every=50)
@@ -41,7 +44,6 @@ import collections
 import csv
 import dataclasses
 import html
-import inspect
 import json
 import math
 import time
@@ -91,11 +93,22 @@ class OneClass(metrics.base.ClassificationMetric):
     `y == label` first (a distribution, the probability of `label`), and the wrapped metric
     keeps `pos_val=True`.
 
+    Parameters
+    ----------
+    metric
+        A river binary metric (`metrics.F1()`, `metrics.MCC()`, `metrics.ROCAUC()` ...).
+    label
+        The class scored as the positive one.
+
+    Examples
+    --------
+
     >>> f1 = OneClass(metrics.F1(), "spam")
     >>> for y_true, y_pred in [("spam", "spam"), ("ham", "spam"), ("spam", "ham")]:
     ...     f1.update(y_true, y_pred)
     >>> f1.get()
     0.5
+
     """
 
     def __init__(self, metric: metrics.base.BinaryMetric, label: typing.Hashable):
@@ -111,9 +124,31 @@ class OneClass(metrics.base.ClassificationMetric):
         return {True: p, False: 1.0 - p}
 
     def update(self, y_true, y_pred, w=1.0) -> None:
+        """Add an observation to the metric (river's `Metric.update`).
+
+        Parameters
+        ----------
+        y_true
+            The true label.
+        y_pred
+            The predicted label, or ``{label: probability}`` for a metric of probabilities.
+        w
+            The observation's weight.
+        """
         self.metric.update(y_true == self.label, self._binary(y_pred), w)
 
     def revert(self, y_true, y_pred, w=1.0) -> None:
+        """Remove an observation from the metric (river's `Metric.revert`).
+
+        Parameters
+        ----------
+        y_true
+            The true label.
+        y_pred
+            The predicted label, or ``{label: probability}`` for a metric of probabilities.
+        w
+            The observation's weight.
+        """
         self.metric.revert(y_true == self.label, self._binary(y_pred), w)
 
     def get(self) -> float:
@@ -135,6 +170,14 @@ class OneClass(metrics.base.ClassificationMetric):
 def metric_name(metric: metrics.base.Metric) -> str:
     """A short name for a river metric: its class, and the positive class of a binary one.
 
+    Parameters
+    ----------
+    metric
+        A river metric.
+
+    Examples
+    --------
+
     >>> metric_name(OneClass(metrics.F1(), "spam")), metric_name(metrics.CrossEntropy())
     ('F1 (spam)', 'CrossEntropy')
     """
@@ -153,6 +196,28 @@ class Evaluation:
     The last record of each (noise, model) is its final score; `summary` holds those.
     `metric` names the metric of the `metric` columns; `info` carries anything else worth
     saving with the results (e.g. tuned parameters). In a notebook a result shows as a table.
+
+    Parameters
+    ----------
+    records
+        One dict per (noise, model, step), with the keys of `COLUMNS`.
+    info
+        Anything else to save with the results (e.g. tuned parameters).
+    metric
+        The name of the metric of the ``metric`` columns.
+    bigger_is_better
+        Whether a bigger value of the metric is better.
+
+    Examples
+    --------
+
+    >>> from river import datasets, linear_model
+    >>> result = evaluate([linear_model.LogisticRegression()], datasets.Phishing(), every=500)
+    >>> result
+    Evaluation(Accuracy, 1 model, 1,250 examples)
+    >>> [(r["step"], round(r["metric"], 3)) for r in result.records]
+    [(500, 0.632), (1000, 0.704), (1250, 0.73)]
+
     """
 
     records: list[dict]
@@ -162,6 +227,13 @@ class Evaluation:
 
     @classmethod
     def concat(cls, evaluations: Iterable[Evaluation]) -> Evaluation:
+        """One result holding the records of several (e.g. one per noise level).
+
+        Parameters
+        ----------
+        evaluations
+            The results, in order; the first one names the metric.
+        """
         evaluations = list(evaluations)
         records, info = [], {}
         for evaluation in evaluations:
@@ -206,7 +278,13 @@ class Evaluation:
         return header, rows
 
     def table(self, markdown: bool = False) -> str:
-        """The final scores as an aligned text table, or a markdown one."""
+        """The final scores as an aligned text table, or a markdown one.
+
+        Parameters
+        ----------
+        markdown
+            A markdown table instead of aligned text.
+        """
         header, rows = self._rows()
         left = {0, 1}
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -231,12 +309,26 @@ class Evaluation:
         return f"<table><caption>{caption}</caption><tr>{cells}</tr>{body}</table>"
 
     def to_csv(self, path) -> None:
+        """Write every record (the learning curves) as CSV, with the columns of `COLUMNS`.
+
+        Parameters
+        ----------
+        path
+            The file to write.
+        """
         with open(path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(self.records)
 
     def to_json(self, path) -> None:
+        """Write the metric, the final scores, every record and `info` as one JSON document.
+
+        Parameters
+        ----------
+        path
+            The file to write.
+        """
         document = {
             "metric": self.metric,
             "summary": self.summary,
@@ -257,11 +349,19 @@ class Evaluation:
     ):
         """Draw the learning curves, one panel per noise level; return the matplotlib Figure.
 
-        `path` also writes the figure (PNG, PDF or SVG, by its extension); `ax` draws into
-        existing axes (one per noise level) instead of a new figure. `column` is `"metric"`
-        (running), `"recent_metric"` (since the previous record), `"accuracy"`,
-        `"recent_accuracy"` or `"log_loss"`; `marks` are positions to mark with a dashed line,
-        such as a drift.
+        Parameters
+        ----------
+        path
+            Also write the figure there (PNG, PDF or SVG, by its extension).
+        ax
+            Draw into these existing axes (one per noise level) instead of a new figure.
+        title
+            The figure's title.
+        column
+            ``"metric"`` (running), ``"recent_metric"`` (since the previous record),
+            ``"accuracy"``, ``"recent_accuracy"`` or ``"log_loss"``.
+        marks
+            Positions to mark with a dashed line, such as a drift.
         """
         from streams.evaluate.plots import learning_curves
 
@@ -403,6 +503,16 @@ def iter_evaluate(
         Add river's `dummy.PriorClassifier` (it predicts the majority class so far) as a
         model named `BASELINE`.
 
+    Examples
+    --------
+
+    >>> from river import linear_model
+    >>> stream = [({"a": float(i % 2)}, i % 2 == 1) for i in range(100)]
+    >>> for result in iter_evaluate([linear_model.LogisticRegression()], stream, every=50):
+    ...     print(result.records[-1]["step"], result.records[-1]["metric"])
+    50 0.94
+    100 0.97
+
     """
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every!r}")
@@ -462,18 +572,65 @@ def _progress_bar(stream, total: int | None, progress: bool | None):
     return auto.tqdm(stream, total=total, disable=disable, delay=1.0, unit="ex", leave=False)
 
 
-def evaluate(*args, **kwargs) -> Evaluation:
+def evaluate(
+    models: Mapping[str, base.Classifier] | Sequence[base.Classifier],
+    stream: Iterable[tuple[dict, typing.Hashable]],
+    noise: LabelNoise | None = None,
+    every: int = 1000,
+    total: int | None = None,
+    progress: bool | None = None,
+    delay: int = 0,
+    metric: metrics.base.Metric | None = None,
+    baseline: bool = False,
+) -> Evaluation:
     """Progressive validation of several models side by side, in one pass over `stream`.
 
-    The parameters are those of `iter_evaluate`; this returns its last result.
+    Each model predicts every example before it learns it, as river's `progressive_val_score`
+    does, and the same examples reach every model in the same order. This is `iter_evaluate`'s
+    last result.
+
+    Parameters
+    ----------
+    models
+        Classifiers by name, or a list (named by their class, numbered if repeated).
+    stream
+        The (x, y) pairs; `y` is the clean label every model is scored against.
+    noise
+        A `LabelNoise`, applied once per example to the label the models learn from.
+    every
+        Record the learning curve every `every` examples (and at the end).
+    total
+        The length of the stream, if known, for the progress bar.
+    progress
+        Show a progress bar; None shows it in a notebook or when stderr is a terminal.
+    delay
+        Labels arrive `delay` examples late, as with river's `progressive_val_score(delay=...)`.
+    metric
+        A river classification metric (default: accuracy), e.g. `OneClass(metrics.F1(), "spam")`.
+    baseline
+        Add the majority class (river's `dummy.PriorClassifier`) as a model named `BASELINE`.
+
+    Examples
+    --------
+
+    >>> from river import datasets, linear_model
+    >>> import river_cw
+    >>> result = evaluate(
+    ...     {"AROW": river_cw.AROW(), "LogisticRegression": linear_model.LogisticRegression()},
+    ...     datasets.Phishing(),
+    ...     every=500,
+    ...     baseline=True,
+    ... )
+    >>> {r["model"]: round(r["metric"], 3) for r in result.summary}
+    {'majority class': 0.554, 'AROW': 0.866, 'LogisticRegression': 0.73}
+
     """
     result = Evaluation([])
-    for result in iter_evaluate(*args, **kwargs):  # noqa: B007 - the last one is the answer
+    for result in iter_evaluate(  # noqa: B007 - the last one is the answer
+        models, stream, noise, every, total, progress, delay, metric, baseline
+    ):
         pass
     return result
-
-
-evaluate.__signature__ = inspect.signature(iter_evaluate).replace(return_annotation="Evaluation")
 
 
 def _name(models: Sequence[base.Classifier]) -> dict[str, base.Classifier]:

@@ -10,6 +10,9 @@ choice of the mixing period, before deploying: `evaluate_mixing` runs one model 
 whole stream next to P shards mixed every N examples by each method (``"off"``: never mixed,
 the isolated per-partition models of `river-cw serve` without ``--mix``).
 
+Examples
+--------
+
 >>> import river_cw
 >>> from streams.io.files import sms_spam
 >>> from river_cw.text import BagOfWords
@@ -45,10 +48,34 @@ def shard_of(x: dict, shards: int) -> int:
 
 class ShardedClassifier(base.Classifier):
     """`shards` copies of `model`, each predicting and learning its shard of the stream, mixed
-    every `mix_every` examples per shard by `method` (``"kl"``, ``"l2"`` or ``"off"``).
+    every `mix_every` examples per shard: a Kafka group's mixing, offline.
 
     Shards publish and adopt mixes as the partitions of `river-cw serve --mix` do
     (`streams.models.mixing`); here a mix is adopted as soon as the last shard has published.
+    An example's shard is a CRC-32 of its content, as Kafka partitions by key.
+
+    Parameters
+    ----------
+    model
+        A model `river_cw.combine` can mix (it is copied, not modified).
+    shards
+        The number of shards (a topic's partitions).
+    mix_every
+        Each shard publishes what it learned every `mix_every` of its examples.
+    method
+        ``"kl"`` or ``"l2"`` (see `river_cw.combine`), or ``"off"``: isolated shards.
+
+    Examples
+    --------
+
+    >>> import river_cw
+    >>> from streams.evaluate.sharded import ShardedClassifier
+    >>> model = ShardedClassifier(river_cw.AROW(), shards=2, mix_every=1)
+    >>> for x, y in [({"a": 1.0}, True), ({"b": 1.0}, False)] * 2:
+    ...     model.learn_one(x, y)
+    >>> model.rounds, model.predict_one({"a": 1.0}), model.predict_one({"b": 1.0})
+    (2, True, False)
+
     """
 
     def __init__(self, model, shards: int = 4, mix_every: int = 100, method: str = "kl"):
@@ -82,12 +109,41 @@ class ShardedClassifier(base.Classifier):
         return self._mixers[0].state.round if self._mixers else 0
 
     def predict_one(self, x: dict, **kwargs):
+        """The prediction of the shard of `x`.
+
+        Parameters
+        ----------
+        x
+            The features.
+        **kwargs
+            Passed to the shard's model.
+        """
         return self._models[shard_of(x, self.shards)].predict_one(x, **kwargs)
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        """The probabilities of the shard of `x`.
+
+        Parameters
+        ----------
+        x
+            The features.
+        **kwargs
+            Passed to the shard's model.
+        """
         return self._models[shard_of(x, self.shards)].predict_proba_one(x, **kwargs)
 
     def learn_one(self, x: dict, y, **kwargs) -> None:
+        """Learn `x` in its shard, then publish and mix the shards that are due.
+
+        Parameters
+        ----------
+        x
+            The features.
+        y
+            The label.
+        **kwargs
+            Passed to the shard's model (e.g. a sample weight ``w``).
+        """
         p = shard_of(x, self.shards)
         self._models[p].learn_one(x, y, **kwargs)
         if not self._mixers:
@@ -106,7 +162,24 @@ class ShardedClassifier(base.Classifier):
 
 
 def shard_name(shards: int, method: str, mix_every: int) -> str:
-    """`evaluate_mixing`'s name of a sharded model."""
+    """`evaluate_mixing`'s name of a sharded model.
+
+    Parameters
+    ----------
+    shards
+        The number of shards.
+    method
+        ``"kl"``, ``"l2"`` or ``"off"``.
+    mix_every
+        The mixing period, per shard.
+
+    Examples
+    --------
+
+    >>> shard_name(4, "kl", 100)
+    '4 shards, kl every 100'
+
+    """
     return (
         f"{shards} shards, off"
         if method == "off"
@@ -123,8 +196,36 @@ def evaluate_mixing(
     **kwargs,
 ) -> Evaluation:
     """Progressive validation of `model` learning the whole stream (``"one model"``) next to
-    `shards` shards mixed every N examples per shard for each N of `mix_every` and each of
-    `methods` (``"off"`` once). Other arguments go to `streams.evaluate.progressive.evaluate`."""
+    sharded copies of it mixed every N examples per shard (`ShardedClassifier`): what
+    `river-cw evaluate --shards` runs to choose ``--mix-every`` before deploying.
+
+    Parameters
+    ----------
+    model
+        A model `river_cw.combine` can mix.
+    stream
+        The (x, y) pairs.
+    shards
+        The number of shards.
+    mix_every
+        The mixing periods to try, per shard.
+    methods
+        The mixing methods to try: ``"kl"``, ``"l2"``, ``"off"`` (isolated shards, once).
+    **kwargs
+        Passed to `streams.evaluate.progressive.evaluate` (``every``, ``noise``, ``metric``...).
+
+    Examples
+    --------
+
+    >>> import itertools
+    >>> import river_cw
+    >>> from streams.evaluate.drift import synthetic
+    >>> stream = list(itertools.islice(synthetic(seed=1), 400))
+    >>> result = evaluate_mixing(river_cw.AROW(), stream, shards=2, mix_every=[50], progress=False)
+    >>> sorted({record["model"] for record in result.records})
+    ['2 shards, kl every 50', '2 shards, l2 every 50', '2 shards, off', 'one model']
+
+    """
     models = {"one model": copy.deepcopy(model)}
     for method in methods:
         for n in mix_every if method != "off" else mix_every[:1]:

@@ -18,6 +18,16 @@ def rotated_gaussian(seed: int, n: int = 1000) -> list[tuple[dict, bool]]:
     scales 1 and 10 are ours; the paper does not print them.) Diagonal covariance cannot see the
     rotation, full covariance can.
 
+    Parameters
+    ----------
+    seed
+        The seed of numpy's generator.
+    n
+        The number of points.
+
+    Examples
+    --------
+
     >>> stream = rotated_gaussian(0, n=3)
     >>> len(stream), len(stream[0][0])
     (3, 20)
@@ -33,8 +43,20 @@ def rotated_gaussian(seed: int, n: int = 1000) -> list[tuple[dict, bool]]:
 
 
 def threshold_stream(n: int, seed: int = 0) -> Iterator[tuple[dict, bool]]:
-    """One standard normal feature labelled ``x > 0.5`` (issue 9): a threshold off the origin.
-    Through the origin the best rule is ``x > 0``, wrong on the 19.1% of x in (0, 0.5].
+    """One standard normal feature labelled ``x > 0.5``: a threshold off the origin.
+
+    Through the origin the best rule is ``x > 0``, wrong on the 19.1% of x in (0, 0.5]: a model
+    needs an intercept.
+
+    Parameters
+    ----------
+    n
+        The number of examples.
+    seed
+        The seed of the draws.
+
+    Examples
+    --------
 
     >>> [y for _, y in threshold_stream(4)]
     [True, False, False, False]
@@ -49,8 +71,23 @@ def threshold_stream(n: int, seed: int = 0) -> Iterator[tuple[dict, bool]]:
 def uniform_threshold(
     n: int, features: int = 1, low: float = 0.0, seed: int = 0
 ) -> list[tuple[dict, bool]]:
-    """`features` features uniform on [low, low + 1], labelled ``mean > low + 0.5`` (issue 30):
-    with ``low = 5`` the boundary lies far from the origin and the features are uncentred.
+    """`features` features uniform on [low, low + 1], labelled ``mean > low + 0.5``.
+
+    With ``low = 5`` the boundary lies far from the origin and the features are uncentred.
+
+    Parameters
+    ----------
+    n
+        The number of examples.
+    features
+        The number of features (``"x"`` alone, else ``"x0"``, ``"x1"``, ...).
+    low
+        The lower end of every feature's range.
+    seed
+        The seed of the draws.
+
+    Examples
+    --------
 
     >>> [y for _, y in uniform_threshold(4, features=3, low=5.0)]
     [True, False, True, True]

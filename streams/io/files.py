@@ -78,7 +78,17 @@ Example = tuple[dict, typing.Hashable]
 
 
 class MalformedLineError(ValueError):
-    """A line of a data file that cannot be read as an example."""
+    """A line of a data file that cannot be read as an example.
+
+    Parameters
+    ----------
+    path
+        The file.
+    line
+        The line's number (1-based).
+    reason
+        What is wrong, in words.
+    """
 
     def __init__(self, path: str, line: int, reason: str):
         super().__init__(f"{path}, line {line}: {reason}")
@@ -90,7 +100,14 @@ class MalformedLineError(ValueError):
 class UnreadableFileError(ValueError):
     """A data file that cannot be read past some point: a truncated or corrupt gzip stream.
 
-    `line` is the last line read whole (0 when nothing could be read).
+    Parameters
+    ----------
+    path
+        The file.
+    line
+        The last line read whole (0 when nothing could be read).
+    reason
+        What went wrong, in words.
     """
 
     def __init__(self, path: str, line: int, reason: str):
@@ -130,6 +147,18 @@ class FileStream(abc.ABC):
     on_error
         `"raise"` (default) stops at the first malformed line with a `MalformedLineError`;
         `"skip"` drops it and counts it in `n_skipped` (the first 100 are kept in `errors`).
+
+    Examples
+    --------
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "two.jsonl"
+    >>> _ = path.write_text('{"text": "hi", "label": "ham"}\\nnot json\\n')
+    >>> stream = JSONLines(path, on_error="skip")
+    >>> list(stream), stream.n_skipped
+    ([({'text': 'hi'}, 'ham')], 1)
+    >>> stream.errors[0].line, stream.errors[0].reason
+    (2, 'bad JSON: Expecting value: line 1 column 1 (char 0)')
 
     """
 
@@ -229,6 +258,9 @@ class JSONLines(_LineStream):
         Where the label, the text and the features are (`streams.io.schema.Schema`); every
         record needs a label.
 
+    Examples
+    --------
+
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "flat.jsonl"
     >>> _ = path.write_text('{"a": 1, "b": 0.5, "spam": true}\\n')
@@ -275,6 +307,9 @@ class LibSVM(_LineStream):
     label_type
         Applied to the label token; the default `int` reads `+1`, `-1` and class numbers. It
         must give a string, an integer or a boolean (`schema.check_label`), never a float.
+
+    Examples
+    --------
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.svm"
@@ -334,8 +369,11 @@ class CSV(FileStream):
         The label column.
     text
         The text column, if the file has one.
-    kwargs
+    **kwargs
         Passed to `csv.reader` (e.g. `delimiter=";"`).
+
+    Examples
+    --------
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.csv"
@@ -441,9 +479,23 @@ def open_stream(
 ) -> FileStream:
     """The reader for a file, chosen by `format` or by its extension (`.gz` aside).
 
-    `format` is one of `"jsonl"`, `"csv"`, `"libsvm"`; standard input (`"-"`) is JSON lines
-    unless `format` says otherwise. `schema` says where the label and the text are (and, for
-    JSON lines, the features); `delimiter` separates CSV fields.
+    Parameters
+    ----------
+    path
+        The file (plain or gzip), or ``"-"`` for standard input (JSON lines unless `format`
+        says otherwise).
+    format
+        ``"jsonl"``, ``"csv"`` or ``"libsvm"``; None chooses by the extension.
+    on_error
+        ``"raise"`` (a `MalformedLineError` naming the file and line) or ``"skip"`` (skip and
+        count a malformed line).
+    schema
+        Where the label and the text are (and, for JSON lines, the features).
+    delimiter
+        The separator of CSV fields.
+
+    Examples
+    --------
 
     >>> open_stream("data/a9a.libsvm.gz")
     LibSVM('data/a9a.libsvm.gz')
@@ -475,6 +527,17 @@ def open_stream(
 
 def sms_spam(on_error: str = "raise") -> JSONLines:
     """The SMS Spam Collection bundled with the package (5,574 texts, ham/spam, CC BY 4.0).
+
+    Almeida, T. A., Gomez Hidalgo, J. M. and Yamakami, A., 2011. Contributions to the study of
+    SMS spam filtering: new collection and results. DocEng.
+
+    Parameters
+    ----------
+    on_error
+        ``"raise"`` or ``"skip"`` a malformed line (see `open_stream`).
+
+    Examples
+    --------
 
     >>> x, y = next(iter(sms_spam()))
     >>> sorted(x), y

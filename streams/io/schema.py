@@ -48,6 +48,25 @@ class SchemaError(ValueError):
 
 @dataclass(frozen=True)
 class Example:
+    """One decoded record.
+
+    Parameters
+    ----------
+    id
+        The record's id as a string (integers normalised: 42 and "42" are one id), or None.
+    x
+        The features, ``{name: number}``, or ``{"text": str}`` for a text.
+    label
+        The label (a string, an integer or a boolean), or None when it comes later.
+
+    Examples
+    --------
+
+    >>> Example("42", {"text": "see you at lunch"}).label is None  # its label comes later
+    True
+
+    """
+
     id: str | None
     x: dict  # features, or {"text": str}
     label: str | int | bool | None = None
@@ -68,6 +87,14 @@ _DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_reject_constan
 
 def loads(data: bytes | str):
     """Decode one JSON document, or raise `SchemaError` with the reason.
+
+    Parameters
+    ----------
+    data
+        The document's bytes (UTF-8) or text.
+
+    Examples
+    --------
 
     >>> loads(b'{"a": NaN}')
     Traceback (most recent call last):
@@ -138,6 +165,16 @@ def check_label(value, field: str = "label") -> None:
     Floats (NaN above all) are refused: a classifier's classes are compared for equality.
     Readers of other formats (CSV, libsvm) check their labels here too.
 
+    Parameters
+    ----------
+    value
+        The label.
+    field
+        Its name, for the message.
+
+    Examples
+    --------
+
     >>> check_label(float("nan"))
     Traceback (most recent call last):
     ...
@@ -168,6 +205,14 @@ class Schema:
     flat
         Every field but the id and the label is a feature (no ``x`` object).
 
+    Examples
+    --------
+
+    >>> Schema().parse({"id": 7, "text": "see you at lunch", "label": "ham"})
+    Example(id='7', x={'text': 'see you at lunch'}, label='ham')
+    >>> Schema(flat=True, label_field="spam").parse({"a": 1, "spam": True})
+    Example(id=None, x={'a': 1}, label=True)
+
     """
 
     label_field: str = "label"
@@ -177,7 +222,17 @@ class Schema:
     flat: bool = False
 
     def parse(self, record, *, need_label: bool = False, need_id: bool = False) -> Example:
-        """The `Example` of a decoded record; `SchemaError` if it breaks the schema."""
+        """The `Example` of a decoded record; `SchemaError` if it breaks the schema.
+
+        Parameters
+        ----------
+        record
+            A decoded JSON object.
+        need_label
+            Refuse a record without a label.
+        need_id
+            Refuse a record without an id.
+        """
         if not isinstance(record, dict):
             raise SchemaError(f"unknown schema: expected a JSON object, got {describe(record)}")
         return Example(
@@ -187,7 +242,15 @@ class Schema:
         )
 
     def parse_id(self, record: dict, required: bool = True) -> str | None:
-        """The record's id as a string (integers normalised), or None when absent and allowed."""
+        """The record's id as a string (integers normalised), or None when absent and allowed.
+
+        Parameters
+        ----------
+        record
+            A decoded JSON object.
+        required
+            Refuse a record without an id.
+        """
         if self.id_field not in record:
             if required:
                 raise SchemaError(f"unknown schema: no {self.id_field!r} field")
@@ -203,7 +266,15 @@ class Schema:
         return str(value)
 
     def parse_label(self, record: dict, required: bool = True):
-        """The record's label, or None when missing (or null) and allowed."""
+        """The record's label, or None when missing (or null) and allowed.
+
+        Parameters
+        ----------
+        record
+            A decoded JSON object.
+        required
+            Refuse a record without a label.
+        """
         value = record.get(self.label_field)
         if value is None:
             if required:

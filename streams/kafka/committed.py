@@ -33,7 +33,38 @@ __all__ = ["committed_consumer"]
 
 
 def committed_consumer(*topics: str, **config) -> KafkaConsumer:
-    """A `KafkaConsumer` (same arguments) that returns committed transactional records only."""
+    """A `KafkaConsumer` (same arguments) that returns committed transactional records only.
+
+    Use it to read what ``river-cw serve`` wrote under exactly-once (its predictions and dead
+    letters): a plain consumer also returns the records of aborted transactions, such as those
+    a killed server had written since its last commit, on a broker that does not list them.
+
+    Parameters
+    ----------
+    *topics
+        Topics to subscribe to (or `assign` partitions later, as with `KafkaConsumer`).
+    **config
+        `KafkaConsumer`'s settings (``bootstrap_servers``, ``group_id``, ``auto_offset_reset``,
+        ``consumer_timeout_ms``...); ``isolation_level`` is set to ``"read_uncommitted"``.
+
+    Examples
+    --------
+
+    With a broker at 127.0.0.1:9092 and ``river-cw serve --topic examples`` serving on it (the
+    Kafka guide runs this in the tests):
+
+    ```python
+    consumer = committed_consumer(
+        "examples.predictions",
+        bootstrap_servers="127.0.0.1:9092",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,  # the loop ends after 5 s without a record
+    )
+    for record in consumer:
+        print(json.loads(record.value))
+    ```
+
+    """
     consumer = KafkaConsumer(*topics, isolation_level="read_uncommitted", **config)
     held: dict = {}  # (topic-partition, producer id) -> {offset: record} waiting for a marker
 

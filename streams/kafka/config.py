@@ -25,9 +25,32 @@ MIXES = ("kl", "l2")
 class Topics:
     """The topics of one served stream, named after the examples topic unless given.
 
-    `labels`: delayed labels (none by default). `state`: the compacted topic of the partitions'
-    states (`streams.kafka.state_topic`). `models`: the mixing rounds' contributions
-    (`streams.kafka.models_topic`, used only when mixing).
+    Parameters
+    ----------
+    examples
+        The topic of the examples, keyed by their id.
+    predictions
+        Where the predictions go (default: ``EXAMPLES.predictions``).
+    dead_letters
+        Where the records that cannot be decoded, predicted or learned go, with the reason
+        (default: ``EXAMPLES.dead-letters``).
+    labels
+        The topic of delayed labels, co-partitioned with the examples (none by default).
+    state
+        The compacted topic of the partitions' states (`streams.kafka.state_topic`; default:
+        ``EXAMPLES.state``).
+    models
+        The mixing rounds' contributions (`streams.kafka.models_topic`, used only when mixing;
+        default: ``EXAMPLES.models``).
+
+    Examples
+    --------
+
+    >>> Topics("sms", labels="sms.labels").inputs
+    ('sms', 'sms.labels')
+    >>> Topics("sms").dead_letters
+    'sms.dead-letters'
+
     """
 
     examples: str
@@ -55,10 +78,28 @@ class Topics:
 
 @dataclass(frozen=True)
 class Mixing:
-    """One model for the whole group (`streams.models.mixing`): the combination `method` ("kl"
-    or "l2"); a partition publishes `every` examples learned, or after `seconds` when it learned
-    something or others wait for it; `lag`: it waits when that many examples past an unmixed
-    publication (bounded staleness; None: never)."""
+    """One model for the whole group (`streams.models.mixing`; ``river-cw serve --mix``).
+
+    Parameters
+    ----------
+    method
+        The combination, ``"kl"`` or ``"l2"`` (see `river_cw.combine`).
+    every
+        A partition publishes what it learned every `every` examples.
+    seconds
+        ... or after `seconds` when it learned something or others wait for it (None: never).
+    lag
+        A partition waits when it is that many examples past an unmixed publication (bounded
+        staleness; None: it never waits).
+
+    Examples
+    --------
+
+    >>> config = ServeConfig(Topics("sms"), group_id="river-cw", mixing=Mixing("kl", every=500))
+    >>> config.mixing
+    Mixing(method='kl', every=500, seconds=10.0, lag=None)
+
+    """
 
     method: str = "kl"
     every: int = 1000
@@ -76,16 +117,61 @@ class Mixing:
 class ServeConfig:
     """What `streams.kafka.server.ModelServer` serves and how.
 
-    A consumer group (`group_id`) or static `partitions` (default: all, no group). A batch is
-    committed every `checkpoint_every` messages or `checkpoint_seconds`; each commit writes the
-    state's changes, and a whole snapshot at least every `snapshot_every` commits or once the
-    changes since the last one exceed `snapshot_share` of its size (`streams.kafka.store`);
-    `checkpoint_dir` adds a local cache of the partitions' states. `model_spec` names the model in the stored state
-    (default: the model's repr on one line); a stored state with another spec stops the server
-    unless `discard_state`, which starts new models from the stored offsets. A label still
-    waiting for its example after `stale_label_after` examples of its partition is reported
-    (keyed differently from its example?). `idle_timeout`: stop after that long without a
-    message (None: run until stopped).
+    The options of ``river-cw serve``, whose ``--help`` says the same at more length.
+
+    Parameters
+    ----------
+    topics
+        The topics served (`Topics`).
+    group_id
+        The consumer group, which shares the partitions among its members; None with
+        `partitions`.
+    partitions
+        Static partitions to serve, without a group (default: all of them).
+    processing_guarantee
+        ``"exactly-once"`` (outputs, state and offsets committed in one Kafka transaction) or
+        ``"at-least-once"`` (outputs sent at once, repeated after a crash).
+    checkpoint_every
+        Commit a batch every `checkpoint_every` messages ...
+    checkpoint_seconds
+        ... or every `checkpoint_seconds`.
+    checkpoint_dir
+        A local cache of the partitions' states (optional: the state topic holds them),
+        refreshed at each snapshot.
+    snapshot_every
+        Each commit writes the state's changes since the previous one; a whole snapshot at
+        least every `snapshot_every` commits ...
+    snapshot_share
+        ... or once the changes since the last snapshot exceed this share of its size
+        (`streams.kafka.store`): a restore reads a snapshot and at most that much more.
+    max_pending
+        Unlabelled examples (and early labels) kept per partition for delayed labels.
+    stale_label_after
+        Report a label still waiting for its example after that many examples of its
+        partition (keyed differently from its example?).
+    model_spec
+        The model's name in the stored state (default: its repr on one line); a stored state
+        with another spec stops the server.
+    discard_state
+        Start new models from the stored offsets instead of stopping on another `model_spec`.
+    restore_timeout
+        Seconds allowed to restore a partition's state from the state topic.
+    mixing
+        One model for the whole group (`Mixing`); None: a model per partition.
+    idle_timeout
+        Stop after that many seconds without a message (None: run until stopped).
+    log_seconds
+        The period of the progress line.
+    poll_timeout_ms
+        How long a poll of the consumer waits for records.
+
+    Examples
+    --------
+
+    >>> config = ServeConfig(Topics("sms", labels="sms.labels"), group_id="river-cw")
+    >>> config.exactly_once, config.offsets_group
+    (True, 'river-cw')
+
     """
 
     topics: Topics
@@ -134,7 +220,13 @@ class ServeConfig:
         return self.processing_guarantee == "exactly-once"
 
     def checkpoint_path(self, partition: int) -> Path | None:
-        """The local cache file of a partition's state (None without `checkpoint_dir`)."""
+        """The local cache file of a partition's state (None without `checkpoint_dir`).
+
+        Parameters
+        ----------
+        partition
+            The partition of the examples topic.
+        """
         if self.checkpoint_dir is None:
             return None
         return Path(self.checkpoint_dir) / f"{self.topics.examples}-{partition}.ckpt"

@@ -34,7 +34,36 @@ ROOTS = ("river_cw", "river")
 
 
 def parse(spec: str) -> base.Estimator:
-    """Build the estimator a spec describes; `ValueError` says what is wrong with it."""
+    """Build the estimator a spec describes; `ValueError` says what is wrong with it.
+
+    Parameters
+    ----------
+    spec
+        A Python expression of estimator calls with literal arguments, joined by ``|`` into
+        a pipeline: ``"AROW(r=0.1)"`` (a class of `river_cw`), ``"river.linear_model.
+        PAClassifier()"`` or ``"linear_model.PAClassifier()"`` (river's), ``"preprocessing.
+        StandardScaler() | AROW()"``. Nothing else is evaluated.
+
+    Examples
+    --------
+
+    >>> parse("AROW(r=0.1)")
+    AROW (
+      r=0.1
+      covariance="diagonal"
+      diagonal="project"
+      initial_variance=1.
+      learn_intercept=True
+      forgetting=0.
+      calibrate=False
+      initial_intercept_variance=None
+    )
+    >>> parse("os.system('ls')")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown model 'os.system': no river.os.system
+
+    """
     try:
         tree = ast.parse(spec.strip(), mode="eval")
     except SyntaxError as error:
@@ -125,6 +154,23 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
     (`BagOfWords(on="text") | model` with the same numbers, on the fused text path where the
     compiled engine learns), and a binary-only river classifier (one that wants bool labels) is
     wrapped in `OneVsRestClassifier` unless the labels are bools.
+
+    Parameters
+    ----------
+    model
+        A model, as `parse` builds it.
+    text
+        The stream's examples are texts, ``{"text": str}``.
+    bool_labels
+        The stream's labels are bools.
+
+    Examples
+    --------
+
+    >>> model = prepare(parse("AROW()"), text=True)
+    >>> type(model).__name__, model.on, type(classifier_of(model)).__name__
+    ('TextClassifier', 'text', 'AROW')
+
     """
     if isinstance(model, compose.Pipeline):
         return model
@@ -139,7 +185,20 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
 
 def classifier_of(model: base.Estimator) -> base.Estimator:
     """The classifier that holds a prepared model's weights: the last step of a pipeline, the
-    classifier of a `TextClassifier`, else the model itself."""
+    classifier of a `TextClassifier`, else the model itself.
+
+    Parameters
+    ----------
+    model
+        A model, as `prepare` returns it.
+
+    Examples
+    --------
+
+    >>> classifier_of(parse("preprocessing.StandardScaler() | AROW(r=0.5)")).r
+    0.5
+
+    """
     if isinstance(model, compose.Pipeline):
         model = list(model.steps.values())[-1]
     if isinstance(model, text_features.TextClassifier):
