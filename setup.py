@@ -20,17 +20,7 @@ setup(
     ext_modules=[
         extension("_text", "_inline.h", "_text_scan.h", "_text_count.h"),
         extension(
-            "_diagonal",
-            *(
-                "_inline.h",
-                "_fsum.h",
-                "_table.h",
-                "_steps.h",
-                "_batch.h",
-                "_text_lookup.h",
-                "_text_count.h",
-                "_text_scan.h",
-            ),
+            "_diagonal", "_inline.h", "_fsum.h", "_table.h", "_steps.h", "_exact.h", "_batch.h"
         ),
         extension("_rda", "_inline.h", "_fsum.h", "_table.h"),
     ]

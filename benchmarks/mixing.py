@@ -2,9 +2,11 @@
 mixed every N examples per partition by the KL and L2 delta rules, next to one model learning the
 whole stream and to isolated per-partition models.
 
-Offline, with `streams.evaluate.sharded` (the protocol `river-cw serve --mix` runs); with ``--broker``,
-also served by `river-cw serve` members in one consumer group on a local Tansu broker, the
-prequential accuracy of the committed predictions. Prints markdown tables; writes a PNG.
+Offline, with `streams.evaluate.sharded` (the protocol `river-cw serve --mix` runs); with
+``--broker``, also served by `river-cw serve` members in one consumer group on a local Tansu
+broker, the prequential accuracy of the committed predictions. Prints markdown tables; writes a
+PNG and beside it (same name, ``.json``) the offline numbers it draws, which
+tests/test_docs_generated.py recomputes for one N.
 
     python benchmarks/mixing.py [docs/mixing.png] [--data FILE] [--every 10 25 ...] [--broker]
 """
@@ -110,6 +112,33 @@ def served(spec: str, stream: list, shards: int, every: int, method: str, member
     return sum(predictions[i] == y for i, (_, y) in enumerate(stream)) / len(stream)
 
 
+def draw(numbers: dict, out: Path) -> None:
+    """The figure of the offline numbers: accuracy against N, the two bounds as lines."""
+    scores, shards, every = numbers["scores"], numbers["shards"], numbers["every"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for method, marker in zip(METHODS, "os"):
+        values = [scores[shard_name(shards, method, n)] for n in every]
+        ax.plot(every, values, marker=marker, label=f"{shards} shards, {method.upper()} mixing")
+    ax.axhline(scores["one model"], color="black", linestyle="--", label="one model, whole stream")
+    ax.axhline(
+        scores[shard_name(shards, "off", 0)],
+        color="grey",
+        linestyle=":",
+        label=f"{shards} isolated models",
+    )
+    shown = [y for line in ax.get_lines() for y in line.get_ydata()]
+    pad = 0.08 * (max(shown) - min(shown))
+    ax.set_ylim(min(shown) - pad, max(shown) + pad)  # the bounds' lines inside the frame
+    ax.set_xscale("log")
+    ax.set_xlabel("mix every N examples per shard")
+    ax.set_ylabel("prequential accuracy")
+    ax.set_title(f"{numbers['model']} on {numbers['data'].split(',')[0]}", fontsize=10)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?", default="docs/mixing.png")
@@ -126,7 +155,14 @@ def main(argv=None) -> None:
     started = time.perf_counter()
     scores = offline(args.model, stream, args.shards, args.every)
     seconds = time.perf_counter() - started
-    one, isolated = scores["one model"], scores[shard_name(args.shards, "off", 0)]
+    numbers = {
+        "data": name,
+        "examples": len(stream),
+        "model": args.model,
+        "shards": args.shards,
+        "every": args.every,
+        "scores": scores,
+    }
     print(
         f"{name}: {len(stream):,} examples, {args.model}, {args.shards} shards ({seconds:.0f} s)\n"
     )
@@ -135,27 +171,12 @@ def main(argv=None) -> None:
     for n in args.every:
         cells = [f"{scores[shard_name(args.shards, m, n)]:.4f}" for m in METHODS]
         print(f"| {n:,} | " + " | ".join(cells) + " |")
+    one, isolated = scores["one model"], scores[shard_name(args.shards, "off", 0)]
     print(f"\none model: {one:.4f}; isolated per-partition models (no mixing): {isolated:.4f}")
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for method, marker in zip(METHODS, "os"):
-        values = [scores[shard_name(args.shards, method, n)] for n in args.every]
-        ax.plot(
-            args.every,
-            values,
-            marker=marker,
-            label=f"{args.shards} shards, {method.upper()} mixing",
-        )
-    ax.axhline(one, color="black", linestyle="--", label="one model, whole stream")
-    ax.axhline(isolated, color="grey", linestyle=":", label=f"{args.shards} isolated models")
-    ax.set_xscale("log")
-    ax.set_xlabel("mix every N examples per shard")
-    ax.set_ylabel("prequential accuracy")
-    ax.set_title(f"{args.model} on {name.split(',')[0]}", fontsize=10)
-    ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
-    print(f"wrote {args.out}")
+    out = Path(args.out)
+    out.with_suffix(".json").write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")
+    draw(numbers, out)
+    print(f"wrote {out} and its numbers beside it")
 
     if args.broker:
         print(

@@ -1,7 +1,8 @@
 """Reproduce the papers' main tables and figures from ../shared/data in one command.
 
-Writes ``reproduction.md`` (and its PNG figures) into ``--out`` (default ``docs``): JMLR 2012
-Tables 2 and 3, AROW's Table 1 in spirit (mean ranks under label noise), NHERD's Figure 4
+Writes ``reproduction.md``, its PNG figures and ``reproduction.json`` (every number the
+document and the figures show: they are drawn from it) into ``--out`` (default ``docs``):
+JMLR 2012 Tables 2 and 3, AROW's Table 1 in spirit (mean ranks under label noise), NHERD's Figure 4
 (pairwise tournament, binary and multi-class), the rotated synthetic problem of exact convex CW
 (NIPS 2008, section 5), voted RDA along the l1 path, and JMLR 2012 Figure 6 (combining models
 trained on shards). Every number in the document comes from this run; nothing is typed in.
@@ -343,18 +344,18 @@ SYNTHETIC = {
 }
 
 
-def synthetic_curves(runs: int) -> dict[str, np.ndarray]:
-    """Mean cumulative mistakes (progressive: predict, then learn) over `runs` seeds."""
+def synthetic_mistakes(seeds) -> dict[str, np.ndarray]:
+    """Cumulative mistakes (progressive: predict, then learn), one row per seed."""
     curves = {}
     for name, build in SYNTHETIC.items():
-        total = np.zeros(1000)
-        for seed in range(runs):
+        rows = []
+        for seed in seeds:
             model, mistakes = build(), []
             for x, y in rotated_gaussian(seed):
                 mistakes.append(model.predict_one(x) != y)
                 model.learn_one(x, y)
-            total += np.cumsum(mistakes)
-        curves[name] = total / runs
+            rows.append(np.cumsum(mistakes))
+        curves[name] = np.array(rows)
     return curves
 
 
@@ -458,6 +459,74 @@ def shard_rows(examples: list, name: str, shards: int, seed: int) -> list[list]:
 # -- the document -----------------------------------------------------------------------------
 
 
+def measure(setting: str, jobs: int) -> dict:
+    """Every number of the document, as JSON values: the per-unit results, the data's
+    descriptions, the synthetic problem's summed cumulative mistakes (and the first run's), the
+    l1 path, the combination rows and the run's times."""
+    s = SETTINGS[setting]
+    started = time.perf_counter()
+    for spec in TASKS.values():  # load before any worker forks
+        load(spec, s.size, s.seed)
+    units = [(t, m, 0.0, s) for t in BINARY for m in dict.fromkeys(TABLE2 + TABLE3)]
+    units += [(t, m, r, s) for t in BINARY for m in NOISY for r in s.noise if r]
+    units += [(t, m, r, s) for t in MULTI for m in MULTICLASS for r in (0.0, 0.1, 0.3)]
+    results = run(units, jobs)
+    mistakes = synthetic_mistakes(range(s.synthetic_runs))
+    books = load(BINARY["books (processed_acl)"], s.rda_size, s.seed)
+    combination = [
+        [
+            task,
+            name,
+            *(
+                value
+                for _, value in shard_rows(load(spec, s.combine_size, s.seed), name, 10, s.seed)
+            ),
+        ]
+        for task, spec in COMBINE.items()
+        for name in ("CW-stdev KL", "AROW")
+    ]
+    return {
+        "setting": setting,
+        "data": {t: describe(spec, s.size, s.seed) for t, spec in TASKS.items()},
+        "results": [
+            [t, m, r, result["accuracy"], result["params"], result["epochs"]]
+            for (t, m, r), result in results.items()
+        ],
+        "synthetic": {
+            "runs": s.synthetic_runs,
+            "total": {n: rows.sum(axis=0).tolist() for n, rows in mistakes.items()},
+            "first": {n: rows[0].tolist() for n, rows in mistakes.items()},
+        },
+        "rda": {"examples": len(books), "rows": rda_path(books, 1, s.seed)},
+        "combination": {
+            "data": {t: describe(v, s.combine_size, s.seed) for t, v in COMBINE.items()},
+            "rows": combination,
+        },
+        "run": {"wall": time.perf_counter() - started, "cpu": cpu_seconds(), "jobs": jobs},
+    }
+
+
+def render(numbers: dict, out: Path) -> Path:
+    """reproduction.md and its figures from `measure`'s numbers."""
+    s = SETTINGS[numbers["setting"]]
+    results = {
+        (t, m, r): {"accuracy": a, "params": params, "epochs": epochs}
+        for t, m, r, a, params, epochs in numbers["results"]
+    }
+    doc = Document(out)
+    doc.header(numbers["setting"], s)
+    doc.data(numbers["data"])
+    doc.table2(results)
+    doc.table3(results)
+    doc.noise(results, s)
+    doc.nherd(results, s)
+    doc.synthetic(numbers["synthetic"])
+    doc.rda(numbers["rda"], s)
+    doc.combination(numbers["combination"])
+    doc.footer(numbers["run"], s)
+    return doc.write()
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("docs"), help="folder for the output")
@@ -465,30 +534,11 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_const", const="quick", dest="setting")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     args = parser.parse_args(argv)
-    s = SETTINGS[args.setting]
     args.out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    doc = Document(args.out)
-
-    for spec in TASKS.values():  # load before any worker forks
-        load(spec, s.size, s.seed)
-    units = [(t, m, 0.0, s) for t in BINARY for m in dict.fromkeys(TABLE2 + TABLE3)]
-    units += [(t, m, r, s) for t in BINARY for m in NOISY for r in s.noise if r]
-    units += [(t, m, r, s) for t in MULTI for m in MULTICLASS for r in (0.0, 0.1, 0.3)]
-    results = run(units, args.jobs)
-
-    doc.header(args.setting, s)
-    doc.data(s)
-    doc.table2(results)
-    doc.table3(results)
-    doc.noise(results, s)
-    doc.nherd(results, s)
-    doc.synthetic(s)
-    doc.rda(s)
-    doc.combination(s)
-    doc.footer(time.perf_counter() - started, cpu_seconds(), args.jobs, s)
-    path = doc.write()
-    print(f"wrote {path}", file=sys.stderr)
+    text = json.dumps(measure(args.setting, args.jobs))
+    (args.out / "reproduction.json").write_text(text + "\n", encoding="utf-8")
+    path = render(json.loads(text), args.out)  # what a test renders again from the file
+    print(f"wrote {path}, its figures and its numbers", file=sys.stderr)
 
 
 class Document:
@@ -537,8 +587,8 @@ class Document:
             "with the paper's KL (`project`) update unless the name says otherwise.",
         )
 
-    def data(self, s: Setting) -> None:
-        rows = [[t, describe(spec, s.size, s.seed)] for t, spec in {**BINARY, **MULTI}.items()]
+    def data(self, descriptions: dict) -> None:
+        rows = [[t, descriptions[t]] for t in {**BINARY, **MULTI}]
         self.add(
             "## Data",
             "Our shared copies (`../shared/data`, see its README) differ from the papers' data: "
@@ -660,14 +710,15 @@ class Document:
             "for NHERD against CW.",
         )
 
-    def synthetic(self, s: Setting) -> None:
-        curves = synthetic_curves(s.synthetic_runs)
+    def synthetic(self, numbers: dict) -> None:
+        runs = numbers["runs"]
+        curves = {n: np.array(total) / runs for n, total in numbers["total"].items()}
         fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
         for name, curve in curves.items():
             style = "--" if "diag" in name else "-"  # 11 lines: the colours repeat
             ax.plot(np.arange(1, 1001), curve, label=name, linestyle=style)
         ax.set_xlabel("round")
-        ax.set_ylabel(f"cumulative mistakes (mean of {s.synthetic_runs} runs)")
+        ax.set_ylabel(f"cumulative mistakes (mean of {runs} runs)")
         ax.set_title("Rotated Gaussian in R^20 (exact convex CW, section 5)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
@@ -683,7 +734,7 @@ class Document:
             "1,000 separable points in R^20: a 45-degree rotated Gaussian in the first two "
             "coordinates (axis scales 1 and 10, ours), labelled along its long axis, and 18 "
             "N(0, 2) noise coordinates (`streams.evaluate.synthetic.rotated_gaussian`, seeds "
-            f"0-{s.synthetic_runs - 1}). Progressive: predict, count, learn; default parameters "
+            f"0-{runs - 1}). Progressive: predict, count, learn; default parameters "
             "(confidence 0.9, r = 1, C = 1, a = 1), no tuning. Paper's numbers: not quoted.",
             md_table(["model", "after 100", "after 500", "after 1,000"], rows),
             "![cumulative mistakes](reproduction_synthetic.png)",
@@ -695,10 +746,8 @@ class Document:
             + ".",
         )
 
-    def rda(self, s: Setting) -> None:
-        spec = BINARY["books (processed_acl)"]
-        examples = load(spec, s.rda_size, s.seed)
-        rows = rda_path(examples, 1, s.seed)
+    def rda(self, numbers: dict, s: Setting) -> None:
+        rows = numbers["rows"]
         fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
         for (method, loss), group in itertools.groupby(rows, key=lambda r: (r[0], r[1])):
             group = list(group)
@@ -723,7 +772,7 @@ class Document:
         self.add(
             "## Voted RDA: accuracy against non-zero weights along the l1 path",
             "Xu, Gao, Xiao and Regan, *Online classification using a voted RDA method*, AAAI "
-            f"2014. Books (processed_acl), {len(examples):,} reviews, one epoch on a random 80% "
+            f"2014. Books (processed_acl), {numbers['examples']:,} reviews, one epoch on a random 80% "
             f"and tested on the rest (seed {s.seed}). `river_cw.VotedRDA` updates on mistakes and "
             "predicts with the averaged predictor or its newest one. Plain RDA is Xiao's (2010) "
             'l1-RDA: `VotedRDA(conservative=False, prediction="last")`, a step on every '
@@ -739,16 +788,13 @@ class Document:
             f"{_holds(sparse_ok[3] >= plain_best[3])}.",
         )
 
-    def combination(self, s: Setting) -> None:
+    def combination(self, numbers: dict) -> None:
         parts, kl_wins, mix_wins = [], [], []
-        for task, spec in COMBINE.items():
-            examples = load(spec, s.combine_size, s.seed)
-            for name in ("CW-stdev KL", "AROW"):
-                rows = shard_rows(examples, name, 10, s.seed)
-                kl_wins.append(rows[1][1] >= rows[2][1])
-                single, mixed = rows[0][1], rows[4][1]
-                mix_wins.append(abs(single - mixed) <= min(abs(single - r[1]) for r in rows[1:4]))
-                parts.append([f"{task}, {name}", *(r[1] for r in rows)])
+        for task, name, *values in numbers["rows"]:
+            kl_wins.append(values[1] >= values[2])
+            single, mixed = values[0], values[4]
+            mix_wins.append(abs(single - mixed) <= min(abs(single - v) for v in values[1:4]))
+            parts.append([f"{task}, {name}", *values])
         header = [
             "task, model",
             "single model",
@@ -771,7 +817,7 @@ class Document:
             "each shard continuing from the mix; the mean test accuracy of the 10 shards' final "
             "models. Against the single model trained on the whole 80%, tested on the other 20%. "
             "Data: "
-            + "; ".join(f"{t} ({describe(v, s.combine_size, s.seed)})" for t, v in COMBINE.items())
+            + "; ".join(f"{t} ({d})" for t, d in numbers["data"].items())
             + ". Paper's numbers: not quoted (its figure uses RCV1-scale data).",
             md_table(header, parts),
             f"Claim (the KL combination is at least as good as the L2 one): {sum(kl_wins)} of "
@@ -781,7 +827,8 @@ class Document:
             f"{_holds(sum(mix_wins) > len(mix_wins) / 2)}.",
         )
 
-    def footer(self, wall: float, cpu: float, jobs: int, s: Setting) -> None:
+    def footer(self, run: dict, s: Setting) -> None:
+        wall, cpu, jobs = run["wall"], run["cpu"], run["jobs"]
         full = SETTINGS["full"]
         text = (
             f"CPU time {cpu / 60:.1f} minutes (wall time {wall / 60:.1f} minutes with {jobs} "

@@ -3,7 +3,9 @@ spirit): voted RDA next to river's passive-aggressive classifier and l1 logistic
 
 One pass of progressive validation (predict, then learn) over a binary task from
 ``../shared/data``, shuffled with a fixed seed; the non-zero weights are counted at the end, in
-the predictor that makes the predictions. Prints a markdown table and writes a PNG plot.
+the predictor that makes the predictions. Prints a markdown table and writes a PNG plot, and
+beside it (same name, ``.json``) the numbers it draws, which tests/test_docs_generated.py
+recomputes.
 
     python benchmarks/sparsity.py [docs/sparsity.png] [--data FILE] [--seed 0]
 """
@@ -80,24 +82,31 @@ def candidates():
     yield "river PAClassifier (PA-I)", "C=1", linear_model.PAClassifier(C=1.0, mode=1)
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", nargs="?", default="docs/sparsity.png", help="PNG to write")
-    parser.add_argument("--data", type=Path, default=DATA / "mdsd_processed_acl_books.jsonl.gz")
-    parser.add_argument("--seed", type=int, default=0, help="shuffling seed")
-    args = parser.parse_args(argv)
-
-    stream = load(args.data, args.seed)
+def measure(data: Path, seed: int, verbose: bool = True) -> dict:
+    """The points of the figure: ``{"data", "seed", "points": [[method, parameter, accuracy,
+    non-zero weights], ...]}``; with `verbose`, a markdown table as they come (with seconds)."""
+    stream = load(data, seed)
     n_features = len({f for x, _ in stream for f in x})
-    print(f"{args.data.name}: {len(stream)} examples, {n_features} features, seed {args.seed}\n")
-    print("| method | parameter | progressive accuracy | non-zero weights | seconds |")
-    print("|---|---|---:|---:|---:|")
-    curves: dict[str, list[tuple[int, float]]] = {}
+    if verbose:
+        print(f"{data.name}: {len(stream)} examples, {n_features} features, seed {seed}\n")
+        print("| method | parameter | progressive accuracy | non-zero weights | seconds |")
+        print("|---|---|---:|---:|---:|")
+    points = []
     for method, label, model in candidates():
         accuracy, nonzero, seconds = progressive(model, stream)
-        curves.setdefault(method, []).append((nonzero, accuracy))
-        print(f"| {method} | {label} | {accuracy:.2%} | {nonzero:,} | {seconds:.1f} |", flush=True)
+        points.append([method, label, accuracy, nonzero])
+        if verbose:
+            print(
+                f"| {method} | {label} | {accuracy:.2%} | {nonzero:,} | {seconds:.1f} |", flush=True
+            )
+    return {"data": data.name, "seed": seed, "points": points}
 
+
+def draw(numbers: dict, out: Path) -> None:
+    """The figure of `measure`'s numbers."""
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for method, _, accuracy, nonzero in numbers["points"]:
+        curves.setdefault(method, []).append((nonzero, accuracy))
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     for (method, points), marker in zip(curves.items(), "osD^*"):
         xs, ys = zip(*points)
@@ -105,14 +114,26 @@ def main(argv=None) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("non-zero weights (log scale)")
     ax.set_ylabel("progressive accuracy")
-    ax.set_title(f"{args.data.name.split('.')[0]}: accuracy against sparsity along the l1 path")
+    ax.set_title(f"{numbers['data'].split('.')[0]}: accuracy against sparsity along the l1 path")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default="docs/sparsity.png", help="PNG to write")
+    parser.add_argument("--data", type=Path, default=DATA / "mdsd_processed_acl_books.jsonl.gz")
+    parser.add_argument("--seed", type=int, default=0, help="shuffling seed")
+    args = parser.parse_args(argv)
+    numbers = measure(args.data, args.seed)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    print(f"\nplot written to {out} ({out.stat().st_size // 1024} KB)")
+    out.with_suffix(".json").write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")
+    draw(numbers, out)
+    print(f"\nplot written to {out} ({out.stat().st_size // 1024} KB), its numbers beside it")
 
 
 if __name__ == "__main__":

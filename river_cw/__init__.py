@@ -13,7 +13,7 @@ from .arow import AROW
 from .base import INTERCEPT
 from .combine import changes, combine
 from .cw import CW
-from .gaussian import ENGINE
+from .engine import ENGINE
 from .nherd import NHERD
 from .rda import VotedRDA
 from .scw import SCW

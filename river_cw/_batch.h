@@ -51,14 +51,14 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
     *kind = s->kind; /* the call's scheme, unless an exact step names its own */
     *C = s->C;
     if (exact && s->lean) {
-        int r = self->lean_exact != NULL
-                    ? self->lean_exact(self->lean_params, m, v, self->u, self->nu, w, alpha, gamma)
-                    : self->lean_step(self->lean_params, m, v, w, alpha, gamma);
+        int r = self->lean.exact != NULL
+                    ? self->lean.exact(self->lean.params, m, v, self->margin.u, self->margin.nu, w, alpha, gamma)
+                    : self->lean.step(self->lean.params, m, v, w, alpha, gamma);
         if (r != -2) {
             if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
             if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
-            *kind = self->lean_kind;
-            *C = self->lean_herding_C * w; /* as the rule's HerdingShrink(C * w) */
+            *kind = self->lean.kind;
+            *C = self->lean.herding_C * w; /* as the rule's HerdingShrink(C * w) */
             Py_INCREF(Py_None);
             *scheme = Py_None;
             return BATCH_UPDATE;
@@ -76,7 +76,7 @@ static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, do
     }
     own[n] = PyFloat_FromDouble(m), args[n] = own[n], n++;
     own[n] = PyFloat_FromDouble(v), args[n] = own[n], n++;
-    if (exact) own[n] = make_terms(self->u, self->nu), args[n] = own[n], n++;
+    if (exact) own[n] = make_terms(self->margin.u, self->margin.nu), args[n] = own[n], n++;
     own[n] = PyFloat_FromDouble(w), args[n] = own[n], n++;
     for (i = 0; i < n; i++)
         if (own[i] == NULL) goto error;
@@ -232,7 +232,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
     int k;
     DdSum u_acc, m_acc; /* the sums without their terms */
     Fsum u_all, m_all;  /* with them, when `kept` */
-    self->nu = 0;
+    self->margin.nu = 0;
     ddsum_init(&u_acc);
     if (kept) fsum_init(&u_all);
     for (k = 0; k < p->n; k++) {
@@ -256,7 +256,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
                 else if (fsum_add(&m_all, mj) < 0)
                     goto fail;
             }
-            self->u[self->nu++] = uj;
+            self->margin.u[self->margin.nu++] = uj;
             if (!kept)
                 ddsum_add(&u_acc, uj);
             else if (fsum_add(&u_all, uj) < 0)
@@ -271,7 +271,7 @@ static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, d
         m += p->sign[k] * mk;
     }
     *m_out = m;
-    if (!kept) return ddsum_certified(&u_acc, self->nu, v_out) ? 0 : 1;
+    if (!kept) return ddsum_certified(&u_acc, self->margin.nu, v_out) ? 0 : 1;
     return fsum_result(&u_all, v_out);
 fail:
     fsum_free(&m_all);
@@ -305,7 +305,7 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
         }
     return 0;
 fail:
-    self->nu = 0;
+    self->margin.nu = 0;
     if (!rcw_error_recoverable()) return -2;
     PyErr_Clear();
     return -1;
@@ -318,12 +318,12 @@ static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
     int k;
     double mj, uj; /* the sums are known: add_coord's terms are not needed */
     release_coords(self);
-    self->npairs = p->n;
+    self->margin.npairs = p->n;
     for (k = 0; k < p->n; k++) {
         Table *t = &self->blocks.table[p->block[k]];
         const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
-        self->pair_block[k] = p->block[k];
-        self->pair_sign[k] = p->sign[k];
+        self->margin.pair_block[k] = p->block[k];
+        self->margin.pair_sign[k] = p->sign[k];
         for (j = 0; j < r->n; j++) {
             Py_ssize_t l = r->col[j];
             add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], 1.0, 0.0, &mj, &uj);
@@ -407,10 +407,10 @@ typedef struct BatchCache {
 static int64_t batch_calls = 0; /* numbers the epochs of every cache */
 
 static void batch_cache_free(Diagonal *self) {
-    BatchCache *c = self->batch_cache;
+    BatchCache *c = self->batch;
     Py_ssize_t j;
     if (c == NULL) return;
-    self->batch_cache = NULL;
+    self->batch = NULL;
     if (c->key != NULL)
         for (j = 0; j < c->stride; j++) Py_XDECREF(c->key[j]);
     Py_XDECREF(c->features);
@@ -427,7 +427,7 @@ static void batch_cache_free(Diagonal *self) {
 /* the engine's cache for CSR columns named by `features` (NULL: hashed ids), made anew when the
  * vocabulary (by identity) or the number of columns changed; the slots grown to every block */
 static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t ncols) {
-    BatchCache *c = self->batch_cache;
+    BatchCache *c = self->batch;
     if (c != NULL && (c->features != features || c->ncols != ncols)) {
         batch_cache_free(self);
         c = NULL;
@@ -435,7 +435,7 @@ static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t nc
     if (c == NULL) {
         Py_ssize_t n = ncols + 1;
         if ((c = PyMem_Calloc(1, sizeof(BatchCache))) == NULL) goto memory;
-        self->batch_cache = c; /* freed with the engine (diagonal_clear) */
+        self->batch = c; /* freed with the engine (diagonal_clear) */
         c->ncols = ncols;
         c->stride = n;
         c->key = PyMem_Calloc(n, sizeof(PyObject *));
@@ -678,52 +678,65 @@ static int columns_catch_up(Diagonal *self, BatchCache *c, PyObject *intercept) 
     return 1;
 }
 
-/* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
- * for the columns this call found unseen (the intercept included: the table grows once, not row
- * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
- * earlier call); mark each row whose columns (the intercept's included) are good and distinct
- * in c->plain[i - start] (unless lazy, see RESOLVE_LAZY) */
-static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
-                                        PyObject *intercept, Py_ssize_t start, Py_ssize_t end,
-                                        int mode) {
-    Py_ssize_t i, p, b, *absent;
-    BatchCache *cache;
-    const Py_ssize_t *indices = c->indices, ncols = c->ncols;
-    BatchMark *marks;
+/* Whether a call of `mode` continues the cache's epoch (1) or starts a new one (0), or -1 on an
+ * error: REST always continues; otherwise a call continues where the cache's last call ended well
+ * with the same intercept and nothing else wrote the tables since, or wrote only appends that
+ * columns_catch_up gives to their columns */
+static int columns_continued(Diagonal *self, BatchCache *cache, PyObject *intercept, int mode) {
+    if (mode == RESOLVE_REST) return 1;
+    if (!cache->settled || cache->intercept != intercept) return 0;
+    if (cache->generation == self->generation) return 1; /* nothing else wrote the tables */
+    return columns_catch_up(self, cache, intercept);
+}
+
+/* Row i's columns checked one by one (the slow pass of columns_resolve: a column not resolved
+ * in the epoch is resolved, a vocabulary's name compared with the epoch's when `renames`),
+ * stamped with `row`; *plain &= each is good and stored once. 0, 1: the call must start a new
+ * epoch (a name another column of the epoch took, or renamed in place since), -1 on an error */
+static int row_mark(Diagonal *self, BatchColumns *c, Py_ssize_t i, int64_t row, int renames,
+                    int64_t first_row, PyObject *features, PyObject *intercept,
+                    Py_ssize_t *absent, int *plain) {
+    BatchCache *cache = c->cache;
+    const int64_t epoch = cache->calls;
+    const Py_ssize_t ncols = c->ncols;
+    Py_ssize_t p;
+    int resolved;
+    for (p = c->indptr[i]; p < c->indptr[i + 1]; p++) {
+        Py_ssize_t l = c->indices[p];
+        BatchMark *mark;
+        if ((size_t)l >= (size_t)ncols) {
+            PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", l);
+            return -1;
+        }
+        mark = &cache->mark[l];
+        if (mark->call != epoch) {
+            if (mark->call != -epoch &&
+                (resolved = column_resolve(self, cache, l, features, intercept, absent)) != 0)
+                return resolved; /* 1: a name another column of the epoch took */
+            *plain &= mark->call == epoch;
+        } else if (renames && mark->row < first_row &&
+                   (vocabulary_intact(features, ncols) < 0 ||
+                    PyList_GET_ITEM(features, l) != cache->key[l]))
+            return PyErr_Occurred() ? -1 : 1; /* renamed in place since the epoch resolved it */
+        *plain &= mark->row != row;
+        mark->row = row;
+    }
+    return 0;
+}
+
+/* The kernel of columns_resolve: the epoch's columns of rows [start, end) resolved and each
+ * row marked plain or not (see RESOLVE_LAZY for a lazy call, which marks none), starting the
+ * epoch again where a name forbids going on; per block the columns found unseen counted in
+ * absent. 0, or -1 on an error */
+static int columns_mark_rows(Diagonal *self, BatchColumns *c, PyObject *features,
+                             PyObject *intercept, Py_ssize_t start, Py_ssize_t end, int mode,
+                             Py_ssize_t *absent) {
+    BatchCache *cache = c->cache;
+    BatchMark *marks = cache->mark;
+    const Py_ssize_t ncols = c->ncols;
+    Py_ssize_t i;
     int64_t epoch, first_row;
-    int status = -1, resolved, renames;
-    for (i = start; i < end; i++)
-        if (c->indptr[i] > c->indptr[i + 1]) {
-            PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
-            return -1;
-        }
-    features = features == Py_None ? NULL : features;
-    if ((cache = batch_cache(self, features, c->ncols)) == NULL) return -1;
-    c->cache = cache;
-    c->start = start;
-    c->lazy = 0;
-    marks = cache->mark;
-    absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
-    PyMem_Free(c->plain); /* the call's earlier resolve (REST) */
-    c->plain = PyMem_Malloc(end > start ? end - start : 1);
-    if (absent == NULL || c->plain == NULL) {
-        PyMem_Free(absent);
-        PyErr_NoMemory();
-        return -1;
-    }
-    cache->continued = mode == RESOLVE_REST;
-    if (!cache->continued && cache->settled && cache->intercept == intercept) {
-        int caught = cache->generation == self->generation
-                         ? 1 /* nothing else wrote the tables */
-                         : columns_catch_up(self, cache, intercept);
-        if (caught < 0) {
-            PyMem_Free(absent);
-            return -1;
-        }
-        cache->continued = caught;
-    }
-    cache->settled = 0; /* until this call ends well */
-    cache->intercept = intercept;
+    int renames, status;
 again:
     if (!cache->continued) { /* a new epoch */
         cache->calls = ++batch_calls;
@@ -734,7 +747,7 @@ again:
     /* a vocabulary's names are checked at a column's first row in the call, unless every name
      * is the one its column was resolved by (one sequential comparison, when the call is not
      * much smaller than the vocabulary) */
-    if (features != NULL && vocabulary_intact(features, ncols) < 0) goto done;
+    if (features != NULL && vocabulary_intact(features, ncols) < 0) return -1;
     renames = cache->continued && features != NULL &&
               !(ncols <= 2 * (c->indptr[end] - c->indptr[start]) &&
                 memcmp(PySequence_Fast_ITEMS(features), cache->key,
@@ -742,62 +755,74 @@ again:
     first_row = cache->rows + 1;
     if (intercept != Py_None && marks[ncols].call != epoch &&
         column_resolve(self, cache, ncols, features, intercept, absent) < 0)
-        goto done;
+        return -1;
     if (mode == RESOLVE_LAZY && cache->continued && !renames &&
         (features == NULL || cache->known == ncols) &&
         (intercept == Py_None || marks[ncols].call == epoch)) {
         c->lazy = 1;
-        status = 0;
-        goto done;
+        return 0;
     }
     for (i = start; i < end; i++) {
         int64_t row = ++cache->rows;
         int plain = intercept == Py_None || marks[ncols].call == epoch, settled;
-        Py_ssize_t last = c->indptr[i + 1];
         if (!renames) {
-            settled = marks_settled(marks, indices + c->indptr[i], last - c->indptr[i], ncols,
-                                    epoch, row);
-            if (settled >= 0) {
+            settled = marks_settled(marks, c->indices + c->indptr[i],
+                                    c->indptr[i + 1] - c->indptr[i], ncols, epoch, row);
+            if (settled >= 0) { /* the common row: every column resolved in the epoch */
                 c->plain[i - start] = (char)(plain & settled);
                 continue;
             }
             row = ++cache->rows;
         }
-        for (p = c->indptr[i]; p < last; p++) {
-            Py_ssize_t l = indices[p];
-            BatchMark *mark;
-            if ((size_t)l >= (size_t)ncols) {
-                PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", l);
-                goto done;
-            }
-            mark = &marks[l];
-            if (mark->call != epoch || renames) { /* the common case: neither */
-                if (mark->call != epoch) {
-                    if (mark->call != -epoch &&
-                        (resolved = column_resolve(self, cache, l, features, intercept,
-                                                   absent)) != 0) {
-                        if (resolved < 0) goto done;
-                        cache->continued = 0; /* a name another column of the epoch took */
-                        goto again;
-                    }
-                    plain &= mark->call == epoch;
-                } else if (mark->row < first_row &&
-                           (vocabulary_intact(features, ncols) < 0 ||
-                            PyList_GET_ITEM(features, l) != cache->key[l])) {
-                    if (PyErr_Occurred()) goto done;
-                    cache->continued = 0; /* renamed in place since the epoch resolved it */
-                    goto again;
-                }
-            }
-            plain &= mark->row != row;
-            mark->row = row;
+        status = row_mark(self, c, i, row, renames, first_row, features, intercept, absent,
+                          &plain);
+        if (status < 0) return -1;
+        if (status > 0) {
+            cache->continued = 0;
+            goto again;
         }
         c->plain[i - start] = (char)plain;
     }
-    for (b = 0; b < self->blocks.n; b++)
-        if (table_reserve(&self->blocks.table[b], absent[b]) < 0) goto done;
-    status = 0;
-done:
+    return 0;
+}
+
+/* Resolve the columns of rows [start, end) in every block, once per epoch; reserve room up front
+ * for the columns this call found unseen (the intercept included: the table grows once, not row
+ * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
+ * earlier call); mark each row whose columns (the intercept's included) are good and distinct
+ * in c->plain[i - start] (unless lazy, see RESOLVE_LAZY) */
+static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
+                                        PyObject *intercept, Py_ssize_t start, Py_ssize_t end,
+                                        int mode) {
+    Py_ssize_t i, b, *absent;
+    BatchCache *cache;
+    int status = -1, continued;
+    for (i = start; i < end; i++)
+        if (c->indptr[i] > c->indptr[i + 1]) {
+            PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
+            return -1;
+        }
+    features = features == Py_None ? NULL : features;
+    if ((cache = batch_cache(self, features, c->ncols)) == NULL) return -1;
+    c->cache = cache;
+    c->start = start;
+    c->lazy = 0;
+    absent = PyMem_Calloc(self->blocks.n, sizeof(Py_ssize_t));
+    PyMem_Free(c->plain); /* the call's earlier resolve (REST) */
+    c->plain = PyMem_Malloc(end > start ? end - start : 1);
+    if (absent == NULL || c->plain == NULL) {
+        PyMem_Free(absent);
+        PyErr_NoMemory();
+        return -1;
+    }
+    if ((continued = columns_continued(self, cache, intercept, mode)) >= 0) {
+        cache->continued = continued;
+        cache->settled = 0; /* until this call ends well */
+        cache->intercept = intercept;
+        status = columns_mark_rows(self, c, features, intercept, start, end, mode, absent);
+        for (b = 0; status == 0 && !c->lazy && b < self->blocks.n; b++)
+            status = table_reserve(&self->blocks.table[b], absent[b]);
+    }
     PyMem_Free(absent);
     return status;
 }
@@ -1031,6 +1056,297 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
     return k;
 }
 
+/* A learn_rows call: its arguments, parsed (batch_call_parse) */
+typedef struct {
+    PyObject *rows, *labels, *class_index, *weights, *intercept, *stats, *features;
+    PyObject *lean;       /* learn_native's spec while the dict rows take lean_learn, or None */
+    PyObject *data, *indices, *indptr; /* CSR rows: their arrays */
+    Py_ssize_t start, nrows, n_classes;
+    double forgetting;
+    Py_hash_t intercept_hash;
+    int csr;
+    int lean_kind;        /* the lean CSR rows' built-in scheme (set by batch_call_open), or -1 */
+    BatchStep step;
+    double native_params[RCW_MAX_PARAMS];
+} BatchCall;
+
+/* learn_rows' arguments (see diagonal_learn_rows) into *call, and the CSR columns' count into
+ * c->ncols; 0, or -1 with an error (before the engine is entered) */
+static int batch_call_parse(Diagonal *self, PyObject *args, BatchCall *call, BatchColumns *c) {
+    PyObject *step_fn, *scheme, *native;
+    BatchStep *step = &call->step;
+    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OO", &call->rows, &PyList_Type, &call->labels,
+                          &PyDict_Type, &call->class_index, &PyList_Type, &call->weights,
+                          &call->start, &step_fn, &scheme, &call->forgetting, &call->intercept,
+                          &PyList_Type, &call->stats, &native, &call->lean))
+        return -1;
+    call->n_classes = PyDict_GET_SIZE(call->class_index);
+    call->features = Py_None;
+    call->lean_kind = -1;
+    step->callable = step_fn;
+    step->scheme = scheme;
+    if (scheme != Py_None && scheme_kind(scheme, &step->kind, &step->C) < 0) return -1;
+    if (native != Py_None) {
+        if ((step->native = parse_step(native, call->native_params)) == NULL) return -1;
+        step->params = call->native_params;
+    }
+    call->csr = PyTuple_Check(call->rows);
+    if (call->csr) {
+        if (!PyArg_ParseTuple(call->rows, "OOOOn", &call->data, &call->indices, &call->indptr,
+                              &call->features, &c->ncols))
+            return -1;
+        if (call->features != Py_None &&
+            (!PyList_Check(call->features) || PyList_GET_SIZE(call->features) != c->ncols)) {
+            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
+            return -1;
+        }
+    } else if (!PyList_Check(call->rows)) {
+        PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
+        return -1;
+    }
+    if (PyList_GET_SIZE(call->stats) != 2) {
+        PyErr_SetString(PyExc_TypeError, "stats must be [row, skipped]");
+        return -1;
+    }
+    if (self->blocks.n != (call->n_classes > 2 ? call->n_classes : 1)) {
+        PyErr_SetString(PyExc_RuntimeError, "learn_rows: the blocks do not match the classes");
+        return -1;
+    }
+    if (call->intercept != Py_None && (call->intercept_hash = PyObject_Hash(call->intercept)) == -1)
+        return -1;
+    if (self->blocks.n != 1)
+        call->lean = Py_None;
+    else if (call->lean != Py_None && call->lean != self->lean.spec &&
+             parse_lean(self, call->lean) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear(); /* a parameter beyond float64: the Python step's case, as in learn_one */
+        call->lean = Py_None;
+    }
+    step->lean = call->lean != Py_None && scheme == Py_None;
+    if (call->csr) call->lean = Py_None; /* CSR rows keep their own path (lean_learn reads dicts) */
+    return 0;
+}
+
+/* The rows' sizes checked against the labels and weights; CSR rows: their arrays viewed and their
+ * columns resolved (lazily for the lean CSR rows). 0, or -1 with an error (the engine entered) */
+static int batch_call_open(Diagonal *self, BatchCall *call, BatchColumns *c) {
+    const void *p;
+    Py_ssize_t ndata, nindices, nsize, nrows = call->nrows = PyList_GET_SIZE(call->labels);
+    const BatchStep *step = &call->step;
+    if (PyList_GET_SIZE(call->weights) != nrows || call->start < 0 || call->start > nrows) {
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
+        return -1;
+    }
+    if (!call->csr) {
+        if (PyList_GET_SIZE(call->rows) == nrows) return 0;
+        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
+        return -1;
+    }
+    if (columns_view(c, call->data, "d", sizeof(double), &p, &ndata) < 0) return -1;
+    c->data = p;
+    if (columns_view(c, call->indices, "lqn", sizeof(Py_ssize_t), &p, &nindices) < 0) return -1;
+    c->indices = p;
+    if (columns_view(c, call->indptr, "lqn", sizeof(Py_ssize_t), &p, &nsize) < 0) return -1;
+    c->indptr = p;
+    if (nsize != nrows + 1 || c->indptr[0] < 0 || c->indptr[nrows] > ndata ||
+        c->indptr[nrows] > nindices) {
+        PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
+        return -1;
+    }
+    if (call->n_classes <= 2 && step->native != NULL && call->forgetting == 0.0 &&
+        step->scheme != Py_None && (step->kind == SCHEME_PROJECT || step->kind == SCHEME_DROP))
+        call->lean_kind = step->kind; /* the lean CSR rows' case: a native step, a built-in scheme */
+    return columns_resolve(self, c, call->features, call->intercept, call->start, nrows,
+                           call->lean_kind >= 0 ? RESOLVE_LAZY : RESOLVE_EAGER);
+}
+
+/* What the loop does after a row: the next row, a stop at this row (learn_one's), or an error */
+enum { ROW_NEXT = 0, ROW_STOP = 1, ROW_FAIL = -1 };
+
+/* A general row's update, as update() applies it to its margin (entered): batch_apply's
+ * unchecked steps in place on the row where they hold, else update_core on the engine's
+ * coordinates (batch_coords), the new features' slots then set in the row's order. 1 applied,
+ * 0 refused (float64 cannot express it), -1 an error */
+static int batch_update(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
+                        double gamma, double v, int kind, double C, PyObject *scheme) {
+    double step_bound = fabs(alpha) * sqrt(self->prior * v);
+    Py_ssize_t used[2] = {0, 0}, q, j;
+    int applied;
+    if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
+        self->mean_bound + step_bound < SAFE_BOUND) {
+        if (batch_apply(self, r, p, alpha, gamma, v, kind) < 0) return -1;
+        self->mean_bound += step_bound;
+        return 1;
+    }
+    batch_coords(self, r, p); /* checked, or another scheme */
+    for (q = 0; q < p->n; q++) used[q] = self->blocks.table[p->block[q]].used;
+    if ((applied = update_core(self, alpha, gamma, v, kind, C, scheme)) <= 0) return applied;
+    for (q = 0; q < p->n; q++) { /* the new features' slots, appended in the row's order */
+        Py_ssize_t *slot = ROW_SLOTS(r, p->block[q]);
+        for (j = 0; j < r->n; j++)
+            if (slot[r->col[j]] < 0 && r->x[j] * r->x[j] != 0.0) slot[r->col[j]] = used[q]++;
+    }
+    return 1;
+}
+
+/* A row of the general path, i (label block k, weight w), learned as learn_one learns it:
+ * resolved into r, its pairs (the best wrong block of a multi-class model), forgetting,
+ * batch_margin, the rule's step (Python's, called with the engine free, or native) and
+ * batch_update, which sets *generation to the engine's new one (the step must change nothing:
+ * the loop checks it). ROW_NEXT (learned, nothing to learn or skipped: counted in *skipped),
+ * ROW_STOP (learn_one's row: nothing changed) or ROW_FAIL (an error) */
+static int batch_general_row(Diagonal *self, const BatchCall *call, BatchColumns *c,
+                             BatchRow *r, Py_ssize_t i, Py_ssize_t k, double w,
+                             uint64_t *generation, Py_ssize_t *skipped) {
+    PyObject *scheme = NULL;
+    double keep = 1.0, rest = 0.0, m, v, alpha, gamma, C;
+    BatchPairs pairs;
+    int outcome, kind;
+    outcome = call->csr ? columns_row(self, c, r, i, call->intercept)
+                        : dict_row(self, r, PyList_GET_ITEM(call->rows, i), call->intercept,
+                                   call->intercept_hash);
+    if (outcome != 0) return outcome < 0 ? ROW_FAIL : ROW_STOP;
+    if (call->n_classes <= 2) { /* binary: the second label seen is +1 */
+        pairs.n = 1;
+        pairs.block[0] = 0;
+        pairs.sign[0] = k == 1 ? 1.0 : -1.0;
+    } else {
+        pairs.n = 2;
+        pairs.block[0] = k;
+        pairs.sign[0] = 1.0;
+        pairs.sign[1] = -1.0;
+        if (batch_best_wrong(self, r, k, &pairs.block[1]) < 0) {
+            if (!rcw_error_recoverable()) return ROW_FAIL;
+            PyErr_Clear();
+            return ROW_STOP;
+        }
+    }
+    if (call->forgetting != 0.0) {
+        keep = w == 1.0 ? 1.0 - call->forgetting : pow(1.0 - call->forgetting, w);
+        if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
+        rest = (1.0 - keep) / self->prior;
+    }
+    if ((outcome = batch_margin(self, r, &pairs, keep, rest, &m, &v)) < 0)
+        return outcome == -2 ? ROW_FAIL : ROW_STOP; /* -2: an error to propagate as it is */
+    if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
+        return ROW_NEXT;
+    self->busy = 0; /* the step is Python's: it may call the engine */
+    outcome = batch_step(self, &call->step, m, v, w, &alpha, &gamma, &scheme, &kind, &C);
+    if (outcome == BATCH_ERROR) return ROW_FAIL;
+    if (outcome != BATCH_UPDATE) {
+        *skipped += outcome == BATCH_SKIP;
+        return enter(self) < 0 ? ROW_FAIL : ROW_NEXT;
+    }
+    if (enter(self) < 0 || self->generation != *generation) {
+        Py_DECREF(scheme);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
+        return ROW_FAIL;
+    }
+    outcome = batch_update(self, r, &pairs, alpha, gamma, v, kind, C, scheme);
+    Py_DECREF(scheme);
+    if (outcome < 0) return ROW_FAIL;
+    *skipped += !outcome;
+    *generation = self->generation;
+    return ROW_NEXT;
+}
+
+/* The kernel of learn_rows (entered, the call opened): the learn_one loop over the rows from
+ * *at, each row taking the first path that holds it: the lean CSR row (columns_lean_row), the
+ * lean dict row (lean_learn), the general row (batch_general_row). Stops at the first row left
+ * to learn_one (*at: its index, or nrows when every row is learned) with 0; -1 on an error (*at
+ * the row that raised). A CSR call that ends well leaves its cache settled: its slots are the
+ * tables'. */
+static int learn_rows_loop(Diagonal *self, const BatchCall *call, BatchColumns *c,
+                           Py_ssize_t *at, Py_ssize_t *skipped) {
+    Py_ssize_t i, retried = -1, row_resolves = 0; /* lazy rows resolved one by one */
+    LabelMemo memo = {{NULL, NULL}, {0, 0}, 0};
+    BatchRow r = {0};
+    uint64_t generation = self->generation;
+    int64_t epoch = call->csr ? c->cache->calls : 0;
+    int failed = 1;
+    r.nblocks = self->blocks.n;
+    for (i = *at; i < call->nrows; i++) {
+        Py_ssize_t k = label_block(call->class_index, PyList_GET_ITEM(call->labels, i), &memo);
+        PyObject *w_obj = PyList_GET_ITEM(call->weights, i);
+        double w;
+        int outcome;
+        if (k == -2) goto done;
+        if (k < 0 || k >= call->n_classes || !PyFloat_CheckExact(w_obj)) break;
+        w = PyFloat_AS_DOUBLE(w_obj);
+        if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
+        if (self->generation != generation ||
+            (call->csr && (self->batch != c->cache || c->cache->calls != epoch))) {
+            PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
+            goto done;
+        }
+        if (call->lean_kind >= 0 && (c->lazy || c->plain[i - c->start])) {
+            outcome = columns_lean_row(self, c, i, call->intercept != Py_None,
+                                       k == 1 ? 1.0 : -1.0, w, &call->step, call->lean_kind,
+                                       skipped);
+            if (outcome < 0) goto done;
+            if (outcome == 2) {
+                /* lazy, and a column it cannot take: this row again, its columns resolved, or
+                 * the call's rest when that fails (a retried row) or rows keep needing it */
+                int rest = retried == i || ++row_resolves > LAZY_ROW_RESOLVES
+                               ? 1
+                               : row_resolve(self, c, call->intercept, i);
+                if (rest < 0) goto done;
+                if (rest && columns_resolve(self, c, call->features, call->intercept, i,
+                                            call->nrows, RESOLVE_REST) < 0)
+                    goto done;
+                epoch = c->cache->calls; /* a new epoch, if a vocabulary's name moved meanwhile */
+                retried = i--;
+                continue;
+            }
+            if (outcome == 0) {
+                generation = self->generation;
+                continue;
+            }
+        }
+        if (call->lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(call->rows, i))) {
+            /* parsed by batch_call_parse, unless a step parsed another spec since */
+            if (call->lean != self->lean.spec && parse_lean(self, call->lean) < 0) goto done;
+            outcome = lean_learn(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w);
+            if (outcome == -2) goto done;
+            if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
+                *skipped += outcome == LEARN_SKIPPED;
+                generation = self->generation;
+                continue;
+            }
+        }
+        outcome = batch_general_row(self, call, c, &r, i, k, w, &generation, skipped);
+        if (outcome == ROW_FAIL) goto done;
+        if (outcome == ROW_STOP) break;
+    }
+    failed = 0;
+    if (call->csr && self->batch == c->cache && c->cache->calls == epoch) {
+        Py_ssize_t b;
+        c->cache->settled = 1; /* its slots are the tables' */
+        c->cache->generation = self->generation;
+        c->cache->reshaped = self->reshaped;
+        for (b = 0; b < self->blocks.n; b++) c->cache->used[b] = self->blocks.table[b].used;
+    }
+done:
+    *at = i;
+    row_free(&r);
+    return failed ? -1 : 0;
+}
+
+/* stats[0] = the row learn_rows stopped at, stats[1] += the updates it skipped; 0, or -1 */
+static int batch_stats(PyObject *stats, Py_ssize_t at, Py_ssize_t skipped) {
+    PyObject *row = PyLong_FromSsize_t(at), *count = PyLong_FromSsize_t(skipped), *total = NULL;
+    if (row != NULL && count != NULL) total = PyNumber_Add(PyList_GET_ITEM(stats, 1), count);
+    Py_XDECREF(count);
+    if (total == NULL) {
+        Py_XDECREF(row);
+        return -1;
+    }
+    PyList_SetItem(stats, 0, row);
+    PyList_SetItem(stats, 1, total);
+    return 0;
+}
+
 /* learn_rows(rows, labels, class_index, weights, start, step, scheme, forgetting, intercept,
  * stats, native, lean): the learn_one loop over rows[start:] (see the top of this file); `rows`
  * is a list of dicts or (data, indices, indptr, features or None, n_columns), `labels` each
@@ -1042,251 +1358,17 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
  * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
  * stats[1], also when a step raises. */
 static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
-    PyObject *rows, *labels, *class_index, *weights, *step_fn, *scheme, *intercept, *stats;
-    PyObject *native, *lean;
-    PyObject *features = Py_None;
-    double native_params[RCW_MAX_PARAMS];
-    PyObject *data = NULL, *indices = NULL, *indptr = NULL, *skipped_obj;
-    Py_ssize_t start, n_classes, nrows, i = 0, skipped = 0, nsize, retried = -1;
-    Py_ssize_t row_resolves = 0; /* the lazy rows resolved one by one (LAZY_ROW_RESOLVES) */
-    double forgetting, initial = self->prior;
-    Py_hash_t intercept_hash = 0;
-    BatchRow r = {0};
+    BatchCall call = {0};
     BatchColumns c = {0};
-    BatchStep step = {NULL, NULL, NULL, NULL, 0, 0.0, 0};
-    int csr, failed = 1, lean_kind = -1;
-    uint64_t generation;
-    int64_t call = 0;
-    LabelMemo memo = {{NULL, NULL}, {0, 0}, 0};
-    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OO", &rows, &PyList_Type, &labels, &PyDict_Type,
-                          &class_index, &PyList_Type, &weights, &start, &step_fn, &scheme,
-                          &forgetting, &intercept, &PyList_Type, &stats, &native, &lean))
-        return NULL;
-    n_classes = PyDict_GET_SIZE(class_index);
-    step.callable = step_fn;
-    step.scheme = scheme;
-    if (scheme != Py_None && scheme_kind(scheme, &step.kind, &step.C) < 0) return NULL;
-    if (native != Py_None) {
-        if ((step.native = parse_step(native, native_params)) == NULL) return NULL;
-        step.params = native_params;
-    }
-    csr = PyTuple_Check(rows);
-    if (csr) {
-        if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))
-            return NULL;
-        if (features != Py_None &&
-            (!PyList_Check(features) || PyList_GET_SIZE(features) != c.ncols)) {
-            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
-            return NULL;
-        }
-    } else if (!PyList_Check(rows)) {
-        PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
-        return NULL;
-    }
-    if (PyList_GET_SIZE(stats) != 2) {
-        PyErr_SetString(PyExc_TypeError, "stats must be [row, skipped]");
-        return NULL;
-    }
-    if (self->blocks.n != (n_classes > 2 ? n_classes : 1)) {
-        PyErr_SetString(PyExc_RuntimeError, "learn_rows: the blocks do not match the classes");
-        return NULL;
-    }
-    if (intercept != Py_None && (intercept_hash = PyObject_Hash(intercept)) == -1) return NULL;
-    if (self->blocks.n != 1)
-        lean = Py_None;
-    else if (lean != Py_None && lean != self->lean && parse_lean(self, lean) < 0) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
-        PyErr_Clear(); /* a parameter beyond float64: the Python step's case, as in learn_one */
-        lean = Py_None;
-    }
-    step.lean = lean != Py_None && scheme == Py_None;
-    if (csr) lean = Py_None; /* CSR rows keep their own path (lean_learn reads dicts) */
-    if (enter(self) < 0) return NULL;
-    i = start;
-    r.nblocks = self->blocks.n;
-    nrows = PyList_GET_SIZE(labels);
-    if (PyList_GET_SIZE(weights) != nrows || start < 0 || start > nrows) {
-        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
-        goto done;
-    }
-    if (csr) {
-        const void *p;
-        Py_ssize_t ndata, nindices;
-        if (columns_view(&c, data, "d", sizeof(double), &p, &ndata) < 0) goto done;
-        c.data = p;
-        if (columns_view(&c, indices, "lqn", sizeof(Py_ssize_t), &p, &nindices) < 0) goto done;
-        c.indices = p;
-        if (columns_view(&c, indptr, "lqn", sizeof(Py_ssize_t), &p, &nsize) < 0) goto done;
-        c.indptr = p;
-        if (nsize != nrows + 1 || c.indptr[0] < 0 || c.indptr[nrows] > ndata ||
-            c.indptr[nrows] > nindices) {
-            PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
-            goto done;
-        }
-        if (n_classes <= 2 && step.native != NULL && forgetting == 0.0 && scheme != Py_None &&
-            (step.kind == SCHEME_PROJECT || step.kind == SCHEME_DROP))
-            lean_kind = step.kind; /* the lean CSR rows' case: a native step, a built-in scheme */
-        if (columns_resolve(self, &c, features, intercept, start, nrows,
-                            lean_kind >= 0 ? RESOLVE_LAZY : RESOLVE_EAGER) < 0)
-            goto done;
-        call = c.cache->calls;
-    } else if (PyList_GET_SIZE(rows) != nrows) {
-        PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
-        goto done;
-    }
-    generation = self->generation;
-    for (i = start; i < nrows; i++) {
-        Py_ssize_t k = label_block(class_index, PyList_GET_ITEM(labels, i), &memo);
-        PyObject *w_obj = PyList_GET_ITEM(weights, i), *update_scheme = NULL;
-        double w, keep = 1.0, rest = 0.0, m, v, alpha, gamma, C;
-        BatchPairs pairs;
-        int outcome, leave, kind;
-        if (k == -2) goto done;
-        if (k < 0 || k >= n_classes || !PyFloat_CheckExact(w_obj)) break;
-        w = PyFloat_AS_DOUBLE(w_obj);
-        if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
-        if (self->generation != generation ||
-            (csr && (self->batch_cache != c.cache || c.cache->calls != call))) {
-            PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
-            goto done;
-        }
-        if (lean_kind >= 0 && (c.lazy || c.plain[i - c.start])) {
-            outcome = columns_lean_row(self, &c, i, intercept != Py_None, k == 1 ? 1.0 : -1.0, w,
-                                       &step, lean_kind, &skipped);
-            if (outcome < 0) goto done;
-            if (outcome == 2) {
-                /* lazy, and a column it cannot take: this row again, its columns resolved, or
-                 * the call's rest when that fails (a retried row) or rows keep needing it */
-                int rest = retried == i || ++row_resolves > LAZY_ROW_RESOLVES
-                               ? 1
-                               : row_resolve(self, &c, intercept, i);
-                if (rest < 0) goto done;
-                if (rest && columns_resolve(self, &c, features, intercept, i, nrows,
-                                            RESOLVE_REST) < 0)
-                    goto done;
-                call = c.cache->calls; /* a new epoch, if a vocabulary's name moved meanwhile */
-                retried = i--;
-                continue;
-            }
-            if (outcome == 0) {
-                generation = self->generation;
-                continue;
-            }
-        }
-        if (lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(rows, i))) {
-            if (lean != self->lean && parse_lean(self, lean) < 0) goto done; /* parsed above */
-            outcome = lean_learn(self, PyList_GET_ITEM(rows, i), k == 1 ? 1.0 : -1.0, w);
-            if (outcome == -2) goto done;
-            if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
-                skipped += outcome == LEARN_SKIPPED;
-                generation = self->generation;
-                continue;
-            }
-        }
-        leave = csr ? columns_row(self, &c, &r, i, intercept)
-                    : dict_row(self, &r, PyList_GET_ITEM(rows, i), intercept, intercept_hash);
-        if (leave < 0) goto done;
-        if (leave) break;
-        if (n_classes <= 2) { /* binary: the second label seen is +1 */
-            pairs.n = 1;
-            pairs.block[0] = 0;
-            pairs.sign[0] = k == 1 ? 1.0 : -1.0;
-        } else {
-            pairs.n = 2;
-            pairs.block[0] = k;
-            pairs.sign[0] = 1.0;
-            pairs.sign[1] = -1.0;
-            if (batch_best_wrong(self, &r, k, &pairs.block[1]) < 0) {
-                if (!rcw_error_recoverable()) goto done;
-                PyErr_Clear();
-                break;
-            }
-        }
-        if (forgetting != 0.0) {
-            keep = w == 1.0 ? 1.0 - forgetting : pow(1.0 - forgetting, w);
-            if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
-            rest = (1.0 - keep) / initial;
-        }
-        if ((outcome = batch_margin(self, &r, &pairs, keep, rest, &m, &v)) < 0) {
-            if (outcome == -2) goto done; /* an error to propagate as it is */
-            break;
-        }
-        if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
-            continue;
-        self->busy = 0; /* the step is Python's: it may call the engine */
-        outcome = batch_step(self, &step, m, v, w, &alpha, &gamma, &update_scheme, &kind, &C);
-        if (outcome == BATCH_UPDATE) {
-            double step_bound = fabs(alpha) * sqrt(self->prior * v);
-            int applied = 1;
-            if (enter(self) < 0 || self->generation != generation) {
-                Py_DECREF(update_scheme);
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
-                goto done_free;
-            }
-            if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
-                self->mean_bound + step_bound < SAFE_BOUND) {
-                if (batch_apply(self, &r, &pairs, alpha, gamma, v, kind) < 0) {
-                    Py_DECREF(update_scheme);
-                    goto done;
-                }
-                self->mean_bound += step_bound;
-            } else { /* checked, or another scheme: update_core on the engine's coordinates */
-                Py_ssize_t used[2] = {0, 0}, q, j;
-                batch_coords(self, &r, &pairs);
-                for (q = 0; q < pairs.n; q++) used[q] = self->blocks.table[pairs.block[q]].used;
-                applied = update_core(self, alpha, gamma, v, kind, C, update_scheme);
-                if (applied < 0) {
-                    Py_DECREF(update_scheme);
-                    goto done;
-                }
-                if (applied) /* the new features' slots, appended in the row's order */
-                    for (q = 0; q < pairs.n; q++) {
-                        Py_ssize_t *slot = ROW_SLOTS(&r, pairs.block[q]);
-                        for (j = 0; j < r.n; j++)
-                            if (slot[r.col[j]] < 0 && r.x[j] * r.x[j] != 0.0)
-                                slot[r.col[j]] = used[q]++;
-                    }
-            }
-            Py_DECREF(update_scheme);
-            skipped += !applied;
-            generation = self->generation;
-            continue;
-        }
-        if (outcome == BATCH_ERROR) goto done_free;
-        skipped += outcome == BATCH_SKIP;
-        if (enter(self) < 0) goto done_free;
-    }
-    failed = 0;
-    if (csr && self->batch_cache == c.cache && c.cache->calls == call) {
-        Py_ssize_t b;
-        c.cache->settled = 1; /* its slots are the tables' */
-        c.cache->generation = self->generation;
-        c.cache->reshaped = self->reshaped;
-        for (b = 0; b < self->blocks.n; b++) c.cache->used[b] = self->blocks.table[b].used;
-    }
-done:
-    self->busy = 0;
-done_free:
+    Py_ssize_t at, skipped = 0;
+    int status;
+    if (batch_call_parse(self, args, &call, &c) < 0 || enter(self) < 0) return NULL;
+    at = call.start;
+    status = batch_call_open(self, &call, &c);
+    if (status == 0) status = learn_rows_loop(self, &call, &c, &at, &skipped);
+    self->busy = 0; /* also where a step's error or an engine changed by it stopped the loop */
     release_coords(self);
-    row_free(&r);
     columns_free(&c);
-    {
-        PyObject *at = PyLong_FromSsize_t(i), *before = PyList_GET_ITEM(stats, 1);
-        skipped_obj = NULL;
-        if (at != NULL && before != NULL) {
-            PyObject *count = PyLong_FromSsize_t(skipped);
-            if (count != NULL) skipped_obj = PyNumber_Add(before, count);
-            Py_XDECREF(count);
-        }
-        if (at == NULL || skipped_obj == NULL) {
-            Py_XDECREF(at);
-            Py_XDECREF(skipped_obj);
-            return NULL;
-        }
-        PyList_SetItem(stats, 0, at);
-        PyList_SetItem(stats, 1, skipped_obj);
-    }
-    if (failed) return NULL;
+    if (batch_stats(call.stats, at, skipped) < 0 || status < 0) return NULL;
     Py_RETURN_NONE;
 }

@@ -6,12 +6,47 @@
  * holding the key, its hash and the interleaved (mean, variance) pair. Keys compare by
  * identity, then (for str) by length and bytes, then with ==. Sums are exactly rounded, as
  * math.fsum's (_fsum.h), so the order of the features never changes a result and both engines
- * agree bit for bit. Compile with -ffp-contract=off: the operation
- * order must be the one written here.
+ * agree bit for bit. Compile with -ffp-contract=off: the operation order must be the one
+ * written here.
  *
- * margin() leaves the difference vector in the engine's scratch space and returns a token;
+ * margin() leaves the difference vector in the engine's margin scratch and returns a token;
  * update() checks the token, computes every new (mean, variance) first and commits only when
  * the scheme has produced them all (a raising scheme leaves the model unchanged).
+ *
+ * Glossary: the terms of the fast paths, here and in _batch.h, _table.h and _steps.h.
+ * - general path: margin(), the rule's step in Python, update(); the reference's order of work,
+ *   which every faster path matches bit for bit and hands an example over to when in doubt
+ *   (a value other than a float, an int or a bool, a bad key, a margin beyond float64: the
+ *   general path then raises what it raises, naming the bad feature).
+ * - native step: a rule's `_step` transcribed in C (_steps.h), named by the rule's
+ *   `_native_step`, (name, params); an exact step is its `_exact_step` in C (find_exact_step).
+ * - lean: learn_one's one-call path for the common case, learn_native (lean_learn): a binary
+ *   model, a known label, a float weight > 0, a dict, a native or exact step, nothing
+ *   forgotten. The model hands its lean spec, (step, scheme, intercept); the lean cache keeps it
+ *   parsed. learn_rows takes the same path for a binary model's dict rows, and its own lean CSR
+ *   rows (columns_lean_row) straight from the arrays.
+ * - enter: the re-entry guard (busy). A call that holds the engine's scratch refuses to be
+ *   re-entered from Python code it runs (a key's __eq__, a scheme); a Python step runs with the
+ *   engine free, and what it changes is checked afterwards (the margin token, the generation).
+ * - margin token: the number margin() gives its result; update() takes only the last margin's,
+ *   with the tables as that margin left them.
+ * - generation: counts every change of the tables (appends of new features included);
+ *   `reshaped` counts every change but appends (entries moved or rewritten, as by negate; blocks
+ *   added, replaced or reordered): reshape() bumps both. arranged(): the blocks arranged anew
+ *   (reordered, restored, replaced), the last margin dropped and the tables reshaped.
+ * - checked and unchecked update: update_core computes every new (mean, variance) first and
+ *   writes them only if all are finite (checked); a built-in scheme whose means stay far from
+ *   float64's limit (mean_bound, a bound of every |mean|) writes each straight into its entry
+ *   (unchecked).
+ * - certified sum: a double-double sum whose error bound proves it equals math.fsum's result;
+ *   where the bound cannot, the terms are summed again by math.fsum's algorithm (_fsum.h).
+ * - epoch (learn_rows on CSR arrays): the calls over which the batch cache's resolved columns
+ *   stay valid, so that a column is hashed and looked up once per epoch, not per batch; a
+ *   reshape, a new intercept or a call that fails ends it (BatchCache in _batch.h). In an epoch
+ *   a plain row holds only columns resolved good, each once; a lazy call leaves that check to
+ *   the lean kernel as it reads each row; the cache is settled when the last call ended well;
+ *   catch-up gives the features other learning appended to the columns they are.
+ * - short key: an entry's copy of a short ASCII str key, compared instead of the key (_table.h).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,6 +55,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_exact.h"
 #include "_fsum.h"
 #include "_steps.h"
 
@@ -68,14 +104,6 @@ static inline double step_mean(double mean, double a, double s, double xf) {
 /* ---------------------------------------------------------------------------------------- */
 /* the engine                                                                                */
 
-/* A rule's `_exact_step` in C for the lean path, given the terms u[0..n) of v: an rcw_step's
- * outcomes (1 update with *alpha, *gamma and the rule's scheme; 0 none; -1 skipped, where Python
- * raises ZeroDivisionError or OverflowError or gives a non-finite step), or -2: another error
- * of the solver (set), which the general path raises again. A rule names it with its
- * `_native_exact_step`; `find_exact_step` maps the name here. */
-typedef int (*exact_step)(const double *params, double m, double v, const double *u,
-                          Py_ssize_t n, double w, double *alpha, double *gamma);
-
 typedef struct {
     int pair;        /* index into the pairs of the last margin */
     Py_ssize_t ix;   /* entry position, or -1 when unseen */
@@ -84,64 +112,83 @@ typedef struct {
     Py_hash_t hash;
 } Coord;
 
+/* The margin scratch: the difference vector d of the last margin, as update() steps it (its
+ * coordinates, the pairs of blocks and signs d spans, the terms u_j of v), with the token that
+ * names that margin and the update's room for new (mean, variance) pairs. Written by every
+ * margin (margin, the lean paths, learn_rows' general rows); the model is unchanged by it. */
 typedef struct {
-    PyObject_HEAD
-    double prior;
-    double mean_bound;         /* an upper bound of every |mean| (see update) */
-    Blocks blocks;
-    int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
-    uint64_t generation;       /* bumped by every change of the table layout */
-    uint64_t reshaped;         /* and by every one but new features appended (see reshape) */
-    /* the difference vector of the last margin */
-    uint64_t margin_generation;
-    long long token, next_token;
+    uint64_t generation;       /* the engine's generation at the last margin */
+    long long token, next_token; /* the last margin's token (-1: none), which update checks */
     Coord *coords;
     Py_ssize_t ncoords, coords_cap;
     Py_ssize_t nkeyed;         /* coordinates holding a key (unseen features) */
     Py_ssize_t pair_new[2];    /* per pair, its unseen coordinates */
-    double *u;
+    double *u;                 /* the terms u_j = s_j d_j^2 of v, in the coordinates' order */
     Py_ssize_t nu, u_cap;
     double *scratch;           /* update: new (mean, var) per coordinate */
     Py_ssize_t scratch_cap;
     int npairs;
     Py_ssize_t pair_block[2];
     double pair_sign[2];
-    PyObject *weakreflist;
-    /* learn_native's last `lean` argument, parsed */
-    PyObject *lean;
-    rcw_step lean_step;       /* the rule's step, or NULL: */
-    exact_step lean_exact;    /* its exact step (the margin's terms u_j from the coordinates) */
-    double lean_params[RCW_MAX_PARAMS];
-    int lean_kind;            /* the scheme; SCHEME_HERDING shrinks with lean_herding_C * w */
-    double lean_herding_C;
-    PyObject *lean_intercept; /* borrowed from `lean`; None: no intercept */
-    Py_hash_t lean_intercept_hash;
-    struct BatchCache *batch_cache; /* learn_rows' CSR columns (_batch.h), NULL: none */
+} Margin;
+
+/* The lean cache: learn_native's last `lean` spec (see the glossary), parsed once and kept while
+ * the model hands the same spec object */
+typedef struct {
+    PyObject *spec;           /* the spec parsed (a reference), compared by identity */
+    rcw_step step;            /* the rule's step, or NULL: */
+    exact_step exact;         /* its exact step (the margin's terms u_j from the coordinates) */
+    double params[RCW_MAX_PARAMS];
+    int kind;                 /* the scheme; SCHEME_HERDING shrinks with herding_C * w */
+    double herding_C;
+    PyObject *intercept;      /* borrowed from spec; None: no intercept */
+    Py_hash_t intercept_hash;
+} LeanSpec;
+
+typedef struct {
+    PyObject_HEAD
+    /* the model state: the weights (one table per block) and what stamps their changes */
+    double prior;
+    double mean_bound;         /* an upper bound of every |mean| (see update) */
+    Blocks blocks;
+    uint64_t generation;       /* bumped by every change of the table layout */
+    uint64_t reshaped;         /* and by every one but new features appended (see reshape) */
+    int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
     /* a mark (diagonal_mark) is held by the tables; valid while `reshaped` equals this */
     int marked;
     uint64_t mark_reshaped;
+    PyObject *weakreflist;
+    /* the caches, none of them part of the model: */
+    Margin margin;             /* the margin scratch */
+    LeanSpec lean;             /* the lean cache */
+    struct BatchCache *batch;  /* the batch cache: learn_rows' CSR columns (_batch.h), or NULL */
 } Diagonal;
 
-static PyObject *bad_input_hook = NULL; /* river_cw.gaussian._raise_bad_input */
-static PyObject *restore_hook = NULL;   /* river_cw.gaussian._restore_diagonal */
-static PyObject *herding_type = NULL;   /* river_cw.gaussian.HerdingShrink */
+/* The Python hooks the engine calls, handed over by their owners when river_cw is imported
+ * (`connect`, see river_cw.engine): the engine looks up no Python name itself. */
+static struct {
+    PyObject *raise_bad_input; /* x -> raises the error naming x's bad feature */
+    PyObject *herding_shrink;  /* NHERD's scheme type, whose instances update_core runs in C */
+    PyObject *as_floats;       /* the general case of as_floats (module_as_floats) */
+} hooks;
 
-static PyObject *gaussian_attr(const char *name) {
-    PyObject *mod = PyImport_ImportModule("river_cw.gaussian"), *attr;
-    if (mod == NULL) return NULL;
-    attr = PyObject_GetAttrString(mod, name);
-    Py_DECREF(mod);
-    return attr;
+/* a connected hook, or NULL with a RuntimeError naming it */
+static PyObject *hook(PyObject *h, const char *name) {
+    if (h == NULL)
+        PyErr_Format(PyExc_RuntimeError,
+                     "river_cw._diagonal: the hook %s is not connected (importing river_cw "
+                     "connects it)",
+                     name);
+    return h;
 }
 
 /* after a TypeError in a pass over x: name the bad feature as the Python engine does */
 static PyObject *raise_bad_input(PyObject *x) {
     PyObject *r;
-    if (bad_input_hook == NULL && (bad_input_hook = gaussian_attr("_raise_bad_input")) == NULL)
-        return NULL;
-    r = PyObject_CallOneArg(bad_input_hook, x);
+    if (hook(hooks.raise_bad_input, "raise_bad_input") == NULL) return NULL;
+    r = PyObject_CallOneArg(hooks.raise_bad_input, x);
     Py_XDECREF(r);
-    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "_raise_bad_input returned");
+    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "raise_bad_input returned");
     return NULL;
 }
 
@@ -163,8 +210,8 @@ static int enter(Diagonal *self) {
     return 0;
 }
 
-/* a change of the tables other than new features appended at their ends (which bump
- * `generation` alone): entries moved or rewritten (negate), blocks added, replaced or reordered */
+/* a change of the tables other than new features appended at their ends (see the glossary:
+ * generation) */
 static void reshape(Diagonal *self) {
     self->generation++;
     self->reshaped++;
@@ -172,20 +219,20 @@ static void reshape(Diagonal *self) {
 
 static void release_coords(Diagonal *self) {
     Py_ssize_t i;
-    if (self->nkeyed)
-        for (i = 0; i < self->ncoords; i++) Py_CLEAR(self->coords[i].key);
-    self->nkeyed = 0;
-    self->pair_new[0] = self->pair_new[1] = 0;
-    self->ncoords = 0;
-    self->nu = 0;
-    self->token = -1;
+    if (self->margin.nkeyed)
+        for (i = 0; i < self->margin.ncoords; i++) Py_CLEAR(self->margin.coords[i].key);
+    self->margin.nkeyed = 0;
+    self->margin.pair_new[0] = self->margin.pair_new[1] = 0;
+    self->margin.ncoords = 0;
+    self->margin.nu = 0;
+    self->margin.token = -1;
 }
 
 static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
     Py_ssize_t i;
     if (blocks_traverse(&self->blocks, visit, arg) < 0) return -1;
-    for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
-    Py_VISIT(self->lean);
+    for (i = 0; i < self->margin.ncoords; i++) Py_VISIT(self->margin.coords[i].key);
+    Py_VISIT(self->lean.spec);
     return 0;
 }
 
@@ -195,7 +242,7 @@ static int diagonal_clear(Diagonal *self) {
     release_coords(self);
     self->marked = 0;
     batch_cache_free(self);
-    Py_CLEAR(self->lean);
+    Py_CLEAR(self->lean.spec);
     blocks_clear(&self->blocks);
     reshape(self);
     return 0;
@@ -206,9 +253,9 @@ static void diagonal_dealloc(Diagonal *self) {
     if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
     diagonal_clear(self);
     PyMem_Free(self->blocks.table);
-    PyMem_Free(self->coords);
-    PyMem_Free(self->u);
-    PyMem_Free(self->scratch);
+    PyMem_Free(self->margin.coords);
+    PyMem_Free(self->margin.u);
+    PyMem_Free(self->margin.scratch);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -220,7 +267,7 @@ static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     self = (Diagonal *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->prior = prior;
-    self->token = -1;
+    self->margin.token = -1;
     if (blocks_init(&self->blocks) < 0) {
         Py_DECREF(self);
         return NULL;
@@ -430,8 +477,8 @@ static PyObject *make_terms(const double *u, Py_ssize_t n) {
 /* margin and update                                                                         */
 
 static int coords_reserve(Diagonal *self, Py_ssize_t n) {
-    if (rcw_grow((void **)&self->coords, &self->coords_cap, n, sizeof(Coord)) < 0) return -1;
-    return rcw_grow((void **)&self->u, &self->u_cap, n, sizeof(double));
+    if (rcw_grow((void **)&self->margin.coords, &self->margin.coords_cap, n, sizeof(Coord)) < 0) return -1;
+    return rcw_grow((void **)&self->margin.u, &self->margin.u_cap, n, sizeof(double));
 }
 
 /* forgetting: a learned variance relaxed toward the prior, 1/s <- keep/s + rest (see
@@ -460,19 +507,19 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
         double x2 = xf * xf;
         if (x2 == 0.0) return 0;
         *uj = self->prior * x2;
-        c = &self->coords[self->ncoords++];
+        c = &self->margin.coords[self->margin.ncoords++];
         c->pair = k;
         c->ix = -1;
         c->x = xf;
         Py_INCREF(key);
         c->key = key;
         c->hash = h;
-        self->nkeyed++;
-        self->pair_new[k]++;
+        self->margin.nkeyed++;
+        self->margin.pair_new[k]++;
         return 1;
     }
     *mj = learned_terms(&t->entries[ix], xf, keep, rest, uj);
-    c = &self->coords[self->ncoords++];
+    c = &self->margin.coords[self->margin.ncoords++];
     c->pair = k;
     c->ix = ix;
     c->x = xf;
@@ -480,52 +527,52 @@ static inline int add_coord(Diagonal *self, Table *t, int k, PyObject *key, Py_h
     return 2;
 }
 
-/* margin(x, pairs, keep=1, rest=0) -> (m, v, u, entries): one pass over
- * d = sum(sign f(x, block)), with the learned variances of d's features forgotten first (written
- * once x is known to be valid) */
-static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
-    PyObject *x_in, *pairs, *x = NULL, *result = NULL, *key, *value, *terms;
-    Py_ssize_t npairs, k, pos, n;
-    double m = 0.0, v, keep = 1.0, rest = 0.0;
-    Fsum u_acc;
-    if (!PyArg_ParseTuple(args, "OO|dd", &x_in, &pairs, &keep, &rest)) return NULL;
-    if (enter(self) < 0) return NULL;
-    release_coords(self);
-    fsum_init(&u_acc);
-    if ((x = as_dict(x_in)) == NULL) goto fail;
-    pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)");
-    if (pairs == NULL) goto fail;
+/* margin()'s pairs, a sequence of at most two (block, sign), into the margin scratch; 0, or -1
+ * with an error */
+static int margin_pairs(Diagonal *self, PyObject *pairs) {
+    Py_ssize_t npairs, k;
+    if ((pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)")) == NULL)
+        return -1;
     npairs = PySequence_Fast_GET_SIZE(pairs);
     if (npairs > 2) {
-        Py_DECREF(pairs);
         PyErr_SetString(PyExc_ValueError, "at most two (block, sign) pairs");
-        goto fail;
-    }
-    n = PyDict_GET_SIZE(x);
-    if (coords_reserve(self, n * npairs) < 0) {
-        Py_DECREF(pairs);
         goto fail;
     }
     for (k = 0; k < npairs; k++) {
         Py_ssize_t b;
         long sign;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(pairs, k), "nl", &b, &sign)) {
-            Py_DECREF(pairs);
-            goto fail;
-        }
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(pairs, k), "nl", &b, &sign)) goto fail;
         if (b < 0) b += self->blocks.n;
         if (b < 0 || b >= self->blocks.n) {
-            Py_DECREF(pairs);
             PyErr_SetString(PyExc_IndexError, "list index out of range");
             goto fail;
         }
-        self->pair_block[k] = b;
-        self->pair_sign[k] = (double)sign;
+        self->margin.pair_block[k] = b;
+        self->margin.pair_sign[k] = (double)sign;
     }
+    self->margin.npairs = (int)npairs;
     Py_DECREF(pairs);
-    self->npairs = (int)npairs;
-    for (k = 0; k < npairs; k++) {
-        Table *t = &self->blocks.table[self->pair_block[k]];
+    return 0;
+fail:
+    Py_DECREF(pairs);
+    return -1;
+}
+
+/* The margin kernel: one pass over the dict x along the margin scratch's pairs, into its
+ * coordinates and terms (add_coord), with the learned variances forgotten (not written): the
+ * margin mean *m = mu . d and variance *v = d' Sigma d. 0, or -1 with an error (a bad x named,
+ * the coordinates released) */
+static int margin_sums(Diagonal *self, PyObject *x, double keep, double rest, double *m,
+                       double *v) {
+    PyObject *key, *value;
+    Py_ssize_t pos;
+    int k;
+    Fsum u_acc;
+    *m = 0.0;
+    fsum_init(&u_acc);
+    if (coords_reserve(self, PyDict_GET_SIZE(x) * self->margin.npairs) < 0) goto fail;
+    for (k = 0; k < self->margin.npairs; k++) {
+        Table *t = &self->blocks.table[self->margin.pair_block[k]];
         Fsum m_acc;
         double mk, xf, mj, uj;
         fsum_init(&m_acc);
@@ -538,56 +585,89 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
                 fsum_free(&m_acc);
                 goto bad;
             }
-            found = add_coord(self, t, (int)k, key, h, ix, xf, keep, rest, &mj, &uj);
-            if (found) self->u[self->nu++] = uj;
+            found = add_coord(self, t, k, key, h, ix, xf, keep, rest, &mj, &uj);
+            if (found) self->margin.u[self->margin.nu++] = uj;
             if ((found == 2 && fsum_add(&m_acc, mj) < 0) || (found && fsum_add(&u_acc, uj) < 0)) {
                 fsum_free(&m_acc);
                 goto fail;
             }
         }
         if (fsum_result(&m_acc, &mk) < 0) goto bad;
-        m += self->pair_sign[k] * mk;
+        *m += self->margin.pair_sign[k] * mk;
     }
-    if (fsum_result(&u_acc, &v) < 0) {
+    if (fsum_result(&u_acc, v) < 0) {
         bad_or_propagate(x);
         goto fail_freed;
     }
-    if (!(isfinite(m) && isfinite(v))) {
+    if (!(isfinite(*m) && isfinite(*v))) {
         raise_bad_input(x);
         goto fail_freed;
     }
-    if ((terms = make_terms(self->u, self->nu)) == NULL) goto fail_freed;
-    if (keep != 1.0) /* x is valid: write the forgotten variances (of non-zero values) */
-        for (k = 0; k < self->ncoords; k++) {
-            Coord *c = &self->coords[k];
-            if (c->ix >= 0 && c->x != 0.0) {
-                Table *t = &self->blocks.table[self->pair_block[c->pair]];
-                Entry *e = &t->entries[c->ix];
-                e->var = forget(e->var, keep, rest);
-                table_note(t, c->ix);
-            }
-        }
-    self->token = ++self->next_token;
-    self->margin_generation = self->generation;
-    result = Py_BuildValue("ddNL", m, v, terms, self->token);
-    if (result == NULL) release_coords(self);
-    Py_DECREF(x);
-    self->busy = 0;
-    return result;
+    return 0;
 bad:
     bad_or_propagate(x);
 fail:
     fsum_free(&u_acc);
 fail_freed:
     release_coords(self);
-    Py_XDECREF(x);
+    return -1;
+}
+
+/* the forgotten variances of the margin's learned coordinates (of non-zero values) written, once
+ * x is known to be valid */
+static void margin_forget(Diagonal *self, double keep, double rest) {
+    Py_ssize_t i;
+    for (i = 0; i < self->margin.ncoords; i++) {
+        Coord *c = &self->margin.coords[i];
+        if (c->ix >= 0 && c->x != 0.0) {
+            Table *t = &self->blocks.table[self->margin.pair_block[c->pair]];
+            Entry *e = &t->entries[c->ix];
+            e->var = forget(e->var, keep, rest);
+            table_note(t, c->ix);
+        }
+    }
+}
+
+/* the margin of x along pairs, as margin() computes it (entered, the coordinates released):
+ * margin_pairs, margin_sums, then the forgotten variances written and the margin named by a new
+ * token; *terms a new Terms of u when `terms` is not NULL. 0, or -1 with an error (nothing
+ * changed) */
+static int margin_of(Diagonal *self, PyObject *x, PyObject *pairs, double keep, double rest,
+                     double *m, double *v, PyObject **terms) {
+    if (margin_pairs(self, pairs) < 0 || margin_sums(self, x, keep, rest, m, v) < 0) return -1;
+    if (terms != NULL &&
+        (*terms = make_terms(self->margin.u, self->margin.nu)) == NULL) {
+        release_coords(self);
+        return -1;
+    }
+    if (keep != 1.0) margin_forget(self, keep, rest);
+    self->margin.token = ++self->margin.next_token;
+    self->margin.generation = self->generation;
+    return 0;
+}
+
+/* margin(x, pairs, keep=1, rest=0) -> (m, v, u, token): one pass over
+ * d = sum(sign f(x, block)), with the learned variances of d's features forgotten first (written
+ * once x is known to be valid); u the terms of v (Terms), token what update() checks */
+static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
+    PyObject *x_in, *pairs, *x, *terms, *result = NULL;
+    double m, v, keep = 1.0, rest = 0.0;
+    if (!PyArg_ParseTuple(args, "OO|dd", &x_in, &pairs, &keep, &rest)) return NULL;
+    if (enter(self) < 0) return NULL;
+    release_coords(self);
+    if ((x = as_dict(x_in)) != NULL) {
+        if (margin_of(self, x, pairs, keep, rest, &m, &v, &terms) == 0 &&
+            (result = Py_BuildValue("ddNL", m, v, terms, self->margin.token)) == NULL)
+            release_coords(self);
+        Py_DECREF(x);
+    }
     self->busy = 0;
-    return NULL;
+    return result;
 }
 
 /* room for n (mean, var) pairs */
 static int scratch_reserve(Diagonal *self, Py_ssize_t n) {
-    return rcw_grow((void **)&self->scratch, &self->scratch_cap, n, 2 * sizeof(double));
+    return rcw_grow((void **)&self->margin.scratch, &self->margin.scratch_cap, n, 2 * sizeof(double));
 }
 
 /* a coordinate's variance (*s) and mean before the step */
@@ -597,7 +677,7 @@ static inline double coord_state(Diagonal *self, Coord *c, double *s) {
         *s = self->prior;
         return 0.0;
     }
-    e = &self->blocks.table[self->pair_block[c->pair]].entries[c->ix];
+    e = &self->blocks.table[self->margin.pair_block[c->pair]].entries[c->ix];
     *s = e->var;
     return e->mean;
 }
@@ -632,20 +712,20 @@ static inline void step_append(Table *t, PyObject *key, Py_hash_t h, double prio
 static inline void key_taken(Diagonal *self, Coord *c) {
     Py_DECREF(c->key);
     c->key = NULL;
-    self->nkeyed--;
+    self->margin.nkeyed--;
 }
 
 /* step_coord of the built-in schemes */
 static inline void step_builtin(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
                                 int kind, double *out) {
     double s, mean = coord_state(self, c, &s);
-    step_weight(mean, s, alpha * self->pair_sign[c->pair], c->x, gamma, beta, kind, out);
+    step_weight(mean, s, alpha * self->margin.pair_sign[c->pair], c->x, gamma, beta, kind, out);
 }
 
 /* one coordinate's new (mean, variance) into out[0], out[1]; -1 when a scheme raised */
 static int step_coord(Diagonal *self, Coord *c, double alpha, double gamma, double beta,
                       int kind, double C, PyObject *scheme, double *out) {
-    double a = alpha * self->pair_sign[c->pair], xf = c->x, s, mean;
+    double a = alpha * self->margin.pair_sign[c->pair], xf = c->x, s, mean;
     if (kind == SCHEME_PROJECT || kind == SCHEME_DROP) {
         step_builtin(self, c, alpha, gamma, beta, kind, out);
         return 0;
@@ -685,9 +765,7 @@ static int scheme_kind(PyObject *scheme, int *kind, double *C) {
     else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
         *kind = SCHEME_DROP;
     else {
-        if (herding_type == NULL && (herding_type = gaussian_attr("HerdingShrink")) == NULL)
-            return -1;
-        if ((PyObject *)Py_TYPE(scheme) == herding_type) {
+        if ((PyObject *)Py_TYPE(scheme) == hooks.herding_shrink) {
             PyObject *c = PyObject_GetAttrString(scheme, "C");
             if (c == NULL) return -1;
             *C = PyFloat_AsDouble(c);
@@ -700,25 +778,31 @@ static int scheme_kind(PyObject *scheme, int *kind, double *C) {
     return 0;
 }
 
+/* update's kernel (entered): the step applied to the margin named by `token`, which must be the
+ * last one with the tables as it left them; 1 applied, 0 refused, -1 an error */
+static int update_token(Diagonal *self, long long token, double alpha, double gamma, double v,
+                        PyObject *scheme) {
+    double C;
+    int kind;
+    if (token != self->margin.token || self->margin.generation != self->generation) {
+        PyErr_SetString(PyExc_RuntimeError, "update needs the entries of the latest margin");
+        return -1;
+    }
+    if (scheme_kind(scheme, &kind, &C) < 0) return -1;
+    return update_core(self, alpha, gamma, v, kind, C, scheme);
+}
+
 static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     long long token;
-    double alpha, gamma, v, C;
+    double alpha, gamma, v;
     PyObject *scheme;
-    int kind, applied;
+    int applied;
     if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
     if (enter(self) < 0) return NULL;
-    if (token != self->token || self->margin_generation != self->generation) {
-        PyErr_SetString(PyExc_RuntimeError, "update needs the entries of the latest margin");
-        goto fail;
-    }
-    if (scheme_kind(scheme, &kind, &C) < 0) goto fail;
-    applied = update_core(self, alpha, gamma, v, kind, C, scheme);
+    applied = update_token(self, token, alpha, gamma, v, scheme);
     self->busy = 0;
     if (applied < 0) return NULL;
     return PyBool_FromLong(applied);
-fail:
-    self->busy = 0;
-    return NULL;
 }
 
 /* the step of `update` on the last margin's coordinates, with the scheme resolved to `kind`:
@@ -735,14 +819,14 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
      * would share them): every value is finite, each step goes straight into its entry */
     checked = !((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
                 self->mean_bound + step_bound < SAFE_BOUND &&
-                (self->npairs == 1 || self->pair_block[0] != self->pair_block[1]));
-    if (checked && scratch_reserve(self, self->ncoords) < 0) goto fail;
-    for (k = 0; checked && k < self->npairs; k++) {
+                (self->margin.npairs == 1 || self->margin.pair_block[0] != self->margin.pair_block[1]));
+    if (checked && scratch_reserve(self, self->margin.ncoords) < 0) goto fail;
+    for (k = 0; checked && k < self->margin.npairs; k++) {
         double sum_means = 0.0, sum_vars = 0.0;
         for (pass = 0; pass < 2; pass++) /* learned weights first, then the new ones */
-            for (i = 0; i < self->ncoords; i++) {
-                Coord *c = &self->coords[i];
-                double *out = &self->scratch[2 * i];
+            for (i = 0; i < self->margin.ncoords; i++) {
+                Coord *c = &self->margin.coords[i];
+                double *out = &self->margin.scratch[2 * i];
                 if (c->pair != k || (c->ix < 0) != pass) continue;
                 if (step_coord(self, c, alpha, gamma, beta, kind, C, scheme, out) < 0) {
                     if (PyErr_ExceptionMatches(PyExc_OverflowError) ||
@@ -757,18 +841,18 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             }
         if (!(isfinite(sum_means) && isfinite(sum_vars))) goto refused;
     }
-    n_new[0] = self->pair_new[0];
-    n_new[1] = self->pair_new[1];
-    for (k = 0; k < self->npairs; k++)
-        if (n_new[k] && table_reserve(&self->blocks.table[self->pair_block[k]], n_new[k]) < 0)
+    n_new[0] = self->margin.pair_new[0];
+    n_new[1] = self->margin.pair_new[1];
+    for (k = 0; k < self->margin.npairs; k++)
+        if (n_new[k] && table_reserve(&self->blocks.table[self->margin.pair_block[k]], n_new[k]) < 0)
             goto fail;
-    tables[0] = &self->blocks.table[self->pair_block[0]];
-    tables[1] = self->npairs > 1 ? &self->blocks.table[self->pair_block[1]] : tables[0];
+    tables[0] = &self->blocks.table[self->margin.pair_block[0]];
+    tables[1] = self->margin.npairs > 1 ? &self->blocks.table[self->margin.pair_block[1]] : tables[0];
     if (!checked) /* each step straight into its entry, new features appended in order */
-        for (i = 0; i < self->ncoords; i++) {
-            Coord *c = &self->coords[i];
+        for (i = 0; i < self->margin.ncoords; i++) {
+            Coord *c = &self->margin.coords[i];
             Table *t = tables[c->pair];
-            double a = alpha * self->pair_sign[c->pair];
+            double a = alpha * self->margin.pair_sign[c->pair];
             if (c->ix >= 0) {
                 step_entry(&t->entries[c->ix], a, c->x, gamma, beta, kind);
                 table_note(t, c->ix);
@@ -778,10 +862,10 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             }
         }
     else /* commit the checked steps, in the same order */
-        for (i = 0; i < self->ncoords; i++) {
-            Coord *c = &self->coords[i];
+        for (i = 0; i < self->margin.ncoords; i++) {
+            Coord *c = &self->margin.coords[i];
             Table *t = tables[c->pair];
-            const double *out = &self->scratch[2 * i];
+            const double *out = &self->margin.scratch[2 * i];
             if (fabs(out[0]) > largest) largest = fabs(out[0]);
             if (c->ix >= 0) {
                 t->entries[c->ix].mean = out[0];
@@ -810,304 +894,96 @@ fail:
 
 enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
 
+/* the rule's step(m, v, w), or step(m, v, u, w) for an exact scheme (scheme None), as
+ * river_cw.gaussian._learn calls it: LEARN_APPLIED with *alpha, *gamma and a new reference to
+ * the scheme to update with, LEARN_NOTHING, LEARN_SKIPPED (float64 cannot express the step), or
+ * -1 with an error */
+static int learn_step(PyObject *step, PyObject *scheme, double m, double v, PyObject *terms,
+                      PyObject *w, double *alpha, double *gamma, PyObject **update_scheme) {
+    PyObject *call[4], *result;
+    Py_ssize_t n = 0, i;
+    int exact = scheme == Py_None, outcome = -1;
+    call[n++] = PyFloat_FromDouble(m);
+    call[n++] = PyFloat_FromDouble(v);
+    if (exact) call[n++] = Py_NewRef(terms);
+    call[n++] = Py_NewRef(w);
+    result = call[0] && call[1] ? PyObject_Vectorcall(step, call, (size_t)n, NULL) : NULL;
+    for (i = 0; i < n; i++) Py_XDECREF(call[i]);
+    if (result == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
+            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
+            PyErr_Clear();
+            return LEARN_SKIPPED;
+        }
+        return -1;
+    }
+    if (result == Py_None) {
+        Py_DECREF(result);
+        return LEARN_NOTHING;
+    }
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (exact ? 3 : 2)) {
+        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
+                                         "(alpha, gamma, scheme)");
+        goto done;
+    }
+    *alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
+    *gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
+    if (PyErr_Occurred()) goto done;
+    outcome = LEARN_SKIPPED; /* with v near 0 and a violated constraint, a step can overflow */
+    if (isfinite(*alpha) && isfinite(*gamma)) {
+        *update_scheme = Py_NewRef(exact ? PyTuple_GET_ITEM(result, 2) : scheme);
+        outcome = LEARN_APPLIED;
+    }
+done:
+    Py_DECREF(result);
+    return outcome;
+}
+
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2:
- * river_cw.gaussian.DiagonalGaussian.learn (the reference), margin() and update() from C */
+ * river_cw.gaussian.DiagonalGaussian.learn (the reference): margin, the rule's step (Python,
+ * called with the engine free, as between margin() and update()) and update */
 static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *margin_args, *margin, *step, *scheme, *result, *update_args, *applied;
-    PyObject *call[4];
-    double v, alpha, gamma;
-    Py_ssize_t i;
-    int outcome;
+    PyObject *x, *terms = NULL, *update_scheme = NULL;
+    double keep = 1.0, rest = 0.0, m, v, alpha, gamma;
+    long long token;
+    int outcome, found;
     if (nargs < 5 || nargs > 7) {
         PyErr_SetString(PyExc_TypeError, "learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0)");
         return NULL;
     }
-    step = args[2];
-    scheme = args[3];
-    margin_args = nargs == 5 ? PyTuple_Pack(2, args[0], args[1])
-                  : nargs == 6 ? PyTuple_Pack(3, args[0], args[1], args[5])
-                               : PyTuple_Pack(4, args[0], args[1], args[5], args[6]);
-    if (margin_args == NULL) return NULL;
-    margin = diagonal_margin(self, margin_args);
-    Py_DECREF(margin_args);
-    if (margin == NULL) return NULL;
-    v = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(margin, 1));
+    if ((nargs > 5 && (keep = PyFloat_AsDouble(args[5])) == -1.0 && PyErr_Occurred()) ||
+        (nargs > 6 && (rest = PyFloat_AsDouble(args[6])) == -1.0 && PyErr_Occurred()))
+        return NULL;
+    if (enter(self) < 0) return NULL;
+    release_coords(self);
+    if ((x = as_dict(args[0])) == NULL) {
+        self->busy = 0;
+        return NULL;
+    }
+    found = margin_of(self, x, args[1], keep, rest, &m, &v, args[3] == Py_None ? &terms : NULL);
+    Py_DECREF(x);
+    token = self->margin.token;
+    self->busy = 0; /* the step is Python's: it may call the engine */
+    if (found < 0) return NULL;
     if (v <= 0.0) { /* no non-zero feature, or all their variance is spent: nothing to learn */
-        Py_DECREF(margin);
+        Py_XDECREF(terms);
         return PyLong_FromLong(LEARN_NOTHING);
     }
-    /* step(m, v, w), or step(m, v, u, w) for the exact scheme (scheme None) */
-    call[0] = PyTuple_GET_ITEM(margin, 0);
-    call[1] = PyTuple_GET_ITEM(margin, 1);
-    i = 2;
-    if (scheme == Py_None) call[i++] = PyTuple_GET_ITEM(margin, 2);
-    call[i++] = args[4];
-    result = PyObject_Vectorcall(step, call, (size_t)i, NULL);
-    if (result == NULL) {
-        Py_DECREF(margin);
-        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
-            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
-            PyErr_Clear();
-            return PyLong_FromLong(LEARN_SKIPPED);
-        }
-        return NULL;
-    }
-    if (result == Py_None) {
-        Py_DECREF(result);
-        Py_DECREF(margin);
-        return PyLong_FromLong(LEARN_NOTHING);
-    }
-    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (scheme == Py_None ? 3 : 2)) {
-        Py_DECREF(result);
-        Py_DECREF(margin);
-        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
-                                         "(alpha, gamma, scheme)");
-        return NULL;
-    }
-    alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
-    gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
-    if (PyErr_Occurred()) {
-        Py_DECREF(result);
-        Py_DECREF(margin);
-        return NULL;
-    }
-    outcome = LEARN_SKIPPED; /* with v near 0 and a violated constraint, a step can overflow */
-    if (isfinite(alpha) && isfinite(gamma)) {
-        update_args = Py_BuildValue("OdddO", PyTuple_GET_ITEM(margin, 3), alpha, gamma, v,
-                                    scheme == Py_None ? PyTuple_GET_ITEM(result, 2) : scheme);
-        applied = update_args == NULL ? NULL : diagonal_update(self, update_args);
-        Py_XDECREF(update_args);
-        if (applied == NULL) {
-            Py_DECREF(result);
-            Py_DECREF(margin);
+    outcome = learn_step(args[2], args[3], m, v, terms, args[4], &alpha, &gamma, &update_scheme);
+    Py_XDECREF(terms);
+    if (outcome == LEARN_APPLIED) {
+        int applied;
+        if (enter(self) < 0) {
+            Py_DECREF(update_scheme);
             return NULL;
         }
-        if (applied == Py_True) outcome = LEARN_APPLIED;
-        Py_DECREF(applied);
+        applied = update_token(self, token, alpha, gamma, v, update_scheme);
+        self->busy = 0;
+        Py_DECREF(update_scheme);
+        if (applied < 0) return NULL;
+        outcome = applied ? LEARN_APPLIED : LEARN_SKIPPED;
     }
-    Py_DECREF(result);
-    Py_DECREF(margin);
-    return PyLong_FromLong(outcome);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* the exact diagonal CW steps (JMLR 2012 section 6.2): river_cw.cw's Newton solvers on the     */
-/* terms u_j = Sigma_jj d_j^2 of the margin variance (Terms on the general path, the            */
-/* coordinates' own on the lean one)                                                          */
-
-#define MAX_ITER 200
-
-#define ALWAYS_INLINE static RCW_ALWAYS_INLINE
-
-typedef struct {
-    double m, v, phi;
-    const double *u;
-    Py_ssize_t n;
-} ExactProblem;
-
-static int checked_div(double a, double b, double *out) {
-    if (b == 0.0) {
-        PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
-        return -1;
-    }
-    *out = a / b;
-    return 0;
-}
-
-/* The two sums of a Newton step, value and slope, exactly rounded (math.fsum's results). A first
- * pass adds the terms to accumulators whose error bounds certify the rounding nearly always: the
- * slope's (positive terms) a double-double (_fsum.h), the value's a triple-length one (Sum3), since
- * near the root its terms cancel to far below their size, where a double-double bound certifies
- * only about half the steps (_fsum.h). Otherwise a second pass computes the same terms again, in
- * the same order, and sums them by math.fsum's own algorithm, which also raises its errors (the
- * value's first). The first pass keeps its accumulators in registers: no address of them
- * escapes. */
-/* the sums of one pass: the accumulators (Msum NULL) or math.fsum's algorithm */
-typedef struct {
-    Sum3 value;
-    DdSum slope;
-    Msum *exact;  /* [value, slope], or NULL */
-} NewtonPass;
-
-/* add a term to the value's sum (which 0) or the slope's (1); -1 on a memory error */
-ALWAYS_INLINE int newton_add(NewtonPass *s, int which, double t) {
-    if (s->exact != NULL) return msum_add(&s->exact[which], t);
-    if (which == 0)
-        sum3_add(&s->value, t);
-    else
-        ddsum_add(&s->slope, t);
-    return 0;
-}
-
-/* f(alpha) of exact_var_alpha, its terms: m + alpha v - phi sum u_j / q_j, slope
- * v + sum 2 phi^2 u_j^2 / q_j^2, q_j = 1 + 2 alpha phi u_j; -1 with an error */
-ALWAYS_INLINE int exact_var_terms(const ExactProblem *p, double alpha, NewtonPass *s) {
-    Py_ssize_t j;
-    double t;
-    if (newton_add(s, 0, p->m) < 0 || newton_add(s, 0, alpha * p->v) < 0 ||
-        newton_add(s, 1, p->v) < 0)
-        return -1;
-    for (j = 0; j < p->n; j++) {
-        double uj = p->u[j], q = 1.0 + 2.0 * alpha * p->phi * uj;
-        if (checked_div(-p->phi * uj, q, &t) < 0 || newton_add(s, 0, t) < 0) return -1;
-        if (checked_div(2.0 * p->phi * p->phi * uj * uj, q * q, &t) < 0 || newton_add(s, 1, t) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* g(s) of exact_stdev_step, its terms: s - sum u_j / q_j, slope
- * 1 + sum u_j (1 + phi^2 u_j / v) / q_j^2, q_j = s + alpha(s) phi u_j; -1 with an error */
-ALWAYS_INLINE int exact_stdev_terms(const ExactProblem *p, double s, NewtonPass *sums) {
-    Py_ssize_t j;
-    double t, alpha = (p->phi * s - p->m) / p->v;
-    if (newton_add(sums, 0, s) < 0 || newton_add(sums, 1, 1.0) < 0) return -1;
-    for (j = 0; j < p->n; j++) {
-        double uj = p->u[j], q = s + alpha * p->phi * uj;
-        if (checked_div(-uj, q, &t) < 0 || newton_add(sums, 0, t) < 0) return -1;
-        if (checked_div(uj * (1.0 + p->phi * p->phi * uj / p->v), q * q, &t) < 0 ||
-            newton_add(sums, 1, t) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* (value, slope) of one Newton step at x, given the pass `terms` (exact_var_terms or
- * exact_stdev_terms), inlined: the accumulators' pass, math.fsum's where they do not certify
- * both; 0, or -1 with an error */
-ALWAYS_INLINE int newton_sums(int (*terms)(const ExactProblem *, double, NewtonPass *),
-                              const ExactProblem *p, double x, double *value, double *slope) {
-    NewtonPass s;
-    Msum exact[2];
-    s.value.hi = s.value.lo = s.value.tail = s.value.err = s.value.size = 0.0;
-    ddsum_init(&s.slope);
-    s.exact = NULL;
-    if (terms(p, x, &s) < 0) return -1;
-    if (sum3_certified(&s.value, value) && ddsum_certified(&s.slope, p->n + 1, slope))
-        return 0;
-    msum_init(&exact[0]);
-    msum_init(&exact[1]);
-    s.exact = exact;
-    if (terms(p, x, &s) < 0) {
-        msum_free(&exact[0]);
-        msum_free(&exact[1]);
-        return -1;
-    }
-    if (msum_result(&exact[0], value) < 0) {
-        msum_free(&exact[1]);
-        return -1;
-    }
-    return msum_result(&exact[1], slope);
-}
-
-static int exact_var_f(const ExactProblem *p, double alpha, double *value, double *slope) {
-    return newton_sums(exact_var_terms, p, alpha, value, slope);
-}
-
-static int exact_stdev_g(const ExactProblem *p, double s, double *value, double *slope) {
-    return newton_sums(exact_stdev_terms, p, s, value, slope);
-}
-
-typedef int (*Increasing)(const ExactProblem *, double, double *, double *);
-
-/* river_cw.cw._solve_increasing: safeguarded Newton on an increasing f, f(lo) < 0 <= f(hi) */
-static int solve_increasing(Increasing f, const ExactProblem *p, double lo, double hi,
-                            double *root) {
-    double x = hi, value, slope, step;
-    int it;
-    for (it = 0; it < MAX_ITER; it++) {
-        if (f(p, x, &value, &slope) < 0) return -1;
-        if (value >= 0.0) {
-            if (value == 0.0) {
-                *root = x;
-                return 0;
-            }
-            hi = x;
-        } else
-            lo = x;
-        step = slope > 0.0 ? x - value / slope : NAN;
-        if (!(lo <= step && step <= hi)) step = 0.5 * (lo + hi);
-        if (fabs(step - x) <= 1e-15 * fabs(step) || hi - lo <= 1e-15 * hi) {
-            *root = x > step ? x : step;
-            return 0;
-        }
-        x = step;
-    }
-    *root = hi;
-    return 0;
-}
-
-/* river_cw.cw.exact_var_alpha: 0, or -1 with the solver's error */
-static int exact_var_alpha(const ExactProblem *p, double *alpha) {
-    if (p->m >= p->phi * p->v) {
-        *alpha = 0.0;
-        return 0;
-    }
-    return solve_increasing(exact_var_f, p, 0.0, (p->phi * p->v - p->m) / p->v, alpha);
-}
-
-/* river_cw.cw.exact_stdev_step, (alpha, s): 0, or -1 with the solver's error */
-static int exact_stdev_step(const ExactProblem *p, double *alpha, double *s) {
-    double lo;
-    if (p->m >= p->phi * sqrt(p->v)) {
-        *alpha = *s = 0.0;
-        return 0;
-    }
-    lo = p->m / p->phi > 0.0 ? p->m / p->phi : 0.0; /* max(0.0, m / phi) */
-    if (solve_increasing(exact_stdev_g, p, lo, sqrt(p->v), s) < 0) return -1;
-    *alpha = (p->phi * *s - p->m) / p->v;
-    return 0;
-}
-
-/* a solver's error as an exact_step's outcome */
-static int exact_error(void) {
-    if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
-        PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
-        PyErr_Clear();
-        return -1;
-    }
-    return -2;
-}
-
-/* CW._exact_step, variant "var"; params: phi */
-static int exact_step_cw_var(const double *params, double m, double v, const double *u,
-                             Py_ssize_t n, double w, double *alpha, double *gamma) {
-    ExactProblem p = {m, v, params[0], u, n};
-    if (exact_var_alpha(&p, alpha) < 0) return exact_error();
-    *gamma = 2.0 * *alpha * p.phi;
-    if (!(*alpha > 0.0)) return 0;
-    return rcw_weighted(w, v, alpha, gamma);
-}
-
-/* CW._exact_step, variant "stdev"; params: phi */
-static int exact_step_cw_stdev(const double *params, double m, double v, const double *u,
-                               Py_ssize_t n, double w, double *alpha, double *gamma) {
-    ExactProblem p = {m, v, params[0], u, n};
-    double s;
-    if (exact_stdev_step(&p, alpha, &s) < 0) return exact_error();
-    if (!(*alpha > 0.0)) return 0;
-    RCW_DIV(*gamma, *alpha * p.phi, s);
-    return rcw_weighted(w, v, alpha, gamma);
-}
-
-/* the exact step a rule's `_native_exact_step` names, and its number of parameters; NULL if
- * unknown */
-static exact_step find_exact_step(const char *name, int *nparams) {
-    static const struct {
-        const char *name;
-        exact_step step;
-        int nparams;
-    } table[] = {
-        {"cw_var_exact", exact_step_cw_var, 1},
-        {"cw_stdev_exact", exact_step_cw_stdev, 1},
-    };
-    size_t i;
-    for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-        if (strcmp(name, table[i].name) == 0) {
-            *nparams = table[i].nparams;
-            return table[i].step;
-        }
-    return NULL;
+    return outcome < 0 ? NULL : PyLong_FromLong(outcome);
 }
 
 static int parse_exact(PyObject *args, ExactProblem *p) {
@@ -1200,14 +1076,14 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
     }
     if (intercept != Py_None && (h = PyObject_Hash(intercept)) == -1) return -1;
     Py_INCREF(lean);
-    Py_XSETREF(self->lean, lean);
-    self->lean_step = step;
-    self->lean_exact = exact;
-    memcpy(self->lean_params, params, sizeof params);
-    self->lean_kind = kind;
-    self->lean_herding_C = C;
-    self->lean_intercept = intercept;
-    self->lean_intercept_hash = h;
+    Py_XSETREF(self->lean.spec, lean);
+    self->lean.step = step;
+    self->lean.exact = exact;
+    memcpy(self->lean.params, params, sizeof params);
+    self->lean.kind = kind;
+    self->lean.herding_C = C;
+    self->lean.intercept = intercept;
+    self->lean.intercept_hash = h;
     return 0;
 }
 
@@ -1255,8 +1131,8 @@ static int coords_fsum(Diagonal *self, Table *t, double *mk, double *v) {
     MarginFsum s;
     Py_ssize_t i;
     margin_fsum_init(&s);
-    for (i = 0; i < self->ncoords; i++) {
-        const Coord *c = &self->coords[i];
+    for (i = 0; i < self->margin.ncoords; i++) {
+        const Coord *c = &self->margin.coords[i];
         margin_fsum_add(&s, c->ix < 0 ? NULL : &t->entries[c->ix], c->x, self->prior);
     }
     return margin_fsum_result(&s, mk, v);
@@ -1284,7 +1160,7 @@ static inline void lean_coord(Diagonal *self, Table *t, PyObject *key, Py_hash_t
  * error of an exact solver other than a skip, which the general path raises again): nothing
  * changed, no error set; -2: an error (memory) raised. */
 static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
-    PyObject *intercept = self->lean_intercept, *key, *value;
+    PyObject *intercept = self->lean.intercept, *key, *value;
     double m = 0.0, mk, v, alpha, gamma, xf;
     int outcome = LEARN_NOTHING;
     Py_ssize_t pos = 0, ix;
@@ -1294,9 +1170,9 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     DdSum m_acc, u_acc;
     release_coords(self);
     if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) return -2;
-    self->pair_block[0] = 0;
-    self->pair_sign[0] = sign;
-    self->npairs = 1;
+    self->margin.pair_block[0] = 0;
+    self->margin.pair_sign[0] = sign;
+    self->margin.npairs = 1;
     t = &self->blocks.table[0];
     ddpair_init(&acc);
     while (PyDict_Next(x, &pos, &key, &value)) {
@@ -1306,37 +1182,37 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
         lean_coord(self, t, key, h, ix, xf, &acc);
     }
     if (intercept != Py_None) {
-        h = self->lean_intercept_hash;
+        h = self->lean.intercept_hash;
         if ((ix = table_find(t, intercept, h)) == -2) goto general_error;
         lean_coord(self, t, intercept, h, ix, 1.0, &acc);
     }
     ddpair_split(&acc, &m_acc, &u_acc);
     /* the exactly rounded sums: certified by the bound (nearly always), else summed again by
      * math.fsum's algorithm; where that raises, the general path names the bad feature */
-    if ((!ddsum_certified(&m_acc, self->ncoords, &mk) ||
-         !ddsum_certified(&u_acc, self->ncoords, &v)) &&
+    if ((!ddsum_certified(&m_acc, self->margin.ncoords, &mk) ||
+         !ddsum_certified(&u_acc, self->margin.ncoords, &v)) &&
         coords_fsum(self, t, &mk, &v) < 0)
         goto general_error;
     m += sign * mk;
     if (!(isfinite(m) && isfinite(v))) goto general;
     if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
         int r;
-        if (self->lean_exact != NULL) {
+        if (self->lean.exact != NULL) {
             Py_ssize_t i;
-            for (i = 0; i < self->ncoords; i++) { /* u_j, in the order of the general path */
-                Coord *c = &self->coords[i];
-                self->u[i] = (c->ix < 0 ? self->prior : t->entries[c->ix].var) * (c->x * c->x);
+            for (i = 0; i < self->margin.ncoords; i++) { /* u_j, in the order of the general path */
+                Coord *c = &self->margin.coords[i];
+                self->margin.u[i] = (c->ix < 0 ? self->prior : t->entries[c->ix].var) * (c->x * c->x);
             }
-            r = self->lean_exact(self->lean_params, m, v, self->u, self->ncoords, w, &alpha,
+            r = self->lean.exact(self->lean.params, m, v, self->margin.u, self->margin.ncoords, w, &alpha,
                                  &gamma);
             if (r == -2) goto general_error;
         } else
-            r = self->lean_step(self->lean_params, m, v, w, &alpha, &gamma);
+            r = self->lean.step(self->lean.params, m, v, w, &alpha, &gamma);
         if (r < 0)
             outcome = LEARN_SKIPPED;
         else if (r > 0) {
-            int applied = update_core(self, alpha, gamma, v, self->lean_kind,
-                                      self->lean_herding_C * w, Py_None);
+            int applied = update_core(self, alpha, gamma, v, self->lean.kind,
+                                      self->lean.herding_C * w, Py_None);
             if (applied < 0) goto fail;
             outcome = applied ? LEARN_NOTHING : LEARN_SKIPPED;
         }
@@ -1371,7 +1247,7 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
     }
     if ((outcome = rcw_binary_case(args, self->blocks.n, &w, &sign)) <= 0)
         return outcome < 0 ? NULL : PyLong_FromLong(-1);
-    if (args[4] != self->lean && parse_lean(self, args[4]) < 0) {
+    if (args[4] != self->lean.spec && parse_lean(self, args[4]) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
@@ -1598,14 +1474,6 @@ fail:
     return -1;
 }
 
-static PyObject *diagonal_reduce(Diagonal *self, PyObject *unused) {
-    PyObject *blocks;
-    if (restore_hook == NULL && (restore_hook = gaussian_attr("_restore_diagonal")) == NULL)
-        return NULL;
-    if ((blocks = diagonal_get_blocks(self, NULL)) == NULL) return NULL;
-    return Py_BuildValue("O(dN)", restore_hook, self->prior, blocks);
-}
-
 /* reset_bound(): mean_bound = the largest |mean| (after the blocks were replaced) */
 static PyObject *diagonal_reset_bound(Diagonal *self, PyObject *unused) {
     Py_ssize_t b, i;
@@ -1629,8 +1497,8 @@ static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
 static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
     Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
     Py_ssize_t b;
-    size += sizeof(Coord) * self->coords_cap +
-            sizeof(double) * (self->u_cap + 2 * self->scratch_cap);
+    size += sizeof(Coord) * self->margin.coords_cap +
+            sizeof(double) * (self->margin.u_cap + 2 * self->margin.scratch_cap);
     for (b = 0; b < self->blocks.n; b++) /* marks, as table_mark allocates */
         if (self->blocks.table[b].shadow != NULL)
             size += (2 * sizeof(double) + 1 + sizeof(Py_ssize_t)) *
@@ -1807,7 +1675,6 @@ fail:
     return NULL;
 }
 
-#include "_text_lookup.h"
 #include "_batch.h"
 
 static PyMethodDef diagonal_methods[] = {
@@ -1835,16 +1702,12 @@ static PyMethodDef diagonal_methods[] = {
     {"negate", (PyCFunction)diagonal_negate, METH_NOARGS, "The Gaussian over -w."},
     {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
      "Per block, {feature: mean} and {feature: variance}."},
-    {"__reduce__", (PyCFunction)diagonal_reduce, METH_NOARGS, "Engine-neutral pickling."},
     {"mark", (PyCFunction)diagonal_mark, METH_NOARGS, "Remember every weight as it is now."},
     {"changed", (PyCFunction)diagonal_changed, METH_NOARGS,
      "Per block, {feature: (mean, variance)} of the weights written since the mark; None "
      "without a mark valid for the current blocks."},
     {"set_weights", (PyCFunction)diagonal_set_weights, METH_O,
      "Write per block {feature: (mean, variance)} (what changed returned)."},
-    {"text_counts", (PyCFunction)(void (*)(void))diagonal_text_counts, METH_FASTCALL,
-     "river_cw.text.BagOfWords' counts of an ASCII text, keyed by the features' own keys; None "
-     "for other text (see _text_lookup.h)."},
     {"__sizeof__", (PyCFunction)diagonal_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
     {NULL},
 };
@@ -1897,15 +1760,14 @@ static PyObject *module_fsum(PyObject *module, PyObject *seq) {
     return PyFloat_FromDouble(total);
 }
 
-static PyObject *as_floats_python = NULL; /* river_cw.validation._as_floats_python */
-
 /* river_cw.validation._EXACT_INT ** 2 (2**52), less a margin for rounding (see as_floats) */
 #define EXACT_NORM2 (4503599627370496.0 * (1.0 - 0x1p-20))
 
 /* as_floats(x): river_cw.validation.as_floats with its first fast paths in C: a dict whose
  * values are all floats is returned as it is, and so is a dict of floats and ints whose sum of
  * squares is below 2**52 by a margin far above its rounding (so that math.hypot of the values,
- * the Python function's test, is at most 2**26 too); anything else goes to the Python function */
+ * the Python function's test, is at most 2**26 too); anything else goes to the Python function
+ * (the as_floats hook) */
 static PyObject *module_as_floats(PyObject *module, PyObject *x) {
     if (PyDict_CheckExact(x)) {
         PyObject *key, *value;
@@ -1934,14 +1796,8 @@ static PyObject *module_as_floats(PyObject *module, PyObject *x) {
             return x;
         }
     }
-    if (as_floats_python == NULL) {
-        PyObject *mod = PyImport_ImportModule("river_cw.validation");
-        if (mod == NULL) return NULL;
-        as_floats_python = PyObject_GetAttrString(mod, "_as_floats_python");
-        Py_DECREF(mod);
-        if (as_floats_python == NULL) return NULL;
-    }
-    return PyObject_CallOneArg(as_floats_python, x);
+    if (hook(hooks.as_floats, "as_floats") == NULL) return NULL;
+    return PyObject_CallOneArg(hooks.as_floats, x);
 }
 
 /* native_step(step, m, v, w, u=None): a rule's C step (_steps.h) as its Python `_step` reports
@@ -1980,7 +1836,28 @@ static PyObject *module_native_step(PyObject *module, PyObject *args) {
     return Py_BuildValue("dd", alpha, gamma);
 }
 
+/* connect(raise_bad_input=None, herding_shrink=None, as_floats=None): the hooks given, each
+ * by the module that owns it (river_cw.gaussian, river_cw.validation) */
+static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"raise_bad_input", "herding_shrink", "as_floats", NULL};
+    PyObject *given[3] = {NULL, NULL, NULL}, **slots[3] = {
+        &hooks.raise_bad_input, &hooks.herding_shrink, &hooks.as_floats};
+    int i;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOO", kwlist, &given[0], &given[1],
+                                     &given[2]))
+        return NULL;
+    if (given[1] != NULL && !PyType_Check(given[1])) {
+        PyErr_SetString(PyExc_TypeError, "herding_shrink must be a type");
+        return NULL;
+    }
+    for (i = 0; i < 3; i++)
+        if (given[i] != NULL) Py_XSETREF(*slots[i], Py_NewRef(given[i]));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
+     "Hand the engine its Python hooks (river_cw does it when imported)."},
     {"exact_var_alpha", (PyCFunction)module_exact_var_alpha, METH_VARARGS,
      "river_cw.cw.exact_var_alpha(m, v, phi, u) for Terms u."},
     {"exact_stdev_step", (PyCFunction)module_exact_stdev_step, METH_VARARGS,

@@ -117,21 +117,21 @@ typedef struct {
     PyObject *weakreflist;
 } Engine;
 
-static PyObject *bad_input_hook = NULL; /* river_cw.rda._raise_bad_input */
+/* river_cw.rda's hook that names the bad feature of x (or reports the overflow), handed over
+ * when river_cw is imported (`connect`, see river_cw.engine): the engine looks up no Python name */
+static PyObject *raise_bad_input_hook = NULL;
 
 /* name the bad feature of x as the Python engine does (or report the overflow); NULL */
 static PyObject *raise_bad_input(PyObject *x) {
     PyObject *r;
-    if (bad_input_hook == NULL) {
-        PyObject *mod = PyImport_ImportModule("river_cw.rda");
-        if (mod == NULL) return NULL;
-        bad_input_hook = PyObject_GetAttrString(mod, "_raise_bad_input");
-        Py_DECREF(mod);
-        if (bad_input_hook == NULL) return NULL;
+    if (raise_bad_input_hook == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "river_cw._rda: the hook raise_bad_input is not "
+                                            "connected (importing river_cw connects it)");
+        return NULL;
     }
-    r = PyObject_CallOneArg(bad_input_hook, x);
+    r = PyObject_CallOneArg(raise_bad_input_hook, x);
     Py_XDECREF(r);
-    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "_raise_bad_input returned");
+    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "raise_bad_input returned");
     return NULL;
 }
 
@@ -860,10 +860,114 @@ static int read_record(PyObject *list, Rec *r) {
     return 0;
 }
 
+/* load's blocks: each dict {feature: record list} into a table, its records into the store;
+ * ids maps each record list's id to its record (the cuts name their records by the list). 0, or
+ * -1 with an error */
+static int load_blocks(Engine *self, PyObject *blocks, PyObject *ids) {
+    Py_ssize_t nb = PyList_GET_SIZE(blocks), b;
+    if (blocks_reserve(&self->blocks, nb ? nb : 1) < 0) return -1;
+    blocks_clear(&self->blocks);
+    for (b = 0; b < nb; b++) {
+        PyObject *d = PyList_GET_ITEM(blocks, b), *key, *list;
+        Py_ssize_t pos = 0;
+        Table *t = &self->blocks.table[b];
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "load: a block is a dict");
+            return -1;
+        }
+        if (block_init(&self->blocks, t) < 0) return -1;
+        self->blocks.n++;
+        if (table_reserve(t, PyDict_GET_SIZE(d)) < 0 ||
+            rcw_grow((void **)&self->recs, &self->recs_cap, self->nrecs + PyDict_GET_SIZE(d),
+                     sizeof(Rec)) < 0)
+            return -1;
+        while (PyDict_Next(d, &pos, &key, &list)) {
+            Py_hash_t h = PyObject_Hash(key);
+            PyObject *id, *ri;
+            int failed;
+            if (h == -1 || read_record(list, &self->recs[self->nrecs]) < 0) return -1;
+            if ((id = PyLong_FromVoidPtr(list)) == NULL) return -1;
+            if ((ri = PyLong_FromSsize_t(self->nrecs)) == NULL) {
+                Py_DECREF(id);
+                return -1;
+            }
+            failed = PyDict_SetItem(ids, id, ri);
+            Py_DECREF(id);
+            Py_DECREF(ri);
+            if (failed < 0) return -1;
+            table_append(t, key, h, self->nrecs++);
+        }
+    }
+    if (self->blocks.n == 0) { /* keep one block, as a new engine has */
+        if (block_init(&self->blocks, &self->blocks.table[0]) < 0) return -1;
+        self->blocks.n = 1;
+    }
+    return 0;
+}
+
+/* load's heap of cuts, each (last, n, first, record list), its record found through ids; 0, or
+ * -1 with an error */
+static int load_cuts(Engine *self, PyObject *cuts, PyObject *ids) {
+    Py_ssize_t i;
+    if (rcw_grow((void **)&self->cuts, &self->cuts_cap, PyList_GET_SIZE(cuts), sizeof(Cut)) < 0)
+        return -1;
+    for (i = 0; i < PyList_GET_SIZE(cuts); i++) {
+        PyObject *entry = PyList_GET_ITEM(cuts, i), *last, *one, *id, *ri;
+        Cut *c = &self->cuts[i];
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_ValueError, "load: a cut is (last, n, first, record)");
+            return -1;
+        }
+        if ((one = PyLong_FromLong(1)) == NULL) return -1;
+        last = PyNumber_Add(PyTuple_GET_ITEM(entry, 0), one);
+        Py_DECREF(one);
+        if (last == NULL) return -1;
+        c->ceil = PyLong_AsDouble(last);
+        Py_DECREF(last);
+        if (c->ceil == -1.0 && PyErr_Occurred()) return -1;
+        if (read_int64(PyTuple_GET_ITEM(entry, 1), &c->pushed) < 0 ||
+            read_int64(PyTuple_GET_ITEM(entry, 2), &c->first) < 0)
+            return -1;
+        if ((id = PyLong_FromVoidPtr(PyTuple_GET_ITEM(entry, 3))) == NULL) return -1;
+        ri = PyDict_GetItemWithError(ids, id);
+        Py_DECREF(id);
+        if (ri == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "load: a cut of a record no block holds");
+            return -1;
+        }
+        c->rec = PyLong_AsSsize_t(ri);
+        self->ncuts = i + 1;
+    }
+    return 0;
+}
+
+/* load's counters, state[name] read by reader into field; 0, or -1 with an error */
+#define LOAD(name, reader, field)                                                              \
+    if ((item = PyDict_GetItemString(state, name)) == NULL || reader(item, field) < 0) {      \
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "load: " name " is missing"); \
+        return -1;                                                                             \
+    }
+
+static int load_counters(Engine *self, PyObject *state) {
+    PyObject *item;
+    int64_t live;
+    LOAD("_live_cuts", read_int64, &live);
+    self->live_cuts = (Py_ssize_t)live;
+    LOAD("_k", read_int64, &self->k);
+    LOAD("_c", read_int64, &self->c);
+    LOAD("_t", read_int64, &self->t);
+    LOAD("_inv", read_double, &self->inv);
+    LOAD("_sqr", read_double, &self->sqr);
+    LOAD("_pushed", read_int64, &self->pushed);
+    return 0;
+}
+#undef LOAD
+
 /* load(state): the Python engine's attributes (as `export` gives them) into an empty engine */
 static PyObject *engine_load(Engine *self, PyObject *state) {
-    PyObject *blocks, *cuts, *ids = NULL, *item;
-    Py_ssize_t nb, b, i;
+    PyObject *blocks, *cuts, *ids;
+    int failed;
     if (!PyDict_Check(state) || (blocks = PyDict_GetItemString(state, "_blocks")) == NULL ||
         (cuts = PyDict_GetItemString(state, "_cuts")) == NULL || !PyList_Check(blocks) ||
         !PyList_Check(cuts)) {
@@ -875,98 +979,13 @@ static PyObject *engine_load(Engine *self, PyObject *state) {
         return NULL;
     }
     if (enter(self) < 0) return NULL;
-    nb = PyList_GET_SIZE(blocks);
-    if ((ids = PyDict_New()) == NULL || blocks_reserve(&self->blocks, nb ? nb : 1) < 0) goto fail;
-    blocks_clear(&self->blocks);
-    for (b = 0; b < nb; b++) {
-        PyObject *d = PyList_GET_ITEM(blocks, b), *key, *list;
-        Py_ssize_t pos = 0;
-        Table *t = &self->blocks.table[b];
-        if (!PyDict_Check(d)) {
-            PyErr_SetString(PyExc_TypeError, "load: a block is a dict");
-            goto fail;
-        }
-        if (block_init(&self->blocks, t) < 0) goto fail;
-        self->blocks.n++;
-        if (table_reserve(t, PyDict_GET_SIZE(d)) < 0 ||
-            rcw_grow((void **)&self->recs, &self->recs_cap, self->nrecs + PyDict_GET_SIZE(d),
-                 sizeof(Rec)) < 0)
-            goto fail;
-        while (PyDict_Next(d, &pos, &key, &list)) {
-            Py_hash_t h = PyObject_Hash(key);
-            PyObject *id, *ri;
-            int failed;
-            if (h == -1 || read_record(list, &self->recs[self->nrecs]) < 0) goto fail;
-            if ((id = PyLong_FromVoidPtr(list)) == NULL) goto fail;
-            if ((ri = PyLong_FromSsize_t(self->nrecs)) == NULL) {
-                Py_DECREF(id);
-                goto fail;
-            }
-            failed = PyDict_SetItem(ids, id, ri);
-            Py_DECREF(id);
-            Py_DECREF(ri);
-            if (failed < 0) goto fail;
-            table_append(t, key, h, self->nrecs++);
-        }
-    }
-    if (self->blocks.n == 0) { /* keep one block, as a new engine has */
-        if (block_init(&self->blocks, &self->blocks.table[0]) < 0) goto fail;
-        self->blocks.n = 1;
-    }
-    if (rcw_grow((void **)&self->cuts, &self->cuts_cap, PyList_GET_SIZE(cuts), sizeof(Cut)) < 0)
-        goto fail;
-    for (i = 0; i < PyList_GET_SIZE(cuts); i++) {
-        PyObject *entry = PyList_GET_ITEM(cuts, i), *last, *one, *id, *ri;
-        Cut *c = &self->cuts[i];
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
-            PyErr_SetString(PyExc_ValueError, "load: a cut is (last, n, first, record)");
-            goto fail;
-        }
-        if ((one = PyLong_FromLong(1)) == NULL) goto fail;
-        last = PyNumber_Add(PyTuple_GET_ITEM(entry, 0), one);
-        Py_DECREF(one);
-        if (last == NULL) goto fail;
-        c->ceil = PyLong_AsDouble(last);
-        Py_DECREF(last);
-        if (c->ceil == -1.0 && PyErr_Occurred()) goto fail;
-        if (read_int64(PyTuple_GET_ITEM(entry, 1), &c->pushed) < 0 ||
-            read_int64(PyTuple_GET_ITEM(entry, 2), &c->first) < 0)
-            goto fail;
-        if ((id = PyLong_FromVoidPtr(PyTuple_GET_ITEM(entry, 3))) == NULL) goto fail;
-        ri = PyDict_GetItemWithError(ids, id);
-        Py_DECREF(id);
-        if (ri == NULL) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "load: a cut of a record no block holds");
-            goto fail;
-        }
-        c->rec = PyLong_AsSsize_t(ri);
-        self->ncuts = i + 1;
-    }
-#define LOAD(name, reader, field)                                                              \
-    if ((item = PyDict_GetItemString(state, name)) == NULL || reader(item, field) < 0) {      \
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "load: " name " is missing"); \
-        goto fail;                                                                             \
-    }
-    {
-        int64_t live;
-        LOAD("_live_cuts", read_int64, &live);
-        self->live_cuts = (Py_ssize_t)live;
-    }
-    LOAD("_k", read_int64, &self->k);
-    LOAD("_c", read_int64, &self->c);
-    LOAD("_t", read_int64, &self->t);
-    LOAD("_inv", read_double, &self->inv);
-    LOAD("_sqr", read_double, &self->sqr);
-    LOAD("_pushed", read_int64, &self->pushed);
-#undef LOAD
-    Py_DECREF(ids);
-    self->busy = 0;
-    Py_RETURN_NONE;
-fail:
+    ids = PyDict_New(); /* id(record list) -> its record */
+    failed = ids == NULL || load_blocks(self, blocks, ids) < 0 || load_cuts(self, cuts, ids) < 0 ||
+             load_counters(self, state) < 0;
     Py_XDECREF(ids);
     self->busy = 0;
-    return NULL;
+    if (failed) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *engine_get_k(Engine *self, void *closure) { return PyLong_FromLongLong(self->k); }
@@ -1032,9 +1051,24 @@ static PyTypeObject EngineType = {
     .tp_weaklistoffset = offsetof(Engine, weakreflist),
 };
 
+/* connect(raise_bad_input=None): the hook given (by river_cw.rda) */
+static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"raise_bad_input", NULL};
+    PyObject *given = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O", kwlist, &given)) return NULL;
+    if (given != NULL) Py_XSETREF(raise_bad_input_hook, Py_NewRef(given));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
+     "Hand the engine its Python hook (river_cw does it when imported)."},
+    {NULL},
+};
+
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "river_cw._rda",
-    "Voted RDA's compiled engine (optional; see river_cw.rda).", -1, NULL,
+    "Voted RDA's compiled engine (optional; see river_cw.rda).", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__rda(void) {

@@ -5,8 +5,8 @@
  * offsets into the scanned text: afterwards rcw_count.distinct tokens are known, the k-th
  * (first occurrence first) at rcw_count_slot(k), its characters at rcw_count.text + start.
  * The scratch space is reused across calls (the GIL is held throughout), so a key object is
- * needed only once per distinct token, by the caller. Header-only and static: _text.c counts
- * into a dict of str keys, _text_lookup.h looks the tokens up in the diagonal engine's table.
+ * needed only once per distinct token, by the caller (_text.c, which counts into a dict of str
+ * keys).
  */
 #ifndef RIVER_CW_TEXT_COUNT_H
 #define RIVER_CW_TEXT_COUNT_H

@@ -9,9 +9,8 @@
  *
  * On other text (after river's accent stripping and lowercasing) the same holds with the re
  * module's \w. The scanner calls sink(ctx, start, length) for each token, in text order, with
- * offsets into the text. It allocates nothing and touches no Python object, so a compiled learner
- * can feed its feature lookup straight from it (the fused text path). Header-only and static, so
- * each extension that includes it gets its own copy.
+ * offsets into the text. It allocates nothing and touches no Python object. Header-only and
+ * static.
  */
 #ifndef RIVER_CW_TEXT_SCAN_H
 #define RIVER_CW_TEXT_SCAN_H

@@ -37,8 +37,10 @@ point masses' means, with variance 0. A weight that only one member changed take
 value exactly, and a weight no member changed keeps the base's: mixing copies of an unchanged
 model returns the model, bit for bit.
 
-Labels: models are aligned on one label list before their weights meet. A binary model whose
-labels came in the other order is negated (its Gaussian over ``-w``); when the union of the
+Labels: models are aligned on one label list before their weights meet. Binary models that know
+both labels hold them in the same order (their weights score `positive_label`, whichever label
+came first), so they meet as they are; a model that knows one label learned it as y = -1 and is
+negated (its Gaussian over ``-w``) where that label is the positive one. When the union of the
 labels has three or more, binary models are lifted to one block per label as the classifiers do
 at their third label (``[empty, w]``; a model that knew one label keeps ``-w`` on its block) and
 blocks of labels a model never saw are empty (the prior). With a base, every member must extend
@@ -61,7 +63,8 @@ import numpy as np
 from river import compose
 
 from .base import GaussianClassifier
-from .gaussian import DiagonalGaussian, FullGaussian
+from .gaussian import DiagonalGaussian, FullGaussian, PythonDiagonalGaussian
+from .labels import order_key
 from .text import TextClassifier
 
 __all__ = ["changes", "combine"]
@@ -170,7 +173,7 @@ def combine(models: list, method: str = "kl", base=None):
                     f"combine needs models that saw the same labels: "
                     f"{first.classes_!r} vs {model.classes_!r}"
                 )
-        labels = list(first.classes_)
+        labels = list(first.classes_)  # a binary model's two labels are in their order
     else:
         labels = _extended_labels(models, base)
     gaussians = [_aligned(model, labels) for model in models]
@@ -285,12 +288,14 @@ def _combine_pipelines(models: list, method: str, base):
 
 
 def _extended_labels(models: list, base) -> list:
-    """The base's labels, then the members' new ones in order of appearance; every member must
-    extend the base's list."""
+    """The base's labels, then the members' new ones in order of appearance (two labels in the
+    binary models' order, `LinearClassifier.positive_label`); every member must extend the base's
+    labels (a base of one label may become either of a member's two)."""
     known = list(base.classes_)
     labels = list(known)
     for model in models:
-        if list(model.classes_[: len(known)]) != known:
+        prefix = list(model.classes_[: len(known)]) == known
+        if not set(known) <= set(model.classes_) or (len(known) > 1 and not prefix):
             raise ValueError(
                 f"a member with labels {model.classes_!r} did not start from the base "
                 f"(labels {known!r}): its labels must extend the base's"
@@ -299,9 +304,14 @@ def _extended_labels(models: list, base) -> list:
     if len(known) == 1 and len(labels) >= 3 and base.weights:
         raise ValueError(
             f"cannot mix members that learned the labels {labels[1:]!r} after a base that knew "
-            f"only {known[0]!r}: its weights belong to whichever label came second"
+            f"only {known[0]!r}: its weights score it against whichever label came next"
         )
-    return labels
+    return _binary_order(labels)
+
+
+def _binary_order(labels: list) -> list:
+    """Two labels as a binary model holds them, ``[negative, positive]``; more as they are."""
+    return sorted(labels, key=order_key) if len(labels) == 2 else labels
 
 
 def _aligned(model: GaussianClassifier, labels: list):
@@ -313,7 +323,7 @@ def _aligned(model: GaussianClassifier, labels: list):
         return gaussian
     gaussian = pickle.loads(pickle.dumps(gaussian, protocol=pickle.HIGHEST_PROTOCOL))
     if len(labels) <= 2:
-        gaussian.negate()  # the binary vector scores the second label against the first
+        gaussian.negate()  # one label, learned as y = -1, is the positive one of `labels`
         return gaussian
     if model.is_binary:  # one block per label, as `LinearClassifier._register` lifts
         if len(known) == 1:
@@ -343,7 +353,7 @@ def _combine_from(gaussians: list, base, method: str):
     return _combine_full(gaussians, method, base)
 
 
-def _combine_diagonal(gaussians: list, method: str, base) -> DiagonalGaussian:
+def _combine_diagonal(gaussians: list, method: str, base) -> PythonDiagonalGaussian:
     prior = gaussians[0].initial_variance
     merged = DiagonalGaussian(prior)
     merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy

@@ -6,13 +6,10 @@ import math
 import statistics
 from math import fsum
 
+from . import engine
 from .base import GaussianClassifier
-from .gaussian import ENGINE
 
-if ENGINE == "c":  # the same solvers on the compiled engine's terms (river_cw/_diagonal.c)
-    from . import _diagonal as _compiled
-else:
-    _compiled = None
+_compiled = engine.diagonal  # the same solvers on the compiled engine's terms, or None
 
 __all__ = ["CW"]
 

@@ -23,15 +23,16 @@ section 6): ``project`` (their "KL": ``1/s_j <- 1/s_j + gamma d_j^2``), ``drop``
 from __future__ import annotations
 
 import math
-import os
 from math import fsum
+from typing import Any
 
 import numpy as np
 from scipy.linalg import solve_triangular
 
+from . import engine
 from .validation import check_features
 
-__all__ = ["ENGINE", "DiagonalGaussian", "FullGaussian", "HerdingShrink", "forget"]
+__all__ = ["DiagonalGaussian", "FullGaussian", "HerdingShrink", "forget"]
 
 
 _SAFE = 1e300  # far enough from float64's limit for a step's rounding
@@ -81,7 +82,7 @@ def _raise_bad_input(x: dict) -> None:
     raise ValueError("feature values too large: the margin overflows float64")
 
 
-class DiagonalGaussian:
+class PythonDiagonalGaussian:
     """Independent weights: each block maps a feature to ``[mean, variance]``.
 
     Absent features have mean 0 and the prior variance; they are stored only once learned.
@@ -246,13 +247,17 @@ class DiagonalGaussian:
         first (`forget`): the margin uses the forgotten ones, written once x is known to be
         valid."""
         prior = self.initial_variance
-        m, u, entries = 0.0, [], []
+        m = 0.0
+        u: list[float] = []  # the terms u_j of v
+        entries: list[tuple] = []  # per pair: (block, sign, seen, unseen)
         add_u = u.append
         forgetting = keep != 1.0
         try:
             for b, sign in pairs:
                 get = self.blocks[b].get
-                m_terms, seen, unseen = [], [], []
+                m_terms: list[float] = []
+                seen: list[tuple[list[float], float]] = []  # (the weight's [mean, variance], x_f)
+                unseen: list[tuple] = []  # (feature, x_f)
                 add_m, add_seen = m_terms.append, seen.append
                 for f, xf in x.items():
                     w = get(f)
@@ -404,22 +409,23 @@ def _restore_diagonal(initial_variance: float, blocks: list[dict]):
     return gaussian
 
 
-PythonDiagonalGaussian = DiagonalGaussian
-ENGINE = "python"
-if not os.environ.get("RIVER_CW_PURE_PYTHON"):
-    try:
-        from ._diagonal import Diagonal as _CompiledDiagonal
-    except ImportError:  # built without a compiler: the pure-Python engine serves
-        pass
-    else:
-        ENGINE = "c"
+# The diagonal engine that serves: the compiled one where it is built, else the Python one. Its
+# type is the Python engine's: the compiled engine has its interface (and numbers, bit for bit).
+DiagonalGaussian: type[PythonDiagonalGaussian] = PythonDiagonalGaussian
+if engine.diagonal is not None:
+    engine.diagonal.connect(raise_bad_input=_raise_bad_input, herding_shrink=HerdingShrink)
+    _Diagonal: Any = engine.diagonal.Diagonal  # a compiled type: nothing a type checker reads
 
-        class DiagonalGaussian(_CompiledDiagonal):
-            """The compiled engine (`river_cw._diagonal`): `PythonDiagonalGaussian`'s interface
-            and numbers, bit for bit; ``blocks`` returns copies."""
+    class CompiledDiagonalGaussian(_Diagonal):
+        """The compiled engine (`river_cw._diagonal`): `PythonDiagonalGaussian`'s interface
+        and numbers, bit for bit; ``blocks`` returns copies."""
 
-            def score_covariance(self, x: dict) -> np.ndarray:
-                return np.diag(self.score_variances(x))
+        def score_covariance(self, x: dict) -> np.ndarray:
+            return np.diag(self.score_variances(x))
+
+        __reduce__ = PythonDiagonalGaussian.__reduce__  # a pickle names no engine
+
+    DiagonalGaussian = CompiledDiagonalGaussian
 
 
 class FullGaussian:
@@ -477,8 +483,8 @@ class FullGaussian:
 
     def block_views(self) -> tuple[list[dict], list[dict]]:
         """Per block, ``{feature: mean}`` and ``{feature: marginal variance}``."""
-        means = [{} for _ in range(self.n_blocks)]
-        variances = [{} for _ in range(self.n_blocks)]
+        means: list[dict] = [{} for _ in range(self.n_blocks)]
+        variances: list[dict] = [{} for _ in range(self.n_blocks)]
         diagonal = np.diag(self.cov) if self.index else ()
         for (b, f), i in self.index.items():
             means[b][f] = float(self.mean[i])
@@ -539,7 +545,8 @@ class FullGaussian:
         values = self._values(x)
         chol = self.chol
         if keep != 1.0:
-            rows = {self.index.get((b, f)) for b, _ in pairs for f in values} - {None}
+            index = self.index
+            rows = {index[b, f] for b, _ in pairs for f in values if (b, f) in index}
             if rows:
                 with np.errstate(all="ignore"):
                     forgotten = _forget_rows(chol, sorted(rows), keep, rest)

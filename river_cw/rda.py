@@ -4,30 +4,27 @@ from __future__ import annotations
 
 import heapq
 import math
-import numbers
-import os
 from array import array
 
 import numpy as np
 
-from . import calibration
+from . import calibration, engine
 from .base import INTERCEPT, LinearClassifier
-from .validation import check_features
+from .validation import check_features, is_real
 
 __all__ = ["VotedRDA"]
-
-_compiled = None  # river_cw._rda: the compiled engine, the same numbers (see `_compiled_engine`)
-if not os.environ.get("RIVER_CW_PURE_PYTHON"):
-    try:
-        from . import _rda as _compiled
-    except ImportError:  # built without a compiler: Python serves
-        pass
 
 
 def _raise_bad_input(x: dict) -> None:
     """Name the offending feature, or report an overflow of finite values."""
     check_features(x)
     raise ValueError("feature values too large: the score overflows float64")
+
+
+# river_cw._rda, the compiled engine with the same numbers (see `_compiled_engine`), or None
+_compiled = engine.rda
+if _compiled is not None:
+    _compiled.connect(raise_bad_input=_raise_bad_input)
 
 
 def _softmax(z: np.ndarray, temperature: float) -> np.ndarray:
@@ -98,9 +95,10 @@ class VotedRDA(LinearClassifier):
     to every block.
 
     Probabilities. ``vote``: the ``c``-weighted share of the votes (binary: ``(1 + v) / 2`` for the
-    second label, ``v`` the normalized vote margin). Otherwise the scores ``f`` pass through a
-    logistic link: ``P(second) = sigmoid(a f)`` for two labels, ``softmax(a f)`` over the blocks
-    for more. With the log loss ``a = 1``: the model is trained as a logistic regression. The
+    positive label, ``v`` the normalized vote margin). Otherwise the scores ``f`` pass through a
+    logistic link: ``P(positive) = sigmoid(a f)`` for two labels, ``softmax(a f)`` over the
+    blocks for more. Either way the probabilities rank the labels as their scores do, so
+    `predict_one` (the best score) is the label of largest probability. With the log loss ``a = 1``: the model is trained as a logistic regression. The
     hinge loss fixes only the sign of the score, not its scale, so ``a`` is a temperature fitted
     online (`river_cw.calibration`): before each update the model scores the example, and ``a``
     is the value, on a log grid from 2^-32 to 2^16, with the least cumulative log loss on these
@@ -188,9 +186,9 @@ class VotedRDA(LinearClassifier):
         conservative: bool = True,
         learn_intercept: bool = True,
     ):
-        if isinstance(l1, bool) or not isinstance(l1, numbers.Real) or not 0 <= l1 < math.inf:
+        if not is_real(l1) or not 0 <= l1 < math.inf:
             raise ValueError(f"l1 must be a finite number >= 0, got {l1!r}")
-        if isinstance(eta, bool) or not isinstance(eta, numbers.Real) or not 0 < eta < math.inf:
+        if not is_real(eta) or not 0 < eta < math.inf:
             raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
         if loss not in ("hinge", "log"):
             raise ValueError(f"loss must be 'hinge' or 'log', got {loss!r}")
@@ -457,6 +455,24 @@ class VotedRDA(LinearClassifier):
         self._blocks.insert(0, {})
         self._history.insert(0, {})
 
+    def _negate(self) -> None:
+        """The model of ``-y``: every sum of subgradients ``s`` and every closed sum of weights is
+        odd in the labels' sign (the counts and the cuts, which see ``|s|``, are not)."""
+        self._flush_calibration()
+        engine = self._engine
+        state = vars(self) if engine is None else engine.export()
+        for block in state["_blocks"]:
+            for rec in block.values():
+                rec[0], rec[2] = -rec[0], -rec[2]
+        if engine is None:
+            for history in self._history:
+                for _, values in history.values():
+                    for i, value in enumerate(values):
+                        values[i] = -value
+            return
+        self._engine = self._compiled_engine()  # the compiled state, negated, in a new engine
+        self._engine.load(state)
+
     def _layout(self):
         if self._engine is not None:
             return self._engine.layout()
@@ -592,7 +608,7 @@ class VotedRDA(LinearClassifier):
 
     # -- river API ------------------------------------------------------------------------------
 
-    def predict_proba_one(self, x: dict) -> dict:
+    def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
         """``{label: probability}``: a softmax of the scores at the temperature (the share of
         the voters' votes with ``prediction="vote"``); empty before any label.
 

@@ -7,31 +7,24 @@ is lowercased and counted in C at once; other text first goes through river's ow
 functions (NFKD accent stripping, `str.lower`), and C then counts its tokens with the character
 classes of Python's `re` module. Anything else (a `preprocessor`, a `tokenizer`, another
 pattern, n-grams, a text that is not a `str`) runs river's code unchanged. `COMPILED` says
-whether the extension is active; `RIVER_CW_PURE_PYTHON=1` turns it off.
+whether the extension is active (see `river_cw.engine`: `RIVER_CW_PURE_PYTHON=1` turns it off).
 
 `TextClassifier(classifier, ...)` is ``BagOfWords(...) | classifier`` as one river classifier
-with the same numbers, and the fused text path where the compiled diagonal engine learns: ASCII
-text is counted in C and its tokens are looked up in the engine's feature table
-(`DiagonalGaussian.text_counts`, `river_cw/_text_lookup.h`), so a word the model knows costs no
-new str object.
+with the same numbers.
 """
 
 from __future__ import annotations
 
 import inspect
-import os
 
 from river import base, feature_extraction
 from river.feature_extraction.vectorize import strip_accents_unicode
 
-try:
-    if os.environ.get("RIVER_CW_PURE_PYTHON") == "1":
-        raise ImportError("RIVER_CW_PURE_PYTHON=1")
-    from ._text import count_ascii, count_preprocessed
-except ImportError:
-    count_ascii = count_preprocessed = None
+from . import engine
 
-COMPILED = count_ascii is not None
+COMPILED = engine.text is not None
+if engine.text is not None:
+    count_ascii, count_preprocessed = engine.text.count_ascii, engine.text.count_preprocessed
 
 __all__ = ["COMPILED", "BagOfWords", "TextClassifier"]
 
@@ -161,13 +154,8 @@ class TextClassifier(base.Classifier):
     learned model are those of ``river_cw.text.BagOfWords(...) | classifier``, bit for bit; the
     classifier stays public (`classifier`), with its `weights`, `variances` and the rest.
 
-    With a diagonal Gaussian classifier (CW, AROW, NHERD, SOP, SCW) on the compiled engine and
-    the default tokenizer (unigrams of river's pattern, no `preprocessor` nor `tokenizer`), an
-    ASCII text takes the fused path: its tokens are counted in C and looked up in the engine's
-    feature table, so a known word gets the engine's own key and no str object is created for
-    it. Anything else (non-ASCII text, other options, full covariance, VotedRDA, any river
-    classifier, the pure-Python engine) goes through `BagOfWords`. Predicting and then learning
-    the same text object counts its tokens once.
+    The tokens are counted by `river_cw.text.BagOfWords` (in C where it can); predicting and
+    then learning the same text object counts its tokens once.
 
     Parameters
     ----------
@@ -203,8 +191,10 @@ class TextClassifier(base.Classifier):
     >>> model.learn_one({"text": "See you at lunch"}, "ham")
     >>> model.predict_one({"text": "a free lunch prize"})
     'spam'
-    >>> round(model.classifier.weights["free"], 3)  # binary: the score of "ham", seen second
-    -0.167
+    >>> model.classifier.positive_label  # "spam" > "ham", whichever came first
+    'spam'
+    >>> round(model.classifier.weights["free"], 3)  # binary: the score of the positive label
+    0.167
 
     It drops into a pipeline like any river classifier; with `on=None` it takes the text itself:
 
@@ -238,13 +228,6 @@ class TextClassifier(base.Classifier):
         self.tokenizer = tokenizer
         self.ngram_range = ngram_range
         self._bag_of_words = BagOfWords(**{name: getattr(self, name) for name in _TEXT_OPTIONS})
-        self._default_tokens = (
-            preprocessor is None
-            and tokenizer is None
-            and tokenizer_pattern == _DEFAULT_PATTERN
-            and tuple(ngram_range) == (1, 1)
-        )
-        self._last = (None, None)  # the last text and its counts (see `_counts`)
 
     @classmethod
     def _unit_test_params(cls):
@@ -263,19 +246,6 @@ class TextClassifier(base.Classifier):
     def _multiclass(self):
         return self.classifier._multiclass
 
-    def _counts(self, x) -> dict:
-        """The token counts of `x`: BagOfWords' dict, from the fused path where it applies."""
-        text_counts = getattr(getattr(self.classifier, "gaussian", None), "text_counts", None)
-        if text_counts is not None and self._default_tokens:
-            text = x if self.on is None else x[self.on]
-            last_text, counts = self._last
-            if text is not last_text or type(text) is not str:
-                counts = text_counts(text, self.lowercase, self.stop_words or None)
-            if counts is not None:
-                self._last = (text, counts)
-                return dict(counts)  # a copy: the classifier may keep or change its input
-        return self._bag_of_words.transform_one(x)
-
     def learn_one(self, x, y, **params) -> None:
         """Learn the text `x` with label `y`.
 
@@ -288,7 +258,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `learn_one` (e.g. a sample weight ``w``).
         """
-        self.classifier.learn_one(self._counts(x), y, **params)
+        self.classifier.learn_one(self._bag_of_words.transform_one(x), y, **params)
 
     def predict_one(self, x, **params):
         """The classifier's prediction for the text `x`.
@@ -300,7 +270,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_one`.
         """
-        return self.classifier.predict_one(self._counts(x), **params)
+        return self.classifier.predict_one(self._bag_of_words.transform_one(x), **params)
 
     def predict_proba_one(self, x, **params) -> dict:
         """The classifier's probabilities for the text `x`, ``{label: probability}``.
@@ -312,7 +282,4 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_proba_one`.
         """
-        return self.classifier.predict_proba_one(self._counts(x), **params)
-
-    def __getstate__(self):
-        return {**self.__dict__, "_last": (None, None)}  # no text of the stream in a pickle
+        return self.classifier.predict_proba_one(self._bag_of_words.transform_one(x), **params)

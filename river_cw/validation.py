@@ -5,11 +5,12 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
-import os
 
 import numpy as np
 
-__all__ = ["as_floats", "check_features", "check_label", "check_weight", "to_float"]
+from . import engine
+
+__all__ = ["as_floats", "check_features", "check_label", "check_weight", "is_real", "to_float"]
 
 
 def to_float(name, value) -> float:
@@ -133,6 +134,19 @@ def check_label(y) -> None:
         raise TypeError(f"labels must be hashable, got {type(y).__name__}: {y!r}") from None
 
 
+def is_real(value: object) -> bool:
+    """Whether `value` is a real number and not a bool: what a numeric hyperparameter must be.
+
+    A predicate, not an `isinstance` check in place: narrowing a ``float`` to `numbers.Real`
+    leaves a type checker an intersection it cannot give the attribute assigned from it.
+
+    >>> is_real(0.5), is_real(2), is_real(True), is_real("0.5")
+    (True, True, False, False)
+
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def check_weight(w) -> float:
     """The sample weight `w` of `learn_one` as a Python float, or an error naming `w`.
 
@@ -166,8 +180,6 @@ def check_weight(w) -> float:
 
 
 _as_floats_python = as_floats
-if not os.environ.get("RIVER_CW_PURE_PYTHON"):
-    try:  # the same function with its fast paths compiled (see river_cw.gaussian.ENGINE)
-        from ._diagonal import as_floats
-    except ImportError:
-        pass
+if engine.diagonal is not None:  # the same function with its fast paths compiled
+    engine.diagonal.connect(as_floats=_as_floats_python)  # its general case
+    as_floats = engine.diagonal.as_floats

@@ -8,12 +8,16 @@ import importlib.util
 import json
 import os
 import random
+import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 def outcome(learn):
@@ -64,6 +68,35 @@ def shuffled(examples: list, seed: int = 0) -> list:
     examples = list(examples)
     random.Random(seed).shuffle(examples)
     return examples
+
+
+def tracked_files(dest: Path) -> Path:
+    """A copy of the project's tracked files as they are now (no build leftovers such as an
+    egg-info, whose list of sources an sdist would reuse, or the extensions built in place)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the project's git checkout")
+    listed = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+def run_pytest(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """pytest run quietly by this interpreter in a process of its own (another engine, another
+    build), stopping at the first failure; its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

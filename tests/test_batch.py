@@ -194,7 +194,7 @@ def test_columns_named_alike_are_refused_before_learning(model):
     with pytest.raises(ValueError, match="features has 2 names for 3 columns"):
         model.learn_many(X, [1, 0], features=["a", "b"])
     model.learn_many(X[:, :2], [1, 0], features=["a", "b"])  # an unused duplicate is harmless
-    assert model.classes_ == [1, 0]
+    assert model.classes_ == [0, 1]  # [negative, positive]
 
 
 def test_a_column_named_like_the_intercept_is_the_loop_too():
@@ -338,6 +338,25 @@ def test_a_step_error_is_named_with_its_row_and_keeps_the_rows_before():
         model.learn_many([{"a": 1.0}, {"b": 1.0}, {"a": 2.0}], [1, 0, 1], [1.0, 1.0, 2.0])
     loop(one, [{"a": 1.0}, {"b": 1.0}], [1, 0], [1.0, 1.0])
     assert model.weights == one.weights and model.variances == one.variances
+
+
+def test_a_step_that_changes_the_engine_mid_batch_is_refused_and_the_engine_stays_usable():
+    class Meddling(river_cw.AROW):
+        _native_step = None  # the Python step, called by the kernel with the engine free
+
+        def _step(self, m, v, w):
+            if w == 2.0:
+                self.gaussian.add_block()  # a new layout under the batch's rows
+            return super()._step(m, v, w)
+
+    model = Meddling()
+    model.learn_many([{"a": 1.0}, {"b": 1.0}], [1, 0])
+    if hasattr(model.gaussian, "learn_rows"):  # the compiled kernel refuses it
+        with pytest.raises(RuntimeError, match="the engine changed during a step"):
+            model.learn_many([{"a": 2.0}], [1], [2.0])
+    else:  # the plain loop cannot notice
+        model.learn_many([{"a": 2.0}], [1], [2.0])
+    assert model.gaussian.scores({"a": 1.0})  # not left busy, as the kernel used to leave it
 
 
 def recording_kernel(model, position: int) -> list:

@@ -106,7 +106,8 @@ def test_both_engines_report_the_same_changes():
         pytest.skip("the compiled engine is not built or RIVER_CW_PURE_PYTHON is set")
     models = [on(engine, river_cw.CW, {"diagonal": "exact"}) for engine in ENGINES]
     for model in models:
-        model.learn_one({"a": 1.0}, True)
+        model.learn_one({"a": 1.0}, 0)
+        model.learn_one({"b": 1.0}, 1)  # the second label after the first: no negation
         model.gaussian.mark()
     for x, y in stream(11, n=50):
         for model in models:

@@ -195,14 +195,12 @@ def test_multiclass_probabilities_follow_the_pairwise_gaussian_margins(model):
     model = model.clone()
     for x, y in mixed_stream(6, n=300, labels=tuple("abcde")):
         model.learn_one(x, y)
-    agree = 0
     for x, _ in mixed_stream(7, n=50, labels=tuple("abcde")):
         proba = model.predict_proba_one(x)
         expected = recomputed(model, x)  # from the public views (tests/test_views.py)
         for label in model.classes_:
             assert proba[label] == pytest.approx(expected[label], rel=1e-9, abs=1e-300)
-        agree += max(proba, key=proba.get) == model.predict_one(x)
-    assert agree >= 45  # the mean prediction and the most probable label rarely differ
+        assert max(proba, key=proba.get) == model.predict_one(x)  # one scale: the scores' order
 
 
 def test_lifting_to_multiclass_preserves_every_prediction():
@@ -239,10 +237,10 @@ def test_combine_follows_the_papers_formulas(method, covariance):
         for x, y in shard:
             model.learn_one(x, y)
         models.append(model)
-    models[1] = river_cw.AROW(covariance=covariance)  # labels in the other order: negated
+    models[1] = river_cw.AROW(covariance=covariance)  # labels in the other order, held in one
     for x, y in sorted(shards[1], key=lambda xy: xy[1] != "b"):
         models[1].learn_one(x, y)
-    assert models[1].classes_ == ["b", "a"]
+    assert models[1].classes_ == ["a", "b"] == models[0].classes_
     states = [pickle.dumps(m) for m in models]
     merged = river_cw.combine(models, method=method)
     assert [pickle.dumps(m) for m in models] == states  # inputs untouched
@@ -250,9 +248,8 @@ def test_combine_follows_the_papers_formulas(method, covariance):
     names = [f"f{j}" for j in range(5)] + [river_cw.INTERCEPT]
 
     def gaussian(model):
-        sign = 1 if model.classes_ == ["a", "b"] else -1
         weights = {**model.weights, river_cw.INTERCEPT: model.intercept}
-        mu = np.array([sign * weights[f] for f in names])
+        mu = np.array([weights[f] for f in names])
         covariances = model.covariances
         return mu, np.array([[covariances.get((f, g), 0.0) for g in names] for f in names])
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from streams.cli import evaluate as evaluate_cli
+from streams.io.files import sms_spam
 from tests.conftest import shared_file as shared
 
 
@@ -164,7 +165,9 @@ def test_tune_reports_choices_and_evaluates_on_the_rest(tmp_path, capsys):
     assert chosen.startswith("AROW(r=")
     text = markdown.read_text()
     assert text.startswith("SMS Spam Collection (bundled); parameters tuned on the first 100")
-    assert "| 0%    | AROW()" in text and f"AROW() -> {chosen}" in text
+    # the table and the figure name the model that ran, the tuned one
+    assert f"| 0%    | {chosen}" in text and f"AROW() -> {chosen}" in text
+    assert {r["model"] for r in result["summary"]} == {"majority class", chosen}
 
 
 def test_class_conditional_noise(tmp_path):
@@ -175,7 +178,7 @@ def test_class_conditional_noise(tmp_path):
         == 0
     )
     last = read_csv(tmp_path / "r.csv")[-1]
-    spam = sum(1 for _, y in list(evaluate_cli.files.sms_spam())[:2000] if y == "spam")
+    spam = sum(1 for _, y in list(sms_spam())[:2000] if y == "spam")
     assert last["noise"] == "spam 100%" and int(last["flipped"]) == spam
 
 
@@ -213,6 +216,10 @@ def test_malformed_lines_raise_or_are_skipped(tmp_path, capsys):
         (["--plot", "curves.jpg"], "cannot tell the figure format of 'curves.jpg'"),
         (["--json", "no/such/dir/r.json"], "no directory 'no/such/dir'"),
         (["--csv", "."], "is a directory"),
+        (["--limit", "300", "--delay", "300"], "--delay 300 is not shorter than the 300 examples"),
+        (["--tune", "--limit", "300", "--delay", "270"], "not shorter than the 270 examples"),
+        (["--drift", "flip", "--limit", "300", "--drift-at", "300"], "not inside the stream of"),
+        (["--drift", "sudden", "--limit", "300", "--drift-at", "400"], "not inside the stream"),
     ],
 )
 def test_errors_exit_2_with_one_line(argv, message, capsys):
@@ -287,7 +294,7 @@ def test_metric_options(tmp_path, capsys):
         result = json.loads(document.read_text())
         assert result["metric"] == name and result["info"]["metric"] == name
         assert name in out.splitlines()[-5]  # a column of the final table
-    spam = [y == "spam" for _, y in list(evaluate_cli.files.sms_spam())[:500]]
+    spam = [y == "spam" for _, y in list(sms_spam())[:500]]
     assert run("--limit", 500, "--model", "AROW()", "--metric", "f1", "--json", document) == 0
     baseline = json.loads(document.read_text())["summary"][0]
     assert baseline["model"] == "majority class" and baseline["metric"] == 0.0  # never says spam
@@ -296,11 +303,11 @@ def test_metric_options(tmp_path, capsys):
 
 def test_delay_holds_labels_back(tmp_path):
     document = tmp_path / "r.json"
-    assert run("--limit", 300, "--delay", 400, "--model", "AROW()", "--json", document) == 0
+    assert run("--limit", 300, "--delay", 299, "--model", "AROW()", "--json", document) == 0
     result = json.loads(document.read_text())
-    # no label arrives before the stream ends: no model has an answer for any example
-    assert [r["mistakes"] for r in result["summary"]] == [300, 300]
-    assert result["info"]["delay"] == 400 and "labels 400 examples late" in result["info"]["data"]
+    # one label arrives before the stream ends: the models answer the last example only
+    assert [(r["scored"], r["step"]) for r in result["summary"]] == [(1, 300), (1, 300)]
+    assert result["info"]["delay"] == 299 and "labels 299 examples late" in result["info"]["data"]
     assert run("--limit", 300, "--delay", 5, "--model", "AROW()", "--json", document) == 0
     assert json.loads(document.read_text())["summary"][1]["accuracy"] > 0.8
 
@@ -397,4 +404,50 @@ def test_shards_mixed_every_n_next_to_one_model(capsys):
         "river.linear_model.PAClassifier()",
         "river.linear_model.PAClassifier(), 3 shards, off",
     ]
-    assert "PAClassifier(): not mixed (cannot mix OneVsRestClassifier" in err
+    assert "PAClassifier(): not mixed (cannot mix BinaryLabels" in err
+
+
+PARCELS = Path(__file__).resolve().parent / "data" / "parcels.csv"
+
+
+def test_drift_between_files_of_different_lengths_happens_inside_the_stream(tmp_path, capsys):
+    longer = tmp_path / "longer.csv"
+    rows = PARCELS.read_text().splitlines()
+    longer.write_text("\n".join([rows[0], *rows[1:] * 3]) + "\n")  # 900 rows after the 300
+    model = ("--model", "river.preprocessing.OneHotEncoder() | AROW()", "--target", "sign")
+    document, plot = tmp_path / "r.json", tmp_path / "r.png"
+    assert run(PARCELS, longer, "--drift", "sudden", *model, "--json", document) == 0
+    info = json.loads(document.read_text())["info"]
+    # by default the drift is where the first file ends, and both files are scored
+    assert info["drift_at"] == 300 and info["examples"] == 1200
+    assert "sudden drift at 300" in info["data"]
+    argv = (PARCELS, longer, "--drift", "sudden", "--drift-at", 301, *model)
+    assert run(*argv) == 2
+    assert "--drift-at 301 is beyond the end of the first file (parcels.csv), 300 examples" in (
+        capsys.readouterr().err
+    )
+    # tuned on a prefix: the figure marks the drift among the examples scored after it
+    argv = (PARCELS, longer, "--drift", "sudden", *model, "--tune", "--tune-size", 100)
+    assert run(*argv, "--plot", plot, "--json", document) == 0
+    assert evaluate_cli._marks(json.loads(document.read_text())["info"]) == [200]
+
+
+def test_categorical_columns_and_true_false_labels_in_a_csv(tmp_path, capsys):
+    flags = tmp_path / "flags.csv"
+    flags.write_text(PARCELS.read_text().replace("+1", "True").replace("-1", "False"))
+    spec = (
+        "river.compose.TransformerUnion(river.compose.Select('color') | "
+        "river.preprocessing.OneHotEncoder(), river.compose.Discard('color') | "
+        "river.preprocessing.StandardScaler()) | river.linear_model.LogisticRegression()"
+    )
+    assert run(flags, "--target", "sign", "--model", spec, "--json", tmp_path / "r.json") == 0
+    out = capsys.readouterr().out
+    assert f"{spec}: a binary classifier: it learns 'True' as True and 'False' as False" in out
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["info"]["classes"] == ["False", "True"]  # the file's labels, strings
+    assert result["summary"][1]["accuracy"] > 0.7
+    # a model that takes numbers only is named, with the feature that holds a string
+    assert run(flags, "--target", "sign", "--model", "AROW()") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("river-cw evaluate: error: model AROW() failed on example 1: TypeError:")
+    assert "'color': 'yellow'" in err and len(err.splitlines()) == 1

@@ -8,14 +8,8 @@ from river import evaluate as river_evaluate
 
 import river_cw
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.progressive import (
-    BASELINE,
-    COLUMNS,
-    Evaluation,
-    OneClass,
-    evaluate,
-    iter_evaluate,
-)
+from streams.evaluate.progressive import ModelError, OneClass, evaluate, iter_evaluate
+from streams.evaluate.results import BASELINE, COLUMNS, Evaluation
 from streams.evaluate.tuning import candidates, tune
 from streams.models.specs import parse, prepare
 
@@ -99,19 +93,17 @@ def test_noise_is_learned_but_never_scored():
     assert result.summary[0]["flipped"] == flipped
 
 
-def test_matches_river_progressive_val_score_where_every_prediction_is_an_answer():
+def test_the_learning_curve_is_rivers_at_every_point():
     stream = list(datasets.Phishing())
-    ours = evaluate({"lr": linear_model.LogisticRegression()}, stream, every=250).records
-    for metric, column in [(metrics.Accuracy(), "accuracy"), (metrics.LogLoss(), "log_loss")]:
+    ours = evaluate({"arow": river_cw.AROW()}, stream, every=250, delay=30).records
+    for metric, column in [(metrics.Accuracy(), "accuracy"), (metrics.CrossEntropy(), "log_loss")]:
         theirs = river_evaluate.iter_progressive_val_score(
-            stream, linear_model.LogisticRegression(), metric, step=250
+            stream, river_cw.AROW(), metric, step=250, delay=30
         )
-        assert [r[column] for r in ours] == pytest.approx(
-            [s[type(metric).__name__].get() for s in theirs], rel=1e-12
-        )
+        assert [r[column] for r in ours] == [s[type(metric).__name__].get() for s in theirs]
 
 
-def test_no_answer_is_a_mistake_and_a_missing_true_label_is_probability_zero():
+def test_no_answer_is_not_scored_as_river_does():
     class Stubborn(base.Classifier):
         def learn_one(self, x, y):
             pass
@@ -119,18 +111,19 @@ def test_no_answer_is_a_mistake_and_a_missing_true_label_is_probability_zero():
         def predict_proba_one(self, x):
             return {"a": 1.0} if x["i"] else {}
 
-    result = evaluate([Stubborn(), Probe()], [({"i": i}, "ab"[i % 2]) for i in range(10)], every=5)
+    stream = [({"i": i}, "ab"[i % 2]) for i in range(10)]
+    result = evaluate([Stubborn(), Probe()], stream, every=5)
     stubborn, probe = result.summary
+    # no answer for example 0; "a" is wrong for the 5 odd ones among the 9 scored
+    assert stubborn["model"] == "Stubborn"
+    assert (stubborn["scored"], stubborn["mistakes"], stubborn["accuracy"]) == (9, 5, 4 / 9)
+    # river's CrossEntropy adds nothing for a distribution without the true label
     assert (
-        stubborn["model"] == "Stubborn"
-        and stubborn["mistakes"] == 6
-        and stubborn["accuracy"] == 0.4
+        stubborn["log_loss"]
+        == river_evaluate.progressive_val_score(stream, Stubborn(), metrics.CrossEntropy()).get()
     )
-    # no answer for example 0, and "a" is wrong for the 5 odd ones;
-    # examples 1..9 have a distribution; the 5 "b" among them score -log(1e-15), the rest 0
-    assert stubborn["log_loss"] == pytest.approx(5 * -math.log(1e-15) / 9)
-    # the probe answers None first, then the previous label: all wrong on an alternating stream
-    assert probe["mistakes"] == 10 and probe["log_loss"] is None
+    # the probe answers None first, then the previous label: wrong on an alternating stream
+    assert (probe["scored"], probe["mistakes"], probe["log_loss"]) == (9, 9, None)
 
 
 def test_records_every_k_and_at_the_end_with_recent_accuracy():
@@ -146,6 +139,7 @@ def test_records_every_k_and_at_the_end_with_recent_accuracy():
     last = result.records[-1]
     recent_mistakes = last["mistakes"] - result.records[-3]["mistakes"]
     assert last["recent_accuracy"] == pytest.approx(1 - recent_mistakes / 50)
+    assert result.records[0]["scored"] == 499  # the first answer is None: not scored
     assert all(
         r["seconds"] > 0 and r["throughput"] == pytest.approx(r["step"] / r["seconds"])
         for r in result.records
@@ -186,7 +180,8 @@ def test_outputs(tmp_path):
     assert (
         len(table) == 6 and table[0].startswith("| noise | model") and table[1].startswith("| ---")
     )
-    assert "200" in table[2]
+    assert "200" in table[2] and "examples/s" not in table[0]  # a document holds no timing
+    assert "examples/s" in result.table().splitlines()[0]
 
     result.plot(tmp_path / "r.png", title="toy", column="recent_accuracy", marks=[100])
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -291,10 +286,11 @@ def test_metric_f1_of_a_class_and_a_probability_metric():
     assert probe[-1]["metric"] == pytest.approx(expected.get())
     assert [r["metric"] for r in result.records if r["model"] == "oracle"] == [1.0, 1.0]
 
-    loss = evaluate([Oracle(), Probe()], stream, every=300, metric=metrics.CrossEntropy())
+    loss = evaluate([Oracle()], stream, every=300, metric=metrics.CrossEntropy())
     assert loss.metric == "CrossEntropy" and not loss.bigger_is_better
-    oracle, probe = loss.summary
-    assert oracle["metric"] == pytest.approx(0.0, abs=1e-12) and probe["metric"] is None
+    assert loss.summary[0]["metric"] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="CrossEntropy needs probabilities: probe gives none"):
+        evaluate({"probe": Probe()}, stream, metric=metrics.CrossEntropy())
     with pytest.raises(ValueError, match="MAE is not a classification metric"):
         evaluate([Probe()], stream, metric=metrics.MAE())
 
@@ -303,9 +299,9 @@ def test_recent_metric_covers_the_examples_since_the_previous_record():
     # the probe repeats the previous label: right on runs, wrong on every change
     stream = [({"i": i}, "a" if i < 100 else "ab"[i % 2]) for i in range(200)]
     result = evaluate([Probe()], stream, every=100)
-    assert [r["recent_metric"] for r in result.records] == [0.99, 0.01]
-    assert [r["recent_accuracy"] for r in result.records] == pytest.approx([0.99, 0.01])
-    assert result.records[-1]["metric"] == 100 / 200
+    assert [r["recent_metric"] for r in result.records] == [1.0, 0.01]  # example 0: None
+    assert [r["recent_accuracy"] for r in result.records] == pytest.approx([1.0, 0.01])
+    assert result.records[-1]["metric"] == 100 / 199
 
 
 def test_baseline_is_rivers_prior_classifier():
@@ -313,8 +309,9 @@ def test_baseline_is_rivers_prior_classifier():
     result = evaluate([Probe()], stream, every=300, baseline=True)
     baseline = result.summary[0]
     assert baseline["model"] == BASELINE
-    # the majority class "a" so far, from the second example on
-    assert baseline["mistakes"] == 1 + sum(y == "b" for _, y in stream[1:])
+    # the majority class "a" so far, from the second example on (the first is not scored)
+    assert baseline["mistakes"] == sum(y == "b" for _, y in stream[1:])
+    assert baseline["scored"] == len(stream) - 1
 
 
 def test_results_show_in_notebooks_and_plot_returns_a_figure(tmp_path):
@@ -362,3 +359,16 @@ def test_tune_by_a_loss_keeps_the_smallest():
     losses = {r["model"]: r["metric"] for r in trial.summary}
     assert losses[chosen["AROW()"]] == min(losses.values())
     assert losses[chosen["AROW()"]] < max(losses.values())
+
+
+def test_a_model_that_raises_is_named_with_the_example_and_its_strings():
+    stream = [({"size": 1.0, "color": "red"}, "a"), ({"size": 2.0, "color": "blue"}, "b")]
+    with pytest.raises(
+        ModelError,
+        match=r"model AROW failed on example 1: TypeError: feature "
+        r"'color' has a non-numeric value: 'red' \(str\); the example holds strings "
+        r"\('color': 'red'\).*OneHotEncoder",
+    ):
+        evaluate({"AROW": river_cw.AROW()}, stream)
+    with pytest.raises(ModelError, match="model LR failed on example 1: TypeError"):
+        evaluate({"LR": linear_model.LogisticRegression()}, stream)

@@ -84,7 +84,7 @@ MALFORMED = {
             ("[1, 2]", "JSON object"),
             ('{"x": {"a": 1}}', "no 'label'"),
             ('{"x": {"a": NaN}, "label": 1}', "non-finite"),
-            ('{"x": {"a": "1"}, "label": 1}', "non-numeric"),
+            ('{"x": {"a": null}, "label": 1}', "neither a number nor a string"),
             ('{"x": [1], "label": 1}', "object of features"),
             ('{"text": 3, "label": 1}', "'text' must be a string"),
             ('{"text": "a", "x": {}, "label": 1}', "exactly one"),
@@ -104,7 +104,7 @@ MALFORMED = {
     ),
     ".csv": (
         "1,2,yes",
-        [("1,2", "expected 3 fields"), ("1,x,yes", "not a number"), ("1,2,", "empty 'label'")],
+        [("1,2", "expected 3 fields"), ("1,nan,yes", "not finite"), ("1,2,", "empty 'label'")],
     ),
 }
 

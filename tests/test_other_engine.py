@@ -10,26 +10,29 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import river_cw
+from tests.conftest import ROOT, run_pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 MODULES = [
     "tests/test_diagonal.py",
     "tests/test_hostile_input.py",
     "tests/test_engines.py",
-    "tests/test_text_classifier.py",  # the fused text path and its fallbacks
+    "tests/test_text_classifier.py",
     "tests/test_batch.py",  # learn_many is the plain loop there
     "tests/test_rda.py",  # voted RDA's loops are compiled too (river_cw._rda)
+    "tests/test_most_likely.py",  # predict and probabilities agree on either engine
+    "tests/test_positive_label.py",  # and the binary weights' orientation too
     "river_cw",
 ]
 # the long accuracy run on books adds minutes and nothing engine-specific
-DESELECT = ["tests/test_rda.py::test_l1_trades_weights_for_accuracy_on_books"]
+DESELECT = [
+    "tests/test_rda.py::test_l1_trades_weights_for_accuracy_on_books",
+    # full covariance has one engine, pure Python: a second run would repeat the first
+    "tests/test_most_likely.py::test_full_covariance_predicts_the_label_of_largest_probability_on_image_segments",
+]
 
 
 @pytest.mark.slow
@@ -41,21 +44,5 @@ def test_the_other_engine_passes_the_engine_sensitive_tests():
         env["RIVER_CW_PURE_PYTHON"] = "1"
     else:
         env.pop("RIVER_CW_PURE_PYTHON", None)
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-x",
-            "-p",
-            "no:cacheprovider",
-            *MODULES,
-            *(f"--deselect={test}" for test in DESELECT),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    run = run_pytest([*MODULES, *(f"--deselect={test}" for test in DESELECT)], cwd=ROOT, env=env)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

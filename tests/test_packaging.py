@@ -4,35 +4,16 @@ sdist would only make the install fall back to pure Python, silently)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
 import river_cw
+from tests.conftest import tracked_files
 
-ROOT = Path(__file__).resolve().parents[1]
 EXTENSIONS = {"_diagonal", "_rda", "_text"}
-
-
-def tracked_files(dest: Path) -> Path:
-    """A copy of the project's tracked files as they are now (no build leftovers such as an
-    egg-info, whose list of sources an sdist would reuse)."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("needs the project's git checkout")
-    listed = (
-        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, listed):
-        if (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
-    return dest
 
 
 @pytest.mark.slow

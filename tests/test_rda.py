@@ -101,6 +101,10 @@ class NaiveRDA(LinearClassifier):
         self.total = np.vstack([np.zeros(self.d), self.total])
         self.voters = [[np.vstack([np.zeros(self.d), w]), c] for w, c in self.voters]
 
+    def _negate(self):
+        self.s, self.total = -self.s, -self.total
+        self.voters = [[-w, c] for w, c in self.voters]
+
     def _weight_blocks(self):
         rows = self.total / max(self.t, 1) if self.prediction == "average" else self.current()
         return [{f: w for f, w in enumerate(row) if w} for row in rows]
@@ -334,9 +338,8 @@ def test_closed_form_minimises_the_rda_objective(seed):
         y = bool(rng.random() < 0.5)
         k = model.n_updates
         model.learn_one(x, y)
-        if model.n_updates > k:  # a mistake: hinge subgradient -y x, y = +1 for the 2nd label
-            sign = 1 if y == model.classes_[-1] and len(model.classes_) == 2 else -1
-            s -= sign * np.array(list(x.values()))
+        if model.n_updates > k:  # a mistake: hinge subgradient -y x, y = +1 for True
+            s -= (1 if y else -1) * np.array(list(x.values()))
     k = model.n_updates
 
     def split(z):  # w = u - v with u, v >= 0: smooth, so L-BFGS-B solves it to high accuracy

@@ -1,7 +1,6 @@
 """river_cw.text.TextClassifier is `BagOfWords(...) | classifier`, bit for bit: on the shared
-corpora and on generated texts (non-ASCII included), on the fused path (the compiled diagonal
-engine's `text_counts`) and on every fallback (other options, full covariance, VotedRDA, river's
-classifiers, the pure-Python engine: this module runs under both engines, see
+corpora and on generated texts (non-ASCII included), with every option and classifier (full
+covariance, VotedRDA, river's classifiers; this module runs under both engines, see
 tests/test_other_engine.py)."""
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ from river_cw.text import BagOfWords, TextClassifier
 
 from .conftest import read_jsonl, shuffled
 from .test_text import CORPORA, TEXTS
-
-compiled = pytest.mark.skipif(river_cw.ENGINE != "c", reason="the compiled engine is not active")
 
 
 def bits(probabilities: dict) -> dict:
@@ -115,29 +112,6 @@ def test_a_dict_with_the_text_under_on_and_a_sample_weight():
     assert state(ours.classifier) == state(theirs[-1])
     with pytest.raises(KeyError):
         ours.predict_one({"text": "good"})
-
-
-@compiled
-def test_the_fused_lookup_gives_the_engines_own_keys():
-    # tokens of 15 and 16 characters: the entry's copy of a short key, and the key itself
-    fifteen, sixteen = "abcdefghijklmno", "abcdefghijklmnop"
-    model = TextClassifier(river_cw.AROW())
-    model.learn_one(f"Spam spam eggs {fifteen} {sixteen}", True)
-    model.learn_one("ham", False)
-    keys = {k: k for k in model.classifier.weights}
-    counts = model.classifier.gaussian.text_counts(
-        f"EGGS and {sixteen} spam, spam {fifteen}", True, None
-    )
-    assert counts == {"eggs": 1, "and": 1, sixteen: 1, "spam": 2, fifteen: 1}
-    assert counts.keys() - {"and"} <= keys.keys()
-    assert all(key is keys[key] for key in counts if key != "and")
-    assert model.classifier.gaussian.text_counts("déjà vu", True, None) is None
-    assert model.classifier.gaussian.text_counts(b"spam", True, None) is None
-    assert model.classifier.gaussian.text_counts("the spam", True, {"the"}) == {"spam": 1}
-    loaded = pickle.loads(pickle.dumps(model)).classifier  # other str objects than the cache's
-    keys = {k: k for k in loaded.weights}
-    counts = loaded.gaussian.text_counts("spam eggs", True, None)
-    assert all(key is keys[key] for key in counts)
 
 
 def test_pickles_forget_the_last_text_and_continue_alike():

@@ -66,14 +66,10 @@ def recomputed(model, x: dict) -> dict:
     if binary:
         p = 0.5 * math.erfc(-scores[0] / math.sqrt(cov[0, 0]) / math.sqrt(2.0))
         return {classes[0]: 1.0 - p, classes[1]: p}
+    best, second = np.argsort(-np.array(scores), kind="stable")[:2]  # the decision's margin
+    scale = math.sqrt(cov[best, best] + cov[second, second] - 2 * cov[best, second])
     logp = [
-        sum(
-            normal_log_cdf(
-                (scores[z] - scores[k]) / math.sqrt(cov[z, z] + cov[k, k] - 2 * cov[z, k])
-            )
-            for k in range(len(blocks))
-            if k != z
-        )
+        sum(normal_log_cdf((scores[z] - scores[k]) / scale) for k in range(len(blocks)) if k != z)
         for z in range(len(blocks))
     ]
     unnormalised = [math.exp(lp - max(logp)) for lp in logp]

@@ -5,28 +5,38 @@ it compares a default set of confidence-weighted models with river's passive-agg
 classifier. The stream is held in memory (it may be shuffled, and the class set and length
 are needed for noise, drift positions and the progress bar); for endless or very long streams
 use `streams.evaluate.progressive.evaluate` from Python.
+
+Without noise, every number it prints for a model is the one river's
+``evaluate.progressive_val_score`` gives for that model on the same parsed stream, for every
+metric and `--delay` (`streams.evaluate.progressive`; tests/test_differential.py checks it). The
+model is the spec as `streams.models.specs.prepare` fits it to the stream: a river classifier
+that learns only booleans gets the stream's two labels as True and False (`BinaryLabels`), and
+answers in them. What cannot be scored so is refused before the run, in one line: a metric of
+probabilities for a model without them, a delay as long as the stream, a drift outside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import itertools
 import os
 import pathlib
-import random
 import sys
 
-from river import metrics
-from tqdm.auto import tqdm
+from river import multiclass
 
+from river_cw.labels import order_key
+from river_cw.text import TextClassifier
 from streams.cli import records
+from streams.cli.evaluate_input import SYNTHETIC_LENGTH, load, noise_rate, parse_metric
+from streams.cli.running_table import RunningTable
 from streams.evaluate import drift, plots
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.progressive import BASELINE, Evaluation, OneClass, iter_evaluate, metric_name
+from streams.evaluate.progressive import iter_evaluate, metric_name
+from streams.evaluate.results import BASELINE, Evaluation
 from streams.evaluate.sharded import MIX_METHODS, ShardedClassifier, shard_name
 from streams.evaluate.tuning import tune
-from streams.io import files
+from streams.models.labels import BinaryLabels
 from streams.models.specs import parse, prepare
 
 DEFAULT_MODELS = ["AROW()", "CW()", "SCW()", "NHERD()", "river.linear_model.PAClassifier()"]
@@ -34,7 +44,6 @@ DENSE_MODELS = [spec for spec in DEFAULT_MODELS if spec != "CW()"]
 """The default line-up on numeric features: CW's hard constraint (every example classified with
 the required confidence) has no solution on noisy dense data, where its variances collapse
 (Phishing with 10% label noise: 0.464, below the majority class; benchmarks/dense.py)."""
-SYNTHETIC_LENGTH = 10_000
 
 
 def _count(minimum: int):
@@ -229,8 +238,12 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if args.plot:
         column = "recent_metric" if args.drift else "metric"
-        marks = [result.info["drift_at"]] if args.drift and not args.tune else []
-        result.plot(args.plot, title=args.title or result.info["data"], column=column, marks=marks)
+        result.plot(
+            args.plot,
+            title=args.title or result.info["data"],
+            column=column,
+            marks=_marks(result.info),
+        )
     if args.csv:
         result.to_csv(args.csv)
     if args.json:
@@ -246,6 +259,15 @@ def run(args: argparse.Namespace) -> int:
         with open(args.markdown, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
     return 0
+
+
+def _marks(info: dict) -> list[int]:
+    """Where the plot marks the drift: its position among the examples scored (after the
+    tuning prefix, if any)."""
+    position = info["drift_at"]
+    if position is None or position <= info.get("tune_size", 0):
+        return []
+    return [position - info.get("tune_size", 0)]
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -278,9 +300,10 @@ def _tuned(info: dict) -> list[str]:
 def _run(args: argparse.Namespace) -> Evaluation:
     for spec in args.model or ():  # fail on a bad spec, or one not a classifier, before reading
         prepare(parse(spec))
-    _metric(args.metric, None)
-    examples, description, readers, drift_at = _load(args)
-    for reader in readers:
+    parse_metric(args.metric, None)  # a bad --metric fails before the files are read
+    data = load(args)
+    examples, description = data.examples, data.description
+    for reader in data.readers:
         if reader.n_skipped:
             print(
                 f"skipped {reader.n_skipped:,} malformed lines in {reader.source}; "
@@ -289,22 +312,26 @@ def _run(args: argparse.Namespace) -> Evaluation:
             )
     if not examples:
         raise ValueError("the stream is empty")
-    classes = sorted({y for _, y in examples}, key=str)
-    metric = _metric(args.metric, [y for _, y in examples])
+    classes = sorted({y for _, y in examples}, key=order_key)
+    metric = parse_metric(args.metric, [y for _, y in examples])
     text = isinstance(examples[0][0].get("text"), str)
-    bool_labels = all(isinstance(c, bool) for c in classes)
     specs = args.model or (DEFAULT_MODELS if text else DENSE_MODELS)
 
     def build(spec):
-        return prepare(parse(spec), text=text, bool_labels=bool_labels)
+        return prepare(parse(spec), text=text, labels=classes)
 
+    if not args.quiet:
+        for spec in specs:
+            note = _arranged(build(spec))
+            if note:
+                print(f"{spec}: {note}")
     if args.delay:
         description += f", labels {args.delay:,} examples late"
     every = args.every if args.every is not None else max(1, len(examples) // 100)
     results = []
     info: dict = {
         "data": description,
-        "drift_at": drift_at,
+        "drift_at": data.drift_at,
         "examples": len(examples),
         "classes": classes,
         "seed": args.seed,
@@ -312,19 +339,27 @@ def _run(args: argparse.Namespace) -> Evaluation:
         "metric": metric_name(metric),
         "delay": args.delay,
     }
+    size = 0
+    if args.tune:
+        size = args.tune_size if args.tune_size is not None else max(1, len(examples) // 10)
+        if not 0 < size < len(examples):
+            raise ValueError(f"--tune-size must be between 1 and {len(examples) - 1}, got {size}")
+        info["tune_size"] = size
+    if args.delay >= len(examples) - size:
+        raise ValueError(
+            f"--delay {args.delay:,} is not shorter than the {len(examples) - size:,} examples "
+            "scored: no label would arrive before the stream ends"
+        )
     for rate in args.noise:
-        noise = LabelNoise(_noise_rate(rate, classes), classes=classes, seed=args.seed)
+        noise = LabelNoise(noise_rate(rate, classes), classes=classes, seed=args.seed)
         models, stream = {spec: build(spec) for spec in specs}, examples
         if args.tune:
-            size = args.tune_size if args.tune_size is not None else max(1, len(examples) // 10)
-            if not 0 < size < len(examples):
-                raise ValueError(
-                    f"--tune-size must be between 1 and {len(examples) - 1}, got {size}"
-                )
             chosen, _ = tune(specs, examples[:size], build, noise, metric)
-            models, stream = {spec: build(chosen[spec]) for spec in specs}, examples[size:]
+            models, stream = (
+                {name: build(chosen[spec]) for spec, name in _tuned_names(chosen)},
+                examples[size:],
+            )
             info.setdefault("tuned", {})[noise.name] = chosen
-            info["tune_size"] = size
         models = _sharded(models, args)
         table = None if args.quiet else RunningTable([BASELINE, *models], metric_name(metric))
         if table:
@@ -345,8 +380,31 @@ def _run(args: argparse.Namespace) -> Evaluation:
             table.finish(result)
         results.append(result)
     if args.tune:
-        info["data"] += f"; parameters tuned on the first {info['tune_size']:,}, scored on the rest"
+        info["data"] += f"; parameters tuned on the first {size:,}, scored on the rest"
     return Evaluation.concat([*results, Evaluation([], info)])
+
+
+def _tuned_names(chosen: dict[str, str]) -> list[tuple[str, str]]:
+    """(spec, name) of the tuned models: the chosen spec, or "spec -> chosen" where two specs
+    chose the same one."""
+    counts = collections.Counter(chosen.values())
+    return [
+        (spec, pick if counts[pick] == 1 else f"{spec} -> {pick}") for spec, pick in chosen.items()
+    ]
+
+
+def _arranged(model) -> str | None:
+    """What `prepare` did to fit a model to the stream's labels, in words (None for most)."""
+    if isinstance(model, TextClassifier):
+        model = model.classifier
+    if isinstance(model, BinaryLabels):
+        return (
+            f"a binary classifier: it learns {model.positive!r} as True and {model.negative!r} "
+            "as False (river_cw.labels) and answers in those labels"
+        )
+    if isinstance(model, multiclass.OneVsRestClassifier):
+        return "a binary classifier, one per label (river's OneVsRestClassifier)"
+    return None
 
 
 def _sharded(models: dict, args: argparse.Namespace) -> dict:
@@ -366,215 +424,3 @@ def _sharded(models: dict, args: argparse.Namespace) -> dict:
                     break
                 out[f"{name}, {shard_name(args.shards, method, every)}"] = sharded
     return out
-
-
-class RunningTable:
-    """Progress while the models learn: a row at doubling intervals of the learning curve
-    (its first point, then twice as many examples, four times ...), as Vowpal Wabbit prints.
-
-    Each row gives the examples seen and, per model, the metric so far and, in parentheses,
-    the accuracy since the previous row (so drift shows).
-    """
-
-    def __init__(self, names: list[str], metric: str):
-        self.names = names
-        self.metric = metric
-        self.widths = [max(13, len(_short(name))) for name in names]
-        self.next_step = 0
-        self.last_step = 0
-        self.previous: dict[str, tuple[int, int]] = {}  # model -> (step, mistakes) at last row
-
-    def start(self, description: str) -> None:
-        self.next_step = self.last_step = 0
-        self.previous = {}
-        what = (
-            "accuracy so far (since the previous row)"
-            if self.metric == "Accuracy"
-            else f"{self.metric} so far (accuracy since the previous row)"
-        )
-        self._print(f"Progressive validation on {description}: {what}")
-        cells = [_short(name).ljust(width) for name, width in zip(self.names, self.widths)]
-        self._print("  ".join(["examples".rjust(10), *cells]).rstrip())
-
-    def update(self, partial: Evaluation) -> None:
-        step = partial.records[-1]["step"]
-        if step >= self.next_step:
-            self._row(partial, step)
-            self.next_step = 2 * step
-
-    def finish(self, result: Evaluation) -> None:
-        step = result.records[-1]["step"]
-        if step != self.last_step:
-            self._row(result, step)
-
-    def _row(self, partial: Evaluation, step: int) -> None:
-        latest = {r["model"]: r for r in partial.records[-len(self.names) :]}
-        cells = []
-        for name, width in zip(self.names, self.widths):
-            record = latest[name]
-            last_step, last_mistakes = self.previous.get(name, (0, 0))
-            recent = 1.0 - (record["mistakes"] - last_mistakes) / (step - last_step)
-            value = "-" if record["metric"] is None else f"{record['metric']:.3f}"
-            cells.append(f"{value} ({recent:.3f})".ljust(width))
-            self.previous[name] = (step, record["mistakes"])
-        self.last_step = step
-        self._print("  ".join([f"{step:>10,}", *cells]).rstrip())
-
-    @staticmethod
-    def _print(line: str) -> None:
-        tqdm.write(line)  # clears and redraws a progress bar around the line
-        sys.stdout.flush()
-
-
-def _short(name: str) -> str:
-    """A model's column title: its spec without the module path, cut at 30 characters.
-
-    >>> _short("river.linear_model.PAClassifier(C=0.01)")
-    'PAClassifier(C=0.01)'
-    """
-    head = name.split("(")[0]
-    if "|" not in name and "." in head:
-        name = head.rsplit(".", 1)[1] + name[len(head) :]
-    return name if len(name) <= 30 else name[:27] + "..."
-
-
-def _metric(text: str, labels: list | None) -> metrics.base.ClassificationMetric:
-    """A fresh river metric for --metric; with `labels` None, only the spelling is checked.
-
-    A binary river metric (F1, MCC, ROCAUC ...) scores one class against the others: its
-    `pos_val`, or else the rarer class (see `evaluation.OneClass`).
-    """
-    name, _, label = text.partition(":")
-    key = name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
-    if key == "accuracy":
-        return metrics.Accuracy()
-    if key in ("logloss", "crossentropy"):
-        return metrics.CrossEntropy()
-    if key == "f1":
-        metric = metrics.F1()
-    else:
-        spec = text if "." in text.split("(")[0] else f"metrics.{text}"
-        try:
-            metric = parse(spec)
-        except ValueError as error:
-            raise ValueError(
-                f"--metric {text!r}: expected accuracy, f1, f1:CLASS, logloss or a river "
-                f"classification metric such as 'MCC()' ({error})"
-            ) from None
-        if not isinstance(metric, metrics.base.ClassificationMetric):
-            raise ValueError(f"--metric {text!r} is not a classification metric")
-    if labels is None or not isinstance(metric, metrics.base.BinaryMetric):
-        return metric
-    counts = collections.Counter(labels)
-    by_name = {str(c): c for c in counts}
-    wanted = label or (None if metric.pos_val is True else str(metric.pos_val))
-    if wanted is None:
-        if all(isinstance(c, bool) for c in counts):
-            return metric  # river's own case: True is the positive class
-        return OneClass(metric, min(counts, key=lambda c: (counts[c], str(c))))  # the rarer
-    if wanted not in by_name:
-        raise ValueError(
-            f"--metric {text!r}: unknown class {wanted!r}; the classes are {sorted(by_name)}"
-        )
-    return OneClass(metric, by_name[wanted])
-
-
-def _load(args: argparse.Namespace) -> tuple[list, str, list[files.FileStream], int | None]:
-    """The examples (shuffled, drifted, limited), their description, readers and drift position."""
-    rng = random.Random(args.seed)
-    schema, delimiter = records.schema(args), records.delimiter(args)
-    readers = [
-        files.open_stream(path, args.format, args.on_error, schema, delimiter)
-        for path in args.files
-    ]
-    name = ", ".join(pathlib.Path(r.source).name for r in readers)
-    name = name or "SMS Spam Collection (bundled)"
-    if args.domains and (
-        args.drift not in drift.KINDS
-        or len(readers) != 1
-        or not isinstance(readers[0], files.JSONLines)
-    ):
-        raise ValueError("--domains needs --drift sudden|gradual|recurring and one JSON-lines file")
-    if args.drift in drift.KINDS:
-        return _drift(args, readers, name, rng)
-    examples = list(itertools.chain.from_iterable(readers or [files.sms_spam(args.on_error)]))
-    if args.shuffle:
-        rng.shuffle(examples)
-        name += f", shuffled (seed {args.seed})"
-    examples, position = examples[: args.limit], None
-    if args.drift == "flip":
-        position = args.drift_at if args.drift_at is not None else len(examples) // 2
-        examples = list(
-            drift.label_flip(examples, position, sorted({y for _, y in examples}, key=str))
-        )
-        name += f", labels flip at {position:,}"
-    return examples, name, readers, position
-
-
-def _drift(args, readers, name, rng):
-    """Concept drift between files, domains of one file, or (no file) synthetic SEA concepts."""
-    if args.domains:
-        domains = args.domains.split(",")
-        concepts = [
-            list(files.JSONLines(readers[0].path, args.on_error, {"domain": d}, readers[0].schema))
-            for d in domains
-        ]
-        for domain, concept in zip(domains, concepts):
-            if not concept:
-                raise ValueError(f"no records with domain {domain!r} in {readers[0].path}")
-        name += f", {' -> '.join(domains)}"
-    elif len(readers) >= 2:
-        concepts = [list(reader) for reader in readers]
-    elif not readers:
-        concepts, name = None, "SEA (river synthetic), variant 0 -> 3"
-    else:
-        raise ValueError(
-            f"{args.drift} drift needs concepts: two or more files, --domains, "
-            "or no file for synthetic SEA"
-        )
-    if concepts is None:
-        n = args.limit if args.limit is not None else SYNTHETIC_LENGTH
-    else:
-        n = min(sum(map(len, concepts)), sys.maxsize if args.limit is None else args.limit)
-        if args.shuffle:
-            for concept in concepts:
-                rng.shuffle(concept)
-            name += f", shuffled (seed {args.seed})"
-    recurring = args.drift == "recurring"
-    position = args.drift_at if args.drift_at is not None else n // (4 if recurring else 2)
-    width = args.drift_width if args.drift_width is not None else max(1, n // 10)
-    period = args.drift_period if args.drift_period is not None else max(1, position)
-    if concepts is None:
-        stream = drift.synthetic(args.drift, position, width, period, args.seed)
-    else:
-        stream = drift.concept_drift(concepts, args.drift, position, width, period, args.seed)
-    name += f", {args.drift} drift at {position:,}"
-    name += (
-        f", width {width:,}"
-        if args.drift == "gradual"
-        else f", period {period:,}"
-        if recurring
-        else ""
-    )
-    return list(itertools.islice(stream, n)), name, readers, position
-
-
-def _noise_rate(text: str, classes: list):
-    """'0.1' -> 0.1; 'spam=0.3,ham=0.05' -> {'spam': 0.3, 'ham': 0.05}, keyed by the labels."""
-    if "=" not in text:
-        return _probability(text)
-    by_name = {str(c): c for c in classes}
-    rates = {}
-    for item in text.split(","):
-        label, _, value = (part.strip() for part in item.partition("="))
-        if label not in by_name:
-            raise ValueError(f"--noise: unknown class {label!r}; the classes are {classes}")
-        rates[by_name[label]] = _probability(value)
-    return rates
-
-
-def _probability(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"--noise: {text!r} is not a probability") from None

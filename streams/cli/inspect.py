@@ -53,9 +53,11 @@ def describe(state, top: int) -> str:
     model = state.model
     core = classifier_of(model)
     accuracy = state.accuracy
+    positive = getattr(core, "positive_label", None)
     lines = [
         f"partition {state.partition} of {state.topic}: {state.model_spec}",
-        f"  classes: {getattr(core, 'classes_', 'n/a')}",
+        f"  classes: {getattr(core, 'classes_', 'n/a')}"
+        + ("" if positive is None else f"; positive weights favour {positive!r}"),
         f"  learned {state.learned:,}, predicted {state.predicted:,}, prequential accuracy "
         + ("n/a" if accuracy is None else f"{accuracy:.4f}")
         + f" ({state.scored:,} scored)",

@@ -73,8 +73,10 @@ def learning_curves(
     a drift). The model named `baseline` is drawn in grey, and the y axis spans the curves
     (the baseline's too) after the first tenth of the stream, so it starts near the baseline
     rather than at the first points, scored after a handful of examples. The panels share the
-    y axis so noise levels compare at a glance. `path` writes the figure (PNG, PDF or SVG by
-    extension); `ax` (one axes, or one per noise level) draws into an existing figure.
+    y axis so noise levels compare at a glance. The legend names each panel's models: one legend
+    beside the panels, or, where they show different models (parameters tuned at each noise
+    level), one under each panel. `path` writes the figure (PNG, PDF or SVG by extension); `ax`
+    (one axes, or one per noise level) draws into an existing figure.
     """
     if not records:
         raise ValueError("no records to plot")
@@ -82,10 +84,19 @@ def learning_curves(
         raise ValueError(f"column must be one of {sorted(COLUMNS)}, got {column!r}")
     fmt = check_path(path) if path is not None else None
     levels = list(dict.fromkeys(r["noise"] for r in records))
-    models = list(dict.fromkeys(r["model"] for r in records))
+    # each panel's models in order of appearance: tuning may have picked other parameters at
+    # each noise level, and each panel names the models that ran there
+    panels = {
+        level: list(dict.fromkeys(r["model"] for r in records if r["noise"] == level))
+        for level in levels
+    }
+    shared_legend = all(models == panels[levels[0]] for models in panels.values())
     if ax is None:
-        width = 3.5 + 3.6 * len(levels)  # with room for the legend on the right
-        figure = LearningCurves(figsize=(width, 3.6), dpi=110, layout="constrained")
+        if shared_legend:  # with room for the legend on the right
+            width, height = 3.5 + 3.6 * len(levels), 3.6
+        else:  # with room for a legend under each panel
+            width, height = 0.8 + 3.6 * len(levels), 3.8 + 0.15 * max(map(len, panels.values()))
+        figure = LearningCurves(figsize=(width, height), dpi=110, layout="constrained")
         FigureCanvasAgg(figure)
         axes = list(figure.subplots(1, len(levels), sharey=True, squeeze=False)[0])
     else:
@@ -97,6 +108,7 @@ def learning_curves(
     shown = []  # the values the y axis must show: every curve after the first tenth
     warm_up = max(r["step"] for r in records) / 10
     for panel, level in zip(axes, levels):
+        models = panels[level]
         others = [m for m in models if m != baseline]
         for model in models:
             curve = [
@@ -139,8 +151,11 @@ def learning_curves(
         for panel in axes:
             panel.set_ylim(low - pad, high + pad)
     axes[0].set_ylabel(COLUMNS[column].format(metric=metric))
-    if ax is None:  # beside the panels, where it hides no curve
+    if ax is None and shared_legend:  # beside the panels, where it hides no curve
         figure.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize=8)
+    elif ax is None:  # under each panel, its own models
+        for panel in axes:
+            panel.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7)
     else:
         if column not in ("metric", "recent_metric"):
             bigger_is_better = column != "log_loss"

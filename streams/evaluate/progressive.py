@@ -1,29 +1,39 @@
-"""Side-by-side progressive validation: several models, one pass over one stream.
+"""Side-by-side progressive validation: several models, one pass over one stream, river's numbers.
 
-For each example every model first predicts, is scored against the clean label, and then
-learns from the label (after noise, if any; `delay` examples later, if labels come late). All
-models see the same examples in the same order with the same noisy labels; each gets its own
-shallow copy of `x`, so no model can change what another sees. river's
-`evaluate.progressive_val_score` runs one model per pass, so the loop is written here, with
-river's metrics. `iter_evaluate` yields the results so far at every point of the learning
-curve (to watch curves grow in a notebook); `evaluate` returns the last of them.
+Every model is scored exactly as river's `evaluate.progressive_val_score` scores it alone, for
+every metric and every `delay`, by the same rules, read from river's own code
+(`river/evaluate/progressive_validation.py`) and driven by river's own `stream.simulate_qa`:
 
-Conventions, per model:
+* each example is predicted when it arrives and learned `delay` examples later (example t is
+  learned just before example t + delay is predicted, so delays 0 and 1 score alike); the labels
+  still waiting when the stream ends are then learned, in order, and scored;
+* a prediction that is None or ``{}`` (a model that has learned nothing yet, or every example
+  predicted before its label arrives under a delay) is not scored at all;
+* a metric that needs labels (`requires_labels`) is fed `predict_one`, any other
+  `predict_proba_one`, unchanged (river's `CrossEntropy` adds nothing for a distribution that
+  leaves the true label out: a label the model has never met).
 
-* `metric` is the chosen river metric (accuracy by default) over every example, and
-  `recent_metric` the same metric over the examples since the previous record: it shows drift
-  that the running value averages away. A metric that needs probabilities (log loss, ROC AUC)
-  is fed `predict_proba_one` and is None for models without it.
-* `accuracy` and `mistakes` count every example; a model that has no answer yet
-  (`predict_one` returns None) makes a mistake. (river's `progressive_val_score` skips
-  such examples instead; on streams where every prediction is an answer both agree.)
-  `recent_accuracy` is the accuracy since the previous record.
-* `log_loss` is river's `CrossEntropy` over the examples where the model gave a non-empty
-  distribution; a distribution that leaves out the true label counts as probability 0
-  (clipped to 1e-15), where river's metric would count it as a perfect prediction.
-  It is None for models without `predict_proba_one`.
-* `seconds` is the time spent in `predict_one` and `learn_one` only, and `throughput` is
-  examples per second of that time.
+`iter_evaluate` runs the models side by side: all see the same examples in the same order, each
+through its own shallow copy of `x` (so that no model can change what another sees), and learn
+the same labels, those of the stream or, with `noise`, the noisy ones, while every score is
+against the clean label (a simulation river's function does not offer; without noise the numbers
+are river's). It yields the results so far at every point of the learning curve (to watch
+curves grow in a notebook); `evaluate` returns the last of them. The columns of each record
+(`streams.evaluate.results.COLUMNS`), per model:
+
+* `step`: the examples whose labels have arrived (river's step);
+* `metric`: the chosen river metric over those examples, by the rules above; `recent_metric`
+  the same since the previous record (drift shows there, averaged away in the running value);
+* `accuracy`, `scored` and `mistakes`: river's `Accuracy` of `predict_one`, the examples it
+  scored and those it got wrong (so ``accuracy = 1 - mistakes / scored``); `recent_accuracy`
+  since the previous record (None when it scored nothing);
+* `log_loss`: river's `CrossEntropy` of `predict_proba_one`; None for a model without
+  probabilities;
+* `flipped`: labels learned flipped by the noise; `seconds`: the time spent in the model's
+  `predict_one`, `predict_proba_one` and `learn_one`; `throughput`: examples per second of it.
+
+A model that raises stops the run with a `ModelError` naming the model, the example and, for a
+`TypeError` on an example with string values, the features that hold them.
 
 Examples
 --------
@@ -40,48 +50,30 @@ Evaluation(Accuracy, 1 model, 100 examples)
 
 from __future__ import annotations
 
-import collections
-import csv
-import dataclasses
-import html
-import json
+import contextlib
 import math
 import time
 import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from river import base, compose, dummy, metrics
+from river.stream import simulate_qa
 
 from river_cw.text import TextClassifier
 from streams.evaluate.noise import LabelNoise
+from streams.evaluate.results import BASELINE, Evaluation
 
 __all__ = [
-    "BASELINE",
-    "COLUMNS",
-    "Evaluation",
+    "ModelError",
     "OneClass",
     "evaluate",
     "iter_evaluate",
     "metric_name",
 ]
 
-COLUMNS = (
-    "noise",
-    "model",
-    "step",
-    "metric",
-    "recent_metric",
-    "accuracy",
-    "recent_accuracy",
-    "log_loss",
-    "mistakes",
-    "flipped",
-    "seconds",
-    "throughput",
-)
 
-# the name of the majority-class baseline (river's PriorClassifier) when `baseline=True`
-BASELINE = "majority class"
+class ModelError(ValueError):
+    """A model raised on an example: the model, the example and the error, in one line."""
 
 
 class OneClass(metrics.base.ClassificationMetric):
@@ -189,273 +181,110 @@ def metric_name(metric: metrics.base.Metric) -> str:
     return name
 
 
-@dataclasses.dataclass(repr=False)
-class Evaluation:
-    """The result of `evaluate`: learning curves as tidy records, one per (noise, model, step).
-
-    The last record of each (noise, model) is its final score; `summary` holds those.
-    `metric` names the metric of the `metric` columns; `info` carries anything else worth
-    saving with the results (e.g. tuned parameters). In a notebook a result shows as a table.
-
-    Parameters
-    ----------
-    records
-        One dict per (noise, model, step), with the keys of `COLUMNS`.
-    info
-        Anything else to save with the results (e.g. tuned parameters).
-    metric
-        The name of the metric of the ``metric`` columns.
-    bigger_is_better
-        Whether a bigger value of the metric is better.
-
-    Examples
-    --------
-
-    >>> from river import datasets, linear_model
-    >>> result = evaluate([linear_model.LogisticRegression()], datasets.Phishing(), every=500)
-    >>> result
-    Evaluation(Accuracy, 1 model, 1,250 examples)
-    >>> [(r["step"], round(r["metric"], 3)) for r in result.records]
-    [(500, 0.632), (1000, 0.704), (1250, 0.73)]
-
-    """
-
-    records: list[dict]
-    info: dict = dataclasses.field(default_factory=dict)
-    metric: str = "Accuracy"
-    bigger_is_better: bool = True
-
-    @classmethod
-    def concat(cls, evaluations: Iterable[Evaluation]) -> Evaluation:
-        """One result holding the records of several (e.g. one per noise level).
-
-        Parameters
-        ----------
-        evaluations
-            The results, in order; the first one names the metric.
-        """
-        evaluations = list(evaluations)
-        records, info = [], {}
-        for evaluation in evaluations:
-            records += evaluation.records
-            info.update(evaluation.info)
-        first = evaluations[0] if evaluations else cls([])
-        return cls(records, info, first.metric, first.bigger_is_better)
-
-    @property
-    def summary(self) -> list[dict]:
-        last = {}
-        for record in self.records:
-            last[record["noise"], record["model"]] = record
-        return list(last.values())
-
-    def __repr__(self) -> str:
-        models = {r["model"] for r in self.records}
-        levels = {r["noise"] for r in self.records}
-        steps = max((r["step"] for r in self.records), default=0)
-        noise = f", {len(levels)} noise levels" if len(levels) > 1 else ""
-        return (
-            f"Evaluation({self.metric}, {len(models)} model{'s' * (len(models) != 1)}{noise}, "
-            f"{steps:,} examples)"
-        )
-
-    def to_frame(self):
-        """The records as a pandas DataFrame (needs pandas)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.records, columns=list(COLUMNS))
-
-    def _rows(self) -> tuple[list[str], list[list[str]]]:
-        header = ["noise", "model", "examples", self.metric]
-        header += ["accuracy"] if self.metric != "Accuracy" else []
-        header += ["log loss", "mistakes", "examples/s"]
-        rows = []
-        for r in self.summary:
-            row = [r["noise"], r["model"], f"{r['step']:,}", _number(r["metric"])]
-            row += [f"{r['accuracy']:.4f}"] if self.metric != "Accuracy" else []
-            row += [_number(r["log_loss"]), f"{r['mistakes']:,}", f"{r['throughput']:,.0f}"]
-            rows.append(row)
-        return header, rows
-
-    def table(self, markdown: bool = False) -> str:
-        """The final scores as an aligned text table, or a markdown one.
-
-        Parameters
-        ----------
-        markdown
-            A markdown table instead of aligned text.
-        """
-        header, rows = self._rows()
-        left = {0, 1}
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-
-        def line(cells, sep=" | " if markdown else "  "):
-            text = sep.join(
-                c.ljust(w) if i in left else c.rjust(w)
-                for i, (c, w) in enumerate(zip(cells, widths))
-            )
-            return f"| {text} |" if markdown else text
-
-        rule = ["-" * w if i in left else "-" * (w - 1) + ":" for i, w in enumerate(widths)]
-        return "\n".join([line(header), line(rule), *map(line, rows)])
-
-    def _repr_html_(self) -> str:
-        header, rows = self._rows()
-        cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
-        )
-        caption = html.escape(self.info.get("data", repr(self)))
-        return f"<table><caption>{caption}</caption><tr>{cells}</tr>{body}</table>"
-
-    def to_csv(self, path) -> None:
-        """Write every record (the learning curves) as CSV, with the columns of `COLUMNS`.
-
-        Parameters
-        ----------
-        path
-            The file to write.
-        """
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-            writer.writeheader()
-            writer.writerows(self.records)
-
-    def to_json(self, path) -> None:
-        """Write the metric, the final scores, every record and `info` as one JSON document.
-
-        Parameters
-        ----------
-        path
-            The file to write.
-        """
-        document = {
-            "metric": self.metric,
-            "summary": self.summary,
-            "records": self.records,
-            "info": self.info,
-        }
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(document, fh, indent=1, default=str)
-
-    def plot(
-        self,
-        path=None,
-        *,
-        ax=None,
-        title: str | None = None,
-        column: str = "metric",
-        marks: Sequence[int] = (),
-    ):
-        """Draw the learning curves, one panel per noise level; return the matplotlib Figure.
-
-        Parameters
-        ----------
-        path
-            Also write the figure there (PNG, PDF or SVG, by its extension).
-        ax
-            Draw into these existing axes (one per noise level) instead of a new figure.
-        title
-            The figure's title.
-        column
-            ``"metric"`` (running), ``"recent_metric"`` (since the previous record),
-            ``"accuracy"``, ``"recent_accuracy"`` or ``"log_loss"``.
-        marks
-            Positions to mark with a dashed line, such as a drift.
-        """
-        from streams.evaluate.plots import learning_curves
-
-        return learning_curves(
-            self.records,
-            path,
-            ax=ax,
-            title=title,
-            column=column,
-            marks=marks,
-            metric=self.metric,
-            bigger_is_better=self.bigger_is_better,
-            baseline=BASELINE,
-        )
+def scored(y_pred) -> bool:
+    """Whether river's progressive validation scores a prediction: neither None nor ``{}``."""
+    return y_pred is not None and y_pred != {}
 
 
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+def gives_probabilities(model: base.Classifier, x: dict) -> bool:
+    """Whether `model` has `predict_proba_one`, asked of a fresh clone on `x` (river's base
+    classifier raises `NotImplementedError` for models without it)."""
+    try:
+        model.clone().predict_proba_one(dict(x))
+    except NotImplementedError:
+        return False
+    return True
 
 
 class _Track:
     """One model's state in the side-by-side run."""
 
-    def __init__(self, name: str, model: base.Classifier, metric: metrics.base.Metric):
+    def __init__(self, name: str, model: base.Classifier, metric: metrics.base.Metric, x: dict):
+        """`x`, the first example, tells whether the model gives probabilities."""
         self.name = name
         self.model = model
         self.metric = metric.clone()
         self.recent = metric.clone()
         self.log_loss = metrics.CrossEntropy()
-        self.has_proba: bool | None = None
-        self.n_scored = 0  # examples with a distribution, i.e. in the log loss
-        self.n_recent_scored = 0
-        self.mistakes = 0
+        with _named(name, 0, x):  # a model that cannot take the first example stops here
+            self.has_proba = gives_probabilities(model, x)
+        if not (metric.requires_labels or self.has_proba):
+            raise ValueError(f"{metric_name(metric)} needs probabilities: {name} gives none")
+        self.pending: dict[int, tuple] = {}  # example -> (predicted label, distribution)
+        self.scored = self.mistakes = self.scored_proba = self.n_metric = self.n_recent = 0
         self.seconds = 0.0
-        self._last = (0, 0)  # (step, mistakes) at the previous record
+        self._last = (0, 0)  # (scored, mistakes) at the previous record
 
-    def predict(self, x: dict, y) -> dict:
-        """Predict and score one example; return the model's own copy of `x` for learning."""
-        model = self.model
-        x = x.copy()
+    def ask(self, i: int, x: dict) -> None:
+        """Predict example i (its label and its distribution) on arrival."""
+        x = dict(x)
         start = time.perf_counter()
-        y_pred = model.predict_one(x)
+        with _named(self.name, i, x):
+            label = self.model.predict_one(x)
+            proba = self.model.predict_proba_one(x) if self.has_proba else None
         self.seconds += time.perf_counter() - start
-        proba = self._proba(x, y)
-        self.mistakes += y_pred != y
-        if proba is not None:
+        self.pending[i] = (label, proba)
+
+    def answer(self, i: int, x: dict, y, y_learn) -> None:
+        """Score example i's predictions against its label y, then learn it with `y_learn`."""
+        label, proba = self.pending.pop(i)
+        if scored(label):
+            self.scored += 1
+            self.mistakes += label != y
+        if self.has_proba and scored(proba):
             self.log_loss.update(y, proba)
-            self.n_scored += 1
-            self.n_recent_scored += 1
-        for metric in (self.metric, self.recent):
-            if metric.requires_labels:
-                metric.update(y, y_pred)
-            elif proba is not None:
-                metric.update(y, proba)
-        return x
-
-    def learn(self, x: dict, y) -> None:
+            self.scored_proba += 1
+        y_pred = label if self.metric.requires_labels else proba
+        if scored(y_pred):
+            self.metric.update(y, y_pred)
+            self.recent.update(y, y_pred)
+            self.n_metric += 1
+            self.n_recent += 1
+        x = dict(x)
         start = time.perf_counter()
-        self.model.learn_one(x, y)
+        with _named(self.name, i, x):
+            self.model.learn_one(x, y_learn)
         self.seconds += time.perf_counter() - start
-
-    def _proba(self, x: dict, y) -> dict | None:
-        """The predicted distribution with the true label filled in (0 if left out), if any."""
-        if self.has_proba is False:
-            return None
-        try:
-            proba = self.model.predict_proba_one(x)
-        except NotImplementedError:
-            self.has_proba = False
-            return None
-        self.has_proba = True
-        return {**proba, y: proba.get(y, 0.0)} if proba else None
 
     def record(self, noise: str, step: int, flipped: int) -> dict:
-        last_step, last_mistakes = self._last
-        self._last = (step, self.mistakes)
-        labels = self.metric.requires_labels
+        last_scored, last_mistakes = self._last
+        self._last = (self.scored, self.mistakes)
+        recent = self.scored - last_scored
         record = {
             "noise": noise,
             "model": self.name,
             "step": step,
-            "metric": self.metric.get() if labels or self.n_scored else None,
-            "recent_metric": self.recent.get() if labels or self.n_recent_scored else None,
-            "accuracy": (step - self.mistakes) / step,
-            "recent_accuracy": 1.0 - (self.mistakes - last_mistakes) / (step - last_step),
-            "log_loss": self.log_loss.get() if self.n_scored else None,
+            "metric": self.metric.get() if self.n_metric else None,
+            "recent_metric": self.recent.get() if self.n_recent else None,
+            "accuracy": (self.scored - self.mistakes) / self.scored if self.scored else None,
+            "recent_accuracy": 1.0 - (self.mistakes - last_mistakes) / recent if recent else None,
+            "log_loss": self.log_loss.get() if self.scored_proba else None,
+            "scored": self.scored,
             "mistakes": self.mistakes,
             "flipped": flipped,
             "seconds": self.seconds,
             "throughput": step / self.seconds if self.seconds > 0 else math.inf,
         }
-        self.recent = self.metric.clone()
-        self.n_recent_scored = 0
+        self.recent, self.n_recent = self.metric.clone(), 0
         return record
+
+
+@contextlib.contextmanager
+def _named(name: str, i: int, x: dict):
+    """Turn what a model raises on example i into a `ModelError` saying who, where and why."""
+    try:
+        yield
+    except Exception as error:
+        strings = [f"{f!r}: {v!r}" for f, v in x.items() if isinstance(v, str)]
+        hint = (
+            f"; the example holds strings ({', '.join(strings[:5])}): a model of numbers needs "
+            "an encoder first, e.g. 'river.preprocessing.OneHotEncoder() | ...'"
+            if strings and isinstance(error, TypeError) and set(x) != {"text"}
+            else ""
+        )
+        raise ModelError(
+            f"model {name} failed on example {i + 1:,}: {type(error).__name__}: {error}{hint}"
+        ) from error
 
 
 def iter_evaluate(
@@ -471,8 +300,10 @@ def iter_evaluate(
 ) -> Iterator[Evaluation]:
     """Progressive validation of several models side by side, yielding the results so far.
 
-    Every `every` examples (and at the end) it yields an `Evaluation` holding every record
-    so far, so a notebook can redraw the curves as they grow; the last one is the result.
+    Every `every` examples answered (and at the end) it yields an `Evaluation` holding every
+    record so far, so a notebook can redraw the curves as they grow; the last one is the result.
+    Without `noise`, each model's numbers are those of river's ``progressive_val_score(stream,
+    model, metric, delay=delay)`` (see the module docstring).
 
     Parameters
     ----------
@@ -481,9 +312,9 @@ def iter_evaluate(
     stream
         The (x, y) pairs; `y` is the clean label every model is scored against.
     noise
-        Applied once per example to the label the models learn from.
+        Applied once per example, in stream order, to the label the models learn from.
     every
-        Record the learning curve every `every` examples (and at the end).
+        Record the learning curve every `every` examples answered (and at the end).
     total
         The length of the stream, if known, for the progress bar.
     progress
@@ -491,14 +322,13 @@ def iter_evaluate(
         terminal), after one second so short runs stay quiet; None shows it in a notebook
         or when stderr is a terminal.
     delay
-        Labels arrive `delay` examples late, as with river's `progressive_val_score(delay=...)`:
-        example t is learned just before example t + delay is predicted (so 0 and 1 score
-        alike). When the stream ends, the examples still waiting are learned (the scores do
-        not change).
+        Labels arrive `delay` examples late, as river's `progressive_val_score(delay=...)` has
+        them (`river.stream.simulate_qa`): example t is learned just before example t + delay
+        is predicted, so 0 and 1 score alike.
     metric
         A river classification metric, e.g. `OneClass(metrics.F1(), "spam")` (the F1 of a class),
         `metrics.MCC()` or `metrics.CrossEntropy()` (default: accuracy); each model gets a
-        fresh clone.
+        fresh clone. A metric of probabilities refuses a model without `predict_proba_one`.
     baseline
         Add river's `dummy.PriorClassifier` (it predicts the majority class so far) as a
         model named `BASELINE`.
@@ -525,42 +355,41 @@ def iter_evaluate(
     metric = metric if metric is not None else metrics.Accuracy()
     if not isinstance(metric, metrics.base.ClassificationMetric):
         raise ValueError(f"{metric_name(metric)} is not a classification metric")
+    for name, model in models.items():
+        if not metric.works_with(model):  # river's own check
+            raise ValueError(f"{metric_name(metric)} does not work with {name}")
     if baseline:
         models = {BASELINE: dummy.PriorClassifier(), **models}
-    tracks = [_Track(name, model, metric) for name, model in models.items()]
     noise_name = noise.name if noise is not None else "0%"
-
-    def result() -> Evaluation:
-        return Evaluation(list(records), {}, metric_name(metric), metric.bigger_is_better)
-
-    records: list[dict] = []
-    waiting: collections.deque = collections.deque()  # (due, each model's x, label), oldest first
-    step = flipped = 0
     with _progress_bar(stream, total, progress) as bar:
-        for x, y in bar:
-            while waiting and waiting[0][0] <= step:  # labels due now come before the example
-                _learn(tracks, *waiting.popleft()[1:])
-            y_learn = noise(y) if noise is not None else y
-            flipped += y_learn != y
-            xs = [track.predict(x, y) for track in tracks]
-            if delay:
-                waiting.append((step + delay, xs, y_learn))
-            else:
-                _learn(tracks, xs, y_learn)
+        examples = iter(bar)
+        first = next(examples, None)
+        if first is None:
+            return
+        tracks = [_Track(name, model, metric, first[0]) for name, model in models.items()]
+        arrivals = ((x, y, {"learn": noise(y) if noise else y}) for x, y in _chain(first, examples))
+        records: list[dict] = []
+        step = flipped = 0
+        for i, x, y, labels in simulate_qa(arrivals, None, delay or None, copy=False):
+            if y is None:  # a question: every model predicts the example as it arrives
+                for track in tracks:
+                    track.ask(i, x)
+                continue
+            for track in tracks:  # its label: scored, then learned (the noisy one, if any)
+                track.answer(i, x, y, labels["learn"])
             step += 1
+            flipped += labels["learn"] != y
             if step % every == 0:
                 records += [track.record(noise_name, step, flipped) for track in tracks]
-                yield result()
-    while waiting:
-        _learn(tracks, *waiting.popleft()[1:])
+                yield Evaluation(list(records), {}, metric_name(metric), metric.bigger_is_better)
     if step % every:
         records += [track.record(noise_name, step, flipped) for track in tracks]
-        yield result()
+        yield Evaluation(list(records), {}, metric_name(metric), metric.bigger_is_better)
 
 
-def _learn(tracks: list[_Track], xs: list[dict], y) -> None:
-    for track, x in zip(tracks, xs):
-        track.learn(x, y)
+def _chain(first, rest):
+    yield first
+    yield from rest
 
 
 def _progress_bar(stream, total: int | None, progress: bool | None):
@@ -622,7 +451,7 @@ def evaluate(
     ...     baseline=True,
     ... )
     >>> {r["model"]: round(r["metric"], 3) for r in result.summary}
-    {'majority class': 0.554, 'AROW': 0.866, 'LogisticRegression': 0.73}
+    {'majority class': 0.555, 'AROW': 0.867, 'LogisticRegression': 0.73}
 
     """
     result = Evaluation([])

@@ -20,7 +20,7 @@ Examples
 >>> model = BagOfWords(on="text") | river_cw.AROW()
 >>> result = evaluate_mixing(model, stream, shards=4, mix_every=[50], methods=["kl", "off"])
 >>> [(r["model"], round(r["accuracy"], 2)) for r in result.summary]
-[('one model', 0.94), ('4 shards, kl every 50', 0.92), ('4 shards, off', 0.89)]
+[('one model', 0.95), ('4 shards, kl every 50', 0.92), ('4 shards, off', 0.89)]
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from collections.abc import Iterable, Sequence
 from river import base
 
 from river_cw import combine
-from streams.evaluate.progressive import Evaluation, evaluate
+from streams.evaluate.progressive import evaluate
+from streams.evaluate.results import Evaluation
 from streams.models.mixing import Mixer, MixState, Rounds, clone
 
 __all__ = ["ShardedClassifier", "evaluate_mixing", "shard_name"]

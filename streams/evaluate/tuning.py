@@ -24,7 +24,8 @@ from collections.abc import Callable, Hashable, Sequence
 from river import base, metrics
 
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.progressive import Evaluation, evaluate
+from streams.evaluate.progressive import evaluate
+from streams.evaluate.results import Evaluation
 
 __all__ = ["GRIDS", "candidates", "tune"]
 

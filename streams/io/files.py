@@ -3,7 +3,8 @@
 Every reader yields `(x, y)` in file order and knows the line it is on. Two kinds of error:
 
 * A record that cannot be an example (bad JSON, JSON nested too deep, an integer too large for
-  a float, a feature that is not a finite number, a float, NaN or missing label, a CSV field over
+  a float, a feature that is neither a finite number nor a string (in libsvm: not a number), a
+  float, NaN or missing label, a CSV field over
   the csv module's size limit, bytes that are not UTF-8, ...) raises `MalformedLineError` naming
   the file and the line, or, with `on_error="skip"`, is skipped and counted (`n_skipped`, with
   the first errors kept in `errors`).
@@ -184,10 +185,11 @@ class FileStream(abc.ABC):
 
     def _open(self) -> typing.ContextManager[io.BufferedReader]:
         if self.source == "<stdin>":
-            return contextlib.nullcontext(sys.stdin.buffer)  # not closed after reading
+            # not closed after reading; a BufferedReader, which typeshed calls a BinaryIO
+            return contextlib.nullcontext(typing.cast(io.BufferedReader, sys.stdin.buffer))
         return self.path.open("rb")
 
-    def _lines(self, fh: typing.BinaryIO) -> Iterator[tuple[int, str]]:
+    def _lines(self, fh: io.BufferedIOBase) -> Iterator[tuple[int, str]]:
         """Yield (line number, decoded line); a line that is not UTF-8 is a malformed line.
 
         A failure to read (truncated or corrupt gzip, an I/O error) raises
@@ -287,7 +289,7 @@ class JSONLines(_LineStream):
             or any(record.get(key) != value for key, value in self.where.items())
         ):
             return None
-        example = self.schema.parse(record, need_label=True)
+        example = self.schema.parse(record, need_label=True, strings=True)
         return example.x, example.label
 
 
@@ -354,10 +356,12 @@ class LibSVM(_LineStream):
 
 
 class CSV(FileStream):
-    """CSV with a header row: one column is the label, the others are numeric features.
+    """CSV with a header row: one column is the label, the others are features.
 
+    A cell that reads as a number is that number (it must be finite); any other is kept as its
+    string, a categorical value for river's encoders (``preprocessing.OneHotEncoder() | ...``).
     Empty cells are missing features (left out of `x`). The column named by `text`, if any,
-    holds raw text and becomes `x["text"]`. Labels stay strings, as written.
+    holds raw text and becomes `x["text"]`. Labels stay strings, as written (``"True"`` too).
 
     Parameters
     ----------
@@ -377,9 +381,9 @@ class CSV(FileStream):
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.csv"
-    >>> _ = path.write_text("a,b,label\\n1,,yes\\n0.5,2,no\\n")
+    >>> _ = path.write_text("a,b,label\\n1,,yes\\n0.5,red,no\\n")
     >>> list(CSV(path))
-    [({'a': 1.0}, 'yes'), ({'a': 0.5, 'b': 2.0}, 'no')]
+    [({'a': 1.0}, 'yes'), ({'a': 0.5, 'b': 'red'}, 'no')]
 
     """
 
@@ -445,18 +449,21 @@ class CSV(FileStream):
             elif name == self.text:
                 x["text"] = value
             elif value != "":
-                try:
-                    number = float(value)
-                except ValueError:
-                    raise ValueError(
-                        f"column {_clip(name)}: {_clip(value)} is not a number"
-                    ) from None
-                if not math.isfinite(number):
-                    raise ValueError(f"column {_clip(name)}: {_clip(value)} is not finite")
-                x[name] = number
+                x[name] = _cell(name, value)
         if y == "":
             raise ValueError(f"empty {self.target!r}")
         return x, y
+
+
+def _cell(name: str, value: str) -> float | str:
+    """A CSV feature's value: the number it reads as (which must be finite), else the string."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if not math.isfinite(number):
+        raise ValueError(f"column {_clip(name)}: {_clip(value)} is not finite")
+    return number
 
 
 FORMATS = {

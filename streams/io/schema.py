@@ -5,10 +5,11 @@ A record is a JSON object (a line of a JSON-lines file, a Kafka message, a CSV r
     {"id": "42", "x": {"feature": 1.5, ...}, "label": "spam"}   # features, or
     {"id": "42", "text": "free entry ...", "label": "spam"}     # raw text for a river pipeline
 
-- ``x`` maps feature names (strings) to finite real numbers (JSON numbers or booleans); a
-  text record becomes ``x = {"text": str}``, ready for ``BagOfWords(on="text")``. With
-  ``flat=True`` every field other than the id and the label is a feature (``{"a": 1, "b": 2,
-  "label": 0}``).
+- ``x`` maps feature names (strings) to finite real numbers (JSON numbers or booleans), and in
+  files to strings as well (categorical values, for river's encoders such as
+  ``preprocessing.OneHotEncoder``); a text record becomes ``x = {"text": str}``, ready for
+  ``BagOfWords(on="text")``. With ``flat=True`` every field other than the id and the label is a
+  feature (``{"a": 1, "b": 2, "label": 0}``).
 - ``label`` is a string, an integer or a boolean (never a float, NaN or null): the label of a
   classifier. It may be missing where a label can come later (Kafka's labels topic).
 - ``id`` is a string or an integer, normalised to a string, so an example with id 42 and a label
@@ -137,17 +138,23 @@ def _check_string(what: str, value: str) -> None:
         ) from None
 
 
-def check_features(x: dict) -> None:
-    """Raise `SchemaError` naming the first feature that is not a finite real number.
+def check_features(x: dict, strings: bool = False) -> None:
+    """Raise `SchemaError` naming the first feature that is not a finite real number, or, with
+    `strings`, a string either (a categorical value, for river's encoders).
 
     JSON gives ints, floats and booleans; an int beyond float64 or a non-finite value is refused.
     """
     for name, value in x.items():
         if isinstance(name, str):
             _check_string("feature name", name)
+        if strings and isinstance(value, str):
+            _check_string(f"value of feature {name!r}", value)
+            continue
         if not isinstance(value, (int, float)):
             raise SchemaError(
-                f"wrong type: feature {name!r} has a non-numeric value {describe(value)}"
+                f"wrong type: feature {name!r} has a "
+                f"{'value neither a number nor a string' if strings else 'non-numeric value'} "
+                f"{describe(value)}"
             )
         try:
             finite = math.isfinite(value)
@@ -221,7 +228,9 @@ class Schema:
     id_field: str = "id"
     flat: bool = False
 
-    def parse(self, record, *, need_label: bool = False, need_id: bool = False) -> Example:
+    def parse(
+        self, record, *, need_label: bool = False, need_id: bool = False, strings: bool = False
+    ) -> Example:
         """The `Example` of a decoded record; `SchemaError` if it breaks the schema.
 
         Parameters
@@ -232,12 +241,14 @@ class Schema:
             Refuse a record without a label.
         need_id
             Refuse a record without an id.
+        strings
+            A feature may hold a string (a categorical value) as well as a number.
         """
         if not isinstance(record, dict):
             raise SchemaError(f"unknown schema: expected a JSON object, got {describe(record)}")
         return Example(
             self.parse_id(record, required=need_id),
-            self._features(record),
+            self._features(record, strings),
             self.parse_label(record, required=need_label),
         )
 
@@ -283,11 +294,11 @@ class Schema:
         check_label(value, self.label_field)
         return value
 
-    def _features(self, record: dict) -> dict:
+    def _features(self, record: dict, strings: bool) -> dict:
         if self.flat:
             skip = (self.id_field, self.label_field)
             x = {k: v for k, v in record.items() if k not in skip}
-            check_features(x)
+            check_features(x, strings)
             return x
         has_x, has_text = self.features_field in record, self.text_field in record
         if has_x == has_text:
@@ -309,7 +320,7 @@ class Schema:
                 f"wrong type: {self.features_field!r} must be an object of features, "
                 f"got {describe(x)}"
             )
-        check_features(x)
+        check_features(x, strings)
         return x
 
 

@@ -59,9 +59,10 @@ import hashlib
 import logging
 import pickle
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from river_cw import changes, combine
+from river_cw.base import LinearClassifier
 from streams.models.specs import classifier_of
 
 __all__ = ["Contribution", "Mix", "MixError", "MixState", "Mixer", "Rounds", "fingerprint"]
@@ -217,7 +218,7 @@ class Mixer:
         """The partition's model after round `mix.round`: a copy of the mix with the examples
         learned since publishing learned again (or `model` itself when the round was skipped)."""
         state = self.state
-        if mix.round != state.round or not state.published:
+        if mix.round != state.round or state.replay is None:  # not published
             raise MixError(f"cannot adopt round {mix.round} in round {state.round}")
         if mix.model is not None:
             model = clone(mix.model)
@@ -328,4 +329,4 @@ class Rounds:
 
 
 def _labels(model) -> int:
-    return len(classifier_of(model).classes_)
+    return len(cast(LinearClassifier, classifier_of(model)).classes_)  # combine mixes no other

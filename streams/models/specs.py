@@ -9,7 +9,9 @@ or `river_cw` (a leading `river.` may be left out).
 0.1
 >>> parse("river.linear_model.PAClassifier(C=0.01)").C
 0.01
->>> print(prepare(parse("river.linear_model.PAClassifier()"), text=True))
+>>> print(prepare(parse("river.linear_model.PAClassifier()"), text=True, labels=["ham", "spam"]))
+TextClassifier(BinaryLabels(PAClassifier))
+>>> print(prepare(parse("river.linear_model.PAClassifier()"), text=True))  # labels unknown
 TextClassifier(OneVsRestClassifier(PAClassifier))
 >>> parse("__import__('os').system('ls')")
 Traceback (most recent call last):
@@ -27,6 +29,7 @@ from river import base, compose, multiclass
 
 import river_cw
 from river_cw import text as text_features
+from streams.models.labels import arrange, needs_booleans
 
 __all__ = ["classifier_of", "parse", "prepare"]
 
@@ -133,9 +136,10 @@ def _resolve(node: ast.AST, spec: str) -> type:
     return obj
 
 
-def _lookup(parts: list[str]):
+def _lookup(parts: list[str]) -> object:
     """The object at a dotted path, importing the longest module prefix that exists."""
     for split in range(len(parts), 0, -1):
+        obj: object
         try:
             obj = importlib.import_module(".".join(parts[:split]))
         except ImportError:
@@ -146,14 +150,16 @@ def _lookup(parts: list[str]):
     return None
 
 
-def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False) -> base.Estimator:
-    """Fit a parsed model to a stream: bag of words for text, one-vs-rest for binary-only models.
+def prepare(model: base.Estimator, text: bool = False, labels=None) -> base.Estimator:
+    """Fit a parsed model to a stream: its labels, and a bag of words for text.
 
-    A pipeline is left as it is (its author chose the features). Otherwise, for text streams
-    (`x = {"text": str}`) the model becomes `river_cw.text.TextClassifier(model, on="text")`
-    (`BagOfWords(on="text") | model` with the same numbers, on the fused text path where the
-    compiled engine learns), and a binary-only river classifier (one that wants bool labels) is
-    wrapped in `OneVsRestClassifier` unless the labels are bools.
+    A model that learns only booleans (a river binary classifier, or a pipeline or composition
+    ending in one) is fitted to the stream's `labels` by `streams.models.labels.arrange`; with
+    `labels` unknown (None), by river's `OneVsRestClassifier`. For text streams (`x = {"text":
+    str}`) a model that is not a pipeline (whose author chose the features) becomes
+    `river_cw.text.TextClassifier(model, on="text")` (`BagOfWords(on="text") | model` with the
+    same numbers, on the fused text path where the compiled engine learns); the labels are
+    arranged inside it, so that the text is counted once.
 
     Parameters
     ----------
@@ -161,8 +167,8 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
         A model, as `parse` builds it.
     text
         The stream's examples are texts, ``{"text": str}``.
-    bool_labels
-        The stream's labels are bools.
+    labels
+        The stream's labels, or None when they are not known.
 
     Examples
     --------
@@ -172,13 +178,14 @@ def prepare(model: base.Estimator, text: bool = False, bool_labels: bool = False
     ('TextClassifier', 'text', 'AROW')
 
     """
-    if isinstance(model, compose.Pipeline):
-        return model
     if not isinstance(model, base.Classifier):
         raise ValueError(f"{type(model).__name__} is not a classifier")
-    if not bool_labels and not model._multiclass:
+    pipeline = isinstance(model, compose.Pipeline)
+    if labels is not None:
+        model = arrange(model, labels)
+    elif needs_booleans(model):
         model = multiclass.OneVsRestClassifier(model)
-    if text:
+    if text and not pipeline:
         model = text_features.TextClassifier(model, on="text")
     return model
 

@@ -1,0 +1,313 @@
+"""The compiled engines hold no reference and no memory they should let go (issue 33).
+
+Each test runs one workload of a compiled engine (the diagonal Gaussian engine,
+`river_cw/_diagonal.c` with `_batch.h`; voted RDA's, `river_cw/_rda.c`) many times over the same
+objects after a warm-up: learning (the lean path and the general one), the engine's margin() and
+update() called apart, predicting, mini-batches of dicts and of CSR arrays, text, pickling, and
+the error paths (bad values, a key whose ``==`` raises, non-finite scores, bad arrays, a step's
+bad result). Then
+
+- the reference counts (`sys.getrefcount`) of the objects handed to the engine (feature names,
+  labels, values, texts, the example dicts) are what they were: a reference kept per call shows
+  as a count that grows with the cycles;
+- the memory Python's allocators hold (`tracemalloc`, which sees the engines' `PyMem` tables as
+  well as every object) has not grown: a leaked float or dict shows as bytes per cycle.
+
+A failure names the workload and what leaked. Checked by injection into `_diagonal.c`, each
+caught while the rest of the suite passed: learn's ``Py_DECREF`` of the example's dict removed
+fails six workloads, naming the feature names and values whose counts grew by one per call;
+margin()'s, the margin and update workload, naming the example dicts; margin_pairs' of its
+pairs, six workloads by their memory (416 to 672 bytes per cycle).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import pickle
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+import river_cw
+from river_cw import rda, text
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        river_cw.ENGINE != "c" or rda._compiled is None,
+        reason="the compiled engines are not built (or RIVER_CW_PURE_PYTHON=1)",
+    ),
+]
+
+WARM_UP = 200  # cycles before counting: the tables, caches and free lists settle
+GROWTH = 64 * 1024  # bytes a workload may add over all its cycles (about 1 per cycle at most)
+
+
+def fresh(word: str) -> str:
+    """A str object of its own (not interned), so that only the engine's use moves its count."""
+    return "".join(list(word))
+
+
+FEATURES = [fresh(f"feature{i}") for i in range(8)]
+VALUES = [float(i) + 0.5 for i in range(8)]  # float objects of their own, reused by every cycle
+LABELS = [fresh("spam"), fresh("ham"), fresh("eggs")]
+NOT_A_NUMBER = fresh("not a number")  # what a broken step returns for gamma
+
+
+def example(shift: int = 0) -> dict:
+    return {FEATURES[(i + shift) % 8]: VALUES[i] for i in range(5)}
+
+
+X = [example(shift) for shift in range(4)]  # the dicts every cycle reuses
+WATCHED = {
+    **{f"feature {name!r}": name for name in FEATURES},
+    **{f"value {value!r}": value for value in VALUES},
+    **{f"label {label!r}": label for label in LABELS},
+    "a broken step's gamma": NOT_A_NUMBER,
+    **{f"example dict {i}": x for i, x in enumerate(X)},
+}
+
+
+class EqualRaises:
+    """A feature name equal in hash to a learned one, whose == raises (a hostile key)."""
+
+    def __hash__(self):
+        return hash(FEATURES[0])
+
+    def __eq__(self, other):
+        raise KeyError("no comparison")
+
+
+def assert_no_leak(workload: str, cycle, cycles: int, watched: dict | None = None) -> None:
+    """Run `cycle` WARM_UP times, then `cycles` times counting: the watched objects' reference
+    counts must not change, nor the traced memory grow by more than GROWTH."""
+    watched = WATCHED if watched is None else watched
+    for _ in range(WARM_UP):
+        cycle()
+    gc.collect()
+    before = {name: sys.getrefcount(obj) for name, obj in watched.items()}
+    tracemalloc.start()
+    try:
+        for _ in range(cycles):
+            cycle()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    after = {name: sys.getrefcount(obj) for name, obj in watched.items()}
+    held = [
+        f"{name}: {before[name]} -> {after[name]}"
+        for name in watched
+        if after[name] != before[name]
+    ]
+    assert not held, f"{workload}: references kept over {cycles:,} cycles: " + "; ".join(held)
+    assert grown <= GROWTH, (
+        f"{workload}: memory grew by {grown:,} bytes over {cycles:,} cycles "
+        f"({grown / cycles:,.1f} bytes per cycle)"
+    )
+
+
+def raises(error, call, *args) -> None:
+    try:
+        call(*args)
+    except error:
+        return
+    raise AssertionError(f"{call.__qualname__}{args} did not raise {error}")
+
+
+def learned(model, labels=LABELS[:2]):
+    """`model` after a few examples of each label."""
+    for i, x in enumerate(X * 3):
+        model.learn_one(x, labels[i % len(labels)])
+    return model
+
+
+# -- the diagonal Gaussian engine ---------------------------------------------------------------
+
+
+def learn_and_predict(model, labels):
+    def cycle():
+        for i, x in enumerate(X):
+            model.learn_one(x, labels[i % len(labels)])
+            model.predict_one(x)
+            model.predict_proba_one(x)
+
+    return cycle
+
+
+class PythonStep(river_cw.AROW):
+    """AROW through the general path: no step in C, so learn_one calls the engine's `learn`."""
+
+    _native_step = None
+
+
+class BrokenStep(PythonStep):
+    """A rule whose step, for a weight of 2, returns a gamma that is not a number: the engines'
+    error path for a step's bad result (learn's and the batch kernel's)."""
+
+    def _step(self, m, v, w):
+        return (VALUES[0], NOT_A_NUMBER) if w == 2.0 else super()._step(m, v, w)
+
+
+@pytest.mark.parametrize(
+    "workload, model, labels",
+    [
+        ("AROW learn_one (lean path) and predict", river_cw.AROW(), LABELS[:2]),
+        ("AROW multi-class (margin and update)", river_cw.AROW(), LABELS),
+        ("AROW with forgetting (general path)", river_cw.AROW(forgetting=0.01), LABELS[:2]),
+        ("AROW with its step in Python (engine.learn)", PythonStep(), LABELS[:2]),
+        (
+            "CW var exact (lean exact solver)",
+            river_cw.CW(variant="var", diagonal="exact"),
+            LABELS[:2],
+        ),
+        ("CW stdev exact multi-class (Python solver)", river_cw.CW(diagonal="exact"), LABELS),
+        ("NHERD exact (herding shrink)", river_cw.NHERD(diagonal="exact"), LABELS),
+        ("SOP", river_cw.SOP(), LABELS[:2]),
+    ],
+)
+def test_diagonal_engine_learning_and_predicting_keeps_no_reference_nor_memory(
+    workload, model, labels
+):
+    assert_no_leak(workload, learn_and_predict(model, labels), cycles=5_000)
+
+
+def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
+    """The engine's margin() and update() called apart, as the Python engine's learn calls them
+    (the compiled learn fuses them in C): forgetting, new features and a stale token's error."""
+    engine = learned(river_cw.AROW(), LABELS)._gaussian
+    unseen = {fresh("unseen"): VALUES[0], **X[0]}
+
+    def cycle():
+        for x in (*X, unseen):
+            _, v, _, token = engine.margin(x, ((0, 1), (1, -1)), 0.99, 0.01)
+            engine.update(token, 0.1, 0.1, v, "project")
+        engine.margin(X[1], ((2, 1),))
+        raises(RuntimeError, engine.update, token, 0.1, 0.1, 1.0, "drop")  # an older margin's
+
+    watched = WATCHED | {f"feature {name!r}": name for name in unseen} | {"example dict": unseen}
+    assert_no_leak("margin and update", cycle, cycles=5_000, watched=watched)
+
+
+@pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
+def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(labels):
+    model = learned(river_cw.AROW(), labels)
+    exact = learned(river_cw.CW(diagonal="exact"), labels)
+    rows = X * 5
+    y = [labels[i % len(labels)] for i in range(len(rows))]
+    csr = sparse.csr_array(np.array([[x.get(name, 0.0) for name in FEATURES] for x in rows]))
+    hashed = sparse.csr_array(csr.toarray()[:, :6])
+
+    def cycle():
+        for each in (model, exact):
+            each.learn_many(rows, y)
+            each.learn_many(csr, y, features=FEATURES)
+            each.learn_many(hashed, y)
+            each.predict_many(csr, features=FEATURES)
+
+    assert_no_leak(f"learn_many, {len(labels)} labels", cycle, cycles=2_000)
+
+
+def test_diagonal_engine_text_keeps_no_reference_nor_memory():
+    texts = [fresh("a free prize for you now"), fresh("see you at lunch, ok?"), fresh("déjà vu")]
+    wrapped = text.TextClassifier(river_cw.AROW())
+    piped = text.BagOfWords() | river_cw.AROW()
+
+    def cycle():
+        for i, document in enumerate(texts):
+            for model in (wrapped, piped):
+                model.learn_one(document, LABELS[i % 2])
+                model.predict_proba_one(document)
+
+    watched = {f"text {t!r}": t for t in texts} | {f"label {y!r}": y for y in LABELS[:2]}
+    assert_no_leak("text in, learn and predict", cycle, cycles=5_000, watched=watched)
+
+
+@pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
+def test_diagonal_engine_pickling_keeps_no_reference_nor_memory(labels):
+    model = learned(river_cw.AROW(), labels)
+
+    def cycle():
+        pickle.loads(pickle.dumps(model)).predict_one(X[0])
+
+    assert_no_leak(f"pickle round trip, {len(labels)} labels", cycle, cycles=5_000)
+
+
+def test_diagonal_engine_error_paths_keep_no_reference_nor_memory():
+    binary, multi, broken = (
+        learned(river_cw.AROW()),
+        learned(river_cw.AROW(), LABELS),
+        learned(BrokenStep()),
+    )
+    bad_value = {FEATURES[0]: VALUES[0], FEATURES[1]: fresh("x")}
+    not_finite = {FEATURES[0]: math.nan, FEATURES[1]: VALUES[1]}
+    overflow = {FEATURES[0]: 1e300, FEATURES[1]: 1e300}
+    hostile = {EqualRaises(): VALUES[0], FEATURES[1]: VALUES[1]}
+    bad_csr = sparse.csr_array(np.ones((2, 3)))
+    bad_csr.indices[0] = 7  # a column out of range
+
+    def cycle():
+        for model in (binary, multi):
+            for x in (bad_value, not_finite, overflow):
+                raises((TypeError, ValueError), model.learn_one, x, LABELS[0])
+            for x in (bad_value, not_finite):
+                raises((TypeError, ValueError), model.predict_one, x)
+            raises(KeyError, model.learn_one, hostile, LABELS[1])
+            raises(KeyError, model.predict_one, hostile)
+            raises(TypeError, model.learn_many, [X[0], bad_value], LABELS[:2])
+            raises(ValueError, model.learn_many, bad_csr, LABELS[:2])
+        raises(TypeError, broken.learn_one, X[1], LABELS[0], 2.0)
+        raises(TypeError, broken.learn_many, [X[1], X[2]], LABELS[:2], [1.0, 2.0])
+
+    assert_no_leak("bad input, learn and predict", cycle, cycles=5_000)
+
+
+# -- voted RDA's engine -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "workload, model, labels",
+    [
+        ("VotedRDA learn_one (compiled path) and predict", river_cw.VotedRDA(l1=0.01), LABELS[:2]),
+        ("VotedRDA multi-class (update)", river_cw.VotedRDA(l1=0.01), LABELS),
+        ("VotedRDA log loss, last", river_cw.VotedRDA(loss="log", prediction="last"), LABELS[:2]),
+    ],
+)
+def test_voted_rda_engine_learning_and_predicting_keeps_no_reference_nor_memory(
+    workload, model, labels
+):
+    assert model._engine is not None  # the compiled engine serves it
+    assert_no_leak(workload, learn_and_predict(model, labels), cycles=5_000)
+
+
+@pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
+def test_voted_rda_engine_batches_and_pickling_keep_no_reference_nor_memory(labels):
+    model = learned(river_cw.VotedRDA(l1=0.01), labels)
+    y = [labels[i % len(labels)] for i in range(len(X))]
+
+    def cycle():
+        model.learn_many(X, y)
+        pickle.loads(pickle.dumps(model)).predict_one(X[0])
+
+    assert_no_leak(f"VotedRDA batches and pickling, {len(labels)} labels", cycle, cycles=5_000)
+
+
+def test_voted_rda_engine_error_paths_keep_no_reference_nor_memory():
+    binary, multi = (learned(river_cw.VotedRDA(l1=0.01), labels) for labels in (LABELS[:2], LABELS))
+    bad_value = {FEATURES[0]: VALUES[0], FEATURES[1]: fresh("x")}
+    not_finite = {FEATURES[0]: math.inf, FEATURES[1]: VALUES[1]}
+    hostile = {EqualRaises(): VALUES[0], FEATURES[1]: VALUES[1]}
+
+    def cycle():
+        for model in (binary, multi):
+            for x in (bad_value, not_finite):
+                raises((TypeError, ValueError), model.learn_one, x, LABELS[0])
+                raises((TypeError, ValueError), model.predict_one, x)
+            raises(KeyError, model.learn_one, hostile, LABELS[1])
+            raises(KeyError, model.predict_one, hostile)
+
+    assert_no_leak("VotedRDA bad input, learn and predict", cycle, cycles=5_000)

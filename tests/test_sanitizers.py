@@ -1,0 +1,115 @@
+"""The compiled engines under AddressSanitizer and UndefinedBehaviorSanitizer (issue 26).
+
+The extensions are built with ``-fsanitize=address,undefined`` from a copy of the project's
+tracked files (into a temporary directory: the checkout's own build stays as it is), and the tests
+of both engines, of batches, text and hostile input run against that build. Python itself is not
+instrumented, so the ASan runtime is preloaded (``LD_PRELOAD``), Python's allocator hands every
+request to malloc (``PYTHONMALLOC=malloc``, so that ASan sees the engines' `PyMem` buffers) and
+leak detection is off (the interpreter keeps memory to its exit on purpose; the engines' leaks
+are `tests/test_reference_counts.py`'s). A sanitizer report stops the run: ASan aborts on its
+first error, UBSan is built not to recover and halts on error.
+
+Skipped, with the reason, only where the toolchain lacks a compiler or the sanitizer runtimes;
+with the environment variable CI set, that skip is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_pytest, tracked_files
+
+TESTS = [
+    "tests/test_engines.py",
+    "tests/test_rda_engines.py",
+    "tests/test_batch.py",
+    "tests/test_text.py",
+    "tests/test_text_classifier.py",
+    "tests/test_hostile_input.py",
+]
+SANITIZE = "-fsanitize=address,undefined"
+CFLAGS = f"{SANITIZE} -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
+# the full-covariance models run on numpy alone: nothing of theirs is compiled here
+DESELECT = "not full"
+REPORTS = ("ERROR: AddressSanitizer", "runtime error:")
+
+
+def unavailable(reason: str):
+    """Skip for a toolchain without what the run needs; fail instead where CI is set."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: CI must run the sanitizer build")
+    pytest.skip(reason)
+
+
+def asan_runtime() -> str:
+    """The path of the compiler's ASan runtime, to preload, or a skip (a failure in CI)."""
+    compiler = os.environ.get("CC", "gcc")
+    if shutil.which(compiler) is None:
+        unavailable(f"no C compiler ({compiler}) to build the sanitized extensions")
+    for runtime in ("libasan.so", "libubsan.so"):
+        found = subprocess.run(
+            [compiler, f"-print-file-name={runtime}"], capture_output=True, text=True
+        ).stdout.strip()
+        if not os.path.isabs(found) or not os.path.exists(found):
+            unavailable(f"{compiler} has no {runtime} (the sanitizer runtime)")
+        if runtime == "libasan.so":
+            asan = os.path.realpath(found)
+    return asan
+
+
+def build_sanitized(source: Path) -> None:
+    env = dict(os.environ, CFLAGS=CFLAGS, LDFLAGS=SANITIZE)
+    build = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    built = {path.name.split(".")[0] for path in (source / "river_cw").glob("_*.so")}
+    # setup.py marks the extensions optional: a failed build would only fall back to Python
+    assert build.returncode == 0 and built == {"_diagonal", "_rda", "_text"}, (
+        f"built {sorted(built)}\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
+    )
+
+
+@pytest.mark.slow
+def test_engine_batch_text_and_hostile_input_tests_pass_under_asan_and_ubsan(tmp_path):
+    runtime = asan_runtime()
+    source = tracked_files(tmp_path / "source")
+    if (ROOT.parent / "shared").exists():  # the shared data, where conftest looks for it
+        (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
+    build_sanitized(source)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("RIVER_CW_PURE_PYTHON", "PYTHONPATH", "COV_CORE_SOURCE")
+    }
+    env.update(
+        PYTHONPATH=str(source),
+        LD_PRELOAD=runtime,
+        PYTHONMALLOC="malloc",
+        ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
+        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
+    )
+    check = "import river_cw, river_cw.engine as e; print(river_cw.ENGINE, e.diagonal.__file__)"
+    active = subprocess.run(
+        [sys.executable, "-c", check], cwd=source, env=env, capture_output=True, text=True
+    )
+    engine, _, extension = active.stdout.strip().partition(" ")
+    assert engine == "c" and extension.startswith(str(source)), (
+        f"not the sanitized build: {active.stdout}{active.stderr[-3000:]}"
+    )
+    # --capture=sys: the sanitizers write their reports to the process's own stderr, which
+    # pytest's default capture of file descriptors would lose when ASan aborts
+    run = run_pytest(["--capture=sys", "-k", DESELECT, *TESTS], cwd=source, env=env)
+    found = [run.stderr.find(report) for report in REPORTS if report in run.stderr]
+    report = run.stderr[max(min(found) - 200, 0) :][:6000] if found else ""
+    assert not found, f"a sanitizer report:\n{report}"
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-6000:]
