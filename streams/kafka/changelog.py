@@ -36,7 +36,6 @@ True
 
 from __future__ import annotations
 
-import copy
 import io
 import pickle
 
@@ -74,50 +73,48 @@ def mark(state) -> None:
 
 
 def changes(state):
-    """``(header, weights)``: the state with a copy of its model holding an empty engine (and
-    the state's other objects: encode it at once) and the engine's weights written since `mark`
-    (`DiagonalGaussian.changed`); None when the state must be written whole (see the module)."""
+    """``(header, weights)``: the state's pickle with its engine left out (a reference in its
+    place) and the engine's weights written since `mark` (`DiagonalGaussian.changed`); None
+    when the state must be written whole (see the module)."""
     engine = _engine(state)
     weights = None if engine is None else engine.changed()
     if weights is None:
         return None
-    header = copy.copy(state)
-    header.model = _copy_without(state.model, engine, len(weights))
-    return header, weights
-
-
-def apply(previous, header, weights):
-    """The state `header` (from `changes`) with the engine of `previous` (the state committed
-    before it; its engine is taken over) updated by `weights`."""
-    engine = _engine(previous)
-    owner = holder(header.model)
-    if engine is None or owner is None:
-        raise ValueError(
-            "changes apply to a state whose model keeps a diagonal Gaussian engine, and come "
-            "with one"
-        )
-    engine.set_weights(weights)
-    owner.set_gaussian(engine, owner.classes_)
-    return header
-
-
-def _copy_without(model, engine, blocks: int):
-    """A copy of `model` (as a load of its pickle makes it) holding an empty engine of
-    `blocks` blocks in place of `engine`, which is neither copied nor touched."""
-    empty = type(engine)(engine.initial_variance)
-    for _ in range(blocks - 1):
-        empty.add_block()
     buffer = io.BytesIO()
-    _Replacing(buffer, engine, empty).dump(model)
-    return pickle.loads(buffer.getvalue())
+    _Referencing(buffer, engine).dump(state)
+    return buffer.getvalue(), weights
 
 
-class _Replacing(pickle.Pickler):
-    """Pickles `old` as `new`."""
+def apply(previous, header: bytes, weights):
+    """The state of `header` and `weights` (from `changes`), its engine that of `previous` (the
+    state committed before it; its engine is taken over) updated by `weights`: the very objects
+    a load of the whole state's pickle would give."""
+    engine = _engine(previous)
+    if engine is None:
+        raise ValueError("changes apply to a state whose model keeps a diagonal Gaussian engine")
+    engine.set_weights(weights)
+    return _Resolving(io.BytesIO(header), engine).load()
 
-    def __init__(self, file, old, new):
+
+class _Referencing(pickle.Pickler):
+    """Pickles `engine` as a reference (`_Resolving` puts an engine back in its place)."""
+
+    def __init__(self, file, engine):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.old, self.new = old, new
+        self.engine = engine
 
-    def reducer_override(self, obj):
-        return self.new.__reduce__() if obj is self.old else NotImplemented
+    def persistent_id(self, obj):
+        return "engine" if obj is self.engine else None
+
+
+class _Resolving(pickle.Unpickler):
+    """Loads a `_Referencing` pickle with `engine` in place of the engine it left out."""
+
+    def __init__(self, file, engine):
+        super().__init__(file)
+        self.engine = engine
+
+    def persistent_load(self, pid):
+        if pid != "engine":
+            raise pickle.UnpicklingError(f"a changelog header refers to {pid!r}")
+        return self.engine
