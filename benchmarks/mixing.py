@@ -66,6 +66,7 @@ def served(spec: str, stream: list, shards: int, every: int, method: str, member
     from streams.kafka.client import KafkaSettings, create_topics
     from streams.kafka.committed import committed_consumer
     from streams.kafka.config import Mixing, Topics
+    from streams.kafka.envelope import StateKeys
     from streams.kafka.messages import encode_example
     from streams.kafka.server import ModelServer
 
@@ -85,6 +86,7 @@ def served(spec: str, stream: list, shards: int, every: int, method: str, member
                 build_model(spec, text=text),
                 settings,
                 topics=Topics("examples", dead_letters="examples.dead"),
+                state_keys=StateKeys([b"a benchmark's state key, signing as served"]),
                 group_id="mixing",
                 checkpoint_every=200,
                 checkpoint_seconds=0.5,

@@ -51,10 +51,12 @@ from streams.io import files
 from streams.kafka.broker import TansuBroker
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.config import GUARANTEES, Topics
+from streams.kafka.envelope import StateKeys
 from streams.kafka.messages import encode_example
 from streams.kafka.server import ModelServer
 
 IDLE = 1.0
+KEYS = StateKeys([b"a benchmark's state key, signing as served"])
 
 
 def offline(model, examples) -> float:
@@ -74,6 +76,7 @@ def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int, exam
         model,
         KafkaSettings(broker.bootstrap_servers),
         topics=Topics(topic),
+        state_keys=KEYS,
         processing_guarantee=guarantee,
         checkpoint_every=checkpoint_every,
         idle_timeout=IDLE,
@@ -117,6 +120,7 @@ def changelog_run(broker, topic, model, args, examples) -> dict:
             model,
             settings,
             topics=Topics(topic),
+            state_keys=KEYS,
             checkpoint_every=args.checkpoint_every,
             idle_timeout=IDLE,
             log_seconds=3600,

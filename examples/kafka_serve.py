@@ -16,6 +16,7 @@ from streams.kafka.broker import TansuBroker
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.committed import committed_consumer
 from streams.kafka.config import Topics
+from streams.kafka.envelope import StateKeys
 from streams.kafka.messages import encode_example, encode_label
 from streams.kafka.server import ModelServer
 
@@ -34,6 +35,9 @@ with TansuBroker() as broker:
         build_model("AROW(r=1.0)", text=True),  # BagOfWords(on="text") | AROW(r=1.0)
         KafkaSettings(broker.bootstrap_servers),
         topics=Topics("sms", labels="sms.labels"),  # sms.predictions, sms.dead-letters, ...
+        # a demo on a broker of our own: the state is not authenticated. On a shared cluster,
+        # StateKeys.from_file("state.key") (see streams.kafka.envelope for making one)
+        state_keys=StateKeys.insecure(),
         idle_timeout=1.0,  # a demo: stop once the topics are drained
     )
     state = server.run()[0]

@@ -114,6 +114,22 @@ def kafka_broker():
         yield broker
 
 
+@pytest.fixture(scope="session", autouse=True)
+def state_keys_in_the_environment():
+    """`river-cw serve` and `inspect` (in this process, forked or started) find the tests' state
+    key in the environment, as a container would give it (`tests.kafka_support.KEYS`)."""
+    from streams.kafka.envelope import ENVIRONMENT
+    from tests.kafka_support import KEY_TEXT
+
+    before = os.environ.get(ENVIRONMENT)
+    os.environ[ENVIRONMENT] = KEY_TEXT
+    yield
+    if before is None:
+        del os.environ[ENVIRONMENT]
+    else:
+        os.environ[ENVIRONMENT] = before
+
+
 @pytest.fixture
 def topic_name():
     """A fresh topic name per call, so tests sharing the broker never see each other's data."""

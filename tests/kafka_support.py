@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import random
 import threading
 import time
 import uuid
@@ -16,20 +17,28 @@ from streams.kafka import state_topic
 from streams.kafka.client import KafkaSettings
 from streams.kafka.committed import committed_consumer
 from streams.kafka.config import Mixing, Topics
+from streams.kafka.envelope import StateKeys
 from streams.kafka.messages import encode_example, encode_prediction
 from streams.kafka.server import ModelServer
 
 REPO = Path(__file__).resolve().parents[1]
+KEY_TEXT = "the tests' state key: 32 bytes or more"
+KEYS = StateKeys.parse(KEY_TEXT, "the tests' key")
+
+
+def settings_of(bootstrap: str | KafkaSettings) -> KafkaSettings:
+    """The settings of a broker given by address (plaintext) or by its settings."""
+    return bootstrap if isinstance(bootstrap, KafkaSettings) else KafkaSettings(bootstrap)
 
 
 def produce(
-    bootstrap: str,
+    bootstrap: str | KafkaSettings,
     topic: str,
     values: list[bytes],
     keys: list | None = None,
     partitions: list[int] | None = None,
 ) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    producer = KafkaProducer(**settings_of(bootstrap).kafka_python(linger_ms=5))
     for i, value in enumerate(values):
         key = None if keys is None else keys[i]
         producer.send(
@@ -42,7 +51,7 @@ def produce(
     producer.close()
 
 
-def produce_examples(bootstrap: str, topic: str, examples: list[tuple], partitions=None) -> None:
+def produce_examples(bootstrap, topic: str, examples: list[tuple], partitions=None) -> None:
     """Publish ``(id, x, label)`` examples keyed by id; `partitions` maps an id to its partition."""
     produce(
         bootstrap,
@@ -53,15 +62,27 @@ def produce_examples(bootstrap: str, topic: str, examples: list[tuple], partitio
     )
 
 
+def synthetic(first: int, last: int) -> list[tuple]:
+    """Examples ``(i, {"a", "b"}, label)`` for ids `first` to `last` - 1, two Gaussian
+    features and a linear boundary (the same for the same `first`)."""
+    rng = random.Random(first)
+    rows = []
+    for i in range(first, last):
+        a, b = rng.gauss(0, 1), rng.gauss(0, 1)
+        rows.append((i, {"a": a, "b": b}, a + 0.5 * b > 0))
+    return rows
+
+
 def model_server(
     model, settings, topic: str, checkpoint_dir, labels_topic=None, mix=None, **kwargs
 ):
-    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`; `mix`: the
-    keyword arguments of a `Mixing`."""
+    """A `ModelServer` on `topic`, writing to `topic.predictions` and `topic.dead`, its state
+    sealed with `KEYS`; `mix`: the keyword arguments of a `Mixing`."""
     return ModelServer(
         model,
         settings,
         topics=Topics(topic, dead_letters=f"{topic}.dead", labels=labels_topic),
+        state_keys=KEYS,
         checkpoint_dir=checkpoint_dir,
         mixing=None if mix is None else Mixing(**mix),
         **kwargs,
@@ -72,7 +93,7 @@ END = b"--end of read_topic--"
 
 
 def read_topic(
-    bootstrap: str,
+    bootstrap: str | KafkaSettings,
     topic: str,
     count: int | None = None,
     timeout: float = 60.0,
@@ -84,10 +105,9 @@ def read_topic(
     until every mark is seen: whatever was committed before is then read, duplicates included,
     whatever the timing. `count`, if given, is the least number of records expected."""
     consumer = (committed_consumer if committed else KafkaConsumer)(
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        fetch_max_wait_ms=100,
+        **settings_of(bootstrap).kafka_python(
+            auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=100
+        )
     )
     try:
         partitions = sorted(consumer.partitions_for_topic(topic) or [])
@@ -109,10 +129,10 @@ def read_topic(
     return sorted(records, key=lambda r: (r.partition, r.offset))
 
 
-def stored_state(bootstrap: str, topic: str, partition: int):
+def stored_state(bootstrap: str | KafkaSettings, topic: str, partition: int):
     """The last committed state of `partition` of examples topic `topic` in its state topic."""
     restored = state_topic.restore(
-        KafkaSettings(bootstrap), state_topic.state_topic(topic), partition
+        settings_of(bootstrap), state_topic.state_topic(topic), partition, KEYS
     )
     return restored.state
 

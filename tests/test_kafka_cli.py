@@ -15,7 +15,7 @@ from streams.kafka.broker import free_port
 from streams.kafka.client import KafkaSettings, TopicError, create_topics
 from streams.kafka.config import Topics
 from streams.kafka.server import ModelServer
-from tests.kafka_support import REPO
+from tests.kafka_support import KEYS, REPO
 
 
 def river_cw(*args: str) -> list[str]:
@@ -62,12 +62,12 @@ def test_a_missing_topic_or_unequal_partitions_are_named(kafka_broker, topic_nam
     settings = KafkaSettings(kafka_broker.bootstrap_servers)
     examples, labels = topic_name("examples"), topic_name("labels")
     with pytest.raises(TopicError, match=f"topic '{examples}' does not exist"):
-        ModelServer(None, settings, topics=Topics(examples)).run()
+        ModelServer(None, settings, topics=Topics(examples), state_keys=KEYS).run()
     create_topics(kafka_broker.bootstrap_servers, {examples: 2, labels: 3})
     with pytest.raises(TopicError, match="same number of partitions"):
-        ModelServer(None, settings, topics=Topics(examples, labels=labels)).run()
+        ModelServer(None, settings, topics=Topics(examples, labels=labels), state_keys=KEYS).run()
     with pytest.raises(TopicError, match=r"partitions 0\.\.1, asked for \[5\]"):
-        ModelServer(None, settings, topics=Topics(examples), partitions=[5]).run()
+        ModelServer(None, settings, topics=Topics(examples), state_keys=KEYS, partitions=[5]).run()
 
 
 @pytest.mark.kafka

@@ -15,7 +15,7 @@ from streams.io.files import sms_spam
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.config import Topics
 from streams.kafka.server import ModelServer
-from tests.kafka_support import REPO, serve_until
+from tests.kafka_support import KEYS, REPO, serve_until
 
 
 @pytest.mark.kafka
@@ -57,9 +57,13 @@ def test_kafka_guide_snippets_produce_serve_and_read(kafka_broker, capsys):
             build_model("AROW()", text=True),
             KafkaSettings(bootstrap),
             topics=Topics(examples, labels=labels),
+            state_keys=KEYS,
         ),
         "features": ModelServer(
-            build_model("AROW()"), KafkaSettings(bootstrap), topics=Topics(readings)
+            build_model("AROW()"),
+            KafkaSettings(bootstrap),
+            topics=Topics(readings),
+            state_keys=KEYS,
         ),
     }
     for name, server in servers.items():

@@ -1,24 +1,27 @@
 """The state topic against the real broker: chunked snapshots, the last committed one restored,
 aborted ones ignored, a cache offset beyond the end recognised, a restore up to a mark; commits
 that write their changes, restored bit for bit (from the topic, or a cache and the changes after
-it); a topic of another format refused."""
+it); a topic of another format refused; true parts written again after newer ones rejected.
+Forged records against a serving member: tests/test_kafka_forged.py."""
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
+from types import SimpleNamespace
 
 import pytest
 from kafka import KafkaConsumer
 
 from river_cw import AROW
-from streams.kafka import state_topic
+from streams.kafka import changelog, state_topic
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.config import ServeConfig, Topics
 from streams.kafka.learner import PartitionState
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
-from tests.kafka_support import assert_same_model, read_topic
+from tests.kafka_support import KEYS, assert_same_model, read_topic
 
 pytestmark = pytest.mark.kafka
 
@@ -38,27 +41,27 @@ def test_snapshots_are_chunked_and_only_committed_ones_restored(kafka_broker, to
     large, small, aborted = big_state(60_000, 1), big_state(10, 2), big_state(20, 3)
     assert len(pickle.dumps(large)) > 2 * state_topic.CHUNK_BYTES  # three chunks or more
     try:
-        state_topic.write_snapshot(outputs, topic, 1, large)
+        state_topic.write_snapshot(outputs, topic, 1, large, KEYS)
         outputs.commit({}, None)
-        restored = state_topic.restore(settings, topic, 1)
+        restored = state_topic.restore(settings, topic, 1, KEYS)
         assert restored.records >= 4 and restored.state.batches == 1
         restored = restored.state
         assert_same_model(restored.model, large.model, [{"feature-7": 1.0, "other": 1.0}])
 
-        manifest = state_topic.write_snapshot(outputs, topic, 1, small)
+        manifest = state_topic.write_snapshot(outputs, topic, 1, small, KEYS)
         outputs.commit({}, None)
-        state_topic.write_snapshot(outputs, topic, 1, aborted)
+        state_topic.write_snapshot(outputs, topic, 1, aborted, KEYS)
         outputs.abort()  # as a crash inside the transaction would
     finally:
         outputs.close()
-    restored = state_topic.restore(settings, topic, 1).state
+    restored = state_topic.restore(settings, topic, 1, KEYS).state
     assert restored.batches == 2
     assert_same_model(restored.model, small.model, [{"feature-7": 1.0, "other": 1.0}])
     after = manifest.delivery.offset + 1  # what a local cache remembers
-    nothing_newer = state_topic.restore(settings, topic, 1, start=after)
+    nothing_newer = state_topic.restore(settings, topic, 1, KEYS, start=after)
     assert (nothing_newer.state, nothing_newer.records) == (None, 0)
-    assert state_topic.restore(settings, topic, 1, start=after + 1000).records == -1
-    empty = state_topic.restore(settings, topic, 0)
+    assert state_topic.restore(settings, topic, 1, KEYS, start=after + 1000).records == -1
+    empty = state_topic.restore(settings, topic, 0, KEYS)
     assert (empty.state, empty.records) == (None, 0)
 
 
@@ -72,18 +75,20 @@ def test_a_restore_up_to_a_mark_reads_every_snapshot_before_it_whatever_the_log_
     new = None
     try:
         for batches in range(1, 6):
-            state_topic.write_snapshot(old, topic, 1, big_state(10, batches))
+            state_topic.write_snapshot(old, topic, 1, big_state(10, batches), KEYS)
             old.commit({}, None)
         first = state_topic.mark(old, topic, 1)  # an earlier owner's mark: not a snapshot
-        state_topic.write_snapshot(old, topic, 1, big_state(10, 6))
+        state_topic.write_snapshot(old, topic, 1, big_state(10, 6), KEYS)
         old.commit({}, None)
         state_topic.write_snapshot(
-            old, topic, 1, big_state(10, 7)
+            old, topic, 1, big_state(10, 7), KEYS
         )  # open when the new owner fences it
         old.flush()
         new = Outputs(settings, transactional_id=f"{topic}-1")
         until = state_topic.mark(new, topic, 1)
-        state_topic.write_snapshot(new, topic, 1, big_state(10, 8))  # after the mark: not read
+        state_topic.write_snapshot(
+            new, topic, 1, big_state(10, 8), KEYS
+        )  # after the mark: not read
         new.commit({}, None)
     finally:
         old.close()
@@ -95,10 +100,12 @@ def test_a_restore_up_to_a_mark_reads_every_snapshot_before_it_whatever_the_log_
         raise AssertionError("end_offsets asked")
 
     monkeypatch.setattr(KafkaConsumer, "end_offsets", unreliable)
-    restored = state_topic.restore(settings, topic, 1, until=until)
+    restored = state_topic.restore(settings, topic, 1, KEYS, until=until)
     assert restored.state.batches == 6 and restored.records == 2 * 6  # chunk, manifest; no marks
-    assert state_topic.restore(settings, topic, 1, start=first, until=until).state.batches == 6
-    assert state_topic.restore(settings, topic, 1, start=until + 1, until=until).records == -1
+    assert (
+        state_topic.restore(settings, topic, 1, KEYS, start=first, until=until).state.batches == 6
+    )
+    assert state_topic.restore(settings, topic, 1, KEYS, start=until + 1, until=until).records == -1
 
 
 def commit(outputs, store, state) -> state_topic.Written:
@@ -110,7 +117,7 @@ def commit(outputs, store, state) -> state_topic.Written:
 
 
 def serve_config(topic: str, **kwargs) -> ServeConfig:
-    return ServeConfig(Topics("t", state=topic), **kwargs)
+    return ServeConfig(Topics("t", state=topic), KEYS, **kwargs)
 
 
 def test_commits_write_the_changes_and_a_restore_rebuilds_the_state_bit_for_bit(
@@ -144,7 +151,7 @@ def test_commits_write_the_changes_and_a_restore_rebuilds_the_state_bit_for_bit(
     assert kinds == ["snapshot", "changes", "changes", "changes"] * 2 + ["snapshot"]
     assert min(sizes[i] for i in (0, 4, 8)) > 1_000_000  # the whole model
     assert max(sizes[i] for i in (1, 2, 3, 5, 6, 7)) < 3_000  # 3 weights and the header
-    restored = state_topic.restore(settings, topic, 1)
+    restored = state_topic.restore(settings, topic, 1, KEYS)
     assert (restored.state.batches, restored.changes) == (9, 0)
     assert restored.snapshot_bytes == sizes[8]
     assert restored.state.learned == 9
@@ -155,7 +162,7 @@ def test_commits_write_the_changes_and_a_restore_rebuilds_the_state_bit_for_bit(
             live_keys[record.key.decode()] = record.value is not None
     snapshot = {"1", *(f"1/c{i}" for i in range(parts[8].chunks))}
     assert {key for key, live in live_keys.items() if live} == snapshot
-    before_last = state_topic.restore(settings, topic, 1, until=parts[7].delivery.offset)
+    before_last = state_topic.restore(settings, topic, 1, KEYS, until=parts[7].delivery.offset)
     assert before_last.state.batches == 8 and before_last.changes == 3
     assert before_last.changes_bytes == sum(sizes[5:8])
 
@@ -193,8 +200,9 @@ def test_a_state_topic_of_another_format_is_refused_with_the_way_to_migrate(
     topic = topic_name("state")
     create_topics(settings.bootstrap_servers, {topic: 1}, state_topic.TOPIC_CONFIG)
     outputs = Outputs(settings, transactional_id=f"{topic}-old")
-    try:  # what river-cw wrote before the changelog: a pickle and a manifest without format
-        data = pickle.dumps({"format": "river-cw state 1", "state": big_state(10, 1)})
+    try:  # what river-cw wrote before the changelog: a sealed pickle, a manifest without format
+        payload = pickle.dumps({"format": "river-cw state 1", "state": big_state(10, 1)})
+        data = KEYS.seal(f"river-cw state 1|{topic}|0|1", payload)
         outputs.send(topic, data, b"0/c0", partition=0, headers=[("snapshot", b"1")])
         manifest = {"snapshot": 1, "chunks": 1, "bytes": len(data)}
         outputs.send(topic, json.dumps(manifest).encode(), b"0", partition=0)
@@ -202,4 +210,61 @@ def test_a_state_topic_of_another_format_is_refused_with_the_way_to_migrate(
     finally:
         outputs.close()
     with pytest.raises(state_topic.StateError, match=r"format 1.*format 2.*inspect.*--init-model"):
-        state_topic.restore(settings, topic, 0)
+        state_topic.restore(settings, topic, 0, KEYS)
+
+
+def write_commits(outputs, topic: str, state, commits, keys=KEYS, abort=()) -> list:
+    """Commit `state` after learning a new feature each time, as a `StateStore` would: a
+    snapshot at commit 1, then the changes since the last commit (the commits in `abort` are
+    written, then aborted). The ``(changes, written part)`` of each commit."""
+    written = []
+    for batches in commits:
+        state.model.learn_one({f"new-{batches}": 1.0}, batches % 2 == 0)
+        state.batches = batches
+        if batches == 1:
+            changes, part = None, state_topic.write_snapshot(outputs, topic, 1, state, keys)
+        else:
+            changes = changelog.changes(state)
+            number = batches - 1  # the n-th changes since the snapshot of commit 1
+            part = state_topic.write_changes(outputs, topic, 1, state, changes, number, keys)
+        if batches in abort:
+            outputs.abort()
+            continue
+        outputs.commit({}, None)
+        changelog.mark(state)
+        written.append((changes, part))
+    return written
+
+
+def test_a_part_written_again_after_a_newer_one_is_a_rollback_and_is_rejected(
+    kafka_broker, topic_name, caplog
+):
+    """A true snapshot or true changes written again after a later commit (by anyone who
+    copied their records) are not restored: commit numbers only grow, from the number of the
+    cached state on."""
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    state = big_state(10, 0)
+    try:
+        written = write_commits(outputs, topic, state, [1, 2, 3])
+        cached = copy.deepcopy(state)  # a cache of commit 3
+        # the changes of commit 2 again, byte for byte; a snapshot of commit 1 again
+        again = SimpleNamespace(batches=2)
+        state_topic.write_changes(outputs, topic, 1, again, written[1][0], 1, KEYS)
+        state_topic.write_snapshot(outputs, topic, 1, big_state(10, 1), KEYS)
+        outputs.commit({}, None)
+    finally:
+        outputs.close()
+    rejected = []
+    restored = state_topic.restore(settings, topic, 1, KEYS, rejected=lambda: rejected.append(1))
+    assert restored.state.batches == 3 and restored.changes == 2 and len(rejected) == 2
+    assert_same_model(restored.state.model, cached.model, [{"new-2": 1.0, "feature-7": 1.0}])
+    assert "the changes of commit 2 after commit 3: a replay" in caplog.text
+    assert "the snapshot of commit 1 after commit 3: a replay" in caplog.text
+    after = written[2][1].delivery.offset + 1
+    restored = state_topic.restore(
+        settings, topic, 1, KEYS, start=after, state=cached, rejected=lambda: rejected.append(1)
+    )
+    assert restored.state is cached and len(rejected) == 4

@@ -289,9 +289,15 @@ def test_serving_refuses_what_cannot_be_mixed():
 
     from streams.cli import serve as serve_cli
     from streams.kafka.config import Mixing, ServeConfig, Topics
+    from streams.kafka.envelope import StateKeys
 
     with pytest.raises(ValueError, match="exactly-once"):
-        ServeConfig(Topics("t"), mixing=Mixing("kl"), processing_guarantee="at-least-once")
+        ServeConfig(
+            Topics("t"),
+            StateKeys.insecure(),
+            mixing=Mixing("kl"),
+            processing_guarantee="at-least-once",
+        )
     with pytest.raises(ValueError, match="mix must be one of"):
         Mixing("average")
     parser = argparse.ArgumentParser()

@@ -4,7 +4,8 @@ Reads the last committed state of each partition from the state topic (`TOPIC.st
 prints its model, classes, learned count, prequential accuracy, offsets, pending examples and
 labels, dead letters and the largest weights (through the model's public `weights`);
 `--export PATH` writes one partition's model as a plain pickle (for `serve --init-model`, or
-to use offline).
+to use offline). Snapshots are verified with the server's state keys before they are unpickled
+(`streams.kafka.state_topic`): give `inspect` the same `--state-key-file`.
 """
 
 from __future__ import annotations
@@ -13,15 +14,19 @@ import argparse
 import pickle
 import sys
 
-from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
+from streams.cli.security import (
+    add_connection_arguments,
+    add_state_key_arguments,
+    kafka_settings,
+    state_keys,
+)
+from streams.kafka.client import BrokerUnavailable, TopicError, check_connection, topic_partitions
 from streams.kafka.state_topic import StateError, restore, state_topic
 from streams.models.specs import classifier_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-servers", default="127.0.0.1:9092", help="default: %(default)s"
-    )
+    add_connection_arguments(parser)
     parser.add_argument("--topic", required=True, help="the examples topic `serve` reads")
     parser.add_argument("--state-topic", help="default: TOPIC.state")
     parser.add_argument("--partition", type=int, help="this partition only (default: all)")
@@ -30,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--export", metavar="PATH", help="write the partition's model here as a pickle"
     )
     parser.add_argument("--connect-timeout-ms", type=int, default=10000)
+    add_state_key_arguments(parser)
 
 
 def top_weights(model, n: int) -> dict:
@@ -83,13 +89,19 @@ def describe(state, top: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = KafkaSettings(args.bootstrap_servers, connect_timeout_ms=args.connect_timeout_ms)
+    try:
+        keys = state_keys(args)
+        settings = kafka_settings(args, connect_timeout_ms=args.connect_timeout_ms)
+    except ValueError as error:
+        print(f"river-cw inspect: error: {error}", file=sys.stderr)
+        return 2
     topic = args.state_topic or state_topic(args.topic)
     try:
+        check_connection(settings)
         partitions = (
             [args.partition] if args.partition is not None else topic_partitions(settings, topic)
         )
-        states = [restore(settings, topic, p).state for p in partitions]
+        states = [restore(settings, topic, p, keys).state for p in partitions]
     except (BrokerUnavailable, TopicError, StateError) as error:
         print(f"river-cw inspect: error: {error}", file=sys.stderr)
         return 1

@@ -13,6 +13,12 @@ from kafka.errors import KafkaError
 from river import base
 
 from river_cw import combine
+from streams.cli.security import (
+    add_connection_arguments,
+    add_state_key_arguments,
+    kafka_settings,
+    state_keys,
+)
 from streams.kafka.checkpoint import CheckpointError
 from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError
 from streams.kafka.config import GUARANTEES, MIXES, Mixing, ServeConfig, Topics
@@ -55,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Exit status: 0 after SIGTERM or --idle-timeout, 130 after SIGINT (Ctrl-C); 1 when the "
         "broker is "
         "unreachable, a topic is missing, a stored state cannot be restored or was learned by "
-        "another model; 2 for a bad --model or --init-model."
+        "another model; 2 for a bad --model, --init-model or --kafka-config, or no state key."
     )
     parser.add_argument(
         "--model",
@@ -68,9 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the examples are text: wrap a model that is not a pipeline in "
         "river_cw.text.TextClassifier(model, on='text') (BagOfWords in front)",
     )
-    parser.add_argument(
-        "--bootstrap-servers", default="127.0.0.1:9092", help="default: %(default)s"
-    )
+    add_connection_arguments(parser)
     parser.add_argument("--topic", required=True, help="examples topic")
     parser.add_argument(
         "--labels-topic",
@@ -167,6 +171,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "others until its partitions move); default: never wait",
     )
     parser.add_argument("--models-topic", help="the mixing rounds' topic (default: TOPIC.models)")
+    add_state_key_arguments(parser)
     parser.add_argument(
         "--init-model",
         metavar="PATH",
@@ -261,17 +266,17 @@ def run(args: argparse.Namespace) -> int:
         model, spec = _model(args)
         if args.mix != "off":
             combine([model], method=args.mix, base=model)  # ValueError: it cannot be mixed
-        config = _config(args, spec)  # ValueError: e.g. mixing without exactly-once
+        config = _config(args, spec, state_keys(args))  # ValueError: e.g. no state key
+        settings = kafka_settings(
+            args,
+            session_timeout_ms=args.session_timeout_ms,
+            heartbeat_interval_ms=args.heartbeat_interval_ms,
+            max_poll_interval_ms=args.max_poll_interval_ms,
+            connect_timeout_ms=args.connect_timeout_ms,
+        )
     except ValueError as error:
         print(f"river-cw serve: error: {error}", file=sys.stderr)
         return 2
-    settings = KafkaSettings(
-        args.bootstrap_servers,
-        args.session_timeout_ms,
-        args.heartbeat_interval_ms,
-        args.max_poll_interval_ms,
-        args.connect_timeout_ms,
-    )
     server = ModelServer(model, settings, config)
     stopped_by: list[int] = []
 
@@ -306,8 +311,8 @@ def run(args: argparse.Namespace) -> int:
     return 130 if signal.SIGINT in stopped_by else 0
 
 
-def _config(args: argparse.Namespace, spec: str) -> ServeConfig:
-    """The server's configuration from the command line."""
+def _config(args: argparse.Namespace, spec: str, keys) -> ServeConfig:
+    """The server's configuration from the command line, its state sealed with `keys`."""
     mixing = None
     if args.mix != "off":
         mixing = Mixing(args.mix, args.mix_every, args.mix_seconds, args.mix_lag)
@@ -320,6 +325,7 @@ def _config(args: argparse.Namespace, spec: str) -> ServeConfig:
             state=args.state_topic or "",
             models=args.models_topic or "",
         ),
+        keys,
         group_id=args.group_id,
         partitions=args.partitions,
         processing_guarantee=args.processing_guarantee,

@@ -19,16 +19,15 @@ import time
 
 from kafka import TopicPartition
 
-from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, topic_partitions
+from streams.cli.security import add_connection_arguments, kafka_settings
+from streams.kafka.client import BrokerUnavailable, TopicError, check_connection, topic_partitions
 from streams.kafka.committed import committed_consumer
 
 SHOWN_BYTES = 200  # of a dead letter's value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-servers", default="127.0.0.1:9092", help="default: %(default)s"
-    )
+    add_connection_arguments(parser)
     parser.add_argument("--topic", required=True, help="the examples topic `serve` reads")
     parser.add_argument(
         "--dead-letters", action="store_true", help="the dead letters, with their reasons"
@@ -67,7 +66,11 @@ def dead_letter(record) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = KafkaSettings(args.bootstrap_servers, connect_timeout_ms=args.connect_timeout_ms)
+    try:
+        settings = kafka_settings(args, connect_timeout_ms=args.connect_timeout_ms)
+    except ValueError as error:
+        print(f"river-cw tail: error: {error}", file=sys.stderr)
+        return 2
     if args.dead_letters:
         topic = args.dead_letter_topic or f"{args.topic}.dead-letters"
     else:
@@ -76,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
     signal.signal(signal.SIGTERM, lambda *_: interrupted.append(False))
     try:
+        check_connection(settings)
         partitions = topic_partitions(settings, topic)
         consumer = committed_consumer(
             **settings.kafka_python(enable_auto_commit=False, fetch_max_wait_ms=100)

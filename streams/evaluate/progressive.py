@@ -199,7 +199,9 @@ def gives_probabilities(model: base.Classifier, x: dict) -> bool:
 class _Track:
     """One model's state in the side-by-side run."""
 
-    def __init__(self, name: str, model: base.Classifier, metric: metrics.base.Metric, x: dict):
+    def __init__(
+        self, name: str, model: base.Classifier, metric: metrics.base.ClassificationMetric, x: dict
+    ):
         """`x`, the first example, tells whether the model gives probabilities."""
         self.name = name
         self.model = model
@@ -370,7 +372,9 @@ def iter_evaluate(
         arrivals = ((x, y, {"learn": noise(y) if noise else y}) for x, y in _chain(first, examples))
         records: list[dict] = []
         step = flipped = 0
-        for i, x, y, labels in simulate_qa(arrivals, None, delay or None, copy=False):
+        # river's annotation omits the third field (the keyword arguments) it passes on
+        qa = simulate_qa(arrivals, None, delay or None, copy=False)  # type: ignore[arg-type]
+        for i, x, y, labels in qa:
             if y is None:  # a question: every model predicts the example as it arrives
                 for track in tracks:
                     track.ask(i, x)

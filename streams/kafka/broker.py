@@ -62,6 +62,11 @@ class TansuBroker:
         Its port; 0 picks a free one.
     start_timeout
         Seconds to wait for it to accept connections.
+    advertised
+        The address (``host:port``) given to clients in metadata, when they should reach the
+        broker elsewhere (a TLS proxy in front of it); default: where it listens.
+    authentication
+        Require SASL logins (Tansu's ``--authentication``).
 
     Examples
     --------
@@ -76,10 +81,19 @@ class TansuBroker:
 
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, start_timeout: float = 10.0):
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        start_timeout: float = 10.0,
+        advertised: str | None = None,
+        authentication: bool = False,
+    ):
         self.host = host
         self.port = port or free_port(host)
         self.start_timeout = start_timeout
+        self.advertised = advertised
+        self.authentication = authentication
         self._process: subprocess.Popen | None = None
         self._log = None
 
@@ -101,9 +115,10 @@ class TansuBroker:
                 "--listener-url",
                 url,
                 "--advertised-listener-url",
-                url,
+                f"tcp://{self.advertised}" if self.advertised else url,
                 "--storage-engine",
                 "memory://tansu/",
+                *(["--authentication"] if self.authentication else []),
             ],
             stdin=subprocess.DEVNULL,
             stdout=self._log,

@@ -12,25 +12,32 @@ Two clients, each where it is the right one (measured: benchmarks/README.md):
   models topics, `river-cw tail` and the tests. It also creates topics and looks at logs here.
 
 `KafkaSettings.librdkafka` and `KafkaSettings.kafka_python` are the only places that turn the
-settings into a client's configuration: connection options added to the settings (TLS, SASL)
-reach every client through them.
+settings into a client's configuration: the connection's security (TLS, SASL:
+`streams.kafka.security.ClientSecurity`) reaches every client through them.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from confluent_kafka import KafkaError as LibrdkafkaError
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError
+
+from streams.kafka.security import ClientSecurity
 
 __all__ = [
     "BrokerUnavailable",
     "KafkaSettings",
     "TopicError",
+    "check_connection",
     "create_topics",
     "log_reaches",
     "topic_partitions",
@@ -55,6 +62,7 @@ class KafkaSettings:
     holds a join for 3 s); a member must poll again within max_poll_interval_ms, a commit
     included. `transaction_timeout_ms`: the broker aborts a transaction left open that long,
     and a commit that cannot finish within it is given up (the partition is then restored).
+    `security`: TLS and SASL (`streams.kafka.security`; default plaintext).
     """
 
     bootstrap_servers: str = "127.0.0.1:9092"
@@ -64,6 +72,7 @@ class KafkaSettings:
     connect_timeout_ms: int = 10000  # give up at start when no broker answers within this
     fetch_max_wait_ms: int = 100
     transaction_timeout_ms: int = 60000
+    security: ClientSecurity = field(default_factory=ClientSecurity)
 
     def librdkafka(self, **properties) -> dict:
         """A librdkafka (confluent-kafka) configuration: the connection and `properties`."""
@@ -71,6 +80,7 @@ class KafkaSettings:
             "bootstrap.servers": self.bootstrap_servers,
             "socket.connection.setup.timeout.ms": self.connect_timeout_ms,
             "logger": LIBRDKAFKA_LOG,
+            **self.security.librdkafka(),
             **properties,
         }
 
@@ -79,16 +89,74 @@ class KafkaSettings:
         return {
             "bootstrap_servers": self.bootstrap_servers,
             "bootstrap_timeout_ms": self.connect_timeout_ms,
+            **self.security.kafka_python(),
             **config,
         }
 
 
+def check_connection(settings: KafkaSettings) -> None:
+    """Return once a broker answers; else `BrokerUnavailable` within the connect timeout, saying
+    in one line why when librdkafka knows: an untrusted certificate, failed authentication, a
+    listener speaking another protocol."""
+    reasons = _Reasons()
+    admin = AdminClient(settings.librdkafka(error_cb=reasons.error, logger=reasons))
+    deadline = time.monotonic() + settings.connect_timeout_ms / 1000
+    while True:
+        try:
+            admin.list_topics(timeout=0.25)
+            return
+        except KafkaException:
+            admin.poll(0)  # serves the error callback
+        if reasons.decisive is not None:
+            raise BrokerUnavailable(
+                f"cannot connect to the Kafka broker at {settings.bootstrap_servers}: "
+                + reasons.decisive
+            )
+        if time.monotonic() > deadline:
+            raise BrokerUnavailable(
+                f"cannot reach a Kafka broker at {settings.bootstrap_servers} within "
+                f"{settings.connect_timeout_ms} ms: {reasons.why(settings.security.protocol)}"
+            )
+
+
+class _Reasons:
+    """librdkafka's errors and log lines while connecting, for `check_connection` (log lines
+    go on to the `librdkafka` logger)."""
+
+    DECISIVE = (LibrdkafkaError._SSL, LibrdkafkaError._AUTHENTICATION)
+
+    def __init__(self):
+        self.decisive: str | None = None
+        self.hint: str | None = None
+
+    def error(self, error) -> None:
+        if error.code() in self.DECISIVE and self.decisive is None:
+            self.decisive = _one_line(error.str())
+
+    def log(self, level: int, fmt: str, *args) -> None:
+        LIBRDKAFKA_LOG.log(level, fmt, *args)
+        message = str(args[-1]) if args else fmt
+        if "security.protocol" in message and self.hint is None:
+            self.hint = _one_line(message)
+
+    def why(self, protocol: str) -> str:
+        return self.hint or (
+            f"no answer (is the address right, and does its listener speak {protocol}?)"
+        )
+
+
+def _one_line(message: str) -> str:
+    """librdkafka's message without its timing suffix, on one line."""
+    return " ".join(re.sub(r" \(after \d+ms in state \w+\)", "", message).split())
+
+
 def connect(factory: Callable, settings: KafkaSettings, **config):
     """A kafka-python client (`factory`: `KafkaConsumer`, `KafkaAdminClient`, ...) or
-    `BrokerUnavailable`."""
+    `BrokerUnavailable` (saying why, from `check_connection`, where it can)."""
     try:
         return factory(**settings.kafka_python(**config))
     except KafkaTimeoutError as error:
+        check_connection(settings)
         raise BrokerUnavailable(
             f"cannot reach a Kafka broker at {settings.bootstrap_servers} "
             f"within {settings.connect_timeout_ms} ms ({error})"

@@ -1,11 +1,12 @@
 """What a server serves and how: its topics (one name each, resolved once), mixing, commits.
 
+>>> from streams.kafka.envelope import StateKeys
 >>> topics = Topics("sms", labels="sms.labels")
 >>> topics.predictions, topics.dead_letters, topics.state, topics.models
 ('sms.predictions', 'sms.dead-letters', 'sms.state', 'sms.models')
 >>> topics.inputs
 ('sms', 'sms.labels')
->>> ServeConfig(topics, mixing=Mixing("kl", every=100)).offsets_group
+>>> ServeConfig(topics, StateKeys.insecure(), mixing=Mixing("kl", every=100)).offsets_group
 'river-cw.sms'
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from streams.kafka.envelope import KEY_HINT, StateKeys
 
 __all__ = ["GUARANTEES", "MIXES", "Mixing", "ServeConfig", "Topics"]
 
@@ -95,7 +98,9 @@ class Mixing:
     Examples
     --------
 
-    >>> config = ServeConfig(Topics("sms"), group_id="river-cw", mixing=Mixing("kl", every=500))
+    >>> from streams.kafka.envelope import StateKeys
+    >>> mixing = Mixing("kl", every=500)
+    >>> config = ServeConfig(Topics("sms"), StateKeys.insecure(), group_id="g", mixing=mixing)
     >>> config.mixing
     Mixing(method='kl', every=500, seconds=10.0, lag=None)
 
@@ -123,6 +128,10 @@ class ServeConfig:
     ----------
     topics
         The topics served (`Topics`).
+    state_keys
+        The keys that seal and verify what the server reads back from its state and models
+        topics (`streams.kafka.envelope.StateKeys`), or `StateKeys.insecure()` to trust those
+        topics' bytes (anyone who can produce to them then runs code in the server).
     group_id
         The consumer group, which shares the partitions among its members; None with
         `partitions`.
@@ -168,13 +177,16 @@ class ServeConfig:
     Examples
     --------
 
-    >>> config = ServeConfig(Topics("sms", labels="sms.labels"), group_id="river-cw")
+    >>> from streams.kafka.envelope import StateKeys
+    >>> keys = StateKeys([b"an operator's key of 32 bytes or more"])
+    >>> config = ServeConfig(Topics("sms", labels="sms.labels"), keys, group_id="river-cw")
     >>> config.exactly_once, config.offsets_group
     (True, 'river-cw')
 
     """
 
     topics: Topics
+    state_keys: StateKeys
     group_id: str | None = None
     partitions: tuple[int, ...] | None = None
     processing_guarantee: str = "exactly-once"
@@ -194,6 +206,12 @@ class ServeConfig:
     poll_timeout_ms: int = 200
 
     def __post_init__(self):
+        if not isinstance(self.state_keys, StateKeys):
+            raise TypeError(
+                "state_keys must be StateKeys (StateKeys.from_file(path), or "
+                f"StateKeys.insecure() to trust the topics' bytes), got {self.state_keys!r}; "
+                + KEY_HINT
+            )
         if self.processing_guarantee not in GUARANTEES:
             raise ValueError(
                 f"processing_guarantee must be one of {GUARANTEES}, "

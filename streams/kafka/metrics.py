@@ -26,7 +26,10 @@ its new owner). Per owned partition (label `partition`):
 =========================================== ===============================================
 
 and for the member: `river_cw_assigned_partitions`, `river_cw_commit_seconds` (a histogram of
-the time to commit a partition's batch: state, outputs and offsets).
+the time to commit a partition's batch: state, outputs and offsets), and
+`river_cw_rejected_records_total` (by `topic` and `partition`: records of the state or models
+topic ignored since this process started because they are malformed or do not verify under the
+state keys, `streams.kafka.envelope`; any is a sign of tampering or a wrong key).
 """
 
 from __future__ import annotations
@@ -55,12 +58,18 @@ class Metrics:
             registry=self.registry,
         )
         self.dead_letters: dict[tuple[int, str], int] = {}
+        self.rejected: dict[tuple[str, int], int] = {}
         self.restore_seconds: dict[int, float] = {}
         self.rounds: dict[int, int] = {}
 
     def dead_letter(self, partition: int, reason: str) -> None:
         key = (partition, reason)
         self.dead_letters[key] = self.dead_letters.get(key, 0) + 1
+
+    def reject(self, topic: str, partition: int) -> None:
+        """A record of the state or models topic was ignored (it does not verify)."""
+        key = (topic, partition)
+        self.rejected[key] = self.rejected.get(key, 0) + 1
 
     def watch(self, server) -> None:
         """Read the rest from `server` (a `streams.kafka.server.ModelServer`) when scraped."""
@@ -124,10 +133,18 @@ class _Collector:
         )
         for (p, reason), count in sorted(metrics.dead_letters.items()):
             letters.add_metric([str(p), reason], count)
+        rejected = CounterMetricFamily(
+            "river_cw_rejected_records",
+            "State or models records ignored: malformed or not verified",
+            labels=["topic", "partition"],
+        )
+        for (topic, p), count in sorted(metrics.rejected.items()):
+            rejected.add_metric([topic, str(p)], count)
         assigned = GaugeMetricFamily("river_cw_assigned_partitions", "Partitions owned")
         assigned.add_metric([], len(tasks))
         yield from families.values()
         yield letters
+        yield rejected
         yield assigned
 
 

@@ -11,7 +11,12 @@ returns each complete contribution with the offset of its manifest.
 The contributions of a round all lie after those of the rounds before it (a partition publishes
 to round r + 1 only after round r was complete, all its records committed), so a partition that
 has mixed round r needs the topic from after round r's last manifest only (`MixState.models_from`).
-Pickle runs code on load: read only models topics your servers wrote.
+
+Pickle runs code on load, and anyone allowed to produce to the models topic can write to it. So
+a contribution's pickle is sealed (`streams.kafka.envelope`) in the context of its topic, round
+and partition, and `Reader` unpickles only what verifies: a malformed, incomplete or forged
+contribution (or a true one presented as another round's or partition's) is logged, reported
+to `rejected` and ignored, and the rounds wait for the true one.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ from __future__ import annotations
 import json
 import logging
 import pickle
+from collections.abc import Callable
 
 from kafka import TopicPartition
 
 from streams.kafka.client import KafkaSettings
 from streams.kafka.committed import committed_consumer
+from streams.kafka.envelope import Forged, StateKeys
 from streams.kafka.state_topic import CHUNK_BYTES, chunked
 from streams.models.mixing import Contribution
 
@@ -36,10 +43,18 @@ def models_topic(examples_topic: str) -> str:
     return f"{examples_topic}.models"
 
 
-def write(outputs, topic: str, contribution: Contribution):
-    """Send `contribution` with `outputs` (inside its open transaction)."""
+def context(topic: str, round_: int, partition: int) -> str:
+    """Where a contribution belongs: what its envelope is bound to."""
+    return f"{FORMAT}|{topic}|{round_}|{partition}"
+
+
+def write(outputs, topic: str, contribution: Contribution, keys: StateKeys):
+    """Send `contribution`, sealed with `keys`, with `outputs` (inside its open transaction)."""
     payload = {"format": FORMAT, "contribution": contribution}
-    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    data = keys.seal(
+        context(topic, contribution.round, contribution.partition),
+        pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL),
+    )
     name = f"{contribution.round}/{contribution.partition}"
     chunks = chunked(data)
     for i, chunk in enumerate(chunks):
@@ -54,16 +69,26 @@ def write(outputs, topic: str, contribution: Contribution):
 
 
 class Reader:
-    """The committed contributions of a models topic, from an offset on."""
+    """The committed contributions of a models topic that verify under `keys`, from an offset
+    on; `rejected()` is called for each record ignored."""
 
-    def __init__(self, settings: KafkaSettings, topic: str):
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        topic: str,
+        keys: StateKeys,
+        rejected: Callable[[], None] | None = None,
+    ):
         self._consumer = committed_consumer(
-            bootstrap_servers=settings.bootstrap_servers,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=settings.fetch_max_wait_ms,
-            max_partition_fetch_bytes=4 * CHUNK_BYTES,
+            **settings.kafka_python(
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                fetch_max_wait_ms=settings.fetch_max_wait_ms,
+                max_partition_fetch_bytes=4 * CHUNK_BYTES,
+            )
         )
+        self._keys = keys
+        self._rejected = rejected or (lambda: None)
         self._tp = TopicPartition(topic, 0)
         self._consumer.assign([self._tp])
         self._chunks: dict[str, dict[int, bytes]] = {}
@@ -82,29 +107,44 @@ class Reader:
         found = []
         for records in self._consumer.poll(timeout_ms=timeout_ms).values():
             for record in records:
-                key = record.key.decode()
-                name, _, chunk = key.rpartition("/c") if "/c" in key else (key, "", "")
-                if chunk:
-                    self._chunks.setdefault(name, {})[int(chunk)] = record.value
-                    continue
-                manifest = json.loads(record.value)
-                parts = self._chunks.pop(name, {})
-                data = b"".join(parts.get(i, b"") for i in range(manifest["chunks"]))
-                if len(parts) != manifest["chunks"] or len(data) != manifest["bytes"]:
+                try:
+                    data = self._take(record)
+                except (Forged, ValueError, KeyError, TypeError, AttributeError) as error:
+                    self._rejected()
                     log.warning(
-                        "%s: contribution %s at offset %d is incomplete, skipped",
+                        "%s: record at offset %d rejected (%s): ignored",
                         self._tp.topic,
-                        name,
                         record.offset,
+                        error,
                     )
                     continue
-                payload = pickle.loads(data)
+                if data is None:
+                    continue
+                payload = pickle.loads(data)  # verified: written by a server holding the key
                 if not isinstance(payload, dict) or payload.get("format") != FORMAT:
                     raise ValueError(f"{self._tp.topic} holds no {FORMAT!r} records")
                 found.append((payload["contribution"], record.offset))
         if self._next is not None:
             self._next = max(self._next, self._consumer.position(self._tp))
         return found
+
+    def _take(self, record) -> bytes | None:
+        """A chunk kept (None), or a manifest: its contribution's verified payload."""
+        key = record.key.decode()
+        name, _, chunk = key.rpartition("/c") if "/c" in key else (key, "", "")
+        if chunk:
+            self._chunks.setdefault(name, {})[int(chunk)] = record.value
+            return None
+        manifest = json.loads(record.value)
+        parts = self._chunks.pop(name, {})
+        # chunks beyond the manifest's count are ignored: forged ones must not void a true one
+        # (a transaction's records come out together, so a forged chunk cannot replace one)
+        missing = [i for i in range(manifest["chunks"]) if i not in parts]
+        data = b"".join(parts.get(i, b"") for i in range(manifest["chunks"]))
+        if missing or len(data) != manifest["bytes"]:
+            raise ValueError(f"contribution {name} is incomplete")
+        where = context(self._tp.topic, manifest["round"], manifest["partition"])
+        return self._keys.open(where, data)
 
     def close(self) -> None:
         self._consumer.close(autocommit=False)

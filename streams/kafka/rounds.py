@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from streams.kafka import models_topic
 from streams.kafka.client import KafkaSettings
 from streams.kafka.config import Mixing
+from streams.kafka.envelope import StateKeys
 from streams.kafka.learner import PartitionState
 from streams.kafka.task import PartitionTask
 from streams.models.mixing import Mixer, MixState, Rounds
@@ -27,14 +29,26 @@ __all__ = ["RoundCoordinator"]
 
 class RoundCoordinator:
     """Mixing for the partitions of one member; `model` is ``B_0`` of partitions that never
-    mixed (every partition descends from the served model)."""
+    mixed (every partition descends from the served model). Contributions are sealed and
+    verified with `keys`; `rejected()` is called for each record of the models topic ignored
+    (`streams.kafka.models_topic.Reader`)."""
 
-    def __init__(self, settings: KafkaSettings, mixing: Mixing, topic: str, partitions: int, model):
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        mixing: Mixing,
+        topic: str,
+        partitions: int,
+        model,
+        keys: StateKeys,
+        rejected: Callable[[], None] | None = None,
+    ):
         self.mixing = mixing
         self.topic = topic
         self.model = model
+        self.keys = keys
         self.rounds = Rounds(partitions, mixing.method)
-        self.reader = models_topic.Reader(settings, topic)
+        self.reader = models_topic.Reader(settings, topic, keys, rejected)
 
     def mixer(self, state: PartitionState) -> Mixer:
         """The partition's side of the rounds; a partition that never mixed starts from the
@@ -88,7 +102,7 @@ class RoundCoordinator:
         transaction with the state that records the publication, see `streams.models.mixing`)."""
         contribution = task.mixer.publish(task.state.model, task.partition)
         task.outputs.begin()
-        models_topic.write(task.outputs, self.topic, contribution)
+        models_topic.write(task.outputs, self.topic, contribution, self.keys)
         task.dirty, task.mixed_at = True, time.monotonic()
 
     def close(self) -> None:

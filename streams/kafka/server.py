@@ -91,10 +91,17 @@ class ModelServer:
         self.settings = settings
         self.config = config if config is not None else ServeConfig(**kw)
         self.spec = self.config.model_spec or " ".join(repr(model).split())
-        self.store = StateStore(settings, self.config, model, self.spec)
+        self.metrics = Metrics()
+        topics = self.config.topics
+        self.store = StateStore(
+            settings,
+            self.config,
+            model,
+            self.spec,
+            rejected=lambda p: self.metrics.reject(topics.state, p),
+        )
         self.tasks: dict[int, PartitionTask] = {}
         self.monitor = Monitor(self.config, settings.session_timeout_ms)
-        self.metrics = Metrics()
         self.source: KafkaSource | None = None
         self._shared: Outputs | None = None  # at-least-once: one producer for all partitions
         self._rounds: RoundCoordinator | None = None
@@ -173,7 +180,13 @@ class ModelServer:
             if config.mixing is not None:
                 create_topics(self.settings, {topics.models: 1})
                 self._rounds = RoundCoordinator(
-                    self.settings, config.mixing, topics.models, count, self.model
+                    self.settings,
+                    config.mixing,
+                    topics.models,
+                    count,
+                    self.model,
+                    config.state_keys,
+                    rejected=lambda: self.metrics.reject(topics.models, 0),
                 )
         except BaseException:
             self._close()

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError
+from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, check_connection
 
 __all__ = ["KafkaSource"]
 
@@ -55,6 +55,7 @@ class KafkaSource:
         self._static = None if partitions is None else set(partitions)
         self._on_assign = self._on_revoke = self._on_lost = _ignore
         self._starts: dict[tuple[str, int], int] | None = None  # offsets chosen in on_assign
+        check_connection(settings)  # BrokerUnavailable, saying why
         self._consumer = Consumer(
             settings.librdkafka(
                 **{

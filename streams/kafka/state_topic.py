@@ -26,18 +26,31 @@ appends a `mark` (key `p/mark`) and reads up to it. Every part ever committed li
 mark, so the restore cannot stop short of the last one, which would make a server learn again
 what its partition had learned (and, when mixing, publish a second contribution to a round).
 
-Every part's bytes go through `encode` and come back through `decode`, one place for the
-format. A manifest of another format (format 1, river-cw 0.x, wrote one whole pickle per
-commit) is refused with `StateError`: migrate as the README says (`river-cw inspect --export`
-with the old version, then `serve --init-model`). Pickle runs code on load: read only state
-topics you wrote.
+Pickle runs code on load, and anyone allowed to produce to the state topic can write to it. So
+`encode` seals every part's pickle (`streams.kafka.envelope`) in its `context`: the format, the
+topic, the partition, the part's name and kind and its commit number `batches`. `restore`
+verifies each part when its manifest comes, and unpickles only the parts of the state it
+rebuilds, at the end. A record that is malformed, incomplete or does not verify (forged,
+altered, or a true part copied to another partition, topic, name or commit number), a manifest
+of another format, and a part whose commit number is not above the last valid part's (a true
+part written again after a newer one: a rollback; the cached state's number counts as read) is
+logged, reported to `rejected` and ignored. A restore never returns a state older than the last
+valid part read: when that part cannot be rebuilt (forged records can push the true parts
+before it out, as compaction keeps the last record of each key) or when records were rejected
+and no valid snapshot is left, `StateError` says so rather than start the partition afresh.
+A state topic of another format only (format 1, whole snapshots, before the changelog) is
+refused with `StateError`: migrate as the README says (`river-cw inspect --export` with the
+version that wrote it, then `serve --init-model`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import pickle
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafka import TopicPartition
@@ -45,12 +58,15 @@ from kafka import TopicPartition
 from streams.kafka import changelog
 from streams.kafka.client import KafkaSettings, log_reaches
 from streams.kafka.committed import committed_consumer
+from streams.kafka.envelope import Forged, StateKeys
 from streams.kafka.outputs import Delivery
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
 FORMAT = 2
 TOPIC_CONFIG = {"cleanup.policy": "compact"}
 SNAPSHOT, CHANGES = "snapshot", "changes"
+
+log = logging.getLogger(__name__)
 
 
 class StateError(RuntimeError):
@@ -77,41 +93,47 @@ class Written:
     chunks: int
 
 
-def encode(kind: str, partition: int, batches: int, payload) -> bytes:
+def context(topic: str, partition: int, name: str, kind: str, batches: int) -> str:
+    """Where a part belongs: what its envelope is bound to."""
+    return f"river-cw state {FORMAT}|{topic}|{partition}|{name}|{kind}|{batches}"
+
+
+def encode(keys: StateKeys, where: str, payload) -> bytes:
     """The bytes of a part: `payload` (a `PartitionState` for a snapshot, ``(header, weights)``
-    for changes) of `partition` after `batches` commits."""
-    return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    for changes) pickled and sealed with `keys` in the context `where`."""
+    return keys.seal(where, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def decode(kind: str, partition: int, batches: int, data: bytes):
-    """The payload `encode` turned into `data`."""
-    return pickle.loads(data)
-
-
-def write_snapshot(outputs, topic: str, partition: int, state, obsolete=()) -> Written:
-    """Send the whole `state` with `outputs` (`streams.kafka.outputs.Outputs`, inside its open
-    transaction if it is transactional). `obsolete`, the ``(name, chunks)`` of the parts it
-    makes useless (those of `Restored.parts`), are deleted with it (tombstones: compaction then
-    drops them, so that a restore does not read them)."""
-    written = _write(outputs, topic, partition, SNAPSHOT, str(partition), state.batches, state)
-    for name, chunks in obsolete:
-        start = written.chunks if name == str(partition) else 0  # the snapshot's own are new
+def write_snapshot(
+    outputs, topic: str, partition: int, state, keys: StateKeys, obsolete=()
+) -> Written:
+    """Send the whole `state`, sealed with `keys`, with `outputs`
+    (`streams.kafka.outputs.Outputs`, inside its open transaction if it is transactional).
+    `obsolete`, the ``(name, chunks)`` of the parts it makes useless (those of
+    `Restored.parts`), are deleted with it (tombstones: compaction then drops them, so that a
+    restore does not read them)."""
+    name = str(partition)
+    written = _write(outputs, topic, partition, SNAPSHOT, name, state.batches, state, keys)
+    for old, chunks in obsolete:
+        start = written.chunks if old == name else 0  # the snapshot's own are new
         for i in range(start, chunks):
-            outputs.send(topic, None, f"{name}/c{i}".encode(), partition=partition)
-        if name != str(partition):
-            outputs.send(topic, None, name.encode(), partition=partition)
+            outputs.send(topic, None, f"{old}/c{i}".encode(), partition=partition)
+        if old != name:
+            outputs.send(topic, None, old.encode(), partition=partition)
     return written
 
 
-def write_changes(outputs, topic: str, partition: int, state, changes, number: int) -> Written:
+def write_changes(
+    outputs, topic: str, partition: int, state, changes, number: int, keys: StateKeys
+) -> Written:
     """Send `changes` (`streams.kafka.changelog.changes` of `state`), the `number`-th since the
     last snapshot, as `write_snapshot` sends a snapshot."""
     name = f"{partition}/changes/{number}"
-    return _write(outputs, topic, partition, CHANGES, name, state.batches, changes)
+    return _write(outputs, topic, partition, CHANGES, name, state.batches, changes, keys)
 
 
-def _write(outputs, topic: str, partition: int, kind: str, name: str, batches: int, payload):
-    data = encode(kind, partition, batches, payload)
+def _write(outputs, topic, partition, kind, name, batches, payload, keys) -> Written:
+    data = encode(keys, context(topic, partition, name, kind, batches), payload)
     chunks = chunked(data)
     header = [("batches", str(batches).encode())]
     for i, chunk in enumerate(chunks):
@@ -161,78 +183,134 @@ class Restored:
 
 
 class _Fold:
-    """The parts read so far, from `state` (a cached state) on: the last snapshot's bytes and
-    the changes that follow on it, decoded only at the end (a log that was not compacted holds
-    many snapshots)."""
+    """The records of a partition read so far, from `state` (a cached state) on: the last
+    valid snapshot's payload and the changes that follow on it, each verified when its manifest
+    comes and unpickled only at the end (a log that was not compacted holds many snapshots)."""
 
-    def __init__(self, topic: str, partition: int, state=None):
+    def __init__(self, topic: str, partition: int, keys: StateKeys, state=None, rejected=None):
+        self.topic, self.partition, self.keys = topic, partition, keys
         self.where = f"{topic}/{partition}"
-        self.partition = partition
+        self.report = rejected or (lambda: None)
+        self.changes_name = re.compile(rf"{partition}/changes/[0-9]+")
         self.state = state
         self.base = None if state is None else state.batches  # that of the last snapshot read
-        self.snapshot = None  # its bytes (None: `state` is the base)
+        self.snapshot = None  # its payload (None: `state` is the base)
         self.snapshot_bytes = 0
         self.snapshot_part = None  # its (name, chunks)
-        self.changes: list[tuple] = []  # (batches, data, size, (name, chunks)) after it
-        self.chunks: dict[bytes, tuple[str, list]] = {}  # part name -> (batches, chunks)
-        self.last = self.base  # the batches of the last part read
+        self.changes: list[tuple] = []  # (payload, size, (name, chunks)) after it
+        self.chunks: dict[str, tuple[str, list]] = {}  # part name -> (batches, chunks)
+        self.last = self.base  # the batches of the last valid part read
+        self.read = self.rejected = 0
+        self.formats: set = set()  # those of the manifests of another format
 
-    def chunk(self, key: bytes, record) -> None:
-        name, _, index = key.rpartition(b"/c")
-        batches = dict(record.headers).get("batches", b"").decode()
-        held = self.chunks.get(name)
-        if held is None or held[0] != batches or index == b"0":
-            held = self.chunks[name] = (batches, [])
-        held[1].append(record.value)
+    def add(self, record) -> None:
+        """Take a record of the partition (neither a mark nor a tombstone); one that is
+        rejected (see the module) is logged, reported and ignored."""
+        self.read += 1
+        try:
+            self._add(record)
+        except (Forged, ValueError, KeyError, TypeError, AttributeError) as error:
+            self.rejected += 1
+            self.report()
+            log.warning(
+                "%s: record at offset %d rejected (%s): ignored", self.where, record.offset, error
+            )
 
-    def manifest(self, key: bytes, value: bytes) -> None:
+    def _add(self, record) -> None:
+        if record.key is None:
+            raise ValueError("a record without a key")
+        key = record.key.decode()
+        name, chunk, index = key.rpartition("/c")
+        if chunk and index.isdigit():
+            self._kind(name)
+            header = dict(record.headers).get("batches")
+            if header is None:
+                raise ValueError(f"chunk {key} has no batches header")
+            batches = header.decode()
+            held = self.chunks.get(name)
+            if held is None or held[0] != batches or index == "0":
+                held = self.chunks[name] = (batches, [])
+            held[1].append(record.value)
+        else:
+            self._manifest(key, record.value)
+
+    def _kind(self, name: str) -> str:
+        """The kind of the part named `name`: `ValueError` for no part of this partition."""
+        if name == str(self.partition):
+            return SNAPSHOT
+        if self.changes_name.fullmatch(name):
+            return CHANGES
+        raise ValueError(f"no part of partition {self.partition} is named {name!r}")
+
+    def _manifest(self, name: str, value: bytes) -> None:
+        kind = self._kind(name)
+        held = self.chunks.pop(name, None)
         manifest = json.loads(value)
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             version = manifest.get("format", 1) if isinstance(manifest, dict) else "unknown"
-            raise StateError(
-                f"{self.where} holds state of format {version}, this server reads format "
-                f"{FORMAT}: migrate with the version that wrote it (`river-cw inspect "
-                "--partition P --export model.pkl`, then `river-cw serve --init-model "
-                "model.pkl` on a new state topic; see the README)"
-            )
-        batches, kind = manifest["batches"], manifest["kind"]
-        if kind not in (SNAPSHOT, CHANGES):
-            raise StateError(f"{self.where} holds a part of an unknown kind: {kind!r}")
-        held = self.chunks.pop(key, None)
-        if held is None or held[0] != str(batches):
-            return
-        data = b"".join(held[1])
-        if len(held[1]) != manifest["chunks"] or len(data) != manifest["bytes"]:
-            return
+            self.formats.add(str(version))
+            raise ValueError(f"a manifest of format {version}, not {FORMAT}")
+        batches, chunks = manifest["batches"], manifest["chunks"]
+        if manifest["kind"] != kind or not isinstance(batches, int):
+            raise ValueError(f"the manifest of {name} is no {kind} manifest of a commit")
+        data = b"" if held is None else b"".join(held[1])
+        whole = held is not None and held[0] == str(batches) and len(held[1]) == chunks
+        if not whole or len(data) != manifest["bytes"]:
+            raise ValueError(f"the manifest of {name} (commit {batches}) follows no whole part")
+        payload = self.keys.open(context(self.topic, self.partition, name, kind, batches), data)
+        if self.last is not None and batches <= self.last:
+            raise ValueError(f"the {kind} of commit {batches} after commit {self.last}: a replay")
         self.last = batches
         size = len(data) + len(value)  # as `Written.bytes` counts it
-        part = (key.decode(), manifest["chunks"])
         if kind == SNAPSHOT:
-            self.base, self.snapshot, self.snapshot_bytes = batches, data, size
-            self.snapshot_part, self.changes = part, []
+            self.base, self.snapshot, self.snapshot_bytes = batches, payload, size
+            self.snapshot_part, self.changes = (name, chunks), []
         elif self.base is not None and self.base + len(self.changes) == batches - 1:
-            self.changes.append((batches, data, size, part))
+            self.changes.append((payload, size, (name, chunks)))
 
     def result(self) -> Restored:
-        """The state of the last part read, rebuilt: `StateError` if it cannot be."""
+        """The state of the last valid part read, rebuilt: `StateError` if it cannot be."""
+        rejected = (
+            f"{self.rejected} records were rejected (forged, altered, written under another "
+            "state key or by a server without one)"
+        )
         rebuilt = None if self.base is None else self.base + len(self.changes)
         if self.last is not None and rebuilt != self.last:
             raise StateError(
                 f"{self.where}: the changes of commit {self.last} do not follow on a snapshot "
                 f"or on changes read before them (the last state that can be rebuilt is that "
-                f"of commit {rebuilt}); was the topic written by something else, or compacted "
-                "by a broker that broke the order?"
+                f"of commit {rebuilt}); "
+                + (
+                    f"{rejected}: forged records can push true ones out of a compacted topic"
+                    if self.rejected
+                    else "was the topic written by something else, or compacted by a broker "
+                    "that broke the order?"
+                )
+            )
+        if self.base is None and self.formats:
+            raise StateError(
+                f"{self.where} holds state of format {', '.join(sorted(self.formats))}, this "
+                f"server reads format {FORMAT}: migrate with the version that wrote it "
+                "(`river-cw inspect --partition P --export model.pkl`, then `river-cw serve "
+                "--init-model model.pkl` on a new state topic; see the README)"
+            )
+        if self.base is None and self.rejected:
+            raise StateError(
+                f"{self.where} holds no valid snapshot: {rejected}; give the key that wrote the "
+                "state first in the key file, or delete the state topic (and the local cache) "
+                "to start the partition over"
             )
         state = self.state
         if self.snapshot is not None:
-            state = decode(SNAPSHOT, self.partition, self.base, self.snapshot)
-        for batches, data, _, _ in self.changes:
-            state = changelog.apply(state, *decode(CHANGES, self.partition, batches, data))
+            state = pickle.loads(self.snapshot)  # verified: written by a server holding the key
+        for payload, _, _ in self.changes:
+            state = changelog.apply(state, *pickle.loads(payload))  # verified too
         parts = [part for *_, part in self.changes]
         return Restored(
             state,
+            records=self.read,
             snapshot_bytes=self.snapshot_bytes,
-            changes_bytes=sum(size for _, _, size, _ in self.changes),
+            changes_bytes=sum(size for _, size, _ in self.changes),
             changes=len(self.changes),
             parts=parts if self.snapshot_part is None else [self.snapshot_part, *parts],
         )
@@ -242,25 +320,30 @@ def restore(
     settings: KafkaSettings,
     topic: str,
     partition: int,
+    keys: StateKeys,
     start: int = 0,
     timeout: float = 120.0,
     until: int | None = None,
     state=None,
+    rejected: Callable[[], None] | None = None,
 ) -> Restored:
-    """The last committed state of `partition` in `topic`, from offset `start` on (with
-    `state`, the state committed before `start`: a cache) as a `Restored`; its `records` is -1
-    when `start` lies beyond the partition's end (a cache from another broker or topic). With
-    `until` (a `mark`'s offset) every record before it is read; without, up to where the log
-    seems to end. `StateError` past `timeout` s, or when the parts read do not make a state."""
+    """The last committed state of `partition` in `topic` whose parts verify under `keys`, from
+    offset `start` on (with `state`, the state committed before `start`: a cache) as a
+    `Restored`; its `records` is -1 when `start` lies beyond the partition's end (a cache from
+    another broker or topic). With `until` (a `mark`'s offset) every record before it is read;
+    without, up to where the log seems to end. `rejected()` is called for each record ignored
+    (see the module). `StateError` past `timeout` s, or when the valid parts read do not make
+    the state of the last one."""
     consumer = committed_consumer(
-        bootstrap_servers=settings.bootstrap_servers,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        fetch_max_wait_ms=settings.fetch_max_wait_ms,
-        max_partition_fetch_bytes=4 * CHUNK_BYTES,
+        **settings.kafka_python(
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=settings.fetch_max_wait_ms,
+            max_partition_fetch_bytes=4 * CHUNK_BYTES,
+        )
     )
     tp = TopicPartition(topic, partition)
-    fold = _Fold(topic, partition, state)
+    fold = _Fold(topic, partition, keys, state, rejected)
     try:
         consumer.assign([tp])
         if until is not None:  # every record before the mark: read until its batch is passed
@@ -276,34 +359,24 @@ def restore(
             end = consumer.end_offsets([tp])[tp]
         consumer.seek(tp, start)
         deadline = time.monotonic() + timeout
-        read, still = 0, 0
+        still = 0
         mark_key = _mark_key(partition)
-        prefix = f"{partition}".encode()
         while consumer.position(tp) <= until if until is not None else still < 3:
             position = consumer.position(tp)
             for records in consumer.poll(timeout_ms=100).values():
                 for record in records:
-                    key = record.key or b""
                     after_mark = until is not None and record.offset > until
-                    foreign = key.split(b"/")[0] != prefix
-                    if after_mark or key == mark_key or foreign or record.value is None:
-                        continue  # a tombstone is read where compaction has not dropped it
-                    read += 1
-                    last = key.rpartition(b"/")[2]
-                    if last[:1] == b"c" and last[1:].isdigit():
-                        fold.chunk(key, record)
-                    else:
-                        fold.manifest(key, record.value)
+                    # a tombstone is read where compaction has not dropped it yet
+                    if not (after_mark or record.key == mark_key or record.value is None):
+                        fold.add(record)
             if until is None:
                 moved = consumer.position(tp) != position
                 still = 0 if moved or consumer.position(tp) < end else still + 1
             if time.monotonic() > deadline:
                 raise StateError(
                     f"restoring {topic}/{partition} took more than {timeout:.0f} s "
-                    f"({read} records read)"
+                    f"({fold.read} records read)"
                 )
     finally:
         consumer.close(autocommit=False)
-    restored = fold.result()
-    restored.records = read
-    return restored
+    return fold.result()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streams.kafka import changelog, checkpoint, state_topic
@@ -64,15 +65,25 @@ class Written:
 
 class StateStore:
     """Restores and saves the states of a server's partitions (`model` copied for new ones,
-    `spec` the name a stored state must carry)."""
+    `spec` the name a stored state must carry); `rejected(partition)` is called for each state
+    record that is ignored because it does not verify (`streams.kafka.state_topic`)."""
 
-    def __init__(self, settings: KafkaSettings, config: ServeConfig, model, spec: str):
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        config: ServeConfig,
+        model,
+        spec: str,
+        rejected: Callable[[int], None] | None = None,
+    ):
         self.settings = settings
         self.config = config
         self.topic = config.topics.state
+        self.keys = config.state_keys
         self.model = model
         self.spec = spec
         self.written: dict[int, Written] = {}  # per partition, since it was restored
+        self._rejected = rejected or (lambda partition: None)
 
     def restore(self, outputs, partition: int) -> Restored:
         """The partition's last committed state, read up to a mark appended with `outputs`
@@ -124,6 +135,7 @@ class StateStore:
         path = self.config.checkpoint_path(partition)
         cached = None if path is None else checkpoint.load(path)
         timeout = self.config.restore_timeout
+        rejected = lambda: self._rejected(partition)  # noqa: E731
         if cached is not None:
             state, after = cached["state"], cached["state_offset"]
             if (state.topic, state.partition) != (self.config.topics.examples, partition):
@@ -135,10 +147,12 @@ class StateStore:
                 self.settings,
                 self.topic,
                 partition,
+                self.keys,
                 start=after,
                 timeout=timeout,
                 until=mark,
                 state=state,
+                rejected=rejected,
             )
             if read.records >= 0:  # the cache, and what the topic holds after it
                 if not read.snapshot_bytes:  # no newer snapshot: the cache's
@@ -146,7 +160,13 @@ class StateStore:
                     read.parts.insert(0, cached.get("snapshot_part", (str(partition), 0)))
                 return read, "cache"
         read = state_topic.restore(
-            self.settings, self.topic, partition, timeout=timeout, until=mark
+            self.settings,
+            self.topic,
+            partition,
+            self.keys,
+            timeout=timeout,
+            until=mark,
+            rejected=rejected,
         )
         return read, "topic"
 
@@ -182,7 +202,7 @@ class StateStore:
         changes = None if self._snapshot_due(since) else changelog.changes(state)
         if changes is None:
             part = state_topic.write_snapshot(
-                outputs, self.topic, state.partition, state, obsolete=since.parts
+                outputs, self.topic, state.partition, state, self.keys, obsolete=since.parts
             )
             written.since = state_topic.Restored(
                 snapshot_bytes=part.bytes, parts=[(part.name, part.chunks)]
@@ -192,7 +212,7 @@ class StateStore:
         else:
             since.changes += 1
             part = state_topic.write_changes(
-                outputs, self.topic, state.partition, state, changes, since.changes
+                outputs, self.topic, state.partition, state, changes, since.changes, self.keys
             )
             since.changes_bytes += part.bytes
             since.parts.append((part.name, part.chunks))

@@ -54,7 +54,7 @@ def needs_booleans(model: base.Estimator) -> bool:
     False
 
     """
-    return not model._multiclass
+    return not typing.cast(base.Classifier, model)._multiclass
 
 
 def arrange(model: base.Classifier, labels: typing.Collection) -> base.Classifier:
