@@ -1,8 +1,10 @@
 """The state topic against the real broker: chunked snapshots, the last committed one restored,
 aborted ones ignored, a cache offset beyond the end recognised, a restore up to a mark; commits
 that write their changes, restored bit for bit (from the topic, or a cache and the changes after
-it); a topic of another format refused; true parts written again after newer ones rejected.
-Forged records against a serving member: tests/test_kafka_forged.py."""
+it); a topic of another format refused; true parts written again after newer ones rejected,
+changes that follow no valid part refused rather than rolled back, unsigned parts
+(`--insecure-state`) restored without a key and refused with one. Forged records against a
+serving member: tests/test_kafka_forged.py."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from river_cw import AROW
 from streams.kafka import changelog, state_topic
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.config import ServeConfig, Topics
+from streams.kafka.envelope import StateKeys
 from streams.kafka.learner import PartitionState
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
@@ -268,3 +271,52 @@ def test_a_part_written_again_after_a_newer_one_is_a_rollback_and_is_rejected(
         settings, topic, 1, KEYS, start=after, state=cached, rejected=lambda: rejected.append(1)
     )
     assert restored.state is cached and len(rejected) == 4
+
+
+def test_changes_that_follow_no_valid_part_stop_the_restore_rather_than_roll_it_back(
+    kafka_broker, topic_name
+):
+    """When the changes of a commit are gone (compaction keeps the last record of a key, so a
+    forged record written under their name pushes them out: an aborted transaction stands in
+    for that here) and forged ones are in their place, the changes after them cannot be
+    applied, and the state before them is not the last committed: `StateError`."""
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    state = big_state(10, 0)
+    other = StateKeys([b"someone else's key, as long as ours"])
+    try:
+        write_commits(outputs, topic, state, [1, 2, 3], abort=[3])
+        state.batches = 3  # the forged changes of commit 3, in place of the true ones
+        state_topic.write_changes(outputs, topic, 1, state, changelog.changes(state), 2, other)
+        outputs.commit({}, None)
+        write_commits(outputs, topic, state, [4])
+    finally:
+        outputs.close()
+    with pytest.raises(
+        state_topic.StateError,
+        match=r"changes of commit 4 do not follow .* that of commit 2\); 1 records were rejected",
+    ):
+        state_topic.restore(settings, topic, 1, KEYS)
+
+
+def test_insecure_state_is_written_and_restored_unsigned_and_refused_by_a_keyed_reader(
+    kafka_broker, topic_name
+):
+    """`--insecure-state`: the changelog's parts are sealed without a tag and restored without
+    a check; a server that holds a key rejects every one of them."""
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    state = big_state(10, 0)
+    try:
+        write_commits(outputs, topic, state, [1, 2, 3], keys=StateKeys.insecure())
+    finally:
+        outputs.close()
+    restored = state_topic.restore(settings, topic, 1, StateKeys.insecure())
+    assert restored.state.batches == 3 and restored.changes == 2
+    assert_same_model(restored.state.model, state.model, [{"new-2": 1.0, "feature-7": 1.0}])
+    with pytest.raises(state_topic.StateError, match="holds no valid snapshot: 3 records"):
+        state_topic.restore(settings, topic, 1, KEYS)
