@@ -97,7 +97,7 @@ class PythonDiagonalGaussian:
         self.initial_variance = initial_variance
         self.blocks: list[dict] = [{}]
         self.mean_bound = 0.0  # an upper bound of every |mean| (see `update`)
-        self._mark = None  # see `mark`
+        self._mark: list[tuple[dict, dict]] | None = None  # see `mark`
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

@@ -59,6 +59,7 @@ from streams.kafka import changelog
 from streams.kafka.client import KafkaSettings, log_reaches
 from streams.kafka.committed import committed_consumer
 from streams.kafka.envelope import Forged, StateKeys
+from streams.kafka.learner import PartitionState
 from streams.kafka.outputs import Delivery
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
@@ -174,7 +175,7 @@ class Restored:
     snapshot (0 when it was not read: restored from a cache) and of the changes after it, their
     count, and the ``(name, chunks)`` of these parts (the next snapshot deletes them)."""
 
-    state: object = None
+    state: PartitionState | None = None
     records: int = 0
     snapshot_bytes: int = 0
     changes_bytes: int = 0
