@@ -216,6 +216,17 @@ def test_a_state_topic_of_another_format_is_refused_with_the_way_to_migrate(
         state_topic.restore(settings, topic, 0, KEYS)
 
 
+@pytest.fixture
+def writer(kafka_broker, topic_name):
+    """Settings, a new state topic of two partitions, and a transactional producer to it."""
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
+    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    yield settings, topic, outputs
+    outputs.close()
+
+
 def write_commits(outputs, topic: str, state, commits, keys=KEYS, abort=()) -> list:
     """Commit `state` after learning a new feature each time, as a `StateStore` would: a
     snapshot at commit 1, then the changes since the last commit (the commits in `abort` are
@@ -239,27 +250,19 @@ def write_commits(outputs, topic: str, state, commits, keys=KEYS, abort=()) -> l
     return written
 
 
-def test_a_part_written_again_after_a_newer_one_is_a_rollback_and_is_rejected(
-    kafka_broker, topic_name, caplog
-):
+def test_a_part_written_again_after_a_newer_one_is_a_rollback_and_is_rejected(writer, caplog):
     """A true snapshot or true changes written again after a later commit (by anyone who
     copied their records) are not restored: commit numbers only grow, from the number of the
     cached state on."""
-    settings = KafkaSettings(kafka_broker.bootstrap_servers)
-    topic = topic_name("state")
-    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
-    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    settings, topic, outputs = writer
     state = big_state(10, 0)
-    try:
-        written = write_commits(outputs, topic, state, [1, 2, 3])
-        cached = copy.deepcopy(state)  # a cache of commit 3
-        # the changes of commit 2 again, byte for byte; a snapshot of commit 1 again
-        again = SimpleNamespace(batches=2)
-        state_topic.write_changes(outputs, topic, 1, again, written[1][0], 1, KEYS)
-        state_topic.write_snapshot(outputs, topic, 1, big_state(10, 1), KEYS)
-        outputs.commit({}, None)
-    finally:
-        outputs.close()
+    written = write_commits(outputs, topic, state, [1, 2, 3])
+    cached = copy.deepcopy(state)  # a cache of commit 3
+    # the changes of commit 2 again, byte for byte; a snapshot of commit 1 again
+    again = SimpleNamespace(batches=2)
+    state_topic.write_changes(outputs, topic, 1, again, written[1][0], 1, KEYS)
+    state_topic.write_snapshot(outputs, topic, 1, big_state(10, 1), KEYS)
+    outputs.commit({}, None)
     rejected = []
     restored = state_topic.restore(settings, topic, 1, KEYS, rejected=lambda: rejected.append(1))
     assert restored.state.batches == 3 and restored.changes == 2 and len(rejected) == 2
@@ -273,27 +276,19 @@ def test_a_part_written_again_after_a_newer_one_is_a_rollback_and_is_rejected(
     assert restored.state is cached and len(rejected) == 4
 
 
-def test_changes_that_follow_no_valid_part_stop_the_restore_rather_than_roll_it_back(
-    kafka_broker, topic_name
-):
+def test_changes_that_follow_no_valid_part_stop_the_restore_rather_than_roll_it_back(writer):
     """When the changes of a commit are gone (compaction keeps the last record of a key, so a
     forged record written under their name pushes them out: an aborted transaction stands in
     for that here) and forged ones are in their place, the changes after them cannot be
     applied, and the state before them is not the last committed: `StateError`."""
-    settings = KafkaSettings(kafka_broker.bootstrap_servers)
-    topic = topic_name("state")
-    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
-    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    settings, topic, outputs = writer
     state = big_state(10, 0)
     other = StateKeys([b"someone else's key, as long as ours"])
-    try:
-        write_commits(outputs, topic, state, [1, 2, 3], abort=[3])
-        state.batches = 3  # the forged changes of commit 3, in place of the true ones
-        state_topic.write_changes(outputs, topic, 1, state, changelog.changes(state), 2, other)
-        outputs.commit({}, None)
-        write_commits(outputs, topic, state, [4])
-    finally:
-        outputs.close()
+    write_commits(outputs, topic, state, [1, 2, 3], abort=[3])
+    state.batches = 3  # the forged changes of commit 3, in place of the true ones
+    state_topic.write_changes(outputs, topic, 1, state, changelog.changes(state), 2, other)
+    outputs.commit({}, None)
+    write_commits(outputs, topic, state, [4])
     with pytest.raises(
         state_topic.StateError,
         match=r"changes of commit 4 do not follow .* that of commit 2\); 1 records were rejected",
@@ -301,20 +296,12 @@ def test_changes_that_follow_no_valid_part_stop_the_restore_rather_than_roll_it_
         state_topic.restore(settings, topic, 1, KEYS)
 
 
-def test_insecure_state_is_written_and_restored_unsigned_and_refused_by_a_keyed_reader(
-    kafka_broker, topic_name
-):
+def test_insecure_state_is_written_and_restored_unsigned_and_refused_by_a_keyed_reader(writer):
     """`--insecure-state`: the changelog's parts are sealed without a tag and restored without
     a check; a server that holds a key rejects every one of them."""
-    settings = KafkaSettings(kafka_broker.bootstrap_servers)
-    topic = topic_name("state")
-    create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
-    outputs = Outputs(settings, transactional_id=f"{topic}-writer")
+    settings, topic, outputs = writer
     state = big_state(10, 0)
-    try:
-        write_commits(outputs, topic, state, [1, 2, 3], keys=StateKeys.insecure())
-    finally:
-        outputs.close()
+    write_commits(outputs, topic, state, [1, 2, 3], keys=StateKeys.insecure())
     restored = state_topic.restore(settings, topic, 1, StateKeys.insecure())
     assert restored.state.batches == 3 and restored.changes == 2
     assert_same_model(restored.state.model, state.model, [{"new-2": 1.0, "feature-7": 1.0}])
