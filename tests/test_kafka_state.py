@@ -3,7 +3,8 @@ aborted ones ignored, a cache offset beyond the end recognised, a restore up to 
 that write their changes, restored bit for bit (from the topic, or a cache and the changes after
 it); a topic of another format refused; true parts written again after newer ones rejected,
 changes that follow no valid part refused rather than rolled back, unsigned parts
-(`--insecure-state`) restored without a key and refused with one. Forged records against a
+(`--insecure-state`) restored without a key and refused with one, a rotated key needed until a
+snapshot is signed with the new one. Forged records against a
 serving member: tests/test_kafka_forged.py."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from streams.kafka.envelope import StateKeys
 from streams.kafka.learner import PartitionState
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
-from tests.kafka_support import KEYS, assert_same_model, read_topic
+from tests.kafka_support import KEY_TEXT, KEYS, assert_same_model, read_topic
 
 pytestmark = pytest.mark.kafka
 
@@ -307,3 +308,24 @@ def test_insecure_state_is_written_and_restored_unsigned_and_refused_by_a_keyed_
     assert_same_model(restored.state.model, state.model, [{"new-2": 1.0, "feature-7": 1.0}])
     with pytest.raises(state_topic.StateError, match="holds no valid snapshot: 3 records"):
         state_topic.restore(settings, topic, 1, KEYS)
+
+
+def test_a_rotated_key_is_needed_until_a_snapshot_is_signed_with_the_new_one(writer):
+    """Rotation (docs/security.md): with the new key first and the old one kept, parts signed
+    with either verify; changes signed with the new key still need the old one (the snapshot
+    they follow is signed with it) until a snapshot is signed with the new one."""
+    settings, topic, outputs = writer
+    state = big_state(10, 0)
+    new = b"the operator's next key, 32 bytes or more"
+    rotated, only_new = StateKeys([new, KEY_TEXT.encode()]), StateKeys([new])
+    write_commits(outputs, topic, state, [1, 2])
+    write_commits(outputs, topic, state, [3], keys=rotated)
+    assert state_topic.restore(settings, topic, 1, rotated).state.batches == 3
+    with pytest.raises(state_topic.StateError, match="the changes of commit 3 do not follow"):
+        state_topic.restore(settings, topic, 1, only_new)
+    state.batches = 4
+    state_topic.write_snapshot(outputs, topic, 1, state, rotated)
+    outputs.commit({}, None)
+    restored = state_topic.restore(settings, topic, 1, only_new)
+    assert restored.state.batches == 4
+    assert_same_model(restored.state.model, state.model, [{"new-2": 1.0, "feature-7": 1.0}])

@@ -4,8 +4,8 @@ Reads the last committed state of each partition from the state topic (`TOPIC.st
 prints its model, classes, learned count, prequential accuracy, offsets, pending examples and
 labels, dead letters and the largest weights (through the model's public `weights`);
 `--export PATH` writes one partition's model as a plain pickle (for `serve --init-model`, or
-to use offline). Snapshots are verified with the server's state keys before they are unpickled
-(`streams.kafka.state_topic`): give `inspect` the same `--state-key-file`.
+to use offline). The state's parts are verified with the server's state keys before they are
+unpickled (`streams.kafka.state_topic`): give `inspect` the same `--state-key-file`.
 """
 
 from __future__ import annotations
