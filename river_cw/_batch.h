@@ -294,11 +294,14 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
     if (status < 0 || !(isfinite(*m_out) && isfinite(*v_out))) goto fail;
     if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
         for (k = 0; k < p->n; k++) {
-            Entry *entries = self->blocks.table[p->block[k]].entries;
+            Table *t = &self->blocks.table[p->block[k]];
             const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
             for (j = 0; j < r->n; j++)
-                if (slot[col[j]] >= 0 && r->x[j] != 0.0)
-                    entries[slot[col[j]]].var = forget(entries[slot[col[j]]].var, keep, rest);
+                if (slot[col[j]] >= 0 && r->x[j] != 0.0) {
+                    Entry *e = &t->entries[slot[col[j]]];
+                    e->var = forget(e->var, keep, rest);
+                    table_note(t, slot[col[j]]);
+                }
         }
     return 0;
 fail:
@@ -346,9 +349,10 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
         for (j = 0; j < r->n; j++) {
             Py_ssize_t l = r->col[j], ix = slot[l];
             double xf = r->x[j];
-            if (ix >= 0)
+            if (ix >= 0) {
                 step_entry(&t->entries[ix], a, xf, gamma, beta, kind);
-            else if (xf * xf != 0.0) {
+                table_note(t, ix);
+            } else if (xf * xf != 0.0) {
                 slot[l] = t->used;
                 step_append(t, r->keys[l], r->hashes[l], prior, a, xf, gamma, beta, kind);
             }
@@ -912,9 +916,10 @@ static RCW_ALWAYS_INLINE void lean_step(Table *t, Entry *entries, BatchCache *ca
                                         double xf, double prior, double alpha, double gamma,
                                         double beta, int kind) {
     Py_ssize_t ix = cache->slot[l];
-    if (ix >= 0)
+    if (ix >= 0) {
         step_entry(&entries[ix], alpha, xf, gamma, beta, kind);
-    else if (xf * xf != 0.0) {
+        table_note(t, ix);
+    } else if (xf * xf != 0.0) {
         cache->slot[l] = t->used;
         step_append(t, cache->key[l], cache->hash[l], prior, alpha, xf, gamma, beta, kind);
     }
