@@ -25,7 +25,8 @@ and the time of the first run's slowest commit (a snapshot), and the time a part
 took (mark, read, decode). The second run is short of the model's next snapshot: the last
 columns add it, every so many commits as the store's rules give for this model, to the rate
 (the steady state of a long run), the snapshot's time taken from the first run's (the
-partitions' first commits, together).
+partitions' first commits, together). The last column is the model's own offline predict + learn
+rate against the empty model's, in the same rounds: what the model's size costs without Kafka.
 """
 
 from __future__ import annotations
@@ -174,12 +175,15 @@ def model_sizes(args, examples) -> None:
     sizes = [int(n) for n in args.model_features.split(",")]
     models = {n: text_model(n) for n in sizes}
     results: dict[int, list] = {n: [] for n in sizes}
+    offline_rates: dict[int, list] = {n: [] for n in sizes}
     with TansuBroker() as broker:
         for round_ in range(args.rounds):
             for n in sizes:
                 topic = f"sms-{n}-{round_}"
                 results[n].append(changelog_run(broker, topic, models[n], args, examples))
+                offline_rates[n].append(offline(models[n], examples))
     best = {n: max(runs, key=lambda r: r["rate"]) for n, runs in results.items()}
+    best_offline = {n: max(rates) for n, rates in offline_rates.items()}
     empty = best[sizes[0]]["rate"]
     print(
         f"{len(examples):,} SMS messages, a text model (AROW() behind a bag of words) of N "
@@ -190,9 +194,9 @@ def model_sizes(args, examples) -> None:
     print(
         "| words N | model pickle | messages/s | against N=0 | bytes per commit of changes "
         "| weights per commit | bytes per weight | snapshot | its commit | restore "
-        "| snapshot every | with snapshots |"
+        "| snapshot every | with snapshots | offline against N=0 |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         r = best[n]
         size = len(pickle.dumps(models[n], protocol=pickle.HIGHEST_PROTOCOL))
@@ -202,7 +206,8 @@ def model_sizes(args, examples) -> None:
             f"| {r['bytes per commit'] / max(1.0, r['weights per commit']):.1f} "
             f"| {r['snapshot bytes'] / 1e6:.1f} MB | {r['snapshot seconds']:.2f} s "
             f"| {r['restore seconds']:.2f} s | {r['every']:,} commits "
-            f"| {r['steady']:,.0f} ({r['steady'] / best[sizes[0]]['steady']:.2f}x) |"
+            f"| {r['steady']:,.0f} ({r['steady'] / best[sizes[0]]['steady']:.2f}x) "
+            f"| {best_offline[n] / best_offline[sizes[0]]:.2f}x |"
         )
 
 

@@ -20,8 +20,7 @@ import signal
 
 import pytest
 
-from river_cw import AROW
-from river_cw.text import TextClassifier
+from benchmarks.serve_throughput import text_model
 from streams import cli
 from streams.io.files import sms_spam
 from streams.kafka.client import create_topics
@@ -31,16 +30,6 @@ from tests.test_kafka_crash import FORK, fork_server, serve_in_child
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 KILLS = 12
-
-
-def large_model(features: int):
-    """A text model that has learned `features` random words (35 bytes each pickled)."""
-    rng = random.Random(3)
-    model = TextClassifier(AROW(), on="text")
-    for i in range(features // 100):
-        words = " ".join(f"w{rng.randrange(10**9)}" for _ in range(100))
-        model.learn_one({"text": words}, "spam" if i % 2 else "ham")
-    return model
 
 
 def die_at_step(argv: list[str], log_path: str, step: int) -> None:
@@ -75,7 +64,7 @@ def die_at_step(argv: list[str], log_path: str, step: int) -> None:
 def test_kill_9_inside_the_commits_of_a_large_models_changelog_is_exactly_once(
     kafka_broker, topic_name, tmp_path
 ):
-    model = large_model(60_000)
+    model = text_model(60_000)  # the benchmark's model of random words
     init = tmp_path / "init.pkl"
     init.write_bytes(pickle.dumps(model))
     examples = [(i, x, y) for i, (x, y) in enumerate(list(sms_spam())[:2000])]

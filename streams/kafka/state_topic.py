@@ -195,9 +195,9 @@ class _Fold:
         self.changes_name = re.compile(rf"{partition}/changes/[0-9]+")
         self.state = state
         self.base = None if state is None else state.batches  # that of the last snapshot read
-        self.snapshot = None  # its payload (None: `state` is the base)
+        self.snapshot: bytes | None = None  # its payload (None: `state` is the base)
         self.snapshot_bytes = 0
-        self.snapshot_part = None  # its (name, chunks)
+        self.snapshot_part: tuple[str, int] | None = None  # its (name, chunks)
         self.changes: list[tuple] = []  # (payload, size, (name, chunks)) after it
         self.chunks: dict[str, tuple[str, list]] = {}  # part name -> (batches, chunks)
         self.last = self.base  # the batches of the last valid part read
