@@ -1259,6 +1259,119 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* predictions in one call: the score (and its variance) of a binary model                    */
+
+/* add a feature's terms of the score and its variance to the sums; 0, -1 on error */
+static int add_score_terms(Diagonal *self, Table *t, PyObject *key, Py_hash_t h, double xf,
+                           Fsum *ms, Fsum *vs) {
+    Py_ssize_t ix = table_find(t, key, h);
+    if (ix == -2) return -1;
+    if (ix >= 0 && fsum_add(ms, t->entries[ix].mean * xf) < 0) return -1;
+    return fsum_add(vs, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf);
+}
+
+/* score_binary's sums by math.fsum's algorithm, where the bound did not certify the fast ones
+ * (x was read once already: its values are plain, its keys hash): 0, or -1 with the error */
+static int score_terms_fsum(Diagonal *self, Table *t, PyObject *x, PyObject *intercept,
+                            Py_hash_t intercept_hash, double *m, double *v) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    Py_hash_t h;
+    double xf;
+    Fsum ms, vs;
+    fsum_init(&ms);
+    fsum_init(&vs);
+    while (PyDict_Next(x, &pos, &key, &value))
+        if (plain_value(value, &xf) || (h = key_hash(key)) == -1 ||
+            add_score_terms(self, t, key, h, xf, &ms, &vs) < 0)
+            goto fail;
+    if (intercept != Py_None && add_score_terms(self, t, intercept, intercept_hash, 1.0, &ms, &vs) < 0)
+        goto fail;
+    if (fsum_result(&ms, m) < 0) {
+        fsum_free(&vs);
+        return -1;
+    }
+    if (fsum_result(&vs, v) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear(); /* beyond float64: inf, as score_variances */
+        *v = INFINITY;
+    }
+    return 0;
+fail:
+    fsum_free(&ms);
+    fsum_free(&vs);
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "x changed while it was read");
+    return -1;
+}
+
+/* The score m = mu . x of a binary engine (one block) and its variance v = x' Sigma x, the
+ * numbers scores() and score_variances() give for x with the intercept appended (unless it is
+ * None): 1 with *m and *v; 0 for the general path's case (an engine of several blocks, x not an
+ * exact dict, a value other than a float, an int within float64 or a bool, the intercept among
+ * x's keys, an error of a key's hash or ==, a score beyond float64: scores() raises what it
+ * raises), nothing raised; -1 with an error that must propagate (memory). The engine is
+ * entered. */
+static int score_binary(Diagonal *self, PyObject *x, PyObject *intercept, double *m, double *v) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, ix, n = 0;
+    Py_hash_t h, intercept_hash = 0;
+    double xf, unseen = 0.0; /* the unseen features' values, summed as scores() sums them */
+    DdPair acc;
+    DdSum m_acc, v_acc;
+    Table *t;
+    if (!PyDict_CheckExact(x) || self->blocks.n != 1) return 0;
+    t = &self->blocks.table[0];
+    ddpair_init(&acc);
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (key == intercept || plain_value(value, &xf)) return 0;
+        if ((h = key_hash(key)) == -1 || (ix = table_find(t, key, h)) == -2) goto general_error;
+        if (ix < 0) {
+            unseen += xf;
+            ddpair_add(&acc, 0.0, self->prior * xf * xf);
+        } else
+            ddpair_add(&acc, t->entries[ix].mean * xf, t->entries[ix].var * xf * xf);
+        n++;
+    }
+    if (intercept != Py_None) {
+        if ((intercept_hash = PyObject_Hash(intercept)) == -1 ||
+            (ix = table_find(t, intercept, intercept_hash)) == -2)
+            goto general_error;
+        if (ix < 0) {
+            unseen += 1.0;
+            ddpair_add(&acc, 0.0, self->prior);
+        } else
+            ddpair_add(&acc, t->entries[ix].mean, t->entries[ix].var);
+        n++;
+    }
+    ddpair_split(&acc, &m_acc, &v_acc);
+    if ((!ddsum_certified(&m_acc, n, m) || !ddsum_certified(&v_acc, n, v)) &&
+        score_terms_fsum(self, t, x, intercept, intercept_hash, m, v) < 0)
+        goto general_error;
+    return isfinite(*m + unseen) ? 1 : 0;
+general_error: /* scores() meets the error again and raises it */
+    if (!rcw_error_recoverable()) return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* score_native(x, intercept, variance) -> m, or (m, v) when `variance` is true: score_binary's
+ * numbers, or None where the general path (scores, score_variances) must serve (see
+ * score_binary; nothing raised): predict_one and predict_proba_one in one call. */
+static PyObject *diagonal_score_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+    double m, v;
+    int ok, variance;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "score_native(x, intercept, variance)");
+        return NULL;
+    }
+    if ((variance = PyObject_IsTrue(args[2])) < 0 || enter(self) < 0) return NULL;
+    ok = score_binary(self, args[0], args[1], &m, &v);
+    self->busy = 0;
+    if (ok <= 0) return ok < 0 ? NULL : Py_NewRef(Py_None);
+    return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* layout: blocks named by id, so a failed learn can drop the blocks it added                 */
 
 static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
@@ -1687,10 +1800,14 @@ static PyMethodDef diagonal_methods[] = {
      "Apply one step (entries, alpha, gamma, v, scheme)."},
     {"learn", (PyCFunction)(void (*)(void))diagonal_learn, METH_FASTCALL,
      "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
+    {"score_native", (PyCFunction)(void (*)(void))diagonal_score_native, METH_FASTCALL,
+     "A binary model's score of x (and its variance) in one call; None: the general path's."},
     {"learn_native", (PyCFunction)(void (*)(void))diagonal_learn_native, METH_FASTCALL,
      "learn of a binary model with the rule's step in C; -1: the general path's case."},
     {"learn_rows", (PyCFunction)diagonal_learn_rows, METH_VARARGS,
      "The learn_one loop over a batch of rows (_batch.h)."},
+    {"score_rows", (PyCFunction)diagonal_score_rows, METH_VARARGS,
+     "score_native of every row of a batch (_batch.h); None: the general path's row."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},

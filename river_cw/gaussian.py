@@ -27,7 +27,6 @@ from math import fsum
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from . import engine
 from .validation import check_features
@@ -633,6 +632,8 @@ def _solve(chol: np.ndarray, b: np.ndarray, trans: str = "N") -> np.ndarray:
     both, a third of the cost of a small solve, is skipped.)"""
     if not len(chol):
         return np.zeros(b.shape)
+    from scipy.linalg import solve_triangular  # scipy.linalg only where the full covariance is
+
     return solve_triangular(chol, b, trans=trans, check_finite=False)
 
 
