@@ -236,11 +236,7 @@ def main() -> None:
             for guarantee in GUARANTEES:
                 topic = f"sms-{guarantee}-{round_}"
                 create_topics(broker.bootstrap_servers, {topic: args.partitions})
-                producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
-                for i, (x, y) in enumerate(examples):
-                    producer.send(topic, key=str(i).encode(), value=encode_example(i, x, y))
-                producer.flush()
-                producer.close()
+                produce(broker, topic, examples)
                 rate, startup = serve(
                     broker, topic, model, guarantee, args.checkpoint_every, examples
                 )
