@@ -14,6 +14,19 @@ restoring the partitions) is printed apart. The machine is shared and noisy: the
 interleaved over `--rounds` rounds and each one's best round is kept.
 
     python benchmarks/serve_throughput.py [--repeat 2] [--partitions 2] [--checkpoint-every 1000]
+
+With `--model-features 0,100000,1000000` it measures instead what the state topic's changelog
+costs against the size of the model (exactly-once): for each size a text model that has learned
+that many words (random ones) is served with `--init-model` on SMS `--repeat` times over, in two
+runs on one topic: the first (the first 1,000 messages) writes each partition's first snapshot;
+the second restores it and serves the rest. It prints the second run's messages/s against the
+empty model's, the bytes per commit of changes and per weight they wrote, the snapshot's bytes
+and the time of the first run's slowest commit (a snapshot), and the time a partition's restore
+took (mark, read, decode). The second run is short of the model's next snapshot: the last
+columns add it, every so many commits as the store's rules give for this model, to the rate
+(the steady state of a long run), the snapshot's time taken from the first run's (the
+partitions' first commits, together). The last column is the model's own offline predict + learn
+rate against the empty model's, in the same rounds: what the model's size costs without Kafka.
 """
 
 from __future__ import annotations
@@ -26,8 +39,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import math
+import pickle
+import random
+
 from kafka import KafkaProducer
 
+from river_cw import AROW
+from river_cw.text import TextClassifier
 from streams.cli.serve import build_model
 from streams.io import files
 from streams.kafka.broker import TansuBroker
@@ -38,6 +57,7 @@ from streams.kafka.messages import encode_example
 from streams.kafka.server import ModelServer
 
 IDLE = 1.0
+KEYS = StateKeys([b"a benchmark's state key, signing as served"])
 
 
 def offline(model, examples) -> float:
@@ -57,7 +77,7 @@ def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int, exam
         model,
         KafkaSettings(broker.bootstrap_servers),
         topics=Topics(topic),
-        state_keys=StateKeys([b"a benchmark's state key, signing as served"]),
+        state_keys=KEYS,
         processing_guarantee=guarantee,
         checkpoint_every=checkpoint_every,
         idle_timeout=IDLE,
@@ -72,14 +92,141 @@ def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int, exam
     return len(examples) / (ended - first), first - started
 
 
+def produce(broker, topic: str, examples, start: int = 0) -> None:
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
+    for i, (x, y) in enumerate(examples, start):
+        producer.send(topic, key=str(i).encode(), value=encode_example(i, x, y))
+    producer.flush()
+    producer.close()
+
+
+def text_model(features: int):
+    """A text model (`AROW()` behind a bag of words) that has learned `features` random words."""
+    rng = random.Random(0)
+    model = TextClassifier(AROW(), on="text")
+    for i in range(features // 100):
+        text = " ".join(f"w{rng.randrange(10**12)}" for _ in range(100))
+        model.learn_one({"text": text}, "spam" if i % 2 else "ham")
+    return model
+
+
+def changelog_run(broker, topic, model, args, examples) -> dict:
+    """The two runs of `--model-features` on one topic (see the module): what they measured."""
+    settings = KafkaSettings(broker.bootstrap_servers)
+    create_topics(broker.bootstrap_servers, {topic: args.partitions})
+    first = 1000
+
+    def server():
+        running = ModelServer(
+            model,
+            settings,
+            topics=Topics(topic),
+            state_keys=KEYS,
+            checkpoint_every=args.checkpoint_every,
+            idle_timeout=IDLE,
+            log_seconds=3600,
+        )
+        commit, durations = running.commit, []
+
+        def timed(partitions=None):
+            started = time.perf_counter()
+            commit(partitions)
+            durations.append(time.perf_counter() - started)
+
+        running.commit = timed
+        return running, durations
+
+    produce(broker, topic, examples[:first])
+    warm, durations = server()
+    warm.run()
+    snapshot_seconds = max(durations)
+    snapshot_bytes = max(w.since.snapshot_bytes for w in warm.store.written.values())
+    produce(broker, topic, examples[first:], first)
+    served, _ = server()
+    states = served.run()
+    assert sum(s.learned for s in states.values()) == len(examples)
+    ended = time.monotonic() - IDLE
+    written = served.store.written.values()
+    changes = sum(w.changes for w in written)
+    rate = (len(examples) - first) / (ended - served.monitor.first_at)
+    per_partition = sum(w.changes_bytes for w in written) / max(1, changes)
+    # commits of every partition between two snapshots: the store's rules for this model
+    every = min(
+        served.config.snapshot_every,
+        math.ceil(served.config.snapshot_share * snapshot_bytes / per_partition),
+    )
+    seconds = every * args.checkpoint_every / rate
+    return {
+        "rate": rate,
+        "steady": every * args.checkpoint_every / (seconds + snapshot_seconds),
+        "every": every,
+        "commits": changes + sum(w.snapshots for w in written),
+        "snapshots": sum(w.snapshots for w in written),
+        "bytes per commit": per_partition,
+        "weights per commit": sum(w.weights for w in written) / max(1, changes),
+        "snapshot bytes": snapshot_bytes,
+        "snapshot seconds": snapshot_seconds,
+        "restore seconds": max(served.metrics.restore_seconds.values()),
+    }
+
+
+def model_sizes(args, examples) -> None:
+    """`--model-features`: the changelog's cost against the model's size."""
+    sizes = [int(n) for n in args.model_features.split(",")]
+    models = {n: text_model(n) for n in sizes}
+    results: dict[int, list] = {n: [] for n in sizes}
+    offline_rates: dict[int, list] = {n: [] for n in sizes}
+    with TansuBroker() as broker:
+        for round_ in range(args.rounds):
+            for n in sizes:
+                topic = f"sms-{n}-{round_}"
+                results[n].append(changelog_run(broker, topic, models[n], args, examples))
+                offline_rates[n].append(offline(models[n], examples))
+    best = {n: max(runs, key=lambda r: r["rate"]) for n, runs in results.items()}
+    best_offline = {n: max(rates) for n, rates in offline_rates.items()}
+    empty = best[sizes[0]]["rate"]
+    print(
+        f"{len(examples):,} SMS messages, a text model (AROW() behind a bag of words) of N "
+        f"learned words served exactly-once on {args.partitions} partitions, a commit every "
+        f"{args.checkpoint_every:,} messages; the run after the first snapshot, best of "
+        f"{args.rounds} interleaved rounds"
+    )
+    print(
+        "| words N | model pickle | messages/s | against N=0 | bytes per commit of changes "
+        "| weights per commit | bytes per weight | snapshot | its commit | restore "
+        "| snapshot every | with snapshots | offline against N=0 |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        r = best[n]
+        size = len(pickle.dumps(models[n], protocol=pickle.HIGHEST_PROTOCOL))
+        print(
+            f"| {n:,} | {size / 1e6:.1f} MB | {r['rate']:,.0f} | {r['rate'] / empty:.2f}x "
+            f"| {r['bytes per commit']:,.0f} | {r['weights per commit']:,.0f} "
+            f"| {r['bytes per commit'] / max(1.0, r['weights per commit']):.1f} "
+            f"| {r['snapshot bytes'] / 1e6:.1f} MB | {r['snapshot seconds']:.2f} s "
+            f"| {r['restore seconds']:.2f} s | {r['every']:,} commits "
+            f"| {r['steady']:,.0f} ({r['steady'] / best[sizes[0]]['steady']:.2f}x) "
+            f"| {best_offline[n] / best_offline[sizes[0]]:.2f}x |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--checkpoint-every", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--model-features",
+        metavar="N,N,...",
+        help="measure the state changelog against models of these many words (see above)",
+    )
     args = parser.parse_args()
     examples = list(files.sms_spam()) * args.repeat
+    if args.model_features:
+        model_sizes(args, examples)
+        return
     model = build_model("AROW()", text=True)
     rates: dict[str, list] = {"offline": [], **{g: [] for g in GUARANTEES}}
     startups: dict[str, list] = {g: [] for g in GUARANTEES}
@@ -89,11 +236,7 @@ def main() -> None:
             for guarantee in GUARANTEES:
                 topic = f"sms-{guarantee}-{round_}"
                 create_topics(broker.bootstrap_servers, {topic: args.partitions})
-                producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
-                for i, (x, y) in enumerate(examples):
-                    producer.send(topic, key=str(i).encode(), value=encode_example(i, x, y))
-                producer.flush()
-                producer.close()
+                produce(broker, topic, examples)
                 rate, startup = serve(
                     broker, topic, model, guarantee, args.checkpoint_every, examples
                 )

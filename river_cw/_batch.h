@@ -294,11 +294,14 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
     if (status < 0 || !(isfinite(*m_out) && isfinite(*v_out))) goto fail;
     if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
         for (k = 0; k < p->n; k++) {
-            Entry *entries = self->blocks.table[p->block[k]].entries;
+            Table *t = &self->blocks.table[p->block[k]];
             const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
             for (j = 0; j < r->n; j++)
-                if (slot[col[j]] >= 0 && r->x[j] != 0.0)
-                    entries[slot[col[j]]].var = forget(entries[slot[col[j]]].var, keep, rest);
+                if (slot[col[j]] >= 0 && r->x[j] != 0.0) {
+                    Entry *e = &t->entries[slot[col[j]]];
+                    e->var = forget(e->var, keep, rest);
+                    table_note(t, slot[col[j]]);
+                }
         }
     return 0;
 fail:
@@ -346,9 +349,10 @@ static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double 
         for (j = 0; j < r->n; j++) {
             Py_ssize_t l = r->col[j], ix = slot[l];
             double xf = r->x[j];
-            if (ix >= 0)
+            if (ix >= 0) {
                 step_entry(&t->entries[ix], a, xf, gamma, beta, kind);
-            else if (xf * xf != 0.0) {
+                table_note(t, ix);
+            } else if (xf * xf != 0.0) {
                 slot[l] = t->used;
                 step_append(t, r->keys[l], r->hashes[l], prior, a, xf, gamma, beta, kind);
             }
@@ -912,9 +916,10 @@ static RCW_ALWAYS_INLINE void lean_step(Table *t, Entry *entries, BatchCache *ca
                                         double xf, double prior, double alpha, double gamma,
                                         double beta, int kind) {
     Py_ssize_t ix = cache->slot[l];
-    if (ix >= 0)
+    if (ix >= 0) {
         step_entry(&entries[ix], alpha, xf, gamma, beta, kind);
-    else if (xf * xf != 0.0) {
+        table_note(t, ix);
+    } else if (xf * xf != 0.0) {
         cache->slot[l] = t->used;
         step_append(t, cache->key[l], cache->hash[l], prior, alpha, xf, gamma, beta, kind);
     }
@@ -1366,4 +1371,248 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     columns_free(&c);
     if (batch_stats(call.stats, at, skipped) < 0 || status < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* predictions of a batch: score_rows                                                          */
+
+/* A CSR row's score and variance (score_binary's numbers for the dict Rows.row(i) makes of it):
+ * 1 with *m and *v, 0 for the general path's case (a column outside the matrix or named by a
+ * key that cannot be looked up, a column stored twice, a sum beyond float64), -1 with an error
+ * that must propagate. slot[j]: 0 column j not resolved yet, -1 not to be read here, else its
+ * entry + 2 (1: unseen); seen[j]: the last row (+ 1) that held column j. */
+static int csr_row_score(Diagonal *self, Table *t, const BatchColumns *c, PyObject *features,
+                         Py_ssize_t i, Py_ssize_t *slot, Py_ssize_t *seen, Py_ssize_t intercept,
+                         double *m, double *v) {
+    Py_ssize_t a = c->indptr[i], b = c->indptr[i + 1], l, n = 0;
+    double unseen = 0.0, xf;
+    DdPair acc;
+    DdSum m_acc, v_acc;
+    ddpair_init(&acc);
+    for (l = a; l <= b; l++) {
+        Py_ssize_t j, ix;
+        if (l < b) {
+            j = c->indices[l];
+            if (j < 0 || j >= c->ncols || seen[j] == i + 1) return 0;
+            seen[j] = i + 1;
+            if (slot[j] == 0) { /* resolved at its first use in the call */
+                PyObject *key = features == Py_None ? PyLong_FromSsize_t(j)
+                                                    : Py_NewRef(PyList_GET_ITEM(features, j));
+                Py_hash_t h;
+                if (key == NULL) return -1;
+                ix = (h = key_hash(key)) == -1 ? -2 : table_find(t, key, h);
+                Py_DECREF(key);
+                if (ix == -2) {
+                    if (!rcw_error_recoverable()) return -1;
+                    PyErr_Clear(); /* the general path meets it again and raises it */
+                }
+                slot[j] = ix == -2 ? -1 : ix + 2;
+            }
+            if (slot[j] < 0) return 0;
+            ix = slot[j] - 2;
+            xf = c->data[l];
+        } else if (intercept != -3) { /* the intercept, last, as GaussianClassifier._features */
+            ix = intercept;
+            xf = 1.0;
+        } else
+            break;
+        if (ix < 0) {
+            unseen += xf;
+            ddpair_add(&acc, 0.0, self->prior * xf * xf);
+        } else
+            ddpair_add(&acc, t->entries[ix].mean * xf, t->entries[ix].var * xf * xf);
+        n++;
+    }
+    ddpair_split(&acc, &m_acc, &v_acc);
+    if (!ddsum_certified(&m_acc, n, m) || !ddsum_certified(&v_acc, n, v)) {
+        Fsum ms, vs;
+        fsum_init(&ms);
+        fsum_init(&vs);
+        for (l = a; l <= b; l++) {
+            Py_ssize_t ix = l < b ? slot[c->indices[l]] - 2 : intercept;
+            if (l == b && intercept == -3) break;
+            xf = l < b ? c->data[l] : 1.0;
+            if ((ix >= 0 && fsum_add(&ms, t->entries[ix].mean * xf) < 0) ||
+                fsum_add(&vs, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
+                fsum_free(&ms);
+                fsum_free(&vs);
+                return -1;
+            }
+        }
+        if (fsum_result(&ms, m) < 0) {
+            fsum_free(&vs);
+            if (!rcw_error_recoverable()) return -1;
+            PyErr_Clear(); /* beyond float64: scores() raises, naming the feature */
+            return 0;
+        }
+        if (fsum_result(&vs, v) < 0) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+            PyErr_Clear(); /* beyond float64: inf, as score_variances */
+            *v = INFINITY;
+        }
+    }
+    return isfinite(*m + unseen) ? 1 : 0;
+}
+
+/* ValueError when two stored columns of the rows are named alike, as Rows.check_names raises it
+ * (columns in order of first appearance; a name that cannot be hashed is left to its rows); 0,
+ * or -1 with the error. `seen` (ncols, zeros) is left as it was. */
+static int csr_check_names(const BatchColumns *c, PyObject *features, Py_ssize_t nrows,
+                           Py_ssize_t *seen) {
+    Py_ssize_t l, end = c->indptr[nrows], j;
+    int rc = 0;
+    PyObject *named = PyDict_New();
+    if (named == NULL) return -1;
+    for (l = c->indptr[0]; l < end && rc == 0; l++) {
+        PyObject *column, *other;
+        if ((j = c->indices[l]) < 0 || j >= c->ncols || seen[j]) continue;
+        seen[j] = 1;
+        if ((column = PyLong_FromSsize_t(j)) == NULL) {
+            rc = -1;
+            break;
+        }
+        other = PyDict_SetDefault(named, PyList_GET_ITEM(features, j), column);
+        if (other == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_TypeError)) PyErr_Clear(); /* left to the rows */
+            else rc = -1;
+        } else if (other != column) {
+            PyErr_Format(PyExc_ValueError, "features names columns %S and %zd alike: %R", other,
+                         j, PyList_GET_ITEM(features, j));
+            rc = -1;
+        }
+        Py_DECREF(column);
+    }
+    Py_DECREF(named);
+    for (l = c->indptr[0]; l < end; l++)
+        if ((j = c->indices[l]) >= 0 && j < c->ncols) seen[j] = 0;
+    return rc;
+}
+
+/* The probabilities {first: 1 - p, second: p} of GaussianClassifier._binary_proba for the score
+ * m and its variance v: p = 0.5 erfc(-(a t) / sqrt(2)), t = m / sqrt(v) (+-inf or 0 where v is
+ * 0), with Python's own math.erfc (`erfc`), so the numbers are its, bit for bit. */
+static PyObject *binary_proba(double m, double v, PyObject *first, PyObject *second, double a,
+                              PyObject *erfc) {
+    double t = v > 0.0 ? m / sqrt(v) : (m != 0.0 ? copysign(INFINITY, m) : 0.0), p;
+    PyObject *arg = PyFloat_FromDouble(-(a * t) / sqrt(2.0)), *e, *out, *q;
+    if (arg == NULL) return NULL;
+    e = PyObject_CallOneArg(erfc, arg);
+    Py_DECREF(arg);
+    if (e == NULL) return NULL;
+    p = 0.5 * PyFloat_AsDouble(e);
+    Py_DECREF(e);
+    if (PyErr_Occurred() || (out = PyDict_New()) == NULL) return NULL;
+    if ((q = PyFloat_FromDouble(1.0 - p)) == NULL || PyDict_SetItem(out, first, q) < 0) goto fail;
+    Py_DECREF(q);
+    if ((q = PyFloat_FromDouble(p)) == NULL || PyDict_SetItem(out, second, q) < 0) goto fail;
+    Py_DECREF(q);
+    return out;
+fail:
+    Py_XDECREF(q);
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
+ * m that score_native gives for the row, or with proba = (first, second, temperature, erfc) the
+ * probabilities of its two labels (binary_proba); None where the general path must serve the
+ * row (it raises there what predict_one raises). rows: a list of
+ * dicts, or CSR arrays (data, indices, indptr, features, ncols) as learn_rows takes them (a
+ * ValueError when two of their columns are named alike, as Rows.check_names). None for every row
+ * of an engine of several blocks. */
+static PyObject *diagonal_score_rows(Diagonal *self, PyObject *args) {
+    PyObject *rows, *intercept, *proba, *features = Py_None, *data, *indices, *indptr, *out = NULL;
+    PyObject *first = NULL, *second = NULL, *erfc = NULL;
+    Py_ssize_t i, nrows, *slot = NULL, *seen = NULL, intercept_ix = -3;
+    double temperature = 1.0;
+    int csr;
+    BatchColumns c;
+    memset(&c, 0, sizeof c);
+    if (!PyArg_ParseTuple(args, "OOO", &rows, &intercept, &proba)) return NULL;
+    if (proba != Py_None &&
+        !PyArg_ParseTuple(proba, "OOdO", &first, &second, &temperature, &erfc))
+        return NULL;
+    csr = PyTuple_Check(rows);
+    if (csr) {
+        const void *p;
+        Py_ssize_t ndata, nindices, nptr;
+        if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))
+            return NULL;
+        if (features != Py_None &&
+            (!PyList_Check(features) || PyList_GET_SIZE(features) != c.ncols)) {
+            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
+            return NULL;
+        }
+        if (columns_view(&c, data, "d", sizeof(double), &p, &ndata) < 0) goto done;
+        c.data = p;
+        if (columns_view(&c, indices, "nlq", sizeof(Py_ssize_t), &p, &nindices) < 0) goto done;
+        c.indices = p;
+        if (columns_view(&c, indptr, "nlq", sizeof(Py_ssize_t), &p, &nptr) < 0) goto done;
+        c.indptr = p;
+        nrows = nptr - 1;
+        if (nrows < 0 || ndata != nindices) {
+            PyErr_SetString(PyExc_ValueError, "malformed CSR arrays");
+            goto done;
+        }
+        for (i = 0; i < nrows; i++)
+            if (c.indptr[i] < 0 || c.indptr[i] > c.indptr[i + 1] || c.indptr[i + 1] > ndata) {
+                PyErr_SetString(PyExc_ValueError, "malformed CSR arrays");
+                goto done;
+            }
+        slot = PyMem_Calloc(c.ncols ? c.ncols : 1, sizeof(Py_ssize_t));
+        seen = PyMem_Calloc(c.ncols ? c.ncols : 1, sizeof(Py_ssize_t));
+        if (slot == NULL || seen == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (features != Py_None && csr_check_names(&c, features, nrows, seen) < 0) goto done;
+    } else if (PyList_Check(rows))
+        nrows = PyList_GET_SIZE(rows);
+    else {
+        PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
+        return NULL;
+    }
+    if ((out = PyList_New(nrows)) == NULL) goto done;
+    if (enter(self) < 0) {
+        Py_CLEAR(out);
+        goto done;
+    }
+    if (csr && self->blocks.n == 1 && intercept != Py_None) {
+        Py_hash_t h = PyObject_Hash(intercept);
+        if (h == -1 || (intercept_ix = table_find(&self->blocks.table[0], intercept, h)) == -2) {
+            self->busy = 0;
+            Py_CLEAR(out);
+            goto done;
+        }
+    }
+    for (i = 0; i < nrows; i++) {
+        double m, v;
+        int ok;
+        PyObject *item;
+        if (self->blocks.n != 1)
+            ok = 0;
+        else if (csr)
+            ok = csr_row_score(self, &self->blocks.table[0], &c, features, i, slot, seen,
+                               intercept_ix, &m, &v);
+        else
+            ok = score_binary(self, PyList_GET_ITEM(rows, i), intercept, &m, &v);
+        if (ok < 0) {
+            Py_CLEAR(out);
+            break;
+        }
+        item = !ok     ? Py_NewRef(Py_None)
+               : erfc ? binary_proba(m, v, first, second, temperature, erfc)
+                      : PyFloat_FromDouble(m);
+        if (item == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    self->busy = 0;
+done:
+    columns_free(&c);
+    PyMem_Free(slot);
+    PyMem_Free(seen);
+    return out;
 }

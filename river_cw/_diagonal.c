@@ -154,6 +154,9 @@ typedef struct {
     uint64_t generation;       /* bumped by every change of the table layout */
     uint64_t reshaped;         /* and by every one but new features appended (see reshape) */
     int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
+    /* a mark (diagonal_mark) is held by the tables; valid while `reshaped` equals this */
+    int marked;
+    uint64_t mark_reshaped;
     PyObject *weakreflist;
     /* the caches, none of them part of the model: */
     Margin margin;             /* the margin scratch */
@@ -237,6 +240,7 @@ static void batch_cache_free(Diagonal *self); /* _batch.h */
 
 static int diagonal_clear(Diagonal *self) {
     release_coords(self);
+    self->marked = 0;
     batch_cache_free(self);
     Py_CLEAR(self->lean.spec);
     blocks_clear(&self->blocks);
@@ -564,8 +568,10 @@ static void margin_forget(Diagonal *self, double keep, double rest) {
     for (i = 0; i < self->margin.ncoords; i++) {
         Coord *c = &self->margin.coords[i];
         if (c->ix >= 0 && c->x != 0.0) {
-            Entry *e = &self->blocks.table[self->margin.pair_block[c->pair]].entries[c->ix];
+            Table *t = &self->blocks.table[self->margin.pair_block[c->pair]];
+            Entry *e = &t->entries[c->ix];
             e->var = forget(e->var, keep, rest);
+            table_note(t, c->ix);
         }
     }
 }
@@ -795,9 +801,10 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             Coord *c = &self->margin.coords[i];
             Table *t = tables[c->pair];
             double a = alpha * self->margin.pair_sign[c->pair];
-            if (c->ix >= 0)
+            if (c->ix >= 0) {
                 step_entry(&t->entries[c->ix], a, c->x, gamma, beta, kind);
-            else {
+                table_note(t, c->ix);
+            } else {
                 step_append(t, c->key, c->hash, self->prior, a, c->x, gamma, beta, kind);
                 key_taken(self, c);
             }
@@ -811,6 +818,7 @@ static int update_core(Diagonal *self, double alpha, double gamma, double v, int
             if (c->ix >= 0) {
                 t->entries[c->ix].mean = out[0];
                 t->entries[c->ix].var = out[1];
+                table_note(t, c->ix);
             } else {
                 table_append(t, c->key, c->hash, out[0], out[1]);
                 key_taken(self, c);
@@ -1199,6 +1207,119 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* predictions in one call: the score (and its variance) of a binary model                    */
+
+/* add a feature's terms of the score and its variance to the sums; 0, -1 on error */
+static int add_score_terms(Diagonal *self, Table *t, PyObject *key, Py_hash_t h, double xf,
+                           Fsum *ms, Fsum *vs) {
+    Py_ssize_t ix = table_find(t, key, h);
+    if (ix == -2) return -1;
+    if (ix >= 0 && fsum_add(ms, t->entries[ix].mean * xf) < 0) return -1;
+    return fsum_add(vs, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf);
+}
+
+/* score_binary's sums by math.fsum's algorithm, where the bound did not certify the fast ones
+ * (x was read once already: its values are plain, its keys hash): 0, or -1 with the error */
+static int score_terms_fsum(Diagonal *self, Table *t, PyObject *x, PyObject *intercept,
+                            Py_hash_t intercept_hash, double *m, double *v) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    Py_hash_t h;
+    double xf;
+    Fsum ms, vs;
+    fsum_init(&ms);
+    fsum_init(&vs);
+    while (PyDict_Next(x, &pos, &key, &value))
+        if (plain_value(value, &xf) || (h = key_hash(key)) == -1 ||
+            add_score_terms(self, t, key, h, xf, &ms, &vs) < 0)
+            goto fail;
+    if (intercept != Py_None && add_score_terms(self, t, intercept, intercept_hash, 1.0, &ms, &vs) < 0)
+        goto fail;
+    if (fsum_result(&ms, m) < 0) {
+        fsum_free(&vs);
+        return -1;
+    }
+    if (fsum_result(&vs, v) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear(); /* beyond float64: inf, as score_variances */
+        *v = INFINITY;
+    }
+    return 0;
+fail:
+    fsum_free(&ms);
+    fsum_free(&vs);
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "x changed while it was read");
+    return -1;
+}
+
+/* The score m = mu . x of a binary engine (one block) and its variance v = x' Sigma x, the
+ * numbers scores() and score_variances() give for x with the intercept appended (unless it is
+ * None): 1 with *m and *v; 0 for the general path's case (an engine of several blocks, x not an
+ * exact dict, a value other than a float, an int within float64 or a bool, the intercept among
+ * x's keys, an error of a key's hash or ==, a score beyond float64: scores() raises what it
+ * raises), nothing raised; -1 with an error that must propagate (memory). The engine is
+ * entered. */
+static int score_binary(Diagonal *self, PyObject *x, PyObject *intercept, double *m, double *v) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, ix, n = 0;
+    Py_hash_t h, intercept_hash = 0;
+    double xf, unseen = 0.0; /* the unseen features' values, summed as scores() sums them */
+    DdPair acc;
+    DdSum m_acc, v_acc;
+    Table *t;
+    if (!PyDict_CheckExact(x) || self->blocks.n != 1) return 0;
+    t = &self->blocks.table[0];
+    ddpair_init(&acc);
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (key == intercept || plain_value(value, &xf)) return 0;
+        if ((h = key_hash(key)) == -1 || (ix = table_find(t, key, h)) == -2) goto general_error;
+        if (ix < 0) {
+            unseen += xf;
+            ddpair_add(&acc, 0.0, self->prior * xf * xf);
+        } else
+            ddpair_add(&acc, t->entries[ix].mean * xf, t->entries[ix].var * xf * xf);
+        n++;
+    }
+    if (intercept != Py_None) {
+        if ((intercept_hash = PyObject_Hash(intercept)) == -1 ||
+            (ix = table_find(t, intercept, intercept_hash)) == -2)
+            goto general_error;
+        if (ix < 0) {
+            unseen += 1.0;
+            ddpair_add(&acc, 0.0, self->prior);
+        } else
+            ddpair_add(&acc, t->entries[ix].mean, t->entries[ix].var);
+        n++;
+    }
+    ddpair_split(&acc, &m_acc, &v_acc);
+    if ((!ddsum_certified(&m_acc, n, m) || !ddsum_certified(&v_acc, n, v)) &&
+        score_terms_fsum(self, t, x, intercept, intercept_hash, m, v) < 0)
+        goto general_error;
+    return isfinite(*m + unseen) ? 1 : 0;
+general_error: /* scores() meets the error again and raises it */
+    if (!rcw_error_recoverable()) return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* score_native(x, intercept, variance) -> m, or (m, v) when `variance` is true: score_binary's
+ * numbers, or None where the general path (scores, score_variances) must serve (see
+ * score_binary; nothing raised): predict_one and predict_proba_one in one call. */
+static PyObject *diagonal_score_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+    double m, v;
+    int ok, variance;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "score_native(x, intercept, variance)");
+        return NULL;
+    }
+    if ((variance = PyObject_IsTrue(args[2])) < 0 || enter(self) < 0) return NULL;
+    ok = score_binary(self, args[0], args[1], &m, &v);
+    self->busy = 0;
+    if (ok <= 0) return ok < 0 ? NULL : Py_NewRef(Py_None);
+    return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* layout: blocks named by id, so a failed learn can drop the blocks it added                 */
 
 static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
@@ -1285,6 +1406,23 @@ fail:
 /* ---------------------------------------------------------------------------------------- */
 /* state: blocks as a list of dicts feature -> [mean, variance] (the Python engine's layout)   */
 
+/* a weight given as a (mean, variance) pair of numbers for `key`: its hash and values; 0, or
+ * -1 with an error (set_blocks, set_weights) */
+static int read_weight(PyObject *key, PyObject *w, Py_hash_t *h, double *mean, double *var) {
+    PyObject *pair = PySequence_Fast(w, "a weight is a (mean, variance) pair");
+    if (pair == NULL) return -1;
+    if (PySequence_Fast_GET_SIZE(pair) != 2) {
+        Py_DECREF(pair);
+        PyErr_SetString(PyExc_ValueError, "a weight is a (mean, variance) pair");
+        return -1;
+    }
+    *mean = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 0));
+    *var = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 1));
+    Py_DECREF(pair);
+    if (PyErr_Occurred()) return -1;
+    return (*h = PyObject_Hash(key)) == -1 ? -1 : 0;
+}
+
 static PyObject *diagonal_get_blocks(Diagonal *self, void *closure) {
     PyObject *out;
     Py_ssize_t b, i;
@@ -1340,18 +1478,8 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
         pos = 0;
         while (PyDict_Next(d, &pos, &key, &w)) {
             double mean, var;
-            PyObject *pair = PySequence_Fast(w, "a weight is a [mean, variance] pair");
             Py_hash_t h;
-            if (pair == NULL) goto fail;
-            if (PySequence_Fast_GET_SIZE(pair) != 2) {
-                Py_DECREF(pair);
-                PyErr_SetString(PyExc_ValueError, "a weight is a [mean, variance] pair");
-                goto fail;
-            }
-            mean = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 0));
-            var = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 1));
-            Py_DECREF(pair);
-            if (PyErr_Occurred() || (h = PyObject_Hash(key)) == -1) goto fail;
+            if (read_weight(key, w, &h, &mean, &var) < 0) goto fail;
             table_append(&tables[b], key, h, mean, var);
         }
     }
@@ -1401,9 +1529,183 @@ static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
 
 static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
     Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
+    Py_ssize_t b;
     size += sizeof(Coord) * self->margin.coords_cap +
             sizeof(double) * (self->margin.u_cap + 2 * self->margin.scratch_cap);
+    for (b = 0; b < self->blocks.n; b++) /* marks, as table_mark allocates */
+        if (self->blocks.table[b].shadow != NULL)
+            size += (2 * sizeof(double) + 1 + sizeof(Py_ssize_t)) *
+                    Py_MAX(self->blocks.table[b].tracked, 1);
     return PyLong_FromSsize_t(size);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* marks: the weights written since a point in time (river_cw.gaussian.DiagonalGaussian.mark) */
+
+/* t's mark taken now: its entries' (mean, variance) copied; from the previous mark, if it
+ * still holds (`incremental`), only the entries written or appended since. 0, or -1 with
+ * MemoryError and no mark */
+static int table_mark(Table *t, int incremental) {
+    Py_ssize_t n = t->used, from = 0, k, i;
+    double *shadow;
+    if (incremental && t->shadow != NULL) {
+        shadow = t->shadow;
+        for (k = 0; k < t->nwritten; k++) {
+            i = t->written[k];
+            shadow[2 * i] = t->entries[i].mean;
+            shadow[2 * i + 1] = t->entries[i].var;
+            t->touched[i] = 0;
+        }
+        t->nwritten = 0;
+        from = t->tracked;
+    } else
+        table_unmark(t);
+    if (n > from || t->shadow == NULL) {
+        Py_ssize_t size = n ? n : 1;
+        void *p;
+        if ((p = PyMem_Realloc(t->shadow, sizeof(double) * 2 * size)) == NULL) goto nomemory;
+        t->shadow = p;
+        if ((p = PyMem_Realloc(t->touched, size)) == NULL) goto nomemory;
+        t->touched = p;
+        if ((p = PyMem_Realloc(t->written, sizeof(Py_ssize_t) * size)) == NULL) goto nomemory;
+        t->written = p;
+        shadow = t->shadow;
+        for (i = from; i < n; i++) {
+            shadow[2 * i] = t->entries[i].mean;
+            shadow[2 * i + 1] = t->entries[i].var;
+            t->touched[i] = 0;
+        }
+    }
+    t->tracked = n;
+    return 0;
+nomemory:
+    table_unmark(t);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* mark(): remember every weight's (mean, variance) as it is now. The tables note each entry
+ * written since (table_note, at every write), so that a mark and `changed` cost in proportion
+ * to the weights written, not to the model */
+static PyObject *diagonal_mark(Diagonal *self, PyObject *unused) {
+    Py_ssize_t b;
+    int incremental;
+    if (enter(self) < 0) return NULL;
+    incremental = self->marked && self->mark_reshaped == self->reshaped;
+    self->marked = 0;
+    for (b = 0; b < self->blocks.n; b++)
+        if (table_mark(&self->blocks.table[b], incremental) < 0) {
+            for (; b >= 0; b--) table_unmark(&self->blocks.table[b]);
+            self->busy = 0;
+            return NULL;
+        }
+    self->marked = 1;
+    self->mark_reshaped = self->reshaped;
+    self->busy = 0;
+    Py_RETURN_NONE;
+}
+
+static int compare_positions(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* (mean, variance) of t's entry i into d under its key; 0 or -1 */
+static int put_weight(PyObject *d, const Entry *e) {
+    PyObject *w = Py_BuildValue("(dd)", e->mean, e->var);
+    int r;
+    if (w == NULL) return -1;
+    r = PyDict_SetItem(d, e->key, w);
+    Py_DECREF(w);
+    return r;
+}
+
+/* changed(): per block, {feature: (mean, variance)} of the weights added since the mark or whose
+ * mean or variance differs from it bit for bit, in table order; None without a mark valid for
+ * the current blocks (none taken, or the blocks reshaped since) */
+static PyObject *diagonal_changed(Diagonal *self, PyObject *unused) {
+    PyObject *out, *d;
+    Py_ssize_t b, k, i;
+    if (enter(self) < 0) return NULL;
+    if (!self->marked || self->mark_reshaped != self->reshaped) {
+        self->busy = 0;
+        Py_RETURN_NONE;
+    }
+    if ((out = PyList_New(self->blocks.n)) == NULL) goto fail;
+    for (b = 0; b < self->blocks.n; b++) {
+        Table *t = &self->blocks.table[b];
+        const double *shadow = t->shadow;
+        if ((d = PyDict_New()) == NULL) goto fail;
+        PyList_SET_ITEM(out, b, d);
+        qsort(t->written, (size_t)t->nwritten, sizeof(Py_ssize_t), compare_positions);
+        for (k = 0; k < t->nwritten; k++) {
+            const Entry *e = &t->entries[i = t->written[k]];
+            if (memcmp(&e->mean, &shadow[2 * i], sizeof(double)) == 0 &&
+                memcmp(&e->var, &shadow[2 * i + 1], sizeof(double)) == 0)
+                continue;
+            if (put_weight(d, e) < 0) goto fail;
+        }
+        for (i = t->tracked; i < t->used; i++)
+            if (put_weight(d, &t->entries[i]) < 0) goto fail;
+    }
+    self->busy = 0;
+    return out;
+fail:
+    Py_XDECREF(out);
+    self->busy = 0;
+    return NULL;
+}
+
+/* set_weights(changes): per block, {feature: (mean, variance)} written, a new feature appended
+ * in the order given (what `changed` returned, read back) */
+static PyObject *diagonal_set_weights(Diagonal *self, PyObject *changes) {
+    PyObject *seq, *key, *w;
+    Py_ssize_t n, b, pos;
+    if ((seq = PySequence_Fast(changes, "changes must be a list of dicts")) == NULL) return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (n != self->blocks.n) {
+        PyErr_Format(PyExc_ValueError, "changes of %zd block(s) for an engine of %zd", n,
+                     self->blocks.n);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if (enter(self) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    self->generation++; /* entries may be appended */
+    for (b = 0; b < n; b++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, b);
+        Table *t = &self->blocks.table[b];
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "changes must be a list of dicts");
+            goto fail;
+        }
+        pos = 0;
+        while (PyDict_Next(d, &pos, &key, &w)) {
+            double mean, var;
+            Py_ssize_t ix;
+            Py_hash_t h;
+            if (read_weight(key, w, &h, &mean, &var) < 0) goto fail;
+            if ((ix = table_find(t, key, h)) == -2) goto fail;
+            if (ix >= 0) {
+                t->entries[ix].mean = mean;
+                t->entries[ix].var = var;
+                table_note(t, ix);
+            } else {
+                if (table_reserve(t, 1) < 0) goto fail;
+                table_append(t, key, h, mean, var);
+            }
+            if (fabs(mean) > self->mean_bound) self->mean_bound = fabs(mean);
+        }
+    }
+    Py_DECREF(seq);
+    self->busy = 0;
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(seq);
+    self->busy = 0;
+    return NULL;
 }
 
 #include "_batch.h"
@@ -1418,10 +1720,14 @@ static PyMethodDef diagonal_methods[] = {
      "Apply one step (entries, alpha, gamma, v, scheme)."},
     {"learn", (PyCFunction)(void (*)(void))diagonal_learn, METH_FASTCALL,
      "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
+    {"score_native", (PyCFunction)(void (*)(void))diagonal_score_native, METH_FASTCALL,
+     "A binary model's score of x (and its variance) in one call; None: the general path's."},
     {"learn_native", (PyCFunction)(void (*)(void))diagonal_learn_native, METH_FASTCALL,
      "learn of a binary model with the rule's step in C; -1: the general path's case."},
     {"learn_rows", (PyCFunction)diagonal_learn_rows, METH_VARARGS,
      "The learn_one loop over a batch of rows (_batch.h)."},
+    {"score_rows", (PyCFunction)diagonal_score_rows, METH_VARARGS,
+     "score_native of every row of a batch (_batch.h); None: the general path's row."},
     {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},
@@ -1433,6 +1739,12 @@ static PyMethodDef diagonal_methods[] = {
     {"negate", (PyCFunction)diagonal_negate, METH_NOARGS, "The Gaussian over -w."},
     {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
      "Per block, {feature: mean} and {feature: variance}."},
+    {"mark", (PyCFunction)diagonal_mark, METH_NOARGS, "Remember every weight as it is now."},
+    {"changed", (PyCFunction)diagonal_changed, METH_NOARGS,
+     "Per block, {feature: (mean, variance)} of the weights written since the mark; None "
+     "without a mark valid for the current blocks."},
+    {"set_weights", (PyCFunction)diagonal_set_weights, METH_O,
+     "Write per block {feature: (mean, variance)} (what changed returned)."},
     {"__sizeof__", (PyCFunction)diagonal_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
     {NULL},
 };

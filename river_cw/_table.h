@@ -58,7 +58,33 @@ typedef struct {
     Py_ssize_t mask; /* index size - 1 (a power of two) */
     Py_ssize_t used, cap;
     long long id; /* names the block in layout snapshots */
+    /* a mark (the includer's; river_cw/_diagonal.c's mark and changed): of the first `tracked`
+     * entries, their payload then (`shadow`, the includer's layout) and which were written since
+     * (`touched` per entry, `written` the list of them); tracked 0: no mark */
+    void *shadow;
+    uint8_t *touched;
+    Py_ssize_t *written;
+    Py_ssize_t tracked, nwritten;
 } Table;
+
+/* an entry of t is written: noted if a mark tracks it (one comparison when none does) */
+static RCW_ALWAYS_INLINE void table_note(Table *t, Py_ssize_t ix) {
+    if (ix < t->tracked && !t->touched[ix]) {
+        t->touched[ix] = 1;
+        t->written[t->nwritten++] = ix;
+    }
+}
+
+/* t's mark dropped */
+static void table_unmark(Table *t) {
+    PyMem_Free(t->shadow);
+    PyMem_Free(t->touched);
+    PyMem_Free(t->written);
+    t->shadow = NULL;
+    t->touched = NULL;
+    t->written = NULL;
+    t->tracked = t->nwritten = 0;
+}
 
 #define PERTURB_SHIFT 5
 
@@ -78,6 +104,10 @@ static int table_init(Table *t) {
     t->mask = size - 1;
     t->used = 0;
     t->cap = 5;
+    t->shadow = NULL;
+    t->touched = NULL;
+    t->written = NULL;
+    t->tracked = t->nwritten = 0;
     return 0;
 }
 
@@ -90,6 +120,7 @@ static void table_free(Table *t) {
     t->index = NULL;
     t->entries = NULL;
     t->used = t->cap = 0;
+    table_unmark(t);
 }
 
 /* whether the n bytes at p and q are equal, inline: words compared, the last ones overlapping

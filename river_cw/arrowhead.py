@@ -77,7 +77,6 @@ from math import fsum
 from typing import Any
 
 import numpy as np
-from scipy.linalg import block_diag
 
 from . import engine
 from .gaussian import _learn, _raise_bad_input, _total, forget
@@ -156,6 +155,8 @@ class PythonArrowheadGaussian:
             loading = np.array([1.0 if f is self.root else w[1] for f, w in block.items()])
             spread = np.array([0.0 if f is self.root else w[2] for f, w in block.items()])
             parts.append(s * np.outer(loading, loading) + np.diag(spread))
+        from scipy.linalg import block_diag  # scipy.linalg only where it is used
+
         return block_diag(*parts)
 
     def _learned(self) -> list:

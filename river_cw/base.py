@@ -217,12 +217,17 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         x
             The features, ``{name: number}``.
         """
-        scores = self._scores(self._features(x))  # validates x, even before any label is known
-        if not self.classes_:
-            return None
-        if self.is_binary:
-            return self.classes_[-1] if scores[0] > 0 else self.classes_[0]
-        return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
+        # A binary model's score in one call of a compiled engine (`_native_score`), the common
+        # case; else the general path, which validates x (even before any label is known) and
+        # names a bad feature.
+        score = self._native_score(x, False)
+        if score is None:
+            scores = self._scores(self._features(x))
+            if not self.is_binary:
+                return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
+            score = scores[0]  # one block until the third label
+        classes = self.classes_
+        return (classes[-1] if score > 0 else classes[0]) if classes else None
 
     # -- public state -------------------------------------------------------------------------
 
@@ -334,7 +339,7 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
             With a sparse `X`, the feature of each column (see `learn_many`).
         """
         rows = Rows.of(X, features)
-        predictions = [self.predict_one(x) for x in rows.all()]
+        predictions = self._predict_rows(rows)
         if not rows.frame:
             return predictions
         import pandas as pd
@@ -355,12 +360,26 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
             With a sparse `X`, the feature of each column (see `learn_many`).
         """
         rows = Rows.of(X, features)
-        probas = [self.predict_proba_one(x) for x in rows.all()]
+        probas = self._predict_proba_rows(rows)
         if not rows.frame:
             return probas
         import pandas as pd
 
         return pd.DataFrame(probas, index=rows.index, columns=list(self.classes_), dtype=float)
+
+    def _native_score(self, x: dict, variance: bool):
+        """A compiled engine's score of x for a binary model in one call, ``m`` or ``(m, v)``
+        with its variance, or None where the general path must serve (always here; see
+        `GaussianClassifier`)."""
+        return None
+
+    def _predict_rows(self, rows: Rows) -> list:
+        """`predict_one` of every row (a model may run the loop compiled)."""
+        return [self.predict_one(x) for x in rows.all()]
+
+    def _predict_proba_rows(self, rows: Rows) -> list[dict]:
+        """`predict_proba_one` of every row (a model may run the loop compiled)."""
+        return [self.predict_proba_one(x) for x in rows.all()]
 
     @staticmethod
     def _best_wrong(scores: list[float], k: int) -> int:
@@ -665,6 +684,49 @@ class GaussianClassifier(LinearClassifier):
 
         learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
+    def _native_scores(self, rows: Rows, proba: bool) -> list | None:
+        """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
+        (`_binary_proba`'s), in one call of the compiled engine's batch kernel
+        (`score_rows`, river_cw/_batch.h: dict rows as `score_native` reads them, CSR rows
+        straight from the arrays, their names checked as `Rows.check_names` checks them), None
+        for a row the general path must serve; None where the engine has no kernel or the model
+        is not binary."""
+        kernel = getattr(self._gaussian, "score_rows", None)
+        if kernel is None or not self.is_binary:
+            return None
+        batch = rows.dicts if rows.csr is None else rows.csr
+        # math.erfc itself, so that the probabilities are _binary_proba's to the bit
+        spec = (*self.classes_, self.temperature, math.erfc) if proba else None
+        return kernel(batch, INTERCEPT if self.learn_intercept else None, spec)
+
+    def _predict_rows(self, rows: Rows) -> list:
+        scores = self._native_scores(rows, False)
+        classes = self.classes_
+        if scores is None or not classes:
+            return super()._predict_rows(rows)
+        first, last = classes[0], classes[-1]
+        return [
+            (last if score > 0 else first) if score is not None else self.predict_one(rows.row(i))
+            for i, score in enumerate(scores)
+        ]
+
+    def _predict_proba_rows(self, rows: Rows) -> list[dict]:
+        if len(self.classes_) != 2 or (probas := self._native_scores(rows, True)) is None:
+            return super()._predict_proba_rows(rows)
+        return [
+            proba if proba is not None else self.predict_proba_one(rows.row(i))
+            for i, proba in enumerate(probas)
+        ]
+
+    def _native_score(self, x: dict, variance: bool):
+        """The compiled diagonal engine's score of a binary model, ``m`` or ``(m, v)`` with its
+        variance (`score_native`: x a dict of floats, ints and bools), or None where the
+        general path must serve."""
+        native = getattr(self._gaussian, "score_native", None)
+        if native is None:
+            return None
+        return native(x, INTERCEPT if self.learn_intercept else None, variance)
+
     _lean = _STALE  # `_lean_spec`, built by the first learn_one after a hyperparameter is set
 
     def _lean_spec(self):
@@ -887,6 +949,13 @@ class GaussianClassifier(LinearClassifier):
             return 1.0
         return calibration.best(self._calibration)
 
+    def _binary_proba(self, m: float, v: float) -> dict:
+        """The probabilities of a binary model's two labels, its score's mean m and variance v:
+        ``P(positive label) = Phi(a m / sqrt(v))``, a the temperature."""
+        classes = self.classes_
+        p = 0.5 * math.erfc(-(self.temperature * _standardised(m, v)) / math.sqrt(2.0))
+        return {classes[0]: 1.0 - p, classes[1]: p}
+
     def _pairwise(self, x: dict, scores: list[float]) -> list[list[float]]:
         """The standardised pairwise margins ``t[z][k] = m_zk / s`` of x, given its scores (two
         labels or more; the diagonal is 0), s the standard deviation of the margin between the
@@ -914,15 +983,22 @@ class GaussianClassifier(LinearClassifier):
         x
             The features, ``{name: number}``.
         """
+        native = self._native_score(x, True)  # as predict_one, with the score's variance
+        if native is None:
+            return self._general_predict_proba_one(x)
+        if len(self.classes_) < 2:
+            return {c: 1.0 for c in self.classes_}
+        return self._binary_proba(*native)
+
+    def _general_predict_proba_one(self, x: dict) -> dict:
         classes = self.classes_
         x = self._features(x)
         scores = self._scores(x)  # validates x, even before two labels are known
         if len(classes) < 2:
             return {c: 1.0 for c in classes}
-        t, a = self._pairwise(x, scores), self.temperature
         if self.is_binary:
-            p = 0.5 * math.erfc(-(a * t[1][0]) / math.sqrt(2.0))
-            return {classes[0]: 1.0 - p, classes[1]: p}
+            return self._binary_proba(scores[0], self._gaussian.score_covariance(x)[0, 0])
+        t, a = self._pairwise(x, scores), self.temperature
         logp = [  # exactly rounded sums: a larger score never gets a smaller log-probability
             _sum_of_logs([normal_log_cdf(a * t_zk) for k, t_zk in enumerate(row) if k != z])
             for z, row in enumerate(t)

@@ -19,10 +19,10 @@ as the `learn_one` loop over its rows (`river_cw.base`); the compiled engine run
 
 from __future__ import annotations
 
+import sys
 from itertools import repeat
 
 import numpy as np
-from scipy import sparse
 
 __all__ = ["Rows"]
 
@@ -81,7 +81,8 @@ class Rows:
     def of(cls, X, features=None) -> Rows:
         """The rows of the batch `X` (see the module docstring); `features` names the columns of
         a sparse `X`."""
-        if sparse.issparse(X):
+        sparse = sys.modules.get("scipy.sparse")  # no sparse X before scipy.sparse is imported
+        if sparse is not None and sparse.issparse(X):
             return cls._of_sparse(X, features)
         if features is not None:
             raise TypeError("features names the columns of a scipy.sparse X only")

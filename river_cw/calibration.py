@@ -13,7 +13,6 @@ and the choice is the exact minimiser of the progressive log loss among the cand
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_ndtr
 
 __all__ = ["TEMPERATURES", "best", "probit_losses", "softmax_losses", "start"]
 
@@ -93,6 +92,8 @@ def probit_losses(t: np.ndarray, label: int) -> np.ndarray:
 
     `t` is the matrix of standardised pairwise margins ``t[z, k]`` (its diagonal unused): binary
     ``[[0, -t], [t, 0]]``, where ``P(z) ~ prod_{k != z} Phi(a t[z, k])``."""
+    from scipy.special import log_ndtr  # scipy.special only where a model calibrates
+
     k = len(t)
     off = ~np.eye(k, dtype=bool)
     with np.errstate(all="ignore"):

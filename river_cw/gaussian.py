@@ -27,7 +27,6 @@ from math import fsum
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from . import engine
 from .validation import check_features
@@ -97,11 +96,70 @@ class PythonDiagonalGaussian:
         self.initial_variance = initial_variance
         self.blocks: list[dict] = [{}]
         self.mean_bound = 0.0  # an upper bound of every |mean| (see `update`)
+        self._mark: list[tuple[dict, dict]] | None = None  # see `mark`
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if "mean_bound" not in state:  # pickled before the bound existed
             self.reset_bound()
+        self.__dict__.setdefault("_mark", None)
+
+    # -- what changed since a mark (a changelog's records; both engines alike) ---------------
+
+    def mark(self) -> None:
+        """Remember every weight's mean and variance as they are now, for `changed`.
+
+        A mark is not part of the model: copies and pickles carry none."""
+        self._mark = [(block, {f: (w[0], w[1]) for f, w in block.items()}) for block in self.blocks]
+
+    def changed(self) -> list[dict] | None:
+        """Per block, ``{feature: (mean, variance)}`` of the weights added since the last `mark`
+        or whose mean or variance differs from it bit for bit, in the blocks' order; None
+        without a mark, or when the blocks were laid out anew since (`add_block`, `lift`,
+        `reorder`, `restore_layout`, `negate`, new `blocks`): then only the whole engine says
+        what changed. `set_weights` writes it back into an engine that held the weights of
+        the mark. This engine compares every weight with the mark's copy; the compiled one notes
+        the weights it writes after a mark, so that its `mark` and `changed` cost in proportion
+        to them, with the same answer.
+
+        >>> g = PythonDiagonalGaussian(1.0)
+        >>> g.set_weights([{"a": (0.5, 0.25), "b": (0.0, 1.0)}])
+        >>> g.mark()
+        >>> g.set_weights([{"b": (-0.25, 0.5), "c": (1.0, 0.75)}])
+        >>> g.changed()
+        [{'b': (-0.25, 0.5), 'c': (1.0, 0.75)}]
+        """
+        mark = self._mark
+        if mark is None or len(mark) != len(self.blocks):
+            return None
+        out = []
+        for block, (marked_block, before) in zip(self.blocks, mark):
+            if block is not marked_block:
+                return None
+            get = before.get
+            out.append({f: (w[0], w[1]) for f, w in block.items() if not _same_weight(w, get(f))})
+        return out
+
+    def set_weights(self, changes: list[dict]) -> None:
+        """Write per block ``{feature: (mean, variance)}`` (what `changed` returned): a weight
+        learned is overwritten, a new one appended in the order given."""
+        if len(changes) != len(self.blocks):
+            raise ValueError(
+                f"changes of {len(changes)} block(s) for an engine of {len(self.blocks)}"
+            )
+        bound = self.mean_bound
+        for block, weights in zip(self.blocks, changes):
+            for f, pair in weights.items():
+                if len(pair) != 2:
+                    raise ValueError("a weight is a (mean, variance) pair")
+                mean, variance = float(pair[0]), float(pair[1])
+                w = block.get(f)
+                if w is None:
+                    block[f] = [mean, variance]
+                else:
+                    w[0], w[1] = mean, variance
+                bound = max(bound, abs(mean))
+        self.mean_bound = bound
 
     def reset_bound(self) -> None:
         """Set `mean_bound` to the largest |mean| (after the blocks were replaced)."""
@@ -111,9 +169,11 @@ class PythonDiagonalGaussian:
 
     def add_block(self) -> None:
         self.blocks.append({})
+        self._mark = None
 
     def lift(self) -> None:
         self.blocks.insert(0, {})
+        self._mark = None
 
     def layout(self):
         """A snapshot of the block structure, for `restore_layout` after a failed learn."""
@@ -129,13 +189,16 @@ class PythonDiagonalGaussian:
         """The Gaussian over ``-w`` (a binary model's labels swapped)."""
         for w in self.blocks[0].values():
             w[0] = -w[0]  # |mean| unchanged: the bound holds
+        self._mark = None
 
     def reorder(self, order: list[int]) -> None:
         """Blocks in the new order: block i becomes the old block ``order[i]``."""
         self.blocks = [self.blocks[k] for k in order]
+        self._mark = None
 
     def restore_layout(self, layout) -> None:
         self.blocks = layout
+        self._mark = None
 
     def scores(self, x: dict) -> list[float]:
         """``mu_b . x`` for every block b; raises on a bad `x` (every value is touched)."""
@@ -302,6 +365,18 @@ class PythonDiagonalGaussian:
 
     def __reduce__(self):
         return _restore_diagonal, (self.initial_variance, self.blocks)
+
+
+def _same_weight(w: list, before: tuple | None) -> bool:
+    """Whether weight `w` (``[mean, variance]``) is bit for bit `before` (None: absent then);
+    finite floats, so equal values differ only in the sign of a zero."""
+    return (
+        before is not None
+        and w[0] == before[0]
+        and w[1] == before[1]
+        and math.copysign(1.0, w[0]) == math.copysign(1.0, before[0])
+        and math.copysign(1.0, w[1]) == math.copysign(1.0, before[1])
+    )
 
 
 def forget(s: float, keep: float, rest: float) -> float:
@@ -557,6 +632,8 @@ def _solve(chol: np.ndarray, b: np.ndarray, trans: str = "N") -> np.ndarray:
     both, a third of the cost of a small solve, is skipped.)"""
     if not len(chol):
         return np.zeros(b.shape)
+    from scipy.linalg import solve_triangular  # scipy.linalg only where the full covariance is
+
     return solve_triangular(chol, b, trans=trans, check_finite=False)
 
 

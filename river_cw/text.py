@@ -1,148 +1,108 @@
-"""Text features: river's `BagOfWords` with its token counting in C, and `TextClassifier`.
+"""Text features: `TextClassifier`, and river's `BagOfWords` with its token counting in C.
 
 `BagOfWords` is river's `feature_extraction.BagOfWords` (same parameters, same output) whose
 `transform_one` counts tokens in C (`river_cw._text`) when the compiled extension is built and
 the tokenizer is river's default (any `lowercase`, `strip_accents` and `stop_words`). ASCII text
-is lowercased and counted in C at once; other text first goes through river's own preprocessing
-functions (NFKD accent stripping, `str.lower`), and C then counts its tokens with the character
-classes of Python's `re` module. Anything else (a `preprocessor`, a `tokenizer`, another
-pattern, n-grams, a text that is not a `str`) runs river's code unchanged. `COMPILED` says
-whether the extension is active (see `river_cw.engine`: `RIVER_CW_PURE_PYTHON=1` turns it off).
+is lowercased and counted at once; other text goes through river's preprocessing done in C (NFKD
+accent stripping, `str.lower`) and its tokens are found with the character classes of Python's
+`re` module, in the same call. Anything else (a `preprocessor`, a `tokenizer`, another pattern,
+n-grams, a text that is not a `str`) runs river's code unchanged. `COMPILED` says whether the
+extension is active (see `river_cw.engine`: `RIVER_CW_PURE_PYTHON=1` turns it off).
 
 `TextClassifier(classifier, ...)` is ``BagOfWords(...) | classifier`` as one river classifier
 with the same numbers.
+
+Importing this module does not import `river.feature_extraction` (which loads most of river,
+scipy.stats, scikit-learn and pandas): `BagOfWords` is imported from `river_cw._bag_of_words` when
+it is first asked for, and `TextClassifier` counts tokens without it where the compiled path
+applies.
 """
 
 from __future__ import annotations
 
-import inspect
+import typing
+import unicodedata
 
-from river import base, feature_extraction
-from river.feature_extraction.vectorize import strip_accents_unicode
+from river import base
 
 from . import engine
 
 COMPILED = engine.text is not None
-if engine.text is not None:
-    count_ascii, count_preprocessed = engine.text.count_ascii, engine.text.count_preprocessed
+if engine.text is not None:  # river's accent stripping, done in C with unicodedata's functions
+    engine.text.connect(normalize=unicodedata.normalize, combining=unicodedata.combining)
 
-__all__ = ["COMPILED", "BagOfWords", "TextClassifier"]
+if typing.TYPE_CHECKING:
+    from ._bag_of_words import BagOfWords
 
-_DEFAULT_PATTERN = feature_extraction.BagOfWords().tokenizer_pattern
+__all__ = ["COMPILED", "BagOfWords", "TextClassifier"]  # BagOfWords: from __getattr__
+
+DEFAULT_PATTERN = r"(?u)\b\w[\w\-]+\b"
+"""river's `BagOfWords` default `tokenizer_pattern` (tests/test_text.py checks it is river's)."""
 
 
-class BagOfWords(feature_extraction.BagOfWords):
-    """Counts tokens in texts: river's `feature_extraction.BagOfWords`, faster on ASCII text.
+class TokenCounter:
+    """The token counts of a text as river's `BagOfWords` gives them with its default tokenizer,
+    counted in C by `river_cw._text.count` (one call per text); `of` says where that applies.
 
-    The parameters and the output are river's (see `river.feature_extraction.BagOfWords`). With
-    `preprocessor`, `tokenizer`, a `tokenizer_pattern` other than the default, or n-grams other
-    than unigrams, every text goes through river's code; so does a text that is not a `str`.
-
-    Parameters
-    ----------
-    on
-        The key of the text in a dict input; None takes the input itself as the text.
-    strip_accents
-        Strip accents (``"Déjà"`` counts as ``"deja"``).
-    lowercase
-        Lowercase the text before it is tokenized.
-    preprocessor
-        A function applied to the text before it is tokenized; None applies none.
-    stop_words
-        Tokens to leave out of the counts.
-    tokenizer_pattern
-        The regular expression of a token; river's default takes runs of two or more word
-        characters or hyphens.
-    tokenizer
-        A function from a text to its tokens, used instead of `tokenizer_pattern`.
-    ngram_range
-        ``(min_n, max_n)``: count the n-grams of these lengths; ``(1, 2)`` adds each pair of
-        consecutive tokens as a tuple. ``(1, 1)`` counts single tokens.
-
-    Examples
-    --------
-
-    >>> from river_cw.text import BagOfWords
-
-    >>> bow = BagOfWords(on="text")
-    >>> bow.transform_one({"text": "Is this the first document? This one-off is."})
-    {'is': 2, 'this': 2, 'the': 1, 'first': 1, 'document': 1, 'one-off': 1}
-
-    Non-ASCII text gets river's accent stripping:
-
-    >>> BagOfWords().transform_one("Déjà vu, déjà VU")
-    {'deja': 2, 'vu': 2}
-
+    The counts of the last text are kept: a pipeline that predicts and then learns an example
+    (river's `Pipeline` transforms it both times) counts its tokens once. Each call hands out a
+    copy, which the caller may change. Its owner leaves it out of a pickle, and with it the
+    last text of the stream.
     """
 
-    def __init__(
-        self,
-        on: str | None = None,
-        strip_accents=True,
-        lowercase=True,
-        preprocessor=None,
-        stop_words: set[str] | None = None,
-        tokenizer_pattern=_DEFAULT_PATTERN,
-        tokenizer=None,
-        ngram_range=(1, 1),
-    ):
-        super().__init__(
-            on=on,
-            strip_accents=strip_accents,
-            lowercase=lowercase,
-            preprocessor=preprocessor,
-            stop_words=stop_words,
-            tokenizer_pattern=tokenizer_pattern,
-            tokenizer=tokenizer,
-            ngram_range=ngram_range,
-        )
-        self._last = (None, None)  # the last text and its counts (see `_counts`)
-        self._compiled = (
-            COMPILED
+    def __init__(self, count, lowercase: bool, strip_accents: bool, stop_words):
+        self._count = count  # river_cw._text.count
+        self.lowercase = lowercase
+        self.strip_accents = strip_accents
+        self.stop_words = stop_words
+        self._last = (None, None)  # the last text and its counts
+
+    @classmethod
+    def of(cls, preprocessor, tokenizer, tokenizer_pattern, ngram_range, **options):
+        """The counter of river's `BagOfWords` with these parameters, or None where river's code
+        must run (the extension is not active, or a parameter is not river's default)."""
+        if (
+            engine.text is not None
             and preprocessor is None
             and tokenizer is None
-            and tokenizer_pattern == _DEFAULT_PATTERN
+            and tokenizer_pattern == DEFAULT_PATTERN
             and tuple(ngram_range) == (1, 1)
-        )
-
-    def transform_one(self, x):
-        """The token counts of the text `x`, ``{token: count}``.
-
-        Parameters
-        ----------
-        x
-            A text, or a dict holding it under `on`.
-        """
-        if self._compiled:
-            counts = self._counts(x if self.on is None else x[self.on])
-            if counts is not None:
-                if self.stop_words:
-                    return {t: n for t, n in counts.items() if t not in self.stop_words}
-                return counts
-        return super().transform_one(x)
-
-    def _counts(self, text) -> dict | None:
-        """The token counts of `text` (a copy: the caller may change it), or None when the
-        compiled path does not apply. The counts of the last text are kept: a pipeline that
-        predicts and then learns an example (river's `Pipeline` transforms it both times)
-        counts its tokens once."""
-        last_text, last_counts = self._last
-        if text is last_text and type(text) is str:
-            return dict(last_counts)
-        counts = count_ascii(text, self.lowercase)
-        if counts is None and type(text) is str:
-            preprocessed = strip_accents_unicode(text) if self.strip_accents else text
-            counts = count_preprocessed(preprocessed.lower() if self.lowercase else preprocessed)
-        if counts is not None:
-            self._last = (text, counts)
-            return dict(counts)
+        ):
+            return cls(engine.text.count, **options)
         return None
 
-    def __getstate__(self):
-        return {**self.__dict__, "_last": (None, None)}  # no text of the stream in a pickle
+    def __call__(self, text) -> dict | None:
+        """The token counts of `text`, or None when it is not an exact `str` (river's code then
+        runs, and raises what it raises)."""
+        last_text, counts = self._last
+        if counts is None or text is not last_text:
+            counts = self._count(text, self.lowercase, self.strip_accents)
+            if counts is None:
+                return None
+            self._last = (text, counts)
+        if self.stop_words:
+            return {t: n for t, n in counts.items() if t not in self.stop_words}
+        return dict(counts)
 
 
-_TEXT_OPTIONS = tuple(inspect.signature(BagOfWords).parameters)  # TextClassifier's too
+def __getattr__(name: str):
+    if name == "BagOfWords":  # river's subclass, with river.feature_extraction, at first use
+        from ._bag_of_words import BagOfWords
+
+        return BagOfWords
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_TEXT_OPTIONS = (
+    "strip_accents",
+    "lowercase",
+    "preprocessor",
+    "stop_words",
+    "tokenizer_pattern",
+    "tokenizer",
+    "ngram_range",
+)
+"""The parameters of river's `BagOfWords` that say how a text is counted (all but `on`)."""
 
 
 class TextClassifier(base.Classifier):
@@ -154,8 +114,9 @@ class TextClassifier(base.Classifier):
     learned model are those of ``river_cw.text.BagOfWords(...) | classifier``, bit for bit; the
     classifier stays public (`classifier`), with its `weights`, `variances` and the rest.
 
-    The tokens are counted by `river_cw.text.BagOfWords` (in C where it can); predicting and
-    then learning the same text object counts its tokens once.
+    The tokens are counted in C where `river_cw.text.BagOfWords` counts them so (`TokenCounter`,
+    without building a `BagOfWords`), else by a `BagOfWords`; predicting and then learning the
+    same text object counts its tokens once.
 
     Parameters
     ----------
@@ -214,7 +175,7 @@ class TextClassifier(base.Classifier):
         lowercase=True,
         preprocessor=None,
         stop_words: set[str] | None = None,
-        tokenizer_pattern=_DEFAULT_PATTERN,
+        tokenizer_pattern=DEFAULT_PATTERN,
         tokenizer=None,
         ngram_range=(1, 1),
     ):
@@ -227,7 +188,34 @@ class TextClassifier(base.Classifier):
         self.tokenizer_pattern = tokenizer_pattern
         self.tokenizer = tokenizer
         self.ngram_range = ngram_range
-        self._bag_of_words = BagOfWords(**{name: getattr(self, name) for name in _TEXT_OPTIONS})
+        self._start()
+
+    def _start(self) -> None:
+        """The token counting of the bag-of-words parameters: the compiled counter, and river's
+        code (a `BagOfWords`, built at its first use) for what the counter does not take."""
+        options = {name: getattr(self, name) for name in _TEXT_OPTIONS}
+        self._counter = TokenCounter.of(**options)
+        self._bag_of_words: BagOfWords | None = None
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("_counter", "_bag_of_words")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._start()
+
+    def _counts(self, x) -> dict:
+        """The token counts of the text `x` (a dict holding it under `on`, or the text)."""
+        if self._counter is not None:
+            counts = self._counter(x if self.on is None else x[self.on])
+            if counts is not None:
+                return counts
+        if self._bag_of_words is None:
+            from ._bag_of_words import BagOfWords
+
+            options = {name: getattr(self, name) for name in ("on", *_TEXT_OPTIONS)}
+            self._bag_of_words = BagOfWords(**options)
+        return self._bag_of_words.transform_one(x)
 
     @classmethod
     def _unit_test_params(cls):
@@ -258,7 +246,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `learn_one` (e.g. a sample weight ``w``).
         """
-        self.classifier.learn_one(self._bag_of_words.transform_one(x), y, **params)
+        self.classifier.learn_one(self._counts(x), y, **params)
 
     def predict_one(self, x, **params):
         """The classifier's prediction for the text `x`.
@@ -270,7 +258,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_one`.
         """
-        return self.classifier.predict_one(self._bag_of_words.transform_one(x), **params)
+        return self.classifier.predict_one(self._counts(x), **params)
 
     def predict_proba_one(self, x, **params) -> dict:
         """The classifier's probabilities for the text `x`, ``{label: probability}``.
@@ -282,4 +270,4 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_proba_one`.
         """
-        return self.classifier.predict_proba_one(self._bag_of_words.transform_one(x), **params)
+        return self.classifier.predict_proba_one(self._counts(x), **params)

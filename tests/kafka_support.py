@@ -131,10 +131,10 @@ def read_topic(
 
 def stored_state(bootstrap: str | KafkaSettings, topic: str, partition: int):
     """The last committed state of `partition` of examples topic `topic` in its state topic."""
-    state, _ = state_topic.restore(
+    restored = state_topic.restore(
         settings_of(bootstrap), state_topic.state_topic(topic), partition, KEYS
     )
-    return state
+    return restored.state
 
 
 def offline(model, examples: list[tuple]) -> tuple[object, dict]:

@@ -241,3 +241,25 @@ def test_every_metric_and_delay(folder, tmp_path, name):
         for metric in STREAMS[name][3]:
             check(folder, tmp_path, name, delay, metric, columns=False)
     check(folder, tmp_path, name, 7, STREAMS[name][3][0], full=True)
+
+
+@pytest.mark.parametrize("delay", [None, 1, 7])
+def test_river_stream_not_imported(monkeypatch, delay):
+    """Where river.stream is not imported (`river-cw evaluate` does without its readers, which
+    load scikit-learn: tests/test_startup.py), progressive validation runs river's simulate_qa
+    from river's own file: the same code, the same questions and answers."""
+    import sys
+
+    from river import stream
+
+    from streams.evaluate import progressive
+
+    monkeypatch.delitem(sys.modules, "river.stream")
+    standalone = progressive._simulate_qa()
+    monkeypatch.undo()
+    assert standalone is not stream.simulate_qa
+    assert standalone.__code__.co_filename == stream.simulate_qa.__code__.co_filename
+    examples = [({"a": float(i)}, i % 3) for i in range(20)]
+    ours = list(standalone(examples, None, delay))
+    assert ours == list(stream.simulate_qa(examples, None, delay))
+    assert len(ours) == 40

@@ -15,7 +15,8 @@ A figure is compared exactly when the committed PNG was written by the matplotli
 test (its ``Software`` chunk says which); another version rasterises text differently, and then
 only a difference beyond font rendering (`TOLERANCE`, RMS of 0-255 levels) fails.
 `docs/reproduction.md` takes half an hour on two cores at its documented size:
-`tests/test_reproduce.py` runs its quick setting, without comparing.
+`tests/test_reproduce.py` draws it again from its committed numbers, computes a sample of those
+numbers again, and runs the quick setting end to end.
 """
 
 from __future__ import annotations

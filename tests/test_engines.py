@@ -410,3 +410,136 @@ def test_keys_equal_by_content_are_one_feature_at_every_length(alphabet, covaria
             model.learn_one({fresh(k[::-1]): 1.0 for k in keys[::3]}, 1)
     assert len(compiled.weights) == len(set(keys) | {k[::-1] for k in keys[::3]})
     assert_same(compiled, python, {fresh(k): 1.0 for k in keys})
+
+
+EDGES = [
+    {},
+    {"w1": -0.0, "w2": 0},
+    {river_cw.INTERCEPT: 2.0, "w1": 1.0},  # the reserved key: the general path's case
+    {"w1": 1e200, "w2": 1e200},  # a variance beyond float64: inf, p = 1/2 or a certain label
+    {"fresh": 1e308, "fresh2": 1e308},  # unseen values summing beyond float64: refused
+    {"w1": 1e308, "w2": 1e308, "w3": -1e308},  # a score beyond float64: refused
+    {"w1": 2**1000, "w2": True},  # an int beyond one digit, a bool
+    {"w1": 1e-300, "w3": 1e300, "w4": -1e300},  # cancelling terms: math.fsum's own sum
+    {"w1": 1.0, ("t", 1): 2.0, 3: 0.5},
+]
+
+
+@pytest.mark.parametrize("swap", [False, True], ids=["labels as drawn", "labels swapped"])
+@pytest.mark.parametrize("learn_intercept", [False, True])
+@pytest.mark.parametrize("x", EDGES, ids=repr)
+def test_binary_predictions_in_one_call_are_the_general_paths(x, learn_intercept, swap):
+    """Either label first: one of the two orders has the model negated when the second label
+    arrives (`positive_label`), after which `score_native` reads the negated state."""
+    compiled, python = pair(river_cw.AROW, {"learn_intercept": learn_intercept})
+    for model in (compiled, python):
+        for example, y in stream(4, n=60):
+            model.learn_one(example, y ^ swap)
+    for call in ("predict_one", "predict_proba_one"):
+        outcomes = []
+        for model in (compiled, python):
+            try:
+                result = getattr(model, call)(x)
+                outcomes.append(
+                    (
+                        "ok",
+                        repr(
+                            result
+                            if call == "predict_one"
+                            else {c: bits(p) for c, p in result.items()}
+                        ),
+                    )
+                )
+            except Exception as error:  # the comparison is the point
+                outcomes.append((type(error), str(error)))
+        assert outcomes[0] == outcomes[1], call
+
+
+def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch):
+    """A binary model predicts a dict of floats, ints and bools with `score_native` alone;
+    anything else (a numpy value, a multi-class model) goes the general path's way."""
+    import numpy as np
+
+    calls = []
+    for name in ("scores", "score_variances"):
+        general = getattr(gaussian.DiagonalGaussian, name)
+        spy = lambda self, x, general=general, name=name: calls.append(name) or general(self, x)  # noqa: E731
+        monkeypatch.setattr(gaussian.DiagonalGaussian, name, spy)
+    model = river_cw.AROW(learn_intercept=True)
+    model.learn_one({"a": 1.0}, "spam")
+    model.learn_one({"b": 1.0}, "ham")
+    assert model.predict_one({"a": 1.0, "b": 2, "c": True}) == "ham"
+    assert set(model.predict_proba_one({"a": 1.0})) == {"spam", "ham"}
+    assert calls == []
+    model.predict_proba_one({"a": np.float32(1.0)})
+    assert calls == ["scores", "score_variances"]
+    model.learn_one({"c": 1.0}, "eggs")
+    calls.clear()
+    model.predict_one({"a": 1.0})
+    assert calls == ["scores"]
+
+
+def outcome_of(call, *args, **kwargs):
+    """("ok", the result's repr, probabilities in hex) or (the error's type, its message)."""
+    try:
+        result = call(*args, **kwargs)
+    except Exception as error:  # the comparison is the point
+        return type(error), str(error)
+    if isinstance(result, list) and result and isinstance(result[0], dict):
+        result = [{c: bits(p) for c, p in d.items()} for d in result]
+    return "ok", repr(result)
+
+
+@pytest.mark.parametrize("swap", [False, True], ids=["labels as drawn", "labels swapped"])
+@pytest.mark.parametrize("learn_intercept", [False, True])
+@pytest.mark.parametrize("kind", ["dicts", "named CSR", "hashed CSR"])
+def test_predict_many_in_the_kernel_is_the_general_paths_loop(kind, learn_intercept, swap):
+    """`predict_many` and `predict_proba_many` of a binary model run in the compiled kernel
+    (`score_rows`): the pure-Python engine's `predict_one` loop, to the bit, edge rows (a column
+    stored twice, sums beyond float64, cancelling terms, unseen features) included, whichever
+    label came first (one order negates the model); a batch holding a row predict_one refuses
+    raises what the loop raises."""
+    import numpy as np
+    from scipy import sparse
+
+    compiled, python = pair(river_cw.AROW, {"learn_intercept": learn_intercept})
+    names = [f"w{i}" for i in range(40)] + ["fresh", "fresh2"]
+    for model in (compiled, python):
+        for example, y in stream(4, n=80):
+            model.learn_one({k: v for k, v in example.items() if k in names}, y ^ swap)
+    rng = random.Random(9)
+    entries = [
+        [(rng.randrange(len(names)), float(value(rng))) for _ in range(rng.randint(0, 9))]
+        for _ in range(60)
+    ] + [
+        [],
+        [(40, 1e308), (41, 1e308)],  # unseen values beyond float64: refused
+        [(1, 1e308), (2, 1e308), (3, -1e308)],  # a score beyond float64: refused
+        [(1, 1e-300), (3, 1e300), (4, -1e300)],  # cancelling terms: math.fsum's own sum
+        [(5, 1.0), (5, 2.0)],  # a column stored twice: one feature, its values summed
+        [(1, 1e200), (2, 1e200)],  # a variance beyond float64
+    ]
+    keys = list(range(len(names))) if kind == "hashed CSR" else names
+    dicts = []
+    for row in entries:
+        x: dict = {}
+        for j, v in row:
+            x[keys[j]] = x[keys[j]] + v if keys[j] in x else v
+        dicts.append(x)
+    if kind == "dicts":
+        X, features = dicts, None
+    else:
+        indptr = np.cumsum([0] + [len(row) for row in entries])
+        indices = np.array([j for row in entries for j, _ in row], dtype=np.intp)
+        data = np.array([v for row in entries for _, v in row], dtype=float)
+        X = sparse.csr_array((data, indices, indptr), shape=(len(entries), len(names)))
+        features = names if kind == "named CSR" else None
+    refused = [i for i, x in enumerate(dicts) if outcome_of(python.predict_one, x)[0] != "ok"]
+    assert refused  # the batch holds rows predict_one refuses
+    for many, one in (("predict_many", "predict_one"), ("predict_proba_many", "predict_proba_one")):
+        loop = outcome_of(lambda one=one: [getattr(python, one)(x) for x in dicts])
+        assert outcome_of(getattr(compiled, many), X, features=features) == loop
+        good = [i for i in range(len(dicts)) if i not in refused]
+        loop = outcome_of(lambda one=one: [getattr(python, one)(dicts[i]) for i in good])
+        batch = [dicts[i] for i in good] if kind == "dicts" else X[good]
+        assert outcome_of(getattr(compiled, many), batch, features=features) == loop

@@ -451,3 +451,16 @@ def test_categorical_columns_and_true_false_labels_in_a_csv(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("river-cw evaluate: error: model AROW() failed on example 1: TypeError:")
     assert "'color': 'yellow'" in err and len(err.splitlines()) == 1
+
+
+def test_a_binary_river_model_on_three_labels_is_one_per_label(tmp_path, capsys):
+    """The note says how the model was fitted to the labels: river's OneVsRestClassifier, which
+    the command imports only where it wraps a model (tests/test_startup.py)."""
+    path = tmp_path / "three.jsonl"
+    rows = [{"x": {"a": float(i % 3), "b": 1.0}, "label": "abc"[i % 3]} for i in range(30)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    spec = "river.linear_model.PAClassifier()"
+    assert run(path, "--model", spec, "--model", "AROW()") == 0
+    out = capsys.readouterr().out
+    assert f"{spec}: a binary classifier, one per label (river's OneVsRestClassifier)" in out
+    assert "AROW():" not in out  # river_cw's models take any labels as they are

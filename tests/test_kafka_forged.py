@@ -2,8 +2,8 @@
 
 Each forged record carries a pickle whose loading would create a file (`Trap`): raw, sealed under
 another key, sealed with the servers' own key but for another partition or round (a true record
-copied elsewhere), cut short, or an old snapshot written again (a rollback); with malformed
-records around them. A member serving, and a member restarting, ignores them, counts them in
+copied elsewhere), cut short, or an old snapshot or old changes written again (a rollback); with
+malformed records around them. A member serving, and a member restarting, ignores them, counts them in
 its metrics and serves on, exactly once; a partition left with no valid snapshot stops the
 server with `StateError`, as `river-cw serve` reports it.
 """
@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import pickle
+import time
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaProducer, TopicPartition
 
 from river_cw import AROW
 from streams import cli
 from streams.kafka import models_topic, state_topic
 from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.committed import committed_consumer
 from streams.kafka.envelope import StateKeys
 from streams.kafka.learner import PartitionState
 from tests.kafka_support import (
@@ -59,13 +61,29 @@ def send(bootstrap: str, topic: str, records: list[tuple]) -> None:
     producer.close()
 
 
-def forged_snapshot(partition: int, snapshot: int, data: bytes) -> list[tuple]:
-    """A chunk and its manifest, as `state_topic.write` lays them out."""
-    manifest = {"snapshot": snapshot, "chunks": 1, "bytes": len(data)}
+def forged_part(partition: int, name: str, kind: str, batches: int, data: bytes) -> list[tuple]:
+    """A part in one chunk and its manifest, as `state_topic` lays them out."""
+    manifest = {
+        "format": state_topic.FORMAT,
+        "kind": kind,
+        "batches": batches,
+        "chunks": 1,
+        "bytes": len(data),
+    }
     return [
-        (partition, f"{partition}/c0".encode(), data, [("snapshot", str(snapshot).encode())]),
-        (partition, str(partition).encode(), json.dumps(manifest).encode(), []),
+        (partition, f"{name}/c0".encode(), data, [("batches", str(batches).encode())]),
+        (partition, name.encode(), json.dumps(manifest).encode(), []),
     ]
+
+
+def forged_snapshot(partition: int, snapshot: int, data: bytes) -> list[tuple]:
+    """A snapshot of commit `snapshot`: `forged_part`."""
+    return forged_part(partition, str(partition), state_topic.SNAPSHOT, snapshot, data)
+
+
+def snapshot_context(state: str, partition: int, snapshot: int) -> str:
+    """The context of the snapshot of commit `snapshot` of `partition` in topic `state`."""
+    return state_topic.context(state, partition, str(partition), state_topic.SNAPSHOT, snapshot)
 
 
 def forged_states(topic: str, partition: int, trap: Trap, replay: bool = True) -> list[tuple]:
@@ -73,20 +91,19 @@ def forged_states(topic: str, partition: int, trap: Trap, replay: bool = True) -
     and, with `replay`, a true snapshot 1 written again (a rollback, rejected after a later
     one); `topic` is the examples topic."""
     state = state_topic.state_topic(topic)
-    evil = pickle.dumps({"format": state_topic.FORMAT, "state": trap})
-    here = lambda n: state_topic.context(state, partition, n)  # noqa: E731
+    evil = pickle.dumps(trap)
+    here = lambda n: snapshot_context(state, partition, n)  # noqa: E731
     records = [
         *forged_snapshot(partition, 1000, evil),  # no envelope at all
         *forged_snapshot(partition, 1001, OTHER.seal(here(1001), evil)),
         *forged_snapshot(partition, 1002, KEYS.seal(here(1002), evil)[:-1]),  # cut short
-        *forged_snapshot(partition, 1003, KEYS.seal(state_topic.context(state, 1, 1003), evil)),
+        *forged_snapshot(partition, 1003, KEYS.seal(snapshot_context(state, 1, 1003), evil)),
         (partition, str(partition).encode(), b"{not json", []),
         (partition, None, evil, []),
     ]
     if replay:
         old = PartitionState(topic, partition, AROW(), offsets={topic: 0}, batches=1)
-        rollback = pickle.dumps({"format": state_topic.FORMAT, "state": old})
-        records += forged_snapshot(partition, 1, KEYS.seal(here(1), rollback))
+        records += forged_snapshot(partition, 1, state_topic.encode(KEYS, here(1), old))
     return records
 
 
@@ -146,6 +163,83 @@ def test_a_partition_with_no_valid_snapshot_left_stops_the_server(
     assert code == 1 and "holds no valid snapshot" in capsys.readouterr().err
     assert not trap.exists()
     assert read_topic(bootstrap, f"{topic}.predictions") == []  # nothing served
+
+
+def copied(bootstrap: str, topic: str, partition: int, name: str) -> list[tuple]:
+    """The records of the first committed part `name` in `partition` of `topic` (its chunks,
+    then its manifest) as `send` takes them: what anyone who can read the topic can copy."""
+    consumer = committed_consumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+    )
+    consumer.assign([TopicPartition(topic, partition)])
+    records: list[tuple] = []
+    deadline = time.monotonic() + 30
+    try:
+        while not records or records[-1][1] != name.encode():
+            assert time.monotonic() < deadline, f"no part {name} in {topic}/{partition}"
+            for batch in consumer.poll(timeout_ms=200).values():
+                for r in batch:
+                    whole = bool(records) and records[-1][1] == name.encode()
+                    key = r.key or b""
+                    if not whole and name.encode() in (key, key.rpartition(b"/c")[0]):
+                        records.append((partition, key, r.value, list(r.headers)))
+    finally:
+        consumer.close(autocommit=False)
+    return records
+
+
+def test_a_restarted_member_rejects_forged_and_replayed_change_records(
+    kafka_broker, topic_name, tmp_path, caplog
+):
+    """The changes of a commit forged or copied: unsigned, signed under another key, a true
+    change of partition 1 copied to partition 0, a true old change of partition 0 written again
+    after newer ones (a replay), and the bytes of that old change under the name and commit
+    number of the next changes (in place of a newer one). A restarted member rejects each one,
+    restores the state its commits left, and serves on exactly once."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = topic_name("forged-changes")
+    state = state_topic.state_topic(topic)
+    create_topics(bootstrap, {topic: 2, f"{topic}.predictions": 2})
+    stream = synthetic(0, 300)
+    settings = KafkaSettings(bootstrap, connect_timeout_ms=5000)
+    produce_examples(bootstrap, topic, stream[:200], partitions=lambda i: i % 2)
+    serving = {"checkpoint_every": 20, "snapshot_share": 100.0, "model_spec": "AROW()"}
+    first = model_server(AROW(), settings, topic, None, **serving)  # a snapshot, then changes
+    serve_until(first, read_all(first, topic, 100, (0, 1)), what="100 read in each partition")
+
+    stored = state_topic.restore(settings, state, 0, KEYS)
+    assert stored.changes >= 2
+    last, name = stored.state.batches, f"0/changes/{stored.changes + 1}"  # those of the next
+    replayed = copied(bootstrap, state, 0, "0/changes/1")
+    moved = [
+        (0, key.replace(b"1/", b"0/", 1), value, headers)
+        for _, key, value, headers in copied(bootstrap, state, 1, "1/changes/1")
+    ]
+    trap = tmp_path / "pwned"
+    evil = pickle.dumps((Trap(trap), []))
+    here = state_topic.context(state, 0, name, state_topic.CHANGES, last + 1)
+    send(
+        bootstrap,
+        state,
+        [
+            *forged_part(0, name, state_topic.CHANGES, last + 1, evil),
+            *forged_part(0, name, state_topic.CHANGES, last + 1, OTHER.seal(here, evil)),
+            *moved,
+            *replayed,
+            *forged_part(0, name, state_topic.CHANGES, last + 1, replayed[0][2]),
+        ],
+    )
+    produce_examples(bootstrap, topic, stream[200:], partitions=lambda i: i % 2)
+    second = model_server(AROW(), settings, topic, None, **serving)
+    serve_until(second, read_all(second, topic, 150, (0, 1)), what="150 read in each partition")
+
+    assert not trap.exists()
+    assert second.metrics.rejected == {(state, 0): 5}
+    assert "not a river-cw envelope" in caplog.text and "does not verify" in caplog.text
+    assert f"after commit {last}: a replay" in caplog.text
+    assert_exactly_once(bootstrap, topic, stream, 2, AROW)
+    code = cli.main(["inspect", "--bootstrap-servers", bootstrap, "--topic", topic])
+    assert code == 0 and not trap.exists()
 
 
 def forged_contributions(topic: str, trap: Trap) -> list[tuple]:

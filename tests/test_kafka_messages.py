@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from streams.kafka.messages import (
-    Example,
+    ExampleMessage,
     InvalidMessage,
     LabelMessage,
     decode_example,
@@ -24,17 +24,17 @@ from streams.kafka.messages import (
     [
         (
             b'{"id": 1, "x": {"a": 1, "b": -2.5, "c": true}, "label": "spam"}',
-            Example("1", {"a": 1, "b": -2.5, "c": True}, "spam"),
+            ExampleMessage("1", {"a": 1, "b": -2.5, "c": True}, "spam"),
         ),
         (
             b'{"id": "m-7", "text": "caf\xc3\xa9", "label": null}',
-            Example("m-7", {"text": "café"}, None),
+            ExampleMessage("m-7", {"text": "café"}, None),
         ),
         (
             b'{"id": 3, "x": {}, "label": 0, "split": "train", "domain": "books"}',
-            Example("3", {}, 0),
+            ExampleMessage("3", {}, 0),
         ),
-        (b'{"id": 4, "text": "", "label": false}', Example("4", {"text": ""}, False)),
+        (b'{"id": 4, "text": "", "label": false}', ExampleMessage("4", {"text": ""}, False)),
     ],
 )
 def test_valid_examples(message, example):
@@ -107,7 +107,10 @@ def test_labels():
 
 
 def test_encode_round_trips_and_predictions_stay_valid_json():
-    for example in (Example("1", {"a": 0.1}, "x"), Example("b", {"text": "hi"}, None)):
+    for example in (
+        ExampleMessage("1", {"a": 0.1}, "x"),
+        ExampleMessage("b", {"text": "hi"}, None),
+    ):
         assert decode_example(encode_example(example.id, example.x, example.label)) == example
     with pytest.raises(ValueError):
         encode_example(1, {"a": float("nan")})

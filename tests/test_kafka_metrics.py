@@ -97,7 +97,15 @@ def test_a_member_without_partitions_says_why(kafka_broker, topic_name, caplog):
         ServerThread(model_server(AROW(), settings, topic, None, group_id=group)) for _ in range(2)
     ]
     try:
-        wait_until(lambda: "no partition assigned" in caplog.text, 40, "the warning")
+        # on a loaded machine the first assignment can itself take longer than the warning's
+        # delay, and then both members warn before one of them gets the partition
+        wait_until(
+            lambda: (
+                "no partition assigned" in caplog.text and any(m.server.states for m in members)
+            ),
+            40,
+            "a member serving and the warning",
+        )
         owners = [m for m in members if m.server.states]
         assert len(owners) == 1  # the other one waits as a standby
     finally:
@@ -105,9 +113,13 @@ def test_a_member_without_partitions_says_why(kafka_broker, topic_name, caplog):
             member.server.stop()
         for member in members:
             member.stop()
-    (warning,) = [r.getMessage() for r in caplog.records if "no partition" in r.getMessage()]
-    assert f"group {group!r}: it may have more members than {topic} has partitions (1" in warning
-    assert "restart the broker or serve with another --group-id" in warning
+    warnings = [r.getMessage() for r in caplog.records if "no partition" in r.getMessage()]
+    assert 1 <= len(warnings) <= 2  # the standby's, and the owner's if it waited as long first
+    for warning in warnings:
+        assert (
+            f"group {group!r}: it may have more members than {topic} has partitions (1" in warning
+        )
+        assert "restart the broker or serve with another --group-id" in warning
 
 
 def tail(*args: str) -> list[str]:

@@ -110,10 +110,11 @@ def test_labels_waiting_for_examples_that_never_come_are_reported(kafka_broker, 
     states = serve_until(
         server,
         lambda: (
-            "partition 1: 20 labels have waited" in caplog.text
+            read_all(server, topic, 20)()
+            and "partition 1: 20 labels have waited" in caplog.text
             and "labels waiting 20" in caplog.text
         ),
-        what="the stale labels reported",
+        what="the examples read and the stale labels reported",
     )
     assert (len(states[0].pending_examples), len(states[1].pending_labels)) == (20, 20)
     assert "partition 1: 20 labels have waited for their example" in caplog.text

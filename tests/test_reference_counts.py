@@ -160,6 +160,11 @@ class BrokenStep(PythonStep):
     "workload, model, labels",
     [
         ("AROW learn_one (lean path) and predict", river_cw.AROW(), LABELS[:2]),
+        (
+            "AROW with intercept (score_native: predictions in one call)",
+            river_cw.AROW(learn_intercept=True),
+            LABELS[:2],
+        ),
         ("AROW multi-class (margin and update)", river_cw.AROW(), LABELS),
         ("AROW with forgetting (general path)", river_cw.AROW(forgetting=0.01), LABELS[:2]),
         ("AROW with its step in Python (engine.learn)", PythonStep(), LABELS[:2]),
@@ -219,6 +224,8 @@ def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(l
             each.learn_many(csr, y, features=FEATURES)
             each.learn_many(hashed, y)
             each.predict_many(csr, features=FEATURES)
+            each.predict_proba_many(rows)
+            each.predict_proba_many(hashed)
 
     assert_no_leak(f"learn_many, {len(labels)} labels", cycle, cycles=2_000)
 
@@ -274,6 +281,8 @@ def test_gaussian_engines_error_paths_keep_no_reference_nor_memory(params):
             raises(KeyError, model.learn_one, hostile, LABELS[1])
             raises(KeyError, model.predict_one, hostile)
             raises(TypeError, model.learn_many, [X[0], bad_value], LABELS[:2])
+            raises(TypeError, model.predict_many, [X[0], bad_value])
+            raises(KeyError, model.predict_proba_many, [X[0], hostile])
             raises(ValueError, model.learn_many, bad_csr, LABELS[:2])
         raises(TypeError, broken.learn_one, X[1], LABELS[0], 2.0)
         raises(TypeError, broken.learn_many, [X[1], X[2]], LABELS[:2], [1.0, 2.0])

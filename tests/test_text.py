@@ -3,12 +3,16 @@ on generated strings; the compiled path is taken exactly where it can keep that 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import checks, feature_extraction
+from river.feature_extraction.vectorize import strip_accents_unicode
 
-from river_cw import text
+from river_cw import engine, text
 from river_cw.text import BagOfWords
 
 from .conftest import read_jsonl
@@ -67,27 +71,57 @@ def test_stop_words(words):
     assert_same_counts(BagOfWords(stop_words=stop).transform_one(s), rivers)
 
 
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(st.text(), st.lists(st.one_of(ASCII_PIECES, UNICODE_PIECES)).map("".join)))
+@compiled
+def test_accents_are_stripped_as_river_strips_them(s):
+    """The C accent stripping (NFKD, combining characters dropped) is river's, on any text."""
+    stripped = engine.text.strip_accents(s)
+    assert stripped == strip_accents_unicode(s)
+    assert type(stripped) is str
+
+
 @compiled
 def test_compiled_path_only_for_exact_str():
     class Text(str):
         pass
 
-    assert text.count_ascii("Ab ab", True) == {"ab": 2}
-    assert text.count_ascii("Ab ab", False) == {"Ab": 1, "ab": 1}
-    assert text.count_ascii("café au lait", True) is None
-    assert text.count_ascii(Text("ab"), True) is None
-    assert text.count_ascii(None, True) is None
-    assert text.count_preprocessed("déjà-vu déjà-vu ab") == {"déjà-vu": 2, "ab": 1}
-    assert text.count_preprocessed(Text("ab")) is None
+    count = engine.text.count
+    assert count("Ab ab", True, True) == {"ab": 2}
+    assert count("Ab ab", False, True) == {"Ab": 1, "ab": 1}
+    assert count("Café CAFÉ au lait", True, True) == {"cafe": 2, "au": 1, "lait": 1}
+    assert count("Café CAFÉ", True, False) == {"café": 2}
+    assert count("Café CAFÉ", False, False) == {"Café": 1, "CAFÉ": 1}
+    assert count(Text("ab"), True, True) is None
+    assert count(None, True, True) is None
+
+
+def test_the_default_pattern_is_rivers():
+    assert feature_extraction.BagOfWords().tokenizer_pattern == text.DEFAULT_PATTERN
+
+
+def test_importing_text_leaves_river_feature_extraction_alone():
+    """river.feature_extraction loads most of river, scipy.stats, scikit-learn and pandas: the
+    text classifier on its compiled path does without it (`river-cw evaluate` starts faster)."""
+    code = (
+        "import sys, river_cw\n"
+        "from river_cw.text import TextClassifier\n"
+        "model = TextClassifier(river_cw.AROW())\n"
+        "model.learn_one('Déjà vu', True)\n"
+        "print(model.predict_one('déjà'), 'river.feature_extraction' in sys.modules)\n"
+    )
+    compiled_path = "True False" if text.COMPILED else "True True"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == compiled_path.split()
 
 
 @compiled
 def test_other_options_go_through_river():
-    assert BagOfWords()._compiled
-    assert not BagOfWords(ngram_range=(1, 2))._compiled
-    assert not BagOfWords(tokenizer_pattern=r"\w+")._compiled
-    assert not BagOfWords(preprocessor=str.upper)._compiled
-    assert not BagOfWords(tokenizer=str.split)._compiled
+    assert BagOfWords()._counter is not None
+    assert BagOfWords(ngram_range=(1, 2))._counter is None
+    assert BagOfWords(tokenizer_pattern=r"\w+")._counter is None
+    assert BagOfWords(preprocessor=str.upper)._counter is None
+    assert BagOfWords(tokenizer=str.split)._counter is None
     s = "I love the smell of napalm in the morning"
     for params in [{"ngram_range": (1, 2)}, {"tokenizer_pattern": r"\w+"}]:
         rivers = feature_extraction.BagOfWords(**params).transform_one(s)
@@ -116,7 +150,8 @@ def test_the_last_text_is_counted_once_and_handed_out_as_copies(monkeypatch):
     import pickle
 
     calls = []
-    monkeypatch.setattr(text, "count_ascii", lambda *a: calls.append(a) or {"free": 1, "now": 2})
+    counts = {"free": 1, "now": 2}
+    monkeypatch.setattr(engine.text, "count", lambda *a: calls.append(a) or dict(counts))
     bow, message = BagOfWords(on="text"), "free now now"
     first = bow.transform_one({"text": message})
     first["changed"] = 1  # a caller may change what it got

@@ -23,21 +23,16 @@ import os
 import pathlib
 import sys
 
-from river import multiclass
-
-from river_cw.labels import order_key
-from river_cw.text import TextClassifier
 from streams.cli import records
-from streams.cli.evaluate_input import SYNTHETIC_LENGTH, load, noise_rate, parse_metric
-from streams.cli.running_table import RunningTable
-from streams.evaluate import drift, plots
+from streams.cli.evaluate_input import SYNTHETIC_LENGTH
+from streams.evaluate import drift
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.progressive import iter_evaluate, metric_name
 from streams.evaluate.results import BASELINE, Evaluation
-from streams.evaluate.sharded import MIX_METHODS, ShardedClassifier, shard_name
-from streams.evaluate.tuning import tune
-from streams.models.labels import BinaryLabels
-from streams.models.specs import parse, prepare
+from streams.evaluate.sharded import MIX_METHODS
+
+# The models (river_cw, river.multiclass), river's metrics (scipy.stats), matplotlib and tqdm
+# are imported where they are used, so that `river-cw evaluate --help` answers at once and
+# `streams.cli.defer` sees scipy.stats first (tests/test_startup.py).
 
 DEFAULT_MODELS = ["AROW()", "CW()", "SCW()", "NHERD()", "river.linear_model.PAClassifier()"]
 DENSE_MODELS = [spec for spec in DEFAULT_MODELS if spec != "CW()"]
@@ -273,6 +268,8 @@ def _marks(info: dict) -> list[int]:
 def _check_outputs(args: argparse.Namespace) -> None:
     """Fail before the run on an output path that cannot be written (or a bad figure type)."""
     if args.plot:
+        from streams.evaluate import plots
+
         plots.check_path(args.plot)
     for option in ("plot", "csv", "json", "markdown"):
         path = getattr(args, option)
@@ -298,6 +295,13 @@ def _tuned(info: dict) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> Evaluation:
+    from river_cw.labels import order_key
+    from streams.cli.evaluate_input import load, noise_rate, parse_metric
+    from streams.cli.running_table import RunningTable
+    from streams.evaluate.progressive import iter_evaluate, metric_name
+    from streams.evaluate.tuning import tune
+    from streams.models.specs import parse, prepare
+
     for spec in args.model or ():  # fail on a bad spec, or one not a classifier, before reading
         prepare(parse(spec))
     parse_metric(args.metric, None)  # a bad --metric fails before the files are read
@@ -395,6 +399,9 @@ def _tuned_names(chosen: dict[str, str]) -> list[tuple[str, str]]:
 
 def _arranged(model) -> str | None:
     """What `prepare` did to fit a model to the stream's labels, in words (None for most)."""
+    from river_cw.text import TextClassifier
+    from streams.models.labels import BinaryLabels
+
     if isinstance(model, TextClassifier):
         model = model.classifier
     if isinstance(model, BinaryLabels):
@@ -402,7 +409,8 @@ def _arranged(model) -> str | None:
             f"a binary classifier: it learns {model.positive!r} as True and {model.negative!r} "
             "as False (river_cw.labels) and answers in those labels"
         )
-    if isinstance(model, multiclass.OneVsRestClassifier):
+    multiclass = sys.modules.get("river.multiclass")  # not loaded: no model is wrapped in it
+    if multiclass is not None and isinstance(model, multiclass.OneVsRestClassifier):
         return "a binary classifier, one per label (river's OneVsRestClassifier)"
     return None
 
@@ -412,6 +420,8 @@ def _sharded(models: dict, args: argparse.Namespace) -> dict:
     that cannot be mixed gets the isolated shards only."""
     if not args.shards:
         return models
+    from streams.evaluate.sharded import ShardedClassifier, shard_name
+
     out = {}
     for name, model in models.items():
         out[name] = model

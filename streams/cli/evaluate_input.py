@@ -22,14 +22,17 @@ import itertools
 import pathlib
 import random
 import sys
-
-from river import metrics
+import typing
 
 from streams.cli import records
 from streams.evaluate import drift
-from streams.evaluate.progressive import OneClass
 from streams.io import files
-from streams.models.specs import parse
+
+# river's metrics (scipy.stats), progressive validation and the model specs (river_cw) are
+# imported where a metric is parsed: `river-cw evaluate --help` reads SYNTHETIC_LENGTH without
+# them, and `streams.cli.defer` must see scipy.stats before river.metrics does.
+if typing.TYPE_CHECKING:
+    from river import metrics
 
 __all__ = ["SYNTHETIC_LENGTH", "Stream", "load", "noise_rate", "parse_metric"]
 
@@ -153,6 +156,11 @@ def parse_metric(text: str, labels: list | None) -> metrics.base.ClassificationM
     A binary river metric (F1, MCC, ROCAUC ...) scores one class against the others: its
     `pos_val`, or else the rarer class (see `evaluation.OneClass`).
     """
+    from river import metrics
+
+    from streams.evaluate.progressive import OneClass
+    from streams.models.specs import parse
+
     name, _, label = text.partition(":")
     key = name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
     if key == "accuracy":

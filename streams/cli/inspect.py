@@ -1,11 +1,11 @@
 """`river-cw inspect`: show the state `river-cw serve` keeps for a topic's partitions.
 
-Reads the last committed snapshot of each partition from the state topic (`TOPIC.state`) and
+Reads the last committed state of each partition from the state topic (`TOPIC.state`) and
 prints its model, classes, learned count, prequential accuracy, offsets, pending examples and
 labels, dead letters and the largest weights (through the model's public `weights`);
 `--export PATH` writes one partition's model as a plain pickle (for `serve --init-model`, or
-to use offline). Snapshots are verified with the server's state keys before they are unpickled
-(`streams.kafka.state_topic`): give `inspect` the same `--state-key-file`.
+to use offline). The state's parts are verified with the server's state keys before they are
+unpickled (`streams.kafka.state_topic`): give `inspect` the same `--state-key-file`.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         partitions = (
             [args.partition] if args.partition is not None else topic_partitions(settings, topic)
         )
-        states = [restore(settings, topic, p, keys)[0] for p in partitions]
+        states = [restore(settings, topic, p, keys).state for p in partitions]
     except (BrokerUnavailable, TopicError, StateError) as error:
         print(f"river-cw inspect: error: {error}", file=sys.stderr)
         return 1

@@ -123,6 +123,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="... or every T seconds (default: %(default)s)",
     )
     parser.add_argument(
+        "--snapshot-every",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="a commit writes the state's changes since the previous one; a whole snapshot at "
+        "least every N commits (default: %(default)s) ...",
+    )
+    parser.add_argument(
+        "--snapshot-share",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="... or once the changes since the last snapshot exceed F times its size "
+        "(default: %(default)s): a restore reads a snapshot and at most that much more",
+    )
+    parser.add_argument(
         "--mix",
         choices=("off", *MIXES),
         default="off",
@@ -316,6 +332,8 @@ def _config(args: argparse.Namespace, spec: str, keys) -> ServeConfig:
         checkpoint_every=args.checkpoint_every,
         checkpoint_seconds=args.checkpoint_seconds,
         checkpoint_dir=args.checkpoint_dir,
+        snapshot_every=args.snapshot_every,
+        snapshot_share=args.snapshot_share,
         max_pending=args.max_pending,
         model_spec=spec,
         discard_state=args.discard_state,

@@ -24,8 +24,6 @@ import math
 import random
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 
-from river.datasets import synth
-
 from streams.io.files import JSONLines
 
 __all__ = ["KINDS", "concept_drift", "domains", "label_flip", "synthetic"]
@@ -167,6 +165,8 @@ def synthetic(
 
     """
     seeds = (None, None) if seed is None else (seed, seed + 1)
+    from river.datasets import synth  # river.datasets loads scikit-learn and pandas
+
     concepts = [synth.SEA(variant=0, seed=seeds[0]), synth.SEA(variant=3, seed=seeds[1])]
     return concept_drift(concepts, kind, position, width, period, seed)
 

@@ -51,13 +51,16 @@ Evaluation(Accuracy, 1 model, 100 examples)
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
+import pathlib
+import sys
 import time
 import typing
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+import river
 from river import base, compose, dummy, metrics
-from river.stream import simulate_qa
 
 from river_cw.text import TextClassifier
 from streams.evaluate.noise import LabelNoise
@@ -199,7 +202,9 @@ def gives_probabilities(model: base.Classifier, x: dict) -> bool:
 class _Track:
     """One model's state in the side-by-side run."""
 
-    def __init__(self, name: str, model: base.Classifier, metric: metrics.base.Metric, x: dict):
+    def __init__(
+        self, name: str, model: base.Classifier, metric: metrics.base.ClassificationMetric, x: dict
+    ):
         """`x`, the first example, tells whether the model gives probabilities."""
         self.name = name
         self.model = model
@@ -370,7 +375,9 @@ def iter_evaluate(
         arrivals = ((x, y, {"learn": noise(y) if noise else y}) for x, y in _chain(first, examples))
         records: list[dict] = []
         step = flipped = 0
-        for i, x, y, labels in simulate_qa(arrivals, None, delay or None, copy=False):
+        # river's annotation omits the third field (the keyword arguments) it passes on
+        qa = _simulate_qa()(arrivals, None, delay or None, copy=False)
+        for i, x, y, labels in qa:
             if y is None:  # a question: every model predicts the example as it arrives
                 for track in tracks:
                     track.ask(i, x)
@@ -385,6 +392,23 @@ def iter_evaluate(
     if step % every:
         records += [track.record(noise_name, step, flipped) for track in tracks]
         yield Evaluation(list(records), {}, metric_name(metric), metric.bigger_is_better)
+
+
+def _simulate_qa() -> Callable[..., Iterator[tuple]]:
+    """river's `stream.simulate_qa`, without the rest of `river.stream` where that is not
+    imported yet: river/stream/__init__.py imports its readers, and with them scikit-learn,
+    pandas and scipy.io (about 1 s of `river-cw evaluate`'s start; tests/test_startup.py), none
+    of which progressive validation uses. Its module, river/stream/qa.py, imports `river.base`
+    only; it is run here from river's own file, the code `progressive_val_score` runs."""
+    stream = sys.modules.get("river.stream")
+    if stream is not None:
+        return stream.simulate_qa
+    path = pathlib.Path(river.__file__).parent / "stream" / "qa.py"
+    spec = importlib.util.spec_from_file_location("river.stream.qa", path)
+    assert spec is not None and spec.loader is not None  # a file location always has both
+    qa = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(qa)
+    return qa.simulate_qa
 
 
 def _chain(first, rest):

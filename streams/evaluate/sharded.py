@@ -26,15 +26,18 @@ Examples
 from __future__ import annotations
 
 import copy
+import typing
 import zlib
 from collections.abc import Iterable, Sequence
 
 from river import base
 
-from river_cw import combine
-from streams.evaluate.progressive import evaluate
 from streams.evaluate.results import Evaluation
-from streams.models.mixing import Mixer, MixState, Rounds, clone
+
+# The models and the mixing (river_cw, numpy) and progressive validation (river's metrics) are
+# imported where they run: `river-cw evaluate --help` reads MIX_METHODS without them.
+if typing.TYPE_CHECKING:
+    from streams.models.mixing import Mixer
 
 __all__ = ["ShardedClassifier", "evaluate_mixing", "shard_name"]
 
@@ -88,6 +91,9 @@ class ShardedClassifier(base.Classifier):
         self.shards = shards
         self.mix_every = mix_every
         self.method = method
+        from river_cw import combine
+        from streams.models.mixing import Mixer, MixState, Rounds, clone
+
         self._models = [clone(model) for _ in range(shards)]
         self._mixers: list[Mixer] = []
         if method != "off":
@@ -102,6 +108,8 @@ class ShardedClassifier(base.Classifier):
     @property
     def models(self) -> list:
         """The shards' models (copies)."""
+        from streams.models.mixing import clone
+
         return [clone(model) for model in self._models]
 
     @property
@@ -227,6 +235,8 @@ def evaluate_mixing(
     ['2 shards, kl every 50', '2 shards, l2 every 50', '2 shards, off', 'one model']
 
     """
+    from streams.evaluate.progressive import evaluate
+
     models = {"one model": copy.deepcopy(model)}
     for method in methods:
         for n in mix_every if method != "off" else mix_every[:1]:

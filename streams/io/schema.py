@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from typing import Literal, overload
 
 __all__ = ["SCHEMA", "Example", "Schema", "SchemaError", "check_label", "loads"]
 
@@ -252,6 +253,10 @@ class Schema:
             self.parse_label(record, required=need_label),
         )
 
+    @overload
+    def parse_id(self, record: dict, required: Literal[True] = True) -> str: ...
+    @overload
+    def parse_id(self, record: dict, required: bool) -> str | None: ...
     def parse_id(self, record: dict, required: bool = True) -> str | None:
         """The record's id as a string (integers normalised), or None when absent and allowed.
 

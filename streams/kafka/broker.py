@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import IO
 
 
 class BrokerError(RuntimeError):
@@ -95,7 +96,7 @@ class TansuBroker:
         self.advertised = advertised
         self.authentication = authentication
         self._process: subprocess.Popen | None = None
-        self._log = None
+        self._log: IO[bytes] | None = None
 
     @property
     def bootstrap_servers(self) -> str:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,7 +145,14 @@ class ServeConfig:
     checkpoint_seconds
         ... or every `checkpoint_seconds`.
     checkpoint_dir
-        A local cache of the partitions' states (optional: the state topic holds them).
+        A local cache of the partitions' states (optional: the state topic holds them),
+        refreshed at each snapshot.
+    snapshot_every
+        Each commit writes the state's changes since the previous one; a whole snapshot at
+        least every `snapshot_every` commits ...
+    snapshot_share
+        ... or once the changes since the last snapshot exceed this share of its size
+        (`streams.kafka.store`): a restore reads a snapshot and at most that much more.
     max_pending
         Unlabelled examples (and early labels) kept per partition for delayed labels.
     stale_label_after
@@ -185,6 +193,8 @@ class ServeConfig:
     checkpoint_every: int = 1000
     checkpoint_seconds: float = 5.0
     checkpoint_dir: str | Path | None = None
+    snapshot_every: int = 1000
+    snapshot_share: float = 1.0
     max_pending: int = 100_000
     stale_label_after: int = 10_000
     model_spec: str | None = None
@@ -209,6 +219,12 @@ class ServeConfig:
             )
         if self.mixing is not None and not self.exactly_once:
             raise ValueError("mixing needs exactly-once processing (its rounds are transactional)")
+        if not (isinstance(self.snapshot_every, int) and self.snapshot_every >= 1):
+            raise ValueError(f"snapshot_every must be an integer >= 1, got {self.snapshot_every!r}")
+        if not 0.0 <= self.snapshot_share < math.inf:
+            raise ValueError(
+                f"snapshot_share must be a finite number >= 0, got {self.snapshot_share!r}"
+            )
         if self.partitions is not None:
             object.__setattr__(self, "partitions", tuple(self.partitions))
 

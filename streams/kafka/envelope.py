@@ -1,23 +1,25 @@
 """Authenticated envelopes: bytes read back from a topic are unpickled only if the server wrote them.
 
 Anyone who can produce to a topic can write any bytes to it, and unpickling runs code. So every
-state snapshot and mixing contribution is sealed: ``seal(context, payload)`` prefixes the payload
-with an HMAC-SHA256 tag over the payload *and its context*, a string naming where the record
-belongs (its format, topic, partition, snapshot or round). `open` recomputes the tag for the
-context the reader expects and compares it with `hmac.compare_digest` before the payload leaves
-this module: a record forged without the key, altered, cut short, or valid but copied to another
-partition, topic or snapshot number raises `Forged`, and its bytes are never unpickled.
+part of the state (a snapshot or a commit's changes) and every mixing contribution is sealed:
+``seal(context, payload)`` prefixes the payload with an HMAC-SHA256 tag over the payload *and
+its context*, a string naming where the record belongs (its format, topic, partition, part and
+commit number, or round). `open` recomputes the tag for the context the reader expects and
+compares it with `hmac.compare_digest` before the payload leaves this module: a record forged
+without the key, altered, cut short, or valid but copied to another partition, topic, part or
+commit number raises `Forged`, and its bytes are never unpickled.
 
 An envelope is ``MAGIC`` (4 bytes, the format version) + the 32-byte tag + the payload. The tag
 covers ``MAGIC``, the context's length and the context, then the payload. Keys rotate: `StateKeys`
 holds the accepted keys, the first one signs; to rotate, put the new key first and keep the old
-one until every snapshot and contribution was written again under the new one.
+one until every partition's state has a snapshot written under the new one (the changes after a
+snapshot are read with it) and every contribution was written again under the new one.
 
 >>> keys = StateKeys([b"0123456789abcdef0123456789abcdef"])
->>> sealed = keys.seal("river-cw state 1|sms.state|0|7", b"payload")
->>> keys.open("river-cw state 1|sms.state|0|7", sealed)
+>>> sealed = keys.seal("river-cw state 2|sms.state|0|0/changes/3|changes|7", b"payload")
+>>> keys.open("river-cw state 2|sms.state|0|0/changes/3|changes|7", sealed)
 b'payload'
->>> keys.open("river-cw state 1|sms.state|1|7", sealed)  # another partition
+>>> keys.open("river-cw state 2|sms.state|0|0/changes/4|changes|8", sealed)  # the next commit
 Traceback (most recent call last):
 ...
 streams.kafka.envelope.Forged: the tag does not verify under the state keys

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streams.io.schema import SCHEMA, Example, SchemaError, loads
+from streams.io.schema import SCHEMA, SchemaError, loads
 
 __all__ = [
-    "Example",
+    "ExampleMessage",
     "InvalidMessage",
     "LabelMessage",
     "decode_example",
@@ -47,6 +47,15 @@ class InvalidMessage(SchemaError):
 
 
 @dataclass(frozen=True)
+class ExampleMessage:
+    """A `streams.io.schema.Example` whose id is required (examples and labels join by id)."""
+
+    id: str
+    x: dict
+    label: Label | None = None
+
+
+@dataclass(frozen=True)
 class LabelMessage:
     id: str
     label: Label
@@ -61,10 +70,12 @@ def _load_object(value: bytes | None):
         raise InvalidMessage(str(error)) from None
 
 
-def decode_example(value: bytes | None) -> Example:
+def decode_example(value: bytes | None) -> ExampleMessage:
     """Parse and validate a message of the examples topic (an id is required)."""
+    record = _load_object(value)
     try:
-        return SCHEMA.parse(_load_object(value), need_id=True)
+        example = SCHEMA.parse(record, need_id=True)
+        return ExampleMessage(SCHEMA.parse_id(record), example.x, example.label)
     except InvalidMessage:
         raise
     except SchemaError as error:

@@ -34,18 +34,25 @@ class CommitFailed(RuntimeError):
 
 
 class Delivery:
-    """Where a record landed: its `offset` once the producer flushed or committed it."""
+    """Where a record landed: its `offset` once the producer flushed or committed it (a
+    failed delivery fails the flush or the commit instead)."""
 
-    __slots__ = ("error", "offset")
+    __slots__ = ("_offset", "error")
 
     def __init__(self):
-        self.offset: int | None = None
+        self._offset: int | None = None
         self.error = None
 
     def __call__(self, error, message) -> None:  # librdkafka's delivery report
         self.error = error
         if error is None:
-            self.offset = message.offset()
+            self._offset = message.offset()
+
+    @property
+    def offset(self) -> int:
+        if self._offset is None:
+            raise RuntimeError(f"no offset: the record is not delivered ({self.error})")
+        return self._offset
 
 
 class Outputs:
@@ -165,14 +172,18 @@ class Outputs:
         """Write a record (`partition` -1: by its key); `delivery` learns where it landed."""
         if self.transactional and not self.in_transaction:
             self.begin()
+        report = self._delivered
+        if delivery is not None:  # librdkafka calls a record's callback instead of ours
+
+            def report(error, message, delivery=delivery) -> None:
+                delivery(error, message)
+                self._delivered(error, message)
+
         while True:
             try:
-                if delivery is None:
-                    self._producer.produce(topic, value, key, partition, headers=headers)
-                else:
-                    self._producer.produce(
-                        topic, value, key, partition, on_delivery=delivery, headers=headers
-                    )
+                self._producer.produce(
+                    topic, value, key, partition, on_delivery=report, headers=headers
+                )
                 return
             except BufferError:  # the local queue is full: let librdkafka send some
                 self._producer.poll(0.1)
@@ -221,4 +232,4 @@ class Outputs:
             self.in_transaction = False
         self._producer.purge()
         self._producer.flush(0)
-        self._producer = None  # destroyed here (`Producer.close` would wait for a fenced abort)
+        del self._producer  # destroyed here (`Producer.close` would wait for a fenced abort)

@@ -49,19 +49,23 @@ class RoundCoordinator:
         self.keys = keys
         self.rounds = Rounds(partitions, mixing.method)
         self.reader = models_topic.Reader(settings, topic, keys, rejected)
-
-    def mixer(self, state: PartitionState) -> Mixer:
-        """The partition's side of the rounds; a partition that never mixed starts from the
-        served model (its learning so far is its first contribution)."""
-        if state.mixing is None:
-            state.mixing = MixState.starting(self.model)
-            state.mixing.learned = state.learned
-        return Mixer(state.mixing, self.mixing.every, self.mixing.seconds)
+        self.mixers: dict[int, Mixer] = {}  # each owned partition's side of the rounds
 
     def restored(self, states: list[PartitionState]) -> None:
-        """Newly owned partitions: read the models topic again from where their rounds start."""
+        """Newly owned partitions: their side of the rounds (a partition that never mixed starts
+        from the served model: its learning so far is its first contribution), and the models
+        topic read again from where their rounds start."""
+        for state in states:
+            if state.mixing is None:
+                state.mixing = MixState.starting(self.model)
+                state.mixing.learned = state.learned
+            self.mixers[state.partition] = Mixer(
+                state.mixing, self.mixing.every, self.mixing.seconds
+            )
         if states:
-            self.reader.rewind(min(state.mixing.models_from for state in states))
+            self.reader.rewind(
+                min(self.mixers[state.partition].state.models_from for state in states)
+            )
 
     def adopt(self, tasks: dict[int, PartitionTask]) -> list[int]:
         """Take new contributions and make every task whose round is complete adopt its mix;
@@ -74,7 +78,7 @@ class RoundCoordinator:
             mix = self.rounds.mix(mixing.round, mixing) if mixing.published else None
             if mix is None:
                 continue
-            task.state.model = task.mixer.adopt(task.state.model, mix)
+            task.state.model = self.mixers[p].adopt(task.state.model, mix)
             task.dirty, task.mixed_at = True, now
             adopted.append(p)
             log.info(
@@ -89,18 +93,18 @@ class RoundCoordinator:
         to be read again from its offsets once its round is mixed. (Not the consumer's `pause`:
         resumed partitions were seen to get no records from the test broker again.)"""
         if not task.paused:
-            task.paused = task.mixer.ahead(self.mixing.lag)
+            task.paused = self.mixers[task.partition].ahead(self.mixing.lag)
         return task.paused
 
     def due(self, task: PartitionTask, now: float) -> bool:
         """Whether the task should publish its contribution now."""
         waiting = self.rounds.waiting(task.state.mixing.round)
-        return task.mixer.due(now - task.mixed_at, waiting)
+        return self.mixers[task.partition].due(now - task.mixed_at, waiting)
 
     def publish(self, task: PartitionTask) -> None:
         """Write the task's contribution into its open transaction (commit it next: one
         transaction with the state that records the publication, see `streams.models.mixing`)."""
-        contribution = task.mixer.publish(task.state.model, task.partition)
+        contribution = self.mixers[task.partition].publish(task.state.model, task.partition)
         task.outputs.begin()
         models_topic.write(task.outputs, self.topic, contribution, self.keys)
         task.dirty, task.mixed_at = True, time.monotonic()

@@ -68,6 +68,11 @@ PROPERTIES = {
     "sasl.oauthbearer.token.provider": "token_provider",
     "bootstrap.servers": "bootstrap_servers",
 }
+# what each client's configuration holds: texts, kafka-python's flags and defaults (None), and
+# the token callbacks of OAUTHBEARER (librdkafka's takes its config string)
+LibrdkafkaConfig = dict[str, str | Callable[[str], tuple[str, float]]]
+KafkaPythonConfig = dict[str, str | bool | AbstractTokenProvider | None]
+
 JAVA_NAMES = {
     "ssl.truststore.location": "ssl.ca.location (a PEM file)",
     "ssl.keystore.location": "ssl.certificate.location and ssl.key.location (PEM files)",
@@ -182,11 +187,11 @@ class ClientSecurity:
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
 
-    def librdkafka(self) -> dict:
+    def librdkafka(self) -> LibrdkafkaConfig:
         """The properties for librdkafka (confluent-kafka); none for a plaintext connection."""
         if self.protocol == "PLAINTEXT":
             return {}
-        config = {"security.protocol": self.protocol}
+        config: LibrdkafkaConfig = {"security.protocol": self.protocol}
         if self.protocol in ("SSL", "SASL_SSL"):
             config["ssl.endpoint.identification.algorithm"] = self.endpoint_identification
             for name in ("ca_location", "certificate_location", "key_location", "key_password"):
@@ -195,18 +200,16 @@ class ClientSecurity:
         if self.sasl_mechanism is not None:
             config["sasl.mechanism"] = self.sasl_mechanism
         if self.sasl_mechanism == "OAUTHBEARER":
-            provider = self.token_provider
-            config["oauth_cb"] = lambda oauthbearer_config: provider()
+            config["oauth_cb"] = lambda oauthbearer_config: self._token()
         elif self.sasl_mechanism is not None:
-            config["sasl.username"] = self.sasl_username
-            config["sasl.password"] = self.sasl_password
+            config["sasl.username"], config["sasl.password"] = self._login()
         return config
 
-    def kafka_python(self) -> dict:
+    def kafka_python(self) -> KafkaPythonConfig:
         """The keyword arguments for kafka-python's clients; none for a plaintext connection."""
         if self.protocol == "PLAINTEXT":
             return {}
-        config = {"security_protocol": self.protocol}
+        config: KafkaPythonConfig = {"security_protocol": self.protocol}
         if self.protocol in ("SSL", "SASL_SSL"):
             config["ssl_check_hostname"] = self.endpoint_identification == "https"
             config["ssl_cafile"] = self.ca_location
@@ -216,11 +219,22 @@ class ClientSecurity:
         if self.sasl_mechanism is not None:
             config["sasl_mechanism"] = self.sasl_mechanism
         if self.sasl_mechanism == "OAUTHBEARER":
-            config["sasl_oauth_token_provider"] = _TokenProvider(self.token_provider)
+            config["sasl_oauth_token_provider"] = _TokenProvider(self._token)
         elif self.sasl_mechanism is not None:
-            config["sasl_plain_username"] = self.sasl_username
-            config["sasl_plain_password"] = self.sasl_password
+            config["sasl_plain_username"], config["sasl_plain_password"] = self._login()
         return config
+
+    def _token(self) -> tuple[str, float]:
+        """A token and its expiry from `token_provider` (OAUTHBEARER only)."""
+        if self.token_provider is None:
+            raise RuntimeError(f"sasl.mechanism {self.sasl_mechanism} has no token provider")
+        return self.token_provider()
+
+    def _login(self) -> tuple[str, str]:
+        """The username and password (PLAIN and SCRAM only)."""
+        if self.sasl_username is None or self.sasl_password is None:
+            raise RuntimeError(f"sasl.mechanism {self.sasl_mechanism} has no username and password")
+        return self.sasl_username, self.sasl_password
 
 
 class _TokenProvider(AbstractTokenProvider):

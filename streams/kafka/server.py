@@ -61,6 +61,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from streams.kafka import state_topic
 from streams.kafka.client import KafkaSettings, TopicError, create_topics, log_reaches
@@ -77,6 +79,63 @@ from streams.kafka.task import PartitionTask
 log = logging.getLogger(__name__)
 
 __all__ = ["ModelServer"]
+
+
+@dataclass(frozen=True)
+class _Clients:
+    """The Kafka clients `ModelServer.run` opens and closes: the consumer of the input topics,
+    the producer all partitions share (at-least-once only) and the mixing rounds (with mixing
+    only). Each partition's transactional producer belongs to its task."""
+
+    source: KafkaSource
+    shared: Outputs | None
+    rounds: RoundCoordinator | None
+
+    @classmethod
+    def open(
+        cls, settings: KafkaSettings, config: ServeConfig, model, rejected: Callable[[], None]
+    ) -> _Clients:
+        """Connect, creating the state topic (and the models topic, with mixing) if needed;
+        `rejected()` is called for each record of the models topic ignored."""
+        topics = config.topics
+        source = KafkaSource(
+            settings,
+            topics.inputs,
+            group_id=config.group_id,
+            partitions=config.partitions,
+            offsets_group=config.offsets_group,
+        )
+        shared = rounds = None
+        try:
+            count = source.partition_count
+            create_topics(settings, {topics.state: count}, state_topic.TOPIC_CONFIG)
+            if not config.exactly_once:
+                shared = Outputs(settings)
+            if config.mixing is not None:
+                create_topics(settings, {topics.models: 1})
+                rounds = RoundCoordinator(
+                    settings,
+                    config.mixing,
+                    topics.models,
+                    count,
+                    model,
+                    config.state_keys,
+                    rejected=rejected,
+                )
+        except BaseException:
+            cls(source, shared, rounds).close()
+            raise
+        return cls(source, shared, rounds)
+
+    def close(self, tasks: Iterable[PartitionTask] = ()) -> None:
+        """Close the consumer, then the `tasks`' producers, then the shared clients."""
+        self.source.close()
+        for task in tasks:
+            task.close()
+        if self.shared is not None:
+            self.shared.close()
+        if self.rounds is not None:
+            self.rounds.close()
 
 
 class ModelServer:
@@ -102,9 +161,7 @@ class ModelServer:
         )
         self.tasks: dict[int, PartitionTask] = {}
         self.monitor = Monitor(self.config, settings.session_timeout_ms)
-        self.source: KafkaSource | None = None
-        self._shared: Outputs | None = None  # at-least-once: one producer for all partitions
-        self._rounds: RoundCoordinator | None = None
+        self._opened: _Clients | None = None  # while `run` serves
         self._stop = threading.Event()
         self._since_commit = 0
         self._last_commit = self._last_record = self._last_step = time.monotonic()
@@ -126,10 +183,10 @@ class ModelServer:
     def ready(self) -> bool:
         """Whether the member serves: it owns partitions, has restored all of them and is not
         stopping."""
-        source = self.source
-        if source is None or self._stop.is_set() or not source.partitions:
+        opened = self._opened
+        if opened is None or self._stop.is_set() or not opened.source.partitions:
             return False
-        return source.partitions <= set(self.tasks)
+        return opened.source.partitions <= set(self.tasks)
 
     def lag(self) -> dict[int, int] | None:
         """Records behind the input topics' end, per owned partition (None: not known yet), as
@@ -137,19 +194,30 @@ class ModelServer:
         from other threads."""
         return self._lag
 
+    @property
+    def _clients(self) -> _Clients:
+        """The clients `run` opened: the serving loop's and its callbacks' only."""
+        if self._opened is None:
+            raise RuntimeError("ModelServer: Kafka clients used outside run(), which opens them")
+        return self._opened
+
     def run(self) -> dict[int, PartitionState]:
         """Serve until stopped; returns the final states. Raises `BrokerUnavailable`,
         `TopicError`, `StateMismatch`, `StateError` or `CheckpointError` (infrastructure)."""
-        self._open()
+        models = self.config.topics.models
+        clients = self._opened = _Clients.open(
+            self.settings, self.config, self.model, lambda: self.metrics.reject(models, 0)
+        )
         try:
-            self.source.start(self._assign, self._revoke, self._lose)
+            clients.source.start(self._assign, self._revoke, self._lose)
             while not self._stop.is_set() and not self._idle():
                 self._step()
             self.commit()
             self._finish_joining()
-            self.monitor.done(self.tasks, self.source.lag())
+            self.monitor.done(self.tasks, clients.source.lag())
         finally:
-            self._close()
+            self._opened = None
+            clients.close(self.tasks.values())
         return self.states
 
     def _finish_joining(self, seconds: float = 2.5) -> None:
@@ -157,59 +225,23 @@ class ModelServer:
         before leaving. A member that leaves while the group forms around it as its leader
         leaves the demo broker (Tansu 0.6) keeping it as the leader: the group then assigns
         nothing to anyone until the broker restarts. Once formed, leaving is clean."""
-        if self.source.group_id is None or self.source.assigned_at is not None:
+        source = self._clients.source
+        if source.group_id is None or source.assigned_at is not None:
             return
         deadline = time.monotonic() + seconds
-        while self.source.assigned_at is None and time.monotonic() < deadline:
-            self.source.poll(50)  # no task: records are left for the next owner
-
-    def _open(self) -> None:
-        config, topics = self.config, self.config.topics
-        self.source = KafkaSource(
-            self.settings,
-            topics.inputs,
-            group_id=config.group_id,
-            partitions=config.partitions,
-            offsets_group=config.offsets_group,
-        )
-        try:
-            count = self.source.partition_count
-            create_topics(self.settings, {topics.state: count}, state_topic.TOPIC_CONFIG)
-            if not config.exactly_once:
-                self._shared = Outputs(self.settings)
-            if config.mixing is not None:
-                create_topics(self.settings, {topics.models: 1})
-                self._rounds = RoundCoordinator(
-                    self.settings,
-                    config.mixing,
-                    topics.models,
-                    count,
-                    self.model,
-                    config.state_keys,
-                    rejected=lambda: self.metrics.reject(topics.models, 0),
-                )
-        except BaseException:
-            self._close()
-            raise
-
-    def _close(self) -> None:
-        self.source.close()
-        for task in self.tasks.values():
-            task.close()
-        if self._shared is not None:
-            self._shared.close()
-        if self._rounds is not None:
-            self._rounds.close()
+        while source.assigned_at is None and time.monotonic() < deadline:
+            source.poll(50)  # no task: records are left for the next owner
 
     def _step(self) -> None:
         """One poll: its records handled, rounds advanced, commits made when due."""
+        source, rounds = self._clients.source, self._clients.rounds
         waiting = any(task.paused for task in self.tasks.values())
-        records = self.source.poll(10 if waiting else self.config.poll_timeout_ms)
+        records = source.poll(10 if waiting else self.config.poll_timeout_ms)
         for run in self._runs(records):
             if self._stop.is_set():
                 break
             task = self.tasks.get(run[0].partition())
-            if task is not None and not (self._rounds and self._rounds.waits(task)):
+            if task is not None and not (rounds and rounds.waits(task)):
                 try:
                     task.handle(run)
                     self._since_commit += len(run)
@@ -221,16 +253,16 @@ class ModelServer:
                 self.monitor.handled(len(run))
             if self._commit_due():
                 self.commit()
-        if self._rounds is not None:
-            self._mix()
+        if rounds is not None:
+            self._mix(rounds)
         if records or waiting:
             self._last_record = time.monotonic()  # waiting for a round is not idleness
         if self._commit_due():
             self.commit()
         now = self._last_step = time.monotonic()
         if now - self._lag_at >= 1.0:
-            self._lag, self._lag_at = self.source.lag(), now
-        self.monitor.tick(self.tasks, self.source, self._lag)
+            self._lag, self._lag_at = source.lag(), now
+        self.monitor.tick(self.tasks, source, self._lag)
 
     def _runs(self, records: list):
         """The records in runs of one partition, each ending where a commit falls due (one
@@ -238,7 +270,11 @@ class ModelServer:
         i, count = 0, len(records)
         while i < count:
             p = records[i].partition()
-            limit = 1 if self._rounds else max(1, self.config.checkpoint_every - self._since_commit)
+            limit = (
+                1
+                if self._clients.rounds
+                else max(1, self.config.checkpoint_every - self._since_commit)
+            )
             j = i + 1
             while j < count and j - i < limit and records[j].partition() == p:
                 j += 1
@@ -251,7 +287,8 @@ class ModelServer:
         timeout = self.config.idle_timeout
         if timeout is None:
             return False
-        joining = self.source.group_id is not None and self.source.assigned_at is None
+        source = self._clients.source
+        joining = source.group_id is not None and source.assigned_at is None
         if joining:
             timeout += self.settings.session_timeout_ms / 1000
         if time.monotonic() - self._last_record < timeout:
@@ -264,21 +301,21 @@ class ModelServer:
     def _assign(self, partitions: set[int]) -> None:
         if self._stop.is_set():  # stopping: take nothing on
             return
-        config, states = self.config, []
+        clients, states = self._clients, []
         for p in sorted(partitions):
             outputs = (
-                Outputs(self.settings, f"river-cw.{config.topics.state}.{p}", self._stop)
-                if config.exactly_once
-                else self._shared
+                Outputs(self.settings, f"river-cw.{self.config.topics.state}.{p}", self._stop)
+                if clients.shared is None
+                else clients.shared
             )  # a transactional producer fences the previous owner first
             try:
                 restored = self.store.restore(outputs, p)
                 state = restored.state
                 self.metrics.restore_seconds[p] = restored.seconds
-                for topic in self.source.topics:
+                for topic in clients.source.topics:
                     self._seek_stored(state, topic)
             except BaseException as error:
-                if outputs is not self._shared:
+                if outputs is not clients.shared:
                     outputs.close()
                 if not isinstance(error, Fenced):
                     raise
@@ -288,22 +325,21 @@ class ModelServer:
             task = self._task(state, outputs)
             self.tasks[p] = task
             states.append(state)
-        if self._rounds is not None:  # from where the new partitions' rounds need
-            self._rounds.restored(states)
+        if clients.rounds is not None:  # their mixers, and the rounds from where they need
+            clients.rounds.restored(states)
         self._last_record = time.monotonic()
 
     def _task(self, state: PartitionState, outputs: Outputs) -> PartitionTask:
+        clients = self._clients
         task = PartitionTask(
             PartitionLearner(state, model_spec=self.spec, max_pending=self.config.max_pending),
             outputs,
             self.config.topics,
-            shared_outputs=outputs is self._shared,
+            shared_outputs=outputs is clients.shared,
             mixed_at=time.monotonic(),
             metrics=self.metrics,
         )
-        if self._rounds is not None:
-            task.mixer = self._rounds.mixer(state)
-        elif state.mixing is not None:
+        if clients.rounds is None and state.mixing is not None:
             log.warning("partition %d: mixing is off, its mixing state dropped", state.partition)
             state.mixing = None
         return task
@@ -319,7 +355,7 @@ class ModelServer:
                 f"Delete the state topic {self.config.topics.state!r} (and the local cache) to "
                 "start over"
             )
-        self.source.seek(topic, p, offset)
+        self._clients.source.seek(topic, p, offset)
 
     def _revoke(self, partitions: set[int]) -> None:
         self.commit(partitions)
@@ -343,7 +379,7 @@ class ModelServer:
         a new owner would (if it is still ours)."""
         log.warning("partition %d: %s; restoring its last committed state", p, error)
         self._drop([p])
-        if p in self.source.partitions and not self._stop.is_set():
+        if p in self._clients.source.partitions and not self._stop.is_set():
             self._assign({p})
 
     def _drop(self, partitions) -> None:
@@ -354,15 +390,16 @@ class ModelServer:
 
     # --- mixing -----------------------------------------------------------------------------
 
-    def _mix(self) -> None:
+    def _mix(self, rounds: RoundCoordinator) -> None:
         """Adopt complete rounds (a waiting partition reads on from its first record left);
         publish where due."""
-        for p in self._rounds.adopt(self.tasks):
+        source = self._clients.source
+        for p in rounds.adopt(self.tasks):
             self.metrics.rounds[p] = self.metrics.rounds.get(p, 0) + 1
             task = self.tasks[p]
             if task.paused:
-                for topic in self.source.topics:
-                    self.source.seek(topic, p, task.state.offsets.get(topic))
+                for topic in source.topics:
+                    source.seek(topic, p, task.state.offsets.get(topic))
                 task.paused = False
         for p, task in list(self.tasks.items()):
             try:
@@ -375,8 +412,9 @@ class ModelServer:
     def _publish_due(self, task: PartitionTask) -> None:
         """Publish the task's contribution if due, committed at once with its state and
         offsets (one transaction: see `streams.models.mixing`)."""
-        if self._rounds is not None and self._rounds.due(task, time.monotonic()):
-            self._rounds.publish(task)
+        rounds = self._clients.rounds
+        if rounds is not None and rounds.due(task, time.monotonic()):
+            rounds.publish(task)
             self.commit([task.partition])
 
     # --- commits ----------------------------------------------------------------------------
@@ -395,9 +433,10 @@ class ModelServer:
             todo = [p for p in todo if p in partitions]
         if not todo:
             return
-        if self._shared is not None:
-            self._shared.flush()
-        metadata = self.source.group_metadata() if self.config.exactly_once else None
+        clients = self._clients
+        if clients.shared is not None:
+            clients.shared.flush()
+        metadata = clients.source.group_metadata() if self.config.exactly_once else None
         for p in todo:
             try:
                 with self.metrics.commit_seconds.time():

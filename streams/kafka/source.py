@@ -53,7 +53,9 @@ class KafkaSource:
         self.partitions: set[int] = set()  # assigned partition numbers (the same in every topic)
         self.assigned_at: float | None = None  # monotonic time of the first assignment
         self._static = None if partitions is None else set(partitions)
-        self._on_assign = self._on_revoke = self._on_lost = _ignore
+        self._on_assign: Callback = _ignore
+        self._on_revoke: Callback = _ignore
+        self._on_lost: Callback = _ignore
         self._starts: dict[tuple[str, int], int] | None = None  # offsets chosen in on_assign
         check_connection(settings)  # BrokerUnavailable, saying why
         self._consumer = Consumer(
@@ -170,7 +172,7 @@ class KafkaSource:
             if first is None:
                 return []
             messages = [first, *self._consumer.consume(self.batch - 1, 0)]
-        errors = [m.error() for m in messages if m.error() is not None]
+        errors = [error for m in messages if (error := m.error()) is not None]
         if not errors:
             return messages
         for error in errors:  # events, not records: a deleted topic ends serving

@@ -16,7 +16,6 @@ from streams.kafka.learner import PartitionLearner, PartitionState, Prediction
 from streams.kafka.metrics import Metrics
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
-from streams.models.mixing import Mixer
 
 __all__ = ["PartitionTask"]
 
@@ -31,7 +30,6 @@ class PartitionTask:
     shared_outputs: bool = False  # at-least-once: one producer for all partitions, not ours
     dirty: bool = False
     stale_reported: int = 0
-    mixer: Mixer | None = None
     mixed_at: float = 0.0  # monotonic time of the last publication or adoption
     paused: bool = False  # waiting for its round (`streams.kafka.config.Mixing.lag`)
     metrics: Metrics | None = None

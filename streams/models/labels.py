@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import typing
 
-from river import base, multiclass
+from river import base
 
 from river_cw.labels import order_key
 
@@ -54,7 +54,7 @@ def needs_booleans(model: base.Estimator) -> bool:
     False
 
     """
-    return not model._multiclass
+    return not typing.cast(base.Classifier, model)._multiclass
 
 
 def arrange(model: base.Classifier, labels: typing.Collection) -> base.Classifier:
@@ -82,6 +82,8 @@ def arrange(model: base.Classifier, labels: typing.Collection) -> base.Classifie
         return model
     if len(labels) == 2:
         return BinaryLabels(model, labels)
+    from river import multiclass  # river.multiclass loads river.linear_model
+
     return multiclass.OneVsRestClassifier(model)
 
 

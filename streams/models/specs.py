@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import importlib
 
-from river import base, compose, multiclass
+from river import base, compose
 
 import river_cw
 from river_cw import text as text_features
@@ -184,6 +184,8 @@ def prepare(model: base.Estimator, text: bool = False, labels=None) -> base.Esti
     if labels is not None:
         model = arrange(model, labels)
     elif needs_booleans(model):
+        from river import multiclass  # river.multiclass loads river.linear_model
+
         model = multiclass.OneVsRestClassifier(model)
     if text and not pipeline:
         model = text_features.TextClassifier(model, on="text")
