@@ -13,7 +13,7 @@ import pytest
 import river_cw
 from tests.conftest import tracked_files
 
-EXTENSIONS = {"_diagonal", "_rda", "_text"}
+EXTENSIONS = {"_diagonal", "_arrowhead", "_rda", "_text"}
 
 
 @pytest.mark.slow

@@ -2,7 +2,8 @@
 
 The extensions are built with ``-fsanitize=address,undefined`` from a copy of the project's
 tracked files (into a temporary directory: the checkout's own build stays as it is), and the tests
-of both engines, of batches, text and hostile input run against that build. Python itself is not
+of the engines (diagonal, arrowhead, voted RDA), of batches, text and hostile input run against
+that build. Python itself is not
 instrumented, so the ASan runtime is preloaded (``LD_PRELOAD``), Python's allocator hands every
 request to malloc (``PYTHONMALLOC=malloc``, so that ASan sees the engines' `PyMem` buffers) and
 leak detection is off (the interpreter keeps memory to its exit on purpose; the engines' leaks
@@ -27,6 +28,7 @@ from tests.conftest import ROOT, run_pytest, tracked_files
 
 TESTS = [
     "tests/test_engines.py",
+    "tests/test_arrowhead.py",
     "tests/test_rda_engines.py",
     "tests/test_batch.py",
     "tests/test_text.py",
@@ -101,12 +103,15 @@ def test_engine_batch_text_and_hostile_input_tests_pass_under_asan_and_ubsan(tmp
         ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
     )
-    check = "import river_cw, river_cw.engine as e; print(river_cw.ENGINE, e.diagonal.__file__)"
+    check = (
+        "import river_cw, river_cw.engine as e; "
+        "print(river_cw.ENGINE, *(m.__file__ for m in (e.diagonal, e.arrowhead, e.rda, e.text)))"
+    )
     active = subprocess.run(
         [sys.executable, "-c", check], cwd=source, env=env, capture_output=True, text=True
     )
-    engine, _, extension = active.stdout.strip().partition(" ")
-    assert engine == "c" and extension.startswith(str(source)), (
+    engine, *extensions = active.stdout.split()
+    assert engine == "c" and all(path.startswith(str(source)) for path in extensions), (
         f"not the sanitized build: {active.stdout}{active.stderr[-3000:]}"
     )
     # --capture=sys: the sanitizers write their reports to the process's own stderr, which
