@@ -300,14 +300,10 @@ def test_forgetting_relaxes_the_latent_precisions_toward_their_priors():
     assert after["b"] == before["b"] and after["c"] == before["c"]
 
 
-def test_the_exact_schemes_and_combination_are_refused():
+def test_the_exact_schemes_are_refused():
     with pytest.raises(ValueError, match="exact schemes are diagonal"):
         river_cw.CW(covariance="arrowhead", diagonal="exact")
     with pytest.raises(ValueError, match="arrowhead"):
         river_cw.AROW(initial_intercept_variance=10.0)
     with pytest.raises(ValueError, match="positive and finite"):
         river_cw.AROW(covariance="arrowhead", initial_intercept_variance=0.0)
-    model = river_cw.AROW(covariance="arrowhead")
-    model.learn_one({"x": 1.0}, True)
-    with pytest.raises(ValueError, match="not the arrowhead"):
-        river_cw.combine([model, model])
