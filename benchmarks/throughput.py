@@ -47,6 +47,9 @@ def models():
         "CW var exact": lambda: river_cw.CW(variant="var", diagonal="exact"),
         "NHERD": lambda: river_cw.NHERD(),
         "NHERD exact": lambda: river_cw.NHERD(diagonal="exact"),
+        "NHERD arrowhead drop wide": lambda: river_cw.NHERD(
+            covariance="arrowhead", diagonal="drop", initial_intercept_variance=100.0
+        ),
         "SOP": lambda: river_cw.SOP(),
         "SCW-I": lambda: river_cw.SCW(),
         "SCW-II": lambda: river_cw.SCW(variant="II"),
