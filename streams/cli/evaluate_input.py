@@ -27,6 +27,7 @@ import typing
 from streams.cli import records
 from streams.evaluate import drift
 from streams.io import files
+from streams.io.jsonl import JSONLines
 
 # river's metrics (scipy.stats), progressive validation and the model specs (river_cw) are
 # imported where a metric is parsed: `river-cw evaluate --help` reads SYNTHETIC_LENGTH without
@@ -63,7 +64,7 @@ def load(args: argparse.Namespace) -> Stream:
     if args.domains and (
         args.drift not in drift.KINDS
         or len(readers) != 1
-        or not isinstance(readers[0], files.JSONLines)
+        or not isinstance(readers[0], JSONLines)
     ):
         raise ValueError("--domains needs --drift sudden|gradual|recurring and one JSON-lines file")
     if args.drift in drift.KINDS:
@@ -88,7 +89,7 @@ def _drift(args, readers, name, rng) -> Stream:
     if args.domains:
         domains = args.domains.split(",")
         concepts = [
-            list(files.JSONLines(readers[0].path, args.on_error, {"domain": d}, readers[0].schema))
+            list(JSONLines(readers[0].path, args.on_error, {"domain": d}, readers[0].schema))
             for d in domains
         ]
         for domain, concept in zip(domains, concepts):
