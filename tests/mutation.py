@@ -85,6 +85,8 @@ SELECTION = {
     "streams/models/specs.py": ["tests/test_specs.py"],
     "streams/models/mixing.py": ["tests/test_mixing.py"],
     "streams/evaluate/progressive.py": ["tests/test_evaluation.py"],
+    "streams/evaluate/scoring.py": ["tests/test_evaluation.py"],
+    "streams/evaluate/track.py": ["tests/test_evaluation.py"],
     "streams/evaluate/noise.py": ["tests/test_noise.py"],
     "streams/evaluate/drift.py": ["tests/test_drift.py"],
     "streams/evaluate/synthetic.py": ["tests/test_drift.py", "tests/test_intercept.py"],

@@ -33,6 +33,8 @@ STREAMS = [
     "streams.models.specs",
     "streams.models.labels",
     "streams.evaluate.progressive",
+    "streams.evaluate.scoring",
+    "streams.evaluate.track",
     "streams.evaluate.results",
     "streams.evaluate.noise",
     "streams.evaluate.drift",

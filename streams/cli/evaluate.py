@@ -298,7 +298,8 @@ def _run(args: argparse.Namespace) -> Evaluation:
     from river_cw.labels import order_key
     from streams.cli.evaluate_input import load, noise_rate, parse_metric
     from streams.cli.running_table import RunningTable
-    from streams.evaluate.progressive import iter_evaluate, metric_name
+    from streams.evaluate.progressive import iter_evaluate
+    from streams.evaluate.scoring import metric_name
     from streams.evaluate.tuning import tune
     from streams.models.specs import parse, prepare
 

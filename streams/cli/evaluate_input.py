@@ -159,7 +159,7 @@ def parse_metric(text: str, labels: list | None) -> metrics.base.ClassificationM
     """
     from river import metrics
 
-    from streams.evaluate.progressive import OneClass
+    from streams.evaluate.scoring import OneClass
     from streams.models.specs import parse
 
     name, _, label = text.partition(":")
