@@ -62,9 +62,7 @@ def load(args: argparse.Namespace) -> Stream:
     name = ", ".join(pathlib.Path(r.source).name for r in readers)
     name = name or "SMS Spam Collection (bundled)"
     if args.domains and (
-        args.drift not in drift.KINDS
-        or len(readers) != 1
-        or not isinstance(readers[0], JSONLines)
+        args.drift not in drift.KINDS or len(readers) != 1 or not isinstance(readers[0], JSONLines)
     ):
         raise ValueError("--domains needs --drift sudden|gradual|recurring and one JSON-lines file")
     if args.drift in drift.KINDS:
