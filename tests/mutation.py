@@ -74,6 +74,7 @@ SELECTION = {
         "tests/test_intercept.py",
     ],
     "river_cw/rda.py": ["tests/test_rda.py", "tests/test_rda_engines.py"],
+    "river_cw/rda_engine.py": ["tests/test_rda.py", "tests/test_rda_engines.py"],
     "river_cw/batch.py": ["tests/test_mini_batch.py", "tests/test_batch.py"],
     "river_cw/text.py": ["tests/test_text.py", "tests/test_text_classifier.py"],
     "streams/io/base.py": ["tests/test_files.py"],
