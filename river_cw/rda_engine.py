@@ -29,6 +29,8 @@ from .validation import check_features
 
 __all__ = ["STATE", "PythonRDA", "logits", "raise_bad_input"]
 
+QUEUE_ROWS = 256  # calibration rows before the model is asked to add them up, as river_cw._rda
+
 # The engine's state, in the order a pickle holds it; the compiled engine exports and loads
 # these attributes, so pickles do not know which engine wrote them.
 STATE = (
@@ -271,7 +273,7 @@ class PythonRDA:
 
     def update(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float, calibrate: bool) -> int:
         """Learn from the difference vector of `pairs` with sample weight `w`: 0 when done,
-        1 when a calibration row was queued (take it with `take_calibration`), 2 when a sum the
+        1 when the calibration queue is full (take it with `take_calibration`), 2 when a sum the
         update would store is beyond float64 (then nothing changed).
 
         With `calibrate`, the example's averaged logits, before the update, are queued with its
@@ -293,28 +295,33 @@ class PythonRDA:
             plan = self._plan(x, pairs, step if w == 1.0 else w * step)
             if plan is None:
                 return 2
-        queued = calibrate and self._queue(x, pairs, w)
+        if calibrate:
+            self._queue(x, pairs, w)
         if plan is not None:
             self._step(plan)
         self._c += 1
         self._t += 1
-        return 1 if queued else 0
+        return 1 if len(self._queued) >= QUEUE_ROWS * self._width() else 0
 
-    def _queue(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float) -> bool:
-        """Queue the calibration row (label, w, logits...) of the example; False where its
-        averaged scores overflow (it is not used for calibration)."""
+    def _width(self) -> int:
+        """The length of a calibration row: label, w and the logits."""
+        return 2 + (2 if len(self._blocks) == 1 else len(self._blocks))
+
+    def _queue(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float) -> None:
+        """Queue the calibration row (label, w, logits...) of the example, unless its averaged
+        scores overflow (then it is not used for calibration). The model takes the queue before
+        the blocks change."""
         try:
             z = logits(self.scores(x, True))
         except ValueError:
-            return False
+            return
         label = int(pairs[0][1] == 1) if len(self._blocks) == 1 else pairs[0][0]
         self._queued.extend([label, w, *z])
-        return True
 
     def take_calibration(self) -> tuple[bytes, int]:
         """(the queued calibration rows as bytes of doubles, the row width); empties the queue."""
         data, self._queued = self._queued.tobytes(), array("d")
-        return data, 2 + (2 if len(self._blocks) == 1 else len(self._blocks))
+        return data, self._width()
 
     def _plan(self, x: dict, pairs: tuple[tuple[int, int], ...], step: float) -> list | None:
         """The subgradient entries ``(block, feature, -step * sign * x_f)`` of an update, or
