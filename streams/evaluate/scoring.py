@@ -13,7 +13,7 @@ import typing
 
 from river import base, metrics
 
-__all__ = ["OneClass", "gives_probabilities", "metric_name", "scored"]
+__all__ = ["OneClass", "metric_name"]
 
 
 class OneClass(metrics.base.ClassificationMetric):
