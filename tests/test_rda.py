@@ -18,7 +18,7 @@ import river_cw
 from river_cw import rda
 from river_cw.base import LinearClassifier
 from river_cw.rda_engine import PythonRDA
-from tests.conftest import read_jsonl, shuffled
+from tests.conftest import examples, read_jsonl, shuffled
 
 
 def make_rda(engine: str, **params) -> river_cw.VotedRDA:
@@ -242,7 +242,7 @@ def test_vote_is_the_exact_majority_vote(loss, n_classes):
     assert model.n_updates == oracle.k
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     n_classes=st.sampled_from([2, 3]),
@@ -305,7 +305,7 @@ def rda_objective(w, s, k, l1, eta):
     return s @ w / k + l1 * np.abs(w).sum() + eta * math.sqrt(k) / (2 * k) * w @ w
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     s=st.floats(-50, 50),
     k=st.integers(1, 10_000),

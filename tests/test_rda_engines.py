@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import river_cw
 from river_cw import rda
 from river_cw.rda_engine import PythonRDA
+from tests.conftest import examples
 from tests.test_engines import Hostile
 
 pytestmark = pytest.mark.skipif(
@@ -209,7 +210,7 @@ EXAMPLES = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     params=st.fixed_dictionaries(
         {

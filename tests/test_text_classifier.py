@@ -16,6 +16,7 @@ from river import checks, linear_model
 import river_cw
 from river_cw import gaussian
 from river_cw.text import BagOfWords, TextClassifier
+from tests.conftest import examples
 
 from .conftest import read_jsonl, shuffled
 from .test_text import CORPORA, TEXTS
@@ -69,7 +70,7 @@ def test_every_shared_corpus(name):
     assert_same_stream(river_cw.AROW, examples, on="text")
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(st.tuples(TEXTS, st.sampled_from("abc")), max_size=20),
     st.booleans(),
@@ -82,7 +83,7 @@ def test_generated_texts(stream, lowercase, stop_words):
 WORDS = st.lists(st.sampled_from(["the", "A", "bc", "the-end", "déjà", "vu", "x_1"]), max_size=8)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(WORDS.map(" ".join), st.booleans()), max_size=12))
 @pytest.mark.parametrize(
     "make, options",
