@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import river_cw
 from river_cw import rda
+from river_cw.rda_engine import PythonRDA
 from tests.test_engines import Hostile
 
 pytestmark = pytest.mark.skipif(
@@ -59,8 +60,8 @@ def pair(params):
     compiled = river_cw.VotedRDA(**params)
     with pure_python():
         python = river_cw.VotedRDA(**params)
-    assert python._engine is None
-    assert (compiled._engine is None) == (params.get("prediction") == "vote")
+    assert isinstance(python._engine, PythonRDA)
+    assert isinstance(compiled._engine, PythonRDA) == (params.get("prediction") == "vote")
     return compiled, python
 
 
@@ -150,7 +151,8 @@ def test_pickles_cross_engines(params):
     with pure_python():
         copies = [pickle.loads(pickle.dumps(compiled))]
     copies.append(pickle.loads(pickle.dumps(python)))
-    assert copies[0]._engine is None and copies[1]._engine is not None
+    assert isinstance(copies[0]._engine, PythonRDA)
+    assert not isinstance(copies[1]._engine, PythonRDA)
     for x, y in data[150:]:
         compiled.learn_one(x, y)
         copies[0].learn_one(x, y)
