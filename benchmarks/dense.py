@@ -54,7 +54,7 @@ import river_cw
 from benchmarks.covariance_prototypes import BlockAROW, CentredAROW
 from benchmarks.intercept import DATA, shared
 from river_cw import INTERCEPT
-from river_cw.gaussian import FullGaussian
+from river_cw.full import FullGaussian
 from river_cw.text import TextClassifier
 from streams.evaluate import drift
 from streams.evaluate.noise import LabelNoise

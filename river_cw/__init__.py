@@ -1,7 +1,8 @@
 """Confidence-weighted online linear classifiers for river.
 
-Every Gaussian classifier keeps N(mu, Sigma) over its weights and updates it with one shared
-engine (`river_cw.gaussian`); each algorithm is a small rule on top of it. `VotedRDA` is the
+Every Gaussian classifier keeps N(mu, Sigma) over its weights and updates it in one shared form
+(`river_cw.gaussian`) on the engine of its covariance; each algorithm is a small rule on top of
+it. `VotedRDA` is the
 sparse, l1-regularised companion (regularised dual averaging with voting). `river_cw.text`
 holds river's `BagOfWords` with its token counting compiled.
 """

@@ -1,5 +1,5 @@
 /* The mini-batch kernel of the compiled diagonal engine: Diagonal.learn_rows learns a batch of
- * rows in one call, exactly as the learn_one loop of river_cw.base would (the reference), bit for
+ * rows in one call, exactly as the learn_one loop of river_cw.batch would (the reference), bit for
  * bit: the same margins with the same exactly rounded sums, the same step, the same update
  * (update_core's unchecked path in place on the row, else update_core itself on the coordinates
  * the engine's add_coord leaves).
@@ -18,7 +18,7 @@
  * known, a sample weight that is not a float > 0, a value other than a float, a bool or an int
  * within float64, a mapping other than a dict, a bad key, a margin beyond float64) before
  * touching the model, and the caller hands that row to learn_one, which raises what it raises or
- * learns it (river_cw.base).
+ * learns it (river_cw.gaussian_classifier).
  *
  * Included by _diagonal.c after update_core. */
 

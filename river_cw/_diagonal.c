@@ -1,5 +1,5 @@
 /* The compiled diagonal Gaussian engine: the same interface and the same numbers as
- * river_cw.gaussian.DiagonalGaussian (the readable reference), bit for bit.
+ * river_cw.diagonal.PythonDiagonalGaussian (the readable reference), bit for bit.
  *
  * Each weight block is an insertion-ordered open-addressing table (CPython's compact dict
  * layout): an index of int32 slots probed with the key's hash, and a dense array of entries
@@ -75,7 +75,7 @@ static inline void table_append(Table *t, PyObject *key, Py_hash_t hash, double 
 /* ---------------------------------------------------------------------------------------- */
 /* the per-coordinate formulas: one home each                                                */
 
-#define SAFE_BOUND 1e300 /* river_cw.gaussian._SAFE: far enough from float64's limit */
+#define SAFE_BOUND 1e300 /* river_cw.diagonal._SAFE: far enough from float64's limit */
 
 enum { SCHEME_PROJECT, SCHEME_DROP, SCHEME_HERDING, SCHEME_CALLABLE };
 
@@ -888,7 +888,7 @@ done:
 }
 
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2:
- * river_cw.gaussian.DiagonalGaussian.learn (the reference): margin, the rule's step (Python,
+ * river_cw.diagonal.PythonDiagonalGaussian.learn (the reference): margin, the rule's step (Python,
  * called with the engine free, as between margin() and update()) and update */
 static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *x, *terms = NULL, *update_scheme = NULL;
@@ -1543,7 +1543,7 @@ static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* marks: the weights written since a point in time (river_cw.gaussian.DiagonalGaussian.mark) */
+/* marks: the weights written since a point in time (river_cw.diagonal.PythonDiagonalGaussian.mark) */
 
 /* t's mark taken now: its entries' (mean, variance) copied; from the previous mark, if it
  * still holds (`incremental`), only the entries written or appended since. 0, or -1 with
@@ -1764,7 +1764,7 @@ static PyTypeObject DiagonalType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._diagonal.Diagonal",
     .tp_basicsize = sizeof(Diagonal),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The compiled diagonal Gaussian engine (see river_cw.gaussian.DiagonalGaussian).",
+    .tp_doc = "The compiled diagonal Gaussian engine (see river_cw.diagonal.DiagonalGaussian).",
     .tp_new = diagonal_new,
     .tp_dealloc = (destructor)diagonal_dealloc,
     .tp_traverse = (traverseproc)diagonal_traverse,
@@ -1877,7 +1877,7 @@ static PyObject *module_native_step(PyObject *module, PyObject *args) {
 }
 
 /* connect(raise_bad_input=None, herding_shrink=None, as_floats=None): the hooks given, each
- * by the module that owns it (river_cw.gaussian, river_cw.validation) */
+ * by the module that owns it (river_cw.diagonal, river_cw.validation) */
 static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"raise_bad_input", "herding_shrink", "as_floats", NULL};
     PyObject *given[3] = {NULL, NULL, NULL}, **slots[3] = {
@@ -1913,7 +1913,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "river_cw._diagonal",
-    "The compiled diagonal Gaussian engine of river_cw (optional; see river_cw.gaussian).", -1,
+    "The compiled diagonal Gaussian engine of river_cw (optional; see river_cw.diagonal).", -1,
     module_methods,
 };
 

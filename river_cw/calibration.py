@@ -87,7 +87,7 @@ def _binary_losses(rows: np.ndarray, labels: np.ndarray, losses: np.ndarray) -> 
 
 
 def probit_losses(t: np.ndarray, label: int) -> np.ndarray:
-    """Log loss at `label` of the Gaussian margins' probabilities (`river_cw.base`) with the
+    """Log loss at `label` of the Gaussian margins' probabilities (`river_cw.probabilities`) with the
     standardised margins scaled by a, for every temperature a of the grid.
 
     `t` is the matrix of standardised pairwise margins ``t[z, k]`` (its diagonal unused): binary

@@ -7,7 +7,7 @@ import statistics
 from math import fsum
 
 from . import engine
-from .base import GaussianClassifier
+from .gaussian_classifier import GaussianClassifier
 
 _compiled = engine.diagonal  # the same solvers on the compiled engine's terms, or None
 

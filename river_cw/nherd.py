@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .base import GaussianClassifier
-from .gaussian import HerdingShrink
+from .diagonal import HerdingShrink
+from .gaussian_classifier import GaussianClassifier
 
 __all__ = ["NHERD"]
 

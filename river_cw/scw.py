@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from .base import GaussianClassifier
 from .cw import cw_stdev_alpha, cw_stdev_gamma
+from .gaussian_classifier import GaussianClassifier
 
 __all__ = ["SCW"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import GaussianClassifier
+from .gaussian_classifier import GaussianClassifier
 
 __all__ = ["SOP"]
 

@@ -41,6 +41,26 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # module -> the tests that check it fast (each run stops at the first failure)
 RULE = ["tests/test_native_steps.py", "tests/test_diagonal.py", "tests/test_hyperparameters.py"]
+COMBINE = [
+    "tests/test_combine.py",
+    "tests/test_combine_base.py",
+    "tests/test_classifiers.py::test_combine_follows_the_papers_formulas",
+    "tests/test_classifiers.py::test_combine_rejects_mismatched_models",
+    "tests/test_text_classifier.py::test_combine_and_changes_mix_the_classifier",
+    "tests/test_hostile_input.py::test_kl_combination_of_variances_that_underflowed_is_finite",
+]
+ENGINE = [
+    "tests/test_reference.py",
+    "tests/test_engines.py",
+    "tests/test_diagonal.py",
+    "tests/test_forgetting.py",
+]
+MODEL = [
+    "tests/test_classifiers.py",
+    "tests/test_reference.py",
+    "tests/test_sample_weight.py",
+    "tests/test_intercept.py",
+]
 SELECTION = {
     "river_cw/arow.py": RULE,
     "river_cw/cw.py": RULE,
@@ -51,28 +71,19 @@ SELECTION = {
         "tests/test_sample_weight.py::test_a_weight_counts_a_sop_mistake_w_times_in_the_papers_sums",
         "tests/test_reference.py::test_sop_matches_the_papers_b_and_A_form",  # its prior a I
     ],
-    "river_cw/combine.py": [
-        "tests/test_combine.py",
-        "tests/test_combine_base.py",
-        "tests/test_classifiers.py::test_combine_follows_the_papers_formulas",
-        "tests/test_classifiers.py::test_combine_rejects_mismatched_models",
-        "tests/test_text_classifier.py::test_combine_and_changes_mix_the_classifier",
-        "tests/test_hostile_input.py::test_kl_combination_of_variances_that_underflowed_is_finite",
-    ],
+    "river_cw/combine.py": COMBINE,
+    "river_cw/combine_diagonal.py": COMBINE,
+    "river_cw/combine_full.py": COMBINE,
+    "river_cw/combine_arrowhead.py": ["tests/test_combine_arrowhead.py"],
     "river_cw/calibration.py": ["tests/test_calibration.py"],
     "river_cw/validation.py": ["tests/test_hostile_input.py", "tests/test_engines.py"],
-    "river_cw/gaussian.py": [
-        "tests/test_reference.py",
-        "tests/test_engines.py",
-        "tests/test_diagonal.py",
-        "tests/test_forgetting.py",
-    ],
-    "river_cw/base.py": [
-        "tests/test_classifiers.py",
-        "tests/test_reference.py",
-        "tests/test_sample_weight.py",
-        "tests/test_intercept.py",
-    ],
+    "river_cw/gaussian.py": ENGINE,
+    "river_cw/diagonal.py": ENGINE,
+    "river_cw/full.py": ENGINE,
+    "river_cw/base.py": MODEL,
+    "river_cw/gaussian_model.py": MODEL,
+    "river_cw/gaussian_classifier.py": MODEL,
+    "river_cw/probabilities.py": [*MODEL, "tests/test_views.py"],
     "river_cw/rda.py": ["tests/test_rda.py", "tests/test_rda_engines.py"],
     "river_cw/rda_engine.py": ["tests/test_rda.py", "tests/test_rda_engines.py"],
     "river_cw/batch.py": ["tests/test_mini_batch.py", "tests/test_batch.py"],

@@ -17,13 +17,13 @@ import pytest
 from scipy import sparse
 
 import river_cw
-from river_cw import gaussian
+from river_cw import diagonal
 from river_cw.text import TextClassifier
 from tests.test_engines import CONFIGS, IDS, bits, state, stream
 
-ENGINES = [gaussian.PythonDiagonalGaussian]
+ENGINES = [diagonal.PythonDiagonalGaussian]
 if river_cw.ENGINE == "c":
-    ENGINES.append(gaussian.DiagonalGaussian)
+    ENGINES.append(diagonal.DiagonalGaussian)
 ENGINE_IDS = ["python", "compiled"][: len(ENGINES)]
 # the diagonal engines keep marks; test_engines' arrowhead configurations are not theirs
 DIAGONAL = [(cls, params) for cls, params in CONFIGS if "covariance" not in params]

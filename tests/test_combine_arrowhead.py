@@ -2,7 +2,7 @@
 
 The arrowhead's precision is an arrowhead matrix and natural parameters add entry by entry, so
 the delta rule (and the product) of arrowhead models is in the family: the mixed model's whole
-covariance matrix, read from its public views, must be the dense rule's (river_cw/combine.py).
+covariance matrix, read from its public views, must be the dense rule's (river_cw/combine_arrowhead.py).
 The moment analogue keeps the averaged moments of the intercept and of every (intercept,
 feature) pair.
 """

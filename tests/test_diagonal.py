@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import gaussian
+from river_cw import diagonal
 from river_cw.cw import exact_stdev_step, exact_var_alpha
 from tests import reference
 from tests.conftest import examples
@@ -202,8 +202,8 @@ def test_exact_solvers_are_finite_and_feasible_for_any_input(m, u, confidence):
 
 
 ENGINES = {
-    "python": gaussian.PythonDiagonalGaussian,
-    "compiled": gaussian.DiagonalGaussian if river_cw.ENGINE == "c" else None,
+    "python": diagonal.PythonDiagonalGaussian,
+    "compiled": diagonal.DiagonalGaussian if river_cw.ENGINE == "c" else None,
 }
 
 

@@ -23,10 +23,10 @@ PACKAGE = ROOT / "river_cw"
 REPORT = """
 import json
 import river_cw
-from river_cw import arrowhead, cw, engine, gaussian, rda, text, validation
+from river_cw import arrowhead, cw, diagonal, engine, rda, text, validation
 print(json.dumps({
     "ENGINE": river_cw.ENGINE,
-    "diagonal": gaussian.DiagonalGaussian is not gaussian.PythonDiagonalGaussian,
+    "diagonal": diagonal.DiagonalGaussian is not diagonal.PythonDiagonalGaussian,
     "arrowhead": arrowhead.ArrowheadGaussian is not arrowhead.PythonArrowheadGaussian,
     "exact solvers": cw._compiled is not None,
     "as_floats": validation.as_floats is not validation._as_floats_python,

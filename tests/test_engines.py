@@ -1,7 +1,7 @@
 """The compiled Gaussian engines against the pure-Python references: the same numbers, bit for bit.
 
 Both engines run side by side in one process: the model's Gaussian is swapped for the
-pure-Python engine (`river_cw.gaussian.PythonDiagonalGaussian`, or
+pure-Python engine (`river_cw.diagonal.PythonDiagonalGaussian`, or
 `river_cw.arrowhead.PythonArrowheadGaussian` for ``covariance="arrowhead"``). Skipped when the
 extensions are not built (or RIVER_CW_PURE_PYTHON is set): the rest of the suite then runs on
 pure Python.
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import INTERCEPT, arrowhead, gaussian
+from river_cw import INTERCEPT, arrowhead, diagonal
 from tests.conftest import examples
 
 pytestmark = pytest.mark.skipif(
@@ -63,8 +63,8 @@ def pair(cls, params):
         )
         assert isinstance(compiled.gaussian, arrowhead.ArrowheadGaussian)
     else:
-        engine = gaussian.PythonDiagonalGaussian(python.initial_variance)
-        assert isinstance(compiled.gaussian, gaussian.DiagonalGaussian)
+        engine = diagonal.PythonDiagonalGaussian(python.initial_variance)
+        assert isinstance(compiled.gaussian, diagonal.DiagonalGaussian)
     python.set_gaussian(engine, python.classes_)
     assert type(compiled.gaussian) is not type(python.gaussian)
     return compiled, python
@@ -466,9 +466,9 @@ def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch):
 
     calls = []
     for name in ("scores", "score_variances"):
-        general = getattr(gaussian.DiagonalGaussian, name)
+        general = getattr(diagonal.DiagonalGaussian, name)
         spy = lambda self, x, general=general, name=name: calls.append(name) or general(self, x)  # noqa: E731
-        monkeypatch.setattr(gaussian.DiagonalGaussian, name, spy)
+        monkeypatch.setattr(diagonal.DiagonalGaussian, name, spy)
     model = river_cw.AROW(learn_intercept=True)
     model.learn_one({"a": 1.0}, "spam")
     model.learn_one({"b": 1.0}, "ham")

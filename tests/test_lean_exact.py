@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import gaussian
+from river_cw import diagonal
 from river_cw.base import LinearClassifier
 
 _diagonal = pytest.importorskip("river_cw._diagonal", reason="the compiled engine is not built")
@@ -53,7 +53,7 @@ class General:
 def three(cls, params):
     """The lean path, the general compiled path and the pure-Python engine, one model each."""
     lean, general, python = cls(**params), cls(**params), cls(**params)
-    python.set_gaussian(gaussian.PythonDiagonalGaussian(python.initial_variance), python.classes_)
+    python.set_gaussian(diagonal.PythonDiagonalGaussian(python.initial_variance), python.classes_)
     return lean, general, python
 
 
@@ -219,7 +219,7 @@ def test_native_exact_step_is_the_python_one_to_the_bit(rule, m, u, w, data):
     m = data.draw(st.one_of(st.just(m), st.floats(-2.0 * v, 2.0 * v)), label="m")
     native = as_bits(native_exact_step(rule, m, v, u, w))
     assert native == as_bits(python_exact_step(rule, m, v, u, w))
-    engine = gaussian.DiagonalGaussian(1.0)
+    engine = diagonal.DiagonalGaussian(1.0)
     margin = engine.margin({f"f{j}": math.sqrt(uj) for j, uj in enumerate(u)}, ((0, 1),))
     if list(margin[2]) == u:  # the square roots square back to the terms
         assert native == as_bits(python_exact_step(rule, m, v, margin[2], w))

@@ -1,7 +1,7 @@
 """`predict_one` is the label of largest `predict_proba_one`, for every classifier configuration.
 
 One definition of "most likely": the best score (the papers' rule), with probabilities that rank
-the labels as the scores do (`river_cw.base.GaussianClassifier`, `river_cw.VotedRDA`). Among
+the labels as the scores do (`river_cw.probabilities`, `river_cw.VotedRDA`). Among
 labels of equal probability the prediction is the one of larger score (then the first in
 ``classes_``). Checked at every step of random binary and multi-class streams that include
 repeated examples, empty ones and huge values (ties and saturated probabilities), and for

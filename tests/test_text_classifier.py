@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from river import checks, feature_extraction, linear_model
 
 import river_cw
-from river_cw import gaussian
+from river_cw import diagonal
 from river_cw.text import BagOfWords, TextClassifier
 from tests.conftest import examples
 
@@ -44,8 +44,11 @@ def state(model) -> tuple:
 
 def python_engine(model):
     """`model` on the pure-Python reference engine where it has a diagonal Gaussian."""
-    if isinstance(model, river_cw.base.GaussianClassifier) and model.covariance == "diagonal":
-        model.set_gaussian(gaussian.PythonDiagonalGaussian(model.initial_variance), model.classes_)
+    if (
+        isinstance(model, river_cw.gaussian_classifier.GaussianClassifier)
+        and model.covariance == "diagonal"
+    ):
+        model.set_gaussian(diagonal.PythonDiagonalGaussian(model.initial_variance), model.classes_)
     return model
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import river_cw
 from river_cw import INTERCEPT
-from river_cw.base import normal_log_cdf
+from river_cw.probabilities import normal_log_cdf
 
 CONFIGS = [
     cls(learn_intercept=b, **kind)

@@ -39,8 +39,8 @@ from __future__ import annotations
 import io
 import pickle
 
-from river_cw.base import GaussianClassifier
-from river_cw.gaussian import DiagonalGaussian, PythonDiagonalGaussian
+from river_cw.diagonal import DiagonalGaussian, PythonDiagonalGaussian
+from river_cw.gaussian_classifier import GaussianClassifier
 from river_cw.text import TextClassifier
 
 __all__ = ["apply", "changes", "holder", "mark"]

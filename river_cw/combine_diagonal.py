@@ -1,0 +1,105 @@
+"""Mixing diagonal Gaussians (`river_cw.diagonal`): the rules of `river_cw.combine`, weight by
+weight.
+
+Every weight is its own Gaussian ``(mean, variance)``. The paper's combinations of models
+trained on disjoint shards (Crammer, Dredze and Pereira, JMLR 2012, section 7.10): "KL", the
+normalised product (precisions and precision-weighted means add, `_product`), and "L2", the
+average of the means and of the variances (`_average`). From a base, the delta rule adds each
+member's change of precision and of precision-weighted mean to the base's, and its moment
+analogue each member's change of the mean, and of the variance in the log domain (`_delta`;
+the derivations are `river_cw.combine`'s). A variance that underflowed to 0 is a point mass,
+whose mean wins; a weight one member changed alone takes that member's value exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
+
+__all__ = ["mix"]
+
+
+def mix(gaussians: list, method: str, base) -> PythonDiagonalGaussian:
+    """The members' `gaussians` mixed by `method` (``"kl"`` or ``"l2"``), from `base` (a diagonal
+    Gaussian they all started from) or, with None, as models of disjoint shards."""
+    prior = gaussians[0].initial_variance
+    merged = DiagonalGaussian(prior)
+    merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy
+    base_blocks = [{}] * len(gaussians[0].blocks) if base is None else base.blocks
+    for start, *blocks in zip(base_blocks, *(g.blocks for g in gaussians)):
+        if base is None:
+            combined = {}
+            for f in dict.fromkeys(key for block in blocks for key in block):
+                pairs = [block.get(f, (0.0, prior)) for block in blocks]
+                combined[f] = _product(pairs) if method == "kl" else _average(pairs)
+        else:  # the base's weights, and those the members have, mixed
+            combined = {f: [mu, s] for f, (mu, s) in start.items()}
+            for f in dict.fromkeys(key for block in blocks for key in block):
+                combined[f] = _delta(f, start.get(f, (0.0, prior)), blocks, method)
+        merged_blocks.append(combined)
+    merged.blocks = merged_blocks
+    merged.reset_bound()
+    return merged
+
+
+def _average(pairs: list) -> list:
+    n = len(pairs)
+    return [sum(mu for mu, _ in pairs) / n, sum(s for _, s in pairs) / n]
+
+
+def _product(pairs: list) -> list:
+    """``[mean, variance]`` of the normalised product of 1-D Gaussians ``(mean, variance)``.
+
+    A variance that underflowed to 0 (or whose precision overflows) is a point mass: the
+    product is then the point masses' average mean with variance 0, never a division by 0."""
+    certain = [mu for mu, s in pairs if s == 0.0 or 1.0 / s == math.inf]
+    if certain:
+        return [math.fsum(certain) / len(certain), 0.0]
+    precision = sum(1.0 / s for _, s in pairs)
+    weighted = sum(mu / s for mu, s in pairs)
+    if math.isfinite(precision) and math.isfinite(weighted):
+        return [weighted / precision, 1.0 / precision]
+    # precisions whose sum float64 cannot hold: the same product, scaled by the least variance
+    least = min(s for _, s in pairs)
+    shares = [least / s for _, s in pairs]  # in (0, 1]
+    total = math.fsum(shares)
+    return [math.fsum(r * mu for r, (mu, _) in zip(shares, pairs)) / total, least / total]
+
+
+def _delta(feature, start, blocks: list, method: str) -> list:
+    """One weight mixed from its base value `start` (``(mean, variance)``) by the delta rule."""
+    mu0, s0 = start
+    changed = []
+    for block in blocks:
+        pair = block.get(feature)
+        if pair is None or (pair[0] == mu0 and pair[1] == s0):
+            continue
+        if not pair[1] <= s0:
+            raise ValueError(
+                f"a member's variance of {feature!r} grew from the base's ({s0!r} to "
+                f"{pair[1]!r}): it did not start from the base"
+            )
+        changed.append(pair)
+    if not changed:
+        return [mu0, s0]
+    if len(changed) == 1:
+        return list(changed[0])
+    k = len(changed)
+    if method == "l2":
+        mean = math.fsum([mu0, *(mu - mu0 for mu, _ in changed)])
+        variance = s0
+        for _, s in changed:
+            variance *= s / s0
+        return [mean, variance]
+    certain = [mu for mu, s in changed if s == 0.0 or 1.0 / s == math.inf]
+    if certain:
+        return [math.fsum(certain) / len(certain), 0.0]
+    try:
+        precision = math.fsum([*(1.0 / s for _, s in changed), -(k - 1) / s0])
+        weighted = math.fsum([*(mu / s for mu, s in changed), -(k - 1) * (mu0 / s0)])
+    except OverflowError:  # a partial sum beyond float64
+        precision = weighted = math.inf
+    if not (math.isfinite(precision) and math.isfinite(weighted)):
+        return _product(changed)  # precisions beyond float64: the members' product
+    return [weighted / precision, 1.0 / precision]

@@ -1,0 +1,341 @@
+"""The Gaussian classifiers' model: N(mu, Sigma) over the weights, one step of a rule at a time.
+
+`GaussianModel` holds the Gaussian in the engine its `covariance` names (`river_cw.diagonal`,
+`river_cw.arrowhead`, `river_cw.full`) and implements `LinearClassifier`'s hooks with it: an
+update forgets, takes the rule's step ``(m, v) -> (alpha, gamma)`` and records calibration's
+losses (`_update`). It shows the Gaussian (`gaussian`, `set_gaussian`, `variances`,
+`covariances`) and gives the labels' probabilities (`river_cw.probabilities`). This is the
+general path: it serves every input, under either engine. `river_cw.gaussian_classifier` adds
+the compiled engine's one-call paths, with the same numbers.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import sys
+from typing import ClassVar
+
+import numpy as np
+
+from . import calibration, probabilities
+from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
+from .base import INTERCEPT, LinearClassifier, without_intercept
+from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
+from .full import FullGaussian
+from .gaussian import SKIPPED
+from .labels import order_key
+from .validation import is_real
+
+__all__ = ["GaussianModel"]
+
+# N(mu, Sigma) as a model holds it (the compiled diagonal engine has the Python one's interface)
+Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | FullGaussian
+
+_ENGINES: dict[str, tuple[type[Gaussian], ...]] = {
+    "diagonal": (DiagonalGaussian, PythonDiagonalGaussian),
+    "arrowhead": (ArrowheadGaussian, PythonArrowheadGaussian),
+    "full": (FullGaussian,),
+}
+"""The engines of each `covariance`: the one a new model holds first, then any it may hold."""
+
+
+class GaussianModel(LinearClassifier):
+    """A Gaussian N(mu, Sigma) over the weights, updated by a rule ``(m, v) -> (alpha, gamma)``.
+
+    The rules subclass it through `river_cw.gaussian_classifier.GaussianClassifier`, implementing
+    `_step` (see `river_cw.gaussian` for the shared update form); they may offer the ``"exact"``
+    diagonal scheme by overriding `_exact_step`.
+
+    Probabilities follow from the Gaussian margins of the scores (`river_cw.probabilities`):
+    ``P(positive label) = Phi(m / sqrt(v))`` while binary, pairwise margins on one scale once
+    multi-class, so that `predict_one` is the label of largest probability.
+
+    Forgetting (``forgetting = f > 0``; off by default, the papers' models never forget). Every
+    rule only adds precision, so after concept drift the variances stay small and the model
+    barely moves (CW's reach 1e-193 on SEA). With forgetting, each example first relaxes the
+    precision of the weights it touches toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``
+    (``a`` = `initial_variance`), before its margin is computed; the means stay. This is
+    directional forgetting (Kulhavy and Karny 1984; Kulhavy 1987): information is discounted
+    only in the directions the data excite, here the coordinates of x, so the cost is that of
+    the example (no pass over all features, which suits sparse text) and the variance of a
+    weight never seen again does not wind up. Relaxing toward the prior rather than toward
+    zero precision is the stabilised forgetting of Kulhavy and Zarrop (1993): a variance never
+    exceeds ``a``. A weight touched k times in a row with no update regains variance as
+    ``1/s_j -> 1/a`` geometrically, ``(1 - f)^k``; between updates the precision settles near
+    ``gamma x_j^2 / f`` instead of growing without bound. With a sample weight w the example
+    forgets w times: ``(1 - f)^w``. With ``covariance="full"``, ``Sigma^-1 <- S Sigma^-1 S +
+    (f/a) E`` with ``S = diag(sqrt(1 - f))`` on the touched coordinates and E the identity there;
+    with ``covariance="arrowhead"``, coordinate-wise in its latent coordinates (the intercept and
+    each feature given it; see `river_cw.arrowhead`), each toward its prior.
+    The forgetting of a valid example is kept even when its step is not taken.
+
+    Calibration (``calibrate=True``; off by default). Under label noise or a collapsed variance
+    the margins' probabilities are overconfident (CW on a9a: log loss 10). A temperature a then
+    scales every standardised margin, ``Phi(a m / sqrt(v))``, fitted online on the progressive
+    log loss (`river_cw.calibration`, as voted RDA calibrates its hinge scores); it starts at 1
+    and never changes `predict_one`.
+
+    References: Kulhavy, R. and Karny, M., 1984. Tracking of slowly varying parameters by
+    directional forgetting. IFAC Proceedings 17(2); Kulhavy, R. and Zarrop, M. B., 1993. On a
+    general concept of forgetting. International Journal of Control 58(4), 905-924.
+    """
+
+    _diagonal_schemes: tuple[str, ...] = ("project", "drop", "exact")
+    _PICKLE_DEFAULTS: ClassVar[dict] = {
+        **LinearClassifier._PICKLE_DEFAULTS,
+        "forgetting": 0.0,
+        "calibrate": False,
+        "_calibration": None,
+        "initial_intercept_variance": None,
+    }
+
+    def __init__(
+        self,
+        covariance: str,
+        diagonal: str,
+        initial_variance: float,
+        learn_intercept: bool,
+        forgetting: float = 0.0,
+        calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
+    ):
+        super().__init__(learn_intercept)
+        if not isinstance(calibrate, bool):
+            raise ValueError(f"calibrate must be True or False, got {calibrate!r}")
+        self.calibrate = calibrate
+        self._calibration = calibration.start(prefer=1.0) if calibrate else None
+        if not is_real(forgetting) or not (0.0 <= forgetting < 1.0):
+            raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
+        self.forgetting = forgetting
+        if covariance not in _ENGINES:
+            raise ValueError(f"covariance must be one of {tuple(_ENGINES)}, got {covariance!r}")
+        if diagonal not in self._diagonal_schemes:
+            raise ValueError(
+                f"diagonal must be one of {self._diagonal_schemes} for {type(self).__name__}, "
+                f"got {diagonal!r}"
+            )
+        if covariance == "arrowhead" and diagonal == "exact":
+            raise ValueError(
+                "the exact schemes are diagonal: covariance='arrowhead' takes diagonal='project' "
+                "or 'drop'"
+            )
+        if not initial_variance > 0:
+            raise ValueError(f"initial_variance must be positive, got {initial_variance!r}")
+        if initial_intercept_variance is not None:
+            if covariance != "arrowhead":
+                raise ValueError(
+                    "initial_intercept_variance is the arrowhead covariance's prior of the "
+                    f"intercept: use covariance='arrowhead', got {covariance!r}"
+                )
+            if not is_real(initial_intercept_variance) or not (
+                0 < initial_intercept_variance < math.inf
+            ):
+                raise ValueError(
+                    "initial_intercept_variance must be positive and finite, got "
+                    f"{initial_intercept_variance!r}"
+                )
+        self.covariance = covariance
+        self.diagonal = diagonal
+        self.initial_variance = initial_variance
+        self.initial_intercept_variance = initial_intercept_variance
+        self._gaussian: Gaussian
+        if covariance == "arrowhead":
+            self._gaussian = ArrowheadGaussian(
+                initial_variance, INTERCEPT, initial_intercept_variance
+            )
+        elif covariance == "full":
+            self._gaussian = FullGaussian(initial_variance)
+        else:
+            self._gaussian = DiagonalGaussian(initial_variance)
+        self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
+
+    @abc.abstractmethod
+    def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
+        """``(alpha, gamma)`` for margin mean `m`, variance `v > 0` and sample weight ``w > 0``
+        (``w == 1`` must give the paper's step bit for bit), or None for no update."""
+
+    def _exact_step(self, m: float, v: float, u: list[float], w: float):
+        """``(alpha, gamma, scheme)`` of the exact diagonal update, given the terms
+        ``u_j = Sigma_jj d_j^2`` of v (see `DiagonalGaussian`)."""
+        raise NotImplementedError
+
+    # -- hooks of LinearClassifier ------------------------------------------------------------
+
+    def _scores(self, x):
+        return self._gaussian.scores(x)
+
+    def _add_block(self):
+        self._gaussian.add_block()
+
+    def _lift(self):
+        self._gaussian.lift()
+
+    def _negate(self):
+        self._gaussian.negate()
+
+    def _layout(self):
+        return self._gaussian.layout()
+
+    def _restore_layout(self, layout):
+        self._gaussian.restore_layout(layout)
+
+    def _update(self, x, pairs, w):
+        """One step of the rule in the engine (`DiagonalGaussian.learn`): margin (after the
+        forgetting), the rule's step with sample weight w, update; a step float64 cannot express
+        is counted in `n_skipped_updates` and changes nothing."""
+        losses = None
+        if self.calibrate and len(self.classes_) > 1:  # the progressive log loss, before learning
+            label = pairs[0][0] if not self.is_binary else int(pairs[0][1] == 1)
+            t = probabilities.pairwise(self._scores(x), self._gaussian.score_covariance(x))
+            losses = calibration.probit_losses(np.array(t), label)
+        keep, rest = 1.0, 0.0
+        if self.forgetting:
+            keep = 1.0 - self.forgetting if w == 1.0 else (1.0 - self.forgetting) ** w
+            keep = max(keep, sys.float_info.min)  # a huge w forgets all but a trace
+            rest = (1.0 - keep) / self.initial_variance
+        step, scheme = self._rule()
+        outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
+        if losses is not None:  # x is valid: record the losses, unless one is beyond float64
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = self._calibration + (losses if w == 1.0 else w * losses)
+            if np.isfinite(total).all():
+                self._calibration = total
+        if outcome == SKIPPED:
+            self.n_skipped_updates += 1
+
+    def _rule(self):
+        """The rule's step and its scheme as the engines' `learn` takes them: ``(_exact_step,
+        None)`` for an exact diagonal scheme, else ``(_step, diagonal)`` (full covariance has no
+        diagonal scheme and ignores it)."""
+        if self.covariance == "diagonal" and self.diagonal == "exact":
+            return self._exact_step, None
+        return self._step, self.diagonal
+
+    def _weight_blocks(self):
+        return self._gaussian.block_views()[0]
+
+    # -- public state -------------------------------------------------------------------------
+
+    @property
+    def gaussian(self):
+        """The engine holding N(mu, Sigma) (`river_cw.diagonal.DiagonalGaussian`,
+        `river_cw.arrowhead.ArrowheadGaussian` or `river_cw.full.FullGaussian`), for reading: the model changes through `learn_one` and `set_gaussian`."""
+        return self._gaussian
+
+    def set_gaussian(self, gaussian, classes: list) -> None:
+        """Hold `gaussian` as N(mu, Sigma); the model goes on learning from there.
+
+        `river_cw.combine` builds merged models with it. Raises ValueError, changing nothing,
+        when `gaussian`, its blocks or the labels' order don't fit.
+
+        Parameters
+        ----------
+        gaussian
+            An engine of the model's `covariance` (`river_cw.diagonal`'s `DiagonalGaussian` or
+            `PythonDiagonalGaussian`, `river_cw.arrowhead`'s `ArrowheadGaussian` or
+            `PythonArrowheadGaussian`, or `river_cw.full.FullGaussian`); it is held, not copied.
+        classes
+            The labels of its weight blocks, in the order of `classes_`: one block for at most
+            two labels, as ``[negative, positive]`` (see `positive_label`), else one per label.
+        """
+        engines = _ENGINES[self.covariance]
+        if not isinstance(gaussian, engines):
+            raise ValueError(
+                f"a {self.covariance} model holds a {' or '.join(e.__name__ for e in engines)}, "
+                f"got {type(gaussian).__name__}"
+            )
+        classes = list(classes)
+        if len(set(classes)) != len(classes):
+            raise ValueError(f"the labels must be distinct, got {classes!r}")
+        if len(classes) == 2 and order_key(classes[1]) < order_key(classes[0]):
+            raise ValueError(
+                f"two labels go as [negative, positive], {classes[::-1]!r}, got {classes!r}"
+            )
+        blocks = len(gaussian.block_views()[0])
+        if blocks != (1 if len(classes) <= 2 else len(classes)):
+            raise ValueError(f"{blocks} weight block(s) cannot carry the labels {classes!r}")
+        self._gaussian = gaussian
+        self.classes_, self._class_index = classes, {c: i for i, c in enumerate(classes)}
+
+    @property
+    def variances(self) -> dict:
+        """The (marginal) variances of the learned weights, laid out as `weights`; features
+        never learned have variance `initial_variance`. A copy."""
+        return self._by_label(without_intercept(self._gaussian.block_views()[1]))
+
+    @property
+    def intercept_variance(self):
+        """The variance of `intercept`, laid out as it: `initial_variance` until it is learned,
+        0.0 without `learn_intercept` (the intercept is then fixed at 0)."""
+        prior = 0.0
+        if self.learn_intercept:
+            prior = self.initial_intercept_variance or self.initial_variance
+        blocks = self._gaussian.block_views()[1]
+        return self._by_label([block.get(INTERCEPT, prior) for block in blocks])
+
+    @property
+    def covariances(self) -> dict:
+        """The covariance matrix of the learned weights as ``{(f, g): Sigma_fg}``, a copy.
+
+        Binary: keyed by pairs of feature names; multi-class: by pairs of ``(label, feature)``.
+        ``covariance="full"`` gives every pair of learned weights (both orders; features of
+        different labels correlate once a multi-class update has touched both); ``"arrowhead"``
+        too (two weights of a label correlate through its intercept; labels are independent);
+        ``"diagonal"`` only the pairs ``(f, f)``, whose value is `variances`' (every other
+        covariance is 0). The intercept's row is named `INTERCEPT`. Features never learned are
+        absent: independent of everything, variance `initial_variance`.
+        (The constructor's `covariance` names the kind of matrix; this is the matrix.)
+        """
+        gaussian = self._gaussian
+        if isinstance(gaussian, (ArrowheadGaussian, PythonArrowheadGaussian, FullGaussian)):
+            keys = [self._public_key(b, f) for b, f in gaussian.index]
+            rows = gaussian.cov.tolist() if keys else []
+            return {(k, g): value for k, row in zip(keys, rows) for g, value in zip(keys, row)}
+        return {
+            (self._public_key(b, f),) * 2: s
+            for b, block in enumerate(gaussian.block_views()[1])
+            for f, s in block.items()
+        }
+
+    def _public_key(self, block: int, feature):
+        """The name of a weight in the public views: its feature, or ``(label, feature)``."""
+        return feature if self.is_binary else (self.classes_[block], feature)
+
+    # -- probabilities ------------------------------------------------------------------------
+
+    @property
+    def temperature(self) -> float:
+        """a, the temperature of the probabilities: 1 unless `calibrate` (see above)."""
+        if not self.calibrate or self._calibration is None:
+            return 1.0
+        return calibration.best(self._calibration)
+
+    def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
+        """``{label: probability}`` from the Gaussian margins (`river_cw.probabilities`); empty
+        before any label, certain with one.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``.
+        """
+        native = self._native_score(x, True)  # as predict_one, with the score's variance
+        if native is None:
+            return self._general_predict_proba_one(x)
+        if len(self.classes_) < 2:
+            return {c: 1.0 for c in self.classes_}
+        m, v = native
+        return probabilities.binary(m, v, self.temperature, self.classes_)
+
+    def _general_predict_proba_one(self, x: dict) -> dict:
+        classes = self.classes_
+        x = self._features(x)
+        scores = self._scores(x)  # validates x, even before two labels are known
+        if len(classes) < 2:
+            return {c: 1.0 for c in classes}
+        cov = self._gaussian.score_covariance(x)
+        if self.is_binary:
+            return probabilities.binary(scores[0], cov[0, 0], self.temperature, classes)
+        t = probabilities.pairwise(scores, cov)
+        return probabilities.multiclass(t, self.temperature, classes)
