@@ -87,8 +87,8 @@ def _binary_losses(rows: np.ndarray, labels: np.ndarray, losses: np.ndarray) -> 
 
 
 def probit_losses(t: np.ndarray, label: int) -> np.ndarray:
-    """Log loss at `label` of the Gaussian margins' probabilities (`river_cw.probabilities`) with the
-    standardised margins scaled by a, for every temperature a of the grid.
+    """Log loss at `label` of the Gaussian margins' probabilities (`river_cw.probabilities`)
+    with the standardised margins scaled by a, for every temperature a of the grid.
 
     `t` is the matrix of standardised pairwise margins ``t[z, k]`` (its diagonal unused): binary
     ``[[0, -t], [t, 0]]``, where ``P(z) ~ prod_{k != z} Phi(a t[z, k])``."""

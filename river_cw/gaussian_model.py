@@ -220,7 +220,8 @@ class GaussianModel(LinearClassifier):
     @property
     def gaussian(self):
         """The engine holding N(mu, Sigma) (`river_cw.diagonal.DiagonalGaussian`,
-        `river_cw.arrowhead.ArrowheadGaussian` or `river_cw.full.FullGaussian`), for reading: the model changes through `learn_one` and `set_gaussian`."""
+        `river_cw.arrowhead.ArrowheadGaussian` or `river_cw.full.FullGaussian`), for reading:
+        the model changes through `learn_one` and `set_gaussian`."""
         return self._gaussian
 
     def set_gaussian(self, gaussian, classes: list) -> None:
