@@ -30,7 +30,7 @@ mean, ``mu = mu0 + sum_i (mu_i - mu0)``, and each member's change of the varianc
 domain, ``s = s0 prod_i (s_i / s0)``: adding the variance changes themselves would drive a
 variance negative as soon as the members together removed more than it had (two members that
 each halve a variance would leave nothing), while in the log domain it stays in ``(0, s0]``
-and agrees with the sum of the changes to first order. Diagonal covariance only.
+and agrees with the sum of the changes to first order. The arrowhead's analogue is below.
 
 The arrowhead (``covariance="arrowhead"``, `river_cw.arrowhead`). Per block the family is
 ``b ~ N(mu_b, S)``, ``w_j = a_j + k_j b + e_j``, ``e_j ~ N(0, c_j)``: the covariance holds the
@@ -65,7 +65,10 @@ precisions grow), so the root's ``t`` could in principle fall to 0: the mix then
 `ValueError` (never seen in 1,500 rounds of eight members on dense uncentred streams). The moment
 analogue without a base averages the means and covariances and keeps what the family keeps,
 ``S``, ``Sigma_bj`` and ``Sigma_jj`` (the M-projection, as the arrowhead's "drop" step does);
-from a base it is refused (its log-domain variance has no counterpart for ``Sigma_bj``).
+from a base it is the diagonal's rule on the family's own parameters, those of the latent
+coordinates (b, e) where the family is diagonal: the changes of ``mu_b``, ``a_j`` and ``k_j``
+add, those of the latent variances ``S`` and ``c_j`` add in the log domain (so they stay in
+``(0, s0]``); a parameter one member changed alone takes its value.
 
 A weight whose variance underflowed to 0 is a point mass: the result takes the average of the
 point masses' means, with variance 0. A weight that only one member changed takes that member's
@@ -129,7 +132,7 @@ def combine(models: list, method: str = "kl", base=None):
     ----------
     models
         Models of one class and one set of hyper-parameters: Gaussian classifiers (any
-        covariance; full and arrowhead mix from a base with ``"kl"`` only), pipelines ending in one (e.g. ``BagOfWords()
+        covariance; full covariance mixes from a base with ``"kl"`` only), pipelines ending in one (e.g. ``BagOfWords()
         | AROW()``) whose other steps are identical, or `river_cw.text.TextClassifier`s of the
         same text options. They are not modified.
     method
@@ -390,14 +393,10 @@ def _combine_plain(gaussians: list, method: str):
 def _combine_from(gaussians: list, base, method: str):
     if isinstance(base, DiagonalGaussian):
         return _combine_diagonal(gaussians, method, base)
-    if method != "kl":
-        kind = "the arrowhead" if isinstance(base, ARROWHEADS) else "full covariance"
-        raise ValueError(
-            f"{kind} mixes from a base with method='kl' only (the moment analogue's log-domain "
-            "variance has no counterpart for a covariance, which may be negative)"
-        )
     if isinstance(base, ARROWHEADS):
         return _combine_arrowhead(gaussians, method, base)
+    if method != "kl":
+        raise ValueError("full covariance mixes from a base with method='kl' only")
     return _combine_full(gaussians, method, base)
 
 
@@ -529,15 +528,18 @@ def _combine_full(gaussians: list, method: str, base) -> FullGaussian:
 
 
 def _combine_arrowhead(gaussians: list, method: str, base):
-    """Mix arrowhead Gaussians block by block: by the delta rule from `base` (``"kl"``), the
-    product of the members (``"kl"`` without a base) or their averaged moments (``"l2"``)."""
+    """Mix arrowhead Gaussians block by block: ``"kl"`` by the delta rule from `base` or the
+    product of the members without one; ``"l2"`` by the parameters' changes from `base` or the
+    averaged moments without one."""
     first = gaussians[0]
     prior, root, root_prior = first.initial_variance, first.root, first.root_variance
     starts = [None] * len(first.blocks) if base is None else base.blocks
     merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy
     for start, *blocks in zip(starts, *(g.blocks for g in gaussians)):
-        if method == "l2":
+        if method == "l2" and base is None:
             merged_blocks.append(_arrowhead_moments(blocks, prior, root, root_prior))
+        elif method == "l2":
+            merged_blocks.append(_arrowhead_changes(blocks, start, prior, root, root_prior))
         else:
             merged_blocks.append(_arrowhead_natural(blocks, start, prior, root, root_prior))
     merged = ArrowheadGaussian(prior, root, root_prior)
@@ -662,4 +664,25 @@ def _arrowhead_moments(blocks: list, prior: float, root, root_prior: float) -> d
         out[f] = [mean - k * mu_b, k, c]
     if any(root in block for block in blocks):
         out[root] = [mu_b, s]
+    return out
+
+
+def _arrowhead_changes(blocks: list, start: dict, prior: float, root, root_prior: float) -> dict:
+    """One block of the moment analogue from `start`: the diagonal's rule on the family's own
+    parameters, those of the latent coordinates (b, e), where the family is diagonal: the
+    changes of ``mu_b``, ``a_j`` and ``k_j`` add, those of the latent variances ``S`` and
+    ``c_j`` add in the log domain. A key that one member changed alone takes its values."""
+    out = {f: list(w) for f, w in start.items()}
+    for key in dict.fromkeys(f for block in blocks for f in block):
+        initial = list(start.get(key, (0.0, root_prior) if key is root else (0.0, 0.0, prior)))
+        changed = _changed(key, initial, blocks)
+        if len(changed) <= 1:
+            if changed:
+                out[key] = list(changed[0])
+            continue
+        *shifts, variance = initial
+        values = [math.fsum([x0, *(w[i] - x0 for w in changed)]) for i, x0 in enumerate(shifts)]
+        for w in changed:
+            variance = variance * (w[-1] / initial[-1]) if initial[-1] else 0.0
+        out[key] = [*values, variance]
     return out

@@ -19,7 +19,9 @@ FEATURES = "abcdef"
 
 MODELS = {
     "AROW": lambda **kw: river_cw.AROW(r=0.5, **kw),
-    "CW var exact": lambda **kw: river_cw.CW(variant="var", diagonal="exact", **kw),
+    "CW var exact": lambda **kw: river_cw.CW(
+        variant="var", covariance="diagonal", diagonal="exact", **kw
+    ),
     "NHERD drop": lambda **kw: river_cw.NHERD(diagonal="drop", **kw),
     "SOP": lambda **kw: river_cw.SOP(**kw),
 }

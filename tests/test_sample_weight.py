@@ -162,7 +162,10 @@ def test_float_weights_reach_the_compiled_step_and_int_weights_the_python_one(ki
 def test_a_weight_is_the_rule_with_its_loss_weighted(cls, param, kind, w):
     """AROW: r -> r / w; NHERD and SCW: C -> w C; the same step, bit for bit."""
     if cls is river_cw.NHERD and not kind:
-        kind = {"diagonal": "exact"}  # NHERD's own diagonal step, with C w in it too
+        kind = {
+            "covariance": "diagonal",
+            "diagonal": "exact",
+        }  # NHERD's own diagonal step, with C w in it too
     model = trained(cls(**kind), ("a", "b"))
     for x, y in stream(3, 30, ("a", "b")):
         equivalent = copy.deepcopy(model)

@@ -87,7 +87,7 @@ WORDS = st.lists(st.sampled_from(["the", "A", "bc", "the-end", "déjà", "vu", "
 @pytest.mark.parametrize(
     "make, options",
     [
-        (lambda: river_cw.CW(diagonal="exact"), {}),
+        (lambda: river_cw.CW(covariance="diagonal", diagonal="exact"), {}),
         (lambda: river_cw.NHERD(learn_intercept=True), {"on": None}),
         (lambda: river_cw.AROW(forgetting=0.1, calibrate=True), {"stop_words": ["the"]}),
         (lambda: river_cw.AROW(covariance="full"), {}),
