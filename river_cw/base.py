@@ -883,7 +883,7 @@ class GaussianClassifier(LinearClassifier):
         engines = _ENGINES[self.covariance]
         if not isinstance(gaussian, engines):
             raise ValueError(
-                f"a {self.covariance} model holds a {' or '.join(e.__name__ for e in engines)}, "
+                f"{'an' if self.covariance == 'arrowhead' else 'a'} {self.covariance} model holds a {' or '.join(e.__name__ for e in engines)}, "
                 f"got {type(gaussian).__name__}"
             )
         classes = list(classes)

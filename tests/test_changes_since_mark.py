@@ -136,7 +136,7 @@ def test_a_sign_of_zero_is_a_change(engine):
 
 @pytest.mark.parametrize("engine", ENGINES, ids=ENGINE_IDS)
 def test_a_new_layout_or_a_copy_has_no_mark(engine):
-    model = on(engine, river_cw.AROW, {"learn_intercept": False})
+    model = on(engine, river_cw.AROW, {"covariance": "diagonal", "learn_intercept": False})
     model.learn_one({"a": 1.0}, "x")
     model.learn_one({"b": 1.0}, "y")
     model.gaussian.mark()

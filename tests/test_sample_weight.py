@@ -256,7 +256,7 @@ def test_a_weight_raises_cws_gaussian_factor_to_its_power_seen_through_the_diago
     """Diagonal CW: the unweighted step is the full update from the diagonal Sigma, ``P0 + u u'``
     (u from the diagonal it keeps), seen through the diagonal; the weighted step is the same
     update with the natural parameters' change w times, seen through the diagonal."""
-    model = trained(river_cw.CW(variant=variant), ("a", "b"), n=10)
+    model = trained(river_cw.CW(variant=variant, covariance="diagonal"), ("a", "b"), n=10)
     updates = 0
     for x, y in stream(5, 30, ("a", "b")):
         once = copy.deepcopy(model)
