@@ -114,7 +114,9 @@ def test_multiclass_blocks_take_one_step_each_projected_onto_its_own_root(scheme
     one root per label, blocks independent after each projection."""
     rng = np.random.default_rng(7)
     K, r, B = 3, 0.8, D + 1
-    model = river_cw.AROW(r=r, covariance="arrowhead", diagonal=scheme)
+    model = river_cw.AROW(
+        r=r, covariance="arrowhead", diagonal=scheme, initial_intercept_variance=None
+    )
     w, Sw = np.zeros(B), np.eye(B)  # binary phase: labels 0 (-1) and 1 (+1)
     roots = [z * B for z in range(K) for _ in range(B)]
     labels = [0, 1, 2] + [int(z) for z in rng.integers(0, K, size=60)]
@@ -206,7 +208,9 @@ def test_the_projections_minimise_their_kl_divergences_over_the_family(seed):
 @pytest.mark.parametrize("scheme", ["project", "drop"])
 def test_with_one_feature_the_family_is_every_gaussian(scheme):
     """One feature and the intercept: the arrowhead is full covariance (to rounding)."""
-    arrowhead = river_cw.AROW(covariance="arrowhead", diagonal=scheme)
+    arrowhead = river_cw.AROW(
+        covariance="arrowhead", diagonal=scheme, initial_intercept_variance=None
+    )
     full = river_cw.AROW(covariance="full")
     for x, y in uniform_threshold(300, low=5.0):
         arrowhead.learn_one(x, y)
@@ -261,8 +265,12 @@ examples = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(examples, st.sampled_from(["project", "drop"]))
 def test_feature_order_never_changes_a_result_and_no_variance_grows(stream, scheme):
-    forward = river_cw.AROW(covariance="arrowhead", diagonal=scheme)
-    backward = river_cw.AROW(covariance="arrowhead", diagonal=scheme)
+    forward = river_cw.AROW(
+        covariance="arrowhead", diagonal=scheme, initial_intercept_variance=None
+    )
+    backward = river_cw.AROW(
+        covariance="arrowhead", diagonal=scheme, initial_intercept_variance=None
+    )
     for x, y in stream:
         before = {f: list(w) for f, w in forward.gaussian.blocks[0].items()}
         refused = [
