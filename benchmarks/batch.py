@@ -32,12 +32,8 @@ PAClassifier is at least RATIO.
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 import pickle
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +45,7 @@ from scipy import sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
+from benchmarks import callgrind
 from benchmarks.instructions import WARM_UP
 from benchmarks.instructions import table as count_table
 from benchmarks.throughput import DATA, load
@@ -175,6 +172,7 @@ def child(path: str) -> None:
         dicts[few], labels[few], X[few], features, batch, False, only
     ).values():
         learn(make())
+    callgrind.start_counting()
     for make, learn in passes(dicts, labels, X, features, batch, warm, only).values():
         model = make()
         time.process_time()  # marker: counting starts
@@ -187,30 +185,9 @@ def counts(dicts, labels, X, features, batch, warm, only) -> dict:
         path = f"{out}/stream.pickle"
         with open(path, "wb") as fh:
             pickle.dump((dicts, labels, X, features, batch, warm, only), fh)
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-before=time_process_time",
-                f"--callgrind-out-file={out}/cg.out",
-                sys.executable,
-                __file__,
-                "--child",
-                path,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={
-                "PYTHONHASHSEED": "0",
-                **os.environ,  # counts that repeat (instructions.py)
-                "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-            },
+        totals = callgrind.counts(
+            [__file__, "--child", path], {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
         )
-        parts = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
-        totals = [
-            int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1)) for p in parts
-        ]
     names = list(passes(dicts, labels, X, features, batch, only=only))
     return {name: totals[1 + 2 * i] for i, name in enumerate(names)}
 

@@ -5,7 +5,8 @@ The stream is prepared once (river's `BagOfWords`, as in `throughput.py`) and pi
 process under callgrind then has every model learn it, one after the other, calling
 `time.process_time` (a marker: callgrind dumps its counters at each call, `--dump-before`)
 just before and after each model's pass, so each pass is counted alone: imports, loading,
-construction and a warm-up of a few examples are outside. One child per engine: the compiled
+construction and a warm-up of a few examples are outside (the child runs its imports with
+callgrind's instrumentation off: benchmarks/callgrind.py). One child per engine: the compiled
 one and, for the models in `PYTHON_ROWS`, the pure-Python one. The children hash strings with a
 fixed seed (PYTHONHASHSEED=0 unless set), so that counts repeat from run to run: with a random
 seed, the hashes of the features place them differently in the tables, and counts vary by ~1%.
@@ -21,19 +22,15 @@ Needs valgrind (`apt-get install valgrind`); without it the benchmark says so an
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 import pickle
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import text_throughput
+from benchmarks import callgrind, text_throughput
 from benchmarks.throughput import load, models
 
 PYTHON_ROWS = ("AROW", "CW stdev exact")  # the pure-Python engine, for reference
@@ -58,6 +55,7 @@ def child(mode: str, path: str, names: list[str]) -> None:
         makers, run = models(), learn
     else:
         makers, run = text_throughput.pipelines(), predict_and_learn
+    callgrind.start_counting()
     for name in names:
         model = makers[name]()
         run(model, stream[:WARM_UP])
@@ -67,32 +65,10 @@ def child(mode: str, path: str, names: list[str]) -> None:
 
 
 def instructions(mode: str, names: list[str], path: str, env: dict) -> dict[str, int]:
-    """Instructions of each model's pass, from the dumps callgrind writes at the markers."""
-    with tempfile.TemporaryDirectory() as out:
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-before=time_process_time",
-                f"--callgrind-out-file={out}/cg.out",
-                sys.executable,
-                __file__,
-                "--child",
-                mode,
-                path,
-                *names,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={"PYTHONHASHSEED": "0", **os.environ, **env},
-        )
-        parts = sorted(glob.glob(f"{out}/cg.out.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
-        counts = [
-            int(re.search(r"^summary: (\d+)", Path(p).read_text(), re.M).group(1)) for p in parts
-        ]
+    """Instructions of each model's pass, from the parts callgrind counts between the markers."""
+    parts = callgrind.counts([__file__, "--child", mode, path, *names], env)
     # part 1 runs up to the first marker; then one part per pass, one between passes
-    return {name: counts[1 + 2 * i] for i, name in enumerate(names)}
+    return {name: parts[1 + 2 * i] for i, name in enumerate(names)}
 
 
 def count_learning(data: str, limit: int, names, required: dict, python: bool) -> list[str]:

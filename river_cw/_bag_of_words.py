@@ -108,5 +108,5 @@ class BagOfWords(feature_extraction.BagOfWords):
         if self._counter is not None:
             counts = self._counter(x if self.on is None else x[self.on])
             if counts is not None:
-                return counts
+                return dict(counts)  # the counter's own is not to be changed
         return super().transform_one(x)

@@ -1416,11 +1416,7 @@ static int csr_row_score(Diagonal *self, Table *t, const BatchColumns *c, PyObje
             xf = 1.0;
         } else
             break;
-        if (ix < 0) {
-            unseen += xf;
-            ddpair_add(&acc, 0.0, self->prior * xf * xf);
-        } else
-            ddpair_add(&acc, t->entries[ix].mean * xf, t->entries[ix].var * xf * xf);
+        add_score_pair(self, t, ix, xf, &acc, &unseen);
         n++;
     }
     ddpair_split(&acc, &m_acc, &v_acc);

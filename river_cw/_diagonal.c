@@ -1218,6 +1218,17 @@ static int add_score_terms(Diagonal *self, Table *t, PyObject *key, Py_hash_t h,
     return fsum_add(vs, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf);
 }
 
+/* add a feature's terms of the score and its variance to acc: its entry's (ix >= 0), or the
+ * prior's for an unseen one (ix < 0), whose value goes to *unseen (scores() sums those apart) */
+static inline void add_score_pair(Diagonal *self, const Table *t, Py_ssize_t ix, double xf,
+                                  DdPair *acc, double *unseen) {
+    if (ix < 0) {
+        *unseen += xf;
+        ddpair_add(acc, 0.0, self->prior * xf * xf);
+    } else
+        ddpair_add(acc, t->entries[ix].mean * xf, t->entries[ix].var * xf * xf);
+}
+
 /* score_binary's sums by math.fsum's algorithm, where the bound did not certify the fast ones
  * (x was read once already: its values are plain, its keys hash): 0, or -1 with the error */
 static int score_terms_fsum(Diagonal *self, Table *t, PyObject *x, PyObject *intercept,
@@ -1273,22 +1284,14 @@ static int score_binary(Diagonal *self, PyObject *x, PyObject *intercept, double
     while (PyDict_Next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &xf)) return 0;
         if ((h = key_hash(key)) == -1 || (ix = table_find(t, key, h)) == -2) goto general_error;
-        if (ix < 0) {
-            unseen += xf;
-            ddpair_add(&acc, 0.0, self->prior * xf * xf);
-        } else
-            ddpair_add(&acc, t->entries[ix].mean * xf, t->entries[ix].var * xf * xf);
+        add_score_pair(self, t, ix, xf, &acc, &unseen);
         n++;
     }
-    if (intercept != Py_None) {
+    if (intercept != Py_None) { /* value 1.0: its terms are the entry's (or prior's) exactly */
         if ((intercept_hash = PyObject_Hash(intercept)) == -1 ||
             (ix = table_find(t, intercept, intercept_hash)) == -2)
             goto general_error;
-        if (ix < 0) {
-            unseen += 1.0;
-            ddpair_add(&acc, 0.0, self->prior);
-        } else
-            ddpair_add(&acc, t->entries[ix].mean, t->entries[ix].var);
+        add_score_pair(self, t, ix, 1.0, &acc, &unseen);
         n++;
     }
     ddpair_split(&acc, &m_acc, &v_acc);

@@ -3,7 +3,7 @@
  * The model's state lives here in C arrays: one feature table per block (river_cw/_table.h, as
  * river_cw/_diagonal.c's), a store of
  * records (s, first, closed, inv0, sqr0 and, once cut, inv1, sqr1: the fields of the Python
- * engine's record lists, see river_cw/rda.py), the heap of pending cuts (heapq's algorithm,
+ * engine's record lists, see river_cw/rda_engine.py), the heap of pending cuts (heapq's algorithm,
  * entry for entry, so that its order is the Python engine's), and the counters. The formulas are
  * the Python engine's, in the same order, with math.fsum's exactly rounded sums (_fsum.h), so
  * both engines give the same numbers to the bit; `export`/`load` convert the state to and from
@@ -197,7 +197,7 @@ static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* the closed forms (river_cw.rda.VotedRDA._newest / _totals), with the counters bound          */
+/* the closed forms (river_cw.rda_engine.PythonRDA._newest / _totals), with the counters bound */
 
 typedef struct {
     int totals;
@@ -232,7 +232,7 @@ static inline double weight_of(const Weight *w, const Rec *r) {
 
 /* weight_of / divisor; where the total overflows float64 and the average need not (a sum near
  * the limit, carried over many predictors), the same closed form with each term divided first
- * (river_cw.rda.VotedRDA._weight_blocks) */
+ * (river_cw.rda_engine.PythonRDA.weight_blocks) */
 static double averaged_weight(const Weight *w, const Rec *r, double divisor) {
     double v = weight_of(w, r), inv1, sqr1;
     if (!w->totals || isfinite(v)) return v / divisor;
@@ -325,7 +325,7 @@ static int block_score(Engine *self, Py_ssize_t b, const Weight *w, double *out)
     return 0;
 }
 
-/* w_b . x / divisor into zs[0..nblocks), checked as river_cw.rda.VotedRDA._dot checks them
+/* w_b . x / divisor into zs[0..nblocks), checked as river_cw.rda_engine.PythonRDA._dot checks them
  * (their fsum finite); 0, -1 (bad input), -2 (error) */
 static int scores_into(Engine *self, const Weight *w, double divisor, double *zs) {
     Py_ssize_t b;
@@ -346,7 +346,7 @@ static int scores_into(Engine *self, const Weight *w, double divisor, double *zs
     return isfinite(total) ? 0 : -1;
 }
 
-/* the weight and divisor predictions use (river_cw.rda.VotedRDA._weight) */
+/* the weight and divisor predictions use (river_cw.rda_engine.PythonRDA._weight) */
 static double prediction_weight(const Engine *self, Weight *w) {
     if (self->last) {
         newest(self, w);
@@ -357,7 +357,7 @@ static double prediction_weight(const Engine *self, Weight *w) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* learning (river_cw.rda.VotedRDA._update, _plan, _step, _schedule_cut)                       */
+/* learning (river_cw.rda_engine.PythonRDA.update, _plan, _step, _schedule_cut) */
 
 typedef struct {
     Py_ssize_t block[2];
@@ -728,7 +728,7 @@ static PyObject *engine_restore_layout(Engine *self, PyObject *layout) {
 }
 
 /* weight_blocks() -> per block {feature: weight} of the predictor predictions use, the
- * non-zero ones (river_cw.rda.VotedRDA._weight_blocks) */
+ * non-zero ones (river_cw.rda_engine.PythonRDA.weight_blocks) */
 static PyObject *engine_weight_blocks(Engine *self, PyObject *unused) {
     PyObject *out;
     Weight w;

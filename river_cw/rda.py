@@ -1,8 +1,13 @@
-"""Voted regularized dual averaging (Xu, Gao, Xiao and Regan 2014)."""
+"""Voted regularized dual averaging (Xu, Gao, Xiao and Regan 2014).
+
+`VotedRDA` is the river classifier: it validates, registers labels, gives probabilities and
+calibrates their temperature. Its weights and steps are kept by an engine with the same numbers
+either way: the compiled `river_cw._rda` where it is built, or `river_cw.rda_engine.PythonRDA`,
+the readable reference (and the only one that keeps the voters of ``prediction="vote"``).
+"""
 
 from __future__ import annotations
 
-import heapq
 import math
 from array import array
 
@@ -10,21 +15,15 @@ import numpy as np
 
 from . import calibration, engine
 from .base import INTERCEPT, LinearClassifier
-from .validation import check_features, is_real
+from .rda_engine import STATE, PythonRDA, logits, raise_bad_input
+from .validation import is_real
 
 __all__ = ["VotedRDA"]
 
-
-def _raise_bad_input(x: dict) -> None:
-    """Name the offending feature, or report an overflow of finite values."""
-    check_features(x)
-    raise ValueError("feature values too large: the score overflows float64")
-
-
-# river_cw._rda, the compiled engine with the same numbers (see `_compiled_engine`), or None
+# river_cw._rda, the compiled engine with the same numbers (see `_new_engine`), or None
 _compiled = engine.rda
 if _compiled is not None:
-    _compiled.connect(raise_bad_input=_raise_bad_input)
+    _compiled.connect(raise_bad_input=raise_bad_input)
 
 
 def _softmax(z: np.ndarray, temperature: float) -> np.ndarray:
@@ -33,23 +32,6 @@ def _softmax(z: np.ndarray, temperature: float) -> np.ndarray:
     with np.errstate(over="ignore"):
         e = np.exp(temperature * (z - z.max()))
     return e / e.sum()
-
-
-# The state of the Python engine, in the order a pickle holds it; the compiled engine exports and
-# loads these attributes, so pickles do not know which engine wrote them.
-_STATE = (
-    "_blocks",
-    "_cuts",
-    "_live_cuts",
-    "_k",
-    "_c",
-    "_t",
-    "_inv",
-    "_sqr",
-    "_pushed",
-    "_counts",
-    "_history",
-)
 
 
 def _plain(number) -> bool:
@@ -202,18 +184,21 @@ class VotedRDA(LinearClassifier):
         self.loss = loss
         self.prediction = prediction
         self.conservative = conservative
-        self._start(self._compiled_engine())
+        self._engine = self._new_engine()
         self.n_skipped_updates = 0  # updates float64 could not express (nothing was written)
         self._calibration = np.zeros(len(calibration.TEMPERATURES))  # hinge: each one's log loss
 
     # -- the engines ----------------------------------------------------------------------------
 
-    def _compiled_engine(self):
-        """A new compiled engine (`river_cw._rda`) where it serves this model: built, and the
-        prediction is not the vote (whose voters the Python engine keeps); else None."""
+    def _new_engine(self, compiled: bool = True):
+        """A new, empty engine: the compiled one (`river_cw._rda`) where it serves this model
+        (built, asked for, and the prediction is not the vote, whose voters only the Python
+        engine keeps), else the Python one (`river_cw.rda_engine`)."""
         plain = _plain(self.l1) and _plain(self.eta)
-        if _compiled is None or self.prediction == "vote" or not plain:
-            return None
+        if not compiled or _compiled is None or self.prediction == "vote" or not plain:
+            return PythonRDA(
+                self.l1, self.eta, self.loss == "log", self.conservative, self.prediction
+            )
         return _compiled.Engine(
             float(self.l1),
             float(self.eta),
@@ -222,45 +207,16 @@ class VotedRDA(LinearClassifier):
             self.prediction == "last",
         )
 
-    def _start(self, engine) -> None:
-        """An empty state: the compiled `engine`'s, or (None) the Python engine's attributes.
-
-        The compiled engine keeps what the attributes below keep, in C (the same numbers), and
-        queues the calibration's examples: `_calibration` is current after
-        `_flush_calibration`. The Python engine is the readable reference."""
-        self._engine = engine
-        if engine is not None:
-            return
-        # One dict per block, feature -> record [s, first, closed, inv0, sqr0, inv1, sqr1]:
-        # s the sum of the feature's subgradients, unchanged since update `first`; closed the sum
-        # of c_j w_j over the predictors j < first; (inv0, sqr0) the prefix sums below at
-        # first - 1; (inv1, sqr1) those at the last j with w_j != 0, once it is past (else None).
-        self._blocks: list[dict] = [{}]
-        # The records still to be cut, as a heap of (last non-zero j, n, first, record).
-        self._cuts: list = []
-        self._live_cuts = 0  # the heap's size after its last clean-up
-        self._k = 0  # index of the current predictor w_k (w_0 = 0)
-        self._c = 0  # examples counted for w_k so far
-        self._t = 0  # examples seen
-        self._inv = 0.0  # sum of c_j / sqrt(j) over the retired predictors 1 <= j < k
-        self._sqr = 0.0  # sum of c_j * sqrt(j) over the same
-        self._pushed = 0  # tie-breaker of the heap
-        # vote only: c_j of the retired predictors 1 <= j < k, and one dict per block,
-        # feature -> (updates, values), the history of s.
-        self._counts = array("q")
-        self._history: list[dict] = [{}]
-
     def _flush_calibration(self) -> None:
-        """Add the compiled engine's queued calibration examples to `_calibration`: their log
-        losses in one batch, summed in their order (the numbers of `_calibrate`, one by one)."""
-        if self._engine is None:
-            return
+        """Add the engine's queued calibration examples (the hinge loss's temperature) to
+        `_calibration`: their log losses in one batch, summed in their order (the same numbers
+        as one by one)."""
         data, width = self._engine.take_calibration()
         if not data:
             return
         rows = np.frombuffer(data).reshape(-1, width)
         # the running sums, then the batch's losses: summed along the slow axis, numpy adds the
-        # rows one after the other, as `_calibrate` adds them
+        # rows one after the other
         sums = np.empty((len(rows) + 1, len(self._calibration)))
         sums[0] = self._calibration
         losses = calibration.softmax_losses(rows[:, 2:], rows[:, 0].astype(np.intp), sums[1:])
@@ -273,21 +229,19 @@ class VotedRDA(LinearClassifier):
         self._calibration = np.add.reduce(sums, axis=0)
 
     def __getstate__(self) -> dict:
-        """The Python engine's attributes, whichever engine holds the state."""
+        """The Python engine's attributes (`river_cw.rda_engine.STATE`), whichever engine holds
+        the state."""
         self._flush_calibration()
-        state = {k: v for k, v in vars(self).items() if k != "_engine" and k not in _STATE}
-        if self._engine is None:
-            engine = vars(self)
-        else:
-            engine = self._engine.export()
+        state = {k: v for k, v in vars(self).items() if k != "_engine"}
+        engine = self._engine.export()
+        if not isinstance(self._engine, PythonRDA):  # the compiled engine keeps no voters
             engine["_counts"], engine["_history"] = array("q"), [{} for _ in engine["_blocks"]]
-        return {**state, **{name: engine[name] for name in _STATE}}
+        return {**state, **{name: engine[name] for name in STATE}}
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
-        self._engine = self._compiled_engine()
-        if self._engine is not None:
-            self._engine.load({name: vars(self).pop(name) for name in _STATE})
+        self._engine = self._new_engine()
+        self._engine.load({name: vars(self).pop(name) for name in STATE})
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         """Learn the example `x` with label `y`.
@@ -306,305 +260,68 @@ class VotedRDA(LinearClassifier):
             validates `x` and `y` and changes nothing.
         """
         # The common case in one call of the compiled engine (a binary model, a known label, a
-        # float weight > 0, x read as `as_floats` reads it); any other case, and any x it would
-        # refuse (to name the bad feature), goes the general way.
-        engine = self._engine
-        if engine is not None:
-            intercept = INTERCEPT if self.learn_intercept else None
-            outcome = engine.learn_one(x, y, w, self._class_index, intercept)
-            if outcome >= 0:
-                if outcome == 1:
-                    self._flush_calibration()
-                elif outcome == 2:
-                    self.n_skipped_updates += 1
-                return
-        LinearClassifier.learn_one(self, x, y, w)
+        # float weight > 0, x read as `as_floats` reads it); any other case, any x it would
+        # refuse (to name the bad feature), and the Python engine go the general way (-1).
+        intercept = INTERCEPT if self.learn_intercept else None
+        outcome = self._engine.learn_one(x, y, w, self._class_index, intercept)
+        if outcome < 0:
+            LinearClassifier.learn_one(self, x, y, w)
+        else:
+            self._outcome(outcome)
 
     learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
-    # -- closed forms: each returns a function of a record, with the model's counters bound -----
-
-    def _newest(self):
-        """rec -> ``w_k^(j) = -(sqrt(k) / eta) shrink(s / k, l1)`` for the current k."""
-        threshold = self.l1 * self._k
-        scale = self.eta * math.sqrt(self._k or 1)
-
-        def newest(rec: list) -> float:
-            s = rec[0]
-            return -(s - math.copysign(threshold, s)) / scale if abs(s) > threshold else 0.0
-
-        return newest
-
-    def _totals(self, divisor: float = 1.0):
-        """rec -> ``sum_j c_j w_j^(f)`` over all predictors so far (c_k the count so far),
-        divided by `divisor` term by term (the average of a total beyond float64).
-
-        While s^(f) = s, from update ``first`` on, ``w_j^(f) = -(s / sqrt(j) - l1 sign(s)
-        sqrt(j)) / eta`` for ``j < |s| / l1`` and 0 after, so the sum over this open segment is a
-        difference of the prefix sums of ``c_j / sqrt(j)`` and ``c_j sqrt(j)``: from the
-        record's snapshot at ``first - 1`` to now, or to the snapshot at the last non-zero j."""
-        r = math.sqrt(self._k or 1)
-        inv_k, sqr_k = self._inv + self._c / r, self._sqr + self._c * r
-        l1, eta = self.l1, self.eta
-
-        def total(rec: list) -> float:
-            s, _, closed, inv0, sqr0, inv1, sqr1 = rec
-            if inv1 is None:
-                inv1, sqr1 = inv_k, sqr_k
-            share = math.copysign(l1, s) * ((sqr1 - sqr0) / divisor)  # x / 1.0 is x, exactly
-            return closed / divisor - (s * ((inv1 - inv0) / divisor) - share) / eta
-
-        return total
-
-    def _weight(self) -> tuple:
-        """(rec -> weight up to a divisor, the divisor) of the predictor used for prediction."""
-        if self.prediction == "last":
-            return self._newest(), 1
-        return self._totals(), self._t or 1
+    def _outcome(self, outcome: int) -> None:
+        """Act on what the engine says of an update: 1, calibration rows to take; 2, skipped."""
+        if outcome == 1:
+            self._flush_calibration()
+        elif outcome == 2:
+            self.n_skipped_updates += 1
 
     # -- scores ---------------------------------------------------------------------------------
 
-    def _dot(self, x: dict, weight, divisor=1) -> list[float]:
-        """``w_b . x / divisor`` for every block, w given per record; validates x (fast path, then
-        check_features)."""
-        try:  # fsum is correctly rounded: the score does not depend on the order of the features
-            scores = [
-                math.fsum([v * (weight(r) if (r := block.get(f)) else 0.0) for f, v in x.items()])
-                / divisor
-                for block in self._blocks
-            ]
-            finite = math.isfinite(math.fsum(scores))
-        except (TypeError, ValueError, OverflowError):  # fsum: "-inf + inf", intermediate overflow
-            finite = False
-        if not finite:
-            _raise_bad_input(x)
-        return scores
-
     def _learning_scores(self, x: dict) -> list[float]:
-        if self._engine is not None:
-            return self._engine.scores(x, False)
-        return self._dot(x, self._newest())
+        return self._engine.scores(x, False)
 
     def _scores(self, x: dict) -> list[float]:
-        if self._engine is not None:
-            return self._engine.scores(x, True)
-        if self.prediction == "vote":
-            return self._votes(x)
-        return self._dot(x, *self._weight())
-
-    def _voter_scores(self, x: dict) -> np.ndarray:
-        """Scores of every predictor w_1..w_k, one row per block; validates x."""
-        try:
-            finite = math.isfinite(math.fsum([v * 0.0 for v in x.values()]))
-        except TypeError:
-            finite = False
-        if not finite:
-            check_features(x)
-        k, l1 = self._k, self.l1
-        ks = np.arange(1, k + 1)
-        rows = np.zeros((len(self._history), k))
-        for row, history in zip(rows, self._history):
-            found = [(v, h) for f, v in x.items() if (h := history.get(f)) is not None]
-            if not found:
-                continue
-            # The histories of all the features, one after the other: feature i's updates are
-            # shifted by i (k + 1), so one search finds s^(f) at every (feature, predictor).
-            lengths = [len(h[0]) for _, h in found]
-            shifts = np.arange(len(found)) * (k + 1)
-            at = np.concatenate([np.array(h[0]) for _, h in found]) + np.repeat(shifts, lengths)
-            values = np.concatenate([np.array(h[1]) for _, h in found])
-            starts = np.cumsum([0] + lengths[:-1])
-            idx = np.searchsorted(at, shifts[:, None] + ks, side="right") - 1
-            s = np.where(idx >= starts[:, None], values[np.maximum(idx, 0)], 0.0)
-            with np.errstate(over="ignore", invalid="ignore"):  # overflows are reported below
-                w = -(s - np.copysign(l1 * ks, s)) / (self.eta * np.sqrt(ks))
-                terms = np.array([v for v, _ in found], dtype=float)[:, None] * np.where(
-                    np.abs(s) > l1 * ks, w, 0.0
-                )
-                # summed in sorted order, so that the order of the features does not matter
-                row[:] = np.sort(terms, axis=0).sum(axis=0)
-        if not np.isfinite(rows).all():
-            _raise_bad_input(x)
-        return rows
-
-    def _votes(self, x: dict) -> list[float]:
-        """Binary: the normalized vote margin in [-1, 1]; multi-class: each label's vote share."""
-        rows = self._voter_scores(x)
-        counts = np.append(np.array(self._counts, dtype=float), self._c)[: self._k]
-        total = counts.sum()
-        if total == 0:
-            return [0.0] * len(rows)
-        if len(rows) == 1:
-            return [float(counts @ np.sign(rows[0])) / total]
-        winners = rows.argmax(axis=0)
-        return [float(counts[winners == b].sum()) / total for b in range(len(rows))]
+        return self._engine.scores(x, True)
 
     # -- hooks ----------------------------------------------------------------------------------
 
     def _add_block(self) -> None:
-        if self._engine is not None:
-            self._flush_calibration()  # its rows have the logits of the old blocks
-            return self._engine.add_block()
-        self._blocks.append({})
-        self._history.append({})
+        self._flush_calibration()  # its rows have the logits of the old blocks
+        self._engine.add_block()
 
     def _lift(self) -> None:
-        if self._engine is not None:
-            self._flush_calibration()
-            return self._engine.lift()
-        self._blocks.insert(0, {})
-        self._history.insert(0, {})
+        self._flush_calibration()
+        self._engine.lift()
 
     def _negate(self) -> None:
         """The model of ``-y``: every sum of subgradients ``s`` and every closed sum of weights is
         odd in the labels' sign (the counts and the cuts, which see ``|s|``, are not)."""
         self._flush_calibration()
-        engine = self._engine
-        state = vars(self) if engine is None else engine.export()
+        state = self._engine.export()
         for block in state["_blocks"]:
             for rec in block.values():
                 rec[0], rec[2] = -rec[0], -rec[2]
-        if engine is None:
-            for history in self._history:
-                for _, values in history.values():
-                    for i, value in enumerate(values):
-                        values[i] = -value
-            return
-        self._engine = self._compiled_engine()  # the compiled state, negated, in a new engine
+        for history in state.get("_history", ()):
+            for _, values in history.values():
+                for i, value in enumerate(values):
+                    values[i] = -value
+        # the negated state in a new engine of the same kind
+        self._engine = self._new_engine(compiled=not isinstance(self._engine, PythonRDA))
         self._engine.load(state)
 
     def _layout(self):
-        if self._engine is not None:
-            return self._engine.layout()
-        return list(self._blocks), list(self._history)
+        return self._engine.layout()
 
     def _restore_layout(self, layout) -> None:
-        if self._engine is not None:
-            self._flush_calibration()
-            return self._engine.restore_layout(layout)
-        self._blocks, self._history = layout
-
-    def _logits(self, scores: list[float]) -> np.ndarray:
-        return np.array([0.0, scores[0]] if self.is_binary else scores)
-
-    def _calibrate(self, x: dict, label: int, w: float) -> None:
-        """Add this example's log loss (times w), under every candidate temperature, to the
-        running sums.
-
-        x was validated by the learning scores; the averaged ones may still overflow, and then
-        the example is not used for calibration."""
-        try:
-            z = self._logits(self._scores(x))
-        except ValueError:
-            return
-        losses = calibration.softmax_losses(z, label)
-        if np.isfinite(losses).all():  # scores near the float64 limit: skip, for every candidate
-            self._calibration += losses if w == 1.0 else w * losses
+        self._flush_calibration()
+        self._engine.restore_layout(layout)
 
     def _update(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float) -> None:
-        if self._engine is not None:  # the code below, in C
-            calibrate = self.loss == "hinge" and len(self.classes_) > 1
-            outcome = self._engine.update(x, pairs, w, calibrate)
-            if outcome == 1:
-                self._flush_calibration()
-            elif outcome == 2:
-                self.n_skipped_updates += 1
-            return
-        scores = self._learning_scores(x)  # validates x before anything changes
-        terms = [sign * scores[b] for b, sign in pairs]
-        try:
-            margin = math.fsum(terms)
-        except OverflowError:  # two finite scores whose difference is beyond float64
-            margin = sum(terms)
-        plan = None
-        if not self.conservative or margin <= 0:
-            if self.loss == "hinge":
-                step = 1.0 if margin < 1 else 0.0
-            elif margin < 0:  # -d/dm log(1 + exp(-m)) = sigmoid(-m)
-                step = 1.0 / (1.0 + math.exp(margin))
-            else:
-                step = math.exp(-margin) / (1.0 + math.exp(-margin))
-            plan = self._plan(x, pairs, step if w == 1.0 else w * step)
-            if plan is None:
-                self.n_skipped_updates += 1
-                return
-        if self.loss == "hinge" and self.prediction != "vote" and len(self.classes_) > 1:
-            label = pairs[0][0] if not self.is_binary else int(pairs[0][1] == 1)
-            self._calibrate(x, label, w)
-        if plan is not None:
-            self._step(plan)
-        self._c += 1
-        self._t += 1
-
-    def _plan(self, x: dict, pairs: tuple[tuple[int, int], ...], step: float) -> list | None:
-        """The subgradient entries ``(block, feature, -step * sign * x_f)`` of an update, or
-        None when a sum it would store is beyond float64 (then nothing is written)."""
-        if step == 0.0:
-            return []
-        total = self._totals()  # before retiring w_k it already gives the sums up to k
-        plan = []
-        for b, sign in pairs:
-            block = self._blocks[b]
-            for f, v in x.items():
-                if v == 0:
-                    continue
-                g = -step * sign * v
-                rec = block.get(f)
-                if rec is None:
-                    finite = math.isfinite(g)
-                else:
-                    finite = math.isfinite(rec[0] + g) and math.isfinite(total(rec))
-                if not finite:
-                    return None
-                plan.append((b, f, g))
-        return plan
-
-    def _step(self, plan: list) -> None:
-        """Retire w_k, add the planned subgradient entries, start w_{k+1}."""
-        k, vote = self._k, self.prediction == "vote"
-        if k > 0:
-            r = math.sqrt(k)
-            self._inv += self._c / r
-            self._sqr += self._c * r
-            if vote:
-                self._counts.append(self._c)
-        cuts = self._cuts
-        while cuts and cuts[0][0] <= k:  # w_k was the last non-zero predictor of these records
-            _, _, first, rec = heapq.heappop(cuts)
-            if rec[1] == first:  # still the same segment
-                rec[5], rec[6] = self._inv, self._sqr
-        self._k, self._c = k + 1, 0
-        if not plan:
-            return
-        total = self._totals()  # c_{k+1} = 0: the sums up to k
-        for b, f, g in plan:
-            block = self._blocks[b]
-            rec = block.get(f)
-            if rec is None:
-                rec = block[f] = [g, k + 1, 0.0, self._inv, self._sqr, None, None]
-            else:
-                rec[:] = [rec[0] + g, k + 1, total(rec), self._inv, self._sqr, None, None]
-            self._schedule_cut(rec)
-            if vote:
-                hist = self._history[b].setdefault(f, (array("q"), array("d")))
-                hist[0].append(k + 1)
-                hist[1].append(rec[0])
-
-    def _schedule_cut(self, rec: list) -> None:
-        """Find when the weights of a newly opened segment reach zero: j >= |s| / l1."""
-        bound = abs(rec[0]) / self.l1 if self.l1 > 0 else math.inf
-        if bound == math.inf:
-            return
-        last = math.ceil(bound) - 1
-        if last < rec[1]:  # zero from the start: the segment adds nothing
-            rec[5], rec[6] = rec[3], rec[4]
-            return
-        self._pushed += 1
-        heapq.heappush(self._cuts, (last, self._pushed, rec[1], rec))
-        if len(self._cuts) > 2 * self._live_cuts + 1024:  # drop the entries of closed segments
-            self._cuts = [e for e in self._cuts if e[3][1] == e[2]]
-            heapq.heapify(self._cuts)
-            self._live_cuts = len(self._cuts)
+        calibrate = self.loss == "hinge" and self.prediction != "vote" and len(self.classes_) > 1
+        self._outcome(self._engine.update(x, pairs, w, calibrate))
 
     # -- river API ------------------------------------------------------------------------------
 
@@ -627,7 +344,7 @@ class VotedRDA(LinearClassifier):
             if sum(scores) == 0:
                 return {c: 1.0 / len(self.classes_) for c in self.classes_}
             return dict(zip(self.classes_, scores))
-        probs = _softmax(self._logits(scores), self.temperature)
+        probs = _softmax(np.array(logits(scores)), self.temperature)
         return dict(zip(self.classes_, probs.tolist()))
 
     # -- inspection -----------------------------------------------------------------------------
@@ -641,22 +358,10 @@ class VotedRDA(LinearClassifier):
 
     @property
     def n_updates(self) -> int:
-        return self._k if self._engine is None else self._engine.k
+        return self._engine.k
 
     def _weight_blocks(self) -> list[dict]:
-        if self._engine is not None:
-            return self._engine.weight_blocks()
-        if self.prediction == "last":
-            weight = self._newest()
-        else:
-            total, divisor = self._totals(), self._t or 1
-            averaged = self._totals(divisor)
-
-            def weight(rec: list) -> float:
-                w = total(rec)  # the average of a total beyond float64 may not be
-                return w / divisor if math.isfinite(w) else averaged(rec)
-
-        return [{f: w for f, r in b.items() if (w := weight(r))} for b in self._blocks]
+        return self._engine.weight_blocks()
 
     @property
     def n_nonzero(self) -> int:

@@ -26,6 +26,7 @@ import unicodedata
 from river import base
 
 from . import engine
+from .base import LinearClassifier
 
 COMPILED = engine.text is not None
 if engine.text is not None:  # river's accent stripping, done in C with unicodedata's functions
@@ -44,10 +45,12 @@ class TokenCounter:
     """The token counts of a text as river's `BagOfWords` gives them with its default tokenizer,
     counted in C by `river_cw._text.count` (one call per text); `of` says where that applies.
 
-    The counts of the last text are kept: a pipeline that predicts and then learns an example
-    (river's `Pipeline` transforms it both times) counts its tokens once. Each call hands out a
-    copy, which the caller may change. Its owner leaves it out of a pickle, and with it the
-    last text of the stream.
+    The counts of the last text are kept, keyed by the identity of that exact `str`: predicting
+    and then learning an example (river's `Pipeline` transforms it both times) counts its tokens
+    once. Each call for that text hands out the same dict, which the caller must not change (a
+    caller that hands it on copies it). The options are fixed: an owner whose options change
+    makes a new counter. Its owner leaves it out of a pickle, and with it the last text of the
+    stream.
     """
 
     def __init__(self, count, lowercase: bool, strip_accents: bool, stop_words):
@@ -55,7 +58,7 @@ class TokenCounter:
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.stop_words = stop_words
-        self._last = (None, None)  # the last text and its counts
+        self._last_text = self._last_counts = None
 
     @classmethod
     def of(cls, preprocessor, tokenizer, tokenizer_pattern, ngram_range, **options):
@@ -72,17 +75,17 @@ class TokenCounter:
         return None
 
     def __call__(self, text) -> dict | None:
-        """The token counts of `text`, or None when it is not an exact `str` (river's code then
-        runs, and raises what it raises)."""
-        last_text, counts = self._last
-        if counts is None or text is not last_text:
-            counts = self._count(text, self.lowercase, self.strip_accents)
-            if counts is None:
-                return None
-            self._last = (text, counts)
+        """The token counts of `text`, not to be changed, or None when it is not an exact `str`
+        (river's code then runs, and raises what it raises)."""
+        if text is self._last_text:  # an exact str (or None at first, whose counts are None)
+            return self._last_counts
+        counts = self._count(text, self.lowercase, self.strip_accents)
+        if counts is None:
+            return None
         if self.stop_words:
-            return {t: n for t, n in counts.items() if t not in self.stop_words}
-        return dict(counts)
+            counts = {t: n for t, n in counts.items() if t not in self.stop_words}
+        self._last_text, self._last_counts = text, counts
+        return counts
 
 
 def __getattr__(name: str):
@@ -104,6 +107,9 @@ _TEXT_OPTIONS = (
 )
 """The parameters of river's `BagOfWords` that say how a text is counted (all but `on`)."""
 
+_STARTED_BY = frozenset(("classifier", *_TEXT_OPTIONS))
+"""The parameters of `TextClassifier` that `_start` reads: setting one starts it anew."""
+
 
 class TextClassifier(base.Classifier):
     """A classifier of texts: ``BagOfWords(...) | classifier`` as one river classifier.
@@ -116,7 +122,8 @@ class TextClassifier(base.Classifier):
 
     The tokens are counted in C where `river_cw.text.BagOfWords` counts them so (`TokenCounter`,
     without building a `BagOfWords`), else by a `BagOfWords`; predicting and then learning the
-    same text object counts its tokens once.
+    same text object counts its tokens once. river-cw's classifiers, which never change the
+    features they are given, read the same counts in both calls; any other gets its own copy.
 
     Parameters
     ----------
@@ -192,10 +199,17 @@ class TextClassifier(base.Classifier):
 
     def _start(self) -> None:
         """The token counting of the bag-of-words parameters: the compiled counter, and river's
-        code (a `BagOfWords`, built at its first use) for what the counter does not take."""
+        code (a `BagOfWords`, built at its first use) for what the counter does not take; and
+        whether the classifier may read the counter's own counts (river-cw's never change x)."""
         options = {name: getattr(self, name) for name in _TEXT_OPTIONS}
         self._counter = TokenCounter.of(**options)
         self._bag_of_words: BagOfWords | None = None
+        self._shares_counts = isinstance(self.classifier, LinearClassifier)
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        if name in _STARTED_BY and "_counter" in self.__dict__:  # set after __init__
+            self._start()
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in ("_counter", "_bag_of_words")}
@@ -209,7 +223,7 @@ class TextClassifier(base.Classifier):
         if self._counter is not None:
             counts = self._counter(x if self.on is None else x[self.on])
             if counts is not None:
-                return counts
+                return counts if self._shares_counts else dict(counts)
         if self._bag_of_words is None:
             from ._bag_of_words import BagOfWords
 

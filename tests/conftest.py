@@ -15,9 +15,25 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# The share of its examples each property test draws in this run: 1 in the suite; less in the
+# runs that repeat tests the suite has already made in full, to cover the same code paths in a
+# fraction of the time (tests/test_sanitizers.py under ASan and UBSan, tests/test_other_engine.py
+# on the other engine).
+EXAMPLES_SHARE = float(os.environ.get("RIVER_CW_EXAMPLES_SHARE") or 1)
+
+
+def examples(n: int) -> int:
+    """The examples a property test that draws `n` in the suite draws in this run."""
+    return max(5, round(n * EXAMPLES_SHARE))
+
+
+settings.register_profile("river-cw", max_examples=examples(settings.default.max_examples))
+settings.load_profile("river-cw")
 
 
 def outcome(learn):

@@ -18,7 +18,7 @@ from river import feature_extraction
 from scipy import sparse
 
 import river_cw
-from tests.conftest import outcome, read_jsonl, shuffled
+from tests.conftest import examples, outcome, read_jsonl, shuffled
 
 MODELS = [
     river_cw.AROW(),
@@ -97,7 +97,7 @@ def floats(dicts):
 
 
 @pytest.mark.parametrize("model", MODELS, ids=IDS)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(st.one_of(batches, binary), min_size=1, max_size=3))
 def test_learn_many_on_dicts_is_the_learn_one_loop(model, parts):
     many, one = model.clone(), model.clone()
@@ -109,7 +109,7 @@ def test_learn_many_on_dicts_is_the_learn_one_loop(model, parts):
 
 
 @pytest.mark.parametrize("model", MODELS, ids=IDS)
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(st.one_of(batches, binary), min_size=1, max_size=3), hashed=st.booleans())
 def test_learn_many_on_csr_is_the_learn_one_loop(model, parts, hashed):
     many, one = model.clone(), model.clone()
@@ -142,7 +142,7 @@ weighted_binary = st.integers(1, 20).flatmap(
 
 
 @pytest.mark.parametrize("model", EXACT, ids=[repr(m).replace(" ", "") for m in EXACT])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(weighted_binary, min_size=1, max_size=3), hashed=st.booleans())
 def test_exact_schemes_on_weighted_binary_rows_are_the_learn_one_loop(model, parts, hashed):
     """A binary model's exact step runs its solver in C in the kernel (as learn_one's lean path
@@ -449,7 +449,7 @@ EQUAL_KEYS = [0.0, True, 2, "3", 4.0, 5]
 
 
 @pytest.mark.parametrize("model", [MODELS[i] for i in KEPT], ids=[IDS[i] for i in KEPT])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=operations)
 def test_csr_columns_kept_across_batches_are_the_learn_one_loop(model, steps):
     """One vocabulary list learned from batch after batch while the model also learns rows one
@@ -629,7 +629,7 @@ lean_csr_batches = st.integers(1, 25).flatmap(
 
 
 @pytest.mark.parametrize("model", LEAN_CSR, ids=LEAN_CSR_IDS)
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(st.tuples(lean_csr_batches, st.booleans()), min_size=1, max_size=4))
 def test_binary_csr_rows_through_the_lean_kernel_are_the_learn_one_loop(model, parts):
     """Hostile values (overflowing sums, NaN, infinities, subnormals), margins whose sums the
@@ -760,7 +760,7 @@ lean_batches = st.integers(1, 25).flatmap(
 
 
 @pytest.mark.parametrize("model", LEAN, ids=LEAN_IDS)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(parts=st.lists(lean_batches, min_size=1, max_size=3))
 def test_dict_rows_through_the_lean_path_are_the_learn_one_loop(model, parts):
     """New labels, ints, bools, hostile values, the intercept as a feature, sample weights (0,

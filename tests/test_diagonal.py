@@ -20,6 +20,7 @@ import river_cw
 from river_cw import gaussian
 from river_cw.cw import exact_stdev_step, exact_var_alpha
 from tests import reference
+from tests.conftest import examples
 from tests.test_reference import NAMES, as_dict, library_state, random_stream
 
 D = len(NAMES)
@@ -186,7 +187,7 @@ def test_full_covariance_stays_positive_definite_and_never_grows(model):
 magnitudes = st.floats(min_value=-150, max_value=150).map(lambda e: 10.0**e)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     m=st.floats(min_value=-1e6, max_value=1e6),
     u=st.lists(magnitudes, min_size=1, max_size=20),

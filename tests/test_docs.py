@@ -24,11 +24,17 @@ DIRECTIVE = re.compile(r"^::: (?P<path>[\w.]+)$", re.MULTILINE)
 # The public surface of streams (readers, evaluation and simulators, the server's configuration,
 # committed reads): these modules' __all__, with river_cw's, must be in the reference
 STREAMS = [
+    "streams.io.base",
+    "streams.io.jsonl",
+    "streams.io.csv",
+    "streams.io.libsvm",
     "streams.io.files",
     "streams.io.schema",
     "streams.models.specs",
     "streams.models.labels",
     "streams.evaluate.progressive",
+    "streams.evaluate.scoring",
+    "streams.evaluate.track",
     "streams.evaluate.results",
     "streams.evaluate.noise",
     "streams.evaluate.drift",

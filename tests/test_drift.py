@@ -77,7 +77,7 @@ def test_label_flip_swaps_classes_from_the_position_on():
 
 def test_domain_drift_switches_from_books_to_kitchen():
     path = shared_file("mdsd_sorted_acl_text.jsonl.gz")
-    from streams.io.files import JSONLines
+    from streams.io.jsonl import JSONLines
 
     books = {x["text"] for x, _ in JSONLines(path, where={"domain": "books"})}
     kitchen = {x["text"] for x, _ in JSONLines(path, where={"domain": "kitchen"})}

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import river_cw
 from river_cw import INTERCEPT, arrowhead, gaussian
+from tests.conftest import examples
 
 pytestmark = pytest.mark.skipif(
     river_cw.ENGINE != "c", reason="the compiled engine is not built or RIVER_CW_PURE_PYTHON is set"
@@ -277,7 +278,7 @@ cancelling = st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=20).flatmap(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(terms=st.one_of(near_ties, cancelling, st.lists(st.floats(-1e300, 1e300), max_size=40)))
 def test_the_certified_sums_are_math_fsum(terms):
     """The double-double accumulator's bound (Ogita, Rump and Oishi's Sum2, river_cw/_fsum.h)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from streams.cli import evaluate as evaluate_cli
+from streams.cli import evaluate_output
 from streams.io.files import sms_spam
 from tests.conftest import shared_file as shared
 
@@ -429,7 +430,7 @@ def test_drift_between_files_of_different_lengths_happens_inside_the_stream(tmp_
     # tuned on a prefix: the figure marks the drift among the examples scored after it
     argv = (PARCELS, longer, "--drift", "sudden", *model, "--tune", "--tune-size", 100)
     assert run(*argv, "--plot", plot, "--json", document) == 0
-    assert evaluate_cli._marks(json.loads(document.read_text())["info"]) == [200]
+    assert evaluate_output.marks(json.loads(document.read_text())["info"]) == [200]
 
 
 def test_categorical_columns_and_true_false_labels_in_a_csv(tmp_path, capsys):

@@ -8,8 +8,10 @@ from river import evaluate as river_evaluate
 
 import river_cw
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.progressive import ModelError, OneClass, evaluate, iter_evaluate
+from streams.evaluate.progressive import evaluate, iter_evaluate
 from streams.evaluate.results import BASELINE, COLUMNS, Evaluation
+from streams.evaluate.scoring import OneClass
+from streams.evaluate.track import ModelError
 from streams.evaluate.tuning import candidates, tune
 from streams.models.specs import parse, prepare
 

@@ -9,15 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.io.files import (
-    CSV,
-    JSONLines,
-    LibSVM,
-    MalformedLineError,
-    UnreadableFileError,
-    open_stream,
-    sms_spam,
-)
+from streams.io.base import MalformedLineError, UnreadableFileError
+from streams.io.csv import CSV
+from streams.io.files import open_stream, sms_spam
+from streams.io.jsonl import JSONLines
+from streams.io.libsvm import LibSVM
 from streams.io.schema import Schema
 from tests.conftest import shared_file
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import river_cw
+from tests.conftest import examples
 from tests.test_classifiers import ALL_CONFIGS, name
 
 RDA_CONFIGS = [
@@ -262,7 +263,10 @@ def refused_or_done(call, model, bad: dict, learns: bool = True):
 
 @pytest.mark.parametrize("model", EVERY_CONFIG, ids=name)
 @settings(
-    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(25),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(
     stream=st.lists(
@@ -303,7 +307,10 @@ weights = st.one_of(
 
 @pytest.mark.parametrize("model", NEW_PARAMETERS, ids=name)
 @settings(
-    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(25),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(
     stream=st.lists(

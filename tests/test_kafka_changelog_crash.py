@@ -25,7 +25,7 @@ from streams import cli
 from streams.io.files import sms_spam
 from streams.kafka.client import create_topics
 from tests.kafka_support import assert_exactly_once, assert_same_model, offline, produce_examples
-from tests.test_kafka_crash import FORK, fork_server, serve_in_child
+from tests.test_kafka_crash import FORK, exits_cleanly, fork_server, serve_in_child
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -116,14 +116,8 @@ def test_kill_9_inside_the_commits_of_a_large_models_changelog_is_exactly_once(
     assert len(points) >= 4, where  # inside snapshots and changes, at and after commits
 
     log_path = tmp_path / "serve-final.log"
-    process = fork_server(argv, log_path)
-    try:
-        process.join(120)
-        assert process.exitcode == 0, log_path.read_text()
-    finally:
-        process.kill()
-        process.join()
-    assert "the changes of" in log_path.read_text()  # restored from a snapshot and changes
+    final = exits_cleanly(fork_server(argv, log_path), log_path)
+    assert "the changes of" in final  # restored from a snapshot and changes
 
     assert_exactly_once(bootstrap, topic, examples, 1, lambda: pickle.loads(init.read_bytes()))
     exported = tmp_path / "exported.pkl"

@@ -51,6 +51,17 @@ def fork_server(argv: list[str], log_path):
     return process
 
 
+def exits_cleanly(process, log_path, timeout: float = 120) -> str:
+    """Wait for a forked server to stop by itself (idle) and check it exits 0; its log."""
+    try:
+        process.join(timeout)
+        assert process.exitcode == 0, log_path.read_text()
+    finally:
+        process.kill()
+        process.join()
+    return log_path.read_text()
+
+
 def start_server(broker, topic, log_path, idle_timeout="30"):
     """`river-cw serve` in a forked process: it starts at once, its modules already imported
     (the test process runs no Kafka client thread while servers are forked)."""
@@ -150,13 +161,7 @@ def test_kill_9_at_random_points_while_streaming_is_exactly_once(
     assert producer.exitcode == 0
 
     log_path = tmp_path / "serve-final.log"
-    process = start_server(kafka_broker, topic, log_path, idle_timeout="2")
-    try:
-        process.join(120)
-        assert process.exitcode == 0, log_path.read_text()
-    finally:
-        process.kill()
-        process.join()
+    exits_cleanly(start_server(kafka_broker, topic, log_path, idle_timeout="2"), log_path)
 
     expected = {}
     for p in range(PARTITIONS):

@@ -23,7 +23,7 @@ from tests.kafka_support import (
     stored_state,
     wait_until,
 )
-from tests.test_kafka_crash import FORK, fork_server, stream
+from tests.test_kafka_crash import FORK, exits_cleanly, fork_server, stream
 
 pytestmark = pytest.mark.kafka
 PARTITIONS = 2
@@ -87,10 +87,8 @@ def test_a_stop_at_any_moment_exits_in_time_and_loses_or_repeats_nothing(
     assert producer.exitcode == 0
 
     log = tmp_path / "final.log"
-    process = fork_server([*argv, "--idle-timeout", "2"], log)
-    process.join(120)
-    assert process.exitcode == 0, log.read_text()
-    loggers = {line.split()[2] for line in log.read_text().splitlines() if line.strip()}
+    lines = exits_cleanly(fork_server([*argv, "--idle-timeout", "2"], log), log).splitlines()
+    loggers = {line.split()[2] for line in lines if line.strip()}
     assert all(name.startswith("streams.") for name in loggers), loggers  # no client chatter
     assert_exactly_once(bootstrap, topic, examples, PARTITIONS, text_arow)
 
@@ -113,9 +111,7 @@ def test_a_stop_during_a_mixing_round_exits_in_time_and_the_rounds_go_on(
     assert process.exitcode == 0 and seconds < EXIT_SECONDS, (seconds, log.read_text())
 
     log = tmp_path / "final.log"
-    process = fork_server([*argv, "--idle-timeout", "3"], log)
-    process.join(180)
-    assert process.exitcode == 0, log.read_text()
+    exits_cleanly(fork_server([*argv, "--idle-timeout", "3"], log), log, timeout=180)
     states = [stored_state(bootstrap, topic, p) for p in range(PARTITIONS)]
     assert sum(s.learned for s in states) == len(examples)
     assert states[0].mixing.round == states[1].mixing.round

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from river import datasets
 
 import river_cw
+from tests.conftest import examples
 
 GAUSSIAN = (river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP)
 
@@ -93,7 +94,7 @@ def streams(draw):
 
 
 @pytest.mark.parametrize("model", CONFIGS, ids=name)
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(stream=streams())
 def test_predict_is_the_label_of_largest_probability(model, stream):
     model = model.clone()

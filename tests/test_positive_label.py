@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import river_cw
 from river_cw.labels import order_key
+from tests.conftest import examples
 from tests.test_most_likely import CONFIGS, name
 
 # the pairs of the docstring of river_cw.labels, given as (smaller, larger)
@@ -66,7 +67,7 @@ def assert_opposite(a, b) -> None:
 
 
 @pytest.mark.parametrize("model", CONFIGS, ids=name)
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), pair=st.sampled_from(PAIRS), n=st.integers(1, 40))
 def test_swapping_the_labels_names_negates_the_weights(model, seed, pair, n):
     """The same examples, each label renamed as the other: the first label seen is the positive

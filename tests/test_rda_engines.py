@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 import river_cw
 from river_cw import rda
+from river_cw.rda_engine import PythonRDA
+from tests.conftest import examples
 from tests.test_engines import Hostile
 
 pytestmark = pytest.mark.skipif(
@@ -59,8 +61,8 @@ def pair(params):
     compiled = river_cw.VotedRDA(**params)
     with pure_python():
         python = river_cw.VotedRDA(**params)
-    assert python._engine is None
-    assert (compiled._engine is None) == (params.get("prediction") == "vote")
+    assert isinstance(python._engine, PythonRDA)
+    assert isinstance(compiled._engine, PythonRDA) == (params.get("prediction") == "vote")
     return compiled, python
 
 
@@ -150,7 +152,8 @@ def test_pickles_cross_engines(params):
     with pure_python():
         copies = [pickle.loads(pickle.dumps(compiled))]
     copies.append(pickle.loads(pickle.dumps(python)))
-    assert copies[0]._engine is None and copies[1]._engine is not None
+    assert isinstance(copies[0]._engine, PythonRDA)
+    assert not isinstance(copies[1]._engine, PythonRDA)
     for x, y in data[150:]:
         compiled.learn_one(x, y)
         copies[0].learn_one(x, y)
@@ -207,7 +210,7 @@ EXAMPLES = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     params=st.fixed_dictionaries(
         {

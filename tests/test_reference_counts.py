@@ -17,7 +17,8 @@ A failure names the workload and what leaked. Checked by injection into `_diagon
 caught while the rest of the suite passed: learn's ``Py_DECREF`` of the example's dict removed
 fails six workloads, naming the feature names and values whose counts grew by one per call;
 margin()'s, the margin and update workload, naming the example dicts; margin_pairs' of its
-pairs, six workloads by their memory (416 to 672 bytes per cycle).
+pairs, six workloads by their memory (416 to 672 bytes per cycle). Each workload counts enough
+cycles (`enough_cycles`) that a leak of 8 bytes per engine call would show.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from scipy import sparse
 
 import river_cw
 from river_cw import rda, text
+from river_cw.rda_engine import PythonRDA
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,7 +46,14 @@ pytestmark = [
 ]
 
 WARM_UP = 200  # cycles before counting: the tables, caches and free lists settle
-GROWTH = 64 * 1024  # bytes a workload may add over all its cycles (about 1 per cycle at most)
+GROWTH = 64 * 1024  # bytes a workload may add over all its counted cycles
+SMALLEST_LEAK = 8  # bytes: a pointer's worth, the least one engine call could keep
+
+
+def enough_cycles(calls: int) -> int:
+    """Cycles of `calls` engine calls each after which a leak of SMALLEST_LEAK bytes per call
+    has grown past GROWTH, by half again (a leaked object, 24 bytes or more, three times over)."""
+    return math.ceil(1.5 * GROWTH / (SMALLEST_LEAK * calls))
 
 
 def fresh(word: str) -> str:
@@ -82,10 +91,12 @@ class EqualRaises:
         raise KeyError("no comparison")
 
 
-def assert_no_leak(workload: str, cycle, cycles: int, watched: dict | None = None) -> None:
-    """Run `cycle` WARM_UP times, then `cycles` times counting: the watched objects' reference
-    counts must not change, nor the traced memory grow by more than GROWTH."""
+def assert_no_leak(workload: str, cycle, calls: int, watched: dict | None = None) -> None:
+    """Run `cycle` (`calls` engine calls) WARM_UP times, then `enough_cycles(calls)` times
+    counting: the watched objects' reference counts must not change, nor the traced memory grow
+    by more than GROWTH."""
     watched = WATCHED if watched is None else watched
+    cycles = enough_cycles(calls)
     for _ in range(WARM_UP):
         cycle()
     gc.collect()
@@ -127,6 +138,9 @@ def learned(model, labels=LABELS[:2]):
 
 
 # -- the Gaussian engines: diagonal (with the batch kernel and text) and arrowhead -----------
+
+
+CALLS = 3 * len(X)  # learn_and_predict's engine calls per cycle
 
 
 def learn_and_predict(model, labels):
@@ -197,7 +211,7 @@ class BrokenStep(PythonStep):
 def test_gaussian_engines_learning_and_predicting_keep_no_reference_nor_memory(
     workload, model, labels
 ):
-    assert_no_leak(workload, learn_and_predict(model, labels), cycles=5_000)
+    assert_no_leak(workload, learn_and_predict(model, labels), calls=CALLS)
 
 
 def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
@@ -214,7 +228,7 @@ def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
         raises(RuntimeError, engine.update, token, 0.1, 0.1, 1.0, "drop")  # an older margin's
 
     watched = WATCHED | {f"feature {name!r}": name for name in unseen} | {"example dict": unseen}
-    assert_no_leak("margin and update", cycle, cycles=5_000, watched=watched)
+    assert_no_leak("margin and update", cycle, calls=12, watched=watched)
 
 
 @pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
@@ -235,7 +249,7 @@ def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(l
             each.predict_proba_many(rows)
             each.predict_proba_many(hashed)
 
-    assert_no_leak(f"learn_many, {len(labels)} labels", cycle, cycles=2_000)
+    assert_no_leak(f"learn_many, {len(labels)} labels", cycle, calls=12)
 
 
 def test_diagonal_engine_text_keeps_no_reference_nor_memory():
@@ -250,7 +264,7 @@ def test_diagonal_engine_text_keeps_no_reference_nor_memory():
                 model.predict_proba_one(document)
 
     watched = {f"text {t!r}": t for t in texts} | {f"label {y!r}": y for y in LABELS[:2]}
-    assert_no_leak("text in, learn and predict", cycle, cycles=5_000, watched=watched)
+    assert_no_leak("text in, learn and predict", cycle, calls=12, watched=watched)
 
 
 @pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
@@ -261,7 +275,7 @@ def test_gaussian_engines_pickling_keeps_no_reference_nor_memory(labels, covaria
     def cycle():
         pickle.loads(pickle.dumps(model)).predict_one(X[0])
 
-    assert_no_leak(f"pickle round trip, {len(labels)} labels", cycle, cycles=5_000)
+    assert_no_leak(f"pickle round trip, {len(labels)} labels", cycle, calls=3)
 
 
 @pytest.mark.parametrize(
@@ -295,7 +309,7 @@ def test_gaussian_engines_error_paths_keep_no_reference_nor_memory(params):
         raises(TypeError, broken.learn_one, X[1], LABELS[0], 2.0)
         raises(TypeError, broken.learn_many, [X[1], X[2]], LABELS[:2], [1.0, 2.0])
 
-    assert_no_leak("bad input, learn and predict", cycle, cycles=5_000)
+    assert_no_leak("bad input, learn and predict", cycle, calls=24)
 
 
 # -- voted RDA's engine -------------------------------------------------------------------------
@@ -312,8 +326,8 @@ def test_gaussian_engines_error_paths_keep_no_reference_nor_memory(params):
 def test_voted_rda_engine_learning_and_predicting_keeps_no_reference_nor_memory(
     workload, model, labels
 ):
-    assert model._engine is not None  # the compiled engine serves it
-    assert_no_leak(workload, learn_and_predict(model, labels), cycles=5_000)
+    assert not isinstance(model._engine, PythonRDA)  # the compiled engine serves it
+    assert_no_leak(workload, learn_and_predict(model, labels), calls=CALLS)
 
 
 @pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
@@ -325,7 +339,7 @@ def test_voted_rda_engine_batches_and_pickling_keep_no_reference_nor_memory(labe
         model.learn_many(X, y)
         pickle.loads(pickle.dumps(model)).predict_one(X[0])
 
-    assert_no_leak(f"VotedRDA batches and pickling, {len(labels)} labels", cycle, cycles=5_000)
+    assert_no_leak(f"VotedRDA batches and pickling, {len(labels)} labels", cycle, calls=len(X) + 3)
 
 
 def test_voted_rda_engine_error_paths_keep_no_reference_nor_memory():
@@ -342,4 +356,4 @@ def test_voted_rda_engine_error_paths_keep_no_reference_nor_memory():
             raises(KeyError, model.learn_one, hostile, LABELS[1])
             raises(KeyError, model.predict_one, hostile)
 
-    assert_no_leak("VotedRDA bad input, learn and predict", cycle, cycles=5_000)
+    assert_no_leak("VotedRDA bad input, learn and predict", cycle, calls=12)

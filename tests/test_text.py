@@ -14,6 +14,7 @@ from river.feature_extraction.vectorize import strip_accents_unicode
 
 from river_cw import engine, text
 from river_cw.text import BagOfWords
+from tests.conftest import examples
 
 from .conftest import read_jsonl
 
@@ -57,7 +58,7 @@ TEXTS = st.one_of(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(TEXTS, st.booleans())
 def test_generated_strings(s, lowercase):
     ours = BagOfWords(lowercase=lowercase).transform_one(s)
@@ -71,7 +72,7 @@ def test_stop_words(words):
     assert_same_counts(BagOfWords(stop_words=stop).transform_one(s), rivers)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(st.one_of(st.text(), st.lists(st.one_of(ASCII_PIECES, UNICODE_PIECES)).map("".join)))
 @compiled
 def test_accents_are_stripped_as_river_strips_them(s):

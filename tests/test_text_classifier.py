@@ -11,11 +11,12 @@ import pickle
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from river import checks, linear_model
+from river import checks, feature_extraction, linear_model
 
 import river_cw
 from river_cw import gaussian
 from river_cw.text import BagOfWords, TextClassifier
+from tests.conftest import examples
 
 from .conftest import read_jsonl, shuffled
 from .test_text import CORPORA, TEXTS
@@ -69,7 +70,7 @@ def test_every_shared_corpus(name):
     assert_same_stream(river_cw.AROW, examples, on="text")
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(st.tuples(TEXTS, st.sampled_from("abc")), max_size=20),
     st.booleans(),
@@ -82,7 +83,7 @@ def test_generated_texts(stream, lowercase, stop_words):
 WORDS = st.lists(st.sampled_from(["the", "A", "bc", "the-end", "déjà", "vu", "x_1"]), max_size=8)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(WORDS.map(" ".join), st.booleans()), max_size=12))
 @pytest.mark.parametrize(
     "make, options",
@@ -126,6 +127,84 @@ def test_pickles_forget_the_last_text_and_continue_alike():
     model.learn_one(*stream[2])
     copy.learn_one(*stream[2])
     assert state(copy.classifier) == state(model.classifier)
+
+
+class Spying:
+    """`river_cw._text.count` that keeps each dict it hands out, with a copy of it as it was."""
+
+    def __init__(self, count):
+        self.count, self.handed = count, []
+
+    def __call__(self, *args):
+        counts = self.count(*args)
+        self.handed.append((counts, list(counts.items())))
+        return counts
+
+
+@pytest.mark.skipif(not river_cw.text.COMPILED, reason="the river_cw._text extension is not built")
+@pytest.mark.parametrize("engine", ["compiled", "python"])
+@pytest.mark.parametrize(
+    "make, options",
+    [
+        (river_cw.AROW, {"on": "text"}),
+        (lambda: river_cw.NHERD(learn_intercept=False), {}),
+        (lambda: river_cw.CW(diagonal="exact"), {"on": "text", "stop_words": {"the"}}),
+        (river_cw.VotedRDA, {"on": "text"}),
+    ],
+)
+def test_the_last_counts_are_read_by_predict_and_learn_and_never_changed(
+    monkeypatch, engine, make, options
+):
+    """Predicting and then learning a text (also a text given twice in a row, with different
+    labels) counts it once, and river-cw's classifier reads those counts as they are, on either
+    engine, before and after a pickle: the numbers are river's BagOfWords' to the bit, and every
+    dict it was handed is as it was counted."""
+    spy = Spying(river_cw.engine.text.count)
+    monkeypatch.setattr(river_cw.engine.text, "count", spy)
+    texts = ["the good movie", "the bad movie, the bad cast", "good cast, a plot"]
+    texts = [texts[0], texts[1], texts[1], texts[2], texts[2], texts[0]]  # two given twice
+    labels = [True, False, True, True, False, False]
+    stream = [(t if options.get("on") is None else {"text": t}, y) for t, y in zip(texts, labels)]
+    classifier = make() if engine == "compiled" else python_engine(make())
+    ours = TextClassifier(classifier, **options)
+    theirs = feature_extraction.BagOfWords(**options) | python_engine(make())
+    for i, (x, y) in enumerate(stream):
+        if i == 4:  # between the two of the third text: the copy counts it again
+            ours = pickle.loads(pickle.dumps(ours))
+        assert ours.predict_one(x) == theirs.predict_one(x)
+        assert bits(ours.predict_proba_one(x)) == bits(theirs.predict_proba_one(x))
+        ours.learn_one(x, y)
+        theirs.learn_one(x, y)
+    assert state(ours.classifier) == state(theirs[-1])
+    assert len(spy.handed) == 5  # the second text once, the third twice (the pickle)
+    for counts, as_counted in spy.handed:
+        assert list(counts.items()) == as_counted
+
+
+def test_other_classifiers_get_their_own_counts():
+    """A classifier that is not river-cw's may change the dict it is given: it gets a copy."""
+
+    class Marking(linear_model.PAClassifier):
+        def predict_proba_one(self, x):
+            x["marked by predict"] = 1.0
+            return super().predict_proba_one(x)
+
+    ours = TextClassifier(Marking(), on="text")
+    theirs = feature_extraction.BagOfWords(on="text") | Marking()
+    for text, y in [("good movie", True), ("bad movie", False), ("good cast", True)]:
+        assert ours.predict_one({"text": text}) == theirs.predict_one({"text": text})
+        ours.learn_one({"text": text}, y)
+        theirs.learn_one({"text": text}, y)
+    assert ours.classifier.weights == theirs[-1].weights
+    assert "marked by predict" not in ours.classifier.weights
+
+
+def test_an_option_set_later_counts_the_next_text():
+    model = TextClassifier(river_cw.AROW())
+    model.predict_one("Good movie")
+    model.lowercase = False
+    model.learn_one("Good movie", True)
+    assert list(model.classifier.weights) == ["Good", "movie"]
 
 
 def test_river_checks_that_apply():

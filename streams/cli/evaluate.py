@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
-import pathlib
 import sys
 
-from streams.cli import records
+from streams.cli import evaluate_output, records
 from streams.cli.evaluate_input import SYNTHETIC_LENGTH
 from streams.evaluate import drift
 from streams.evaluate.noise import LabelNoise
@@ -217,7 +215,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        _check_outputs(args)
+        evaluate_output.check(args)
         result = _run(args)
     except (ValueError, OSError) as error:
         print(f"river-cw evaluate: error: {error}", file=sys.stderr)
@@ -230,76 +228,18 @@ def run(args: argparse.Namespace) -> int:
     print(result.table())
     if not args.quiet:
         print(f"{BASELINE}: the baseline, which predicts the most frequent label so far")
-    for line in _tuned(result.info):
+    for line in evaluate_output.tuned(result.info):
         print(line)
-    if args.plot:
-        column = "recent_metric" if args.drift else "metric"
-        result.plot(
-            args.plot,
-            title=args.title or result.info["data"],
-            column=column,
-            marks=_marks(result.info),
-        )
-    if args.csv:
-        result.to_csv(args.csv)
-    if args.json:
-        result.to_json(args.json)
-    if args.markdown:
-        lines = [
-            f"{result.info['data']}; {result.info['examples']:,} examples.",
-            "",
-            result.table(markdown=True),
-        ]
-        if "tuned" in result.info:
-            lines += ["", *(f"- {line}" for line in _tuned(result.info))]
-        with open(args.markdown, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + "\n")
+    evaluate_output.write(result, args)
     return 0
-
-
-def _marks(info: dict) -> list[int]:
-    """Where the plot marks the drift: its position among the examples scored (after the
-    tuning prefix, if any)."""
-    position = info["drift_at"]
-    if position is None or position <= info.get("tune_size", 0):
-        return []
-    return [position - info.get("tune_size", 0)]
-
-
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Fail before the run on an output path that cannot be written (or a bad figure type)."""
-    if args.plot:
-        from streams.evaluate import plots
-
-        plots.check_path(args.plot)
-    for option in ("plot", "csv", "json", "markdown"):
-        path = getattr(args, option)
-        if path is None:
-            continue
-        path = pathlib.Path(path)
-        folder = path.parent
-        if path.is_dir():
-            raise ValueError(f"--{option} {str(path)!r} is a directory")
-        if not folder.is_dir():
-            raise ValueError(f"--{option} {str(path)!r}: no directory {str(folder)!r}")
-        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-            raise ValueError(f"--{option} {str(path)!r}: not writable")
-
-
-def _tuned(info: dict) -> list[str]:
-    """One line per noise level saying which parameters the tuner picked."""
-    lines = []
-    for level, chosen in info.get("tuned", {}).items():
-        picks = ", ".join(f"{spec} -> {pick}" for spec, pick in chosen.items())
-        lines.append(f"tuned on the first {info['tune_size']:,} examples at noise {level}: {picks}")
-    return lines
 
 
 def _run(args: argparse.Namespace) -> Evaluation:
     from river_cw.labels import order_key
     from streams.cli.evaluate_input import load, noise_rate, parse_metric
     from streams.cli.running_table import RunningTable
-    from streams.evaluate.progressive import iter_evaluate, metric_name
+    from streams.evaluate.progressive import iter_evaluate
+    from streams.evaluate.scoring import metric_name
     from streams.evaluate.tuning import tune
     from streams.models.specs import parse, prepare
 

@@ -27,6 +27,7 @@ import typing
 from streams.cli import records
 from streams.evaluate import drift
 from streams.io import files
+from streams.io.jsonl import JSONLines
 
 # river's metrics (scipy.stats), progressive validation and the model specs (river_cw) are
 # imported where a metric is parsed: `river-cw evaluate --help` reads SYNTHETIC_LENGTH without
@@ -61,9 +62,7 @@ def load(args: argparse.Namespace) -> Stream:
     name = ", ".join(pathlib.Path(r.source).name for r in readers)
     name = name or "SMS Spam Collection (bundled)"
     if args.domains and (
-        args.drift not in drift.KINDS
-        or len(readers) != 1
-        or not isinstance(readers[0], files.JSONLines)
+        args.drift not in drift.KINDS or len(readers) != 1 or not isinstance(readers[0], JSONLines)
     ):
         raise ValueError("--domains needs --drift sudden|gradual|recurring and one JSON-lines file")
     if args.drift in drift.KINDS:
@@ -88,7 +87,7 @@ def _drift(args, readers, name, rng) -> Stream:
     if args.domains:
         domains = args.domains.split(",")
         concepts = [
-            list(files.JSONLines(readers[0].path, args.on_error, {"domain": d}, readers[0].schema))
+            list(JSONLines(readers[0].path, args.on_error, {"domain": d}, readers[0].schema))
             for d in domains
         ]
         for domain, concept in zip(domains, concepts):
@@ -158,7 +157,7 @@ def parse_metric(text: str, labels: list | None) -> metrics.base.ClassificationM
     """
     from river import metrics
 
-    from streams.evaluate.progressive import OneClass
+    from streams.evaluate.scoring import OneClass
     from streams.models.specs import parse
 
     name, _, label = text.partition(":")

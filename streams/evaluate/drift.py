@@ -24,7 +24,7 @@ import math
 import random
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 
-from streams.io.files import JSONLines
+from streams.io.jsonl import JSONLines
 
 __all__ = ["KINDS", "concept_drift", "domains", "label_flip", "synthetic"]
 

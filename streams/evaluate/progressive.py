@@ -32,8 +32,9 @@ curves grow in a notebook); `evaluate` returns the last of them. The columns of 
 * `flipped`: labels learned flipped by the noise; `seconds`: the time spent in the model's
   `predict_one`, `predict_proba_one` and `learn_one`; `throughput`: examples per second of it.
 
-A model that raises stops the run with a `ModelError` naming the model, the example and, for a
-`TypeError` on an example with string values, the features that hold them.
+A model that raises stops the run with a `ModelError` (`streams.evaluate.track`) naming the
+model, the example and, for a `TypeError` on an example with string values, the features that
+hold them. What is scored, and with which metric, is `streams.evaluate.scoring`'s.
 
 Examples
 --------
@@ -50,12 +51,9 @@ Evaluation(Accuracy, 1 model, 100 examples)
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import math
 import pathlib
 import sys
-import time
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -65,231 +63,10 @@ from river import base, compose, dummy, metrics
 from river_cw.text import TextClassifier
 from streams.evaluate.noise import LabelNoise
 from streams.evaluate.results import BASELINE, Evaluation
+from streams.evaluate.scoring import metric_name
+from streams.evaluate.track import Track
 
-__all__ = [
-    "ModelError",
-    "OneClass",
-    "evaluate",
-    "iter_evaluate",
-    "metric_name",
-]
-
-
-class ModelError(ValueError):
-    """A model raised on an example: the model, the example and the error, in one line."""
-
-
-class OneClass(metrics.base.ClassificationMetric):
-    """A binary river metric of one class against the others, for labels of any type.
-
-    river 0.26's binary metrics (F1, MCC, Precision, ROCAUC ...) turn the labels into booleans
-    (`y == pos_val`) and then look `pos_val` up in their confusion matrix of booleans, so with
-    `pos_val="spam"` they score 0 whatever the predictions. Here each label becomes
-    `y == label` first (a distribution, the probability of `label`), and the wrapped metric
-    keeps `pos_val=True`.
-
-    Parameters
-    ----------
-    metric
-        A river binary metric (`metrics.F1()`, `metrics.MCC()`, `metrics.ROCAUC()` ...).
-    label
-        The class scored as the positive one.
-
-    Examples
-    --------
-
-    >>> f1 = OneClass(metrics.F1(), "spam")
-    >>> for y_true, y_pred in [("spam", "spam"), ("ham", "spam"), ("spam", "ham")]:
-    ...     f1.update(y_true, y_pred)
-    >>> f1.get()
-    0.5
-
-    """
-
-    def __init__(self, metric: metrics.base.BinaryMetric, label: typing.Hashable):
-        if not isinstance(metric, metrics.base.BinaryMetric):
-            raise ValueError(f"{type(metric).__name__} is not a binary metric")
-        self.metric = metric.clone({"pos_val": True})
-        self.label = label
-
-    def _binary(self, y_pred):
-        if self.metric.requires_labels:
-            return y_pred == self.label
-        p = y_pred.get(self.label, 0.0) if isinstance(y_pred, dict) else y_pred
-        return {True: p, False: 1.0 - p}
-
-    def update(self, y_true, y_pred, w=1.0) -> None:
-        """Add an observation to the metric (river's `Metric.update`).
-
-        Parameters
-        ----------
-        y_true
-            The true label.
-        y_pred
-            The predicted label, or ``{label: probability}`` for a metric of probabilities.
-        w
-            The observation's weight.
-        """
-        self.metric.update(y_true == self.label, self._binary(y_pred), w)
-
-    def revert(self, y_true, y_pred, w=1.0) -> None:
-        """Remove an observation from the metric (river's `Metric.revert`).
-
-        Parameters
-        ----------
-        y_true
-            The true label.
-        y_pred
-            The predicted label, or ``{label: probability}`` for a metric of probabilities.
-        w
-            The observation's weight.
-        """
-        self.metric.revert(y_true == self.label, self._binary(y_pred), w)
-
-    def get(self) -> float:
-        return self.metric.get()
-
-    @property
-    def bigger_is_better(self) -> bool:
-        return self.metric.bigger_is_better
-
-    @property
-    def requires_labels(self) -> bool:
-        return self.metric.requires_labels
-
-    @property
-    def works_with_weights(self) -> bool:
-        return self.metric.works_with_weights
-
-
-def metric_name(metric: metrics.base.Metric) -> str:
-    """A short name for a river metric: its class, and the positive class of a binary one.
-
-    Parameters
-    ----------
-    metric
-        A river metric.
-
-    Examples
-    --------
-
-    >>> metric_name(OneClass(metrics.F1(), "spam")), metric_name(metrics.CrossEntropy())
-    ('F1 (spam)', 'CrossEntropy')
-    """
-    if isinstance(metric, OneClass):
-        return f"{type(metric.metric).__name__} ({metric.label})"
-    name = type(metric).__name__
-    if isinstance(metric, metrics.base.BinaryMetric):
-        name += f" ({metric.pos_val})"
-    return name
-
-
-def scored(y_pred) -> bool:
-    """Whether river's progressive validation scores a prediction: neither None nor ``{}``."""
-    return y_pred is not None and y_pred != {}
-
-
-def gives_probabilities(model: base.Classifier, x: dict) -> bool:
-    """Whether `model` has `predict_proba_one`, asked of a fresh clone on `x` (river's base
-    classifier raises `NotImplementedError` for models without it)."""
-    try:
-        model.clone().predict_proba_one(dict(x))
-    except NotImplementedError:
-        return False
-    return True
-
-
-class _Track:
-    """One model's state in the side-by-side run."""
-
-    def __init__(
-        self, name: str, model: base.Classifier, metric: metrics.base.ClassificationMetric, x: dict
-    ):
-        """`x`, the first example, tells whether the model gives probabilities."""
-        self.name = name
-        self.model = model
-        self.metric = metric.clone()
-        self.recent = metric.clone()
-        self.log_loss = metrics.CrossEntropy()
-        with _named(name, 0, x):  # a model that cannot take the first example stops here
-            self.has_proba = gives_probabilities(model, x)
-        if not (metric.requires_labels or self.has_proba):
-            raise ValueError(f"{metric_name(metric)} needs probabilities: {name} gives none")
-        self.pending: dict[int, tuple] = {}  # example -> (predicted label, distribution)
-        self.scored = self.mistakes = self.scored_proba = self.n_metric = self.n_recent = 0
-        self.seconds = 0.0
-        self._last = (0, 0)  # (scored, mistakes) at the previous record
-
-    def ask(self, i: int, x: dict) -> None:
-        """Predict example i (its label and its distribution) on arrival."""
-        x = dict(x)
-        start = time.perf_counter()
-        with _named(self.name, i, x):
-            label = self.model.predict_one(x)
-            proba = self.model.predict_proba_one(x) if self.has_proba else None
-        self.seconds += time.perf_counter() - start
-        self.pending[i] = (label, proba)
-
-    def answer(self, i: int, x: dict, y, y_learn) -> None:
-        """Score example i's predictions against its label y, then learn it with `y_learn`."""
-        label, proba = self.pending.pop(i)
-        if scored(label):
-            self.scored += 1
-            self.mistakes += label != y
-        if self.has_proba and scored(proba):
-            self.log_loss.update(y, proba)
-            self.scored_proba += 1
-        y_pred = label if self.metric.requires_labels else proba
-        if scored(y_pred):
-            self.metric.update(y, y_pred)
-            self.recent.update(y, y_pred)
-            self.n_metric += 1
-            self.n_recent += 1
-        x = dict(x)
-        start = time.perf_counter()
-        with _named(self.name, i, x):
-            self.model.learn_one(x, y_learn)
-        self.seconds += time.perf_counter() - start
-
-    def record(self, noise: str, step: int, flipped: int) -> dict:
-        last_scored, last_mistakes = self._last
-        self._last = (self.scored, self.mistakes)
-        recent = self.scored - last_scored
-        record = {
-            "noise": noise,
-            "model": self.name,
-            "step": step,
-            "metric": self.metric.get() if self.n_metric else None,
-            "recent_metric": self.recent.get() if self.n_recent else None,
-            "accuracy": (self.scored - self.mistakes) / self.scored if self.scored else None,
-            "recent_accuracy": 1.0 - (self.mistakes - last_mistakes) / recent if recent else None,
-            "log_loss": self.log_loss.get() if self.scored_proba else None,
-            "scored": self.scored,
-            "mistakes": self.mistakes,
-            "flipped": flipped,
-            "seconds": self.seconds,
-            "throughput": step / self.seconds if self.seconds > 0 else math.inf,
-        }
-        self.recent, self.n_recent = self.metric.clone(), 0
-        return record
-
-
-@contextlib.contextmanager
-def _named(name: str, i: int, x: dict):
-    """Turn what a model raises on example i into a `ModelError` saying who, where and why."""
-    try:
-        yield
-    except Exception as error:
-        strings = [f"{f!r}: {v!r}" for f, v in x.items() if isinstance(v, str)]
-        hint = (
-            f"; the example holds strings ({', '.join(strings[:5])}): a model of numbers needs "
-            "an encoder first, e.g. 'river.preprocessing.OneHotEncoder() | ...'"
-            if strings and isinstance(error, TypeError) and set(x) != {"text"}
-            else ""
-        )
-        raise ModelError(
-            f"model {name} failed on example {i + 1:,}: {type(error).__name__}: {error}{hint}"
-        ) from error
+__all__ = ["evaluate", "iter_evaluate"]
 
 
 def iter_evaluate(
@@ -371,7 +148,7 @@ def iter_evaluate(
         first = next(examples, None)
         if first is None:
             return
-        tracks = [_Track(name, model, metric, first[0]) for name, model in models.items()]
+        tracks = [Track(name, model, metric, first[0]) for name, model in models.items()]
         arrivals = ((x, y, {"learn": noise(y) if noise else y}) for x, y in _chain(first, examples))
         records: list[dict] = []
         step = flipped = 0

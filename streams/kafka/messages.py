@@ -5,7 +5,7 @@ Examples topic, one UTF-8 JSON object per message, keyed by its id (`streams.io.
     {"id": "42", "x": {"feature": 1.5, ...}, "label": "spam"}   # features, or
     {"id": "42", "text": "free entry ...", "label": "spam"}     # raw text for a river pipeline
 
-A text example is handed to the model as `x = {"text": ...}`, as `streams.io.files` reads text
+A text example is handed to the model as `x = {"text": ...}`, as `streams.io.jsonl` reads text
 files, so `feature_extraction.BagOfWords(on="text") | model` serves what it was evaluated on.
 `id` is a string or an integer, normalised to a string (an example with id 42 and a label with id
 "42" join); `label` (a string, integer or boolean) is optional: a missing or null label means the

@@ -4,7 +4,8 @@
 accuracy, pending examples and labels, dead letters, expired entries and the lag; it warns once
 per new count when labels have waited for their example too long (keyed differently from their
 examples?), and once when a group member has had no partition for a session timeout (more
-members than partitions, or a group the broker does not rebalance).
+members than partitions, or a group the broker does not rebalance). `tick` also measures the
+lag, once a second: the consumer is the serving loop's, and `ModelServer.lag` reads `lag` here.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Monitor:
         self.started = time.monotonic()
         self.first_at: float | None = None  # when the first message was handled
         self._last = (0, self.started)
+        self.lag: dict[int, int] | None = None  # per owned partition, measured every second
+        self._lag_at = 0.0
 
     def handled(self, count: int) -> None:
         """`count` more messages handled."""
@@ -40,10 +43,16 @@ class Monitor:
             self.first_at = time.monotonic()
         self.consumed += count
 
-    def tick(self, tasks: dict[int, PartitionTask], source: KafkaSource, lag: dict | None) -> None:
+    def tick(self, tasks: dict[int, PartitionTask], source: KafkaSource) -> None:
+        """Measure the lag (every second), log the progress line when due, and check the
+        member has partitions."""
         now = time.monotonic()
+        if now - self._lag_at >= 1.0:
+            self.lag, self._lag_at = source.lag(), now
         if now - self._last[1] >= self.config.log_seconds:
-            self.progress(tasks, _total(lag), self.consumed - self._last[0], now - self._last[1])
+            self.progress(
+                tasks, _total(self.lag), self.consumed - self._last[0], now - self._last[1]
+            )
             self._last = (self.consumed, now)
         self._check_assignment(source, now)
 

@@ -6,6 +6,18 @@ partitions a server owns. It reads every contribution of the models topic
 publish (`due`) or wait for its round (`waits`: bounded staleness), writes a contribution into
 the partition's open transaction (`publish`: the server then commits it with the partition's
 state and offsets), and makes partitions adopt complete rounds (`adopt`).
+
+With mixing (`ServeConfig.mixing`, exactly-once only) the group serves one model. Every `every`
+examples a partition learned (or after `seconds` when it learned something or others wait for
+it), it publishes its changes since the last mix to the models topic, in the same transaction as
+its state (which records the publication, its anchor and the examples to replay) and its
+consumed offsets: after any crash a contribution is committed exactly when the state that says
+so is, so no example's evidence is lost or counted twice. Once a round has every partition's
+contribution, each partition adopts the mix and learns again the examples it learned since
+publishing. Partitions do not wait for each other unless `lag` is set (bounded staleness: a
+partition that many examples past its publication leaves its records until the round is mixed,
+then reads them again from its offsets). A round needs a contribution of every partition of the
+topic: some member must serve each.
 """
 
 from __future__ import annotations

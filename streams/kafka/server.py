@@ -13,10 +13,13 @@ whose fate is unknown (the broker stopped answering) drops the partition's work 
 commit and restores it, as a new owner would.
 
 The parts, as Kafka Streams splits a task's work: this module is the poll/commit loop and the
-partitions' assignment; `streams.kafka.task.PartitionTask` handles one partition's records
-(learning in `streams.kafka.learner`, outputs through `streams.kafka.client.Outputs`) and commits
-them; `streams.kafka.store.StateStore` restores and saves partition states;
-`streams.kafka.rounds.RoundCoordinator` runs the mixing rounds; `streams.kafka.monitor` logs.
+partitions' assignment; `streams.kafka.connections.Clients` are the clients it holds while it
+runs; `streams.kafka.takeover.Takeover` takes an assigned partition on (its producer, its state
+restored by `streams.kafka.store.StateStore`, the consumer at its offsets);
+`streams.kafka.task.PartitionTask` handles one partition's records (learning in
+`streams.kafka.learner`, outputs through `streams.kafka.outputs.Outputs`) and commits them;
+`streams.kafka.rounds.RoundCoordinator` runs the mixing rounds; `streams.kafka.monitor` measures
+the lag and logs.
 
 State is per partition: partition p of the examples topic and of the labels topic feed one
 model, whose `PartitionState` (model, offsets, pending examples and labels, counters) is kept
@@ -44,16 +47,7 @@ offline run over the partition in offset order (with a labels topic: in the orde
 were joined). Keep processing a poll's records plus a commit well under max_poll_interval_ms.
 
 Mixing (`ServeConfig.mixing`, exactly-once only): one model for the whole group, by the rounds
-of `streams.models.mixing`. Every `every` examples it learned (or after `seconds` when it learned
-something or others wait for it), a partition publishes its changes since the last mix to the
-models topic, in the same transaction as its state (which records the publication, its anchor
-and the examples to replay) and its consumed offsets: after any crash a contribution is
-committed exactly when the state that says so is, so no example's evidence is lost or counted
-twice. Once a round has every partition's contribution, each partition adopts the mix and
-learns again the examples it learned since publishing. Partitions do not wait for each other
-unless `lag` is set (bounded staleness: a partition that many examples past its publication
-leaves its records until the round is mixed, then reads them again from its offsets). A round
-needs a contribution of every partition of the topic: some member must serve each.
+of `streams.models.mixing`, which `streams.kafka.rounds` says how the server runs.
 """
 
 from __future__ import annotations
@@ -61,81 +55,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
-from streams.kafka import state_topic
-from streams.kafka.client import KafkaSettings, TopicError, create_topics, log_reaches
+from streams.kafka.client import KafkaSettings
 from streams.kafka.config import ServeConfig
-from streams.kafka.learner import PartitionLearner, PartitionState
+from streams.kafka.connections import Clients
+from streams.kafka.learner import PartitionState
 from streams.kafka.metrics import Metrics
 from streams.kafka.monitor import Monitor
-from streams.kafka.outputs import CommitFailed, Fenced, Outputs
+from streams.kafka.outputs import CommitFailed, Fenced
 from streams.kafka.rounds import RoundCoordinator
-from streams.kafka.source import KafkaSource
 from streams.kafka.store import StateStore
+from streams.kafka.takeover import Takeover
 from streams.kafka.task import PartitionTask
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ModelServer"]
-
-
-@dataclass(frozen=True)
-class _Clients:
-    """The Kafka clients `ModelServer.run` opens and closes: the consumer of the input topics,
-    the producer all partitions share (at-least-once only) and the mixing rounds (with mixing
-    only). Each partition's transactional producer belongs to its task."""
-
-    source: KafkaSource
-    shared: Outputs | None
-    rounds: RoundCoordinator | None
-
-    @classmethod
-    def open(
-        cls, settings: KafkaSettings, config: ServeConfig, model, rejected: Callable[[], None]
-    ) -> _Clients:
-        """Connect, creating the state topic (and the models topic, with mixing) if needed;
-        `rejected()` is called for each record of the models topic ignored."""
-        topics = config.topics
-        source = KafkaSource(
-            settings,
-            topics.inputs,
-            group_id=config.group_id,
-            partitions=config.partitions,
-            offsets_group=config.offsets_group,
-        )
-        shared = rounds = None
-        try:
-            count = source.partition_count
-            create_topics(settings, {topics.state: count}, state_topic.TOPIC_CONFIG)
-            if not config.exactly_once:
-                shared = Outputs(settings)
-            if config.mixing is not None:
-                create_topics(settings, {topics.models: 1})
-                rounds = RoundCoordinator(
-                    settings,
-                    config.mixing,
-                    topics.models,
-                    count,
-                    model,
-                    config.state_keys,
-                    rejected=rejected,
-                )
-        except BaseException:
-            cls(source, shared, rounds).close()
-            raise
-        return cls(source, shared, rounds)
-
-    def close(self, tasks: Iterable[PartitionTask] = ()) -> None:
-        """Close the consumer, then the `tasks`' producers, then the shared clients."""
-        self.source.close()
-        for task in tasks:
-            task.close()
-        if self.shared is not None:
-            self.shared.close()
-        if self.rounds is not None:
-            self.rounds.close()
 
 
 class ModelServer:
@@ -161,12 +96,13 @@ class ModelServer:
         )
         self.tasks: dict[int, PartitionTask] = {}
         self.monitor = Monitor(self.config, settings.session_timeout_ms)
-        self._opened: _Clients | None = None  # while `run` serves
+        self._opened: Clients | None = None  # while `run` serves
         self._stop = threading.Event()
+        self._takeover = Takeover(
+            settings, self.config, self.store, self.spec, self.metrics, self._stop
+        )
         self._since_commit = 0
         self._last_commit = self._last_record = self._last_step = time.monotonic()
-        self._lag: dict[int, int] | None = None
-        self._lag_at = 0.0
 
     @property
     def states(self) -> dict[int, PartitionState]:
@@ -192,10 +128,10 @@ class ModelServer:
         """Records behind the input topics' end, per owned partition (None: not known yet), as
         the serving loop last measured it (at most a second ago): the consumer is not called
         from other threads."""
-        return self._lag
+        return self.monitor.lag
 
     @property
-    def _clients(self) -> _Clients:
+    def _clients(self) -> Clients:
         """The clients `run` opened: the serving loop's and its callbacks' only."""
         if self._opened is None:
             raise RuntimeError("ModelServer: Kafka clients used outside run(), which opens them")
@@ -205,7 +141,7 @@ class ModelServer:
         """Serve until stopped; returns the final states. Raises `BrokerUnavailable`,
         `TopicError`, `StateMismatch`, `StateError` or `CheckpointError` (infrastructure)."""
         models = self.config.topics.models
-        clients = self._opened = _Clients.open(
+        clients = self._opened = Clients.open(
             self.settings, self.config, self.model, lambda: self.metrics.reject(models, 0)
         )
         try:
@@ -259,10 +195,8 @@ class ModelServer:
             self._last_record = time.monotonic()  # waiting for a round is not idleness
         if self._commit_due():
             self.commit()
-        now = self._last_step = time.monotonic()
-        if now - self._lag_at >= 1.0:
-            self._lag, self._lag_at = source.lag(), now
-        self.monitor.tick(self.tasks, source, self._lag)
+        self._last_step = time.monotonic()
+        self.monitor.tick(self.tasks, source)
 
     def _runs(self, records: list):
         """The records in runs of one partition, each ending where a commit falls due (one
@@ -303,59 +237,13 @@ class ModelServer:
             return
         clients, states = self._clients, []
         for p in sorted(partitions):
-            outputs = (
-                Outputs(self.settings, f"river-cw.{self.config.topics.state}.{p}", self._stop)
-                if clients.shared is None
-                else clients.shared
-            )  # a transactional producer fences the previous owner first
-            try:
-                restored = self.store.restore(outputs, p)
-                state = restored.state
-                self.metrics.restore_seconds[p] = restored.seconds
-                for topic in clients.source.topics:
-                    self._seek_stored(state, topic)
-            except BaseException as error:
-                if outputs is not clients.shared:
-                    outputs.close()
-                if not isinstance(error, Fenced):
-                    raise
-                # a newer owner already: the next rebalance takes it away
-                log.warning("partition %d: fenced by a newer owner while restoring it", p)
-                continue
-            task = self._task(state, outputs)
-            self.tasks[p] = task
-            states.append(state)
+            task = self._takeover.take(p, clients)
+            if task is not None:
+                self.tasks[p] = task
+                states.append(task.state)
         if clients.rounds is not None:  # their mixers, and the rounds from where they need
             clients.rounds.restored(states)
         self._last_record = time.monotonic()
-
-    def _task(self, state: PartitionState, outputs: Outputs) -> PartitionTask:
-        clients = self._clients
-        task = PartitionTask(
-            PartitionLearner(state, model_spec=self.spec, max_pending=self.config.max_pending),
-            outputs,
-            self.config.topics,
-            shared_outputs=outputs is clients.shared,
-            mixed_at=time.monotonic(),
-            metrics=self.metrics,
-        )
-        if clients.rounds is None and state.mixing is not None:
-            log.warning("partition %d: mixing is off, its mixing state dropped", state.partition)
-            state.mixing = None
-        return task
-
-    def _seek_stored(self, state: PartitionState, topic: str) -> None:
-        """Read `topic` of the state's partition from its stored offset (TopicError if the log
-        no longer reaches it)."""
-        p, offset = state.partition, state.offsets.get(topic)
-        if offset is not None and not log_reaches(self.settings, topic, p, offset):
-            raise TopicError(
-                f"the stored state of partition {p} has read {topic}/{p} up to offset "
-                f"{offset}, beyond the end of its log: was the topic deleted and recreated? "
-                f"Delete the state topic {self.config.topics.state!r} (and the local cache) to "
-                "start over"
-            )
-        self._clients.source.seek(topic, p, offset)
 
     def _revoke(self, partitions: set[int]) -> None:
         self.commit(partitions)
