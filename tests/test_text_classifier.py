@@ -67,7 +67,9 @@ def assert_same_stream(make, examples, **options):
 def test_every_shared_corpus(name):
     examples = [(x, y) for x, y in ((e, e.pop("label")) for e in read_jsonl(name))]
     examples = shuffled(examples)[:400]
-    assert_same_stream(river_cw.AROW, examples, on="text")
+    # the diagonal, against its pure-Python engine (the arrowhead's `covariances`, a dense
+    # matrix over a corpus's vocabulary, would not fit in the comparison)
+    assert_same_stream(lambda: river_cw.AROW(covariance="diagonal"), examples, on="text")
 
 
 @settings(max_examples=examples(150), deadline=None)
