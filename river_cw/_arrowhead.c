@@ -382,39 +382,37 @@ fail:
 /* ---------------------------------------------------------------------------------------- */
 /* the update                                                                                 */
 
-/* one coordinate's new (a, k, c) into out, from its entry's (a, k) (0 for a new feature): the
- * reference's operations in its order; one home for both paths of `update` */
-static RCW_ALWAYS_INLINE void step_coord(const Table *t, const Coord *c, double sign,
-                                         double shift, double tilt, double rho, double gamma,
-                                         int drop, double *out) {
-    double a = 0.0, k = 0.0, cx = c->c * c->x, f;
-    if (c->ix >= 0) {
-        a = t->entries[c->ix].a;
-        k = t->entries[c->ix].k;
-    }
-    out[0] = a + shift * (sign * cx);
-    out[1] = k - tilt * cx;
+/* a pair's step on its coordinates (see update_with) */
+typedef struct {
+    double sign, shift, tilt, rho, gamma;
+} PairStep;
+
+/* one coordinate's new (a, k, c) into out, from its (a, k) (0 for a new feature), its
+ * conditional variance c (the margin's) and its value x: the reference's operations in its
+ * order; one home for both paths of `update` */
+static RCW_ALWAYS_INLINE void step_weight(const PairStep *s, double a, double k, double c,
+                                         double x, int drop, double *out) {
+    double cx = c * x, f;
+    out[0] = a + s->shift * (s->sign * cx);
+    out[1] = k - s->tilt * cx;
     if (drop) {
-        f = 1.0 - rho * (c->x * cx);
-        out[2] = c->c * (f > 0.0 ? f : 0.0);
+        f = 1.0 - s->rho * (x * cx);
+        out[2] = c * (f > 0.0 ? f : 0.0);
     } else
-        out[2] = c->c / (1.0 + gamma * (c->x * cx));
+        out[2] = c / (1.0 + s->gamma * (x * cx));
 }
 
-/* the values of a coordinate written into its entry, or (new) appended with its key (room
- * reserved: the table takes its own reference) */
-static RCW_ALWAYS_INLINE void write_coord(Arrowhead *self, Table *t, Coord *c, const double *out) {
+/* a coordinate's entry: its own, or (new) one appended with its key from (0, 0, c), room
+ * reserved (the table takes its own reference to the key) */
+static RCW_ALWAYS_INLINE Entry *entry_of(Arrowhead *self, Table *t, Coord *c) {
     Entry *e;
-    if (c->ix >= 0)
-        e = &t->entries[c->ix];
-    else {
-        e = table_push(t, c->key, c->hash);
-        Py_CLEAR(c->key);
-        self->nkeyed--;
-    }
-    e->a = out[0];
-    e->k = out[1];
-    e->c = out[2];
+    if (c->ix >= 0) return &t->entries[c->ix];
+    e = table_push(t, c->key, c->hash);
+    Py_CLEAR(c->key);
+    self->nkeyed--;
+    e->a = e->k = 0.0;
+    e->c = c->c;
+    return e;
 }
 
 /* The step (alpha, gamma) on the last margin (see the module docstring of river_cw.arrowhead):
@@ -428,23 +426,27 @@ static RCW_ALWAYS_INLINE void write_coord(Arrowhead *self, Table *t, Coord *c, c
  * every new value is finite and each goes straight into its entry; otherwise every value is
  * computed first and written only if all are finite (the reference's order of work). */
 static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double gamma, int drop) {
-    double root[2][2], shift[2], tilt[2], rho[2], reach, moves_a = 0.0, moves_k = 0.0;
+    double root[2][2], reach, moves_a = 0.0, moves_k = 0.0;
+    PairStep steps[2];
     Py_ssize_t i;
     int k, in_place;
     for (k = 0; k < self->npairs; k++) {
         const Pair *p = &self->pairs[k];
+        PairStep *s = &steps[k];
         double den = 1.0 + gamma * self->others[k], g;
         if (den == 0.0) return 0; /* Python's ZeroDivisionError */
-        rho[k] = gamma / den;
+        s->sign = p->sign;
+        s->gamma = gamma;
+        s->rho = gamma / den;
         g = p->sign * p->G;
         root[k][0] = p->mu_b + alpha * (p->S * g);
-        if ((den = 1.0 + rho[k] * (p->G * p->G * p->S)) == 0.0) return 0;
+        if ((den = 1.0 + s->rho * (p->G * p->G * p->S)) == 0.0) return 0;
         root[k][1] = p->S / den;
-        shift[k] = alpha + rho[k] * g * root[k][0];
-        tilt[k] = rho[k] * p->G;
+        s->shift = alpha + s->rho * g * root[k][0];
+        s->tilt = s->rho * p->G;
         if (!(isfinite(root[k][0]) && isfinite(root[k][1]))) return 0;
-        if (fabs(shift[k]) > moves_a) moves_a = fabs(shift[k]);
-        if (fabs(tilt[k]) > moves_k) moves_k = fabs(tilt[k]);
+        if (fabs(s->shift) > moves_a) moves_a = fabs(s->shift);
+        if (fabs(s->tilt) > moves_k) moves_k = fabs(s->tilt);
     }
     reach = sqrt(self->c_bound * self->v);
     in_place = gamma >= 0.0 && self->a_bound + moves_a * reach < SAFE_BOUND &&
@@ -457,9 +459,10 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
             const Pair *p = &self->pairs[k];
             const Table *t = &self->blocks.table[p->block];
             for (i = p->first; i < p->end; i++) {
+                const Coord *c = &self->coords[i];
+                const Entry *e = c->ix < 0 ? NULL : &t->entries[c->ix];
                 double *out = &self->scratch[3 * i]; /* a zero divisor: not finite */
-                step_coord(t, &self->coords[i], p->sign, shift[k], tilt[k], rho[k], gamma, drop,
-                           out);
+                step_weight(&steps[k], e ? e->a : 0.0, e ? e->k : 0.0, c->c, c->x, drop, out);
                 if (!(isfinite(out[0]) && isfinite(out[1]) && isfinite(out[2]))) return 0;
             }
         }
@@ -472,7 +475,9 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
     }
     for (k = 0; k < self->npairs; k++) {
         const Pair *p = &self->pairs[k];
+        const PairStep s = steps[k];
         Table *t = &self->blocks.table[p->block];
+        Coord *c = &self->coords[p->first], *end = &self->coords[p->end];
         Entry *e = p->root < 0 ? NULL : &t->entries[p->root];
         if (e == NULL && p->x_b != 0.0) { /* the root stored, before the new features */
             e = table_push(t, self->root, self->root_hash);
@@ -482,17 +487,25 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
             e->a = root[k][0];
             e->k = root[k][1];
         }
-        for (i = p->first; i < p->end; i++) {
-            Coord *c = &self->coords[i];
-            double out[3];
-            if (in_place)
-                step_coord(t, c, p->sign, shift[k], tilt[k], rho[k], gamma, drop, out);
-            else {
-                memcpy(out, &self->scratch[3 * i], sizeof out);
-                if (fabs(out[0]) > self->a_bound) self->a_bound = fabs(out[0]);
-                if (fabs(out[1]) > self->k_bound) self->k_bound = fabs(out[1]);
+        if (in_place)
+            for (; c < end; c++) {
+                double w[3];
+                e = entry_of(self, t, c);
+                step_weight(&s, e->a, e->k, c->c, c->x, drop, w);
+                e->a = w[0];
+                e->k = w[1];
+                e->c = w[2];
             }
-            write_coord(self, t, c, out);
+        else {
+            const double *w = &self->scratch[3 * p->first];
+            for (; c < end; c++, w += 3) {
+                e = entry_of(self, t, c);
+                e->a = w[0];
+                e->k = w[1];
+                e->c = w[2];
+                if (fabs(w[0]) > self->a_bound) self->a_bound = fabs(w[0]);
+                if (fabs(w[1]) > self->k_bound) self->k_bound = fabs(w[1]);
+            }
         }
     }
     if (in_place) {

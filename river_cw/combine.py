@@ -271,16 +271,18 @@ def changes(model, base):
     if model.covariance == "full":
         return copy.deepcopy(model)
     gaussian = _aligned(model, labels)
-    if model.covariance == "diagonal":
-        delta = DiagonalGaussian(model.initial_variance)
-    else:
-        delta = ArrowheadGaussian(gaussian.initial_variance, gaussian.root, gaussian.root_variance)
-    delta.blocks = [  # assigned whole: the compiled engine's `blocks` is a copy
+    changed = [  # assigned whole: the compiled engines' `blocks` is a copy
         {f: w for f, w in block.items() if start.get(f) != w}
         for block, start in zip(gaussian.blocks, _aligned(base, labels).blocks)
     ]
+    delta: PythonDiagonalGaussian | PythonArrowheadGaussian
     if model.covariance == "diagonal":
-        delta.reset_bound()
+        delta = diagonal = DiagonalGaussian(model.initial_variance)
+        diagonal.blocks = changed
+        diagonal.reset_bound()
+    else:
+        delta = ArrowheadGaussian(gaussian.initial_variance, gaussian.root, gaussian.root_variance)
+        delta.blocks = changed
     out = copy.copy(model)
     out.set_gaussian(delta, labels)
     return out
@@ -565,7 +567,9 @@ def _arrowhead_natural(blocks: list, start, prior: float, root, root_prior: floa
     feature's share of the root's precision and of its precision-weighted mean corrected by
     the spread of the members' loadings (see the module docstring)."""
     out = {} if start is None else {f: list(w) for f, w in start.items()}
-    spread, tilt = [], []  # the corrections of the root's t and u, one pair per mixed feature
+    # the corrections of the root's t and u, one pair per mixed feature
+    spread: list[float] = []
+    tilt: list[float] = []
     features = dict.fromkeys(f for block in blocks for f in block if f is not root)
     for f in features:
         if start is None:

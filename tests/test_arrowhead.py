@@ -18,7 +18,7 @@ import river_cw
 from river_cw import INTERCEPT
 from streams.evaluate.synthetic import uniform_threshold
 from tests import reference
-from tests.conftest import outcome
+from tests.conftest import examples, outcome
 
 D = 5
 NAMES = [f"f{j}" for j in range(D)]
@@ -255,15 +255,15 @@ def test_the_default_learns_the_threshold_streams(features, low):
 
 
 values = st.floats(1e-100, 1e100) | st.floats(-1e100, -1e-100)
-examples = st.lists(
+labelled_rows = st.lists(
     st.tuples(st.dictionaries(st.sampled_from(NAMES), values, min_size=1), st.booleans()),
     min_size=1,
     max_size=15,
 )
 
 
-@settings(max_examples=60, deadline=None)
-@given(examples, st.sampled_from(["project", "drop"]))
+@settings(max_examples=examples(60), deadline=None)
+@given(labelled_rows, st.sampled_from(["project", "drop"]))
 def test_feature_order_never_changes_a_result_and_no_variance_grows(stream, scheme):
     forward = river_cw.AROW(
         covariance="arrowhead", diagonal=scheme, initial_intercept_variance=None
