@@ -469,7 +469,7 @@ def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch):
         general = getattr(gaussian.DiagonalGaussian, name)
         spy = lambda self, x, general=general, name=name: calls.append(name) or general(self, x)  # noqa: E731
         monkeypatch.setattr(gaussian.DiagonalGaussian, name, spy)
-    model = river_cw.AROW(learn_intercept=True)
+    model = river_cw.AROW(covariance="diagonal", learn_intercept=True)  # the arrowhead has none
     model.learn_one({"a": 1.0}, "spam")
     model.learn_one({"b": 1.0}, "ham")
     assert model.predict_one({"a": 1.0, "b": 2, "c": True}) == "ham"

@@ -176,7 +176,7 @@ def test_a_step_float64_cannot_express_is_counted_not_hidden(covariance):
 
 
 def test_kl_combination_of_variances_that_underflowed_is_finite():
-    a, b = river_cw.CW(), river_cw.CW()
+    a, b = river_cw.CW(covariance="diagonal"), river_cw.CW(covariance="diagonal")
     for model, value in ((a, 1.0), (b, 2.0)):
         model.learn_one({"x": value}, True)
         model.learn_one({"x": -value}, False)

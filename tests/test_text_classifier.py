@@ -150,7 +150,10 @@ class Spying:
     [
         (river_cw.AROW, {"on": "text"}),
         (lambda: river_cw.NHERD(learn_intercept=False), {}),
-        (lambda: river_cw.CW(diagonal="exact"), {"on": "text", "stop_words": {"the"}}),
+        (
+            lambda: river_cw.CW(covariance="diagonal", diagonal="exact"),
+            {"on": "text", "stop_words": {"the"}},
+        ),
         (river_cw.VotedRDA, {"on": "text"}),
     ],
 )
