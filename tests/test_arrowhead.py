@@ -225,7 +225,7 @@ def test_with_one_feature_the_family_is_every_gaussian(scheme):
 def test_without_an_intercept_it_is_the_diagonal_model(scheme):
     """No root in x: every loading k_j stays 0 and the update is the diagonal scheme's."""
     arrowhead = river_cw.AROW(covariance="arrowhead", diagonal=scheme, learn_intercept=False)
-    diagonal = river_cw.AROW(diagonal=scheme, learn_intercept=False)
+    diagonal = river_cw.AROW(covariance="diagonal", diagonal=scheme, learn_intercept=False)
     for x, y in uncentred_stream(4, n=200, low=0.0):
         arrowhead.learn_one(as_dict(x), y)
         diagonal.learn_one(as_dict(x), y)
