@@ -55,7 +55,7 @@ MODELS = {
     "AROW": lambda: river_cw.AROW(),
     "AROW drop": lambda: river_cw.AROW(diagonal="drop"),
     "SCW-I": lambda: river_cw.SCW(),
-    "CW var exact": lambda: river_cw.CW(variant="var", diagonal="exact"),
+    "CW var exact": lambda: river_cw.CW(variant="var", covariance="diagonal", diagonal="exact"),
 }
 
 

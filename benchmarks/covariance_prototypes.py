@@ -142,16 +142,16 @@ class CentredGaussian(PythonDiagonalGaussian):
 
 
 class BlockAROW(river_cw.AROW):
-    """AROW (default parameters) on `BlockGaussian`."""
+    """AROW (the paper's diagonal scheme, "project") on `BlockGaussian`."""
 
     def __init__(self):
-        super().__init__()
+        super().__init__(covariance="diagonal", diagonal="project")
         self._gaussian = BlockGaussian(self.initial_variance)
 
 
 class CentredAROW(river_cw.AROW):
-    """AROW (default parameters) on `CentredGaussian`."""
+    """AROW (the paper's diagonal scheme, "project") on `CentredGaussian`."""
 
     def __init__(self):
-        super().__init__()
+        super().__init__(covariance="diagonal", diagonal="project")
         self._gaussian = CentredGaussian(self.initial_variance)

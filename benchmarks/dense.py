@@ -8,18 +8,20 @@ scores accuracy on their argmax. Labels are booleans (river's LogisticRegression
 
 Parts (``--part``, any of them; all by default):
 
-- ``today``: every river_cw classifier raw and after ``StandardScaler()``, river's
+- ``today``: every river_cw classifier (default parameters) raw and after
+  ``StandardScaler()``, AROW with the diagonal covariance of the defaults before issue 30, river's
   LogisticRegression, PAClassifier and Perceptron raw, and the majority class (river's
-  ``dummy.PriorClassifier``), on every dense stream.
+  ``dummy.PriorClassifier``), on every dense stream; the summary of docs/guide/dense.md.
 - ``structures``: AROW's covariance structures on the raw streams (diagonal; full, with the
   intercept's prior variance 1 and `WIDE`; full over the dense features and diagonal over the
   rest; online centring, naive and accounted for, `benchmarks/covariance_prototypes.py`), every
-  Gaussian rule with the arrowhead (project, drop, drop with a wide intercept prior: the
-  proposed default), river's three again; ``AROW auto`` is derived from the full and arrowhead
+  Gaussian rule with the arrowhead (project, drop, drop with a wide intercept prior: AROW's and
+  NHERD's default), river's three again; ``AROW auto`` is derived from the full and arrowhead
   columns (full covariance on streams of at most `AUTO_WIDTH` features).
 - ``noise``: CW's collapse on dense noisy data and what addresses it.
 - ``text``: SMS, Enron and the reviews (`river_cw.text.TextClassifier`): every rule diagonal
-  (project, drop) and arrowhead (project; the proposed default), river's PAClassifier.
+  (project: the defaults before issue 30; drop) and arrowhead (project, the default of CW, SCW
+  and SOP; drop with a wide intercept prior, AROW's and NHERD's), river's PAClassifier.
 
 The dense streams: river's bundled binary datasets (Bananas, Phishing, the first examples of
 Shuttle), Phishing with 10% label noise (flipped in what the model learns, scored on the clean
@@ -149,21 +151,32 @@ def scaled(factory: Callable) -> Callable:
     return lambda: preprocessing.StandardScaler() | factory()
 
 
+def diagonal(cls=river_cw.AROW, **params):
+    """The default before issue 30: diagonal covariance, the papers' scheme ("project")."""
+    return lambda: cls(covariance="diagonal", diagonal="project", **params)
+
+
+def arrowhead(cls=river_cw.AROW, scheme="project"):
+    """The arrowhead with `scheme` and the intercept's prior of every weight."""
+    return lambda: cls(covariance="arrowhead", diagonal=scheme, initial_intercept_variance=None)
+
+
 def today_models() -> dict[str, Callable]:
     rules = {cls.__name__: cls for cls in GAUSSIANS} | {"VotedRDA": river_cw.VotedRDA}
     return (
         {"majority": dummy.PriorClassifier}
         | rules
         | {f"{name} sc": scaled(cls) for name, cls in rules.items()}
+        | {"AROW diagonal (before)": diagonal()}
         | RIVER
     )
 
 
-WIDE = 100.0  # the intercept's prior variance of the proposed default (river_cw/arrowhead.py)
+WIDE = 100.0  # the intercept's prior variance of AROW's default (river_cw/arrowhead.py)
 
 
 def proposed(cls=river_cw.AROW, **params):
-    """The proposed default: the arrowhead, its drop scheme, a wide intercept prior."""
+    """AROW's and NHERD's default: the arrowhead, its drop scheme, a wide intercept prior."""
     return lambda: cls(
         covariance="arrowhead", diagonal="drop", initial_intercept_variance=WIDE, **params
     )
@@ -182,18 +195,16 @@ def structure_models() -> dict[str, Callable]:
     arrowheads = {}
     for cls in GAUSSIANS:
         name = cls.__name__
-        arrowheads[f"{name} arrowhead"] = lambda cls=cls: cls(covariance="arrowhead")
-        arrowheads[f"{name} arrowhead drop"] = lambda cls=cls: cls(
-            covariance="arrowhead", diagonal="drop"
-        )
+        arrowheads[f"{name} arrowhead"] = arrowhead(cls)
+        arrowheads[f"{name} arrowhead drop"] = arrowhead(cls, "drop")
         arrowheads[f"{name} arrowhead drop wide"] = proposed(cls)
     return {
-        "AROW diagonal": river_cw.AROW,
-        "AROW diagonal drop": lambda: river_cw.AROW(diagonal="drop"),
+        "AROW diagonal": diagonal(),
+        "AROW diagonal drop": lambda: river_cw.AROW(covariance="diagonal", diagonal="drop"),
         "AROW full": lambda: river_cw.AROW(covariance="full"),
         "AROW full wide": full_wide,
         "AROW block": BlockAROW,
-        "AROW centred": lambda: preprocessing.StandardScaler(with_std=False) | river_cw.AROW(),
+        "AROW centred": lambda: preprocessing.StandardScaler(with_std=False) | diagonal()(),
         "AROW centred accounted": CentredAROW,
         **arrowheads,
         "AROW arrowhead drop wide sc": scaled(proposed()),
@@ -205,19 +216,20 @@ def noise_models() -> dict[str, Callable]:
     cw = river_cw.CW
     return {
         "majority": dummy.PriorClassifier,
-        "CW": cw,
-        "CW var": lambda: cw(variant="var"),
-        "CW calibrate": lambda: cw(calibrate=True),
-        "CW forgetting 0.01": lambda: cw(forgetting=0.01),
-        "CW forgetting 0.05": lambda: cw(forgetting=0.05),
-        "CW arrowhead": lambda: cw(covariance="arrowhead"),
+        "CW diagonal": diagonal(cw),
+        "CW diagonal var": diagonal(cw, variant="var"),
+        "CW diagonal calibrate": diagonal(cw, calibrate=True),
+        "CW diagonal forgetting 0.01": diagonal(cw, forgetting=0.01),
+        "CW diagonal forgetting 0.05": diagonal(cw, forgetting=0.05),
+        "CW (default)": cw,
         "CW arrowhead drop wide": proposed(cw),
         "CW arrowhead drop wide forgetting 0.05": proposed(cw, forgetting=0.05),
         "CW var arrowhead drop wide": proposed(cw, variant="var"),
-        "SCW": river_cw.SCW,
+        "SCW diagonal": diagonal(river_cw.SCW),
+        "SCW (default)": river_cw.SCW,
         "SCW arrowhead drop wide": proposed(river_cw.SCW),
-        "AROW": river_cw.AROW,
-        "AROW arrowhead drop wide": proposed(),
+        "AROW diagonal": diagonal(),
+        "AROW (default)": proposed(),
         **RIVER,
     }
 
@@ -226,9 +238,9 @@ def text_models() -> dict[str, Callable]:
     out = {}
     for cls in GAUSSIANS:
         name = cls.__name__
-        out[name] = cls
-        out[f"{name} drop"] = lambda cls=cls: cls(diagonal="drop")
-        out[f"{name} arrowhead"] = lambda cls=cls: cls(covariance="arrowhead")
+        out[f"{name} diagonal (before)"] = diagonal(cls)
+        out[f"{name} diagonal drop"] = lambda cls=cls: cls(covariance="diagonal", diagonal="drop")
+        out[f"{name} arrowhead"] = arrowhead(cls)
         out[f"{name} arrowhead drop wide"] = proposed(cls)
     out["river PA"] = linear_model.PAClassifier
     return {
@@ -304,16 +316,18 @@ def summary(results: dict, candidates: list[str]) -> None:
 
 
 SUMMARY_COLUMNS = {
-    "AROW diagonal (the default)": "AROW diagonal",
-    "AROW arrowhead": "AROW arrowhead drop wide",
-    "... after StandardScaler": "AROW arrowhead drop wide sc",
-    "AROW full, intercept 100": "AROW full wide",
+    "AROW": "AROW",
+    "... after StandardScaler": "AROW sc",
+    "NHERD": "NHERD",
+    "SCW": "SCW",
+    "AROW diagonal (before)": "AROW diagonal (before)",
 }
 
 
 def summary_table(results: dict) -> None:
-    """The summary of docs/guide/dense.md: AROW's default, the arrowhead, full covariance and the best of
-    river's three per stream, the seeds of a generator averaged."""
+    """The summary of docs/guide/dense.md: the defaults of AROW (raw and scaled), NHERD and SCW,
+    AROW's before issue 30 and the best of river's three per stream, a generator's seeds
+    averaged."""
     groups: dict[str, list] = {}
     for stream, row in results.items():
         name, _, seed = stream.rpartition(" s")
@@ -355,13 +369,13 @@ def main(argv=None) -> None:
     if "today" in args.part:
         results = run("Today's models", dense, today_models())
         summary(results, [m for m in today_models() if m not in RIVER])
+        summary_table(results)
     if "structures" in args.part:
         results = run("Covariance structures (raw features)", dense, structure_models())
         for name, row in results.items():  # covariance="auto", derived: full where d is small
             small = width(dense[name]) <= AUTO_WIDTH
             row["AROW auto"] = row["AROW full wide" if small else "AROW arrowhead drop wide"]
         summary(results, [m for m in [*structure_models(), "AROW auto"] if m not in RIVER])
-        summary_table(results)
     if "noise" in args.part:
         noisy = {k: dense[k] for k in (NOISY_PHISHING, "Phishing", "a9a", "Spambase") if k in dense}
         run("CW on dense noisy data", noisy, noise_models())

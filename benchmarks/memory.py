@@ -26,7 +26,7 @@ import river_cw
 MODELS = {
     "river PAClassifier": linear_model.PAClassifier,
     "AROW": river_cw.AROW,
-    "CW var exact": lambda: river_cw.CW(variant="var", diagonal="exact"),
+    "CW var exact": lambda: river_cw.CW(variant="var", covariance="diagonal", diagonal="exact"),
     "VotedRDA": river_cw.VotedRDA,
 }
 ENGINES = {"compiled": {}, "pure Python": {"RIVER_CW_PURE_PYTHON": "1"}}

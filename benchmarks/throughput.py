@@ -35,21 +35,18 @@ def models():
         "river PAClassifier": lambda: linear_model.PAClassifier(),
         "river LogisticRegression": lambda: linear_model.LogisticRegression(),
         "river Perceptron": lambda: linear_model.Perceptron(),
-        "AROW": lambda: river_cw.AROW(),
-        "AROW drop": lambda: river_cw.AROW(diagonal="drop"),
-        "AROW arrowhead": lambda: river_cw.AROW(covariance="arrowhead"),
-        "AROW arrowhead drop wide": lambda: river_cw.AROW(
-            covariance="arrowhead", diagonal="drop", initial_intercept_variance=100.0
+        "AROW": lambda: river_cw.AROW(),  # the arrowhead, drop, intercept prior 100
+        "AROW arrowhead project": lambda: river_cw.AROW(
+            diagonal="project", initial_intercept_variance=None
         ),
+        "AROW diagonal": lambda: river_cw.AROW(covariance="diagonal", diagonal="project"),
+        "AROW diagonal drop": lambda: river_cw.AROW(covariance="diagonal", diagonal="drop"),
         "CW stdev": lambda: river_cw.CW(),
         "CW var": lambda: river_cw.CW(variant="var"),
-        "CW stdev exact": lambda: river_cw.CW(diagonal="exact"),
-        "CW var exact": lambda: river_cw.CW(variant="var", diagonal="exact"),
+        "CW stdev exact": lambda: river_cw.CW(covariance="diagonal", diagonal="exact"),
+        "CW var exact": lambda: river_cw.CW(variant="var", covariance="diagonal", diagonal="exact"),
         "NHERD": lambda: river_cw.NHERD(),
-        "NHERD exact": lambda: river_cw.NHERD(diagonal="exact"),
-        "NHERD arrowhead drop wide": lambda: river_cw.NHERD(
-            covariance="arrowhead", diagonal="drop", initial_intercept_variance=100.0
-        ),
+        "NHERD exact": lambda: river_cw.NHERD(covariance="diagonal", diagonal="exact"),
         "SOP": lambda: river_cw.SOP(),
         "SCW-I": lambda: river_cw.SCW(),
         "SCW-II": lambda: river_cw.SCW(variant="II"),

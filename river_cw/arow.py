@@ -24,11 +24,13 @@ class AROW(GaussianClassifier):
     r
         r, the regularization trade-off (larger r: smaller, more cautious steps).
     covariance
-        ``"diagonal"``, ``"arrowhead"`` (the diagonal and the intercept's covariance with each
-        weight: dense, uncentred features; see `river_cw.arrowhead`) or ``"full"``.
+        ``"arrowhead"`` (the default: the diagonal and the intercept's covariance with each
+        weight, at the diagonal's cost; see `river_cw.arrowhead` and `GaussianClassifier`'s
+        defaults), ``"diagonal"`` or ``"full"`` (the paper's algorithm, O(d^2) per example).
     diagonal
-        ``"project"`` (``1/s_j += x_j^2 / r``, the paper's choice) or ``"drop"``
-        (``s_j -= beta (s_j x_j)^2``). The exact diagonal update of AROW equals ``"project"``.
+        How a diagonal variance is updated: ``"drop"`` (the default, ``s_j -= beta (s_j
+        x_j)^2``) or ``"project"`` (``1/s_j += x_j^2 / r``, the paper's choice). The exact
+        diagonal update of AROW equals ``"project"``.
     initial_variance
         a, the prior variance of every weight: Sigma_0 = a I.
     learn_intercept
@@ -43,9 +45,11 @@ class AROW(GaussianClassifier):
         the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
         `predict_one` does not change.
     initial_intercept_variance
-        The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
-        variance of every weight). Wide (100) on uncentred features, whose boundary lies far
-        from the origin (see `river_cw.arrowhead`).
+        The intercept's prior variance with ``covariance="arrowhead"`` (the other covariances
+        give the intercept `initial_variance`, as every weight; None: `initial_variance` here
+        too). Wide by default, a flat prior's stand-in: a boundary far from the origin then
+        costs nothing, and where the features are centred does not change the predictions (see
+        `river_cw.arrowhead`).
 
     Notes
     -----
@@ -57,10 +61,12 @@ class AROW(GaussianClassifier):
     Examples
     --------
 
-    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from river import datasets, evaluate, metrics
     >>> import river_cw
 
-    >>> model = preprocessing.StandardScaler() | river_cw.AROW(r=1.0)
+    Raw, uncentred features need no scaler (the arrowhead covariance, the default):
+
+    >>> model = river_cw.AROW(r=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
     Accuracy: 88.95%
 
@@ -76,13 +82,13 @@ class AROW(GaussianClassifier):
     def __init__(
         self,
         r: float = 1.0,
-        covariance: str = "diagonal",
-        diagonal: str = "project",
+        covariance: str = "arrowhead",
+        diagonal: str = "drop",
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
         forgetting: float = 0.0,
         calibrate: bool = False,
-        initial_intercept_variance: float | None = None,
+        initial_intercept_variance: float | None = 100.0,
     ):
         if not r > 0:
             raise ValueError(f"r must be positive, got {r!r}")
@@ -110,6 +116,6 @@ class AROW(GaussianClassifier):
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"diagonal": "drop"}
+        yield {"covariance": "diagonal", "diagonal": "project"}
         yield {"covariance": "full", "r": 0.5}
-        yield {"covariance": "arrowhead", "diagonal": "drop", "initial_intercept_variance": 10.0}
+        yield {"diagonal": "project", "initial_intercept_variance": 10.0}

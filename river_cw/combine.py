@@ -30,7 +30,8 @@ mean, ``mu = mu0 + sum_i (mu_i - mu0)``, and each member's change of the varianc
 domain, ``s = s0 prod_i (s_i / s0)``: adding the variance changes themselves would drive a
 variance negative as soon as the members together removed more than it had (two members that
 each halve a variance would leave nothing), while in the log domain it stays in ``(0, s0]``
-and agrees with the sum of the changes to first order. Diagonal covariance only.
+and agrees with the sum of the changes to first order. The arrowhead's analogue is in
+`river_cw.combine_arrowhead`; full covariance mixes from a base with ``"kl"`` only.
 
 The rules live with the engines they mix: `river_cw.combine_diagonal` (per weight),
 `river_cw.combine_full` (the matrices) and `river_cw.combine_arrowhead` (per block, in the
@@ -99,7 +100,7 @@ def combine(models: list, method: str = "kl", base=None):
     ----------
     models
         Models of one class and one set of hyper-parameters: Gaussian classifiers (any
-        covariance; full and arrowhead mix from a base with ``"kl"`` only), pipelines ending in one (e.g. ``BagOfWords()
+        covariance; full covariance mixes from a base with ``"kl"`` only), pipelines ending in one (e.g. ``BagOfWords()
         | AROW()``) whose other steps are identical, or `river_cw.text.TextClassifier`s of the
         same text options. They are not modified.
     method
@@ -362,12 +363,8 @@ def _combine_plain(gaussians: list, method: str):
 def _combine_from(gaussians: list, base, method: str):
     if isinstance(base, DiagonalGaussian):
         return combine_diagonal.mix(gaussians, method, base)
-    if method != "kl":
-        kind = "the arrowhead" if isinstance(base, ARROWHEADS) else "full covariance"
-        raise ValueError(
-            f"{kind} mixes from a base with method='kl' only (the moment analogue's log-domain "
-            "variance has no counterpart for a covariance, which may be negative)"
-        )
     if isinstance(base, ARROWHEADS):
         return combine_arrowhead.mix(gaussians, method, base)
+    if method != "kl":
+        raise ValueError("full covariance mixes from a base with method='kl' only")
     return combine_full.mix(gaussians, method, base)

@@ -34,7 +34,10 @@ precisions grow), so the root's ``t`` could in principle fall to 0: the mix then
 `ValueError` (never seen in 1,500 rounds of eight members on dense uncentred streams). The moment
 analogue without a base averages the means and covariances and keeps what the family keeps,
 ``S``, ``Sigma_bj`` and ``Sigma_jj`` (the M-projection, as the arrowhead's "drop" step does);
-from a base it is refused (its log-domain variance has no counterpart for ``Sigma_bj``).
+from a base it is the diagonal's rule on the family's own parameters, those of the latent
+coordinates (b, e) where the family is diagonal: the changes of ``mu_b``, ``a_j`` and ``k_j``
+add, those of the latent variances ``S`` and ``c_j`` add in the log domain (so they stay in
+``(0, s0]``); a parameter one member changed alone takes its value.
 
 References: Crammer, Dredze and Pereira 2012 (JMLR 13), section 7.10, the combinations;
 McDonald, Hall and Mann 2010 (NAACL), iterative parameter mixing.
@@ -50,15 +53,18 @@ __all__ = ["mix"]
 
 
 def mix(gaussians: list, method: str, base):
-    """Mix arrowhead Gaussians block by block: by the delta rule from `base` (``"kl"``), the
-    product of the members (``"kl"`` without a base) or their averaged moments (``"l2"``)."""
+    """Mix arrowhead Gaussians block by block: ``"kl"`` by the delta rule from `base` or the
+    product of the members without one; ``"l2"`` by the parameters' changes from `base` or the
+    averaged moments without one."""
     first = gaussians[0]
     prior, root, root_prior = first.initial_variance, first.root, first.root_variance
     starts = [None] * len(first.blocks) if base is None else base.blocks
     merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy
     for start, *blocks in zip(starts, *(g.blocks for g in gaussians)):
-        if method == "l2":
+        if method == "l2" and base is None:
             merged_blocks.append(_arrowhead_moments(blocks, prior, root, root_prior))
+        elif method == "l2":
+            merged_blocks.append(_arrowhead_changes(blocks, start, prior, root, root_prior))
         else:
             merged_blocks.append(_arrowhead_natural(blocks, start, prior, root, root_prior))
     merged = ArrowheadGaussian(prior, root, root_prior)
@@ -185,4 +191,25 @@ def _arrowhead_moments(blocks: list, prior: float, root, root_prior: float) -> d
         out[f] = [mean - k * mu_b, k, c]
     if any(root in block for block in blocks):
         out[root] = [mu_b, s]
+    return out
+
+
+def _arrowhead_changes(blocks: list, start: dict, prior: float, root, root_prior: float) -> dict:
+    """One block of the moment analogue from `start`: the diagonal's rule on the family's own
+    parameters, those of the latent coordinates (b, e), where the family is diagonal: the
+    changes of ``mu_b``, ``a_j`` and ``k_j`` add, those of the latent variances ``S`` and
+    ``c_j`` add in the log domain. A key that one member changed alone takes its values."""
+    out = {f: list(w) for f, w in start.items()}
+    for key in dict.fromkeys(f for block in blocks for f in block):
+        initial = list(start.get(key, (0.0, root_prior) if key is root else (0.0, 0.0, prior)))
+        changed = _changed(key, initial, blocks)
+        if len(changed) <= 1:
+            if changed:
+                out[key] = list(changed[0])
+            continue
+        *shifts, variance = initial
+        values = [math.fsum([x0, *(w[i] - x0 for w in changed)]) for i, x0 in enumerate(shifts)]
+        for w in changed:
+            variance = variance * (w[-1] / initial[-1]) if initial[-1] else 0.0
+        out[key] = [*values, variance]
     return out

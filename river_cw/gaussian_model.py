@@ -70,6 +70,16 @@ class GaussianModel(LinearClassifier):
     each feature given it; see `river_cw.arrowhead`), each toward its prior.
     The forgetting of a valid example is kept even when its step is not taken.
 
+    The defaults (issue 30). Every rule's default covariance is ``"arrowhead"``
+    (`river_cw.arrowhead`): the diagonal plus the intercept's covariance with each weight, at the
+    diagonal's cost per feature, so that raw, uncentred dense features are learned as well as by
+    river's linear models and text as well as by the papers' diagonal models. AROW and NHERD
+    default to ``diagonal="drop"`` and an intercept prior variance of 100 (a flat prior's
+    stand-in); CW, SCW and SOP to ``"project"``, with which they keep their text results. The
+    measurements behind them: benchmarks/README.md, "Dense data". The papers' models are
+    ``covariance="full"``, or ``covariance="diagonal"`` with the paper's scheme, and
+    ``learn_intercept=False``.
+
     Calibration (``calibrate=True``; off by default). Under label noise or a collapsed variance
     the margins' probabilities are overconfident (CW on a9a: log loss 10). A temperature a then
     scales every standardised margin, ``Phi(a m / sqrt(v))``, fitted online on the progressive
@@ -117,24 +127,18 @@ class GaussianModel(LinearClassifier):
             )
         if covariance == "arrowhead" and diagonal == "exact":
             raise ValueError(
-                "the exact schemes are diagonal: covariance='arrowhead' takes diagonal='project' "
-                "or 'drop'"
+                "the exact schemes are diagonal: covariance='arrowhead' (the default) takes "
+                "diagonal='project' or 'drop'; diagonal='exact' needs covariance='diagonal'"
             )
         if not initial_variance > 0:
             raise ValueError(f"initial_variance must be positive, got {initial_variance!r}")
-        if initial_intercept_variance is not None:
-            if covariance != "arrowhead":
-                raise ValueError(
-                    "initial_intercept_variance is the arrowhead covariance's prior of the "
-                    f"intercept: use covariance='arrowhead', got {covariance!r}"
-                )
-            if not is_real(initial_intercept_variance) or not (
-                0 < initial_intercept_variance < math.inf
-            ):
-                raise ValueError(
-                    "initial_intercept_variance must be positive and finite, got "
-                    f"{initial_intercept_variance!r}"
-                )
+        if initial_intercept_variance is not None and (
+            not is_real(initial_intercept_variance) or not 0 < initial_intercept_variance < math.inf
+        ):
+            raise ValueError(
+                "initial_intercept_variance must be positive and finite (or None), got "
+                f"{initial_intercept_variance!r}"
+            )
         self.covariance = covariance
         self.diagonal = diagonal
         self.initial_variance = initial_variance
@@ -243,7 +247,8 @@ class GaussianModel(LinearClassifier):
         engines = _ENGINES[self.covariance]
         if not isinstance(gaussian, engines):
             raise ValueError(
-                f"a {self.covariance} model holds a {' or '.join(e.__name__ for e in engines)}, "
+                f"{'an' if self.covariance == 'arrowhead' else 'a'} {self.covariance} model holds a "
+                f"{' or '.join(e.__name__ for e in engines)}, "
                 f"got {type(gaussian).__name__}"
             )
         classes = list(classes)
@@ -267,11 +272,14 @@ class GaussianModel(LinearClassifier):
 
     @property
     def intercept_variance(self):
-        """The variance of `intercept`, laid out as it: `initial_variance` until it is learned,
-        0.0 without `learn_intercept` (the intercept is then fixed at 0)."""
+        """The variance of `intercept`, laid out as it: its prior until it is learned
+        (`initial_intercept_variance` with the arrowhead covariance where given, else
+        `initial_variance`), 0.0 without `learn_intercept` (the intercept is then fixed at 0)."""
         prior = 0.0
         if self.learn_intercept:
-            prior = self.initial_intercept_variance or self.initial_variance
+            prior = self.initial_variance
+            if self.covariance == "arrowhead" and self.initial_intercept_variance is not None:
+                prior = self.initial_intercept_variance
         blocks = self._gaussian.block_views()[1]
         return self._by_label([block.get(INTERCEPT, prior) for block in blocks])
 

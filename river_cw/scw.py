@@ -34,8 +34,9 @@ class SCW(GaussianClassifier):
     variant
         ``"I"`` or ``"II"``.
     covariance
-        ``"diagonal"``, ``"arrowhead"`` (the diagonal and the intercept's covariance with each
-        weight: dense, uncentred features; see `river_cw.arrowhead`) or ``"full"``.
+        ``"arrowhead"`` (the default: the diagonal and the intercept's covariance with each
+        weight, at the diagonal's cost; see `river_cw.arrowhead` and `GaussianClassifier`'s
+        defaults), ``"diagonal"`` or ``"full"`` (the paper's algorithm, O(d^2) per example).
     diagonal
         ``"project"`` or ``"drop"``.
     initial_variance
@@ -52,9 +53,10 @@ class SCW(GaussianClassifier):
         the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
         `predict_one` does not change.
     initial_intercept_variance
-        The intercept's prior variance with ``covariance="arrowhead"`` (default: the prior
-        variance of every weight). Wide (100) on uncentred features, whose boundary lies far
-        from the origin (see `river_cw.arrowhead`).
+        The intercept's prior variance with ``covariance="arrowhead"`` (the other covariances
+        give the intercept `initial_variance`, as every weight; None, the default: here too).
+        Wide (100) on uncentred features, whose boundary lies far from the origin (see
+        `river_cw.arrowhead`).
 
     Notes
     -----
@@ -69,7 +71,7 @@ class SCW(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.SCW(C=0.1, variant="II")
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 89.27%
+    Accuracy: 89.35%
 
     References
     ----------
@@ -85,7 +87,7 @@ class SCW(GaussianClassifier):
         C: float = 1.0,
         confidence: float = 0.9,
         variant: str = "I",
-        covariance: str = "diagonal",
+        covariance: str = "arrowhead",
         diagonal: str = "project",
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
@@ -138,4 +140,4 @@ class SCW(GaussianClassifier):
         yield {}
         yield {"variant": "II", "diagonal": "drop"}
         yield {"variant": "II", "covariance": "full"}
-        yield {"variant": "II", "covariance": "arrowhead"}
+        yield {"variant": "II", "covariance": "diagonal"}

@@ -162,7 +162,7 @@ class TextClassifier(base.Classifier):
     >>> model.classifier.positive_label  # "spam" > "ham", whichever came first
     'spam'
     >>> round(model.classifier.weights["free"], 3)  # binary: the score of the positive label
-    0.167
+    0.2
 
     It drops into a pipeline like any river classifier; with `on=None` it takes the text itself:
 

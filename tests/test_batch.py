@@ -25,9 +25,9 @@ MODELS = [
     river_cw.AROW(diagonal="drop", r=0.3, forgetting=0.05),
     river_cw.AROW(learn_intercept=False, covariance="full"),
     river_cw.CW(),
-    river_cw.CW(diagonal="exact"),
-    river_cw.CW(variant="var", diagonal="exact", learn_intercept=False),
-    river_cw.NHERD(diagonal="exact", C=0.1),
+    river_cw.CW(covariance="diagonal", diagonal="exact"),
+    river_cw.CW(variant="var", covariance="diagonal", diagonal="exact", learn_intercept=False),
+    river_cw.NHERD(covariance="diagonal", diagonal="exact", C=0.1),
     river_cw.NHERD(diagonal="drop", forgetting=0.2),
     river_cw.SOP(learn_intercept=False),
     river_cw.SCW(variant="II", diagonal="drop"),
@@ -128,9 +128,9 @@ def test_learn_many_on_csr_is_the_learn_one_loop(model, parts, hashed):
 
 
 EXACT = [
-    river_cw.CW(diagonal="exact"),
-    river_cw.CW(variant="var", diagonal="exact", learn_intercept=False),
-    river_cw.NHERD(diagonal="exact", C=0.1),
+    river_cw.CW(covariance="diagonal", diagonal="exact"),
+    river_cw.CW(variant="var", covariance="diagonal", diagonal="exact", learn_intercept=False),
+    river_cw.NHERD(covariance="diagonal", diagonal="exact", C=0.1),
 ]
 weighted_binary = st.integers(1, 20).flatmap(
     lambda n: st.tuples(
@@ -729,10 +729,10 @@ def test_a_hashed_column_finds_a_feature_learned_between_batches_under_an_equal_
 LEAN = [  # models whose learn_one takes the lean path (`_lean_spec` is not None)
     river_cw.AROW(),
     river_cw.AROW(diagonal="drop", learn_intercept=False),
-    river_cw.CW(diagonal="exact"),
-    river_cw.CW(variant="var", diagonal="exact"),
-    river_cw.CW(variant="var", diagonal="exact", learn_intercept=False),
-    river_cw.NHERD(diagonal="exact", C=0.1),
+    river_cw.CW(covariance="diagonal", diagonal="exact"),
+    river_cw.CW(variant="var", covariance="diagonal", diagonal="exact"),
+    river_cw.CW(variant="var", covariance="diagonal", diagonal="exact", learn_intercept=False),
+    river_cw.NHERD(covariance="diagonal", diagonal="exact", C=0.1),
     river_cw.SCW(variant="II", diagonal="drop"),
 ]
 LEAN_IDS = [repr(m).replace("\n", "").replace(" ", "") for m in LEAN]
@@ -776,7 +776,7 @@ def test_dict_rows_through_the_lean_path_are_the_learn_one_loop(model, parts):
 
 
 def test_the_kernel_is_handed_the_lean_spec_of_learn_one():
-    model = river_cw.CW(variant="var", diagonal="exact")
+    model = river_cw.CW(variant="var", covariance="diagonal", diagonal="exact")
     specs = recording_kernel(model, 11)  # `lean`
     one = model.clone()
     dicts = [{"a": 1.0, "b": 2}, {"a": -1.0}, {"b": True}, {"a": 0.5, "c": -3.0}]

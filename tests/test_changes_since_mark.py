@@ -25,9 +25,10 @@ ENGINES = [diagonal.PythonDiagonalGaussian]
 if river_cw.ENGINE == "c":
     ENGINES.append(diagonal.DiagonalGaussian)
 ENGINE_IDS = ["python", "compiled"][: len(ENGINES)]
-# the diagonal engines keep marks; test_engines' arrowhead configurations are not theirs
-DIAGONAL = [(cls, params) for cls, params in CONFIGS if "covariance" not in params]
-DIAGONAL_IDS = [name for name, (_, params) in zip(IDS, CONFIGS) if "covariance" not in params]
+DIAGONAL = [(cls, params) for cls, params in CONFIGS if params.get("covariance") == "diagonal"]
+DIAGONAL_IDS = [
+    name for name, (_, params) in zip(IDS, CONFIGS) if params.get("covariance") == "diagonal"
+]
 
 
 def on(engine, cls, params):
@@ -107,7 +108,10 @@ def test_changed_is_what_moved_and_rebuilds_the_model_bit_for_bit(engine, cls, p
 def test_both_engines_report_the_same_changes():
     if river_cw.ENGINE != "c":
         pytest.skip("the compiled engine is not built or RIVER_CW_PURE_PYTHON is set")
-    models = [on(engine, river_cw.CW, {"diagonal": "exact"}) for engine in ENGINES]
+    models = [
+        on(engine, river_cw.CW, {"covariance": "diagonal", "diagonal": "exact"})
+        for engine in ENGINES
+    ]
     for model in models:
         model.learn_one({"a": 1.0}, 0)
         model.learn_one({"b": 1.0}, 1)  # the second label after the first: no negation
@@ -132,7 +136,7 @@ def test_a_sign_of_zero_is_a_change(engine):
 
 @pytest.mark.parametrize("engine", ENGINES, ids=ENGINE_IDS)
 def test_a_new_layout_or_a_copy_has_no_mark(engine):
-    model = on(engine, river_cw.AROW, {"learn_intercept": False})
+    model = on(engine, river_cw.AROW, {"covariance": "diagonal", "learn_intercept": False})
     model.learn_one({"a": 1.0}, "x")
     model.learn_one({"b": 1.0}, "y")
     model.gaussian.mark()
@@ -160,7 +164,7 @@ def test_set_weights_refuses_changes_of_other_blocks(engine):
 
 
 def test_the_text_path_reports_its_changes():
-    model = TextClassifier(river_cw.AROW(), on="text")
+    model = TextClassifier(river_cw.AROW(covariance="diagonal"), on="text")
     texts = [("free prize now", True), ("lunch at noon", False), ("prize at noon", True)]
     model.learn_one({"text": texts[0][0]}, texts[0][1])
     model.learn_one({"text": texts[1][0]}, texts[1][1])
@@ -175,7 +179,7 @@ def test_the_text_path_reports_its_changes():
 def test_random_marks_against_a_replica():
     """Marks at random points of a long multi-label stream (a third label midway)."""
     rng = random.Random(5)
-    model = river_cw.NHERD(diagonal="exact", C=0.1)
+    model = river_cw.NHERD(covariance="diagonal", diagonal="exact", C=0.1)
     replica = None
     for i, (x, y) in enumerate(stream(21, n=400, n_labels=2)):
         model.learn_one(x, y if i < 200 else rng.randrange(4))

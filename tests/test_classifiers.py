@@ -90,7 +90,7 @@ CHECKED_CONFIGS = (
     ]
     + [
         river_cw.AROW(forgetting=0.1),
-        river_cw.CW(diagonal="exact", forgetting=0.05),
+        river_cw.CW(covariance="diagonal", diagonal="exact", forgetting=0.05),
         river_cw.NHERD(diagonal="drop", forgetting=0.1, calibrate=True),
     ]
 )
@@ -320,7 +320,7 @@ def test_composes_with_a_river_text_pipeline():
 )
 def test_probabilities_are_always_a_distribution(xs, ys):
     for model in (
-        river_cw.CW(diagonal="exact"),
+        river_cw.CW(covariance="diagonal", diagonal="exact"),
         river_cw.AROW(covariance="full"),
         river_cw.SCW(variant="II"),
     ):

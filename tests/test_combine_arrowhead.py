@@ -4,7 +4,8 @@ The arrowhead's precision is an arrowhead matrix and natural parameters add entr
 the delta rule (and the product) of arrowhead models is in the family: the mixed model's whole
 covariance matrix, read from its public views, must be the dense rule's (river_cw/combine_arrowhead.py).
 The moment analogue keeps the averaged moments of the intercept and of every (intercept,
-feature) pair.
+feature) pair; from a base, the changes of the family's parameters add (the variances' in the
+log domain).
 """
 
 from __future__ import annotations
@@ -172,8 +173,9 @@ def test_l2_averages_the_moments_the_family_keeps(shards):
         assert mean[i] == pytest.approx(average, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.parametrize("method", ["kl", "l2"])
 @pytest.mark.parametrize("name", list(MODELS))
-def test_mixing_copies_of_an_unchanged_model_returns_it_bit_for_bit(name):
+def test_mixing_copies_of_an_unchanged_model_returns_it_bit_for_bit(name, method):
     labels = ["spam", "ham"]
     model = learned(
         MODELS[name](), [({"a": 5.0, "b": -2.0}, 0), ({"a": 6.0, "c": 0.5}, 1)] * 3, labels
@@ -182,14 +184,14 @@ def test_mixing_copies_of_an_unchanged_model_returns_it_bit_for_bit(name):
     def state(m):
         return m.weights, m.intercept, m.covariances
 
-    merged = river_cw.combine([model, copy.deepcopy(model), model], base=model)
+    merged = river_cw.combine([model, copy.deepcopy(model), model], base=model, method=method)
     assert merged.classes_ == model.classes_ and state(merged) == state(model)
     # one member changed, the others not: that member, bit for bit
     changed = learned(model, [({"a": 5.5, "d": 1.0}, 0)], labels)
-    merged = river_cw.combine([model, changed, model], base=model)
+    merged = river_cw.combine([model, changed, model], base=model, method=method)
     assert state(merged) == state(changed)
     # the changes alone mix as the model does
-    merged = river_cw.combine([river_cw.changes(changed, model)], base=model)
+    merged = river_cw.combine([river_cw.changes(changed, model)], base=model, method=method)
     assert state(merged) == state(changed)
 
 
@@ -209,11 +211,28 @@ def test_mixing_the_changes_is_mixing_the_models():
     )
 
 
-def test_l2_from_a_base_is_refused_and_kl_named():
-    base = started(MODELS["CW project"](), [], "xy")
-    member = learned(base, [({"a": 5.0}, 0)], "xy")
-    with pytest.raises(ValueError, match="the arrowhead mixes from a base with method='kl'"):
-        river_cw.combine([member, member], method="l2", base=base)
+@settings(max_examples=20, deadline=None)
+@given(start=examples, shards=st.lists(examples, min_size=2, max_size=4))
+def test_l2_from_a_base_adds_the_parameters_changes(start, shards):
+    """mu_b, a_j and k_j add their changes; S and c_j in the log domain, never above the base's
+    (the engines' own parameters, `blocks`, are what this rule speaks of)."""
+    base = started(MODELS["AROW drop wide"](), start, "xy")
+    members = [learned(base, shard, "xy") for shard in shards]
+    merged = river_cw.combine(members, method="l2", base=base)
+    (start_block,), (got,) = base.gaussian.blocks, merged.gaussian.blocks
+    blocks = [m.gaussian.blocks[0] for m in members]
+    for key, values in got.items():
+        initial = start_block.get(key, [0.0, 100.0] if key is INTERCEPT else [0.0, 0.0, 1.0])
+        parts = [block.get(key, initial) for block in blocks]
+        for i in range(len(initial) - 1):
+            change = sum(part[i] - initial[i] for part in parts)
+            assert values[i] == pytest.approx(initial[i] + change, rel=1e-9, abs=1e-12)
+        assert 0.0 < values[-1] <= min(part[-1] for part in parts)
+        assert np.log(values[-1]) == pytest.approx(
+            np.log(initial[-1]) + sum(np.log(p[-1]) - np.log(initial[-1]) for p in parts),
+            rel=1e-9,
+            abs=1e-12,
+        )
 
 
 def test_a_member_that_did_not_start_from_the_base_is_refused():

@@ -17,11 +17,12 @@ from streams.models.specs import classifier_of
 
 FEATURES = "abcdef"
 
+DIAGONAL = {"covariance": "diagonal"}  # the weights' Gaussians are independent
 MODELS = {
-    "AROW": lambda **kw: river_cw.AROW(r=0.5, **kw),
-    "CW var exact": lambda **kw: river_cw.CW(variant="var", diagonal="exact", **kw),
-    "NHERD drop": lambda **kw: river_cw.NHERD(diagonal="drop", **kw),
-    "SOP": lambda **kw: river_cw.SOP(**kw),
+    "AROW": lambda **kw: river_cw.AROW(r=0.5, diagonal="project", **DIAGONAL, **kw),
+    "CW var exact": lambda **kw: river_cw.CW(variant="var", diagonal="exact", **DIAGONAL, **kw),
+    "NHERD drop": lambda **kw: river_cw.NHERD(diagonal="drop", **DIAGONAL, **kw),
+    "SOP": lambda **kw: river_cw.SOP(**DIAGONAL, **kw),
 }
 
 examples = st.lists(
@@ -99,7 +100,11 @@ def test_binary_delta_rule_is_the_product_divided_by_the_base(name, start, shard
 @given(start=examples, shards=st.lists(examples, min_size=2, max_size=4))
 def test_multiclass_delta_rule_with_new_labels(start, shards):
     """A base that knew two labels; members learn up to two more, some staying binary."""
-    base = learned(river_cw.AROW(r=0.5), [({"a": 1.0}, 0), ({"b": 1.0}, 1), *start], "xy")
+    base = learned(
+        river_cw.AROW(r=0.5, diagonal="project", **DIAGONAL),
+        [({"a": 1.0}, 0), ({"b": 1.0}, 1), *start],
+        "xy",
+    )
     members = [learned(base, shard, "xy" + "zw"[: i % 3]) for i, shard in enumerate(shards)]
     merged = river_cw.combine(members, base=base)
     labels = list(merged.classes_)
@@ -111,7 +116,7 @@ def test_multiclass_delta_rule_with_new_labels(start, shards):
 @given(shards=st.lists(examples, min_size=2, max_size=4))
 def test_first_round_from_a_fresh_model_any_label_order(shards):
     """From a model that knew nothing, members may have met the labels in any order, or one."""
-    base = river_cw.AROW()
+    base = river_cw.AROW(**DIAGONAL)
     members = [learned(base, shard, "ba" if i % 2 else "ab") for i, shard in enumerate(shards)]
     members = [m for m in members if m.classes_] or [learned(base, [({"a": 1.0}, 0)], "a")]
     merged = river_cw.combine(members, base=base)
@@ -152,7 +157,11 @@ def test_full_covariance_delta_rule_against_dense_matrices():
 @settings(max_examples=30, deadline=None)
 @given(start=examples, shards=st.lists(examples, min_size=2, max_size=4))
 def test_l2_delta_rule_adds_mean_changes_and_log_variance_changes(start, shards):
-    base = learned(river_cw.AROW(r=0.5), [({"a": 1.0}, 0), ({"b": 1.0}, 1), *start], "xy")
+    base = learned(
+        river_cw.AROW(r=0.5, diagonal="project", **DIAGONAL),
+        [({"a": 1.0}, 0), ({"b": 1.0}, 1), *start],
+        "xy",
+    )
     members = [learned(base, shard, "xy") for shard in shards]
     merged = river_cw.combine(members, method="l2", base=base)
     prior = base.initial_variance
@@ -298,7 +307,7 @@ def holding(blocks: list[dict], labels: list):
     gaussian = river_cw.diagonal.DiagonalGaussian(1.0)
     gaussian.blocks = [{f: list(pair) for f, pair in block.items()} for block in blocks]
     gaussian.reset_bound()
-    model = river_cw.AROW()
+    model = river_cw.AROW(**DIAGONAL)
     model.set_gaussian(gaussian, labels)
     return model
 

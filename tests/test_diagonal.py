@@ -35,27 +35,29 @@ def diagonal_state(model):
 
 RULES = {
     "CW-var": (
-        lambda **kw: river_cw.CW(learn_intercept=False, variant="var", **kw),
+        lambda **kw: river_cw.CW(covariance="diagonal", learn_intercept=False, variant="var", **kw),
         lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9),
     ),
     "CW-stdev": (
-        lambda **kw: river_cw.CW(learn_intercept=False, **kw),
+        lambda **kw: river_cw.CW(covariance="diagonal", learn_intercept=False, **kw),
         lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.9),
     ),
     "AROW": (
-        lambda **kw: river_cw.AROW(learn_intercept=False, r=0.5, **kw),
+        lambda **kw: river_cw.AROW(covariance="diagonal", learn_intercept=False, r=0.5, **kw),
         lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5),
     ),
     "NHERD": (
-        lambda **kw: river_cw.NHERD(learn_intercept=False, C=0.3, **kw),
+        lambda **kw: river_cw.NHERD(covariance="diagonal", learn_intercept=False, C=0.3, **kw),
         lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3),
     ),
     "SCW-I": (
-        lambda **kw: river_cw.SCW(learn_intercept=False, C=0.5, **kw),
+        lambda **kw: river_cw.SCW(covariance="diagonal", learn_intercept=False, C=0.5, **kw),
         lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I"),
     ),
     "SCW-II": (
-        lambda **kw: river_cw.SCW(learn_intercept=False, C=0.5, variant="II", **kw),
+        lambda **kw: river_cw.SCW(
+            covariance="diagonal", learn_intercept=False, C=0.5, variant="II", **kw
+        ),
         lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II"),
     ),
 }
@@ -86,7 +88,13 @@ def test_diagonal_scheme_is_the_full_update_seen_through_the_diagonal(rule, sche
 def test_exact_diagonal_cw_meets_its_constraint_with_equality(variant, seed):
     """After each exact step on a violated example: m_new = phi v_new (var) or
     m_new = phi sqrt(v_new) (stdev), with the per-coordinate update of JMLR section 6.2."""
-    model = river_cw.CW(learn_intercept=False, variant=variant, diagonal="exact", confidence=0.85)
+    model = river_cw.CW(
+        learn_intercept=False,
+        variant=variant,
+        covariance="diagonal",
+        diagonal="exact",
+        confidence=0.85,
+    )
     phi = model._phi
     updates = 0
     for x, y in random_stream(seed, n=80):
@@ -114,7 +122,7 @@ def test_exact_diagonal_cw_meets_its_constraint_with_equality(variant, seed):
 
 def test_exact_diagonal_nherd_runs_the_one_dimensional_update_per_coordinate():
     C = 0.4
-    model = river_cw.NHERD(learn_intercept=False, C=C, diagonal="exact")
+    model = river_cw.NHERD(learn_intercept=False, C=C, covariance="diagonal", diagonal="exact")
     for x, y in random_stream(1):
         mu, s = diagonal_state(model)
         sign = 1 if y else -1
@@ -129,16 +137,16 @@ def test_exact_diagonal_nherd_runs_the_one_dimensional_update_per_coordinate():
 
 
 CONFIGS = [
-    river_cw.CW(learn_intercept=False, variant=variant, diagonal=diagonal)
+    river_cw.CW(covariance="diagonal", learn_intercept=False, variant=variant, diagonal=diagonal)
     for variant in ("var", "stdev")
     for diagonal in ("project", "drop", "exact")
 ] + [
-    river_cw.AROW(learn_intercept=False, diagonal="drop"),
-    river_cw.AROW(learn_intercept=False),
-    river_cw.NHERD(learn_intercept=False, diagonal="exact"),
-    river_cw.NHERD(learn_intercept=False, diagonal="drop"),
-    river_cw.SOP(learn_intercept=False),
-    river_cw.SCW(learn_intercept=False, variant="II", diagonal="drop"),
+    river_cw.AROW(covariance="diagonal", learn_intercept=False, diagonal="drop"),
+    river_cw.AROW(covariance="diagonal", learn_intercept=False),
+    river_cw.NHERD(learn_intercept=False, covariance="diagonal", diagonal="exact"),
+    river_cw.NHERD(covariance="diagonal", learn_intercept=False, diagonal="drop"),
+    river_cw.SOP(covariance="diagonal", learn_intercept=False),
+    river_cw.SCW(covariance="diagonal", learn_intercept=False, variant="II", diagonal="drop"),
 ]
 
 
@@ -275,7 +283,9 @@ def test_huge_and_tiny_feature_values_never_produce_nan(variant, diagonal):
     """Magnitudes from 1e-120 to 1e120: each example is learned, or, where float64 overflows,
     refused with a clear error and no change; the state never holds a NaN."""
     rng = np.random.default_rng(0)
-    model = river_cw.CW(learn_intercept=False, variant=variant, diagonal=diagonal)
+    model = river_cw.CW(
+        covariance="diagonal", learn_intercept=False, variant=variant, diagonal=diagonal
+    )
     learned = 0
     for i in range(300):
         scale = 10.0 ** rng.uniform(-120, 120)
@@ -300,7 +310,9 @@ def test_huge_and_tiny_feature_values_never_produce_nan(variant, diagonal):
 def test_stdev_exact_survives_variance_collapse():
     """On a long stream the exact stdev variant drives v towards 0 (DESIGN.md); still no NaN."""
     rng = np.random.default_rng(1)
-    model = river_cw.CW(learn_intercept=False, diagonal="exact", confidence=0.95)
+    model = river_cw.CW(
+        learn_intercept=False, covariance="diagonal", diagonal="exact", confidence=0.95
+    )
     w = rng.normal(size=8)
     for _ in range(2000):
         x = rng.normal(size=8)

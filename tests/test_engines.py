@@ -26,29 +26,27 @@ pytestmark = pytest.mark.skipif(
 )
 
 CONFIGS = [
+    (river_cw.AROW, {"covariance": "diagonal", "diagonal": "project"}),
+    (river_cw.AROW, {"covariance": "diagonal", "diagonal": "drop", "r": 0.3}),
+    (river_cw.CW, {"covariance": "diagonal"}),
+    (river_cw.CW, {"covariance": "diagonal", "variant": "var"}),
+    (river_cw.CW, {"covariance": "diagonal", "diagonal": "drop"}),
+    (river_cw.CW, {"covariance": "diagonal", "diagonal": "exact"}),
+    (river_cw.CW, {"covariance": "diagonal", "variant": "var", "diagonal": "exact"}),
+    (river_cw.NHERD, {"covariance": "diagonal", "diagonal": "project"}),
+    (river_cw.NHERD, {"covariance": "diagonal", "diagonal": "drop"}),
+    (river_cw.NHERD, {"covariance": "diagonal", "diagonal": "exact", "C": 0.1}),
+    (river_cw.SOP, {"covariance": "diagonal"}),
+    (river_cw.SCW, {"covariance": "diagonal"}),
+    (river_cw.SCW, {"covariance": "diagonal", "variant": "II", "diagonal": "drop"}),
+    # the arrowhead: the defaults, and the schemes and intercept priors beside them
     (river_cw.AROW, {}),
-    (river_cw.AROW, {"diagonal": "drop", "r": 0.3}),
+    (river_cw.AROW, {"diagonal": "project", "initial_intercept_variance": None}),
+    (river_cw.AROW, {"r": 0.3, "initial_intercept_variance": 2.0}),
     (river_cw.CW, {}),
-    (river_cw.CW, {"variant": "var"}),
-    (river_cw.CW, {"diagonal": "drop"}),
-    (river_cw.CW, {"diagonal": "exact"}),
-    (river_cw.CW, {"variant": "var", "diagonal": "exact"}),
     (river_cw.NHERD, {}),
-    (river_cw.NHERD, {"diagonal": "drop"}),
-    (river_cw.NHERD, {"diagonal": "exact", "C": 0.1}),
-    (river_cw.SOP, {}),
-    (river_cw.SCW, {}),
+    (river_cw.SOP, {"initial_intercept_variance": 100.0}),
     (river_cw.SCW, {"variant": "II", "diagonal": "drop"}),
-    (river_cw.AROW, {"covariance": "arrowhead"}),
-    (river_cw.AROW, {"covariance": "arrowhead", "diagonal": "drop", "r": 0.3}),
-    (
-        river_cw.AROW,
-        {"covariance": "arrowhead", "diagonal": "drop", "initial_intercept_variance": 100.0},
-    ),
-    (river_cw.CW, {"covariance": "arrowhead"}),
-    (river_cw.NHERD, {"covariance": "arrowhead", "diagonal": "drop"}),
-    (river_cw.SOP, {"covariance": "arrowhead", "initial_intercept_variance": 100.0}),
-    (river_cw.SCW, {"covariance": "arrowhead", "variant": "II", "diagonal": "drop"}),
 ]
 IDS = [f"{cls.__name__}{params}" for cls, params in CONFIGS]
 COVARIANCES = ["diagonal", "arrowhead"]  # the compiled engines
@@ -343,7 +341,9 @@ def test_a_layout_whose_ids_reenter_the_engine_is_refused_and_changes_nothing(co
 
 
 @pytest.mark.parametrize(
-    "params", [{"diagonal": "exact"}, {"covariance": "arrowhead"}], ids=["exact", "arrowhead"]
+    "params",
+    [{"covariance": "diagonal", "diagonal": "exact"}, {"covariance": "arrowhead"}],
+    ids=["exact", "arrowhead"],
 )
 def test_a_failed_new_label_restores_both_engines_alike(params):
     compiled, python = pair(river_cw.CW, params)
@@ -469,7 +469,7 @@ def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch):
         general = getattr(diagonal.DiagonalGaussian, name)
         spy = lambda self, x, general=general, name=name: calls.append(name) or general(self, x)  # noqa: E731
         monkeypatch.setattr(diagonal.DiagonalGaussian, name, spy)
-    model = river_cw.AROW(learn_intercept=True)
+    model = river_cw.AROW(covariance="diagonal", learn_intercept=True)  # the arrowhead has none
     model.learn_one({"a": 1.0}, "spam")
     model.learn_one({"b": 1.0}, "ham")
     assert model.predict_one({"a": 1.0, "b": 2, "c": True}) == "ham"

@@ -150,7 +150,7 @@ def test_full_covariance_stays_positive_definite_across_sixteen_orders_of_magnit
 
 
 def test_nherd_exact_on_huge_values_updates_whole_or_not_at_all():
-    model = river_cw.NHERD(diagonal="exact")
+    model = river_cw.NHERD(covariance="diagonal", diagonal="exact")
     model.learn_one({"a": 1.0, "b": 1.0}, True)
     model.learn_one({"a": 1e150, "b": 1e-150}, False)  # (1 + C x^2 s)^2 overflows: s -> 0
     assert_sound(model)
@@ -176,7 +176,7 @@ def test_a_step_float64_cannot_express_is_counted_not_hidden(covariance):
 
 
 def test_kl_combination_of_variances_that_underflowed_is_finite():
-    a, b = river_cw.CW(), river_cw.CW()
+    a, b = river_cw.CW(covariance="diagonal"), river_cw.CW(covariance="diagonal")
     for model, value in ((a, 1.0), (b, 2.0)):
         model.learn_one({"x": value}, True)
         model.learn_one({"x": -value}, False)
@@ -291,9 +291,9 @@ NEW_PARAMETERS = [
     river_cw.AROW(forgetting=0.1),
     river_cw.AROW(covariance="arrowhead", diagonal="drop", forgetting=0.1),
     river_cw.AROW(covariance="full", forgetting=0.2),
-    river_cw.CW(diagonal="exact", forgetting=0.05),
+    river_cw.CW(covariance="diagonal", diagonal="exact", forgetting=0.05),
     river_cw.CW(variant="var", covariance="full", forgetting=0.01),
-    river_cw.NHERD(diagonal="exact", forgetting=0.3),
+    river_cw.NHERD(covariance="diagonal", diagonal="exact", forgetting=0.3),
     river_cw.SOP(learn_intercept=False, forgetting=0.5),
     river_cw.SCW(variant="II", forgetting=0.01),
     river_cw.VotedRDA(l1=0.01),
@@ -367,8 +367,8 @@ class InterruptedKey:
 INTERRUPTED = [
     river_cw.AROW(covariance="diagonal"),
     river_cw.AROW(covariance="arrowhead"),
-    river_cw.CW(diagonal="exact"),
-    river_cw.NHERD(diagonal="exact"),
+    river_cw.CW(covariance="diagonal", diagonal="exact"),
+    river_cw.NHERD(covariance="diagonal", diagonal="exact"),
     river_cw.VotedRDA(),
 ]
 

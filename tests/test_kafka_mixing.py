@@ -112,11 +112,11 @@ def owned(log_path) -> set[int]:
     return {int(p) for p in found[-1].split(",") if p.strip()} if found else set()
 
 
-def start_member(bootstrap, topic, group, log_path, idle_timeout="8"):
+def start_member(bootstrap, topic, group, log_path, idle_timeout="8", model="AROW(r=10000)"):
     argv = [
         "serve",
         "--model",
-        "AROW(r=10000)",
+        model,
         "--text",
         "--topic",
         topic,
@@ -157,6 +157,10 @@ def produce_slowly(bootstrap, topic, examples, seconds):
         time.sleep(seconds * step / len(examples))
 
 
+# the diagonal with AROW's own scheme: every example adds x_j^2 / r to a weight's precision
+COUNTING = 'AROW(r=10000, covariance="diagonal", diagonal="project")'
+
+
 @pytest.mark.slow
 def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_once(
     kafka_broker, topic_name, tmp_path
@@ -169,7 +173,9 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
     create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": 1})
     producer = FORK.Process(target=produce_slowly, args=(bootstrap, topic, examples, 12.0))
     logs = {name: tmp_path / f"{name}.log" for name in "abc"}
-    members = {name: start_member(bootstrap, topic, group, logs[name]) for name in "abc"}
+    members = {
+        name: start_member(bootstrap, topic, group, logs[name], model=COUNTING) for name in "abc"
+    }
     producer.start()
     try:
         log = tmp_path / "c.log"
@@ -183,7 +189,7 @@ def test_a_member_killed_during_mixing_rejoins_and_the_mix_counts_every_example_
             "a and b owning every partition",
         )
         logs["c"] = tmp_path / "c2.log"
-        members["c"] = start_member(bootstrap, topic, group, logs["c"])
+        members["c"] = start_member(bootstrap, topic, group, logs["c"], model=COUNTING)
         producer.join(60)
         assert producer.exitcode == 0
         for name, process in members.items():

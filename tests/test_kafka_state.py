@@ -31,7 +31,7 @@ pytestmark = pytest.mark.kafka
 
 
 def big_state(features: int, batches: int) -> PartitionState:
-    model = AROW()
+    model = AROW(covariance="diagonal")  # a changelog writes a diagonal engine's changes
     model.learn_one({f"feature-{j}": 1.0 for j in range(features)}, True)
     model.learn_one({"other": 1.0}, False)
     return PartitionState("t", 1, model, offsets={"t": batches}, batches=batches)
@@ -135,7 +135,12 @@ def test_commits_write_the_changes_and_a_restore_rebuilds_the_state_bit_for_bit(
     topic = topic_name("state")
     create_topics(settings.bootstrap_servers, {topic: 2}, state_topic.TOPIC_CONFIG)
     live, offline = big_state(60_000, 0), big_state(60_000, 0)
-    store = StateStore(settings, serve_config(topic, snapshot_every=4), AROW(), "AROW()")
+    store = StateStore(
+        settings,
+        serve_config(topic, snapshot_every=4),
+        AROW(covariance="diagonal"),
+        'AROW(covariance="diagonal")',
+    )
     outputs = Outputs(settings, transactional_id=f"{topic}-writer")
     parts, kinds = [], []
     try:

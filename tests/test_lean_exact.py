@@ -31,11 +31,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 EXACT = [
-    (river_cw.CW, {"diagonal": "exact"}),
-    (river_cw.CW, {"diagonal": "exact", "variant": "var"}),
-    (river_cw.CW, {"diagonal": "exact", "confidence": 0.999}),
-    (river_cw.NHERD, {"diagonal": "exact"}),
-    (river_cw.NHERD, {"diagonal": "exact", "C": 0.1}),
+    (river_cw.CW, {"covariance": "diagonal", "diagonal": "exact"}),
+    (river_cw.CW, {"covariance": "diagonal", "diagonal": "exact", "variant": "var"}),
+    (river_cw.CW, {"covariance": "diagonal", "diagonal": "exact", "confidence": 0.999}),
+    (river_cw.NHERD, {"covariance": "diagonal", "diagonal": "exact"}),
+    (river_cw.NHERD, {"covariance": "diagonal", "diagonal": "exact", "C": 0.1}),
 ]
 IDS = [f"{cls.__name__}{params}" for cls, params in EXACT]
 
@@ -157,10 +157,10 @@ def test_the_exact_schemes_take_the_lean_path():
 # -- the exact steps in C against the Python `_exact_step` --------------------------------------
 
 RULES = [
-    river_cw.CW(diagonal="exact"),
-    river_cw.CW(diagonal="exact", variant="var"),
-    river_cw.CW(diagonal="exact", confidence=0.51),
-    river_cw.CW(diagonal="exact", variant="var", confidence=0.999999),
+    river_cw.CW(covariance="diagonal", diagonal="exact"),
+    river_cw.CW(covariance="diagonal", diagonal="exact", variant="var"),
+    river_cw.CW(covariance="diagonal", diagonal="exact", confidence=0.51),
+    river_cw.CW(covariance="diagonal", diagonal="exact", variant="var", confidence=0.999999),
 ]
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
@@ -258,11 +258,14 @@ def test_a_subclass_with_its_own_exact_step_runs_it():
             step = super()._step(m, v, w)
             return step and (step[0] / 2.0, step[1])
 
-    assert Halved(diagonal="exact")._lean_spec() is None
+    assert Halved(covariance="diagonal", diagonal="exact")._lean_spec() is None
     assert Halved(diagonal="project")._lean_spec() is not None  # its own `_step` is CW's
-    assert Timid(diagonal="exact")._lean_spec() is None
+    assert Timid(covariance="diagonal", diagonal="exact")._lean_spec() is None
     for own, plain in ((Halved, river_cw.CW), (Timid, river_cw.NHERD)):
-        a, b = own(diagonal="exact"), plain(diagonal="exact")
+        a, b = (
+            own(covariance="diagonal", diagonal="exact"),
+            plain(covariance="diagonal", diagonal="exact"),
+        )
         for x, y in [({"a": 1.0}, 0), ({"b": 2.0}, 1), ({"a": -1.0, "b": 1.0}, 1)]:
             a.learn_one(x, y)
             b.learn_one(x, y)

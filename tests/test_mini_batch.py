@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = [
     river_cw.AROW(),
     river_cw.AROW(learn_intercept=False, covariance="full"),
-    river_cw.CW(diagonal="exact"),
+    river_cw.CW(covariance="diagonal", diagonal="exact"),
     river_cw.NHERD(),
     river_cw.SCW(variant="II"),
     river_cw.SOP(),

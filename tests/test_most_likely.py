@@ -29,7 +29,8 @@ def configurations() -> list:
     forgetting, calibration, no intercept; voted RDA with each prediction, loss and mode."""
     models = []
     for cls in GAUSSIAN:
-        kinds = [{"diagonal": d} for d in cls._diagonal_schemes] + [{"covariance": "full"}]
+        kinds = [{"covariance": "diagonal", "diagonal": d} for d in cls._diagonal_schemes]
+        kinds += [{"covariance": "full"}]
         kinds += [{"covariance": "arrowhead", "diagonal": d} for d in ("project", "drop")]
         options = [{}, {"forgetting": 0.05}, {"calibrate": True}, {"learn_intercept": False}]
         models += [cls(**kind, **option) for kind in kinds for option in options]

@@ -184,11 +184,19 @@ class BrokenStep(PythonStep):
         ("AROW with its step in Python (engine.learn)", PythonStep(), LABELS[:2]),
         (
             "CW var exact (lean exact solver)",
-            river_cw.CW(variant="var", diagonal="exact"),
+            river_cw.CW(variant="var", covariance="diagonal", diagonal="exact"),
             LABELS[:2],
         ),
-        ("CW stdev exact multi-class (Python solver)", river_cw.CW(diagonal="exact"), LABELS),
-        ("NHERD exact (herding shrink)", river_cw.NHERD(diagonal="exact"), LABELS),
+        (
+            "CW stdev exact multi-class (Python solver)",
+            river_cw.CW(covariance="diagonal", diagonal="exact"),
+            LABELS,
+        ),
+        (
+            "NHERD exact (herding shrink)",
+            river_cw.NHERD(covariance="diagonal", diagonal="exact"),
+            LABELS,
+        ),
         ("SOP", river_cw.SOP(), LABELS[:2]),
         ("AROW arrowhead (lean path) and predict", river_cw.AROW(**ARROWHEAD), LABELS[:2]),
         ("AROW arrowhead multi-class (learn)", river_cw.AROW(**ARROWHEAD), LABELS),
@@ -226,7 +234,7 @@ def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
 @pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
 def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(labels):
     model = learned(river_cw.AROW(), labels)
-    exact = learned(river_cw.CW(diagonal="exact"), labels)
+    exact = learned(river_cw.CW(covariance="diagonal", diagonal="exact"), labels)
     rows = X * 5
     y = [labels[i % len(labels)] for i in range(len(rows))]
     csr = sparse.csr_array(np.array([[x.get(name, 0.0) for name in FEATURES] for x in rows]))

@@ -162,7 +162,10 @@ def test_float_weights_reach_the_compiled_step_and_int_weights_the_python_one(ki
 def test_a_weight_is_the_rule_with_its_loss_weighted(cls, param, kind, w):
     """AROW: r -> r / w; NHERD and SCW: C -> w C; the same step, bit for bit."""
     if cls is river_cw.NHERD and not kind:
-        kind = {"diagonal": "exact"}  # NHERD's own diagonal step, with C w in it too
+        kind = {
+            "covariance": "diagonal",
+            "diagonal": "exact",
+        }  # NHERD's own diagonal step, with C w in it too
     model = trained(cls(**kind), ("a", "b"))
     for x, y in stream(3, 30, ("a", "b")):
         equivalent = copy.deepcopy(model)
@@ -253,7 +256,7 @@ def test_a_weight_raises_cws_gaussian_factor_to_its_power_seen_through_the_diago
     """Diagonal CW: the unweighted step is the full update from the diagonal Sigma, ``P0 + u u'``
     (u from the diagonal it keeps), seen through the diagonal; the weighted step is the same
     update with the natural parameters' change w times, seen through the diagonal."""
-    model = trained(river_cw.CW(variant=variant), ("a", "b"), n=10)
+    model = trained(river_cw.CW(variant=variant, covariance="diagonal"), ("a", "b"), n=10)
     updates = 0
     for x, y in stream(5, 30, ("a", "b")):
         once = copy.deepcopy(model)

@@ -10,14 +10,15 @@ attributes). `apply` rebuilds the next state from the previous one and these cha
 bit; `mark` starts the next changes.
 
 Everything else is written whole (`changes` returns None): river pipelines (their other steps'
-state has no keys to write by), river's own models, full or arrowhead covariance, voted RDA,
+state has no keys to write by), river's own models, full or arrowhead covariance (the default
+models' since issue 30: the arrowhead engine keeps no mark yet), voted RDA,
 a state that mixes (its anchor is a whole model), and an engine whose blocks were laid out anew
 since its mark (a label beyond the second was learned: one block per label from then on; or a
 second label that sorts before the first: the model was negated).
 
 >>> from river_cw import AROW
 >>> from streams.kafka.learner import PartitionState
->>> state = PartitionState("t", 0, AROW())
+>>> state = PartitionState("t", 0, AROW(covariance="diagonal"))
 >>> state.model.learn_one({"a": 1.0, "b": 1.0}, "ham")
 >>> changes(state) is None  # no mark yet: written whole
 True
@@ -27,7 +28,7 @@ True
 >>> header, weights = changes(state)
 >>> [sorted(block, key=str) for block in weights]  # one block while binary
 [['b', 'c', river_cw.INTERCEPT]]
->>> before = PartitionState("t", 0, AROW())
+>>> before = PartitionState("t", 0, AROW(covariance="diagonal"))
 >>> before.model.learn_one({"a": 1.0, "b": 1.0}, "ham")
 >>> after = apply(before, header, weights)
 >>> after.model.weights == state.model.weights and after.learned == 2

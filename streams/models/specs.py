@@ -53,13 +53,13 @@ def parse(spec: str) -> base.Estimator:
     >>> parse("AROW(r=0.1)")
     AROW (
       r=0.1
-      covariance="diagonal"
-      diagonal="project"
+      covariance="arrowhead"
+      diagonal="drop"
       initial_variance=1.
       learn_intercept=True
       forgetting=0.
       calibrate=False
-      initial_intercept_variance=None
+      initial_intercept_variance=100.
     )
     >>> parse("os.system('ls')")
     Traceback (most recent call last):
