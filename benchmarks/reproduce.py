@@ -408,7 +408,7 @@ def rda_path(examples: list, epochs: int, seed: int) -> list[list]:
     for method, options in RDA_METHODS.items():
         for loss in ("hinge", "log"):
             for l1 in RDA_L1:
-                model = river_cw.VotedRDA(l1=l1, loss=loss, **PAPER, **options)
+                model = river_cw.VotedRDA(l1=l1, loss=loss, learn_intercept=False, **options)
                 accuracy = epoch_curve(model, train, test, epochs, seed, 2)[-1]
                 rows.append([method, loss, l1, accuracy, model.n_nonzero])
     model = AveragedPerceptron()

@@ -159,6 +159,7 @@ class PythonStep(river_cw.AROW):
     _native_step = None
 
 
+DIAGONAL = {"covariance": "diagonal", "diagonal": "project"}  # the diagonal engine, AROW's scheme
 ARROWHEAD = {"covariance": "arrowhead", "diagonal": "drop", "initial_intercept_variance": 100.0}
 
 
@@ -173,15 +174,19 @@ class BrokenStep(PythonStep):
 @pytest.mark.parametrize(
     "workload, model, labels",
     [
-        ("AROW learn_one (lean path) and predict", river_cw.AROW(), LABELS[:2]),
+        ("AROW learn_one (lean path) and predict", river_cw.AROW(**DIAGONAL), LABELS[:2]),
         (
             "AROW with intercept (score_native: predictions in one call)",
-            river_cw.AROW(learn_intercept=True),
+            river_cw.AROW(learn_intercept=True, **DIAGONAL),
             LABELS[:2],
         ),
-        ("AROW multi-class (margin and update)", river_cw.AROW(), LABELS),
-        ("AROW with forgetting (general path)", river_cw.AROW(forgetting=0.01), LABELS[:2]),
-        ("AROW with its step in Python (engine.learn)", PythonStep(), LABELS[:2]),
+        ("AROW multi-class (margin and update)", river_cw.AROW(**DIAGONAL), LABELS),
+        (
+            "AROW with forgetting (general path)",
+            river_cw.AROW(forgetting=0.01, **DIAGONAL),
+            LABELS[:2],
+        ),
+        ("AROW with its step in Python (engine.learn)", PythonStep(**DIAGONAL), LABELS[:2]),
         (
             "CW var exact (lean exact solver)",
             river_cw.CW(variant="var", covariance="diagonal", diagonal="exact"),
@@ -197,7 +202,7 @@ class BrokenStep(PythonStep):
             river_cw.NHERD(covariance="diagonal", diagonal="exact"),
             LABELS,
         ),
-        ("SOP", river_cw.SOP(), LABELS[:2]),
+        ("SOP", river_cw.SOP(covariance="diagonal"), LABELS[:2]),
         ("AROW arrowhead (lean path) and predict", river_cw.AROW(**ARROWHEAD), LABELS[:2]),
         ("AROW arrowhead multi-class (learn)", river_cw.AROW(**ARROWHEAD), LABELS),
         (
@@ -217,7 +222,7 @@ def test_gaussian_engines_learning_and_predicting_keep_no_reference_nor_memory(
 def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
     """The engine's margin() and update() called apart, as the Python engine's learn calls them
     (the compiled learn fuses them in C): forgetting, new features and a stale token's error."""
-    engine = learned(river_cw.AROW(), LABELS)._gaussian
+    engine = learned(river_cw.AROW(**DIAGONAL), LABELS)._gaussian
     unseen = {fresh("unseen"): VALUES[0], **X[0]}
 
     def cycle():
@@ -233,7 +238,7 @@ def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
 
 @pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
 def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(labels):
-    model = learned(river_cw.AROW(), labels)
+    model = learned(river_cw.AROW(**DIAGONAL), labels)
     exact = learned(river_cw.CW(covariance="diagonal", diagonal="exact"), labels)
     rows = X * 5
     y = [labels[i % len(labels)] for i in range(len(rows))]
@@ -252,10 +257,11 @@ def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(l
     assert_no_leak(f"learn_many, {len(labels)} labels", cycle, calls=12)
 
 
-def test_diagonal_engine_text_keeps_no_reference_nor_memory():
+@pytest.mark.parametrize("params", [DIAGONAL, ARROWHEAD], ids=["diagonal", "arrowhead"])
+def test_gaussian_engines_text_keeps_no_reference_nor_memory(params):
     texts = [fresh("a free prize for you now"), fresh("see you at lunch, ok?"), fresh("déjà vu")]
-    wrapped = text.TextClassifier(river_cw.AROW())
-    piped = text.BagOfWords() | river_cw.AROW()
+    wrapped = text.TextClassifier(river_cw.AROW(**params))
+    piped = text.BagOfWords() | river_cw.AROW(**params)
 
     def cycle():
         for i, document in enumerate(texts):
@@ -278,9 +284,7 @@ def test_gaussian_engines_pickling_keeps_no_reference_nor_memory(labels, covaria
     assert_no_leak(f"pickle round trip, {len(labels)} labels", cycle, calls=3)
 
 
-@pytest.mark.parametrize(
-    "params", [{"covariance": "diagonal"}, ARROWHEAD], ids=["diagonal", "arrowhead"]
-)
+@pytest.mark.parametrize("params", [DIAGONAL, ARROWHEAD], ids=["diagonal", "arrowhead"])
 def test_gaussian_engines_error_paths_keep_no_reference_nor_memory(params):
     binary, multi, broken = (
         learned(river_cw.AROW(**params)),
