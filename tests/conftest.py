@@ -20,11 +20,11 @@ from hypothesis import settings
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
-# The share of its examples each property test draws in this run: 1 in the suite; less in the
-# runs that repeat tests the suite has already made in full, to cover the same code paths in a
-# fraction of the time (tests/test_sanitizers.py under ASan and UBSan, tests/test_other_engine.py
-# on the other engine).
+# The share of its examples each property test draws in this run: 1 in the suite; a quarter in
+# the runs of `run_pytest`, which repeat tests the suite has already made in full (on another
+# engine, on another build), to cover the same code paths in a fraction of the time.
 EXAMPLES_SHARE = float(os.environ.get("RIVER_CW_EXAMPLES_SHARE") or 1)
+REPEATED_EXAMPLES_SHARE = "0.25"
 
 
 def examples(n: int) -> int:
@@ -105,11 +105,12 @@ def tracked_files(dest: Path) -> Path:
 
 def run_pytest(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     """pytest run quietly by this interpreter in a process of its own (another engine, another
-    build), stopping at the first failure; its output captured."""
+    build), stopping at the first failure, its property tests drawing a quarter of their
+    examples (`examples`); its output captured."""
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args],
         cwd=cwd,
-        env=env,
+        env={**env, "RIVER_CW_EXAMPLES_SHARE": REPEATED_EXAMPLES_SHARE},
         capture_output=True,
         text=True,
     )

@@ -29,9 +29,6 @@ MODULES = [
 ]
 # the full-covariance models have one engine, numpy: a second run would repeat the first
 KEYWORDS = "not full"
-# the suite has drawn every property test's examples on both engines (tests/test_engines.py):
-# a quarter of them reach the same paths of this one (tests.conftest.examples)
-EXAMPLES_SHARE = "0.25"
 # the long accuracy run on books adds minutes and nothing engine-specific
 DESELECT = [
     "tests/test_rda.py::test_l1_trades_weights_for_accuracy_on_books",
@@ -42,7 +39,7 @@ DESELECT = [
 def test_the_other_engine_passes_the_engine_sensitive_tests():
     if importlib.util.find_spec("river_cw._diagonal") is None:
         pytest.skip("the compiled engine is not built: the whole suite ran on pure Python")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), RIVER_CW_EXAMPLES_SHARE=EXAMPLES_SHARE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     if river_cw.ENGINE == "c":
         env["RIVER_CW_PURE_PYTHON"] = "1"
     else:

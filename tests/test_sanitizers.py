@@ -43,9 +43,6 @@ CFLAGS = f"{SANITIZE} -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g
 # ASCII and Unicode); they run on the normal build.
 DESELECT = "not full and not every_text_of_every_corpus and not every_shared_corpus"
 REPORTS = ("ERROR: AddressSanitizer", "runtime error:")
-# The suite has drawn every property test's examples on the normal build: a quarter of them
-# reach the same code paths under the sanitizers (tests.conftest.examples).
-EXAMPLES_SHARE = "0.25"
 
 
 def unavailable(reason: str):
@@ -105,7 +102,6 @@ def test_engine_batch_text_and_hostile_input_tests_pass_under_asan_and_ubsan(tmp
         PYTHONMALLOC="malloc",
         ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
-        RIVER_CW_EXAMPLES_SHARE=EXAMPLES_SHARE,
     )
     check = (
         "import river_cw, river_cw.engine as e; "
