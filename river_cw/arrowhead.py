@@ -162,6 +162,10 @@ class PythonArrowheadGaussian:
         """Write per block ``{feature: (a_j, k_j, c_j)}`` and ``{root: (mu_b, S)}`` (what
         `changed` returned): an entry learned is overwritten, a new one appended in the order
         given. Checked in full before anything changes."""
+        try:
+            changes = list(changes)
+        except TypeError:
+            raise TypeError("changes must be a list of dicts") from None
         if len(changes) != len(self.blocks):
             raise ValueError(
                 f"changes of {len(changes)} block(s) for an engine of {len(self.blocks)}"
@@ -171,10 +175,14 @@ class PythonArrowheadGaussian:
             if not isinstance(entries, dict):
                 raise TypeError("changes must be a list of dicts")
             for f, numbers in entries.items():
-                numbers = [_number(value) for value in numbers]
+                try:
+                    numbers = list(numbers)
+                except TypeError:
+                    raise TypeError(_WEIGHT) from None
                 if len(numbers) != (2 if f is self.root else 3):
-                    raise ValueError("a weight is (a, k, c), the root's (mu_b, S)")
-                planned.append((block, f, block.get(f), numbers))
+                    raise ValueError(_WEIGHT)
+                values = [_number(value) for value in numbers]
+                planned.append((block, f, block.get(f), values))
         for block, f, w, numbers in planned:
             if w is None:
                 block[f] = numbers
@@ -370,6 +378,9 @@ class PythonArrowheadGaussian:
             self.root_variance,
             self.blocks,
         )
+
+
+_WEIGHT = "a weight is (a, k, c), the root's (mu_b, S)"  # what set_weights takes (both engines)
 
 
 def _number(value) -> float:
