@@ -16,7 +16,9 @@
  * The paths are the diagonal engine's (see the glossary at the head of _diagonal.c): `learn`,
  * the general path, with the rule's step in Python and forgetting; `learn_native`, the lean
  * path, a binary model's learn_one with the rule's native step (_steps.h). There are no exact
- * schemes and no batch kernel: learn_many runs the lean path row by row.
+ * schemes and no batch kernel: learn_many runs the lean path row by row. Every write of an
+ * entry is noted (table_note), so that a mark and `changed` cost what was written since
+ * (_table.h's marks).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -64,6 +66,8 @@ typedef struct {
     Blocks blocks;
     double a_bound, k_bound, c_bound; /* bounds of every feature's |a_j|, |k_j| and c_j (update) */
     uint64_t generation; /* bumped by every change of the tables */
+    uint64_t reshaped;   /* and by every one but entries written or appended (see reshape) */
+    Mark mark;           /* a mark (arrowhead_mark), held by the tables (_table.h) */
     int busy;            /* refuses re-entry from a key's __eq__ */
     PyObject *weakreflist;
     /* the margin scratch: the last margin's coordinates and pairs, the update's new values */
@@ -358,7 +362,10 @@ static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep
             Table *t = &self->blocks.table[p->block];
             Py_ssize_t i;
             for (i = p->first; i < p->end; i++)
-                if (self->coords[i].ix >= 0) t->entries[self->coords[i].ix].c = self->coords[i].c;
+                if (self->coords[i].ix >= 0) {
+                    t->entries[self->coords[i].ix].c = self->coords[i].c;
+                    table_note(t, self->coords[i].ix);
+                }
             if (p->x_b != 0.0) {
                 if (p->root < 0) {
                     Entry *e = table_push(t, self->root, self->root_hash);
@@ -367,6 +374,7 @@ static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep
                     p->root = t->used - 1;
                 }
                 t->entries[p->root].k = p->S;
+                table_note(t, p->root);
             }
         }
         self->generation++;
@@ -402,11 +410,14 @@ static RCW_ALWAYS_INLINE void step_weight(const PairStep *s, double a, double k,
         out[2] = c / (1.0 + s->gamma * (x * cx));
 }
 
-/* a coordinate's entry: its own, or (new) one appended with its key from (0, 0, c), room
- * reserved (the table takes its own reference to the key) */
+/* a coordinate's entry, to be written: its own (noted), or (new) one appended with its key from
+ * (0, 0, c), room reserved (the table takes its own reference to the key) */
 static RCW_ALWAYS_INLINE Entry *entry_of(Arrowhead *self, Table *t, Coord *c) {
     Entry *e;
-    if (c->ix >= 0) return &t->entries[c->ix];
+    if (c->ix >= 0) {
+        table_note(t, c->ix);
+        return &t->entries[c->ix];
+    }
     e = table_push(t, c->key, c->hash);
     Py_CLEAR(c->key);
     self->nkeyed--;
@@ -482,7 +493,8 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
         if (e == NULL && p->x_b != 0.0) { /* the root stored, before the new features */
             e = table_push(t, self->root, self->root_hash);
             e->c = 0.0;
-        }
+        } else if (e != NULL)
+            table_note(t, p->root);
         if (e != NULL) {
             e->a = root[k][0];
             e->k = root[k][1];
@@ -521,11 +533,20 @@ static int update(Arrowhead *self, double alpha, double gamma, int drop) {
     return drop ? update_with(self, alpha, gamma, 1) : update_with(self, alpha, gamma, 0);
 }
 
-/* margin()'s pairs (rcw_pairs) into the scratch: how many, or -1 with an error */
+/* learn's pairs (rcw_pairs) into the scratch: how many, or -1 with an error (ValueError for a
+ * block named twice: each pair's block is read and written as its label's alone, as in
+ * river_cw.arrowhead._check_pairs) */
 static int set_pairs(Arrowhead *self, PyObject *pairs) {
     Py_ssize_t block[2];
     double sign[2];
     int n = rcw_pairs(pairs, self->blocks.n, block, sign), k;
+    if (n == 2 && block[0] == block[1]) {
+        PyErr_Format(PyExc_ValueError,
+                     "the pairs name block %zd twice: a difference vector spans the blocks of "
+                     "distinct labels",
+                     block[0]);
+        n = -1;
+    }
     for (k = 0; k < n; k++) {
         self->pairs[k].block = block[k];
         self->pairs[k].sign = sign[k];
@@ -582,12 +603,12 @@ static PyObject *arrowhead_learn(Arrowhead *self, PyObject *const *args, Py_ssiz
     drop = !(PyUnicode_Check(args[3]) && PyUnicode_CompareWithASCIIString(args[3], "project") == 0);
     if (enter(self) < 0) return NULL;
     release_margin(self);
-    if ((x = as_dict(args[0])) == NULL) {
+    if ((n = set_pairs(self, args[1])) < 0 || (x = as_dict(args[0])) == NULL) {
+        self->npairs = 0;
         self->busy = 0;
         return NULL;
     }
-    n = set_pairs(self, args[1]);
-    outcome = n < 0 ? PASS_ERROR : margin_of(self, x, keep, rest, 0, &m);
+    outcome = margin_of(self, x, keep, rest, 0, &m);
     Py_DECREF(x);
     margin = self->margin;
     self->busy = 0; /* the step is Python's: it may call the engine */
@@ -773,17 +794,20 @@ static PyObject *arrowhead_score_variances(Arrowhead *self, PyObject *x) {
 /* ---------------------------------------------------------------------------------------- */
 /* the blocks: layout, views and state                                                        */
 
-/* after the tables changed other than by learning: the last margin is dropped */
-static void reshaped(Arrowhead *self) {
+/* after the tables changed other than by learning (a change of layout: blocks added, replaced,
+ * reordered or restored, entries rewritten as by negate): the last margin is dropped, and a mark
+ * taken before holds no more */
+static void reshape(Arrowhead *self) {
     release_margin(self);
     self->generation++;
+    self->reshaped++;
 }
 
 /* a new empty block at `at`: add_block (at the end) and lift (in front) */
 static PyObject *insert_block(Arrowhead *self, Py_ssize_t at) {
     int r;
     if (enter(self) < 0) return NULL;
-    if ((r = blocks_insert(&self->blocks, at)) == 0) reshaped(self);
+    if ((r = blocks_insert(&self->blocks, at)) == 0) reshape(self);
     self->busy = 0;
     if (r < 0) return NULL;
     Py_RETURN_NONE;
@@ -805,7 +829,7 @@ static PyObject *arrowhead_layout(Arrowhead *self, PyObject *unused) {
 static PyObject *arrowhead_restore_layout(Arrowhead *self, PyObject *layout) {
     int r;
     if (enter(self) < 0) return NULL;
-    if ((r = blocks_restore(&self->blocks, layout)) == 0) reshaped(self);
+    if ((r = blocks_restore(&self->blocks, layout)) == 0) reshape(self);
     self->busy = 0;
     if (r < 0) return NULL;
     Py_RETURN_NONE;
@@ -823,7 +847,7 @@ static PyObject *arrowhead_reorder(Arrowhead *self, PyObject *order) {
         PyMem_Free(ids);
         return NULL;
     }
-    if ((r = blocks_arrange(&self->blocks, ids, n)) == 0) reshaped(self);
+    if ((r = blocks_arrange(&self->blocks, ids, n)) == 0) reshape(self);
     self->busy = 0;
     PyMem_Free(ids);
     if (r < 0) return NULL;
@@ -837,7 +861,7 @@ static PyObject *arrowhead_negate(Arrowhead *self, PyObject *unused) {
     if (enter(self) < 0) return NULL;
     t = &self->blocks.table[0];
     for (i = 0; self->blocks.n > 0 && i < t->used; i++) t->entries[i].a = -t->entries[i].a;
-    reshaped(self);
+    reshape(self);
     self->busy = 0;
     Py_RETURN_NONE;
 }
@@ -853,6 +877,13 @@ static void root_of(Arrowhead *self, Table *t, double *mu_b, double *S) {
         }
     *mu_b = 0.0;
     *S = self->root_variance;
+}
+
+/* an entry's numbers, a feature's (a_j, k_j, c_j) or the root's (mu_b, S), as a new list (the
+ * `blocks` state) or tuple (`changed`); NULL with an error */
+static PyObject *numbers_of(const Arrowhead *self, const Entry *e, int list) {
+    if (e->key == self->root) return Py_BuildValue(list ? "[dd]" : "(dd)", e->a, e->k);
+    return Py_BuildValue(list ? "[ddd]" : "(ddd)", e->a, e->k, e->c);
 }
 
 /* `which` of every block as a list of dicts keyed by feature: 0 the means (mu_j = a_j + k_j mu_b;
@@ -875,8 +906,7 @@ static PyObject *block_dicts(Arrowhead *self, int which) {
             int is_root = e->key == self->root;
             PyObject *w;
             if (which == 2)
-                w = is_root ? Py_BuildValue("[dd]", e->a, e->k)
-                            : Py_BuildValue("[ddd]", e->a, e->k, e->c);
+                w = numbers_of(self, e, 1);
             else if (which == 1)
                 w = PyFloat_FromDouble(is_root ? e->k : e->c + e->k * e->k * S);
             else
@@ -987,7 +1017,7 @@ static int arrowhead_set_blocks(Arrowhead *self, PyObject *value, void *closure)
     memcpy(self->blocks.table, tables, sizeof(Table) * n);
     self->blocks.n = n;
     reset_bounds(self);
-    reshaped(self);
+    reshape(self);
     PyMem_Free(tables);
     self->busy = 0;
     return 0;
@@ -996,6 +1026,150 @@ fail:
     for (i = 0; i < n; i++) table_free(&tables[i]);
     PyMem_Free(tables);
     return -1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* marks: the entries written since a point in time (river_cw.arrowhead's `mark`)              */
+
+/* mark(): remember every block's numbers as they are now (blocks_mark: a mark and `changed` cost
+ * in proportion to the entries written since, not to the model) */
+static PyObject *arrowhead_mark(Arrowhead *self, PyObject *unused) {
+    int r;
+    if (enter(self) < 0) return NULL;
+    r = blocks_mark(&self->blocks, &self->mark, self->reshaped);
+    self->busy = 0;
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* an entry's numbers as `changed` gives them */
+static PyObject *changed_numbers(const Entry *e, const void *self) {
+    return numbers_of(self, e, 0);
+}
+
+/* changed(): per block, {feature: (a_j, k_j, c_j)} and {root: (mu_b, S)} of the entries added
+ * since the mark or whose numbers differ from it bit for bit, in table order; None without a
+ * mark valid for the current blocks (none taken, or the blocks reshaped since) */
+static PyObject *arrowhead_changed(Arrowhead *self, PyObject *unused) {
+    PyObject *out;
+    if (enter(self) < 0) return NULL;
+    out = blocks_changed(&self->blocks, &self->mark, self->reshaped, changed_numbers, self);
+    self->busy = 0;
+    return out;
+}
+
+/* an entry of set_weights' changes, read and looked up before anything is written */
+typedef struct {
+    Py_ssize_t block, ix; /* ix: the entry's position, -1 when new */
+    PyObject *key;        /* a reference */
+    Py_hash_t hash;
+    double numbers[3];
+} Change;
+
+/* One entry of set_weights' changes into *c: its numbers (a feature's three, the root's two),
+ * its hash and its entry in t; 0, or -1 with an error */
+static int read_change(Arrowhead *self, Table *t, PyObject *key, PyObject *w, Change *c) {
+    PyObject *items = PySequence_Fast(w, "a weight is (a, k, c), the root's (mu_b, S)");
+    Py_ssize_t size = key == self->root ? 2 : 3, j;
+    if (items == NULL) return -1;
+    if (PySequence_Fast_GET_SIZE(items) != size) {
+        Py_DECREF(items);
+        PyErr_SetString(PyExc_ValueError, "a weight is (a, k, c), the root's (mu_b, S)");
+        return -1;
+    }
+    c->numbers[2] = 0.0; /* the root's entry holds 0 in c */
+    for (j = 0; j < size && !PyErr_Occurred(); j++)
+        c->numbers[j] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(items, j));
+    Py_DECREF(items);
+    if (PyErr_Occurred() || (c->hash = PyObject_Hash(key)) == -1 ||
+        (c->ix = table_find(t, key, c->hash)) == -2)
+        return -1;
+    return 0;
+}
+
+/* set_weights(changes): per block, {feature: (a_j, k_j, c_j)} and {root: (mu_b, S)} written, a
+ * new entry appended in the order given (what `changed` returned, read back); every entry is
+ * read and looked up, and room made for the new ones, before anything is written */
+static PyObject *arrowhead_set_weights(Arrowhead *self, PyObject *changes) {
+    PyObject *seq, *key, *w;
+    Change *planned = NULL;
+    Py_ssize_t n, b, pos, total = 0, count = 0, i;
+    int ok = 0;
+    /* a tuple, which the Python code that reading runs (a key's __eq__) cannot change */
+    if ((seq = PySequence_Fast(changes, "changes must be a list of dicts")) == NULL) return NULL;
+    if (PyList_Check(seq)) {
+        Py_SETREF(seq, PyList_AsTuple(seq));
+        if (seq == NULL) return NULL;
+    }
+    n = PyTuple_GET_SIZE(seq);
+    if (n != self->blocks.n) {
+        PyErr_Format(PyExc_ValueError, "changes of %zd block(s) for an engine of %zd", n,
+                     self->blocks.n);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (b = 0; b < n; b++) {
+        PyObject *d = PyTuple_GET_ITEM(seq, b);
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "changes must be a list of dicts");
+            Py_DECREF(seq);
+            return NULL;
+        }
+        total += PyDict_GET_SIZE(d);
+    }
+    if (enter(self) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if ((planned = PyMem_Malloc(sizeof(Change) * (total ? total : 1))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (b = 0; b < n; b++) {
+        PyObject *d = PyTuple_GET_ITEM(seq, b);
+        Table *t = &self->blocks.table[b];
+        Py_ssize_t fresh = 0;
+        pos = 0;
+        while (PyDict_Next(d, &pos, &key, &w)) {
+            Change *c = &planned[count];
+            if (count == total) {
+                PyErr_SetString(PyExc_RuntimeError, "changes changed size during set_weights");
+                goto done;
+            }
+            c->block = b;
+            c->key = Py_NewRef(key);
+            count++;
+            if (read_change(self, t, key, w, c) < 0) goto done;
+            fresh += c->ix < 0;
+        }
+        if (table_reserve(t, fresh) < 0) goto done;
+    }
+    for (i = 0; i < count; i++) { /* nothing fails from here on */
+        const Change *c = &planned[i];
+        Table *t = &self->blocks.table[c->block];
+        Entry *e;
+        if (c->ix >= 0) {
+            e = &t->entries[c->ix];
+            table_note(t, c->ix);
+        } else
+            e = table_push(t, c->key, c->hash);
+        e->a = c->numbers[0];
+        e->k = c->numbers[1];
+        e->c = c->numbers[2];
+        if (c->key == self->root) continue;
+        if (fabs(e->a) > self->a_bound) self->a_bound = fabs(e->a);
+        if (fabs(e->k) > self->k_bound) self->k_bound = fabs(e->k);
+        if (e->c > self->c_bound) self->c_bound = e->c;
+    }
+    self->generation++; /* entries may be appended */
+    ok = 1;
+done:
+    for (i = 0; i < count; i++) Py_DECREF(planned[i].key);
+    PyMem_Free(planned);
+    Py_DECREF(seq);
+    self->busy = 0;
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *arrowhead_get_prior(Arrowhead *self, void *closure) {
@@ -1011,7 +1185,8 @@ static PyObject *arrowhead_get_root(Arrowhead *self, void *closure) {
 }
 
 static PyObject *arrowhead_sizeof(Arrowhead *self, PyObject *unused) {
-    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
+    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks) +
+                      blocks_mark_bytes(&self->blocks);
     size += sizeof(Coord) * self->coords_cap + 3 * sizeof(double) * self->scratch_cap;
     return PyLong_FromSsize_t(size);
 }
@@ -1032,6 +1207,7 @@ static int arrowhead_clear(Arrowhead *self) {
     release_margin(self);
     Py_CLEAR(self->lean_spec);
     blocks_clear(&self->blocks);
+    self->mark.taken = 0;
     self->generation++;
     return 0;
 }
@@ -1087,6 +1263,12 @@ static PyMethodDef arrowhead_methods[] = {
     {"negate", (PyCFunction)arrowhead_negate, METH_NOARGS, "The Gaussian over -w."},
     {"block_views", (PyCFunction)arrowhead_block_views, METH_NOARGS,
      "Per block, {feature: mean} and {feature: marginal variance}."},
+    {"mark", (PyCFunction)arrowhead_mark, METH_NOARGS, "Remember every block's numbers as now."},
+    {"changed", (PyCFunction)arrowhead_changed, METH_NOARGS,
+     "Per block, {feature: (a, k, c)} and {root: (mu_b, S)} of the entries written since the "
+     "mark; None without a mark valid for the current blocks."},
+    {"set_weights", (PyCFunction)arrowhead_set_weights, METH_O,
+     "Write per block {feature: (a, k, c)} and {root: (mu_b, S)} (what changed returned)."},
     {"__sizeof__", (PyCFunction)arrowhead_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
     {NULL},
 };

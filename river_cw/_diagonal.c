@@ -154,9 +154,7 @@ typedef struct {
     uint64_t generation;       /* bumped by every change of the table layout */
     uint64_t reshaped;         /* and by every one but new features appended (see reshape) */
     int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
-    /* a mark (diagonal_mark) is held by the tables; valid while `reshaped` equals this */
-    int marked;
-    uint64_t mark_reshaped;
+    Mark mark;                 /* a mark (diagonal_mark), held by the tables (_table.h) */
     PyObject *weakreflist;
     /* the caches, none of them part of the model: */
     Margin margin;             /* the margin scratch */
@@ -240,7 +238,7 @@ static void batch_cache_free(Diagonal *self); /* _batch.h */
 
 static int diagonal_clear(Diagonal *self) {
     release_coords(self);
-    self->marked = 0;
+    self->mark.taken = 0;
     batch_cache_free(self);
     Py_CLEAR(self->lean.spec);
     blocks_clear(&self->blocks);
@@ -1531,132 +1529,41 @@ static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
 }
 
 static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
-    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
-    Py_ssize_t b;
+    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks) +
+                      blocks_mark_bytes(&self->blocks);
     size += sizeof(Coord) * self->margin.coords_cap +
             sizeof(double) * (self->margin.u_cap + 2 * self->margin.scratch_cap);
-    for (b = 0; b < self->blocks.n; b++) /* marks, as table_mark allocates */
-        if (self->blocks.table[b].shadow != NULL)
-            size += (2 * sizeof(double) + 1 + sizeof(Py_ssize_t)) *
-                    Py_MAX(self->blocks.table[b].tracked, 1);
     return PyLong_FromSsize_t(size);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* marks: the weights written since a point in time (river_cw.diagonal.PythonDiagonalGaussian.mark) */
 
-/* t's mark taken now: its entries' (mean, variance) copied; from the previous mark, if it
- * still holds (`incremental`), only the entries written or appended since. 0, or -1 with
- * MemoryError and no mark */
-static int table_mark(Table *t, int incremental) {
-    Py_ssize_t n = t->used, from = 0, k, i;
-    double *shadow;
-    if (incremental && t->shadow != NULL) {
-        shadow = t->shadow;
-        for (k = 0; k < t->nwritten; k++) {
-            i = t->written[k];
-            shadow[2 * i] = t->entries[i].mean;
-            shadow[2 * i + 1] = t->entries[i].var;
-            t->touched[i] = 0;
-        }
-        t->nwritten = 0;
-        from = t->tracked;
-    } else
-        table_unmark(t);
-    if (n > from || t->shadow == NULL) {
-        Py_ssize_t size = n ? n : 1;
-        void *p;
-        if ((p = PyMem_Realloc(t->shadow, sizeof(double) * 2 * size)) == NULL) goto nomemory;
-        t->shadow = p;
-        if ((p = PyMem_Realloc(t->touched, size)) == NULL) goto nomemory;
-        t->touched = p;
-        if ((p = PyMem_Realloc(t->written, sizeof(Py_ssize_t) * size)) == NULL) goto nomemory;
-        t->written = p;
-        shadow = t->shadow;
-        for (i = from; i < n; i++) {
-            shadow[2 * i] = t->entries[i].mean;
-            shadow[2 * i + 1] = t->entries[i].var;
-            t->touched[i] = 0;
-        }
-    }
-    t->tracked = n;
-    return 0;
-nomemory:
-    table_unmark(t);
-    PyErr_NoMemory();
-    return -1;
-}
-
-/* mark(): remember every weight's (mean, variance) as it is now. The tables note each entry
- * written since (table_note, at every write), so that a mark and `changed` cost in proportion
- * to the weights written, not to the model */
+/* mark(): remember every weight's (mean, variance) as it is now (blocks_mark: a mark and
+ * `changed` cost in proportion to the weights written since, not to the model) */
 static PyObject *diagonal_mark(Diagonal *self, PyObject *unused) {
-    Py_ssize_t b;
-    int incremental;
+    int r;
     if (enter(self) < 0) return NULL;
-    incremental = self->marked && self->mark_reshaped == self->reshaped;
-    self->marked = 0;
-    for (b = 0; b < self->blocks.n; b++)
-        if (table_mark(&self->blocks.table[b], incremental) < 0) {
-            for (; b >= 0; b--) table_unmark(&self->blocks.table[b]);
-            self->busy = 0;
-            return NULL;
-        }
-    self->marked = 1;
-    self->mark_reshaped = self->reshaped;
+    r = blocks_mark(&self->blocks, &self->mark, self->reshaped);
     self->busy = 0;
+    if (r < 0) return NULL;
     Py_RETURN_NONE;
 }
 
-static int compare_positions(const void *a, const void *b) {
-    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* (mean, variance) of t's entry i into d under its key; 0 or -1 */
-static int put_weight(PyObject *d, const Entry *e) {
-    PyObject *w = Py_BuildValue("(dd)", e->mean, e->var);
-    int r;
-    if (w == NULL) return -1;
-    r = PyDict_SetItem(d, e->key, w);
-    Py_DECREF(w);
-    return r;
+/* a weight's (mean, variance), as `changed` gives it */
+static PyObject *weight_pair(const Entry *e, const void *unused) {
+    return Py_BuildValue("(dd)", e->mean, e->var);
 }
 
 /* changed(): per block, {feature: (mean, variance)} of the weights added since the mark or whose
  * mean or variance differs from it bit for bit, in table order; None without a mark valid for
  * the current blocks (none taken, or the blocks reshaped since) */
 static PyObject *diagonal_changed(Diagonal *self, PyObject *unused) {
-    PyObject *out, *d;
-    Py_ssize_t b, k, i;
+    PyObject *out;
     if (enter(self) < 0) return NULL;
-    if (!self->marked || self->mark_reshaped != self->reshaped) {
-        self->busy = 0;
-        Py_RETURN_NONE;
-    }
-    if ((out = PyList_New(self->blocks.n)) == NULL) goto fail;
-    for (b = 0; b < self->blocks.n; b++) {
-        Table *t = &self->blocks.table[b];
-        const double *shadow = t->shadow;
-        if ((d = PyDict_New()) == NULL) goto fail;
-        PyList_SET_ITEM(out, b, d);
-        qsort(t->written, (size_t)t->nwritten, sizeof(Py_ssize_t), compare_positions);
-        for (k = 0; k < t->nwritten; k++) {
-            const Entry *e = &t->entries[i = t->written[k]];
-            if (memcmp(&e->mean, &shadow[2 * i], sizeof(double)) == 0 &&
-                memcmp(&e->var, &shadow[2 * i + 1], sizeof(double)) == 0)
-                continue;
-            if (put_weight(d, e) < 0) goto fail;
-        }
-        for (i = t->tracked; i < t->used; i++)
-            if (put_weight(d, &t->entries[i]) < 0) goto fail;
-    }
+    out = blocks_changed(&self->blocks, &self->mark, self->reshaped, weight_pair, NULL);
     self->busy = 0;
     return out;
-fail:
-    Py_XDECREF(out);
-    self->busy = 0;
-    return NULL;
 }
 
 /* set_weights(changes): per block, {feature: (mean, variance)} written, a new feature appended

@@ -1,11 +1,12 @@
-/* The feature table of the compiled engines (river_cw/_diagonal.c, river_cw/_rda.c), one per
- * weight block, and what their fast paths share (reading x, errors, the common case). A table is
- * open addressing keyed by the feature object and its hash, entries kept in insertion order (the
- * order of a dict, and of the Python engines' dicts), probed as CPython's dict probes. Keys
- * compare by identity, then (for str) by length and bytes, then with ==. An entry keeps a copy of
- * a short str key's characters: a probe with an equal key of another object (each example's
- * tokens are new str objects) then reads the entry alone, never the stored key object, which lies
- * anywhere on the heap (on long streams that read cost more than the rest of the lookup).
+/* The feature table of the compiled engines (river_cw/_diagonal.c, _arrowhead.c, _rda.c), one per
+ * weight block, and what their fast paths share (reading x, errors, the common case, marks). A
+ * table is open addressing keyed by the feature object and its hash, entries kept in insertion
+ * order (the order of a dict, and of the Python engines' dicts), probed as CPython's dict probes.
+ * Keys compare by identity, then (for str) by length and bytes, then with ==. An entry keeps a
+ * copy of a short str key's characters: a probe with an equal key of another object (each
+ * example's tokens are new str objects) then reads the entry alone, never the stored key object,
+ * which lies anywhere on the heap (on long streams that read cost more than the rest of the
+ * lookup).
  *
  * The includer defines RCW_ENTRY_PAYLOAD, the fields an entry carries beside its key and hash,
  * before including this header, and fills them in after `table_push`.
@@ -27,13 +28,23 @@
 #define SHORT_KEY 15        /* the longest str key an entry copies */
 #define NOT_SHORT UINT8_MAX /* short_key[0] of an entry whose key it does not copy */
 
+/* an entry's numbers as one struct, as a mark copies and compares them */
+typedef struct {
+    RCW_ENTRY_PAYLOAD
+} Payload;
+
 typedef struct {
     PyObject *key;
     Py_hash_t hash;
     /* a key that is exactly a compact ASCII str of at most SHORT_KEY characters: its length,
      * then its characters, zero-padded; any other key: NOT_SHORT */
     uint8_t short_key[SHORT_KEY + 1];
-    RCW_ENTRY_PAYLOAD
+    union { /* the payload's fields by name (e->mean), or all of them (e->payload) */
+        struct {
+            RCW_ENTRY_PAYLOAD
+        };
+        Payload payload;
+    };
 } Entry;
 
 /* *buf (room for *cap items of `size` bytes) grown, where it is smaller, to room for n + n / 2 + 8
@@ -58,10 +69,10 @@ typedef struct {
     Py_ssize_t mask; /* index size - 1 (a power of two) */
     Py_ssize_t used, cap;
     long long id; /* names the block in layout snapshots */
-    /* a mark (the includer's; river_cw/_diagonal.c's mark and changed): of the first `tracked`
-     * entries, their payload then (`shadow`, the includer's layout) and which were written since
-     * (`touched` per entry, `written` the list of them); tracked 0: no mark */
-    void *shadow;
+    /* a mark (see "marks" below): of the first `tracked` entries, their payload then (`shadow`)
+     * and which were written since (`touched` per entry, `written` the list of them); tracked 0:
+     * no mark */
+    Payload *shadow;
     uint8_t *touched;
     Py_ssize_t *written;
     Py_ssize_t tracked, nwritten;
@@ -427,6 +438,131 @@ static int blocks_restore(Blocks *b, PyObject *layout) {
     r = blocks_arrange(b, ids, n);
     PyMem_Free(ids);
     return r;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* marks: the entries written since a point in time, for an engine's `mark` and `changed` (see
+ * river_cw.gaussian.DiagonalGaussian.changed). After a mark, each table notes the entries it
+ * writes (table_note, at every write); the next mark copies only those and the entries appended
+ * since, and `changed` compares only those with the copy, so that both cost in proportion to the
+ * entries written, not to the model. A mark holds while the blocks keep their layout: the engine
+ * counts its reshapes (blocks added, replaced, reordered or restored; entries rewritten without
+ * a note, as by negate), and a mark taken at another count is none. */
+
+typedef struct {
+    int taken;         /* a mark was taken, */
+    uint64_t reshaped; /* when the engine's count of reshapes was this */
+} Mark;
+
+/* t's mark taken now: its entries' payloads copied; from the previous mark, if it still holds
+ * (`incremental`), only the entries written or appended since. 0, or -1 with MemoryError and no
+ * mark */
+static inline int table_mark(Table *t, int incremental) {
+    Py_ssize_t n = t->used, from = 0, k, i;
+    if (incremental && t->shadow != NULL) {
+        for (k = 0; k < t->nwritten; k++) {
+            i = t->written[k];
+            t->shadow[i] = t->entries[i].payload;
+            t->touched[i] = 0;
+        }
+        t->nwritten = 0;
+        from = t->tracked;
+    } else
+        table_unmark(t);
+    if (n > from || t->shadow == NULL) {
+        Py_ssize_t size = n ? n : 1;
+        void *p;
+        if ((p = PyMem_Realloc(t->shadow, sizeof(Payload) * size)) == NULL) goto nomemory;
+        t->shadow = p;
+        if ((p = PyMem_Realloc(t->touched, size)) == NULL) goto nomemory;
+        t->touched = p;
+        if ((p = PyMem_Realloc(t->written, sizeof(Py_ssize_t) * size)) == NULL) goto nomemory;
+        t->written = p;
+        for (i = from; i < n; i++) {
+            t->shadow[i] = t->entries[i].payload;
+            t->touched[i] = 0;
+        }
+    }
+    t->tracked = n;
+    return 0;
+nomemory:
+    table_unmark(t);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* every block's mark taken now, the engine's count of reshapes being `reshaped`; 0, or -1 with
+ * MemoryError and no mark */
+static inline int blocks_mark(Blocks *b, Mark *mark, uint64_t reshaped) {
+    int incremental = mark->taken && mark->reshaped == reshaped;
+    Py_ssize_t k;
+    mark->taken = 0;
+    for (k = 0; k < b->n; k++)
+        if (table_mark(&b->table[k], incremental) < 0) {
+            for (k = 0; k < b->n; k++) table_unmark(&b->table[k]);
+            return -1;
+        }
+    mark->taken = 1;
+    mark->reshaped = reshaped;
+    return 0;
+}
+
+static inline int compare_positions(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* an entry's numbers as `changed` gives them (a new reference, or NULL with an error); `engine`
+ * is what the engine handed blocks_changed */
+typedef PyObject *(*EntryNumbers)(const Entry *e, const void *engine);
+
+/* e's numbers into d under its key; 0 or -1 */
+static inline int put_numbers(PyObject *d, const Entry *e, EntryNumbers numbers,
+                              const void *engine) {
+    PyObject *w = numbers(e, engine);
+    int r;
+    if (w == NULL) return -1;
+    r = PyDict_SetItem(d, e->key, w);
+    Py_DECREF(w);
+    return r;
+}
+
+/* `changed`: per block, {feature: numbers(entry)} of the entries appended since the mark or whose
+ * payload differs from the mark's copy bit for bit, in table order (a new list); None without a
+ * mark that holds at the engine's count of reshapes `reshaped`; NULL with an error */
+static inline PyObject *blocks_changed(Blocks *b, const Mark *mark, uint64_t reshaped,
+                                       EntryNumbers numbers, const void *engine) {
+    PyObject *out, *d;
+    Py_ssize_t k, j, i;
+    if (!mark->taken || mark->reshaped != reshaped) Py_RETURN_NONE;
+    if ((out = PyList_New(b->n)) == NULL) return NULL;
+    for (k = 0; k < b->n; k++) {
+        Table *t = &b->table[k];
+        if ((d = PyDict_New()) == NULL) goto fail;
+        PyList_SET_ITEM(out, k, d);
+        qsort(t->written, (size_t)t->nwritten, sizeof(Py_ssize_t), compare_positions);
+        for (j = 0; j < t->nwritten; j++) {
+            const Entry *e = &t->entries[i = t->written[j]];
+            if (memcmp(&e->payload, &t->shadow[i], sizeof(Payload)) != 0 &&
+                put_numbers(d, e, numbers, engine) < 0)
+                goto fail;
+        }
+        for (i = t->tracked; i < t->used; i++)
+            if (put_numbers(d, &t->entries[i], numbers, engine) < 0) goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* the bytes the blocks' marks hold (as table_mark allocates), for __sizeof__ */
+static inline Py_ssize_t blocks_mark_bytes(const Blocks *b) {
+    Py_ssize_t size = 0, k;
+    for (k = 0; k < b->n; k++)
+        if (b->table[k].shadow != NULL)
+            size += (sizeof(Payload) + 1 + sizeof(Py_ssize_t)) * Py_MAX(b->table[k].tracked, 1);
+    return size;
 }
 
 /* 1 when a fast path may clear the pending error, if any, and hand the example over to the

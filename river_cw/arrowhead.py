@@ -78,7 +78,7 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
+from . import _marks, engine
 from .gaussian import _learn, _raise_bad_input, _total, forget
 
 __all__ = ["ArrowheadGaussian", "PythonArrowheadGaussian"]
@@ -100,26 +100,94 @@ class PythonArrowheadGaussian:
         self.root = root
         self.root_variance = initial_variance if root_variance is None else root_variance
         self.blocks: list[dict] = [{}]
+        self._mark: _marks.Mark | None = None  # see `mark`
 
     def add_block(self) -> None:
         self.blocks.append({})
+        self._mark = None
 
     def lift(self) -> None:
         self.blocks.insert(0, {})
+        self._mark = None
 
     def layout(self):
         return list(self.blocks)
 
     def restore_layout(self, layout) -> None:
         self.blocks = layout
+        self._mark = None
 
     def reorder(self, order: list[int]) -> None:
         self.blocks = [self.blocks[k] for k in order]
+        self._mark = None
 
     def negate(self) -> None:
         """The Gaussian over ``-w``: ``-w_j = -a_j + k_j (-b) - e_j``, so a_j and mu_b flip."""
         for w in self.blocks[0].values():
             w[0] = -w[0]
+        self._mark = None
+
+    # -- what changed since a mark (a changelog's records; both engines alike) ---------------
+
+    def mark(self) -> None:
+        """Remember every block's numbers as they are now, for `changed`.
+
+        A mark is not part of the model: copies and pickles carry none."""
+        self._mark = _marks.take(self.blocks)
+
+    def changed(self) -> list[dict] | None:
+        """Per block, ``{feature: (a_j, k_j, c_j)}`` and ``{root: (mu_b, S)}`` of the entries
+        added since the last `mark` or whose numbers differ from it bit for bit, in the blocks'
+        order; None without a mark, or when the blocks were laid out anew since (`add_block`,
+        `lift`, `reorder`, `restore_layout`, `negate`, new `blocks`): then only the whole engine
+        says what changed. `set_weights` writes it back into an engine that held the numbers of
+        the mark. This engine compares every entry with the mark's copy; the compiled one notes
+        the entries it writes after a mark, so that its `mark` and `changed` cost in proportion
+        to them, with the same answer.
+
+        >>> from river_cw import INTERCEPT
+        >>> g = PythonArrowheadGaussian(1.0, INTERCEPT)
+        >>> step = lambda m, v, w: (0.5, 1.0)  # a rule's (alpha, gamma)
+        >>> g.learn({"a": 1.0, INTERCEPT: 1.0}, ((0, 1),), step, "project", 1.0)
+        1
+        >>> g.mark()
+        >>> g.learn({"b": 1.0}, ((0, -1),), step, "project", 1.0)
+        1
+        >>> g.changed()  # b is new; a and the root, absent from x, keep their numbers
+        [{'b': (-0.5, 0.0, 0.5)}]
+        """
+        return _marks.since(self._mark, self.blocks)
+
+    def set_weights(self, changes: list[dict]) -> None:
+        """Write per block ``{feature: (a_j, k_j, c_j)}`` and ``{root: (mu_b, S)}`` (what
+        `changed` returned): an entry learned is overwritten, a new one appended in the order
+        given. Checked in full before anything changes."""
+        try:
+            changes = list(changes)
+        except TypeError:
+            raise TypeError("changes must be a list of dicts") from None
+        if len(changes) != len(self.blocks):
+            raise ValueError(
+                f"changes of {len(changes)} block(s) for an engine of {len(self.blocks)}"
+            )
+        planned = []
+        for block, entries in zip(self.blocks, changes):
+            if not isinstance(entries, dict):
+                raise TypeError("changes must be a list of dicts")
+            for f, numbers in entries.items():
+                try:
+                    numbers = list(numbers)
+                except TypeError:
+                    raise TypeError(_WEIGHT) from None
+                if len(numbers) != (2 if f is self.root else 3):
+                    raise ValueError(_WEIGHT)
+                values = [_number(value) for value in numbers]
+                planned.append((block, f, block.get(f), values))
+        for block, f, w, numbers in planned:
+            if w is None:
+                block[f] = numbers
+            else:
+                w[:] = numbers
 
     def learn_native(self, x, y, w, class_index, lean) -> int:
         """No compiled path: -1, the general one (`GaussianClassifier.learn_one`) serves."""
@@ -234,7 +302,9 @@ class PythonArrowheadGaussian:
         variances of the root and of d's learned features are forgotten first, toward their
         priors: ``1/c_j <- keep/c_j + rest`` and ``1/S <- keep/S + rest a / a_b`` (`forget`,
         in the latent coordinates (b, e), where the family is diagonal; ``rest = (1 - keep) /
-        a``), written once x is known to be valid."""
+        a``), written once x is known to be valid. Each pair names another block (the labels
+        of a difference vector are distinct): ValueError otherwise."""
+        _check_pairs(pairs, len(self.blocks))
         m_terms, feature_terms, root_terms, entries = [], [], [], []
         for b, sign in pairs:
             score, g, v_terms, seen, unseen, x_b = self._sums(b, x, keep, rest)
@@ -308,6 +378,32 @@ class PythonArrowheadGaussian:
             self.root_variance,
             self.blocks,
         )
+
+
+_WEIGHT = "a weight is (a, k, c), the root's (mu_b, S)"  # what set_weights takes (both engines)
+
+
+def _number(value) -> float:
+    """A number of `set_weights`' changes as the compiled engine reads one: no text."""
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"must be real number, not {type(value).__name__}")
+    return float(value)
+
+
+def _check_pairs(pairs, n_blocks: int) -> None:
+    """Raise IndexError for a pair's block beyond `n_blocks` (a negative one counts from the end,
+    as a list index), ValueError for a block two pairs name: the rest of the engine reads and
+    writes each pair's block as the only one of its label (the compiled engine refuses alike)."""
+    blocks: list[int] = []
+    for b, _ in pairs:
+        if not -n_blocks <= b < n_blocks:
+            raise IndexError("list index out of range")
+        if b % n_blocks in blocks:
+            raise ValueError(
+                f"the pairs name block {b % n_blocks} twice: a difference vector spans the blocks "
+                "of distinct labels"
+            )
+        blocks.append(b % n_blocks)
 
 
 def _restore_arrowhead(initial_variance: float, root, root_variance: float, blocks: list[dict]):

@@ -8,6 +8,7 @@ sums, nothing grows, one feature is full covariance, no intercept is the diagona
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import INTERCEPT
+from river_cw import INTERCEPT, arrowhead
 from streams.evaluate.synthetic import uniform_threshold
 from tests import reference
 from tests.conftest import examples, outcome
@@ -23,6 +24,9 @@ from tests.conftest import examples, outcome
 D = 5
 NAMES = [f"f{j}" for j in range(D)]
 KEYS = [INTERCEPT, *NAMES]  # the reference's order: the intercept (the root) first
+ENGINES = [arrowhead.PythonArrowheadGaussian]
+if arrowhead.ArrowheadGaussian is not arrowhead.PythonArrowheadGaussian:  # the compiled one
+    ENGINES.append(arrowhead.ArrowheadGaussian)
 
 
 def uncentred_stream(seed, n=80, low=5.0):
@@ -320,3 +324,26 @@ def test_the_exact_schemes_are_refused():
         river_cw.NHERD(diagonal="exact")
     with pytest.raises(ValueError, match="positive and finite"):
         river_cw.AROW(covariance="arrowhead", initial_intercept_variance=0.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["python", "compiled"][: len(ENGINES)])
+def test_a_difference_vector_naming_one_block_twice_is_refused(engine):
+    """Each pair's block is read and written as its label's alone: two pairs on one block (a
+    negative index counts from the end) are refused with the same ValueError by both engines,
+    before anything changes (the compiled engine stored such a feature twice)."""
+    g = engine(1.0, INTERCEPT)
+    g.add_block()
+    step = lambda m, v, w: (0.5, 1.0)  # noqa: E731
+    x = {"a": 1.0, INTERCEPT: 1.0}
+    assert g.learn(x, ((0, 1), (1, -1)), step, "project", 1.0) == 1
+    before = g.blocks
+    for pairs, block in [(((0, 1), (0, -1)), 0), (((1, 1), (-1, -1)), 1), (((-2, 1), (0, 1)), 0)]:
+        message = (
+            f"the pairs name block {block} twice: a difference vector spans the blocks of "
+            "distinct labels"
+        )
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            g.learn({"new": 2.0, **x}, pairs, step, "drop", 1.0)
+        assert g.blocks == before
+    with pytest.raises(IndexError):
+        g.learn(x, ((2, 1),), step, "project", 1.0)

@@ -4,7 +4,8 @@ Each test runs one workload of a compiled engine (the diagonal Gaussian engine,
 `river_cw/_diagonal.c` with `_batch.h`; the arrowhead's, `river_cw/_arrowhead.c`; voted RDA's,
 `river_cw/_rda.c`) many times over the same objects after a warm-up: learning (the lean path and
 the general one), the engine's margin() and update() called apart, predicting, mini-batches of
-dicts and of CSR arrays, text, pickling, and the error paths (bad values, a key whose ``==``
+dicts and of CSR arrays, text, pickling, a changelog's marks (mark, changed, set_weights), and
+the error paths (bad values, a key whose ``==``
 raises, non-finite scores, bad arrays, a step's bad result). Then
 
 - the reference counts (`sys.getrefcount`) of the objects handed to the engine (feature names,
@@ -282,6 +283,35 @@ def test_gaussian_engines_pickling_keeps_no_reference_nor_memory(labels, covaria
         pickle.loads(pickle.dumps(model)).predict_one(X[0])
 
     assert_no_leak(f"pickle round trip, {len(labels)} labels", cycle, calls=3)
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
+@pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
+def test_gaussian_engines_marks_keep_no_reference_nor_memory(labels, covariance):
+    """A changelog's cycle: learn, `changed` since the last mark written into a replica that
+    held the marked state (`set_weights`), a new mark; and set_weights' error paths (changes of
+    too many blocks, a weight of too few numbers, a key whose == raises)."""
+    model = learned(river_cw.AROW(covariance=covariance, learn_intercept=True), labels)
+    replica = pickle.loads(pickle.dumps(model))._gaussian
+    engine = model._gaussian
+    engine.mark()
+    blocks = len(engine.blocks)
+    numbers = (VALUES[0],) * (2 if covariance == "diagonal" else 3)
+    too_many = [{}] * (blocks + 1)
+    too_few = [{FEATURES[0]: numbers[:1]}] + [{}] * (blocks - 1)
+    hostile = [{EqualRaises(): numbers}] + [{}] * (blocks - 1)
+
+    def cycle():
+        for i, x in enumerate(X):
+            model.learn_one(x, labels[i % len(labels)])
+        replica.set_weights(engine.changed())
+        engine.mark()
+        raises(ValueError, replica.set_weights, too_many)
+        raises(ValueError, replica.set_weights, too_few)
+        raises(KeyError, replica.set_weights, hostile)
+
+    assert_no_leak(f"marks, {len(labels)} labels", cycle, calls=len(X) + 6)
+    assert replica.blocks == engine.blocks
 
 
 @pytest.mark.parametrize("params", [DIAGONAL, ARROWHEAD], ids=["diagonal", "arrowhead"])

@@ -2,8 +2,8 @@
 
 The extensions are built with ``-fsanitize=address,undefined`` from a copy of the project's
 tracked files (into a temporary directory: the checkout's own build stays as it is), and the tests
-of the engines (diagonal, arrowhead, voted RDA), of batches, text and hostile input run against
-that build. Python itself is not
+of the engines (diagonal, arrowhead, voted RDA), of their marks, of batches, text and hostile input
+run against that build. Python itself is not
 instrumented, so the ASan runtime is preloaded (``LD_PRELOAD``), Python's allocator hands every
 request to malloc (``PYTHONMALLOC=malloc``, so that ASan sees the engines' `PyMem` buffers) and
 leak detection is off (the interpreter keeps memory to its exit on purpose; the engines' leaks
@@ -34,6 +34,7 @@ TESTS = [
     "tests/test_text.py",
     "tests/test_text_classifier.py",
     "tests/test_hostile_input.py",
+    "tests/test_changes_since_mark.py",
 ]
 SANITIZE = "-fsanitize=address,undefined"
 CFLAGS = f"{SANITIZE} -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"

@@ -1,20 +1,21 @@
 """A partition state as a changelog: the weights that changed since the previous commit, and the rest.
 
-A `PartitionState` whose model keeps its weights in a diagonal Gaussian engine
-(`river_cw.gaussian.DiagonalGaussian`: a `GaussianClassifier` with ``covariance="diagonal"``, alone
-or as the classifier of a `river_cw.text.TextClassifier`) is written by `changes` as the
-engine's weights written since its last mark (`DiagonalGaussian.changed`: per label block, the
-features whose mean or variance moved, the intercept among them) and a *header*: the state with
-the engine left out (labels, counters, offsets, pending examples and labels, the model's other
-attributes). `apply` rebuilds the next state from the previous one and these changes, bit for
-bit; `mark` starts the next changes.
+A `PartitionState` whose model keeps its weights in a diagonal or arrowhead Gaussian engine
+(`river_cw.diagonal.DiagonalGaussian`, `river_cw.arrowhead.ArrowheadGaussian`: a
+`GaussianClassifier` with ``covariance="diagonal"`` or ``"arrowhead"``, alone or as the
+classifier of a `river_cw.text.TextClassifier`) is written by `changes` as the engine's weights
+written since its last mark (`changed`: per label block, the features whose numbers moved, the
+diagonal's mean and variance or the arrowhead's ``(a_j, k_j, c_j)``, and the intercept, the
+arrowhead's root ``(mu_b, S)``) and a *header*: the state with the engine left out (labels,
+counters, offsets, pending examples and labels, the model's other attributes). `apply` rebuilds
+the next state from the previous one and these changes, bit for bit; `mark` starts the next
+changes.
 
 Everything else is written whole (`changes` returns None): river pipelines (their other steps'
-state has no keys to write by), river's own models, full or arrowhead covariance (the default
-models' since issue 30: the arrowhead engine keeps no mark yet), voted RDA,
-a state that mixes (its anchor is a whole model), and an engine whose blocks were laid out anew
-since its mark (a label beyond the second was learned: one block per label from then on; or a
-second label that sorts before the first: the model was negated).
+state has no keys to write by), river's own models, full covariance, voted RDA, a state that
+mixes (its anchor is a whole model), and an engine whose blocks were laid out anew since its
+mark (a label beyond the second was learned: one block per label from then on; or a second
+label that sorts before the first: the model was negated).
 
 >>> from river_cw import AROW
 >>> from streams.kafka.learner import PartitionState
@@ -40,21 +41,24 @@ from __future__ import annotations
 import io
 import pickle
 
+from river_cw.arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
 from river_cw.diagonal import DiagonalGaussian, PythonDiagonalGaussian
 from river_cw.gaussian_classifier import GaussianClassifier
 from river_cw.text import TextClassifier
 
 __all__ = ["apply", "changes", "holder", "mark"]
 
+# the engines that keep marks (`mark`, `changed`, `set_weights`)
+_KEYED = (DiagonalGaussian, PythonDiagonalGaussian, ArrowheadGaussian, PythonArrowheadGaussian)
+
 
 def holder(model) -> GaussianClassifier | None:
-    """The classifier of `model` whose diagonal engine a changelog writes by key, or None."""
+    """The classifier of `model` whose diagonal or arrowhead engine a changelog writes by key, or
+    None."""
     # the types themselves: a river pipeline passes isinstance checks for its last step's
     if type(model) is TextClassifier:
         model = model.classifier
-    if issubclass(type(model), GaussianClassifier) and isinstance(
-        model.gaussian, (DiagonalGaussian, PythonDiagonalGaussian)
-    ):
+    if issubclass(type(model), GaussianClassifier) and isinstance(model.gaussian, _KEYED):
         return model
     return None
 
@@ -75,8 +79,8 @@ def mark(state) -> None:
 
 def changes(state):
     """``(header, weights)``: the state's pickle with its engine left out (a reference in its
-    place) and the engine's weights written since `mark` (`DiagonalGaussian.changed`); None
-    when the state must be written whole (see the module)."""
+    place) and the engine's weights written since `mark` (its `changed`); None when the state
+    must be written whole (see the module)."""
     engine = _engine(state)
     weights = None if engine is None else engine.changed()
     if weights is None:
@@ -92,7 +96,9 @@ def apply(previous, header: bytes, weights):
     a load of the whole state's pickle would give."""
     engine = _engine(previous)
     if engine is None:
-        raise ValueError("changes apply to a state whose model keeps a diagonal Gaussian engine")
+        raise ValueError(
+            "changes apply to a state whose model keeps a diagonal or arrowhead Gaussian engine"
+        )
     engine.set_weights(weights)
     return _Resolving(io.BytesIO(header), engine).load()
 
