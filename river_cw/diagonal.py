@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
+from . import _marks, engine
 from .gaussian import _learn, _raise_bad_input, _total, forget
 
 __all__ = ["DiagonalGaussian", "HerdingShrink", "PythonDiagonalGaussian"]
@@ -43,7 +43,7 @@ class PythonDiagonalGaussian:
         self.initial_variance = initial_variance
         self.blocks: list[dict] = [{}]
         self.mean_bound = 0.0  # an upper bound of every |mean| (see `update`)
-        self._mark: list[tuple[dict, dict]] | None = None  # see `mark`
+        self._mark: _marks.Mark | None = None  # see `mark`
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -57,7 +57,7 @@ class PythonDiagonalGaussian:
         """Remember every weight's mean and variance as they are now, for `changed`.
 
         A mark is not part of the model: copies and pickles carry none."""
-        self._mark = [(block, {f: (w[0], w[1]) for f, w in block.items()}) for block in self.blocks]
+        self._mark = _marks.take(self.blocks)
 
     def changed(self) -> list[dict] | None:
         """Per block, ``{feature: (mean, variance)}`` of the weights added since the last `mark`
@@ -76,16 +76,7 @@ class PythonDiagonalGaussian:
         >>> g.changed()
         [{'b': (-0.25, 0.5), 'c': (1.0, 0.75)}]
         """
-        mark = self._mark
-        if mark is None or len(mark) != len(self.blocks):
-            return None
-        out = []
-        for block, (marked_block, before) in zip(self.blocks, mark):
-            if block is not marked_block:
-                return None
-            get = before.get
-            out.append({f: (w[0], w[1]) for f, w in block.items() if not _same_weight(w, get(f))})
-        return out
+        return _marks.since(self._mark, self.blocks)
 
     def set_weights(self, changes: list[dict]) -> None:
         """Write per block ``{feature: (mean, variance)}`` (what `changed` returned): a weight
@@ -312,18 +303,6 @@ class PythonDiagonalGaussian:
 
     def __reduce__(self):
         return _restore_diagonal, (self.initial_variance, self.blocks)
-
-
-def _same_weight(w: list, before: tuple | None) -> bool:
-    """Whether weight `w` (``[mean, variance]``) is bit for bit `before` (None: absent then);
-    finite floats, so equal values differ only in the sign of a zero."""
-    return (
-        before is not None
-        and w[0] == before[0]
-        and w[1] == before[1]
-        and math.copysign(1.0, w[0]) == math.copysign(1.0, before[0])
-        and math.copysign(1.0, w[1]) == math.copysign(1.0, before[1])
-    )
 
 
 class HerdingShrink:
