@@ -84,7 +84,7 @@ from .gaussian import _learn, _raise_bad_input, _total, forget
 __all__ = ["ArrowheadGaussian", "PythonArrowheadGaussian"]
 
 
-class PythonArrowheadGaussian:
+class PythonArrowheadGaussian(_marks.Blocks):
     """Per block, N(mu_b, S) over the root (the intercept) and the features given the root.
 
     Each block maps a feature to ``[a_j, k_j, c_j]`` (see the module docstring) and the root to
@@ -101,31 +101,6 @@ class PythonArrowheadGaussian:
         self.root_variance = initial_variance if root_variance is None else root_variance
         self.blocks: list[dict] = [{}]
         self._mark: _marks.Mark | None = None  # see `mark`
-
-    def add_block(self) -> None:
-        self.blocks.append({})
-        self._mark = None
-
-    def lift(self) -> None:
-        self.blocks.insert(0, {})
-        self._mark = None
-
-    def layout(self):
-        return list(self.blocks)
-
-    def restore_layout(self, layout) -> None:
-        self.blocks = layout
-        self._mark = None
-
-    def reorder(self, order: list[int]) -> None:
-        self.blocks = [self.blocks[k] for k in order]
-        self._mark = None
-
-    def negate(self) -> None:
-        """The Gaussian over ``-w``: ``-w_j = -a_j + k_j (-b) - e_j``, so a_j and mu_b flip."""
-        for w in self.blocks[0].values():
-            w[0] = -w[0]
-        self._mark = None
 
     # -- what changed since a mark (a changelog's records; both engines alike) ---------------
 

@@ -28,7 +28,7 @@ __all__ = ["DiagonalGaussian", "HerdingShrink", "PythonDiagonalGaussian"]
 _SAFE = 1e300  # far enough from float64's limit for a step's rounding
 
 
-class PythonDiagonalGaussian:
+class PythonDiagonalGaussian(_marks.Blocks):
     """Independent weights: each block maps a feature to ``[mean, variance]``.
 
     Absent features have mean 0 and the prior variance; they are stored only once learned.
@@ -105,38 +105,11 @@ class PythonDiagonalGaussian:
             (abs(w[0]) for block in self.blocks for w in block.values()), default=0.0
         )
 
-    def add_block(self) -> None:
-        self.blocks.append({})
-        self._mark = None
-
-    def lift(self) -> None:
-        self.blocks.insert(0, {})
-        self._mark = None
-
-    def layout(self):
-        """A snapshot of the block structure, for `restore_layout` after a failed learn."""
-        return list(self.blocks)
-
     def block_views(self) -> tuple[list[dict], list[dict]]:
         """Per block, ``{feature: mean}`` and ``{feature: variance}`` of the learned weights."""
         means = [{f: w[0] for f, w in block.items()} for block in self.blocks]
         variances = [{f: w[1] for f, w in block.items()} for block in self.blocks]
         return means, variances
-
-    def negate(self) -> None:
-        """The Gaussian over ``-w`` (a binary model's labels swapped)."""
-        for w in self.blocks[0].values():
-            w[0] = -w[0]  # |mean| unchanged: the bound holds
-        self._mark = None
-
-    def reorder(self, order: list[int]) -> None:
-        """Blocks in the new order: block i becomes the old block ``order[i]``."""
-        self.blocks = [self.blocks[k] for k in order]
-        self._mark = None
-
-    def restore_layout(self, layout) -> None:
-        self.blocks = layout
-        self._mark = None
 
     def scores(self, x: dict) -> list[float]:
         """``mu_b . x`` for every block b; raises on a bad `x` (every value is touched)."""
