@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from river import feature_extraction
 
-from .text import DEFAULT_PATTERN, TokenCounter
+from ._tokens import DEFAULT_PATTERN, TokenCounter
 
 
 class BagOfWords(feature_extraction.BagOfWords):
@@ -79,7 +79,7 @@ class BagOfWords(feature_extraction.BagOfWords):
         self._start()
 
     def _start(self) -> None:
-        """The compiled counter of these parameters (`river_cw.text.TokenCounter`), or None."""
+        """The compiled counter of these parameters (`river_cw._tokens.TokenCounter`), or None."""
         self._counter = TokenCounter.of(
             self.preprocessor,
             self.tokenizer,

@@ -88,6 +88,7 @@ SELECTION = {
     "river_cw/rda_engine.py": ["tests/test_rda.py", "tests/test_rda_engines.py"],
     "river_cw/batch.py": ["tests/test_mini_batch.py", "tests/test_batch.py"],
     "river_cw/text.py": ["tests/test_text.py", "tests/test_text_classifier.py"],
+    "river_cw/_tokens.py": ["tests/test_text.py", "tests/test_text_classifier.py"],
     "streams/io/base.py": ["tests/test_files.py"],
     "streams/io/jsonl.py": ["tests/test_files.py"],
     "streams/io/csv.py": ["tests/test_files.py"],

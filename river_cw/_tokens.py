@@ -1,0 +1,65 @@
+"""The compiled token counting behind `river_cw.text`: river's `BagOfWords` default tokenizer,
+counted in C by `river_cw._text` (`TokenCounter`, one call per text).
+
+A module of its own, below both `river_cw.text` (`TextClassifier`) and
+`river_cw._bag_of_words` (`BagOfWords`), which both count with it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from . import engine
+
+if engine.text is not None:  # river's accent stripping, done in C with unicodedata's functions
+    engine.text.connect(normalize=unicodedata.normalize, combining=unicodedata.combining)
+
+DEFAULT_PATTERN = r"(?u)\b\w[\w\-]+\b"
+"""river's `BagOfWords` default `tokenizer_pattern` (tests/test_text.py checks it is river's)."""
+
+
+class TokenCounter:
+    """The token counts of a text as river's `BagOfWords` gives them with its default tokenizer,
+    counted in C by `river_cw._text.count` (one call per text); `of` says where that applies.
+
+    The counts of the last text are kept, keyed by the identity of that exact `str`: predicting
+    and then learning an example (river's `Pipeline` transforms it both times) counts its tokens
+    once. Each call for that text hands out the same dict, which the caller must not change (a
+    caller that hands it on copies it). The options are fixed: an owner whose options change
+    makes a new counter. Its owner leaves it out of a pickle, and with it the last text of the
+    stream.
+    """
+
+    def __init__(self, count, lowercase: bool, strip_accents: bool, stop_words):
+        self._count = count  # river_cw._text.count
+        self.lowercase = lowercase
+        self.strip_accents = strip_accents
+        self.stop_words = stop_words
+        self._last_text = self._last_counts = None
+
+    @classmethod
+    def of(cls, preprocessor, tokenizer, tokenizer_pattern, ngram_range, **options):
+        """The counter of river's `BagOfWords` with these parameters, or None where river's code
+        must run (the extension is not active, or a parameter is not river's default)."""
+        if (
+            engine.text is not None
+            and preprocessor is None
+            and tokenizer is None
+            and tokenizer_pattern == DEFAULT_PATTERN
+            and tuple(ngram_range) == (1, 1)
+        ):
+            return cls(engine.text.count, **options)
+        return None
+
+    def __call__(self, text) -> dict | None:
+        """The token counts of `text`, not to be changed, or None when it is not an exact `str`
+        (river's code then runs, and raises what it raises)."""
+        if text is self._last_text:  # an exact str (or None at first, whose counts are None)
+            return self._last_counts
+        counts = self._count(text, self.lowercase, self.strip_accents)
+        if counts is None:
+            return None
+        if self.stop_words:
+            counts = {t: n for t, n in counts.items() if t not in self.stop_words}
+        self._last_text, self._last_counts = text, counts
+        return counts
