@@ -1009,13 +1009,10 @@ static int arrowhead_set_blocks(Arrowhead *self, PyObject *value, void *closure)
     Py_DECREF(seq);
     seq = NULL;
     if (enter(self) < 0) goto fail;
-    if (blocks_reserve(&self->blocks, n ? n : 1) < 0) {
+    if (blocks_replace(&self->blocks, tables, n) < 0) {
         self->busy = 0;
         goto fail;
     }
-    blocks_clear(&self->blocks);
-    memcpy(self->blocks.table, tables, sizeof(Table) * n);
-    self->blocks.n = n;
     reset_bounds(self);
     reshape(self);
     PyMem_Free(tables);

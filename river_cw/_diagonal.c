@@ -1489,14 +1489,11 @@ static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
         seq = NULL;
         goto fail;
     }
-    if (blocks_reserve(&self->blocks, n ? n : 1) < 0) {
+    if (blocks_replace(&self->blocks, tables, n) < 0) {
         self->busy = 0;
         seq = NULL;
         goto fail;
     }
-    blocks_clear(&self->blocks);
-    memcpy(self->blocks.table, tables, sizeof(Table) * n);
-    self->blocks.n = n;
     arranged(self);
     PyMem_Free(tables);
     self->busy = 0;

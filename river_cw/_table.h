@@ -340,6 +340,17 @@ static void blocks_clear(Blocks *b) {
     b->n = 0;
 }
 
+/* the blocks replaced by `n` tables built apart (set_blocks builds them first, so that a bad
+ * block leaves the engine as it was); the blocks own them from then on. 0, or -1 (memory: the
+ * blocks unchanged, the tables still the caller's) */
+static inline int blocks_replace(Blocks *b, Table *tables, Py_ssize_t n) {
+    if (blocks_reserve(b, n ? n : 1) < 0) return -1;
+    blocks_clear(b);
+    memcpy(b->table, tables, sizeof(Table) * n);
+    b->n = n;
+    return 0;
+}
+
 /* a new empty block at position `at` (0: in front, b->n: at the end); 0 or -1 (memory) */
 static int blocks_insert(Blocks *b, Py_ssize_t at) {
     Table t;
