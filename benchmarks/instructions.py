@@ -1,12 +1,13 @@
-"""Instructions per feature of `learn_one`, counted by valgrind's callgrind: repeatable where
-CPU time on a shared machine is not.
+"""Instructions per feature of `learn_one`, or (`--predict`) of `predict_one`, counted by
+valgrind's callgrind: repeatable where CPU time on a shared machine is not.
 
 The stream is prepared once (river's `BagOfWords`, as in `throughput.py`) and pickled; a child
 process under callgrind then has every model learn it, one after the other, calling
 `time.process_time` (a marker: callgrind dumps its counters at each call, `--dump-before`)
 just before and after each model's pass, so each pass is counted alone: imports, loading,
 construction and a warm-up of a few examples are outside (the child runs its imports with
-callgrind's instrumentation off: benchmarks/callgrind.py). One child per engine: the compiled
+callgrind's instrumentation off: benchmarks/callgrind.py). With `--predict` each model learns
+the whole stream first, outside the counted pass, which then predicts it. One child per engine: the compiled
 one and, for the models in `PYTHON_ROWS`, the pure-Python one. The children hash strings with a
 fixed seed (PYTHONHASHSEED=0 unless set), so that counts repeat from run to run: with a random
 seed, the hashes of the features place them differently in the tables, and counts vary by ~1%.
@@ -14,6 +15,7 @@ Prints a markdown table of instructions per feature and the ratio to river's PAC
 exits non-zero when a ratio misses its `--require` bound (a guard CI can run).
 
     python benchmarks/instructions.py [--data FILE ...] [--limit 300] [--require AROW=10 ...]
+    python benchmarks/instructions.py --predict   # predict_one, the stream learned first
     python benchmarks/instructions.py --text   # raw text in: predict_one and learn_one
 
 Needs valgrind (`apt-get install valgrind`); without it the benchmark says so and exits 0.
@@ -42,6 +44,11 @@ def learn(model, stream) -> None:
         model.learn_one(x, y)
 
 
+def predict(model, stream) -> None:
+    for x, _ in stream:
+        model.predict_one(x)
+
+
 def predict_and_learn(model, stream) -> None:
     for x, y in stream:
         model.predict_one(x)
@@ -51,13 +58,15 @@ def predict_and_learn(model, stream) -> None:
 def child(mode: str, path: str, names: list[str]) -> None:
     with open(path, "rb") as fh:
         stream = pickle.load(fh)
-    if mode == "learn":
-        makers, run = models(), learn
-    else:
+    if mode == "text":
         makers, run = text_throughput.pipelines(), predict_and_learn
+    else:
+        makers, run = models(), learn if mode == "learn" else predict
     callgrind.start_counting()
     for name in names:
         model = makers[name]()
+        if mode == "predict":
+            learn(model, stream)  # the weights the predictions read: every feature learned
         run(model, stream[:WARM_UP])
         time.process_time()  # marker: counting starts
         run(model, stream[WARM_UP:])
@@ -71,21 +80,25 @@ def instructions(mode: str, names: list[str], path: str, env: dict) -> dict[str,
     return {name: parts[1 + 2 * i] for i, name in enumerate(names)}
 
 
-def count_learning(data: str, limit: int, names, required: dict, python: bool) -> list[str]:
-    """The table of `learn_one` on BagOfWords' dicts; the misses of `required`."""
+def count_learning(
+    mode: str, data: str, limit: int, names, required: dict, python: bool
+) -> list[str]:
+    """The table of `learn_one` (mode "learn") or `predict_one` ("predict") on BagOfWords'
+    dicts; the misses of `required`."""
     names = list(dict.fromkeys(["river PAClassifier", *(names or models())]))
     stream = load(data, limit + WARM_UP)
     n_features = sum(len(x) for x, _ in stream[WARM_UP:])
     with tempfile.NamedTemporaryFile(suffix=".pkl") as fh:
         pickle.dump(stream, fh)
         fh.flush()
-        counts = instructions("learn", names, fh.name, {})
+        counts = instructions(mode, names, fh.name, {})
         python = [name for name in names if name in PYTHON_ROWS and python]
         if python:
-            pure = instructions("learn", python, fh.name, {"RIVER_CW_PURE_PYTHON": "1"})
+            pure = instructions(mode, python, fh.name, {"RIVER_CW_PURE_PYTHON": "1"})
             counts.update({f"{name} (pure Python)": count for name, count in pure.items()})
     n = len(stream) - WARM_UP
-    title = f"{data}: {n} examples, {n_features / n:.0f} features each, learn_one, callgrind"
+    call = "learn_one" if mode == "learn" else "predict_one"
+    title = f"{data}: {n} examples, {n_features / n:.0f} features each, {call}, callgrind"
     return table(
         title,
         {k: c / n_features for k, c in counts.items()},
@@ -146,6 +159,11 @@ def main(argv=None) -> int:
         action="store_true",
         help="text in: predict_one and learn_one of text_throughput's pipelines",
     )
+    parser.add_argument(
+        "--predict",
+        action="store_true",
+        help="predict_one instead of learn_one, each model having learned the stream first",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -160,7 +178,10 @@ def main(argv=None) -> int:
         if args.text:
             failed += count_text(data, args.limit, required)
         else:
-            failed += count_learning(data, args.limit, args.models, required, not args.no_python)
+            mode = "predict" if args.predict else "learn"
+            failed += count_learning(
+                mode, data, args.limit, args.models, required, not args.no_python
+            )
     for line in failed:
         print("FAILED", line)
     return 1 if failed else 0

@@ -15,10 +15,11 @@
  *
  * The paths are the diagonal engine's (see the glossary at the head of _diagonal.c): `learn`,
  * the general path, with the rule's step in Python and forgetting; `learn_native`, the lean
- * path, a binary model's learn_one with the rule's native step (_steps.h). There are no exact
- * schemes and no batch kernel: learn_many runs the lean path row by row. Every write of an
- * entry is noted (table_note), so that a mark and `changed` cost what was written since
- * (_table.h's marks).
+ * path, a binary model's learn_one with the rule's native step (_steps.h); `score_native`, a
+ * binary model's predict_one and predict_proba_one in one call. There are no exact schemes and
+ * no batch kernel: learn_many runs the lean path row by row, predict_many score_native. Every
+ * write of an entry is noted (table_note), so that a mark and `changed` cost what was written
+ * since (_table.h's marks).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -176,7 +177,8 @@ static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which
 /* One pass over the dict x for the pair p (its block and sign set): its coordinates appended to
  * the scratch, the terms c_j x_j^2 added to *c_acc, G and the score, the root's (mu_b, S) with S
  * forgotten where x holds the root (nothing is written). lean: x's values read as plain values
- * (_table.h), the root as x_b = self->lean_x_b; anything else is the general path's case.
+ * (_table.h; any other value, or the root among x's keys, is the general path's case) and the
+ * root's value x_b as the caller set it in p; else x_b is the root's value in x, 0 without it.
  * PASS_OK; PASS_ERROR with the error (a bad x named; the coordinates dropped); PASS_GENERAL (lean
  * only): the general path's case, no error set. */
 static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep,
@@ -197,7 +199,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
         return PASS_ERROR;
     coords = self->coords;
     p->first = first;
-    p->x_b = lean ? self->lean_x_b : 0.0;
+    if (!lean) p->x_b = 0.0;
     ddpair_init(&ak);
     while (PyDict_Next(x, &pos, &key, &value)) {
         Coord *c;
@@ -273,11 +275,11 @@ general:
     return PASS_GENERAL;
 }
 
-/* The reference's _total of the terms c_j x_j^2 of the pairs [0, npairs) in x's order, then the
+/* The reference's _total of the terms c_j x_j^2 of pairs[0 .. npairs-1] in x's order, then the
  * given root terms: the exactly rounded sum of acc (those n terms) and `more` of `roots`, or inf
  * where it is beyond float64. 0, or -1 (memory) */
-static int total(Arrowhead *self, int npairs, DdSum acc, Py_ssize_t n, const double *roots,
-                 int more, double *out) {
+static int total(Arrowhead *self, const Pair *pairs, int npairs, DdSum acc, Py_ssize_t n,
+                 const double *roots, int more, double *out) {
     Msum s;
     Py_ssize_t i;
     int k;
@@ -285,7 +287,7 @@ static int total(Arrowhead *self, int npairs, DdSum acc, Py_ssize_t n, const dou
     if (ddsum_certified(&acc, n + more, out)) return 0;
     msum_init(&s);
     for (k = 0; k < npairs; k++)
-        for (i = self->pairs[k].first; i < self->pairs[k].end; i++) {
+        for (i = pairs[k].first; i < pairs[k].end; i++) {
             const Coord *c = &self->coords[i];
             if (msum_add(&s, c->c * (c->x * c->x)) < 0) goto fail;
         }
@@ -333,12 +335,14 @@ static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep
         }
     }
     if (fsum_result(&m_acc, m) < 0 ||
-        total(self, self->npairs, c_acc, self->ncoords, roots, self->npairs, &self->v) < 0 ||
+        total(self, self->pairs, self->npairs, c_acc, self->ncoords, roots, self->npairs,
+              &self->v) < 0 ||
         (self->npairs == 1 &&
-         total(self, 1, c_acc, self->ncoords, roots, 0, &self->others[0]) < 0) ||
+         total(self, self->pairs, 1, c_acc, self->ncoords, roots, 0, &self->others[0]) < 0) ||
         (self->npairs == 2 &&
-         (total(self, 2, c_acc, self->ncoords, swapped, 1, &self->others[0]) < 0 ||
-          total(self, 2, c_acc, self->ncoords, swapped + 1, 1, &self->others[1]) < 0))) {
+         (total(self, self->pairs, 2, c_acc, self->ncoords, swapped, 1, &self->others[0]) < 0 ||
+          total(self, self->pairs, 2, c_acc, self->ncoords, swapped + 1, 1,
+                &self->others[1]) < 0))) {
         r = lean && rcw_error_recoverable() ? PASS_GENERAL : PASS_ERROR;
         if (r == PASS_GENERAL) PyErr_Clear();
         goto fail;
@@ -710,6 +714,7 @@ static PyObject *arrowhead_learn_native(Arrowhead *self, PyObject *const *args,
     }
     if (enter(self) < 0) return NULL;
     self->pairs[0].block = 0;
+    self->pairs[0].x_b = self->lean_x_b;
     self->npairs = 1;
     outcome = margin_of(self, args[0], 1.0, 0.0, 1, &m);
     if (outcome == PASS_OK) {
@@ -733,51 +738,47 @@ static PyObject *arrowhead_learn_native(Arrowhead *self, PyObject *const *args,
 /* ---------------------------------------------------------------------------------------- */
 /* predicting                                                                                 */
 
-/* The pass of each block over x (as the margin of a pair (b, +1)) into out[b]: its score, or
- * (variances) the exactly rounded sum of its c_j x_j^2 and (G G) S, inf beyond float64. A bad x
+/* The score of block b for x, sum_j a_j x_j + G mu_b, and where `variance` is not NULL its
+ * variance, the exactly rounded sum of the c_j x_j^2 and G^2 S (inf beyond float64): the pass of
+ * a pair (b, +1) over x (pass_pair, lean or not, with the root's x_b as there), its coordinates
+ * appended to the scratch for the caller to drop. PASS_OK, PASS_ERROR with the error, or
+ * PASS_GENERAL (lean): the general path's case, no error set. One home for scores,
+ * score_variances and score_native, so that they give the same numbers. */
+static RCW_ALWAYS_INLINE int block_score(Arrowhead *self, Py_ssize_t b, PyObject *x, int lean,
+                                         double x_b, double *score, double *variance) {
+    Pair p = {.block = b, .sign = 1.0, .x_b = x_b};
+    DdSum c_acc;
+    double root;
+    int r;
+    ddsum_init(&c_acc);
+    if ((r = pass_pair(self, &p, x, 1.0, 0.0, lean, &c_acc)) != PASS_OK) return r;
+    *score = p.score;
+    if (variance == NULL) return PASS_OK;
+    root = p.G * p.G * p.S;
+    return total(self, &p, 1, c_acc, p.end - p.first, &root, 1, variance) < 0 ? PASS_ERROR
+                                                                              : PASS_OK;
+}
+
+/* Every block's score of x (block_score) into a new list, or (variances) its variance. A bad x
  * raises, every value touched. The margin scratch is left as it was (a rule's step may predict
  * between margin and update). */
 static PyObject *per_block(Arrowhead *self, PyObject *x_in, int variances) {
-    PyObject *x, *out = NULL;
-    Pair saved[2];
+    PyObject *x, *out = NULL, *f;
     Py_ssize_t b, mark;
-    int npairs;
+    double score, variance;
     if (enter(self) < 0) return NULL;
-    memcpy(saved, self->pairs, sizeof saved);
-    npairs = self->npairs;
     mark = self->ncoords;
     if ((x = as_dict(x_in)) == NULL || (out = PyList_New(self->blocks.n)) == NULL) goto done;
     for (b = 0; b < self->blocks.n; b++) {
-        Pair *p = &self->pairs[0];
-        DdSum c_acc;
-        double value, root;
-        PyObject *f;
-        ddsum_init(&c_acc);
+        int r = block_score(self, b, x, 0, 0.0, &score, variances ? &variance : NULL);
         drop_coords(self, mark);
-        p->block = b;
-        p->sign = 1.0;
-        if (pass_pair(self, p, x, 1.0, 0.0, 0, &c_acc) != PASS_OK) {
-            Py_CLEAR(out);
-            goto done;
-        }
-        value = p->score;
-        if (variances) { /* total() of pair 0: this pass's coordinates */
-            root = p->G * p->G * p->S;
-            if (total(self, 1, c_acc, p->end - p->first, &root, 1, &value) < 0) {
-                Py_CLEAR(out);
-                goto done;
-            }
-        }
-        if ((f = PyFloat_FromDouble(value)) == NULL) {
+        if (r != PASS_OK || (f = PyFloat_FromDouble(variances ? variance : score)) == NULL) {
             Py_CLEAR(out);
             goto done;
         }
         PyList_SET_ITEM(out, b, f);
     }
 done:
-    drop_coords(self, mark);
-    memcpy(self->pairs, saved, sizeof saved);
-    self->npairs = npairs;
     Py_XDECREF(x);
     self->busy = 0;
     return out;
@@ -789,6 +790,39 @@ static PyObject *arrowhead_scores(Arrowhead *self, PyObject *x) { return per_blo
 /* score_variances(x): the variance of every block's score, G^2 S + sum c_j x_j^2 */
 static PyObject *arrowhead_score_variances(Arrowhead *self, PyObject *x) {
     return per_block(self, x, 1);
+}
+
+/* score_native(x, intercept, variance) -> m, or (m, v) when `variance` is true: the score of a
+ * binary model (one block) and its variance, the numbers scores() and score_variances() give
+ * for x with the intercept (None, or the root) appended as GaussianClassifier._features appends
+ * it: predict_one and predict_proba_one in one call. None, nothing raised, where the general path
+ * (scores, score_variances) must serve: an engine of several blocks, x not an exact dict, a
+ * value other than a float, an int within float64 or a bool, the root among x's keys, an error of
+ * a key's hash or ==, a score beyond float64 (scores() raises what it raises). As
+ * Diagonal.score_native; the margin scratch is left as it was. */
+static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
+                                        Py_ssize_t nargs) {
+    double m, v;
+    Py_ssize_t mark;
+    int r, variance;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "score_native(x, intercept, variance)");
+        return NULL;
+    }
+    if (args[1] != Py_None && args[1] != self->root) {
+        PyErr_SetString(PyExc_ValueError, "score_native's intercept is None or the root");
+        return NULL;
+    }
+    if ((variance = PyObject_IsTrue(args[2])) < 0) return NULL;
+    if (!PyDict_CheckExact(args[0]) || self->blocks.n != 1) Py_RETURN_NONE;
+    if (enter(self) < 0) return NULL;
+    mark = self->ncoords;
+    r = block_score(self, 0, args[0], 1, args[1] == Py_None ? 0.0 : 1.0, &m,
+                    variance ? &v : NULL);
+    drop_coords(self, mark);
+    self->busy = 0;
+    if (r != PASS_OK) return r == PASS_GENERAL ? Py_NewRef(Py_None) : NULL;
+    return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1251,6 +1285,8 @@ static PyMethodDef arrowhead_methods[] = {
      "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
     {"learn_native", (PyCFunction)(void (*)(void))arrowhead_learn_native, METH_FASTCALL,
      "learn of a binary model with the rule's step in C; -1: the general path's case."},
+    {"score_native", (PyCFunction)(void (*)(void))arrowhead_score_native, METH_FASTCALL,
+     "A binary model's score of x (and its variance) in one call; None: the general path's."},
     {"add_block", (PyCFunction)arrowhead_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)arrowhead_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)arrowhead_layout, METH_NOARGS, "A snapshot of the block structure."},

@@ -5,11 +5,11 @@ A rule names its step in C (`_native_step`, `_native_exact_step`: river_cw/_step
 river_cw/_exact.h). Then `learn_one` of a binary model with a known label runs in one call of
 the compiled engine (the *lean* path, `_lean_spec`); where the engine has batch kernels
 (river_cw/_batch.h; the compiled diagonal engine), `learn_many`, `predict_many` and
-`predict_proba_many` run their loops in them, and `predict_one` and `predict_proba_one` of a
-binary model score in one call (`score_native`). Each path gives the general path's numbers,
-bit for bit, and hands it every case it does not take (a new label, a value to name in an
-error, calibration, forgetting, full covariance); under the pure-Python engine the general path
-serves throughout. The glossary of these paths heads river_cw/_diagonal.c.
+`predict_proba_many` run their loops in them; `predict_one` and `predict_proba_one` of a binary
+model score in one call of either compiled engine (`score_native`). Each path gives the general
+path's numbers, bit for bit, and hands it every case it does not take (a new label, a value to
+name in an error, calibration, forgetting, full covariance); under the pure-Python engine the
+general path serves throughout. The glossary of these paths heads river_cw/_diagonal.c.
 """
 
 from __future__ import annotations
@@ -138,9 +138,9 @@ class GaussianClassifier(GaussianModel):
         ]
 
     def _native_score(self, x: dict, variance: bool):
-        """The compiled diagonal engine's score of a binary model, ``m`` or ``(m, v)`` with its
-        variance (`score_native`: x a dict of floats, ints and bools), or None where the
-        general path must serve."""
+        """The compiled engine's score of a binary model, ``m`` or ``(m, v)`` with its
+        variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools), or
+        None where the general path must serve."""
         native = getattr(self._gaussian, "score_native", None)
         if native is None:
             return None

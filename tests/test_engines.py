@@ -427,13 +427,16 @@ EDGES = [
 ]
 
 
+@pytest.mark.parametrize("covariance", COVARIANCES)
 @pytest.mark.parametrize("swap", [False, True], ids=["labels as drawn", "labels swapped"])
 @pytest.mark.parametrize("learn_intercept", [False, True])
 @pytest.mark.parametrize("x", EDGES, ids=repr)
-def test_binary_predictions_in_one_call_are_the_general_paths(x, learn_intercept, swap):
+def test_binary_predictions_in_one_call_are_the_general_paths(x, learn_intercept, swap, covariance):
     """Either label first: one of the two orders has the model negated when the second label
     arrives (`positive_label`), after which `score_native` reads the negated state."""
-    compiled, python = pair(river_cw.AROW, {"learn_intercept": learn_intercept})
+    compiled, python = pair(
+        river_cw.AROW, {"covariance": covariance, "learn_intercept": learn_intercept}
+    )
     for model in (compiled, python):
         for example, y in stream(4, n=60):
             model.learn_one(example, y ^ swap)
@@ -457,17 +460,23 @@ def test_binary_predictions_in_one_call_are_the_general_paths(x, learn_intercept
         assert outcomes[0] == outcomes[1], call
 
 
-def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch):
+ENGINES = {"diagonal": diagonal.DiagonalGaussian, "arrowhead": arrowhead.ArrowheadGaussian}
+
+
+@pytest.mark.parametrize("covariance", COVARIANCES)
+def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch, covariance):
     """A binary model predicts a dict of floats, ints and bools with `score_native` alone;
     anything else (a numpy value, a multi-class model) goes the general path's way."""
     import numpy as np
 
     calls = []
+    engine = ENGINES[covariance]
     for name in ("scores", "score_variances"):
-        general = getattr(diagonal.DiagonalGaussian, name)
+        general = getattr(engine, name)
         spy = lambda self, x, general=general, name=name: calls.append(name) or general(self, x)  # noqa: E731
-        monkeypatch.setattr(diagonal.DiagonalGaussian, name, spy)
-    model = river_cw.AROW(covariance="diagonal", learn_intercept=True)  # the arrowhead has none
+        monkeypatch.setattr(engine, name, spy)
+    model = river_cw.AROW(covariance=covariance, learn_intercept=True)
+    assert type(model.gaussian) is engine
     model.learn_one({"a": 1.0}, "spam")
     model.learn_one({"b": 1.0}, "ham")
     assert model.predict_one({"a": 1.0, "b": 2, "c": True}) == "ham"
@@ -479,6 +488,37 @@ def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch):
     calls.clear()
     model.predict_one({"a": 1.0})
     assert calls == ["scores"]
+
+
+@pytest.mark.parametrize("learn_intercept", [False, True])
+@pytest.mark.parametrize("covariance", COVARIANCES)
+def test_binary_predictions_in_one_call_are_the_general_paths_over_a_stream(
+    covariance, learn_intercept
+):
+    """`score_native` serves every dict of floats, ints and bools, learned features and unseen
+    ones, and its labels and probabilities are, to the bit, the general path's (`_features`,
+    then the engine's `scores` and `score_variances`) of the same model and of the pure-Python
+    engine's."""
+    compiled, python = pair(
+        river_cw.AROW, {"covariance": covariance, "learn_intercept": learn_intercept}
+    )
+    for model in (compiled, python):
+        for x, y in stream(5, n=150):
+            model.learn_one(x, y)
+    intercept = INTERCEPT if learn_intercept else None
+    rng = random.Random(6)
+    for x, _ in stream(6, n=300):
+        x.update((f"unseen{j}", value(rng)) for j in range(rng.randint(0, 3)))
+        assert compiled.gaussian.score_native(x, intercept, True) is not None
+        score = compiled._scores(compiled._features(x))[0]
+        labels = {compiled.predict_one(x), python.predict_one(x)}
+        assert labels == {compiled.classes_[1] if score > 0 else compiled.classes_[0]}
+        probabilities = [
+            compiled.predict_proba_one(x),
+            compiled._general_predict_proba_one(x),
+            python.predict_proba_one(x),
+        ]
+        assert len({repr({c: bits(p) for c, p in each.items()}) for each in probabilities}) == 1
 
 
 def outcome_of(call, *args, **kwargs):

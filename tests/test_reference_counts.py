@@ -35,7 +35,7 @@ import pytest
 from scipy import sparse
 
 import river_cw
-from river_cw import rda, text
+from river_cw import arrowhead, rda, text
 from river_cw.rda_engine import PythonRDA
 
 pytestmark = [
@@ -218,6 +218,32 @@ def test_gaussian_engines_learning_and_predicting_keep_no_reference_nor_memory(
     workload, model, labels
 ):
     assert_no_leak(workload, learn_and_predict(model, labels), calls=CALLS)
+
+
+def test_arrowhead_predictions_in_one_call_keep_no_reference_nor_memory(monkeypatch):
+    """The workload "AROW arrowhead (lean path) and predict" predicts in one call of the engine
+    (`score_native`: its `scores` and `score_variances`, the general path's, are not called);
+    predictions alone, with no learning to reset the engine's scratch, of learned features and
+    of an unseen one, whose key the engine's pass holds until it returns, keep nothing."""
+    model = learned(river_cw.AROW(**ARROWHEAD))
+    unseen = {fresh("unseen"): VALUES[0], **X[0]}
+
+    def predict():
+        for x in (*X, unseen):
+            model.predict_one(x)
+            model.predict_proba_one(x)
+
+    general = []
+    for name in ("scores", "score_variances"):
+        monkeypatch.setattr(
+            arrowhead.ArrowheadGaussian, name, lambda self, x, name=name: general.append(name)
+        )
+    learn_and_predict(model, LABELS[:2])()
+    predict()
+    assert general == []
+    monkeypatch.undo()
+    watched = WATCHED | {f"feature {name!r}": name for name in unseen} | {"example dict": unseen}
+    assert_no_leak("arrowhead predictions", predict, calls=2 * (len(X) + 1), watched=watched)
 
 
 def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
