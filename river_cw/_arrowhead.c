@@ -537,20 +537,11 @@ static int update(Arrowhead *self, double alpha, double gamma, int drop) {
     return drop ? update_with(self, alpha, gamma, 1) : update_with(self, alpha, gamma, 0);
 }
 
-/* learn's pairs (rcw_pairs) into the scratch: how many, or -1 with an error (ValueError for a
- * block named twice: each pair's block is read and written as its label's alone, as in
- * river_cw.arrowhead._check_pairs) */
+/* learn's pairs (rcw_pairs) into the scratch: how many, or -1 with an error */
 static int set_pairs(Arrowhead *self, PyObject *pairs) {
     Py_ssize_t block[2];
     double sign[2];
     int n = rcw_pairs(pairs, self->blocks.n, block, sign), k;
-    if (n == 2 && block[0] == block[1]) {
-        PyErr_Format(PyExc_ValueError,
-                     "the pairs name block %zd twice: a difference vector spans the blocks of "
-                     "distinct labels",
-                     block[0]);
-        n = -1;
-    }
     for (k = 0; k < n; k++) {
         self->pairs[k].block = block[k];
         self->pairs[k].sign = sign[k];

@@ -684,7 +684,8 @@ static inline int value_of(PyObject *v, double *out) {
 
 /* a difference vector's pairs, a sequence of at most two (block, sign) over nblocks blocks (a
  * negative block counts from the end, as a list index), into block[] and sign[]: how many, or -1
- * with an error */
+ * with an error (ValueError for a block named twice: the engines read and write each pair's
+ * block as its label's alone, as river_cw.gaussian.check_pairs) */
 static inline int rcw_pairs(PyObject *pairs, Py_ssize_t nblocks, Py_ssize_t *block, double *sign) {
     Py_ssize_t npairs, k;
     if ((pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)")) == NULL)
@@ -701,6 +702,13 @@ static inline int rcw_pairs(PyObject *pairs, Py_ssize_t nblocks, Py_ssize_t *blo
         if (b < 0) b += nblocks;
         if (b < 0 || b >= nblocks) {
             PyErr_SetString(PyExc_IndexError, "list index out of range");
+            goto fail;
+        }
+        if (k == 1 && b == block[0]) {
+            PyErr_Format(PyExc_ValueError,
+                         "the pairs name block %zd twice: a difference vector spans the blocks "
+                         "of distinct labels",
+                         b);
             goto fail;
         }
         block[k] = b;

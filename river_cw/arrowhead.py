@@ -79,7 +79,7 @@ from typing import Any
 import numpy as np
 
 from . import _marks, engine
-from .gaussian import _learn, _raise_bad_input, _total, forget
+from .gaussian import _learn, _raise_bad_input, _total, check_pairs, forget
 
 __all__ = ["ArrowheadGaussian", "PythonArrowheadGaussian"]
 
@@ -279,7 +279,7 @@ class PythonArrowheadGaussian(_marks.Blocks):
         in the latent coordinates (b, e), where the family is diagonal; ``rest = (1 - keep) /
         a``), written once x is known to be valid. Each pair names another block (the labels
         of a difference vector are distinct): ValueError otherwise."""
-        _check_pairs(pairs, len(self.blocks))
+        check_pairs(pairs, len(self.blocks))
         m_terms, feature_terms, root_terms, entries = [], [], [], []
         for b, sign in pairs:
             score, g, v_terms, seen, unseen, x_b = self._sums(b, x, keep, rest)
@@ -363,22 +363,6 @@ def _number(value) -> float:
     if isinstance(value, (str, bytes, bytearray)):
         raise TypeError(f"must be real number, not {type(value).__name__}")
     return float(value)
-
-
-def _check_pairs(pairs, n_blocks: int) -> None:
-    """Raise IndexError for a pair's block beyond `n_blocks` (a negative one counts from the end,
-    as a list index), ValueError for a block two pairs name: the rest of the engine reads and
-    writes each pair's block as the only one of its label (the compiled engine refuses alike)."""
-    blocks: list[int] = []
-    for b, _ in pairs:
-        if not -n_blocks <= b < n_blocks:
-            raise IndexError("list index out of range")
-        if b % n_blocks in blocks:
-            raise ValueError(
-                f"the pairs name block {b % n_blocks} twice: a difference vector spans the blocks "
-                "of distinct labels"
-            )
-        blocks.append(b % n_blocks)
 
 
 def _restore_arrowhead(initial_variance: float, root, root_variance: float, blocks: list[dict]):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _marks, engine
-from .gaussian import _learn, _raise_bad_input, _total, forget
+from .gaussian import _learn, _raise_bad_input, _total, check_pairs, forget
 
 __all__ = ["DiagonalGaussian", "HerdingShrink", "PythonDiagonalGaussian"]
 
@@ -155,7 +155,9 @@ class PythonDiagonalGaussian(_marks.Blocks):
 
         With ``keep < 1`` the learned variances of d's features (non-zero values) are forgotten
         first (`forget`): the margin uses the forgotten ones, written once x is known to be
-        valid."""
+        valid. Each pair names another block (the labels of a difference vector are distinct):
+        ValueError otherwise."""
+        check_pairs(pairs, len(self.blocks))
         prior = self.initial_variance
         m = 0.0
         u: list[float] = []  # the terms u_j of v

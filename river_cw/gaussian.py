@@ -27,7 +27,7 @@ from math import fsum
 
 from .validation import check_features
 
-__all__ = ["APPLIED", "NOTHING", "SKIPPED", "forget"]
+__all__ = ["APPLIED", "NOTHING", "SKIPPED", "check_pairs", "forget"]
 
 NOTHING, APPLIED, SKIPPED = 0, 1, 2  # the outcomes of an engine's `learn` (`_learn`)
 
@@ -80,3 +80,19 @@ def forget(s: float, keep: float, rest: float) -> float:
     rest`` with ``rest = (1 - keep) / a``, written ``s / (keep + rest s)`` (no division by a
     variance that underflowed to 0). Stays in ``[s, a]`` for ``s <= a``: no wind-up."""
     return s / (keep + rest * s)
+
+
+def check_pairs(pairs, n_blocks: int) -> None:
+    """Raise IndexError for a pair's block beyond `n_blocks` (a negative one counts from the end,
+    as a list index), ValueError for a block two pairs name: the engines read and write each
+    pair's block as the only one of its label (the compiled engines refuse alike, rcw_pairs)."""
+    blocks: list[int] = []
+    for b, _ in pairs:
+        if not -n_blocks <= b < n_blocks:
+            raise IndexError("list index out of range")
+        if b % n_blocks in blocks:
+            raise ValueError(
+                f"the pairs name block {b % n_blocks} twice: a difference vector spans the blocks "
+                "of distinct labels"
+            )
+        blocks.append(b % n_blocks)

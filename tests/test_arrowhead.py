@@ -8,7 +8,6 @@ sums, nothing grows, one feature is full covariance, no intercept is the diagona
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -324,26 +323,3 @@ def test_the_exact_schemes_are_refused():
         river_cw.NHERD(diagonal="exact")
     with pytest.raises(ValueError, match="positive and finite"):
         river_cw.AROW(covariance="arrowhead", initial_intercept_variance=0.0)
-
-
-@pytest.mark.parametrize("engine", ENGINES, ids=["python", "compiled"][: len(ENGINES)])
-def test_a_difference_vector_naming_one_block_twice_is_refused(engine):
-    """Each pair's block is read and written as its label's alone: two pairs on one block (a
-    negative index counts from the end) are refused with the same ValueError by both engines,
-    before anything changes (the compiled engine stored such a feature twice)."""
-    g = engine(1.0, INTERCEPT)
-    g.add_block()
-    step = lambda m, v, w: (0.5, 1.0)  # noqa: E731
-    x = {"a": 1.0, INTERCEPT: 1.0}
-    assert g.learn(x, ((0, 1), (1, -1)), step, "project", 1.0) == 1
-    before = g.blocks
-    for pairs, block in [(((0, 1), (0, -1)), 0), (((1, 1), (-1, -1)), 1), (((-2, 1), (0, 1)), 0)]:
-        message = (
-            f"the pairs name block {block} twice: a difference vector spans the blocks of "
-            "distinct labels"
-        )
-        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
-            g.learn({"new": 2.0, **x}, pairs, step, "drop", 1.0)
-        assert g.blocks == before
-    with pytest.raises(IndexError):
-        g.learn(x, ((2, 1),), step, "project", 1.0)

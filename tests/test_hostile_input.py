@@ -8,6 +8,7 @@ import decimal
 import fractions
 import math
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import river_cw
+from river_cw import INTERCEPT, arrowhead, diagonal
 from tests.conftest import examples
 from tests.test_classifiers import ALL_CONFIGS, name
 
@@ -394,3 +396,39 @@ def test_ctrl_c_inside_a_key_propagates_and_changes_nothing(model, call):
         else:
             model.learn_many(X, [True], features=["a", key])
     assert pickle.dumps(model) == before
+
+
+ENGINES = {  # every Gaussian engine that takes a difference vector's pairs
+    "diagonal python": lambda: diagonal.PythonDiagonalGaussian(1.0),
+    "arrowhead python": lambda: arrowhead.PythonArrowheadGaussian(1.0, INTERCEPT),
+}
+if river_cw.ENGINE == "c":
+    ENGINES["diagonal compiled"] = lambda: diagonal.DiagonalGaussian(1.0)
+    ENGINES["arrowhead compiled"] = lambda: arrowhead.ArrowheadGaussian(1.0, INTERCEPT)
+
+
+@pytest.mark.parametrize("make", ENGINES.values(), ids=ENGINES.keys())
+def test_a_difference_vector_naming_one_block_twice_is_refused(make):
+    """Each pair's block is read and written as its label's alone: two pairs on one block (a
+    negative index counts from the end) are refused with the same ValueError by every engine,
+    before anything changes (the compiled engines stored such a feature twice and disagreed
+    with the Python ones)."""
+    g = make()
+    g.add_block()
+    step = lambda m, v, w: (0.5, 1.0)  # noqa: E731
+    x = {"a": 1.0, INTERCEPT: 1.0}
+    assert g.learn(x, ((0, 1), (1, -1)), step, "project", 1.0) == 1
+    before = g.blocks
+    for pairs, block in [(((0, 1), (0, -1)), 0), (((1, 1), (-1, -1)), 1), (((-2, 1), (0, 1)), 0)]:
+        message = (
+            f"the pairs name block {block} twice: a difference vector spans the blocks of "
+            "distinct labels"
+        )
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            g.learn({"new": 2.0, **x}, pairs, step, "drop", 1.0)
+        if hasattr(g, "margin"):  # the compiled arrowhead has learn alone
+            with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+                g.margin(x, pairs)
+        assert g.blocks == before
+    with pytest.raises(IndexError):
+        g.learn(x, ((2, 1),), step, "project", 1.0)
