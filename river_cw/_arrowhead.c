@@ -78,7 +78,8 @@ typedef struct {
     Py_ssize_t scratch_cap;
     Pair pairs[2];
     int npairs;
-    double v, others[2]; /* v, and per pair the margin's variance but its root's term */
+    double v;    /* the margin's variance */
+    DdSum c_acc; /* the sum of its terms c_j x_j^2, for update's rho (variance_but_root) */
     uint64_t margin, next_margin; /* the last margin's number (0: none) */
     uint64_t margin_generation;
     /* the lean cache: learn_native's spec, parsed while the model hands the same object */
@@ -306,48 +307,41 @@ fail:
 /* ---------------------------------------------------------------------------------------- */
 /* the margin                                                                                 */
 
+/* a pair's root term of the margin's variance, G^2 S */
+static inline double root_term(const Pair *p) { return p->G * p->G * p->S; }
+
 /* The margin of x along the pairs set in the scratch (self->npairs): every pair's pass, m = the
- * exactly rounded sum of sign * score, v and each pair's variance but its root term; with
- * forgetting, the forgotten variances written once x is valid. PASS_OK with the margin numbered;
- * PASS_ERROR with the error, nothing changed; PASS_GENERAL (lean): the general path's case. */
+ * exactly rounded sum of sign * score, and v; with forgetting, the forgotten variances written
+ * once x is valid. PASS_OK with the margin numbered; PASS_ERROR with the error, nothing changed;
+ * PASS_GENERAL (lean): the general path's case. */
 static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep, double rest,
-                                        int lean,
-                     double *m) {
-    DdSum c_acc;
-    Fsum m_acc;
-    double roots[2], swapped[2];
+                                        int lean, double *m) {
+    double roots[2];
     int k, r;
-    ddsum_init(&c_acc);
+    ddsum_init(&self->c_acc);
     drop_coords(self, 0);
     self->margin = 0;
     for (k = 0; k < self->npairs; k++)
-        if ((r = pass_pair(self, &self->pairs[k], x, keep, rest, lean, &c_acc)) != PASS_OK)
+        if ((r = pass_pair(self, &self->pairs[k], x, keep, rest, lean, &self->c_acc)) != PASS_OK)
             goto fail;
-    fsum_init(&m_acc);
+    /* m: math.fsum of at most two finite terms is their sum rounded once, from +0.0 (fsum's
+     * exact zero is +0.0), and raises where that is beyond float64 */
+    *m = 0.0;
     for (k = 0; k < self->npairs; k++) {
-        Pair *p = &self->pairs[k];
-        roots[k] = p->G * p->G * p->S;
-        swapped[1 - k] = roots[k];
-        if (fsum_add(&m_acc, p->sign * p->score) < 0) {
-            fsum_free(&m_acc);
-            r = PASS_ERROR;
-            goto fail;
-        }
+        *m += self->pairs[k].sign * self->pairs[k].score;
+        roots[k] = root_term(&self->pairs[k]);
     }
-    if (fsum_result(&m_acc, m) < 0 ||
-        total(self, self->pairs, self->npairs, c_acc, self->ncoords, roots, self->npairs,
-              &self->v) < 0 ||
-        (self->npairs == 1 &&
-         total(self, self->pairs, 1, c_acc, self->ncoords, roots, 0, &self->others[0]) < 0) ||
-        (self->npairs == 2 &&
-         (total(self, self->pairs, 2, c_acc, self->ncoords, swapped, 1, &self->others[0]) < 0 ||
-          total(self, self->pairs, 2, c_acc, self->ncoords, swapped + 1, 1,
-                &self->others[1]) < 0))) {
-        r = lean && rcw_error_recoverable() ? PASS_GENERAL : PASS_ERROR;
-        if (r == PASS_GENERAL) PyErr_Clear();
+    if (!isfinite(*m)) {
+        r = lean ? PASS_GENERAL : PASS_ERROR;
+        if (!lean) PyErr_SetString(PyExc_OverflowError, "intermediate overflow in fsum");
         goto fail;
     }
-    if (!(isfinite(*m) && isfinite(self->v))) {
+    if (total(self, self->pairs, self->npairs, self->c_acc, self->ncoords, roots, self->npairs,
+              &self->v) < 0) {
+        r = PASS_ERROR;
+        goto fail;
+    }
+    if (!isfinite(self->v)) {
         r = lean ? PASS_GENERAL : PASS_ERROR;
         if (!lean) raise_bad_input(x);
         goto fail;
@@ -393,6 +387,14 @@ fail:
 
 /* ---------------------------------------------------------------------------------------- */
 /* the update                                                                                 */
+
+/* the margin's variance but pair k's root term (the reference's `_total(others)` for pair k's
+ * rho): every pair's c terms, then the other pair's root term; 0, or -1 (memory) */
+static int variance_but_root(Arrowhead *self, int k, double *out) {
+    double other = self->npairs == 2 ? root_term(&self->pairs[1 - k]) : 0.0;
+    return total(self, self->pairs, self->npairs, self->c_acc, self->ncoords, &other,
+                 self->npairs - 1, out);
+}
 
 /* a pair's step on its coordinates (see update_with) */
 typedef struct {
@@ -448,8 +450,9 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
     for (k = 0; k < self->npairs; k++) {
         const Pair *p = &self->pairs[k];
         PairStep *s = &steps[k];
-        double den = 1.0 + gamma * self->others[k], g;
-        if (den == 0.0) return 0; /* Python's ZeroDivisionError */
+        double den, g;
+        if (variance_but_root(self, k, &den) < 0) return -1;
+        if ((den = 1.0 + gamma * den) == 0.0) return 0; /* Python's ZeroDivisionError */
         s->sign = p->sign;
         s->gamma = gamma;
         s->rho = gamma / den;
@@ -745,7 +748,7 @@ static RCW_ALWAYS_INLINE int block_score(Arrowhead *self, Py_ssize_t b, PyObject
     if ((r = pass_pair(self, &p, x, 1.0, 0.0, lean, &c_acc)) != PASS_OK) return r;
     *score = p.score;
     if (variance == NULL) return PASS_OK;
-    root = p.G * p.G * p.S;
+    root = root_term(&p);
     return total(self, &p, 1, c_acc, p.end - p.first, &root, 1, variance) < 0 ? PASS_ERROR
                                                                               : PASS_OK;
 }

@@ -264,7 +264,7 @@ typedef struct {
     double inline_terms[FSUM_INLINE];
 } Fsum;
 
-static void fsum_init(Fsum *s) {
+static inline void fsum_init(Fsum *s) {
     ddsum_init(&s->acc);
     s->terms = s->inline_terms;
     s->n = 0;
@@ -334,7 +334,7 @@ static inline int sum3_certified(const Sum3 *s, double *out) {
 }
 
 /* the exactly rounded sum, raising as math.fsum does; frees the kept terms */
-static int fsum_result(Fsum *s, double *out) {
+static inline int fsum_result(Fsum *s, double *out) {
     Msum slow;
     Py_ssize_t i;
     if (ddsum_certified(&s->acc, s->n, out)) {
