@@ -144,27 +144,52 @@ static void release_margin(Arrowhead *self) {
 /* ---------------------------------------------------------------------------------------- */
 /* a pass over x for one block: its coordinates and its three sums                            */
 
-/* The reference's terms over a pair's learned coordinates, in x's order, then its last term,
- * by math.fsum's algorithm (the fallback where the bound does not certify the sum): which = 0
- * the score's a_j x_j, 1 G's k_j x_j. 0, or -1 with fsum's error */
-static int pair_fsum(Arrowhead *self, const Pair *p, int which, double last, double *out) {
-    const Table *t = &self->blocks.table[p->block];
+/* the terms of a pass's sums: a coordinate's a_j x_j (the score's) and k_j x_j (G's), learned
+ * coordinates only, and c_j x_j^2 (the variance's) */
+enum { TERM_A, TERM_K, TERM_C };
+
+/* 1 with coordinate c's `which` term (of block t) into *term, 0 where it has none */
+static inline int coord_term(const Table *t, const Coord *c, int which, double *term) {
+    if (which == TERM_C)
+        *term = c->c * (c->x * c->x);
+    else if (c->ix < 0)
+        return 0;
+    else
+        *term = (which == TERM_K ? t->entries[c->ix].k : t->entries[c->ix].a) * c->x;
+    return 1;
+}
+
+/* The exactly rounded sum of the `which` terms of the coordinates of pairs[0 .. npairs-1], in
+ * x's order, then of `more` terms `last`, where the double-double's bound does not certify it:
+ * a triple-length accumulator's sum where it certifies it (as it does for a sum exactly halfway
+ * between two doubles, which a few terms often give: _fsum.h's Sum3), else math.fsum's
+ * algorithm over the terms. 0, or -1 with fsum's error */
+static int coords_fsum(Arrowhead *self, const Pair *pairs, int npairs, int which,
+                       const double *last, int more, double *out) {
+    Sum3 s3;
     Msum s;
     Py_ssize_t i;
+    double term;
+    int k;
+    sum3_init(&s3);
+    for (k = 0; k < npairs; k++)
+        for (i = pairs[k].first; i < pairs[k].end; i++)
+            if (coord_term(&self->blocks.table[pairs[k].block], &self->coords[i], which, &term))
+                sum3_add(&s3, term);
+    for (k = 0; k < more; k++) sum3_add(&s3, last[k]);
+    if (sum3_certified(&s3, out)) return 0;
     msum_init(&s);
-    for (i = p->first; i < p->end; i++) {
-        const Coord *c = &self->coords[i];
-        if (c->ix < 0) continue;
-        if (msum_add(&s, (which ? t->entries[c->ix].k : t->entries[c->ix].a) * c->x) < 0) {
-            msum_free(&s);
-            return -1;
-        }
-    }
-    if (msum_add(&s, last) < 0) {
-        msum_free(&s);
-        return -1;
-    }
+    for (k = 0; k < npairs; k++)
+        for (i = pairs[k].first; i < pairs[k].end; i++)
+            if (coord_term(&self->blocks.table[pairs[k].block], &self->coords[i], which, &term) &&
+                msum_add(&s, term) < 0)
+                goto fail;
+    for (k = 0; k < more; k++)
+        if (msum_add(&s, last[k]) < 0) goto fail;
     return msum_result(&s, out);
+fail:
+    msum_free(&s);
+    return -1;
 }
 
 /* the exactly rounded sum of acc's n terms, the pair's `which` terms then `last` */
@@ -172,7 +197,7 @@ static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which
                            double *out) {
     ddsum_add(acc, last);
     if (ddsum_certified(acc, p->nseen + 1, out)) return 0;
-    return pair_fsum(self, p, which, last, out);
+    return coords_fsum(self, p, 1, which, &last, 1, out);
 }
 
 /* One pass over the dict x for the pair p (its block and sign set): its coordinates appended to
@@ -186,10 +211,10 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
                                         double rest, int lean,
                      DdSum *c_acc) {
     Table *t = &self->blocks.table[p->block];
-    PyObject *key, *value;
+    PyObject *key, *value, *root = self->root;
     Py_ssize_t pos = 0, ix, first = self->ncoords, n = first, nseen = 0, nnew = 0;
     Py_hash_t h;
-    double xf, unknown = 0.0;
+    double xf, unknown = 0.0, prior = self->prior;
     DdPair ak;         /* the terms a_j x_j and k_j x_j */
     DdSum cs = *c_acc; /* the terms c_j x_j^2, in a local (registers) until the end */
     DdSum a_acc, k_acc;
@@ -204,7 +229,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     ddpair_init(&ak);
     while (PyDict_Next(x, &pos, &key, &value)) {
         Coord *c;
-        if (key == self->root) {
+        if (key == root) {
             if (lean) goto general;
             if (value_of(value, &p->x_b) < 0) goto bad;
             continue;
@@ -218,10 +243,10 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
             double x2 = xf * xf;
             unknown += xf; /* touched so that bad values surface here too */
             if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
-            ddsum_add(&cs, self->prior * x2);
+            ddsum_add(&cs, prior * x2);
             c = &coords[n++];
             c->ix = -1;
-            c->c = self->prior;
+            c->c = prior;
             c->key = Py_NewRef(key);
             c->hash = h;
             self->nkeyed++;
@@ -243,14 +268,14 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     self->ncoords = p->end = n;
     p->nseen = nseen;
     p->nnew = nnew;
-    if ((p->root = table_find(t, self->root, self->root_hash)) == -2) goto bad;
+    if ((p->root = table_find(t, root, self->root_hash)) == -2) goto bad;
     p->mu_b = p->root < 0 ? 0.0 : t->entries[p->root].a;
     p->S = p->root < 0 ? self->root_variance : t->entries[p->root].k;
     if (forgetting && p->x_b != 0.0)
-        p->S = forget(p->S, keep, rest * (self->prior / self->root_variance));
+        p->S = forget(p->S, keep, rest * (prior / self->root_variance));
     ddpair_split(&ak, &a_acc, &k_acc);
-    if (pair_sum(self, p, &k_acc, 1, p->x_b, &p->G) < 0 ||
-        pair_sum(self, p, &a_acc, 0, p->G * p->mu_b, &p->score) < 0)
+    if (pair_sum(self, p, &k_acc, TERM_K, p->x_b, &p->G) < 0 ||
+        pair_sum(self, p, &a_acc, TERM_A, p->G * p->mu_b, &p->score) < 0)
         goto bad;
     if (!isfinite(p->score + unknown)) {
         if (lean) goto general;
@@ -281,27 +306,15 @@ general:
  * where it is beyond float64. 0, or -1 (memory) */
 static int total(Arrowhead *self, const Pair *pairs, int npairs, DdSum acc, Py_ssize_t n,
                  const double *roots, int more, double *out) {
-    Msum s;
-    Py_ssize_t i;
     int k;
     for (k = 0; k < more; k++) ddsum_add(&acc, roots[k]);
-    if (ddsum_certified(&acc, n + more, out)) return 0;
-    msum_init(&s);
-    for (k = 0; k < npairs; k++)
-        for (i = pairs[k].first; i < pairs[k].end; i++) {
-            const Coord *c = &self->coords[i];
-            if (msum_add(&s, c->c * (c->x * c->x)) < 0) goto fail;
-        }
-    for (k = 0; k < more; k++)
-        if (msum_add(&s, roots[k]) < 0) goto fail;
-    if (msum_result(&s, out) == 0) return 0;
+    if (ddsum_certified(&acc, n + more, out) ||
+        coords_fsum(self, pairs, npairs, TERM_C, roots, more, out) == 0)
+        return 0;
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
     PyErr_Clear(); /* the terms are >= 0: beyond float64 in any order */
     *out = INFINITY;
     return 0;
-fail:
-    msum_free(&s);
-    return -1;
 }
 
 /* ---------------------------------------------------------------------------------------- */
