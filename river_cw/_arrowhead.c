@@ -301,20 +301,25 @@ general:
     return PASS_GENERAL;
 }
 
-/* The reference's _total of the terms c_j x_j^2 of pairs[0 .. npairs-1] in x's order, then the
- * given root terms: the exactly rounded sum of acc (those n terms) and `more` of `roots`, or inf
- * where it is beyond float64. 0, or -1 (memory) */
-static int total(Arrowhead *self, const Pair *pairs, int npairs, DdSum acc, Py_ssize_t n,
-                 const double *roots, int more, double *out) {
-    int k;
-    for (k = 0; k < more; k++) ddsum_add(&acc, roots[k]);
-    if (ddsum_certified(&acc, n + more, out) ||
-        coords_fsum(self, pairs, npairs, TERM_C, roots, more, out) == 0)
-        return 0;
+/* total where the bound does not certify the sum: coords_fsum, or inf beyond float64 */
+static int total_fsum(Arrowhead *self, const Pair *pairs, int npairs, const double *roots,
+                      int more, double *out) {
+    if (coords_fsum(self, pairs, npairs, TERM_C, roots, more, out) == 0) return 0;
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
     PyErr_Clear(); /* the terms are >= 0: beyond float64 in any order */
     *out = INFINITY;
     return 0;
+}
+
+/* The reference's _total of the terms c_j x_j^2 of pairs[0 .. npairs-1] in x's order, then the
+ * given root terms: the exactly rounded sum of acc (those n terms) and `more` of `roots`, or inf
+ * where it is beyond float64. 0, or -1 (memory) */
+static RCW_ALWAYS_INLINE int total(Arrowhead *self, const Pair *pairs, int npairs, DdSum acc,
+                                   Py_ssize_t n, const double *roots, int more, double *out) {
+    int k;
+    for (k = 0; k < more; k++) ddsum_add(&acc, roots[k]);
+    if (ddsum_certified(&acc, n + more, out)) return 0;
+    return total_fsum(self, pairs, npairs, roots, more, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
