@@ -15,10 +15,10 @@ switched on late, since callgrind counts the instructions executed, not a simula
 The child copies and fills memory with glibc's vector loops (`STEADY_COPIES`). Above a few KB,
 glibc's memcpy and memset use ``rep movsb`` and ``rep stosb``, which callgrind counts once per
 byte: a feature table's growth (`realloc` moving its entries: some 150 KB over 300 SMS texts)
-then reads as 8% of a learning pass whose time it takes 1% of, and the count moves by up to 15
-per feature between runs of one build with the heap's layout (whether a growth is made in place
-or copies depends on what lies after the entries). With vector loops a copy counts about one
-instruction per 16 bytes, in proportion to its time like any other loop.
+then read as 8% of a learning pass (of whose time it takes about 3%), and the count moved by up
+to 15 per feature between runs of one build with the heap's layout (whether a growth is made in
+place or copies depends on what lies after the entries). A vector loop counts about one
+instruction per 10 bytes (1% of that pass) and the counts repeat within one per feature.
 """
 
 from __future__ import annotations
