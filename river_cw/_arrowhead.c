@@ -9,8 +9,9 @@
  * finds it with one probe. A pass over x computes three exactly rounded sums per block
  * (benchmarks/README.md, "The compiled port of the arrowhead"): G = sum k_j x_j + x_b, the score
  * sum a_j x_j + G mu_b and the features' variance sum c_j x_j^2, each a certified double-double
- * sum (_fsum.h) with math.fsum's own algorithm over the same terms where the bound cannot
- * certify it. An update computes every new value first and writes them only if all are finite.
+ * sum (_fsum.h); where its bound cannot certify one (a sum exactly halfway between two doubles,
+ * say), a triple-length pass over the same terms, then math.fsum's own algorithm (coords_fsum).
+ * An update computes every new value first and writes them only if all are finite.
  * Compile with -ffp-contract=off: the operation order is the reference's.
  *
  * The paths are the diagonal engine's (see the glossary at the head of _diagonal.c): `learn`,
