@@ -11,9 +11,10 @@
  *
  * strip_accents(text) is river's strip_accents_unicode(text) for an exact str.
  *
- * ASCII tokens are counted by rcw_count_ascii (_text_count.h, over _text_scan.h's scanner), so a
- * key is needed only once per distinct token; keys of short tokens come from its cache of str
- * objects, so a frequent word is one str, its hash computed once, in every dict.
+ * Tokens are counted by _text_count.h (ASCII text in one pass that lowercases, finds and hashes
+ * its tokens; other text by _text_scan.h's scanner), so a key is needed only once per distinct
+ * token; keys of short ASCII tokens come from its cache of str objects, so a frequent word is
+ * one str, its hash computed once, in every dict.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,8 +22,6 @@
 #include <string.h>
 
 #include "_text_count.h"
-
-static PyObject *one = NULL; /* the int 1 */
 
 /* A new reference to the str of the ASCII token tok[0:length] whose rcw_hash_bytes is h: the
  * cached one (_text_count.h), else a new str, cached when short. */
@@ -49,12 +48,10 @@ static int exact_str(PyObject *text)
     return 1;
 }
 
-/* The counts of an exact str of ASCII characters, lowercased first when `lower`. */
-static PyObject *count_ascii(PyObject *text, int lower)
+/* The dict {token: count} of the tokens rcw_count holds, first occurrence first; keys of an
+ * ASCII text (`ascii`) from the cache of str objects. */
+static PyObject *counts_dict(int ascii)
 {
-    if (rcw_count_ascii(PyUnicode_1BYTE_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), lower) < 0)
-        return NULL;
-
     /* sized for its keys at once: it never resizes as it fills (_PyDict_NewPresized, in
      * cpython/dictobject.h from 3.10 to 3.13) */
     PyObject *counts = _PyDict_NewPresized((Py_ssize_t)rcw_count.distinct);
@@ -62,7 +59,10 @@ static PyObject *count_ascii(PyObject *text, int lower)
         return NULL;
     for (size_t k = 0; k < rcw_count.distinct; k++) {
         const RcwSlot *slot = rcw_count_slot(k);
-        PyObject *key = ascii_key(rcw_count.text + slot->start, slot->length, slot->hash);
+        const unsigned char *tok = rcw_count.text + slot->start * rcw_count.kind;
+        PyObject *key = ascii ? ascii_key(tok, slot->length, slot->hash)
+                              : PyUnicode_FromKindAndData(rcw_count.kind, tok,
+                                                          (Py_ssize_t)slot->length);
         if (!key)
             goto fail;
         PyObject *value = PyLong_FromSsize_t(slot->count);
@@ -82,27 +82,12 @@ fail:
     return NULL;
 }
 
-typedef struct {
-    PyObject *text;
-    PyObject *counts;
-} DictCounter;
-
-static int count_in_dict(void *ctx, size_t start, size_t length)
+/* The counts of an exact str of ASCII characters, lowercased first when `lower`. */
+static PyObject *count_ascii(PyObject *text, int lower)
 {
-    DictCounter *c = (DictCounter *)ctx;
-    PyObject *key = PyUnicode_Substring(c->text, (Py_ssize_t)start, (Py_ssize_t)(start + length));
-    if (!key)
-        return -1;
-    PyObject *old = PyDict_GetItemWithError(c->counts, key); /* borrowed */
-    PyObject *value = old ? PyNumber_Add(old, one) : NULL;
-    if (!old && !PyErr_Occurred()) {
-        value = one;
-        Py_INCREF(value);
-    }
-    int rc = value ? PyDict_SetItem(c->counts, key, value) : -1;
-    Py_DECREF(key);
-    Py_XDECREF(value);
-    return rc;
+    if (rcw_count_ascii(PyUnicode_1BYTE_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), lower) < 0)
+        return NULL;
+    return counts_dict(1);
 }
 
 /* The counts of an exact str that river's preprocessing was applied to. */
@@ -110,15 +95,10 @@ static PyObject *count_preprocessed(PyObject *text)
 {
     if (PyUnicode_IS_ASCII(text))
         return count_ascii(text, 0);
-    DictCounter c = {text, PyDict_New()};
-    if (!c.counts)
+    if (rcw_count_text(PyUnicode_KIND(text), PyUnicode_DATA(text),
+                       (size_t)PyUnicode_GET_LENGTH(text)) < 0)
         return NULL;
-    if (rcw_scan(PyUnicode_KIND(text), PyUnicode_DATA(text), (size_t)PyUnicode_GET_LENGTH(text),
-                 count_in_dict, &c)) {
-        Py_DECREF(c.counts);
-        return NULL;
-    }
-    return c.counts;
+    return counts_dict(0);
 }
 
 /* unicodedata.normalize and unicodedata.combining, handed over by river_cw.text (connect): the C
@@ -263,9 +243,9 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__text(void)
 {
+    rcw_ascii_tables();
     nfkd = PyUnicode_InternFromString("NFKD");
-    one = PyLong_FromLong(1);
-    if (!nfkd || !one)
+    if (!nfkd)
         return NULL;
     return PyModule_Create(&module);
 }
