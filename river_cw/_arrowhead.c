@@ -174,7 +174,7 @@ static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which
     return pair_fsum(self, p, which, last, out);
 }
 
-/* One pass over the dict x for the pair p (its block and sign set): its coordinates appended to
+/* One pass over x (a dict, or in the lean mode a TokenCounts: _token_counts.h) for the pair p (its block and sign set): its coordinates appended to
  * the scratch, the terms c_j x_j^2 added to *c_acc, G and the score, the root's (mu_b, S) with S
  * forgotten where x holds the root (nothing is written). lean: x's values read as plain values
  * (_table.h; any other value, or the root among x's keys, is the general path's case) and the
@@ -194,14 +194,14 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     DdSum a_acc, k_acc;
     Coord *coords;
     int forgetting = keep != 1.0;
-    if (rcw_grow((void **)&self->coords, &self->coords_cap, first + PyDict_GET_SIZE(x),
+    if (rcw_grow((void **)&self->coords, &self->coords_cap, first + rcw_x_size(x),
                  sizeof(Coord)) < 0)
         return PASS_ERROR;
     coords = self->coords;
     p->first = first;
     if (!lean) p->x_b = 0.0;
     ddpair_init(&ak);
-    while (PyDict_Next(x, &pos, &key, &value)) {
+    while (rcw_x_next(x, &pos, &key, &value)) {
         Coord *c;
         if (key == self->root) {
             if (lean) goto general;
@@ -787,8 +787,8 @@ static PyObject *arrowhead_score_variances(Arrowhead *self, PyObject *x) {
  * binary model (one block) and its variance, the numbers scores() and score_variances() give
  * for x with the intercept (None, or the root) appended as GaussianClassifier._features appends
  * it: predict_one and predict_proba_one in one call. None, nothing raised, where the general path
- * (scores, score_variances) must serve: an engine of several blocks, x not an exact dict, a
- * value other than a float, an int within float64 or a bool, the root among x's keys, an error of
+ * (scores, score_variances) must serve: an engine of several blocks, x neither an exact dict
+ * nor a TokenCounts (_token_counts.h), a value other than a float, an int within float64 or a bool, the root among x's keys, an error of
  * a key's hash or ==, a score beyond float64 (scores() raises what it raises). As
  * Diagonal.score_native; the margin scratch is left as it was. */
 static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
@@ -805,7 +805,7 @@ static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
         return NULL;
     }
     if ((variance = PyObject_IsTrue(args[2])) < 0) return NULL;
-    if (!PyDict_CheckExact(args[0]) || self->blocks.n != 1) Py_RETURN_NONE;
+    if (!rcw_x_readable(args[0]) || self->blocks.n != 1) Py_RETURN_NONE;
     if (enter(self) < 0) return NULL;
     mark = self->ncoords;
     r = block_score(self, 0, args[0], 1, args[1] == Py_None ? 0.0 : 1.0, &m,
@@ -1346,7 +1346,7 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__arrowhead(void) {
     PyObject *m;
-    if (PyType_Ready(&ArrowheadType) < 0) return NULL;
+    if (PyType_Ready(&ArrowheadType) < 0 || rcw_token_counts_import() < 0) return NULL;
     if ((m = PyModule_Create(&moduledef)) == NULL) return NULL;
     Py_INCREF(&ArrowheadType);
     if (PyModule_AddObject(m, "Arrowhead", (PyObject *)&ArrowheadType) < 0) {

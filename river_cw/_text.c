@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "_text_count.h"
+#include "_token_counts.h"
 
 /* A new reference to the str of the ASCII token tok[0:length] whose rcw_hash_bytes is h: the
  * cached one (_text_count.h), else a new str, cached when short. */
@@ -48,57 +49,144 @@ static int exact_str(PyObject *text)
     return 1;
 }
 
-/* The dict {token: count} of the tokens rcw_count holds, first occurrence first; keys of an
- * ASCII text (`ascii`) from the cache of str objects. */
-static PyObject *counts_dict(int ascii)
+/* A new reference to the str of rcw_count's k-th distinct token; an ASCII text's (`ascii`) from
+ * the cache of str objects. */
+static PyObject *token_key(size_t k, int ascii)
+{
+    const RcwSlot *slot = rcw_count_slot(k);
+    const unsigned char *tok = rcw_count.text + slot->start * rcw_count.kind;
+    if (ascii)
+        return ascii_key(tok, slot->length, slot->hash);
+    return PyUnicode_FromKindAndData(rcw_count.kind, tok, (Py_ssize_t)slot->length);
+}
+
+/* The dict {token: count} of n (token, count) pairs (borrowed), in their order. */
+static PyObject *dict_of_pairs(PyObject *const *pairs, Py_ssize_t n)
 {
     /* sized for its keys at once: it never resizes as it fills (_PyDict_NewPresized, in
      * cpython/dictobject.h from 3.10 to 3.13) */
-    PyObject *counts = _PyDict_NewPresized((Py_ssize_t)rcw_count.distinct);
+    PyObject *counts = _PyDict_NewPresized(n);
+    if (!counts)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyDict_SetItem(counts, pairs[2 * i], pairs[2 * i + 1]) < 0) {
+            Py_DECREF(counts);
+            return NULL;
+        }
+    return counts;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* TokenCounts: the pairs of the tokens rcw_count holds (_token_counts.h)                      */
+
+static void token_counts_dealloc(RcwTokenCounts *self)
+{
+    for (Py_ssize_t i = 0; i < 2 * Py_SIZE(self); i++)
+        Py_XDECREF(self->pairs[i]);
+    Py_XDECREF(self->as_dict);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t token_counts_length(RcwTokenCounts *self) { return Py_SIZE(self); }
+
+/* as_dict(): the dict {token: count}, count()'s; one dict per TokenCounts, not to be changed */
+static PyObject *token_counts_as_dict(RcwTokenCounts *self, PyObject *unused)
+{
+    if (!self->as_dict && !(self->as_dict = dict_of_pairs(self->pairs, Py_SIZE(self))))
+        return NULL;
+    return Py_NewRef(self->as_dict);
+}
+
+static PyMethodDef token_counts_methods[] = {
+    {"as_dict", (PyCFunction)token_counts_as_dict, METH_NOARGS,
+     "as_dict() -> dict: {token: count}, count()'s dict; the same dict at each call, not to be "
+     "changed."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods token_counts_as_sequence = {.sq_length = (lenfunc)token_counts_length};
+
+static PyTypeObject TokenCountsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._text.TokenCounts",
+    .tp_doc = "A text's token counts as count() gives them, without the dict: the compiled "
+              "engines read its (token, count) pairs in count()'s order; as_dict() is the dict.",
+    .tp_basicsize = offsetof(RcwTokenCounts, pairs),
+    .tp_itemsize = 2 * sizeof(PyObject *),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)token_counts_dealloc,
+    .tp_as_sequence = &token_counts_as_sequence,
+    .tp_methods = token_counts_methods,
+};
+
+/* The TokenCounts of the tokens rcw_count holds (`ascii`: of an ASCII text). */
+static PyObject *token_counts(int ascii)
+{
+    Py_ssize_t n = (Py_ssize_t)rcw_count.distinct;
+    RcwTokenCounts *counts = PyObject_NewVar(RcwTokenCounts, &TokenCountsType, n);
+    if (!counts)
+        return NULL;
+    counts->as_dict = NULL;
+    memset(counts->pairs, 0, 2 * (size_t)n * sizeof(PyObject *)); /* dealloc'able at any point */
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *key = token_key((size_t)k, ascii), *value;
+        if (!key || !(value = PyLong_FromSsize_t(rcw_count_slot((size_t)k)->count))) {
+            Py_XDECREF(key);
+            Py_DECREF(counts);
+            return NULL;
+        }
+        counts->pairs[2 * k] = key;
+        counts->pairs[2 * k + 1] = value;
+    }
+    return (PyObject *)counts;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+/* The dict {token: count} of the tokens rcw_count holds (`ascii`: of an ASCII text) */
+static PyObject *counts_dict(int ascii)
+{
+    PyObject *counts = _PyDict_NewPresized((Py_ssize_t)rcw_count.distinct); /* see dict_of_pairs */
     if (!counts)
         return NULL;
     for (size_t k = 0; k < rcw_count.distinct; k++) {
-        const RcwSlot *slot = rcw_count_slot(k);
-        const unsigned char *tok = rcw_count.text + slot->start * rcw_count.kind;
-        PyObject *key = ascii ? ascii_key(tok, slot->length, slot->hash)
-                              : PyUnicode_FromKindAndData(rcw_count.kind, tok,
-                                                          (Py_ssize_t)slot->length);
-        if (!key)
-            goto fail;
-        PyObject *value = PyLong_FromSsize_t(slot->count);
-        if (!value) {
-            Py_DECREF(key);
-            goto fail;
+        PyObject *key = token_key(k, ascii), *value = NULL;
+        int rc = key && (value = PyLong_FromSsize_t(rcw_count_slot(k)->count))
+                     ? PyDict_SetItem(counts, key, value)
+                     : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            Py_DECREF(counts);
+            return NULL;
         }
-        int rc = PyDict_SetItem(counts, key, value);
-        Py_DECREF(key);
-        Py_DECREF(value);
-        if (rc < 0)
-            goto fail;
     }
     return counts;
-fail:
-    Py_DECREF(counts);
-    return NULL;
+}
+
+/* The counts of the tokens rcw_count holds (`ascii`: of an ASCII text): a dict, or with
+ * `as_pairs` a TokenCounts. */
+static PyObject *counted(int ascii, int as_pairs)
+{
+    return as_pairs ? token_counts(ascii) : counts_dict(ascii);
 }
 
 /* The counts of an exact str of ASCII characters, lowercased first when `lower`. */
-static PyObject *count_ascii(PyObject *text, int lower)
+static PyObject *count_ascii(PyObject *text, int lower, int as_pairs)
 {
     if (rcw_count_ascii(PyUnicode_1BYTE_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), lower) < 0)
         return NULL;
-    return counts_dict(1);
+    return counted(1, as_pairs);
 }
 
 /* The counts of an exact str that river's preprocessing was applied to. */
-static PyObject *count_preprocessed(PyObject *text)
+static PyObject *count_preprocessed(PyObject *text, int as_pairs)
 {
     if (PyUnicode_IS_ASCII(text))
-        return count_ascii(text, 0);
+        return count_ascii(text, 0, as_pairs);
     if (rcw_count_text(PyUnicode_KIND(text), PyUnicode_DATA(text),
                        (size_t)PyUnicode_GET_LENGTH(text)) < 0)
         return NULL;
-    return counts_dict(0);
+    return counted(0, as_pairs);
 }
 
 /* unicodedata.normalize and unicodedata.combining, handed over by river_cw.text (connect): the C
@@ -173,10 +261,13 @@ done:
     return out;
 }
 
-static PyObject *count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* count() and count_tokens(): the counts of args = (text, lowercase, strip_accents), a dict or
+ * (`as_pairs`) a TokenCounts; None when text is not an exact str */
+static PyObject *count_text(PyObject *const *args, Py_ssize_t nargs, int as_pairs)
 {
     if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "count(text, lowercase, strip_accents)");
+        PyErr_SetString(PyExc_TypeError, as_pairs ? "count_tokens(text, lowercase, strip_accents)"
+                                                  : "count(text, lowercase, strip_accents)");
         return NULL;
     }
     PyObject *text = args[0];
@@ -187,7 +278,7 @@ static PyObject *count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (!is_str)
         Py_RETURN_NONE;
     if (PyUnicode_IS_ASCII(text))
-        return count_ascii(text, lower);
+        return count_ascii(text, lower, as_pairs);
     PyObject *stripped = strip ? strip_non_ascii(text) : Py_NewRef(text), *lowered, *counts;
     if (!stripped)
         return NULL;
@@ -199,9 +290,19 @@ static PyObject *count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (!lowered)
             return NULL;
     }
-    counts = count_preprocessed(lowered);
+    counts = count_preprocessed(lowered, as_pairs);
     Py_DECREF(lowered);
     return counts;
+}
+
+static PyObject *count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return count_text(args, nargs, 0);
+}
+
+static PyObject *count_tokens(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return count_text(args, nargs, 1);
 }
 
 static PyObject *strip_accents(PyObject *self, PyObject *text)
@@ -232,6 +333,9 @@ static PyMethodDef methods[] = {
     {"count", (PyCFunction)(void (*)(void))count, METH_FASTCALL,
      "count(text, lowercase, strip_accents) -> dict | None: river's BagOfWords token counts of "
      "text with those options and the default tokenizer, None when text is not an exact str."},
+    {"count_tokens", (PyCFunction)(void (*)(void))count_tokens, METH_FASTCALL,
+     "count_tokens(text, lowercase, strip_accents) -> TokenCounts | None: count()'s counts "
+     "without the dict, for the compiled engines (TokenCounts.as_dict() is count()'s dict)."},
     {"strip_accents", strip_accents, METH_O,
      "strip_accents(text) -> str: river's strip_accents_unicode of an exact str."},
     {NULL, NULL, 0, NULL},
@@ -243,9 +347,18 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__text(void)
 {
+    PyObject *m, *type;
     rcw_ascii_tables();
-    nfkd = PyUnicode_InternFromString("NFKD");
-    if (!nfkd)
+    if (PyType_Ready(&TokenCountsType) < 0 || !(nfkd = PyUnicode_InternFromString("NFKD")) ||
+        !(m = PyModule_Create(&module)))
         return NULL;
-    return PyModule_Create(&module);
+    /* the type for the engines (_token_counts.h), and as TokenCounts */
+    type = PyCapsule_New(&TokenCountsType, RCW_TOKEN_COUNTS_CAPSULE, NULL);
+    int rc = type ? PyModule_AddObjectRef(m, "_token_counts_type", type) : -1;
+    Py_XDECREF(type);
+    if (rc < 0 || PyModule_AddObjectRef(m, "TokenCounts", (PyObject *)&TokenCountsType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

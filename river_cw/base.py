@@ -221,6 +221,11 @@ class LinearClassifier(BatchClassifier, abc.ABC):
             if not self.is_binary:
                 return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
             score = scores[0]  # one block until the third label
+        return self._label_of_score(score)
+
+    def _label_of_score(self, score: float):
+        """The label a binary model predicts for the score ``w . x``: `positive_label` where it is
+        > 0, the other label else, None before any label."""
         classes = self.classes_
         return (classes[-1] if score > 0 else classes[0]) if classes else None
 

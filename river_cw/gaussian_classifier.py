@@ -85,23 +85,27 @@ class GaussianClassifier(GaussianModel):
                 unweighted rule to the bit.
 
             """
-            # The common case in one call of the compiled engine (`learn_native`: a binary
-            # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
-            # the rule's C step, update): the general path's numbers. Any other case, and any x
-            # it does not take as it is (to name a bad feature), goes the general way.
+            if not self._learn_native(x, y, w):
+                LinearClassifier.learn_one(self, x, y, w)
+
+        learn_one.__doc__ = LinearClassifier.learn_one.__doc__
+
+        def _learn_native(self, x, y, w: float = 1.0) -> bool:
+            """`learn_one`'s common case in one call of the compiled engine (`learn_native`: a
+            binary model, a known label, a float weight > 0; x a dict read as `as_floats` reads
+            it, or a `river_cw._text.TokenCounts`; margin, the rule's C step, update), with the
+            general path's numbers: True when it served, False (nothing changed) where the
+            general path must, for any other case and any x it does not take as it is (to name
+            a bad feature)."""
             lean = self._lean
             if lean is _STALE:
                 lean = self._lean = self._lean_spec()
-            if lean is not None:  # full covariance has no lean spec (`_lean_spec`)
-                outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
-                if not outcome:  # learned (or nothing to learn)
-                    return
-                if outcome == SKIPPED:
-                    self.n_skipped_updates += 1
-                    return
-            LinearClassifier.learn_one(self, x, y, w)
-
-        learn_one.__doc__ = LinearClassifier.learn_one.__doc__
+            if lean is None:  # full covariance has no lean spec (`_lean_spec`)
+                return False
+            outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
+            if outcome == SKIPPED:
+                self.n_skipped_updates += 1
+            return outcome != -1
 
     def _native_scores(self, rows: Rows, proba: bool) -> list | None:
         """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
@@ -139,7 +143,8 @@ class GaussianClassifier(GaussianModel):
 
     def _native_score(self, x: dict, variance: bool):
         """The compiled engine's score of a binary model, ``m`` or ``(m, v)`` with its
-        variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools), or
+        variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools, or a
+        `river_cw._text.TokenCounts`), or
         None where the general path must serve."""
         native = getattr(self._gaussian, "score_native", None)
         if native is None:

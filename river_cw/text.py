@@ -27,6 +27,7 @@ from river import base
 from . import engine
 from ._tokens import DEFAULT_PATTERN, TokenCounter
 from .base import LinearClassifier
+from .gaussian_classifier import GaussianClassifier
 
 COMPILED = engine.text is not None
 
@@ -59,6 +60,18 @@ _STARTED_BY = frozenset(("classifier", *_TEXT_OPTIONS))
 """The parameters of `TextClassifier` that `_start` reads: setting one starts it anew."""
 
 
+def _one_call_paths(classifier) -> bool:
+    """Whether `classifier` serves its common case in one call of the compiled engine, which
+    reads a `river_cw._text.TokenCounts` as it reads a dict: a `GaussianClassifier` whose
+    `learn_one`, `predict_one`, `predict_proba_one` and `_native_score` are its class's (a
+    subclass that overrides one runs its own, on the dict)."""
+    kind = type(classifier)
+    return isinstance(classifier, GaussianClassifier) and all(
+        getattr(kind, name) is getattr(GaussianClassifier, name)
+        for name in ("learn_one", "predict_one", "predict_proba_one", "_native_score")
+    )
+
+
 class TextClassifier(base.Classifier):
     """A classifier of texts: ``BagOfWords(...) | classifier`` as one river classifier.
 
@@ -72,6 +85,9 @@ class TextClassifier(base.Classifier):
     without building a `BagOfWords`), else by a `BagOfWords`; predicting and then learning the
     same text object counts its tokens once. river-cw's classifiers, which never change the
     features they are given, read the same counts in both calls; any other gets its own copy.
+    A Gaussian model (AROW, CW, ...) on the compiled engine reads the counts without their
+    dict where it serves the text in one call (a binary model, a known label: see
+    `river_cw.gaussian_classifier`), with the same numbers; the dict is built where it does not.
 
     Parameters
     ----------
@@ -153,6 +169,7 @@ class TextClassifier(base.Classifier):
         self._counter = TokenCounter.of(**options)
         self._bag_of_words: BagOfWords | None = None
         self._shares_counts = isinstance(self.classifier, LinearClassifier)
+        self._native = self.classifier if _one_call_paths(self.classifier) else None
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -160,14 +177,25 @@ class TextClassifier(base.Classifier):
             self._start()
 
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("_counter", "_bag_of_words")}
+        derived = ("_counter", "_bag_of_words", "_native")
+        return {k: v for k, v in self.__dict__.items() if k not in derived}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._start()
 
-    def _counts(self, x) -> dict:
-        """The token counts of the text `x` (a dict holding it under `on`, or the text)."""
+    def _token_counts(self, x, params):
+        """The token counts of the text `x` without the dict (`TokenCounter.token_counts`), where
+        the classifier reads them so (`_native`) and no other `params` are passed; else None."""
+        if self._native is None or self._counter is None or params:
+            return None
+        return self._counter.token_counts(x if self.on is None else x[self.on])
+
+    def _counts(self, x, tokens=None) -> dict:
+        """The token counts of the text `x` (a dict holding it under `on`, or the text); the
+        dict of `tokens`, its `_token_counts`, where there are."""
+        if tokens is not None:
+            return tokens.as_dict()  # a LinearClassifier's: shared
         if self._counter is not None:
             counts = self._counter(x if self.on is None else x[self.on])
             if counts is not None:
@@ -208,7 +236,9 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `learn_one` (e.g. a sample weight ``w``).
         """
-        self.classifier.learn_one(self._counts(x), y, **params)
+        tokens = self._token_counts(x, params.keys() - {"w"})
+        if tokens is None or not self._native._learn_native(tokens, y, **params):  # type: ignore[union-attr]
+            self.classifier.learn_one(self._counts(x, tokens), y, **params)
 
     def predict_one(self, x, **params):
         """The classifier's prediction for the text `x`.
@@ -220,7 +250,10 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_one`.
         """
-        return self.classifier.predict_one(self._counts(x), **params)
+        tokens = self._token_counts(x, params)
+        if tokens is not None and (score := self._native._native_score(tokens, False)) is not None:  # type: ignore[union-attr]
+            return self._native._label_of_score(score)  # type: ignore[union-attr]
+        return self.classifier.predict_one(self._counts(x, tokens), **params)
 
     def predict_proba_one(self, x, **params) -> dict:
         """The classifier's probabilities for the text `x`, ``{label: probability}``.
@@ -232,4 +265,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_proba_one`.
         """
-        return self.classifier.predict_proba_one(self._counts(x), **params)
+        tokens = self._token_counts(x, params)
+        if tokens is not None and (native := self._native._native_score(tokens, True)) is not None:  # type: ignore[union-attr]
+            return self._native._proba_of_score(*native)  # type: ignore[union-attr]
+        return self.classifier.predict_proba_one(self._counts(x, tokens), **params)
