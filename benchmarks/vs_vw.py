@@ -7,8 +7,9 @@ share of those predictions that were right, examples/s counts the whole path (te
 prediction, the update) by CPU time. The learners run in interleaved rounds (`--repeat`), a
 fresh model each round, and each keeps its best time:
 
-- river-cw: ``TextClassifier(rule(), on="text")`` for each diagonal rule (river's `BagOfWords`
-  tokens, lowercased, accents stripped);
+- river-cw: ``TextClassifier(rule(covariance="diagonal"), on="text")`` for each rule, and the
+  default AROW (arrowhead covariance) (river's `BagOfWords` tokens, lowercased, accents
+  stripped);
 - Vowpal Wabbit (`pip install -e ".[benchmarks]"`, an optional dependency of this benchmark: without
   it the VW rows are skipped, and the run says so), from Python: each text made a VW line
   (``"1 | text"``, its ``|``, ``:`` and line breaks spaces; VW's own whitespace tokens), parsed once,
@@ -107,9 +108,14 @@ def sklearn_learner():
 def learners() -> tuple[dict, str | None]:
     """The learners of the table, and why the VW rows are missing (None: they are not)."""
     runs = {
-        f"river-cw {name}": river_learner(lambda r=rule: TextClassifier(r(), on="text"))
+        f"river-cw {name} diagonal": river_learner(
+            lambda r=rule: TextClassifier(r(covariance="diagonal"), on="text")
+        )
         for name, rule in RULES.items()
     }
+    runs["river-cw AROW (default)"] = river_learner(
+        lambda: TextClassifier(river_cw.AROW(), on="text")
+    )
     try:
         import vowpalwabbit
     except ImportError:

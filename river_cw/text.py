@@ -59,6 +59,9 @@ _TEXT_OPTIONS = (
 _STARTED_BY = frozenset(("classifier", *_TEXT_OPTIONS))
 """The parameters of `TextClassifier` that `_start` reads: setting one starts it anew."""
 
+_WEIGHT = frozenset(("w",))
+"""The one parameter of `learn_one` the compiled path takes with the token counts."""
+
 
 def _one_call_paths(classifier) -> bool:
     """Whether `classifier` serves its common case in one call of the compiled engine, which
@@ -169,7 +172,8 @@ class TextClassifier(base.Classifier):
         self._counter = TokenCounter.of(**options)
         self._bag_of_words: BagOfWords | None = None
         self._shares_counts = isinstance(self.classifier, LinearClassifier)
-        self._native = self.classifier if _one_call_paths(self.classifier) else None
+        tokens = self._counter is not None and not self.stop_words  # see TokenCounter.token_counts
+        self._native = self.classifier if tokens and _one_call_paths(self.classifier) else None
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -184,12 +188,12 @@ class TextClassifier(base.Classifier):
         self.__dict__.update(state)
         self._start()
 
-    def _token_counts(self, x, params):
+    def _token_counts(self, x):
         """The token counts of the text `x` without the dict (`TokenCounter.token_counts`), where
-        the classifier reads them so (`_native`) and no other `params` are passed; else None."""
-        if self._native is None or self._counter is None or params:
+        the classifier reads them so (`_native`); else None."""
+        if self._native is None:
             return None
-        return self._counter.token_counts(x if self.on is None else x[self.on])
+        return self._counter.token_counts(x if self.on is None else x[self.on])  # type: ignore[union-attr]
 
     def _counts(self, x, tokens=None) -> dict:
         """The token counts of the text `x` (a dict holding it under `on`, or the text); the
@@ -236,7 +240,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `learn_one` (e.g. a sample weight ``w``).
         """
-        tokens = self._token_counts(x, params.keys() - {"w"})
+        tokens = self._token_counts(x) if params.keys() <= _WEIGHT else None
         if tokens is None or not self._native._learn_native(tokens, y, **params):  # type: ignore[union-attr]
             self.classifier.learn_one(self._counts(x, tokens), y, **params)
 
@@ -250,7 +254,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_one`.
         """
-        tokens = self._token_counts(x, params)
+        tokens = None if params else self._token_counts(x)
         if tokens is not None and (score := self._native._native_score(tokens, False)) is not None:  # type: ignore[union-attr]
             return self._native._label_of_score(score)  # type: ignore[union-attr]
         return self.classifier.predict_one(self._counts(x, tokens), **params)
@@ -265,7 +269,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_proba_one`.
         """
-        tokens = self._token_counts(x, params)
+        tokens = None if params else self._token_counts(x)
         if tokens is not None and (native := self._native._native_score(tokens, True)) is not None:  # type: ignore[union-attr]
             return self._native._proba_of_score(*native)  # type: ignore[union-attr]
         return self.classifier.predict_proba_one(self._counts(x, tokens), **params)
