@@ -27,9 +27,12 @@ setup(
             "_token_counts.h",
             "_steps.h",
             "_exact.h",
+            "_csr.h",
             "_batch.h",
         ),
         extension("_rda", "_inline.h", "_fsum.h", "_table.h", "_token_counts.h"),
-        extension("_arrowhead", "_inline.h", "_fsum.h", "_table.h", "_token_counts.h", "_steps.h"),
+        extension(
+            "_arrowhead", "_inline.h", "_fsum.h", "_table.h", "_token_counts.h", "_steps.h", "_csr.h"
+        ),
     ]
 )

@@ -16,8 +16,9 @@
  * The paths are the diagonal engine's (see the glossary at the head of _diagonal.c): `learn`,
  * the general path, with the rule's step in Python and forgetting; `learn_native`, the lean
  * path, a binary model's learn_one with the rule's native step (_steps.h); `score_native`, a
- * binary model's predict_one and predict_proba_one in one call. There are no exact schemes and
- * no batch kernel: learn_many runs the lean path row by row, predict_many score_native. Every
+ * binary model's predict_one and predict_proba_one in one call; `score_rows`, predict_many and
+ * predict_proba_many in one call (as Diagonal.score_rows, _csr.h the parts both share). There are
+ * no exact schemes and no learn_rows: learn_many runs the lean path row by row. Every
  * write of an entry is noted (table_note), so that a mark and `changed` cost what was written
  * since (_table.h's marks).
  */
@@ -28,6 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_csr.h"
 #include "_fsum.h"
 #include "_steps.h"
 
@@ -816,6 +818,90 @@ static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
     return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
 }
 
+/* Row i of the CSR batch c as the dict river_cw.batch.Rows.row(i) makes of it (a new reference),
+ * for block_score to read: each stored column's name (features[j], or the int j) with its value
+ * as a float, in the stored order. NULL with no error set where the general path must serve the
+ * row (a column outside the matrix or stored twice in the row, a name whose hash or == raised);
+ * NULL with an error that must propagate. seen[j]: the last row (+ 1) that held column j. */
+static PyObject *csr_row(const RcwCsr *c, Py_ssize_t i, Py_ssize_t *seen) {
+    PyObject *row = PyDict_New(), *key, *value;
+    Py_ssize_t l;
+    int rc;
+    if (row == NULL) return NULL;
+    for (l = c->indptr[i]; l < c->indptr[i + 1]; l++) {
+        Py_ssize_t j = c->indices[l];
+        if (j < 0 || j >= c->ncols || seen[j] == i + 1) goto general;
+        seen[j] = i + 1;
+        key = c->features == Py_None ? PyLong_FromSsize_t(j)
+                                     : Py_NewRef(PyList_GET_ITEM(c->features, j));
+        value = PyFloat_FromDouble(c->data[l]);
+        rc = key == NULL || value == NULL ? -1 : PyDict_SetItem(row, key, value);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            if (rcw_error_recoverable())
+                PyErr_Clear(); /* the general path meets it again and raises it */
+            goto general;
+        }
+    }
+    return row;
+general:
+    Py_DECREF(row);
+    return NULL;
+}
+
+/* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
+ * m that score_native(row, intercept, ...) gives, or with proba = (first, second, temperature,
+ * erfc) the probabilities of its two labels made of m and its variance (rcw_binary_proba); None
+ * where score_native gives None (the general path serves the row and raises there what
+ * predict_one raises), and for every row of an engine of several blocks. rows: a list of dicts,
+ * or CSR arrays (data, indices, indptr, features, ncols), each row read as the dict
+ * Rows.row(i) (csr_row), a ValueError when two of their columns are named alike
+ * (Rows.check_names; _csr.h). Diagonal.score_rows' contract (_batch.h): both serve
+ * GaussianClassifier._native_scores. Every score is block_score's, lean, as score_native's. */
+static PyObject *arrowhead_score_rows(Arrowhead *self, PyObject *args) {
+    RcwScoreRows s;
+    PyObject *out = NULL;
+    Py_ssize_t i, mark;
+    double x_b;
+    if (rcw_score_rows_open(args, &s) < 0) return NULL;
+    if (s.intercept != Py_None && s.intercept != self->root) {
+        PyErr_SetString(PyExc_ValueError, "score_rows' intercept is None or the root");
+        goto done;
+    }
+    x_b = s.intercept == Py_None ? 0.0 : 1.0;
+    if ((out = PyList_New(s.nrows)) == NULL) goto done;
+    if (enter(self) < 0) {
+        Py_CLEAR(out);
+        goto done;
+    }
+    mark = self->ncoords;
+    for (i = 0; i < s.nrows; i++) {
+        PyObject *row = NULL, *item;
+        double m = 0.0, v = 0.0;
+        int r = PASS_GENERAL;
+        if (self->blocks.n == 1) {
+            row = s.is_csr ? csr_row(&s.csr, i, s.seen) : Py_NewRef(PyList_GET_ITEM(s.rows, i));
+            if (row == NULL && PyErr_Occurred()) {
+                r = PASS_ERROR;
+            } else if (row != NULL && rcw_x_readable(row)) {
+                r = block_score(self, 0, row, 1, x_b, &m, s.erfc != NULL ? &v : NULL);
+                drop_coords(self, mark);
+            }
+            Py_XDECREF(row);
+        }
+        if (r == PASS_ERROR || (item = rcw_score_item(&s, r == PASS_OK, m, v)) == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    self->busy = 0;
+done:
+    rcw_score_rows_close(&s);
+    return out;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* the blocks: layout, views and state                                                        */
 
@@ -1278,6 +1364,8 @@ static PyMethodDef arrowhead_methods[] = {
      "learn of a binary model with the rule's step in C; -1: the general path's case."},
     {"score_native", (PyCFunction)(void (*)(void))arrowhead_score_native, METH_FASTCALL,
      "A binary model's score of x (and its variance) in one call; None: the general path's."},
+    {"score_rows", (PyCFunction)arrowhead_score_rows, METH_VARARGS,
+     "score_native of every row of a batch (dicts or CSR arrays), or their probabilities."},
     {"add_block", (PyCFunction)arrowhead_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)arrowhead_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)arrowhead_layout, METH_NOARGS, "A snapshot of the block structure."},
