@@ -1354,13 +1354,14 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
 /* predictions of a batch: score_rows                                                          */
 
 /* A CSR row's score and variance (score_binary's numbers for the dict Rows.row(i) makes of it):
- * 1 with *m and *v, 0 for the general path's case (a column outside the matrix or named by a
- * key that cannot be looked up, a column stored twice, a sum beyond float64), -1 with an error
- * that must propagate. slot[j]: 0 column j not resolved yet, -1 not to be read here, else its
- * entry + 2 (1: unseen); seen[j]: the last row (+ 1) that held column j. */
+ * 1 with *m and *v, 0 for the general path's case (a column outside the matrix, named by the
+ * intercept's key itself, as score_binary declines it, or by a key that cannot be looked up; a
+ * column stored twice; a sum beyond float64), -1 with an error that must propagate. `intercept`:
+ * the intercept's entry (-1 unseen, -3 none). slot[j]: 0 column j not resolved yet, -1 not to be
+ * read here, else its entry + 2 (1: unseen); seen[j]: the last row (+ 1) that held column j. */
 static int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c, Py_ssize_t i,
-                         Py_ssize_t *slot, Py_ssize_t *seen, Py_ssize_t intercept, double *m,
-                         double *v) {
+                         Py_ssize_t *slot, Py_ssize_t *seen, PyObject *intercept_key,
+                         Py_ssize_t intercept, double *m, double *v) {
     Py_ssize_t a = c->indptr[i], b = c->indptr[i + 1], l, n = 0;
     double unseen = 0.0, xf;
     DdPair acc;
@@ -1378,12 +1379,15 @@ static int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c, Py_ssize_t i
                                     : Py_NewRef(PyList_GET_ITEM(c->features, j));
                 Py_hash_t h;
                 if (key == NULL) return -1;
-                ix = (h = key_hash(key)) == -1 ? -2 : table_find(t, key, h);
-                Py_DECREF(key);
-                if (ix == -2) {
-                    if (!rcw_error_recoverable()) return -1;
-                    PyErr_Clear(); /* the general path meets it again and raises it */
+                if (key == intercept_key) /* as score_binary: the general path's */
+                    ix = -2;
+                else if ((ix = (h = key_hash(key)) == -1 ? -2 : table_find(t, key, h)) == -2 &&
+                         !rcw_error_recoverable()) {
+                    Py_DECREF(key);
+                    return -1;
                 }
+                Py_DECREF(key);
+                PyErr_Clear(); /* the general path meets it again and raises it */
                 slot[j] = ix == -2 ? -1 : ix + 2;
             }
             if (slot[j] < 0) return 0;
@@ -1467,7 +1471,7 @@ static PyObject *diagonal_score_rows(Diagonal *self, PyObject *args) {
             ok = 0;
         else if (s.is_csr)
             ok = csr_row_score(self, &self->blocks.table[0], &s.csr, i, slot, s.seen,
-                               intercept_ix, &m, &v);
+                               s.intercept, intercept_ix, &m, &v);
         else
             ok = score_binary(self, PyList_GET_ITEM(s.rows, i), s.intercept, &m, &v);
         if (ok < 0 || (item = rcw_score_item(&s, ok, m, v)) == NULL) {
