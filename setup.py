@@ -32,7 +32,13 @@ setup(
         ),
         extension("_rda", "_inline.h", "_fsum.h", "_table.h", "_token_counts.h"),
         extension(
-            "_arrowhead", "_inline.h", "_fsum.h", "_table.h", "_token_counts.h", "_steps.h", "_csr.h"
+            "_arrowhead",
+            "_inline.h",
+            "_fsum.h",
+            "_table.h",
+            "_token_counts.h",
+            "_steps.h",
+            "_csr.h",
         ),
     ]
 )

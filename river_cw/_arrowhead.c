@@ -824,7 +824,8 @@ static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
  * row (a column outside the matrix or stored twice in the row, a name whose hash or == raised);
  * NULL with an error that must propagate. seen[j]: the last row (+ 1) that held column j. */
 static PyObject *csr_row(const RcwCsr *c, Py_ssize_t i, Py_ssize_t *seen) {
-    PyObject *row = PyDict_New(), *key, *value;
+    /* sized for its entries at once: it never resizes as it fills (as _text.c's counts) */
+    PyObject *row = _PyDict_NewPresized(c->indptr[i + 1] - c->indptr[i]), *key, *value;
     Py_ssize_t l;
     int rc;
     if (row == NULL) return NULL;
@@ -850,6 +851,24 @@ general:
     return NULL;
 }
 
+/* row i of a score_rows call (rcw_row_score): block_score's lean score, as score_native's, of the
+ * dict row or of the CSR row's dict (csr_row); 0 where score_native gives None */
+static int row_score(void *engine, const RcwScoreRows *s, Py_ssize_t i, double *m, double *v) {
+    Arrowhead *self = engine;
+    Py_ssize_t mark = self->ncoords;
+    PyObject *row;
+    int r;
+    if (self->blocks.n != 1) return 0;
+    row = s->is_csr ? csr_row(&s->csr, i, s->seen) : Py_NewRef(PyList_GET_ITEM(s->rows, i));
+    if (row == NULL) return PyErr_Occurred() ? -1 : 0;
+    r = !rcw_x_readable(row) ? PASS_GENERAL
+                             : block_score(self, 0, row, 1, s->intercept == Py_None ? 0.0 : 1.0,
+                                           m, s->erfc != NULL ? v : NULL);
+    drop_coords(self, mark);
+    Py_DECREF(row);
+    return r == PASS_OK ? 1 : r == PASS_GENERAL ? 0 : -1;
+}
+
 /* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
  * m that score_native(row, intercept, ...) gives, or with proba = (first, second, temperature,
  * erfc) the probabilities of its two labels made of m and its variance (rcw_binary_proba); None
@@ -862,42 +881,13 @@ general:
 static PyObject *arrowhead_score_rows(Arrowhead *self, PyObject *args) {
     RcwScoreRows s;
     PyObject *out = NULL;
-    Py_ssize_t i, mark;
-    double x_b;
     if (rcw_score_rows_open(args, &s) < 0) return NULL;
-    if (s.intercept != Py_None && s.intercept != self->root) {
+    if (s.intercept != Py_None && s.intercept != self->root)
         PyErr_SetString(PyExc_ValueError, "score_rows' intercept is None or the root");
-        goto done;
+    else if (enter(self) == 0) {
+        out = rcw_score_rows_list(&s, row_score, self);
+        self->busy = 0;
     }
-    x_b = s.intercept == Py_None ? 0.0 : 1.0;
-    if ((out = PyList_New(s.nrows)) == NULL) goto done;
-    if (enter(self) < 0) {
-        Py_CLEAR(out);
-        goto done;
-    }
-    mark = self->ncoords;
-    for (i = 0; i < s.nrows; i++) {
-        PyObject *row = NULL, *item;
-        double m = 0.0, v = 0.0;
-        int r = PASS_GENERAL;
-        if (self->blocks.n == 1) {
-            row = s.is_csr ? csr_row(&s.csr, i, s.seen) : Py_NewRef(PyList_GET_ITEM(s.rows, i));
-            if (row == NULL && PyErr_Occurred()) {
-                r = PASS_ERROR;
-            } else if (row != NULL && rcw_x_readable(row)) {
-                r = block_score(self, 0, row, 1, x_b, &m, s.erfc != NULL ? &v : NULL);
-                drop_coords(self, mark);
-            }
-            Py_XDECREF(row);
-        }
-        if (r == PASS_ERROR || (item = rcw_score_item(&s, r == PASS_OK, m, v)) == NULL) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, i, item);
-    }
-    self->busy = 0;
-done:
     rcw_score_rows_close(&s);
     return out;
 }

@@ -1359,9 +1359,13 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
  * column stored twice; a sum beyond float64), -1 with an error that must propagate. `intercept`:
  * the intercept's entry (-1 unseen, -3 none). slot[j]: 0 column j not resolved yet, -1 not to be
  * read here, else its entry + 2 (1: unseen); seen[j]: the last row (+ 1) that held column j. */
-static int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c, Py_ssize_t i,
-                         Py_ssize_t *slot, Py_ssize_t *seen, PyObject *intercept_key,
-                         Py_ssize_t intercept, double *m, double *v) {
+static RCW_ALWAYS_INLINE int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c,
+                                           Py_ssize_t i, Py_ssize_t *slot, Py_ssize_t *seen,
+                                           PyObject *intercept_key, Py_ssize_t intercept,
+                                           double *m, double *v) {
+    /* the arrays in locals: the writes to slot and seen cannot change them */
+    const Py_ssize_t *indices = c->indices, ncols = c->ncols;
+    const double *data = c->data;
     Py_ssize_t a = c->indptr[i], b = c->indptr[i + 1], l, n = 0;
     double unseen = 0.0, xf;
     DdPair acc;
@@ -1370,8 +1374,8 @@ static int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c, Py_ssize_t i
     for (l = a; l <= b; l++) {
         Py_ssize_t j, ix;
         if (l < b) {
-            j = c->indices[l];
-            if (j < 0 || j >= c->ncols || seen[j] == i + 1) return 0;
+            j = indices[l];
+            if (j < 0 || j >= ncols || seen[j] == i + 1) return 0;
             seen[j] = i + 1;
             if (slot[j] == 0) { /* resolved at its first use in the call */
                 PyObject *key = c->features == Py_None
@@ -1387,12 +1391,12 @@ static int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c, Py_ssize_t i
                     return -1;
                 }
                 Py_DECREF(key);
-                PyErr_Clear(); /* the general path meets it again and raises it */
+                if (ix == -2) PyErr_Clear(); /* the general path meets it again and raises it */
                 slot[j] = ix == -2 ? -1 : ix + 2;
             }
             if (slot[j] < 0) return 0;
             ix = slot[j] - 2;
-            xf = c->data[l];
+            xf = data[l];
         } else if (intercept != -3) { /* the intercept, last, as GaussianClassifier._features */
             ix = intercept;
             xf = 1.0;
@@ -1407,9 +1411,9 @@ static int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c, Py_ssize_t i
         fsum_init(&ms);
         fsum_init(&vs);
         for (l = a; l <= b; l++) {
-            Py_ssize_t ix = l < b ? slot[c->indices[l]] - 2 : intercept;
+            Py_ssize_t ix = l < b ? slot[indices[l]] - 2 : intercept;
             if (l == b && intercept == -3) break;
-            xf = l < b ? c->data[l] : 1.0;
+            xf = l < b ? data[l] : 1.0;
             if ((ix >= 0 && fsum_add(&ms, t->entries[ix].mean * xf) < 0) ||
                 fsum_add(&vs, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
                 fsum_free(&ms);
@@ -1439,50 +1443,48 @@ static int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c, Py_ssize_t i
  * indices, indptr, features, ncols) as learn_rows takes them (a ValueError when two of their
  * columns are named alike, as Rows.check_names; _csr.h). None for every row of an engine of
  * several blocks. */
+/* a score_rows call's rows on the diagonal engine: score_binary's dicts, csr_row_score's CSR
+ * rows (their columns' entries in `slot`, the intercept's in `intercept`) */
+typedef struct {
+    Diagonal *self;
+    Py_ssize_t *slot, intercept;
+} DiagonalRows;
+
+/* row i of a score_rows call (rcw_row_score) */
+static RCW_ALWAYS_INLINE int diagonal_row_score(void *engine, const RcwScoreRows *s,
+                                                Py_ssize_t i, double *m, double *v) {
+    DiagonalRows *d = engine;
+    Table *t = &d->self->blocks.table[0];
+    if (d->self->blocks.n != 1) return 0;
+    if (s->is_csr)
+        return csr_row_score(d->self, t, &s->csr, i, d->slot, s->seen, s->intercept, d->intercept,
+                             m, v);
+    return score_binary(d->self, PyList_GET_ITEM(s->rows, i), s->intercept, m, v);
+}
+
 static PyObject *diagonal_score_rows(Diagonal *self, PyObject *args) {
     RcwScoreRows s;
+    DiagonalRows d = {self, NULL, -3};
     PyObject *out = NULL;
-    Py_ssize_t i, *slot = NULL, intercept_ix = -3;
     if (rcw_score_rows_open(args, &s) < 0) return NULL;
     if (s.is_csr &&
-        (slot = PyMem_Calloc(s.csr.ncols ? s.csr.ncols : 1, sizeof(Py_ssize_t))) == NULL) {
+        (d.slot = PyMem_Calloc(s.csr.ncols ? s.csr.ncols : 1, sizeof(Py_ssize_t))) == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if ((out = PyList_New(s.nrows)) == NULL) goto done;
-    if (enter(self) < 0) {
-        Py_CLEAR(out);
-        goto done;
-    }
+    if (enter(self) < 0) goto done;
     if (s.is_csr && self->blocks.n == 1 && s.intercept != Py_None) {
         Py_hash_t h = PyObject_Hash(s.intercept);
         if (h == -1 ||
-            (intercept_ix = table_find(&self->blocks.table[0], s.intercept, h)) == -2) {
+            (d.intercept = table_find(&self->blocks.table[0], s.intercept, h)) == -2) {
             self->busy = 0;
-            Py_CLEAR(out);
             goto done;
         }
     }
-    for (i = 0; i < s.nrows; i++) {
-        double m = 0.0, v = 0.0;
-        int ok;
-        PyObject *item;
-        if (self->blocks.n != 1)
-            ok = 0;
-        else if (s.is_csr)
-            ok = csr_row_score(self, &self->blocks.table[0], &s.csr, i, slot, s.seen,
-                               s.intercept, intercept_ix, &m, &v);
-        else
-            ok = score_binary(self, PyList_GET_ITEM(s.rows, i), s.intercept, &m, &v);
-        if (ok < 0 || (item = rcw_score_item(&s, ok, m, v)) == NULL) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, i, item);
-    }
+    out = rcw_score_rows_list(&s, diagonal_row_score, &d);
     self->busy = 0;
 done:
     rcw_score_rows_close(&s);
-    PyMem_Free(slot);
+    PyMem_Free(d.slot);
     return out;
 }

@@ -10,6 +10,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "_inline.h"
+
 /* A batch's CSR rows, (data, indices, indptr, features, ncols) as river_cw.batch.Rows holds
  * them: row i holds the value data[l] in column indices[l] for l in [indptr[i], indptr[i + 1]);
  * column j is the feature features[j], or the int j itself where features is None (hashed ids).
@@ -195,12 +197,31 @@ fail:
     return -1;
 }
 
-/* A row's item of the result: None where the general path serves it (ok 0), else its score m,
- * or its probabilities (rcw_binary_proba) of m and its variance v; NULL with an error */
-static PyObject *rcw_score_item(const RcwScoreRows *s, int ok, double m, double v) {
-    if (!ok) return Py_NewRef(Py_None);
-    if (s->erfc != NULL) return rcw_binary_proba(m, v, s->first, s->second, s->temperature, s->erfc);
-    return PyFloat_FromDouble(m);
+/* An engine's score of row i of a score_rows call: 1 with its score *m and (where s->erfc is
+ * set) its variance *v, 0 where the general path must serve the row, -1 with an error */
+typedef int (*rcw_row_score)(void *engine, const RcwScoreRows *s, Py_ssize_t i, double *m,
+                             double *v);
+
+/* score_rows' list: per row, None where `score` leaves it to the general path, else its score m,
+ * or its probabilities (rcw_binary_proba) of m and its variance v; NULL with an error. Inlined,
+ * so that `score` is each engine's own function, inlined in its turn. */
+static RCW_ALWAYS_INLINE PyObject *rcw_score_rows_list(const RcwScoreRows *s, rcw_row_score score,
+                                                       void *engine) {
+    PyObject *out = PyList_New(s->nrows), *item;
+    Py_ssize_t i;
+    for (i = 0; out != NULL && i < s->nrows; i++) {
+        double m = 0.0, v = 0.0;
+        int ok = score(engine, s, i, &m, &v);
+        item = ok < 0      ? NULL
+               : !ok       ? Py_NewRef(Py_None)
+               : s->erfc   ? rcw_binary_proba(m, v, s->first, s->second, s->temperature, s->erfc)
+                           : PyFloat_FromDouble(m);
+        if (item == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, item);
+    }
+    return out;
 }
 
 #endif
