@@ -27,6 +27,7 @@ fresh model each round, and each keeps its best time:
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 from pathlib import Path
@@ -138,6 +139,7 @@ def report(name: str, limit: int, repeat: int) -> None:
     best, right = dict.fromkeys(runs, float("inf")), {}
     for _ in range(repeat):
         for learner, run in runs.items():
+            gc.collect()  # no learner's time pays for the garbage of the one before
             seconds, right[learner] = run(stream)
             best[learner] = min(best[learner], seconds)
     reference = "VW logistic -b 18" if missing is None else None

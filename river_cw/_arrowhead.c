@@ -203,7 +203,8 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     p->first = first;
     if (!lean) p->x_b = 0.0;
     ddpair_init(&ak);
-    while (rcw_x_next(x, &pos, &key, &value)) {
+    const rcw_next_item next = rcw_x_next(x);
+    while (next(x, &pos, &key, &value)) {
         Coord *c;
         if (key == self->root) {
             if (lean) goto general;

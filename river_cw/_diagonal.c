@@ -1121,7 +1121,8 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     self->margin.npairs = 1;
     t = &self->blocks.table[0];
     ddpair_init(&acc);
-    while (rcw_x_next(x, &pos, &key, &value)) {
+    const rcw_next_item next = rcw_x_next(x);
+    while (next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &xf)) goto general;
         if ((h = key_hash(key)) == -1) goto general_error;
         if ((ix = table_find(t, key, h)) == -2) goto general_error;
@@ -1238,7 +1239,8 @@ static int score_terms_fsum(Diagonal *self, Table *t, PyObject *x, PyObject *int
     Fsum ms, vs;
     fsum_init(&ms);
     fsum_init(&vs);
-    while (rcw_x_next(x, &pos, &key, &value))
+    const rcw_next_item next = rcw_x_next(x);
+    while (next(x, &pos, &key, &value))
         if (plain_value(value, &xf) || (h = key_hash(key)) == -1 ||
             add_score_terms(self, t, key, h, xf, &ms, &vs) < 0)
             goto fail;
@@ -1279,7 +1281,8 @@ static int score_binary(Diagonal *self, PyObject *x, PyObject *intercept, double
     if (!rcw_x_readable(x) || self->blocks.n != 1) return 0;
     t = &self->blocks.table[0];
     ddpair_init(&acc);
-    while (rcw_x_next(x, &pos, &key, &value)) {
+    const rcw_next_item next = rcw_x_next(x);
+    while (next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &xf)) return 0;
         if ((h = key_hash(key)) == -1 || (ix = table_find(t, key, h)) == -2) goto general_error;
         add_score_pair(self, t, ix, xf, &acc, &unseen);

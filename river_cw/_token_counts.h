@@ -3,12 +3,13 @@
  * count_tokens(text, ...) (river_cw._text) returns the (token, count) pairs the dict of count()
  * holds, in its order (first occurrence first), as one object: no dict is built for a text that a
  * binary model predicts and learns, where building it cost more than the engine's work on it
- * (issue 29). The engines' lean paths (`learn_native`, `score_native`) read x through rcw_x_size
- * and rcw_x_next, which take an exact dict or a TokenCounts alike, so the numbers are the dict's
- * to the bit; anything else still needs the dict (`as_dict()`).
+ * (issue 29). The engines' lean paths (`learn_native`, `score_native`) take x if rcw_x_readable
+ * and read it by rcw_x_size and the iterator rcw_x_next chooses once per loop (PyDict_Next for a
+ * dict: called through its address, a loop over a dict costs what it cost before), so the
+ * numbers are the dict's to the bit; anything else still needs the dict (`as_dict()`).
  *
- * river_cw._text owns the type (RCW_TOKEN_COUNTS_DEFINE); an engine finds it through a capsule
- * at import (rcw_token_counts_import), so that its check is one pointer comparison.
+ * river_cw._text defines the type and exports it in a capsule; an engine takes it from there at
+ * import (rcw_token_counts_import), so that its check is one pointer comparison.
  */
 #ifndef RIVER_CW_TOKEN_COUNTS_H
 #define RIVER_CW_TOKEN_COUNTS_H
@@ -52,18 +53,22 @@ static inline Py_ssize_t rcw_x_size(PyObject *x)
     return rcw_is_token_counts(x) ? Py_SIZE(x) : PyDict_GET_SIZE(x);
 }
 
-/* PyDict_Next for x, a dict or a TokenCounts: its next (key, value), borrowed; 0 at the end */
-static inline int rcw_x_next(PyObject *x, Py_ssize_t *pos, PyObject **key, PyObject **value)
+/* PyDict_Next for a TokenCounts: its next (key, value), borrowed; 0 at the end */
+static int rcw_token_counts_next(PyObject *x, Py_ssize_t *pos, PyObject **key, PyObject **value)
 {
-    if (rcw_is_token_counts(x)) {
-        if (*pos >= Py_SIZE(x))
-            return 0;
-        *key = ((RcwTokenCounts *)x)->pairs[2 * *pos];
-        *value = ((RcwTokenCounts *)x)->pairs[2 * *pos + 1];
-        ++*pos;
-        return 1;
-    }
-    return PyDict_Next(x, pos, key, value);
+    if (*pos >= Py_SIZE(x))
+        return 0;
+    *key = ((RcwTokenCounts *)x)->pairs[2 * *pos];
+    *value = ((RcwTokenCounts *)x)->pairs[2 * *pos + 1];
+    ++*pos;
+    return 1;
+}
+
+/* The PyDict_Next of x, a dict or a TokenCounts, chosen once before a loop over x */
+typedef int (*rcw_next_item)(PyObject *x, Py_ssize_t *pos, PyObject **key, PyObject **value);
+static inline rcw_next_item rcw_x_next(PyObject *x)
+{
+    return rcw_is_token_counts(x) ? rcw_token_counts_next : PyDict_Next;
 }
 
 #endif

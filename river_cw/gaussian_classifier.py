@@ -6,10 +6,13 @@ river_cw/_exact.h). Then `learn_one` of a binary model with a known label runs i
 the compiled engine (the *lean* path, `_lean_spec`); `predict_one` and `predict_proba_one` of a
 binary model score in one call of either compiled engine (`score_native`), and `predict_many`
 and `predict_proba_many` run their loops in one call of either (`score_rows`); `learn_many` runs
-its loop in the compiled diagonal engine's batch kernel (river_cw/_batch.h). Each path gives the general
-path's numbers, bit for bit, and hands it every case it does not take (a new label, a value to
-name in an error, calibration, forgetting, full covariance); under the pure-Python engine the
-general path serves throughout. The glossary of these paths heads river_cw/_diagonal.c.
+its loop in the compiled diagonal engine's batch kernel (river_cw/_batch.h). The one-call paths
+read x as a dict or as a text's token counts without their dict (`river_cw._text.TokenCounts`,
+from `river_cw.text.TextClassifier`; `_features` makes it the dict where they decline). Each path
+gives the general path's numbers, bit for bit, and hands it every case it does not take (a new
+label, a value to name in an error, calibration, forgetting, full covariance); under the
+pure-Python engine the general path serves throughout. The glossary of these paths heads
+river_cw/_diagonal.c.
 """
 
 from __future__ import annotations
@@ -85,27 +88,23 @@ class GaussianClassifier(GaussianModel):
                 unweighted rule to the bit.
 
             """
-            if not self._learn_native(x, y, w):
-                LinearClassifier.learn_one(self, x, y, w)
-
-        learn_one.__doc__ = LinearClassifier.learn_one.__doc__
-
-        def _learn_native(self, x, y, w: float = 1.0) -> bool:
-            """`learn_one`'s common case in one call of the compiled engine (`learn_native`: a
-            binary model, a known label, a float weight > 0; x a dict read as `as_floats` reads
-            it, or a `river_cw._text.TokenCounts`; margin, the rule's C step, update), with the
-            general path's numbers: True when it served, False (nothing changed) where the
-            general path must, for any other case and any x it does not take as it is (to name
-            a bad feature)."""
+            # The common case in one call of the compiled engine (`learn_native`: a binary
+            # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
+            # the rule's C step, update): the general path's numbers. Any other case, and any x
+            # it does not take as it is (to name a bad feature), goes the general way.
             lean = self._lean
             if lean is _STALE:
                 lean = self._lean = self._lean_spec()
-            if lean is None:  # full covariance has no lean spec (`_lean_spec`)
-                return False
-            outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
-            if outcome == SKIPPED:
-                self.n_skipped_updates += 1
-            return outcome != -1
+            if lean is not None:  # full covariance has no lean spec (`_lean_spec`)
+                outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
+                if not outcome:  # learned (or nothing to learn)
+                    return
+                if outcome == SKIPPED:
+                    self.n_skipped_updates += 1
+                    return
+            LinearClassifier.learn_one(self, x, y, w)
+
+        learn_one.__doc__ = LinearClassifier.learn_one.__doc__
 
     def _native_scores(self, rows: Rows, proba: bool) -> list | None:
         """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities

@@ -332,12 +332,9 @@ class GaussianModel(LinearClassifier):
         native = self._native_score(x, True)  # as predict_one, with the score's variance
         if native is None:
             return self._general_predict_proba_one(x)
-        return self._proba_of_score(*native)
-
-    def _proba_of_score(self, m: float, v: float) -> dict:
-        """The probabilities of a binary model whose score has mean `m` and variance `v`."""
         if len(self.classes_) < 2:
             return {c: 1.0 for c in self.classes_}
+        m, v = native
         return probabilities.binary(m, v, self.temperature, self.classes_)
 
     def _general_predict_proba_one(self, x: dict) -> dict:

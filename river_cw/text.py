@@ -59,19 +59,16 @@ _TEXT_OPTIONS = (
 _STARTED_BY = frozenset(("classifier", *_TEXT_OPTIONS))
 """The parameters of `TextClassifier` that `_start` reads: setting one starts it anew."""
 
-_WEIGHT = frozenset(("w",))
-"""The one parameter of `learn_one` the compiled path takes with the token counts."""
 
-
-def _one_call_paths(classifier) -> bool:
-    """Whether `classifier` serves its common case in one call of the compiled engine, which
-    reads a `river_cw._text.TokenCounts` as it reads a dict: a `GaussianClassifier` whose
-    `learn_one`, `predict_one`, `predict_proba_one` and `_native_score` are its class's (a
-    subclass that overrides one runs its own, on the dict)."""
+def _reads_token_counts(classifier) -> bool:
+    """Whether `classifier` takes a text's token counts without their dict (a
+    `river_cw._text.TokenCounts`): a `GaussianClassifier` whose one-call paths read it as they
+    read a dict and whose general path makes it the dict (`_features`), with the methods of its
+    class (a subclass that overrides one is handed dicts)."""
     kind = type(classifier)
     return isinstance(classifier, GaussianClassifier) and all(
         getattr(kind, name) is getattr(GaussianClassifier, name)
-        for name in ("learn_one", "predict_one", "predict_proba_one", "_native_score")
+        for name in ("learn_one", "predict_one", "predict_proba_one", "_native_score", "_features")
     )
 
 
@@ -172,8 +169,11 @@ class TextClassifier(base.Classifier):
         self._counter = TokenCounter.of(**options)
         self._bag_of_words: BagOfWords | None = None
         self._shares_counts = isinstance(self.classifier, LinearClassifier)
-        tokens = self._counter is not None and not self.stop_words  # see TokenCounter.token_counts
-        self._native = self.classifier if tokens and _one_call_paths(self.classifier) else None
+        self._reads_tokens = (
+            self._counter is not None
+            and not self.stop_words  # see TokenCounter.token_counts
+            and _reads_token_counts(self.classifier)
+        )
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -181,27 +181,18 @@ class TextClassifier(base.Classifier):
             self._start()
 
     def __getstate__(self):
-        derived = ("_counter", "_bag_of_words", "_native")
-        return {k: v for k, v in self.__dict__.items() if k not in derived}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_counter", "_bag_of_words")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._start()
 
-    def _token_counts(self, x):
-        """The token counts of the text `x` without the dict (`TokenCounter.token_counts`), where
-        the classifier reads them so (`_native`); else None."""
-        if self._native is None:
-            return None
-        return self._counter.token_counts(x if self.on is None else x[self.on])  # type: ignore[union-attr]
-
-    def _counts(self, x, tokens=None) -> dict:
-        """The token counts of the text `x` (a dict holding it under `on`, or the text); the
-        dict of `tokens`, its `_token_counts`, where there are."""
-        if tokens is not None:
-            return tokens.as_dict()  # a LinearClassifier's: shared
+    def _counts(self, x):
+        """The token counts of the text `x` (a dict holding it under `on`, or the text): a dict,
+        or without the dict where the classifier takes that (`_reads_tokens`)."""
         if self._counter is not None:
-            counts = self._counter(x if self.on is None else x[self.on])
+            text = x if self.on is None else x[self.on]
+            counts = self._counter.token_counts(text) if self._reads_tokens else self._counter(text)
             if counts is not None:
                 return counts if self._shares_counts else dict(counts)
         if self._bag_of_words is None:
@@ -240,9 +231,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `learn_one` (e.g. a sample weight ``w``).
         """
-        tokens = self._token_counts(x) if params.keys() <= _WEIGHT else None
-        if tokens is None or not self._native._learn_native(tokens, y, **params):  # type: ignore[union-attr]
-            self.classifier.learn_one(self._counts(x, tokens), y, **params)
+        self.classifier.learn_one(self._counts(x), y, **params)
 
     def predict_one(self, x, **params):
         """The classifier's prediction for the text `x`.
@@ -254,10 +243,7 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_one`.
         """
-        tokens = None if params else self._token_counts(x)
-        if tokens is not None and (score := self._native._native_score(tokens, False)) is not None:  # type: ignore[union-attr]
-            return self._native._label_of_score(score)  # type: ignore[union-attr]
-        return self.classifier.predict_one(self._counts(x, tokens), **params)
+        return self.classifier.predict_one(self._counts(x), **params)
 
     def predict_proba_one(self, x, **params) -> dict:
         """The classifier's probabilities for the text `x`, ``{label: probability}``.
@@ -269,7 +255,4 @@ class TextClassifier(base.Classifier):
         **params
             Passed to the classifier's `predict_proba_one`.
         """
-        tokens = None if params else self._token_counts(x)
-        if tokens is not None and (native := self._native._native_score(tokens, True)) is not None:  # type: ignore[union-attr]
-            return self._native._proba_of_score(*native)  # type: ignore[union-attr]
-        return self.classifier.predict_proba_one(self._counts(x, tokens), **params)
+        return self.classifier.predict_proba_one(self._counts(x), **params)
