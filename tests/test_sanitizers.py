@@ -148,6 +148,10 @@ def test_engine_batch_text_and_hostile_input_tests_pass_under_asan_and_ubsan(tmp
         PYTHONMALLOC="malloc",
         ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
+        # the checkout's Hypothesis directory, not a new one in the copy: Hypothesis works out
+        # its Unicode tables once per directory, a loop over every code point that takes
+        # seconds of Python under ASan
+        HYPOTHESIS_STORAGE_DIRECTORY=str(ROOT / ".hypothesis"),
     )
     check = (
         "import river_cw, river_cw.engine as e; "
