@@ -25,11 +25,27 @@ def extension(name: str, *headers: str) -> Extension:
 
 setup(
     ext_modules=[
-        extension("_text", "_inline.h", "_text_scan.h", "_text_count.h"),
+        extension("_text", "_inline.h", "_text_scan.h", "_text_count.h", "_token_counts.h"),
         extension(
-            "_diagonal", "_inline.h", "_fsum.h", "_table.h", "_steps.h", "_exact.h", "_batch.h"
+            "_diagonal",
+            "_inline.h",
+            "_fsum.h",
+            "_table.h",
+            "_token_counts.h",
+            "_steps.h",
+            "_exact.h",
+            "_csr.h",
+            "_batch.h",
         ),
-        extension("_rda", "_inline.h", "_fsum.h", "_table.h"),
-        extension("_arrowhead", "_inline.h", "_fsum.h", "_table.h", "_steps.h"),
+        extension("_rda", "_inline.h", "_fsum.h", "_table.h", "_token_counts.h"),
+        extension(
+            "_arrowhead",
+            "_inline.h",
+            "_fsum.h",
+            "_table.h",
+            "_token_counts.h",
+            "_steps.h",
+            "_csr.h",
+        ),
     ]
 )

@@ -1,5 +1,5 @@
-"""Mini-batch learning: `learn_many` on dicts and on CSR arrays next to river's PAClassifier's
-`learn_one` loop, in one run.
+"""Mini-batch learning and predicting: `learn_many`, `predict_many` and `predict_proba_many` on
+dicts and on CSR arrays next to river's PAClassifier's `learn_one` loop, in one run.
 
 A text stream from ../shared/data goes through river's `BagOfWords` once (as in
 `throughput.py`; `river_cw.text.BagOfWords` gives the same dicts); the CSR matrix is built from those dicts with their vocabulary (column j is the j-th
@@ -7,7 +7,9 @@ token seen) and, for hashed ids, the same matrix without names (column j is the 
 model then learns the same examples in file order (shuffled with a fixed seed) in batches of
 `--batch` rows (the batches are cut beforehand, as a stream hands them over: a scipy slice costs
 more than the kernel learning it); river's PAClassifier (which has no `learn_many`) and river_cw's
-own `learn_one` loop learn them one by one. Each pass runs `--repeat` times, in rounds over all
+own `learn_one` loop learn them one by one. The prediction passes (`predict_many`,
+`predict_proba_many`) predict the same batches with a model that has learned the stream once
+(`learn_many`, outside the timing and the counts). Each pass runs `--repeat` times, in rounds over all
 passes, and keeps its best CPU time. Prints a markdown table of features/s (stored entries of
 the rows) and the ratio to river's PAClassifier of the same run. With `--warm` every model
 (river's too) has learned the stream once before the timed pass learns it again: the steady
@@ -51,16 +53,20 @@ from benchmarks.instructions import table as count_table
 from benchmarks.throughput import DATA, load
 
 REFERENCE = "river PAClassifier learn_one"
-# The diagonal covariance, whose compiled batch kernel this measures (the arrowhead, the default
-# since issue 30, has none yet: its learn_many is the learn_one loop); the names of the tables in
-# docs/guide/speed.md, measured with the diagonal defaults of before.
+# The diagonal covariance, whose compiled batch kernels (learn_rows, score_rows) this measures,
+# under the names of the tables in docs/guide/speed.md, measured with the diagonal defaults of
+# before; and the default model, the arrowhead covariance since issue 30, whose learn_many is
+# the learn_one loop (one call of the engine per row) and whose predictions run in its own
+# score_rows.
 DIAGONAL = {"covariance": "diagonal"}
 MODELS = {
     "AROW": lambda: river_cw.AROW(diagonal="project", **DIAGONAL),
     "AROW drop": lambda: river_cw.AROW(diagonal="drop", **DIAGONAL),
     "SCW-I": lambda: river_cw.SCW(**DIAGONAL),
     "CW var exact": lambda: river_cw.CW(variant="var", covariance="diagonal", diagonal="exact"),
+    "AROW default": river_cw.AROW,
 }
+PREDICTING = ["AROW", "AROW default"]  # the models whose prediction passes run
 
 
 def stream(name: str, limit: int):
@@ -119,12 +125,32 @@ def passes(dicts, labels, X, features, batch: int, warm: bool = False, only=None
 
         return prepared(make, learn)
 
+    def predicting(make, method, rows, **kwargs):
+        batches = [rows[a : a + batch] for a in cuts]
+
+        def made():
+            model = make()
+            model.learn_many(dicts, labels)
+            return model
+
+        def predict(model):
+            for rows_ in batches:
+                getattr(model, method)(rows_, **kwargs)
+
+        return made, predict
+
     out = {REFERENCE: loop(linear_model.PAClassifier)}
     for name, make in MODELS.items():
         out[f"{name} learn_one"] = loop(make)
         out[f"{name} learn_many dicts"] = many(make, dicts)
         out[f"{name} learn_many CSR vocabulary"] = many(make, X, features=features)
         out[f"{name} learn_many CSR hashed"] = many(make, X)
+        if name in PREDICTING:
+            for method in ("predict_many", "predict_proba_many"):
+                out[f"{name} {method} dicts"] = predicting(make, method, dicts)
+                out[f"{name} {method} CSR vocabulary"] = predicting(
+                    make, method, X, features=features
+                )
     if only is not None:
         out = {name: run for name, run in out.items() if name in only or name == REFERENCE}
     return out

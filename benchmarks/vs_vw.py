@@ -7,8 +7,9 @@ share of those predictions that were right, examples/s counts the whole path (te
 prediction, the update) by CPU time. The learners run in interleaved rounds (`--repeat`), a
 fresh model each round, and each keeps its best time:
 
-- river-cw: ``TextClassifier(rule(), on="text")`` for each diagonal rule (river's `BagOfWords`
-  tokens, lowercased, accents stripped);
+- river-cw: ``TextClassifier(rule(covariance="diagonal"), on="text")`` for each rule, and the
+  default AROW (arrowhead covariance) (river's `BagOfWords` tokens, lowercased, accents
+  stripped);
 - Vowpal Wabbit (`pip install -e ".[benchmarks]"`, an optional dependency of this benchmark: without
   it the VW rows are skipped, and the run says so), from Python: each text made a VW line
   (``"1 | text"``, its ``|``, ``:`` and line breaks spaces; VW's own whitespace tokens), parsed once,
@@ -26,6 +27,7 @@ fresh model each round, and each keeps its best time:
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 from pathlib import Path
@@ -107,9 +109,14 @@ def sklearn_learner():
 def learners() -> tuple[dict, str | None]:
     """The learners of the table, and why the VW rows are missing (None: they are not)."""
     runs = {
-        f"river-cw {name}": river_learner(lambda r=rule: TextClassifier(r(), on="text"))
+        f"river-cw {name} diagonal": river_learner(
+            lambda r=rule: TextClassifier(r(covariance="diagonal"), on="text")
+        )
         for name, rule in RULES.items()
     }
+    runs["river-cw AROW (default)"] = river_learner(
+        lambda: TextClassifier(river_cw.AROW(), on="text")
+    )
     try:
         import vowpalwabbit
     except ImportError:
@@ -132,6 +139,7 @@ def report(name: str, limit: int, repeat: int) -> None:
     best, right = dict.fromkeys(runs, float("inf")), {}
     for _ in range(repeat):
         for learner, run in runs.items():
+            gc.collect()  # no learner's time pays for the garbage of the one before
             seconds, right[learner] = run(stream)
             best[learner] = min(best[learner], seconds)
     reference = "VW logistic -b 18" if missing is None else None

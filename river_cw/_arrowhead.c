@@ -16,8 +16,9 @@
  * The paths are the diagonal engine's (see the glossary at the head of _diagonal.c): `learn`,
  * the general path, with the rule's step in Python and forgetting; `learn_native`, the lean
  * path, a binary model's learn_one with the rule's native step (_steps.h); `score_native`, a
- * binary model's predict_one and predict_proba_one in one call. There are no exact schemes and
- * no batch kernel: learn_many runs the lean path row by row, predict_many score_native. Every
+ * binary model's predict_one and predict_proba_one in one call; `score_rows`, predict_many and
+ * predict_proba_many in one call (as Diagonal.score_rows, _csr.h the parts both share). There are
+ * no exact schemes and no learn_rows: learn_many runs the lean path row by row. Every
  * write of an entry is noted (table_note), so that a mark and `changed` cost what was written
  * since (_table.h's marks).
  */
@@ -28,6 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_csr.h"
 #include "_fsum.h"
 #include "_steps.h"
 
@@ -174,7 +176,7 @@ static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which
     return pair_fsum(self, p, which, last, out);
 }
 
-/* One pass over the dict x for the pair p (its block and sign set): its coordinates appended to
+/* One pass over x (a dict, or in the lean mode a TokenCounts: _token_counts.h) for the pair p (its block and sign set): its coordinates appended to
  * the scratch, the terms c_j x_j^2 added to *c_acc, G and the score, the root's (mu_b, S) with S
  * forgotten where x holds the root (nothing is written). lean: x's values read as plain values
  * (_table.h; any other value, or the root among x's keys, is the general path's case) and the
@@ -194,14 +196,15 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     DdSum a_acc, k_acc;
     Coord *coords;
     int forgetting = keep != 1.0;
-    if (rcw_grow((void **)&self->coords, &self->coords_cap, first + PyDict_GET_SIZE(x),
+    if (rcw_grow((void **)&self->coords, &self->coords_cap, first + rcw_x_size(x),
                  sizeof(Coord)) < 0)
         return PASS_ERROR;
     coords = self->coords;
     p->first = first;
     if (!lean) p->x_b = 0.0;
     ddpair_init(&ak);
-    while (PyDict_Next(x, &pos, &key, &value)) {
+    const rcw_next_item next = rcw_x_next(x);
+    while (next(x, &pos, &key, &value)) {
         Coord *c;
         if (key == self->root) {
             if (lean) goto general;
@@ -787,8 +790,8 @@ static PyObject *arrowhead_score_variances(Arrowhead *self, PyObject *x) {
  * binary model (one block) and its variance, the numbers scores() and score_variances() give
  * for x with the intercept (None, or the root) appended as GaussianClassifier._features appends
  * it: predict_one and predict_proba_one in one call. None, nothing raised, where the general path
- * (scores, score_variances) must serve: an engine of several blocks, x not an exact dict, a
- * value other than a float, an int within float64 or a bool, the root among x's keys, an error of
+ * (scores, score_variances) must serve: an engine of several blocks, x neither an exact dict
+ * nor a TokenCounts (_token_counts.h), a value other than a float, an int within float64 or a bool, the root among x's keys, an error of
  * a key's hash or ==, a score beyond float64 (scores() raises what it raises). As
  * Diagonal.score_native; the margin scratch is left as it was. */
 static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
@@ -805,7 +808,7 @@ static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
         return NULL;
     }
     if ((variance = PyObject_IsTrue(args[2])) < 0) return NULL;
-    if (!PyDict_CheckExact(args[0]) || self->blocks.n != 1) Py_RETURN_NONE;
+    if (!rcw_x_readable(args[0]) || self->blocks.n != 1) Py_RETURN_NONE;
     if (enter(self) < 0) return NULL;
     mark = self->ncoords;
     r = block_score(self, 0, args[0], 1, args[1] == Py_None ? 0.0 : 1.0, &m,
@@ -814,6 +817,80 @@ static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
     self->busy = 0;
     if (r != PASS_OK) return r == PASS_GENERAL ? Py_NewRef(Py_None) : NULL;
     return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
+}
+
+/* Row i of the CSR batch c as the dict river_cw.batch.Rows.row(i) makes of it (a new reference),
+ * for block_score to read: each stored column's name (features[j], or the int j) with its value
+ * as a float, in the stored order. NULL with no error set where the general path must serve the
+ * row (a column outside the matrix or stored twice in the row, a name whose hash or == raised);
+ * NULL with an error that must propagate. seen[j]: the last row (+ 1) that held column j. */
+static PyObject *csr_row(const RcwCsr *c, Py_ssize_t i, Py_ssize_t *seen) {
+    /* sized for its entries at once: it never resizes as it fills (as _text.c's counts) */
+    PyObject *row = _PyDict_NewPresized(c->indptr[i + 1] - c->indptr[i]), *key, *value;
+    Py_ssize_t l;
+    int rc;
+    if (row == NULL) return NULL;
+    for (l = c->indptr[i]; l < c->indptr[i + 1]; l++) {
+        Py_ssize_t j = c->indices[l];
+        if (j < 0 || j >= c->ncols || seen[j] == i + 1) goto general;
+        seen[j] = i + 1;
+        key = c->features == Py_None ? PyLong_FromSsize_t(j)
+                                     : Py_NewRef(PyList_GET_ITEM(c->features, j));
+        value = PyFloat_FromDouble(c->data[l]);
+        rc = key == NULL || value == NULL ? -1 : PyDict_SetItem(row, key, value);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            if (rcw_error_recoverable())
+                PyErr_Clear(); /* the general path meets it again and raises it */
+            goto general;
+        }
+    }
+    return row;
+general:
+    Py_DECREF(row);
+    return NULL;
+}
+
+/* row i of a score_rows call (rcw_row_score): block_score's lean score, as score_native's, of the
+ * dict row or of the CSR row's dict (csr_row); 0 where score_native gives None */
+static int row_score(void *engine, const RcwScoreRows *s, Py_ssize_t i, double *m, double *v) {
+    Arrowhead *self = engine;
+    Py_ssize_t mark = self->ncoords;
+    PyObject *row;
+    int r;
+    if (self->blocks.n != 1) return 0;
+    row = s->is_csr ? csr_row(&s->csr, i, s->seen) : Py_NewRef(PyList_GET_ITEM(s->rows, i));
+    if (row == NULL) return PyErr_Occurred() ? -1 : 0;
+    r = !rcw_x_readable(row) ? PASS_GENERAL
+                             : block_score(self, 0, row, 1, s->intercept == Py_None ? 0.0 : 1.0,
+                                           m, s->erfc != NULL ? v : NULL);
+    drop_coords(self, mark);
+    Py_DECREF(row);
+    return r == PASS_OK ? 1 : r == PASS_GENERAL ? 0 : -1;
+}
+
+/* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
+ * m that score_native(row, intercept, ...) gives, or with proba = (first, second, temperature,
+ * erfc) the probabilities of its two labels made of m and its variance (rcw_binary_proba); None
+ * where score_native gives None (the general path serves the row and raises there what
+ * predict_one raises), and for every row of an engine of several blocks. rows: a list of dicts,
+ * or CSR arrays (data, indices, indptr, features, ncols), each row read as the dict
+ * Rows.row(i) (csr_row), a ValueError when two of their columns are named alike
+ * (Rows.check_names; _csr.h). Diagonal.score_rows' contract (_batch.h): both serve
+ * GaussianClassifier._native_scores. Every score is block_score's, lean, as score_native's. */
+static PyObject *arrowhead_score_rows(Arrowhead *self, PyObject *args) {
+    RcwScoreRows s;
+    PyObject *out = NULL;
+    if (rcw_score_rows_open(args, &s) < 0) return NULL;
+    if (s.intercept != Py_None && s.intercept != self->root)
+        PyErr_SetString(PyExc_ValueError, "score_rows' intercept is None or the root");
+    else if (enter(self) == 0) {
+        out = rcw_score_rows_list(&s, row_score, self);
+        self->busy = 0;
+    }
+    rcw_score_rows_close(&s);
+    return out;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1278,6 +1355,8 @@ static PyMethodDef arrowhead_methods[] = {
      "learn of a binary model with the rule's step in C; -1: the general path's case."},
     {"score_native", (PyCFunction)(void (*)(void))arrowhead_score_native, METH_FASTCALL,
      "A binary model's score of x (and its variance) in one call; None: the general path's."},
+    {"score_rows", (PyCFunction)arrowhead_score_rows, METH_VARARGS,
+     "score_native of every row of a batch (dicts or CSR arrays), or their probabilities."},
     {"add_block", (PyCFunction)arrowhead_add_block, METH_NOARGS, "Append an empty block."},
     {"lift", (PyCFunction)arrowhead_lift, METH_NOARGS, "Insert an empty block in front."},
     {"layout", (PyCFunction)arrowhead_layout, METH_NOARGS, "A snapshot of the block structure."},
@@ -1346,7 +1425,7 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__arrowhead(void) {
     PyObject *m;
-    if (PyType_Ready(&ArrowheadType) < 0) return NULL;
+    if (PyType_Ready(&ArrowheadType) < 0 || rcw_token_counts_import() < 0) return NULL;
     if ((m = PyModule_Create(&moduledef)) == NULL) return NULL;
     Py_INCREF(&ArrowheadType);
     if (PyModule_AddObject(m, "Arrowhead", (PyObject *)&ArrowheadType) < 0) {

@@ -35,6 +35,8 @@ typedef struct {
 
 #include <float.h>
 
+#include "_csr.h"
+
 enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
 
 /* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma, the scheme's kind and C
@@ -467,11 +469,7 @@ memory:
 
 /* The CSR arrays of a call and the views that hold them */
 typedef struct {
-    const double *data;
-    const Py_ssize_t *indices, *indptr;
-    Py_ssize_t ncols;
-    Py_buffer views[3];
-    int nviews;
+    RcwCsr csr;
     BatchCache *cache;
     Py_ssize_t start; /* the first row resolved */
     char *plain;      /* per row from start: 1 when its columns are good and distinct */
@@ -479,27 +477,8 @@ typedef struct {
 } BatchColumns;
 
 static void columns_free(BatchColumns *c) {
-    int i;
-    for (i = 0; i < c->nviews; i++) PyBuffer_Release(&c->views[i]);
+    rcw_csr_release(&c->csr);
     PyMem_Free(c->plain);
-}
-
-/* a C-contiguous buffer of `item`-byte items whose format is one of `formats` */
-static int columns_view(BatchColumns *c, PyObject *array, const char *formats, Py_ssize_t item,
-                        const void **out, Py_ssize_t *n) {
-    Py_buffer *view = &c->views[c->nviews];
-    const char *f;
-    if (PyObject_GetBuffer(array, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    c->nviews++;
-    f = view->format[0] == '<' || view->format[0] == '=' || view->format[0] == '@'
-            ? view->format + 1 : view->format;
-    if (view->itemsize != item || strlen(f) != 1 || strchr(formats, f[0]) == NULL) {
-        PyErr_SetString(PyExc_TypeError, "CSR arrays must be float64 data and intp indices");
-        return -1;
-    }
-    *out = view->buf;
-    *n = view->len / item;
-    return 0;
 }
 
 /* ValueError when column j's name was named by another column in this call (the first of an
@@ -698,11 +677,11 @@ static int row_mark(Diagonal *self, BatchColumns *c, Py_ssize_t i, int64_t row, 
                     Py_ssize_t *absent, int *plain) {
     BatchCache *cache = c->cache;
     const int64_t epoch = cache->calls;
-    const Py_ssize_t ncols = c->ncols;
+    const Py_ssize_t ncols = c->csr.ncols;
     Py_ssize_t p;
     int resolved;
-    for (p = c->indptr[i]; p < c->indptr[i + 1]; p++) {
-        Py_ssize_t l = c->indices[p];
+    for (p = c->csr.indptr[i]; p < c->csr.indptr[i + 1]; p++) {
+        Py_ssize_t l = c->csr.indices[p];
         BatchMark *mark;
         if ((size_t)l >= (size_t)ncols) {
             PyErr_Format(PyExc_ValueError, "CSR column index %zd out of range", l);
@@ -733,7 +712,7 @@ static int columns_mark_rows(Diagonal *self, BatchColumns *c, PyObject *features
                              Py_ssize_t *absent) {
     BatchCache *cache = c->cache;
     BatchMark *marks = cache->mark;
-    const Py_ssize_t ncols = c->ncols;
+    const Py_ssize_t ncols = c->csr.ncols;
     Py_ssize_t i;
     int64_t epoch, first_row;
     int renames, status;
@@ -749,7 +728,7 @@ again:
      * much smaller than the vocabulary) */
     if (features != NULL && vocabulary_intact(features, ncols) < 0) return -1;
     renames = cache->continued && features != NULL &&
-              !(ncols <= 2 * (c->indptr[end] - c->indptr[start]) &&
+              !(ncols <= 2 * (c->csr.indptr[end] - c->csr.indptr[start]) &&
                 memcmp(PySequence_Fast_ITEMS(features), cache->key,
                        sizeof(PyObject *) * ncols) == 0);
     first_row = cache->rows + 1;
@@ -766,8 +745,8 @@ again:
         int64_t row = ++cache->rows;
         int plain = intercept == Py_None || marks[ncols].call == epoch, settled;
         if (!renames) {
-            settled = marks_settled(marks, c->indices + c->indptr[i],
-                                    c->indptr[i + 1] - c->indptr[i], ncols, epoch, row);
+            settled = marks_settled(marks, c->csr.indices + c->csr.indptr[i],
+                                    c->csr.indptr[i + 1] - c->csr.indptr[i], ncols, epoch, row);
             if (settled >= 0) { /* the common row: every column resolved in the epoch */
                 c->plain[i - start] = (char)(plain & settled);
                 continue;
@@ -798,12 +777,12 @@ static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObjec
     BatchCache *cache;
     int status = -1, continued;
     for (i = start; i < end; i++)
-        if (c->indptr[i] > c->indptr[i + 1]) {
+        if (c->csr.indptr[i] > c->csr.indptr[i + 1]) {
             PyErr_SetString(PyExc_ValueError, "CSR indptr must not decrease");
             return -1;
         }
     features = features == Py_None ? NULL : features;
-    if ((cache = batch_cache(self, features, c->ncols)) == NULL) return -1;
+    if ((cache = batch_cache(self, features, c->csr.ncols)) == NULL) return -1;
     c->cache = cache;
     c->start = start;
     c->lazy = 0;
@@ -841,9 +820,9 @@ static RCW_NOINLINE int row_resolve(Diagonal *self, BatchColumns *c, PyObject *i
         PyErr_NoMemory();
         return -1;
     }
-    for (p = c->indptr[i]; p < c->indptr[i + 1] && status == 0; p++) {
-        Py_ssize_t l = c->indices[p];
-        if ((size_t)l >= (size_t)c->ncols || cache->mark[l].call == -cache->calls)
+    for (p = c->csr.indptr[i]; p < c->csr.indptr[i + 1] && status == 0; p++) {
+        Py_ssize_t l = c->csr.indices[p];
+        if ((size_t)l >= (size_t)c->csr.ncols || cache->mark[l].call == -cache->calls)
             status = 1;
         else if (cache->mark[l].call != cache->calls &&
                  (status = column_resolve(self, cache, l, NULL, intercept, absent)) == 0)
@@ -858,13 +837,14 @@ static RCW_NOINLINE int row_resolve(Diagonal *self, BatchColumns *c, PyObject *i
 static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
                        PyObject *intercept) {
     BatchCache *cache = c->cache;
-    Py_ssize_t p, a = c->indptr[i], e = c->indptr[i + 1], n = e - a + (intercept != Py_None);
+    Py_ssize_t p, a = c->csr.indptr[i], e = c->csr.indptr[i + 1];
+    Py_ssize_t n = e - a + (intercept != Py_None);
     if (!c->lazy && !c->plain[i - c->start]) return 1; /* lazy: the lean kernel checked it */
     if (row_reserve(r, n) < 0) return -1;
     r->n = n;
     for (p = 0; p < n; p++) {
-        r->x[p] = p < e - a ? c->data[a + p] : 1.0;
-        r->col[p] = p < e - a ? c->indices[a + p] : cache->ncols;
+        r->x[p] = p < e - a ? c->csr.data[a + p] : 1.0;
+        r->col[p] = p < e - a ? c->csr.indices[a + p] : cache->ncols;
     }
     r->keys = cache->key;
     r->hashes = cache->hash;
@@ -937,9 +917,10 @@ static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i,
                             Py_ssize_t *skipped) {
     Table *t = &self->blocks.table[0];
     BatchCache *cache = c->cache;
-    Py_ssize_t *slot = cache->slot, a = c->indptr[i], n = c->indptr[i + 1] - a, p, n_new = 0;
-    const Py_ssize_t *ind = c->indices + a;
-    const double *data = c->data + a;
+    Py_ssize_t *slot = cache->slot, a = c->csr.indptr[i], n = c->csr.indptr[i + 1] - a, p;
+    Py_ssize_t n_new = 0;
+    const Py_ssize_t *ind = c->csr.indices + a;
+    const double *data = c->csr.data + a;
     double prior = self->prior, mk, v, m, alpha, gamma, beta, step_bound;
     DdPair acc; /* the sums of mean x and of var x^2 */
     DdSum m_acc, u_acc;
@@ -1060,7 +1041,7 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
 typedef struct {
     PyObject *rows, *labels, *class_index, *weights, *intercept, *stats, *features;
     PyObject *lean;       /* learn_native's spec while the dict rows take lean_learn, or None */
-    PyObject *data, *indices, *indptr; /* CSR rows: their arrays */
+    PyObject *arrays[3]; /* CSR rows: data, indices, indptr */
     Py_ssize_t start, nrows, n_classes;
     double forgetting;
     Py_hash_t intercept_hash;
@@ -1071,7 +1052,7 @@ typedef struct {
 } BatchCall;
 
 /* learn_rows' arguments (see diagonal_learn_rows) into *call, and the CSR columns' count into
- * c->ncols; 0, or -1 with an error (before the engine is entered) */
+ * c->csr; 0, or -1 with an error (before the engine is entered) */
 static int batch_call_parse(Diagonal *self, PyObject *args, BatchCall *call, BatchColumns *c) {
     PyObject *step_fn, *scheme, *native;
     BatchStep *step = &call->step;
@@ -1092,14 +1073,8 @@ static int batch_call_parse(Diagonal *self, PyObject *args, BatchCall *call, Bat
     }
     call->csr = PyTuple_Check(call->rows);
     if (call->csr) {
-        if (!PyArg_ParseTuple(call->rows, "OOOOn", &call->data, &call->indices, &call->indptr,
-                              &call->features, &c->ncols))
-            return -1;
-        if (call->features != Py_None &&
-            (!PyList_Check(call->features) || PyList_GET_SIZE(call->features) != c->ncols)) {
-            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
-            return -1;
-        }
+        if (rcw_csr_parse(call->rows, &c->csr, call->arrays) < 0) return -1;
+        call->features = c->csr.features;
     } else if (!PyList_Check(call->rows)) {
         PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
         return -1;
@@ -1142,14 +1117,16 @@ static int batch_call_open(Diagonal *self, BatchCall *call, BatchColumns *c) {
         PyErr_SetString(PyExc_ValueError, "learn_rows: one label and one weight per row");
         return -1;
     }
-    if (columns_view(c, call->data, "d", sizeof(double), &p, &ndata) < 0) return -1;
-    c->data = p;
-    if (columns_view(c, call->indices, "lqn", sizeof(Py_ssize_t), &p, &nindices) < 0) return -1;
-    c->indices = p;
-    if (columns_view(c, call->indptr, "lqn", sizeof(Py_ssize_t), &p, &nsize) < 0) return -1;
-    c->indptr = p;
-    if (nsize != nrows + 1 || c->indptr[0] < 0 || c->indptr[nrows] > ndata ||
-        c->indptr[nrows] > nindices) {
+    if (rcw_csr_view(&c->csr, call->arrays[0], "d", sizeof(double), &p, &ndata) < 0) return -1;
+    c->csr.data = p;
+    if (rcw_csr_view(&c->csr, call->arrays[1], "lqn", sizeof(Py_ssize_t), &p, &nindices) < 0)
+        return -1;
+    c->csr.indices = p;
+    if (rcw_csr_view(&c->csr, call->arrays[2], "lqn", sizeof(Py_ssize_t), &p, &nsize) < 0)
+        return -1;
+    c->csr.indptr = p;
+    if (nsize != nrows + 1 || c->csr.indptr[0] < 0 || c->csr.indptr[nrows] > ndata ||
+        c->csr.indptr[nrows] > nindices) {
         PyErr_SetString(PyExc_ValueError, "learn_rows: CSR arrays of inconsistent sizes");
         return -1;
     }
@@ -1377,13 +1354,18 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
 /* predictions of a batch: score_rows                                                          */
 
 /* A CSR row's score and variance (score_binary's numbers for the dict Rows.row(i) makes of it):
- * 1 with *m and *v, 0 for the general path's case (a column outside the matrix or named by a
- * key that cannot be looked up, a column stored twice, a sum beyond float64), -1 with an error
- * that must propagate. slot[j]: 0 column j not resolved yet, -1 not to be read here, else its
- * entry + 2 (1: unseen); seen[j]: the last row (+ 1) that held column j. */
-static int csr_row_score(Diagonal *self, Table *t, const BatchColumns *c, PyObject *features,
-                         Py_ssize_t i, Py_ssize_t *slot, Py_ssize_t *seen, Py_ssize_t intercept,
-                         double *m, double *v) {
+ * 1 with *m and *v, 0 for the general path's case (a column outside the matrix, named by the
+ * intercept's key itself, as score_binary declines it, or by a key that cannot be looked up; a
+ * column stored twice; a sum beyond float64), -1 with an error that must propagate. `intercept`:
+ * the intercept's entry (-1 unseen, -3 none). slot[j]: 0 column j not resolved yet, -1 not to be
+ * read here, else its entry + 2 (1: unseen); seen[j]: the last row (+ 1) that held column j. */
+static RCW_ALWAYS_INLINE int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c,
+                                           Py_ssize_t i, Py_ssize_t *slot, Py_ssize_t *seen,
+                                           PyObject *intercept_key, Py_ssize_t intercept,
+                                           double *m, double *v) {
+    /* the arrays in locals: the writes to slot and seen cannot change them */
+    const Py_ssize_t *indices = c->indices, ncols = c->ncols;
+    const double *data = c->data;
     Py_ssize_t a = c->indptr[i], b = c->indptr[i + 1], l, n = 0;
     double unseen = 0.0, xf;
     DdPair acc;
@@ -1392,25 +1374,29 @@ static int csr_row_score(Diagonal *self, Table *t, const BatchColumns *c, PyObje
     for (l = a; l <= b; l++) {
         Py_ssize_t j, ix;
         if (l < b) {
-            j = c->indices[l];
-            if (j < 0 || j >= c->ncols || seen[j] == i + 1) return 0;
+            j = indices[l];
+            if (j < 0 || j >= ncols || seen[j] == i + 1) return 0;
             seen[j] = i + 1;
             if (slot[j] == 0) { /* resolved at its first use in the call */
-                PyObject *key = features == Py_None ? PyLong_FromSsize_t(j)
-                                                    : Py_NewRef(PyList_GET_ITEM(features, j));
+                PyObject *key = c->features == Py_None
+                                    ? PyLong_FromSsize_t(j)
+                                    : Py_NewRef(PyList_GET_ITEM(c->features, j));
                 Py_hash_t h;
                 if (key == NULL) return -1;
-                ix = (h = key_hash(key)) == -1 ? -2 : table_find(t, key, h);
-                Py_DECREF(key);
-                if (ix == -2) {
-                    if (!rcw_error_recoverable()) return -1;
-                    PyErr_Clear(); /* the general path meets it again and raises it */
+                if (key == intercept_key) /* as score_binary: the general path's */
+                    ix = -2;
+                else if ((ix = (h = key_hash(key)) == -1 ? -2 : table_find(t, key, h)) == -2 &&
+                         !rcw_error_recoverable()) {
+                    Py_DECREF(key);
+                    return -1;
                 }
+                Py_DECREF(key);
+                if (ix == -2) PyErr_Clear(); /* the general path meets it again and raises it */
                 slot[j] = ix == -2 ? -1 : ix + 2;
             }
             if (slot[j] < 0) return 0;
             ix = slot[j] - 2;
-            xf = c->data[l];
+            xf = data[l];
         } else if (intercept != -3) { /* the intercept, last, as GaussianClassifier._features */
             ix = intercept;
             xf = 1.0;
@@ -1425,9 +1411,9 @@ static int csr_row_score(Diagonal *self, Table *t, const BatchColumns *c, PyObje
         fsum_init(&ms);
         fsum_init(&vs);
         for (l = a; l <= b; l++) {
-            Py_ssize_t ix = l < b ? slot[c->indices[l]] - 2 : intercept;
+            Py_ssize_t ix = l < b ? slot[indices[l]] - 2 : intercept;
             if (l == b && intercept == -3) break;
-            xf = l < b ? c->data[l] : 1.0;
+            xf = l < b ? data[l] : 1.0;
             if ((ix >= 0 && fsum_add(&ms, t->entries[ix].mean * xf) < 0) ||
                 fsum_add(&vs, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
                 fsum_free(&ms);
@@ -1450,165 +1436,55 @@ static int csr_row_score(Diagonal *self, Table *t, const BatchColumns *c, PyObje
     return isfinite(*m + unseen) ? 1 : 0;
 }
 
-/* ValueError when two stored columns of the rows are named alike, as Rows.check_names raises it
- * (columns in order of first appearance; a name that cannot be hashed is left to its rows); 0,
- * or -1 with the error. `seen` (ncols, zeros) is left as it was. */
-static int csr_check_names(const BatchColumns *c, PyObject *features, Py_ssize_t nrows,
-                           Py_ssize_t *seen) {
-    Py_ssize_t l, end = c->indptr[nrows], j;
-    int rc = 0;
-    PyObject *named = PyDict_New();
-    if (named == NULL) return -1;
-    for (l = c->indptr[0]; l < end && rc == 0; l++) {
-        PyObject *column, *other;
-        if ((j = c->indices[l]) < 0 || j >= c->ncols || seen[j]) continue;
-        seen[j] = 1;
-        if ((column = PyLong_FromSsize_t(j)) == NULL) {
-            rc = -1;
-            break;
-        }
-        other = PyDict_SetDefault(named, PyList_GET_ITEM(features, j), column);
-        if (other == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_TypeError)) PyErr_Clear(); /* left to the rows */
-            else rc = -1;
-        } else if (other != column) {
-            PyErr_Format(PyExc_ValueError, "features names columns %S and %zd alike: %R", other,
-                         j, PyList_GET_ITEM(features, j));
-            rc = -1;
-        }
-        Py_DECREF(column);
-    }
-    Py_DECREF(named);
-    for (l = c->indptr[0]; l < end; l++)
-        if ((j = c->indices[l]) >= 0 && j < c->ncols) seen[j] = 0;
-    return rc;
-}
-
-/* The probabilities {first: 1 - p, second: p} of GaussianClassifier._binary_proba for the score
- * m and its variance v: p = 0.5 erfc(-(a t) / sqrt(2)), t = m / sqrt(v) (+-inf or 0 where v is
- * 0), with Python's own math.erfc (`erfc`), so the numbers are its, bit for bit. */
-static PyObject *binary_proba(double m, double v, PyObject *first, PyObject *second, double a,
-                              PyObject *erfc) {
-    double t = v > 0.0 ? m / sqrt(v) : (m != 0.0 ? copysign(INFINITY, m) : 0.0), p;
-    PyObject *arg = PyFloat_FromDouble(-(a * t) / sqrt(2.0)), *e, *out, *q;
-    if (arg == NULL) return NULL;
-    e = PyObject_CallOneArg(erfc, arg);
-    Py_DECREF(arg);
-    if (e == NULL) return NULL;
-    p = 0.5 * PyFloat_AsDouble(e);
-    Py_DECREF(e);
-    if (PyErr_Occurred() || (out = PyDict_New()) == NULL) return NULL;
-    if ((q = PyFloat_FromDouble(1.0 - p)) == NULL || PyDict_SetItem(out, first, q) < 0) goto fail;
-    Py_DECREF(q);
-    if ((q = PyFloat_FromDouble(p)) == NULL || PyDict_SetItem(out, second, q) < 0) goto fail;
-    Py_DECREF(q);
-    return out;
-fail:
-    Py_XDECREF(q);
-    Py_DECREF(out);
-    return NULL;
-}
-
 /* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
  * m that score_native gives for the row, or with proba = (first, second, temperature, erfc) the
- * probabilities of its two labels (binary_proba); None where the general path must serve the
- * row (it raises there what predict_one raises). rows: a list of
- * dicts, or CSR arrays (data, indices, indptr, features, ncols) as learn_rows takes them (a
- * ValueError when two of their columns are named alike, as Rows.check_names). None for every row
- * of an engine of several blocks. */
+ * probabilities of its two labels (rcw_binary_proba); None where the general path must serve the
+ * row (it raises there what predict_one raises). rows: a list of dicts, or CSR arrays (data,
+ * indices, indptr, features, ncols) as learn_rows takes them (a ValueError when two of their
+ * columns are named alike, as Rows.check_names; _csr.h). None for every row of an engine of
+ * several blocks. */
+/* a score_rows call's rows on the diagonal engine: score_binary's dicts, csr_row_score's CSR
+ * rows (their columns' entries in `slot`, the intercept's in `intercept`) */
+typedef struct {
+    Diagonal *self;
+    Py_ssize_t *slot, intercept;
+} DiagonalRows;
+
+/* row i of a score_rows call (rcw_row_score) */
+static RCW_ALWAYS_INLINE int diagonal_row_score(void *engine, const RcwScoreRows *s,
+                                                Py_ssize_t i, double *m, double *v) {
+    DiagonalRows *d = engine;
+    Table *t = &d->self->blocks.table[0];
+    if (d->self->blocks.n != 1) return 0;
+    if (s->is_csr)
+        return csr_row_score(d->self, t, &s->csr, i, d->slot, s->seen, s->intercept, d->intercept,
+                             m, v);
+    return score_binary(d->self, PyList_GET_ITEM(s->rows, i), s->intercept, m, v);
+}
+
 static PyObject *diagonal_score_rows(Diagonal *self, PyObject *args) {
-    PyObject *rows, *intercept, *proba, *features = Py_None, *data, *indices, *indptr, *out = NULL;
-    PyObject *first = NULL, *second = NULL, *erfc = NULL;
-    Py_ssize_t i, nrows, *slot = NULL, *seen = NULL, intercept_ix = -3;
-    double temperature = 1.0;
-    int csr;
-    BatchColumns c;
-    memset(&c, 0, sizeof c);
-    if (!PyArg_ParseTuple(args, "OOO", &rows, &intercept, &proba)) return NULL;
-    if (proba != Py_None &&
-        !PyArg_ParseTuple(proba, "OOdO", &first, &second, &temperature, &erfc))
-        return NULL;
-    csr = PyTuple_Check(rows);
-    if (csr) {
-        const void *p;
-        Py_ssize_t ndata, nindices, nptr;
-        if (!PyArg_ParseTuple(rows, "OOOOn", &data, &indices, &indptr, &features, &c.ncols))
-            return NULL;
-        if (features != Py_None &&
-            (!PyList_Check(features) || PyList_GET_SIZE(features) != c.ncols)) {
-            PyErr_SetString(PyExc_TypeError, "features must be a list of one name per column");
-            return NULL;
-        }
-        if (columns_view(&c, data, "d", sizeof(double), &p, &ndata) < 0) goto done;
-        c.data = p;
-        if (columns_view(&c, indices, "nlq", sizeof(Py_ssize_t), &p, &nindices) < 0) goto done;
-        c.indices = p;
-        if (columns_view(&c, indptr, "nlq", sizeof(Py_ssize_t), &p, &nptr) < 0) goto done;
-        c.indptr = p;
-        nrows = nptr - 1;
-        if (nrows < 0 || ndata != nindices) {
-            PyErr_SetString(PyExc_ValueError, "malformed CSR arrays");
-            goto done;
-        }
-        for (i = 0; i < nrows; i++)
-            if (c.indptr[i] < 0 || c.indptr[i] > c.indptr[i + 1] || c.indptr[i + 1] > ndata) {
-                PyErr_SetString(PyExc_ValueError, "malformed CSR arrays");
-                goto done;
-            }
-        slot = PyMem_Calloc(c.ncols ? c.ncols : 1, sizeof(Py_ssize_t));
-        seen = PyMem_Calloc(c.ncols ? c.ncols : 1, sizeof(Py_ssize_t));
-        if (slot == NULL || seen == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        if (features != Py_None && csr_check_names(&c, features, nrows, seen) < 0) goto done;
-    } else if (PyList_Check(rows))
-        nrows = PyList_GET_SIZE(rows);
-    else {
-        PyErr_SetString(PyExc_TypeError, "rows must be a list of dicts or CSR arrays");
-        return NULL;
-    }
-    if ((out = PyList_New(nrows)) == NULL) goto done;
-    if (enter(self) < 0) {
-        Py_CLEAR(out);
+    RcwScoreRows s;
+    DiagonalRows d = {self, NULL, -3};
+    PyObject *out = NULL;
+    if (rcw_score_rows_open(args, &s) < 0) return NULL;
+    if (s.is_csr &&
+        (d.slot = PyMem_Calloc(s.csr.ncols ? s.csr.ncols : 1, sizeof(Py_ssize_t))) == NULL) {
+        PyErr_NoMemory();
         goto done;
     }
-    if (csr && self->blocks.n == 1 && intercept != Py_None) {
-        Py_hash_t h = PyObject_Hash(intercept);
-        if (h == -1 || (intercept_ix = table_find(&self->blocks.table[0], intercept, h)) == -2) {
+    if (enter(self) < 0) goto done;
+    if (s.is_csr && self->blocks.n == 1 && s.intercept != Py_None) {
+        Py_hash_t h = PyObject_Hash(s.intercept);
+        if (h == -1 ||
+            (d.intercept = table_find(&self->blocks.table[0], s.intercept, h)) == -2) {
             self->busy = 0;
-            Py_CLEAR(out);
             goto done;
         }
     }
-    for (i = 0; i < nrows; i++) {
-        double m, v;
-        int ok;
-        PyObject *item;
-        if (self->blocks.n != 1)
-            ok = 0;
-        else if (csr)
-            ok = csr_row_score(self, &self->blocks.table[0], &c, features, i, slot, seen,
-                               intercept_ix, &m, &v);
-        else
-            ok = score_binary(self, PyList_GET_ITEM(rows, i), intercept, &m, &v);
-        if (ok < 0) {
-            Py_CLEAR(out);
-            break;
-        }
-        item = !ok     ? Py_NewRef(Py_None)
-               : erfc ? binary_proba(m, v, first, second, temperature, erfc)
-                      : PyFloat_FromDouble(m);
-        if (item == NULL) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, i, item);
-    }
+    out = rcw_score_rows_list(&s, diagonal_row_score, &d);
     self->busy = 0;
 done:
-    columns_free(&c);
-    PyMem_Free(slot);
-    PyMem_Free(seen);
+    rcw_score_rows_close(&s);
+    PyMem_Free(d.slot);
     return out;
 }

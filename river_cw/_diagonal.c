@@ -1097,8 +1097,8 @@ static inline void lean_coord(Diagonal *self, Table *t, PyObject *key, Py_hash_t
     }
 }
 
-/* The lean path's core, one home for learn_native and learn_rows' dict rows: `learn` of the dict
- * x on a binary engine (entered, its `lean` spec parsed) for a label of the given sign and a
+/* The lean path's core, one home for learn_native and learn_rows' dict rows: `learn` of x (a
+ * dict, or a TokenCounts: _token_counts.h) on a binary engine (entered, its `lean` spec parsed) for a label of the given sign and a
  * weight w > 0, x's values read as river_cw.validation.as_floats reads them and the intercept
  * appended with value 1.0 as GaussianClassifier._features does. LEARN_NOTHING (learned, or
  * nothing to learn), LEARN_SKIPPED (float64 cannot express the step), -1: the general path's
@@ -1115,13 +1115,14 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
     DdPair acc; /* the sums of the terms m_j and u_j */
     DdSum m_acc, u_acc;
     release_coords(self);
-    if (coords_reserve(self, PyDict_GET_SIZE(x) + 1) < 0) return -2;
+    if (coords_reserve(self, rcw_x_size(x) + 1) < 0) return -2;
     self->margin.pair_block[0] = 0;
     self->margin.pair_sign[0] = sign;
     self->margin.npairs = 1;
     t = &self->blocks.table[0];
     ddpair_init(&acc);
-    while (PyDict_Next(x, &pos, &key, &value)) {
+    const rcw_next_item next = rcw_x_next(x);
+    while (next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &xf)) goto general;
         if ((h = key_hash(key)) == -1) goto general_error;
         if ((ix = table_find(t, key, h)) == -2) goto general_error;
@@ -1238,7 +1239,8 @@ static int score_terms_fsum(Diagonal *self, Table *t, PyObject *x, PyObject *int
     Fsum ms, vs;
     fsum_init(&ms);
     fsum_init(&vs);
-    while (PyDict_Next(x, &pos, &key, &value))
+    const rcw_next_item next = rcw_x_next(x);
+    while (next(x, &pos, &key, &value))
         if (plain_value(value, &xf) || (h = key_hash(key)) == -1 ||
             add_score_terms(self, t, key, h, xf, &ms, &vs) < 0)
             goto fail;
@@ -1263,8 +1265,8 @@ fail:
 
 /* The score m = mu . x of a binary engine (one block) and its variance v = x' Sigma x, the
  * numbers scores() and score_variances() give for x with the intercept appended (unless it is
- * None): 1 with *m and *v; 0 for the general path's case (an engine of several blocks, x not an
- * exact dict, a value other than a float, an int within float64 or a bool, the intercept among
+ * None): 1 with *m and *v; 0 for the general path's case (an engine of several blocks, x neither
+ * an exact dict nor a TokenCounts (_token_counts.h), a value other than a float, an int within float64 or a bool, the intercept among
  * x's keys, an error of a key's hash or ==, a score beyond float64: scores() raises what it
  * raises), nothing raised; -1 with an error that must propagate (memory). The engine is
  * entered. */
@@ -1276,10 +1278,11 @@ static int score_binary(Diagonal *self, PyObject *x, PyObject *intercept, double
     DdPair acc;
     DdSum m_acc, v_acc;
     Table *t;
-    if (!PyDict_CheckExact(x) || self->blocks.n != 1) return 0;
+    if (!rcw_x_readable(x) || self->blocks.n != 1) return 0;
     t = &self->blocks.table[0];
     ddpair_init(&acc);
-    while (PyDict_Next(x, &pos, &key, &value)) {
+    const rcw_next_item next = rcw_x_next(x);
+    while (next(x, &pos, &key, &value)) {
         if (key == intercept || plain_value(value, &xf)) return 0;
         if ((h = key_hash(key)) == -1 || (ix = table_find(t, key, h)) == -2) goto general_error;
         add_score_pair(self, t, ix, xf, &acc, &unseen);
@@ -1823,7 +1826,9 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__diagonal(void) {
     PyObject *m;
-    if (PyType_Ready(&DiagonalType) < 0 || PyType_Ready(&TermsType) < 0) return NULL;
+    if (PyType_Ready(&DiagonalType) < 0 || PyType_Ready(&TermsType) < 0 ||
+        rcw_token_counts_import() < 0)
+        return NULL;
     m = PyModule_Create(&moduledef);
     if (m == NULL) return NULL;
     Py_INCREF(&DiagonalType);

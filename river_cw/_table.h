@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "_inline.h"
+#include "_token_counts.h"
 
 #ifndef RCW_ENTRY_PAYLOAD
 #error "define RCW_ENTRY_PAYLOAD (the fields of an entry) before including _table.h"
@@ -587,8 +588,9 @@ static inline int rcw_error_recoverable(void) {
 }
 
 /* The common case of the engines' one-call learn_one (Diagonal.learn_native, voted RDA's
- * Engine.learn_one), from its arguments (x, y, w, class_index): x a dict, w a float in (0, inf),
- * a binary model (one weight block) and y a known label. 1 with *w and *sign (+1 for the label
+ * Engine.learn_one), from its arguments (x, y, w, class_index): x an exact dict (or a TokenCounts,
+ * _token_counts.h, in an engine that imported its type), w a float in (0, inf), a binary model
+ * (one weight block) and y a known label. 1 with *w and *sign (+1 for the label
  * of index 1, the second seen; -1 for the first) when it holds; 0 when the general path must
  * judge (nothing raised); -1 with the error y's hash or == raised (a TypeError only means the
  * general path's case). */
@@ -597,7 +599,7 @@ static inline int rcw_binary_case(PyObject *const *args, Py_ssize_t nblocks, dou
     PyObject *k;
     long kv;
     if (!PyFloat_CheckExact(args[2]) || !((*w = PyFloat_AS_DOUBLE(args[2])) > 0.0) ||
-        !(*w < INFINITY) || !PyDict_CheckExact(args[0]) || nblocks != 1)
+        !(*w < INFINITY) || !rcw_x_readable(args[0]) || nblocks != 1)
         return 0;
     if ((k = PyDict_GetItemWithError(args[3], args[1])) == NULL) { /* new label, or unhashable */
         if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) return -1;

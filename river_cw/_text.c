@@ -11,9 +11,10 @@
  *
  * strip_accents(text) is river's strip_accents_unicode(text) for an exact str.
  *
- * ASCII tokens are counted by rcw_count_ascii (_text_count.h, over _text_scan.h's scanner), so a
- * key is needed only once per distinct token; keys of short tokens come from its cache of str
- * objects, so a frequent word is one str, its hash computed once, in every dict.
+ * Tokens are counted by _text_count.h (ASCII text in one pass that lowercases, finds and hashes
+ * its tokens; other text by _text_scan.h's scanner), so a key is needed only once per distinct
+ * token; keys of short ASCII tokens come from its cache of str objects, so a frequent word is
+ * one str, its hash computed once, in every dict.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,8 +22,7 @@
 #include <string.h>
 
 #include "_text_count.h"
-
-static PyObject *one = NULL; /* the int 1 */
+#include "_token_counts.h"
 
 /* A new reference to the str of the ASCII token tok[0:length] whose rcw_hash_bytes is h: the
  * cached one (_text_count.h), else a new str, cached when short. */
@@ -49,76 +49,144 @@ static int exact_str(PyObject *text)
     return 1;
 }
 
-/* The counts of an exact str of ASCII characters, lowercased first when `lower`. */
-static PyObject *count_ascii(PyObject *text, int lower)
+/* A new reference to the str of rcw_count's k-th distinct token; an ASCII text's (`ascii`) from
+ * the cache of str objects. */
+static PyObject *token_key(size_t k, int ascii)
 {
-    if (rcw_count_ascii(PyUnicode_1BYTE_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), lower) < 0)
-        return NULL;
+    const RcwSlot *slot = rcw_count_slot(k);
+    const unsigned char *tok = rcw_count.text + slot->start * rcw_count.kind;
+    if (ascii)
+        return ascii_key(tok, slot->length, slot->hash);
+    return PyUnicode_FromKindAndData(rcw_count.kind, tok, (Py_ssize_t)slot->length);
+}
 
+/* The dict {token: count} of n (token, count) pairs (borrowed), in their order. */
+static PyObject *dict_of_pairs(PyObject *const *pairs, Py_ssize_t n)
+{
     /* sized for its keys at once: it never resizes as it fills (_PyDict_NewPresized, in
      * cpython/dictobject.h from 3.10 to 3.13) */
-    PyObject *counts = _PyDict_NewPresized((Py_ssize_t)rcw_count.distinct);
+    PyObject *counts = _PyDict_NewPresized(n);
+    if (!counts)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyDict_SetItem(counts, pairs[2 * i], pairs[2 * i + 1]) < 0) {
+            Py_DECREF(counts);
+            return NULL;
+        }
+    return counts;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* TokenCounts: the pairs of the tokens rcw_count holds (_token_counts.h)                      */
+
+static void token_counts_dealloc(RcwTokenCounts *self)
+{
+    for (Py_ssize_t i = 0; i < 2 * Py_SIZE(self); i++)
+        Py_XDECREF(self->pairs[i]);
+    Py_XDECREF(self->as_dict);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t token_counts_length(RcwTokenCounts *self) { return Py_SIZE(self); }
+
+/* as_dict(): the dict {token: count}, count()'s; one dict per TokenCounts, not to be changed */
+static PyObject *token_counts_as_dict(RcwTokenCounts *self, PyObject *unused)
+{
+    if (!self->as_dict && !(self->as_dict = dict_of_pairs(self->pairs, Py_SIZE(self))))
+        return NULL;
+    return Py_NewRef(self->as_dict);
+}
+
+static PyMethodDef token_counts_methods[] = {
+    {"as_dict", (PyCFunction)token_counts_as_dict, METH_NOARGS,
+     "as_dict() -> dict: {token: count}, count()'s dict; the same dict at each call, not to be "
+     "changed."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods token_counts_as_sequence = {.sq_length = (lenfunc)token_counts_length};
+
+static PyTypeObject TokenCountsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._text.TokenCounts",
+    .tp_doc = "A text's token counts as count() gives them, without the dict: the compiled "
+              "engines read its (token, count) pairs in count()'s order; as_dict() is the dict.",
+    .tp_basicsize = offsetof(RcwTokenCounts, pairs),
+    .tp_itemsize = 2 * sizeof(PyObject *),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)token_counts_dealloc,
+    .tp_as_sequence = &token_counts_as_sequence,
+    .tp_methods = token_counts_methods,
+};
+
+/* The TokenCounts of the tokens rcw_count holds (`ascii`: of an ASCII text). */
+static PyObject *token_counts(int ascii)
+{
+    Py_ssize_t n = (Py_ssize_t)rcw_count.distinct;
+    RcwTokenCounts *counts = PyObject_NewVar(RcwTokenCounts, &TokenCountsType, n);
+    if (!counts)
+        return NULL;
+    counts->as_dict = NULL;
+    memset(counts->pairs, 0, 2 * (size_t)n * sizeof(PyObject *)); /* dealloc'able at any point */
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *key = token_key((size_t)k, ascii), *value;
+        if (!key || !(value = PyLong_FromSsize_t(rcw_count_slot((size_t)k)->count))) {
+            Py_XDECREF(key);
+            Py_DECREF(counts);
+            return NULL;
+        }
+        counts->pairs[2 * k] = key;
+        counts->pairs[2 * k + 1] = value;
+    }
+    return (PyObject *)counts;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+/* The dict {token: count} of the tokens rcw_count holds (`ascii`: of an ASCII text) */
+static PyObject *counts_dict(int ascii)
+{
+    PyObject *counts = _PyDict_NewPresized((Py_ssize_t)rcw_count.distinct); /* see dict_of_pairs */
     if (!counts)
         return NULL;
     for (size_t k = 0; k < rcw_count.distinct; k++) {
-        const RcwSlot *slot = rcw_count_slot(k);
-        PyObject *key = ascii_key(rcw_count.text + slot->start, slot->length, slot->hash);
-        if (!key)
-            goto fail;
-        PyObject *value = PyLong_FromSsize_t(slot->count);
-        if (!value) {
-            Py_DECREF(key);
-            goto fail;
+        PyObject *key = token_key(k, ascii), *value = NULL;
+        int rc = key && (value = PyLong_FromSsize_t(rcw_count_slot(k)->count))
+                     ? PyDict_SetItem(counts, key, value)
+                     : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            Py_DECREF(counts);
+            return NULL;
         }
-        int rc = PyDict_SetItem(counts, key, value);
-        Py_DECREF(key);
-        Py_DECREF(value);
-        if (rc < 0)
-            goto fail;
     }
     return counts;
-fail:
-    Py_DECREF(counts);
-    return NULL;
 }
 
-typedef struct {
-    PyObject *text;
-    PyObject *counts;
-} DictCounter;
-
-static int count_in_dict(void *ctx, size_t start, size_t length)
+/* The counts of the tokens rcw_count holds (`ascii`: of an ASCII text): a dict, or with
+ * `as_pairs` a TokenCounts. */
+static PyObject *counted(int ascii, int as_pairs)
 {
-    DictCounter *c = (DictCounter *)ctx;
-    PyObject *key = PyUnicode_Substring(c->text, (Py_ssize_t)start, (Py_ssize_t)(start + length));
-    if (!key)
-        return -1;
-    PyObject *old = PyDict_GetItemWithError(c->counts, key); /* borrowed */
-    PyObject *value = old ? PyNumber_Add(old, one) : NULL;
-    if (!old && !PyErr_Occurred()) {
-        value = one;
-        Py_INCREF(value);
-    }
-    int rc = value ? PyDict_SetItem(c->counts, key, value) : -1;
-    Py_DECREF(key);
-    Py_XDECREF(value);
-    return rc;
+    return as_pairs ? token_counts(ascii) : counts_dict(ascii);
+}
+
+/* The counts of an exact str of ASCII characters, lowercased first when `lower`. */
+static PyObject *count_ascii(PyObject *text, int lower, int as_pairs)
+{
+    if (rcw_count_ascii(PyUnicode_1BYTE_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), lower) < 0)
+        return NULL;
+    return counted(1, as_pairs);
 }
 
 /* The counts of an exact str that river's preprocessing was applied to. */
-static PyObject *count_preprocessed(PyObject *text)
+static PyObject *count_preprocessed(PyObject *text, int as_pairs)
 {
     if (PyUnicode_IS_ASCII(text))
-        return count_ascii(text, 0);
-    DictCounter c = {text, PyDict_New()};
-    if (!c.counts)
+        return count_ascii(text, 0, as_pairs);
+    if (rcw_count_text(PyUnicode_KIND(text), PyUnicode_DATA(text),
+                       (size_t)PyUnicode_GET_LENGTH(text)) < 0)
         return NULL;
-    if (rcw_scan(PyUnicode_KIND(text), PyUnicode_DATA(text), (size_t)PyUnicode_GET_LENGTH(text),
-                 count_in_dict, &c)) {
-        Py_DECREF(c.counts);
-        return NULL;
-    }
-    return c.counts;
+    return counted(0, as_pairs);
 }
 
 /* unicodedata.normalize and unicodedata.combining, handed over by river_cw.text (connect): the C
@@ -193,10 +261,13 @@ done:
     return out;
 }
 
-static PyObject *count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* count() and count_tokens(): the counts of args = (text, lowercase, strip_accents), a dict or
+ * (`as_pairs`) a TokenCounts; None when text is not an exact str */
+static PyObject *count_text(PyObject *const *args, Py_ssize_t nargs, int as_pairs)
 {
     if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "count(text, lowercase, strip_accents)");
+        PyErr_SetString(PyExc_TypeError, as_pairs ? "count_tokens(text, lowercase, strip_accents)"
+                                                  : "count(text, lowercase, strip_accents)");
         return NULL;
     }
     PyObject *text = args[0];
@@ -207,7 +278,7 @@ static PyObject *count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (!is_str)
         Py_RETURN_NONE;
     if (PyUnicode_IS_ASCII(text))
-        return count_ascii(text, lower);
+        return count_ascii(text, lower, as_pairs);
     PyObject *stripped = strip ? strip_non_ascii(text) : Py_NewRef(text), *lowered, *counts;
     if (!stripped)
         return NULL;
@@ -219,9 +290,19 @@ static PyObject *count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (!lowered)
             return NULL;
     }
-    counts = count_preprocessed(lowered);
+    counts = count_preprocessed(lowered, as_pairs);
     Py_DECREF(lowered);
     return counts;
+}
+
+static PyObject *count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return count_text(args, nargs, 0);
+}
+
+static PyObject *count_tokens(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return count_text(args, nargs, 1);
 }
 
 static PyObject *strip_accents(PyObject *self, PyObject *text)
@@ -252,6 +333,9 @@ static PyMethodDef methods[] = {
     {"count", (PyCFunction)(void (*)(void))count, METH_FASTCALL,
      "count(text, lowercase, strip_accents) -> dict | None: river's BagOfWords token counts of "
      "text with those options and the default tokenizer, None when text is not an exact str."},
+    {"count_tokens", (PyCFunction)(void (*)(void))count_tokens, METH_FASTCALL,
+     "count_tokens(text, lowercase, strip_accents) -> TokenCounts | None: count()'s counts "
+     "without the dict, for the compiled engines (TokenCounts.as_dict() is count()'s dict)."},
     {"strip_accents", strip_accents, METH_O,
      "strip_accents(text) -> str: river's strip_accents_unicode of an exact str."},
     {NULL, NULL, 0, NULL},
@@ -263,9 +347,18 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__text(void)
 {
-    nfkd = PyUnicode_InternFromString("NFKD");
-    one = PyLong_FromLong(1);
-    if (!nfkd || !one)
+    PyObject *m, *type;
+    rcw_ascii_tables();
+    if (PyType_Ready(&TokenCountsType) < 0 || !(nfkd = PyUnicode_InternFromString("NFKD")) ||
+        !(m = PyModule_Create(&module)))
         return NULL;
-    return PyModule_Create(&module);
+    /* the type for the engines (_token_counts.h), and as TokenCounts */
+    type = PyCapsule_New(&TokenCountsType, RCW_TOKEN_COUNTS_CAPSULE, NULL);
+    int rc = type ? PyModule_AddObjectRef(m, "_token_counts_type", type) : -1;
+    Py_XDECREF(type);
+    if (rc < 0 || PyModule_AddObjectRef(m, "TokenCounts", (PyObject *)&TokenCountsType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -22,6 +22,9 @@ class TokenCounter:
     """The token counts of a text as river's `BagOfWords` gives them with its default tokenizer,
     counted in C by `river_cw._text.count` (one call per text); `of` says where that applies.
 
+    `token_counts` gives the same counts without the dict, for the compiled engines (see
+    `TextClassifier`).
+
     The counts of the last text are kept, keyed by the identity of that exact `str`: predicting
     and then learning an example (river's `Pipeline` transforms it both times) counts its tokens
     once. Each call for that text hands out the same dict, which the caller must not change (a
@@ -30,12 +33,12 @@ class TokenCounter:
     stream.
     """
 
-    def __init__(self, count, lowercase: bool, strip_accents: bool, stop_words):
-        self._count = count  # river_cw._text.count
+    def __init__(self, lowercase: bool, strip_accents: bool, stop_words):
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.stop_words = stop_words
         self._last_text = self._last_counts = None
+        self._last_tokens_text = self._last_tokens = None
 
     @classmethod
     def of(cls, preprocessor, tokenizer, tokenizer_pattern, ngram_range, **options):
@@ -48,7 +51,7 @@ class TokenCounter:
             and tokenizer_pattern == DEFAULT_PATTERN
             and tuple(ngram_range) == (1, 1)
         ):
-            return cls(engine.text.count, **options)
+            return cls(**options)
         return None
 
     def __call__(self, text) -> dict | None:
@@ -56,10 +59,24 @@ class TokenCounter:
         (river's code then runs, and raises what it raises)."""
         if text is self._last_text:  # an exact str (or None at first, whose counts are None)
             return self._last_counts
-        counts = self._count(text, self.lowercase, self.strip_accents)
+        counts = engine.text.count(text, self.lowercase, self.strip_accents)  # type: ignore[union-attr]
         if counts is None:
             return None
         if self.stop_words:
             counts = {t: n for t, n in counts.items() if t not in self.stop_words}
         self._last_text, self._last_counts = text, counts
         return counts
+
+    def token_counts(self, text):
+        """The token counts of `text` without the dict, a `river_cw._text.TokenCounts` (its
+        ``as_dict()`` is `__call__`'s dict, not to be changed), kept for the last text as
+        `__call__`'s; None when `text` is not an exact `str`, and with stop words (a
+        `TokenCounts` holds every token)."""
+        if text is self._last_tokens_text:
+            return self._last_tokens
+        if self.stop_words:
+            return None
+        tokens = engine.text.count_tokens(text, self.lowercase, self.strip_accents)  # type: ignore[union-attr]
+        if tokens is not None:
+            self._last_tokens_text, self._last_tokens = text, tokens
+        return tokens

@@ -40,6 +40,7 @@ import copy
 from typing import ClassVar
 
 from .batch import BatchClassifier
+from .engine import text as _text
 from .labels import order_key
 from .validation import as_floats, check_label, check_weight
 
@@ -63,6 +64,9 @@ class _Intercept:
 
 INTERCEPT = _Intercept()
 """The feature name of the intercept: its value is always 1.0 (see `learn_intercept`)."""
+
+_TOKEN_COUNTS = _text.TokenCounts if _text is not None else None
+"""The type of a text's token counts without their dict (see `LinearClassifier._features`)."""
 
 
 class LinearClassifier(BatchClassifier, abc.ABC):
@@ -150,7 +154,12 @@ class LinearClassifier(BatchClassifier, abc.ABC):
     # -- river API ----------------------------------------------------------------------------
 
     def _features(self, x: dict) -> dict:
-        """`x` as the engines see it: Python floats, and the intercept's constant feature."""
+        """`x` as the engines see it: Python floats, and the intercept's constant feature. A
+        text's token counts without their dict (`river_cw._text.TokenCounts`, which
+        `river_cw.text.TextClassifier` hands a model whose one-call paths read it) become the dict
+        here, where a one-call path declined them."""
+        if type(x) is _TOKEN_COUNTS:
+            x = x.as_dict()  # type: ignore[attr-defined]
         x = as_floats(x)
         return {**x, INTERCEPT: 1.0} if self.learn_intercept else x
 

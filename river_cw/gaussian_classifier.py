@@ -3,13 +3,16 @@
 
 A rule names its step in C (`_native_step`, `_native_exact_step`: river_cw/_steps.h and
 river_cw/_exact.h). Then `learn_one` of a binary model with a known label runs in one call of
-the compiled engine (the *lean* path, `_lean_spec`); where the engine has batch kernels
-(river_cw/_batch.h; the compiled diagonal engine), `learn_many`, `predict_many` and
-`predict_proba_many` run their loops in them; `predict_one` and `predict_proba_one` of a binary
-model score in one call of either compiled engine (`score_native`). Each path gives the general
-path's numbers, bit for bit, and hands it every case it does not take (a new label, a value to
-name in an error, calibration, forgetting, full covariance); under the pure-Python engine the
-general path serves throughout. The glossary of these paths heads river_cw/_diagonal.c.
+the compiled engine (the *lean* path, `_lean_spec`); `predict_one` and `predict_proba_one` of a
+binary model score in one call of either compiled engine (`score_native`), and `predict_many`
+and `predict_proba_many` run their loops in one call of either (`score_rows`); `learn_many` runs
+its loop in the compiled diagonal engine's batch kernel (river_cw/_batch.h). The one-call paths
+read x as a dict or as a text's token counts without their dict (`river_cw._text.TokenCounts`,
+from `river_cw.text.TextClassifier`; `_features` makes it the dict where they decline). Each path
+gives the general path's numbers, bit for bit, and hands it every case it does not take (a new
+label, a value to name in an error, calibration, forgetting, full covariance); under the
+pure-Python engine the general path serves throughout. The glossary of these paths heads
+river_cw/_diagonal.c.
 """
 
 from __future__ import annotations
@@ -106,10 +109,11 @@ class GaussianClassifier(GaussianModel):
     def _native_scores(self, rows: Rows, proba: bool) -> list | None:
         """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
         (`probabilities.binary`'s), in one call of the compiled engine's batch kernel
-        (`score_rows`, river_cw/_batch.h: dict rows as `score_native` reads them, CSR rows
-        straight from the arrays, their names checked as `Rows.check_names` checks them), None
-        for a row the general path must serve; None where the engine has no kernel or the model
-        is not binary."""
+        (`score_rows`, river_cw/_batch.h for the diagonal, river_cw/_arrowhead.c for the
+        arrowhead: dict rows as `score_native` reads them, CSR rows read from the arrays, their
+        names checked as `Rows.check_names` checks them, river_cw/_csr.h), None for a row the
+        general path must serve; None where the engine has no kernel or the model is not
+        binary."""
         kernel = getattr(self._gaussian, "score_rows", None)
         if kernel is None or not self.is_binary:
             return None
@@ -139,7 +143,8 @@ class GaussianClassifier(GaussianModel):
 
     def _native_score(self, x: dict, variance: bool):
         """The compiled engine's score of a binary model, ``m`` or ``(m, v)`` with its
-        variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools), or
+        variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools, or a
+        `river_cw._text.TokenCounts`), or
         None where the general path must serve."""
         native = getattr(self._gaussian, "score_native", None)
         if native is None:

@@ -27,6 +27,7 @@ from river import base
 from . import engine
 from ._tokens import DEFAULT_PATTERN, TokenCounter
 from .base import LinearClassifier
+from .gaussian_classifier import GaussianClassifier
 
 COMPILED = engine.text is not None
 
@@ -59,6 +60,18 @@ _STARTED_BY = frozenset(("classifier", *_TEXT_OPTIONS))
 """The parameters of `TextClassifier` that `_start` reads: setting one starts it anew."""
 
 
+def _reads_token_counts(classifier) -> bool:
+    """Whether `classifier` takes a text's token counts without their dict (a
+    `river_cw._text.TokenCounts`): a `GaussianClassifier` whose one-call paths read it as they
+    read a dict and whose general path makes it the dict (`_features`), with the methods of its
+    class (a subclass that overrides one is handed dicts)."""
+    kind = type(classifier)
+    return isinstance(classifier, GaussianClassifier) and all(
+        getattr(kind, name) is getattr(GaussianClassifier, name)
+        for name in ("learn_one", "predict_one", "predict_proba_one", "_native_score", "_features")
+    )
+
+
 class TextClassifier(base.Classifier):
     """A classifier of texts: ``BagOfWords(...) | classifier`` as one river classifier.
 
@@ -72,6 +85,9 @@ class TextClassifier(base.Classifier):
     without building a `BagOfWords`), else by a `BagOfWords`; predicting and then learning the
     same text object counts its tokens once. river-cw's classifiers, which never change the
     features they are given, read the same counts in both calls; any other gets its own copy.
+    A Gaussian model (AROW, CW, ...) on the compiled engine reads the counts without their
+    dict where it serves the text in one call (a binary model, a known label: see
+    `river_cw.gaussian_classifier`), with the same numbers; the dict is built where it does not.
 
     Parameters
     ----------
@@ -153,6 +169,11 @@ class TextClassifier(base.Classifier):
         self._counter = TokenCounter.of(**options)
         self._bag_of_words: BagOfWords | None = None
         self._shares_counts = isinstance(self.classifier, LinearClassifier)
+        self._reads_tokens = (
+            self._counter is not None
+            and not self.stop_words  # see TokenCounter.token_counts
+            and _reads_token_counts(self.classifier)
+        )
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -166,10 +187,12 @@ class TextClassifier(base.Classifier):
         self.__dict__.update(state)
         self._start()
 
-    def _counts(self, x) -> dict:
-        """The token counts of the text `x` (a dict holding it under `on`, or the text)."""
+    def _counts(self, x):
+        """The token counts of the text `x` (a dict holding it under `on`, or the text): a dict,
+        or without the dict where the classifier takes that (`_reads_tokens`)."""
         if self._counter is not None:
-            counts = self._counter(x if self.on is None else x[self.on])
+            text = x if self.on is None else x[self.on]
+            counts = self._counter.token_counts(text) if self._reads_tokens else self._counter(text)
             if counts is not None:
                 return counts if self._shares_counts else dict(counts)
         if self._bag_of_words is None:

@@ -359,6 +359,100 @@ def test_a_step_that_changes_the_engine_mid_batch_is_refused_and_the_engine_stay
     assert model.gaussian.scores({"a": 1.0})  # not left busy, as the kernel used to leave it
 
 
+# -- predictions in one call (`score_rows`, river_cw/_batch.h and river_cw/_arrowhead.c) --------
+
+COVARIANCES = ["diagonal", "arrowhead"]  # the compiled engines with a score_rows kernel
+
+
+def bits_of(predictions: list) -> list:
+    """Predictions with every probability in hex: equal exactly when equal to the bit."""
+    return [
+        {c: float(p).hex() for c, p in x.items()} if isinstance(x, dict) else x for x in predictions
+    ]
+
+
+def served(model, X, features=None) -> list[bool]:
+    """Per row of X, whether the engine's `score_rows` serves it (all False without one)."""
+    kernel = getattr(model.gaussian, "score_rows", None)
+    if kernel is None:
+        return [False] * len(X)
+    rows = river_cw.batch.Rows.of(X, features)
+    batch = rows.dicts if rows.csr is None else rows.csr
+    intercept = river_cw.INTERCEPT if model.learn_intercept else None
+    return [score is not None for score in kernel(batch, intercept, None)]
+
+
+@pytest.mark.parametrize("learn_intercept", [True, False])
+@pytest.mark.parametrize("kind", ["dicts", "named CSR", "hashed CSR"])
+@pytest.mark.parametrize("covariance", COVARIANCES)
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(learned=binary, probe=st.lists(rows, max_size=12))
+def test_predict_many_of_a_binary_model_is_the_predict_one_loop(
+    covariance, kind, learn_intercept, learned, probe
+):
+    """`predict_many` and `predict_proba_many` of a binary model, which the compiled engines
+    serve in one call of `score_rows`, are the `predict_one` / `predict_proba_one` loop to the
+    bit, on dicts and CSR rows alike; the kernel serves every row the loop accepts."""
+    model = river_cw.AROW(covariance=covariance, learn_intercept=learn_intercept)
+    dicts, labels, _ = learned
+    for x, y in zip(dicts, labels):
+        if outcome(lambda: model.learn_one(x, y)) is not None:
+            return  # a learned value beyond float64: learn_one's own tests
+    probe = [x for x in floats(probe) if outcome(lambda: model.predict_one(x)) is None]
+    X, features, named = probe, None, probe
+    if kind != "dicts":
+        X, features = csr_of(probe), NAMES if kind == "named CSR" else None
+        if kind == "hashed CSR":
+            named = [{NAMES.index(f): v for f, v in x.items()} for x in probe]
+    assert model.predict_many(X, features=features) == [model.predict_one(x) for x in named]
+    assert bits_of(model.predict_proba_many(X, features=features)) == bits_of(
+        [model.predict_proba_one(x) for x in named]
+    )
+    if model.is_binary and hasattr(model.gaussian, "score_rows"):
+        assert all(served(model, X, features))
+
+
+DECLINED = {  # rows score_rows leaves to the general path, which serves or refuses them
+    "a str value": {"a": "1"},
+    "a NaN": {"a": math.nan},
+    "an int beyond float64": {"a": 10**400},
+    "the intercept's name": {river_cw.INTERCEPT: 2.0, "a": 1.0},
+    "a sum beyond float64": {"d": 1e308, "e": 1e308},
+}
+
+
+@pytest.mark.parametrize("row", list(DECLINED.values()), ids=list(DECLINED))
+@pytest.mark.parametrize("labels", [[True, False], ["x", "y", "z"]], ids=["binary", "3 classes"])
+@pytest.mark.parametrize("covariance", COVARIANCES)
+def test_rows_the_kernel_declines_are_the_general_paths(covariance, labels, row):
+    """A row `score_rows` declines (every row of a multi-class model; a value other than a
+    float, a bool or an int within float64; the intercept's name among the features; unseen
+    values summing beyond float64) goes to `predict_one`: a batch holding it gives the loop's predictions or
+    raises the loop's error, on dicts and (where the row has one) CSR rows."""
+    model = river_cw.AROW(covariance=covariance)
+    for i, x in enumerate([{"a": 1.0, "b": -1.0}, {"b": 2.0, "c": 0.5}, {"a": -1.0}] * 2):
+        model.learn_one(x, labels[i % len(labels)])
+    batch = [{"a": 1.0}, row, {"b": 1.0, "c": 1.0}]
+    kernel = model.is_binary and hasattr(model.gaussian, "score_rows")
+    assert served(model, batch) == [kernel, False, kernel]
+    batches = [(batch, None, batch)]
+    if all(isinstance(v, float) for v in row.values()):  # as CSR rows, in the columns' order
+        names = [*NAMES, river_cw.INTERCEPT]
+        X = sparse.csr_array(np.array([[x.get(f, 0.0) for f in names] for x in batch]))
+        batches.append((X, names, [{f: x[f] for f in names if f in x} for x in batch]))
+    for X, features, dicts in batches:
+        for many, one in (
+            ("predict_many", "predict_one"),
+            ("predict_proba_many", "predict_proba_one"),
+        ):
+            expected = outcome(lambda: [getattr(model, one)(x) for x in dicts])
+            assert outcome(lambda: getattr(model, many)(X, features=features)) == expected
+            if expected is None:
+                assert bits_of(getattr(model, many)(X, features=features)) == bits_of(
+                    [getattr(model, one)(x) for x in dicts]
+                )
+
+
 def recording_kernel(model, position: int) -> list:
     """Give `model` an engine whose kernel records its argument at `position` per call."""
     if not hasattr(model.gaussian, "learn_rows"):

@@ -535,16 +535,21 @@ def outcome_of(call, *args, **kwargs):
 @pytest.mark.parametrize("swap", [False, True], ids=["labels as drawn", "labels swapped"])
 @pytest.mark.parametrize("learn_intercept", [False, True])
 @pytest.mark.parametrize("kind", ["dicts", "named CSR", "hashed CSR"])
-def test_predict_many_in_the_kernel_is_the_general_paths_loop(kind, learn_intercept, swap):
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
+def test_predict_many_in_the_kernel_is_the_general_paths_loop(
+    covariance, kind, learn_intercept, swap
+):
     """`predict_many` and `predict_proba_many` of a binary model run in the compiled kernel
-    (`score_rows`): the pure-Python engine's `predict_one` loop, to the bit, edge rows (a column
+    (`score_rows` of either compiled engine): the pure-Python engine's `predict_one` loop, to the bit, edge rows (a column
     stored twice, sums beyond float64, cancelling terms, unseen features) included, whichever
     label came first (one order negates the model); a batch holding a row predict_one refuses
     raises what the loop raises."""
     import numpy as np
     from scipy import sparse
 
-    compiled, python = pair(river_cw.AROW, {"learn_intercept": learn_intercept})
+    compiled, python = pair(
+        river_cw.AROW, {"covariance": covariance, "learn_intercept": learn_intercept}
+    )
     names = [f"w{i}" for i in range(40)] + ["fresh", "fresh2"]
     for model in (compiled, python):
         for example, y in stream(4, n=80):

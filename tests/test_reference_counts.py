@@ -222,16 +222,22 @@ def test_gaussian_engines_learning_and_predicting_keep_no_reference_nor_memory(
 
 def test_arrowhead_predictions_in_one_call_keep_no_reference_nor_memory(monkeypatch):
     """The workload "AROW arrowhead (lean path) and predict" predicts in one call of the engine
-    (`score_native`: its `scores` and `score_variances`, the general path's, are not called);
-    predictions alone, with no learning to reset the engine's scratch, of learned features and
-    of an unseen one, whose key the engine's pass holds until it returns, keep nothing."""
+    (`score_native`, and `score_rows` for a batch: its `scores` and `score_variances`, the
+    general path's, are not called); predictions alone, with no learning to reset the engine's
+    scratch, of learned features and of an unseen one, whose key the engine's pass holds until
+    it returns, keep nothing; nor do a CSR batch's rows, made per row."""
     model = learned(river_cw.AROW(**ARROWHEAD))
     unseen = {fresh("unseen"): VALUES[0], **X[0]}
+    names = list(dict.fromkeys([*FEATURES, *unseen]))
+    csr = sparse.csr_array(np.array([[x.get(name, 0.0) for name in names] for x in (*X, unseen)]))
 
     def predict():
         for x in (*X, unseen):
             model.predict_one(x)
             model.predict_proba_one(x)
+        model.predict_many([*X, unseen])
+        model.predict_proba_many(csr, features=names)
+        model.predict_proba_many(csr)  # hashed ids, every one unseen
 
     general = []
     for name in ("scores", "score_variances"):
@@ -243,7 +249,8 @@ def test_arrowhead_predictions_in_one_call_keep_no_reference_nor_memory(monkeypa
     assert general == []
     monkeypatch.undo()
     watched = WATCHED | {f"feature {name!r}": name for name in unseen} | {"example dict": unseen}
-    assert_no_leak("arrowhead predictions", predict, calls=2 * (len(X) + 1), watched=watched)
+    calls = 2 * (len(X) + 1) + 3
+    assert_no_leak("arrowhead predictions", predict, calls=calls, watched=watched)
 
 
 def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
@@ -264,9 +271,12 @@ def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
 
 
 @pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
-def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(labels):
+def test_compiled_engines_batches_of_dicts_and_csr_keep_no_reference_nor_memory(labels):
+    """The diagonal engine's batch kernels (learn_rows, score_rows) and the arrowhead's
+    score_rows, on dicts, named and hashed CSR rows."""
     model = learned(river_cw.AROW(**DIAGONAL), labels)
     exact = learned(river_cw.CW(covariance="diagonal", diagonal="exact"), labels)
+    default = learned(river_cw.AROW(**ARROWHEAD), labels)
     rows = X * 5
     y = [labels[i % len(labels)] for i in range(len(rows))]
     csr = sparse.csr_array(np.array([[x.get(name, 0.0) for name in FEATURES] for x in rows]))
@@ -280,6 +290,10 @@ def test_diagonal_engine_batches_of_dicts_and_csr_keep_no_reference_nor_memory(l
             each.predict_many(csr, features=FEATURES)
             each.predict_proba_many(rows)
             each.predict_proba_many(hashed)
+        default.predict_many(csr, features=FEATURES)
+        default.predict_many(rows)
+        default.predict_proba_many(csr, features=FEATURES)
+        default.predict_proba_many(hashed)
 
     assert_no_leak(f"learn_many, {len(labels)} labels", cycle, calls=12)
 
@@ -366,6 +380,7 @@ def test_gaussian_engines_error_paths_keep_no_reference_nor_memory(params):
             raises(TypeError, model.predict_many, [X[0], bad_value])
             raises(KeyError, model.predict_proba_many, [X[0], hostile])
             raises(ValueError, model.learn_many, bad_csr, LABELS[:2])
+            raises(ValueError, model.predict_proba_many, bad_csr)
         raises(TypeError, broken.learn_one, X[1], LABELS[0], 2.0)
         raises(TypeError, broken.learn_many, [X[1], X[2]], LABELS[:2], [1.0, 2.0])
 

@@ -65,6 +65,19 @@ def test_generated_strings(s, lowercase):
     assert_same_counts(ours, feature_extraction.BagOfWords(lowercase=lowercase).transform_one(s))
 
 
+@settings(max_examples=examples(500), deadline=None)
+@given(TEXTS, st.booleans(), st.booleans())
+@compiled
+def test_token_counts_hold_the_dicts_pairs(s, lowercase, strip_accents):
+    """`count_tokens` holds the pairs of `count`'s dict, in its order; `as_dict()` is that dict,
+    one per TokenCounts."""
+    tokens = engine.text.count_tokens(s, lowercase, strip_accents)
+    counts = engine.text.count(s, lowercase, strip_accents)
+    assert len(tokens) == len(counts)
+    assert_same_counts(tokens.as_dict(), counts)
+    assert tokens.as_dict() is tokens.as_dict()
+
+
 @given(st.lists(st.sampled_from(["the", "a", "bc", "the-end", "de"]), min_size=1))
 def test_stop_words(words):
     s, stop = " ".join(words), {"the", "de"}
@@ -95,6 +108,9 @@ def test_compiled_path_only_for_exact_str():
     assert count("Café CAFÉ", False, False) == {"Café": 1, "CAFÉ": 1}
     assert count(Text("ab"), True, True) is None
     assert count(None, True, True) is None
+    assert engine.text.count_tokens(Text("ab"), True, True) is None
+    with pytest.raises(TypeError, match=r"count_tokens\(text, lowercase, strip_accents\)"):
+        engine.text.count_tokens("ab")
 
 
 def test_the_default_pattern_is_rivers():

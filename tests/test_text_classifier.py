@@ -95,6 +95,9 @@ WORDS = st.lists(st.sampled_from(["the", "A", "bc", "the-end", "déjà", "vu", "
     [
         (lambda: river_cw.CW(covariance="diagonal", diagonal="exact"), {}),
         (lambda: river_cw.NHERD(learn_intercept=True), {"on": None}),
+        (lambda: river_cw.SCW(covariance="diagonal"), {}),
+        (river_cw.SOP, {"strip_accents": False}),
+        (lambda: river_cw.AROW(forgetting=0.1), {}),
         (lambda: river_cw.AROW(forgetting=0.1, calibrate=True), {"stop_words": ["the"]}),
         (lambda: river_cw.AROW(covariance="full"), {}),
         (river_cw.VotedRDA, {}),
@@ -135,40 +138,47 @@ def test_pickles_forget_the_last_text_and_continue_alike():
 
 
 class Spying:
-    """`river_cw._text.count` that keeps each dict it hands out, with a copy of it as it was."""
+    """`river_cw._text.count` (or `count_tokens`) that keeps the dict of each count it hands out
+    (a `TokenCounts`' `as_dict()`), with a copy of it as it was."""
 
     def __init__(self, count):
         self.count, self.handed = count, []
 
     def __call__(self, *args):
         counts = self.count(*args)
-        self.handed.append((counts, list(counts.items())))
+        as_dict = counts if isinstance(counts, dict) else counts.as_dict()
+        self.handed.append((as_dict, list(as_dict.items())))
         return counts
 
 
 @pytest.mark.skipif(not river_cw.text.COMPILED, reason="the river_cw._text extension is not built")
 @pytest.mark.parametrize("engine", ["compiled", "python"])
 @pytest.mark.parametrize(
-    "make, options",
+    "make, options, without_dicts",
     [
-        (river_cw.AROW, {"on": "text"}),
-        (lambda: river_cw.NHERD(learn_intercept=False), {}),
+        (river_cw.AROW, {"on": "text"}, True),
+        (lambda: river_cw.NHERD(learn_intercept=False), {}, True),
         (
             lambda: river_cw.CW(covariance="diagonal", diagonal="exact"),
             {"on": "text", "stop_words": {"the"}},
+            False,
         ),
-        (river_cw.VotedRDA, {"on": "text"}),
+        (river_cw.VotedRDA, {"on": "text"}, False),
     ],
 )
 def test_the_last_counts_are_read_by_predict_and_learn_and_never_changed(
-    monkeypatch, engine, make, options
+    monkeypatch, engine, make, options, without_dicts
 ):
     """Predicting and then learning a text (also a text given twice in a row, with different
     labels) counts it once, and river-cw's classifier reads those counts as they are, on either
     engine, before and after a pickle: the numbers are river's BagOfWords' to the bit, and every
-    dict it was handed is as it was counted."""
-    spy = Spying(river_cw.engine.text.count)
-    monkeypatch.setattr(river_cw.engine.text, "count", spy)
+    dict it was handed is as it was counted. A Gaussian model without stop words is handed the
+    counts without their dict (`count_tokens`), which its engine reads as it reads the dict."""
+    spies = {
+        name: Spying(getattr(river_cw.engine.text, name)) for name in ("count", "count_tokens")
+    }
+    for name, spy in spies.items():
+        monkeypatch.setattr(river_cw.engine.text, name, spy)
     texts = ["the good movie", "the bad movie, the bad cast", "good cast, a plot"]
     texts = [texts[0], texts[1], texts[1], texts[2], texts[2], texts[0]]  # two given twice
     labels = [True, False, True, True, False, False]
@@ -184,8 +194,10 @@ def test_the_last_counts_are_read_by_predict_and_learn_and_never_changed(
         ours.learn_one(x, y)
         theirs.learn_one(x, y)
     assert state(ours.classifier) == state(theirs[-1])
-    assert len(spy.handed) == 5  # the second text once, the third twice (the pickle)
-    for counts, as_counted in spy.handed:
+    used = spies["count_tokens" if without_dicts else "count"].handed
+    assert len(used) == 5  # the second text once, the third twice (the pickle)
+    assert not spies["count" if without_dicts else "count_tokens"].handed
+    for counts, as_counted in used:
         assert list(counts.items()) == as_counted
 
 
