@@ -9,8 +9,9 @@
  * finds it with one probe. A pass over x computes three exactly rounded sums per block
  * (benchmarks/README.md, "The compiled port of the arrowhead"): G = sum k_j x_j + x_b, the score
  * sum a_j x_j + G mu_b and the features' variance sum c_j x_j^2, each a certified double-double
- * sum (_fsum.h) with math.fsum's own algorithm over the same terms where the bound cannot
- * certify it. An update computes every new value first and writes them only if all are finite.
+ * sum (_fsum.h); where its bound cannot certify one (a sum exactly halfway between two doubles,
+ * say), a triple-length pass over the same terms, then math.fsum's own algorithm (coords_fsum).
+ * An update computes every new value first and writes them only if all are finite.
  * Compile with -ffp-contract=off: the operation order is the reference's.
  *
  * The paths are the diagonal engine's (see the glossary at the head of _diagonal.c): `learn`,
@@ -80,7 +81,8 @@ typedef struct {
     Py_ssize_t scratch_cap;
     Pair pairs[2];
     int npairs;
-    double v, others[2]; /* v, and per pair the margin's variance but its root's term */
+    double v;    /* the margin's variance */
+    DdSum c_acc; /* the sum of its terms c_j x_j^2, for update's rho (variance_but_root) */
     uint64_t margin, next_margin; /* the last margin's number (0: none) */
     uint64_t margin_generation;
     /* the lean cache: learn_native's spec, parsed while the model hands the same object */
@@ -145,27 +147,52 @@ static void release_margin(Arrowhead *self) {
 /* ---------------------------------------------------------------------------------------- */
 /* a pass over x for one block: its coordinates and its three sums                            */
 
-/* The reference's terms over a pair's learned coordinates, in x's order, then its last term,
- * by math.fsum's algorithm (the fallback where the bound does not certify the sum): which = 0
- * the score's a_j x_j, 1 G's k_j x_j. 0, or -1 with fsum's error */
-static int pair_fsum(Arrowhead *self, const Pair *p, int which, double last, double *out) {
-    const Table *t = &self->blocks.table[p->block];
+/* the terms of a pass's sums: a coordinate's a_j x_j (the score's) and k_j x_j (G's), learned
+ * coordinates only, and c_j x_j^2 (the variance's) */
+enum { TERM_A, TERM_K, TERM_C };
+
+/* 1 with coordinate c's `which` term (of block t) into *term, 0 where it has none */
+static inline int coord_term(const Table *t, const Coord *c, int which, double *term) {
+    if (which == TERM_C)
+        *term = c->c * (c->x * c->x);
+    else if (c->ix < 0)
+        return 0;
+    else
+        *term = (which == TERM_K ? t->entries[c->ix].k : t->entries[c->ix].a) * c->x;
+    return 1;
+}
+
+/* The exactly rounded sum of the `which` terms of the coordinates of pairs[0 .. npairs-1], in
+ * x's order, then of `more` terms `last`, where the double-double's bound does not certify it:
+ * a triple-length accumulator's sum where it certifies it (as it does for a sum exactly halfway
+ * between two doubles, which a few terms often give: _fsum.h's Sum3), else math.fsum's
+ * algorithm over the terms. 0, or -1 with fsum's error */
+static int coords_fsum(Arrowhead *self, const Pair *pairs, int npairs, int which,
+                       const double *last, int more, double *out) {
+    Sum3 s3;
     Msum s;
     Py_ssize_t i;
+    double term;
+    int k;
+    sum3_init(&s3);
+    for (k = 0; k < npairs; k++)
+        for (i = pairs[k].first; i < pairs[k].end; i++)
+            if (coord_term(&self->blocks.table[pairs[k].block], &self->coords[i], which, &term))
+                sum3_add(&s3, term);
+    for (k = 0; k < more; k++) sum3_add(&s3, last[k]);
+    if (sum3_certified(&s3, out)) return 0;
     msum_init(&s);
-    for (i = p->first; i < p->end; i++) {
-        const Coord *c = &self->coords[i];
-        if (c->ix < 0) continue;
-        if (msum_add(&s, (which ? t->entries[c->ix].k : t->entries[c->ix].a) * c->x) < 0) {
-            msum_free(&s);
-            return -1;
-        }
-    }
-    if (msum_add(&s, last) < 0) {
-        msum_free(&s);
-        return -1;
-    }
+    for (k = 0; k < npairs; k++)
+        for (i = pairs[k].first; i < pairs[k].end; i++)
+            if (coord_term(&self->blocks.table[pairs[k].block], &self->coords[i], which, &term) &&
+                msum_add(&s, term) < 0)
+                goto fail;
+    for (k = 0; k < more; k++)
+        if (msum_add(&s, last[k]) < 0) goto fail;
     return msum_result(&s, out);
+fail:
+    msum_free(&s);
+    return -1;
 }
 
 /* the exactly rounded sum of acc's n terms, the pair's `which` terms then `last` */
@@ -173,7 +200,7 @@ static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which
                            double *out) {
     ddsum_add(acc, last);
     if (ddsum_certified(acc, p->nseen + 1, out)) return 0;
-    return pair_fsum(self, p, which, last, out);
+    return coords_fsum(self, p, 1, which, &last, 1, out);
 }
 
 /* One pass over x (a dict, or in the lean mode a TokenCounts: _token_counts.h) for the pair p (its block and sign set): its coordinates appended to
@@ -187,10 +214,10 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
                                         double rest, int lean,
                      DdSum *c_acc) {
     Table *t = &self->blocks.table[p->block];
-    PyObject *key, *value;
+    PyObject *key, *value, *root = self->root;
     Py_ssize_t pos = 0, ix, first = self->ncoords, n = first, nseen = 0, nnew = 0;
     Py_hash_t h;
-    double xf, unknown = 0.0;
+    double xf, unknown = 0.0, prior = self->prior;
     DdPair ak;         /* the terms a_j x_j and k_j x_j */
     DdSum cs = *c_acc; /* the terms c_j x_j^2, in a local (registers) until the end */
     DdSum a_acc, k_acc;
@@ -206,7 +233,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     const rcw_next_item next = rcw_x_next(x);
     while (next(x, &pos, &key, &value)) {
         Coord *c;
-        if (key == self->root) {
+        if (key == root) {
             if (lean) goto general;
             if (value_of(value, &p->x_b) < 0) goto bad;
             continue;
@@ -220,10 +247,10 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
             double x2 = xf * xf;
             unknown += xf; /* touched so that bad values surface here too */
             if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
-            ddsum_add(&cs, self->prior * x2);
+            ddsum_add(&cs, prior * x2);
             c = &coords[n++];
             c->ix = -1;
-            c->c = self->prior;
+            c->c = prior;
             c->key = Py_NewRef(key);
             c->hash = h;
             self->nkeyed++;
@@ -245,14 +272,14 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     self->ncoords = p->end = n;
     p->nseen = nseen;
     p->nnew = nnew;
-    if ((p->root = table_find(t, self->root, self->root_hash)) == -2) goto bad;
+    if ((p->root = table_find(t, root, self->root_hash)) == -2) goto bad;
     p->mu_b = p->root < 0 ? 0.0 : t->entries[p->root].a;
     p->S = p->root < 0 ? self->root_variance : t->entries[p->root].k;
     if (forgetting && p->x_b != 0.0)
-        p->S = forget(p->S, keep, rest * (self->prior / self->root_variance));
+        p->S = forget(p->S, keep, rest * (prior / self->root_variance));
     ddpair_split(&ak, &a_acc, &k_acc);
-    if (pair_sum(self, p, &k_acc, 1, p->x_b, &p->G) < 0 ||
-        pair_sum(self, p, &a_acc, 0, p->G * p->mu_b, &p->score) < 0)
+    if (pair_sum(self, p, &k_acc, TERM_K, p->x_b, &p->G) < 0 ||
+        pair_sum(self, p, &a_acc, TERM_A, p->G * p->mu_b, &p->score) < 0)
         goto bad;
     if (!isfinite(p->score + unknown)) {
         if (lean) goto general;
@@ -278,79 +305,65 @@ general:
     return PASS_GENERAL;
 }
 
-/* The reference's _total of the terms c_j x_j^2 of pairs[0 .. npairs-1] in x's order, then the
- * given root terms: the exactly rounded sum of acc (those n terms) and `more` of `roots`, or inf
- * where it is beyond float64. 0, or -1 (memory) */
-static int total(Arrowhead *self, const Pair *pairs, int npairs, DdSum acc, Py_ssize_t n,
-                 const double *roots, int more, double *out) {
-    Msum s;
-    Py_ssize_t i;
-    int k;
-    for (k = 0; k < more; k++) ddsum_add(&acc, roots[k]);
-    if (ddsum_certified(&acc, n + more, out)) return 0;
-    msum_init(&s);
-    for (k = 0; k < npairs; k++)
-        for (i = pairs[k].first; i < pairs[k].end; i++) {
-            const Coord *c = &self->coords[i];
-            if (msum_add(&s, c->c * (c->x * c->x)) < 0) goto fail;
-        }
-    for (k = 0; k < more; k++)
-        if (msum_add(&s, roots[k]) < 0) goto fail;
-    if (msum_result(&s, out) == 0) return 0;
+/* total where the bound does not certify the sum: coords_fsum, or inf beyond float64 */
+static int total_fsum(Arrowhead *self, const Pair *pairs, int npairs, const double *roots,
+                      int more, double *out) {
+    if (coords_fsum(self, pairs, npairs, TERM_C, roots, more, out) == 0) return 0;
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
     PyErr_Clear(); /* the terms are >= 0: beyond float64 in any order */
     *out = INFINITY;
     return 0;
-fail:
-    msum_free(&s);
-    return -1;
+}
+
+/* The reference's _total of the terms c_j x_j^2 of pairs[0 .. npairs-1] in x's order, then the
+ * given root terms: the exactly rounded sum of acc (those n terms) and `more` of `roots`, or inf
+ * where it is beyond float64. 0, or -1 (memory) */
+static RCW_ALWAYS_INLINE int total(Arrowhead *self, const Pair *pairs, int npairs, DdSum acc,
+                                   Py_ssize_t n, const double *roots, int more, double *out) {
+    int k;
+    for (k = 0; k < more; k++) ddsum_add(&acc, roots[k]);
+    if (ddsum_certified(&acc, n + more, out)) return 0;
+    return total_fsum(self, pairs, npairs, roots, more, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* the margin                                                                                 */
 
+/* a pair's root term of the margin's variance, G^2 S */
+static inline double root_term(const Pair *p) { return p->G * p->G * p->S; }
+
 /* The margin of x along the pairs set in the scratch (self->npairs): every pair's pass, m = the
- * exactly rounded sum of sign * score, v and each pair's variance but its root term; with
- * forgetting, the forgotten variances written once x is valid. PASS_OK with the margin numbered;
- * PASS_ERROR with the error, nothing changed; PASS_GENERAL (lean): the general path's case. */
+ * exactly rounded sum of sign * score, and v; with forgetting, the forgotten variances written
+ * once x is valid. PASS_OK with the margin numbered; PASS_ERROR with the error, nothing changed;
+ * PASS_GENERAL (lean): the general path's case. */
 static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep, double rest,
-                                        int lean,
-                     double *m) {
-    DdSum c_acc;
-    Fsum m_acc;
-    double roots[2], swapped[2];
+                                        int lean, double *m) {
+    double roots[2];
     int k, r;
-    ddsum_init(&c_acc);
+    ddsum_init(&self->c_acc);
     drop_coords(self, 0);
     self->margin = 0;
     for (k = 0; k < self->npairs; k++)
-        if ((r = pass_pair(self, &self->pairs[k], x, keep, rest, lean, &c_acc)) != PASS_OK)
+        if ((r = pass_pair(self, &self->pairs[k], x, keep, rest, lean, &self->c_acc)) != PASS_OK)
             goto fail;
-    fsum_init(&m_acc);
+    /* m: math.fsum of at most two finite terms is their sum rounded once, from +0.0 (fsum's
+     * exact zero is +0.0), and raises where that is beyond float64 */
+    *m = 0.0;
     for (k = 0; k < self->npairs; k++) {
-        Pair *p = &self->pairs[k];
-        roots[k] = p->G * p->G * p->S;
-        swapped[1 - k] = roots[k];
-        if (fsum_add(&m_acc, p->sign * p->score) < 0) {
-            fsum_free(&m_acc);
-            r = PASS_ERROR;
-            goto fail;
-        }
+        *m += self->pairs[k].sign * self->pairs[k].score;
+        roots[k] = root_term(&self->pairs[k]);
     }
-    if (fsum_result(&m_acc, m) < 0 ||
-        total(self, self->pairs, self->npairs, c_acc, self->ncoords, roots, self->npairs,
-              &self->v) < 0 ||
-        (self->npairs == 1 &&
-         total(self, self->pairs, 1, c_acc, self->ncoords, roots, 0, &self->others[0]) < 0) ||
-        (self->npairs == 2 &&
-         (total(self, self->pairs, 2, c_acc, self->ncoords, swapped, 1, &self->others[0]) < 0 ||
-          total(self, self->pairs, 2, c_acc, self->ncoords, swapped + 1, 1,
-                &self->others[1]) < 0))) {
-        r = lean && rcw_error_recoverable() ? PASS_GENERAL : PASS_ERROR;
-        if (r == PASS_GENERAL) PyErr_Clear();
+    if (!isfinite(*m)) {
+        r = lean ? PASS_GENERAL : PASS_ERROR;
+        if (!lean) PyErr_SetString(PyExc_OverflowError, "intermediate overflow in fsum");
         goto fail;
     }
-    if (!(isfinite(*m) && isfinite(self->v))) {
+    if (total(self, self->pairs, self->npairs, self->c_acc, self->ncoords, roots, self->npairs,
+              &self->v) < 0) {
+        r = PASS_ERROR;
+        goto fail;
+    }
+    if (!isfinite(self->v)) {
         r = lean ? PASS_GENERAL : PASS_ERROR;
         if (!lean) raise_bad_input(x);
         goto fail;
@@ -396,6 +409,14 @@ fail:
 
 /* ---------------------------------------------------------------------------------------- */
 /* the update                                                                                 */
+
+/* the margin's variance but pair k's root term (the reference's `_total(others)` for pair k's
+ * rho): every pair's c terms, then the other pair's root term; 0, or -1 (memory) */
+static int variance_but_root(Arrowhead *self, int k, double *out) {
+    double other = self->npairs == 2 ? root_term(&self->pairs[1 - k]) : 0.0;
+    return total(self, self->pairs, self->npairs, self->c_acc, self->ncoords, &other,
+                 self->npairs - 1, out);
+}
 
 /* a pair's step on its coordinates (see update_with) */
 typedef struct {
@@ -451,8 +472,9 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
     for (k = 0; k < self->npairs; k++) {
         const Pair *p = &self->pairs[k];
         PairStep *s = &steps[k];
-        double den = 1.0 + gamma * self->others[k], g;
-        if (den == 0.0) return 0; /* Python's ZeroDivisionError */
+        double den, g;
+        if (variance_but_root(self, k, &den) < 0) return -1;
+        if ((den = 1.0 + gamma * den) == 0.0) return 0; /* Python's ZeroDivisionError */
         s->sign = p->sign;
         s->gamma = gamma;
         s->rho = gamma / den;
@@ -748,7 +770,7 @@ static RCW_ALWAYS_INLINE int block_score(Arrowhead *self, Py_ssize_t b, PyObject
     if ((r = pass_pair(self, &p, x, 1.0, 0.0, lean, &c_acc)) != PASS_OK) return r;
     *score = p.score;
     if (variance == NULL) return PASS_OK;
-    root = p.G * p.G * p.S;
+    root = root_term(&p);
     return total(self, &p, 1, c_acc, p.end - p.first, &root, 1, variance) < 0 ? PASS_ERROR
                                                                               : PASS_OK;
 }

@@ -105,7 +105,7 @@ ALWAYS_INLINE int newton_sums(int (*terms)(const ExactProblem *, double, NewtonP
                               const ExactProblem *p, double x, double *value, double *slope) {
     NewtonPass s;
     Msum exact[2];
-    s.value.hi = s.value.lo = s.value.tail = s.value.err = s.value.size = 0.0;
+    sum3_init(&s.value);
     ddsum_init(&s.slope);
     s.exact = NULL;
     if (terms(p, x, &s) < 0) return -1;

@@ -1,4 +1,4 @@
-/* Exactly rounded sums for the compiled engines (river_cw._diagonal, river_cw._rda): the
+/* Exactly rounded sums for the compiled engines (river_cw._diagonal, _arrowhead, _rda): the
  * result of math.fsum, bit for bit, with its errors. Include after Python.h. */
 #ifndef RIVER_CW_FSUM_H
 #define RIVER_CW_FSUM_H
@@ -264,7 +264,7 @@ typedef struct {
     double inline_terms[FSUM_INLINE];
 } Fsum;
 
-static void fsum_init(Fsum *s) {
+static inline void fsum_init(Fsum *s) {
     ddsum_init(&s->acc);
     s->terms = s->inline_terms;
     s->n = 0;
@@ -297,10 +297,14 @@ static inline int fsum_add(Fsum *s, double x) {
 
 /* A triple-length accumulator for sums whose terms cancel to far below their size (the value of
  * a Newton step near its root), where Fsum's double-double bound often cannot certify: hi + lo
- * carries the sum exactly but for `tail`, the only rounded part. */
+ * carries the sum exactly but for `tail`, the only rounded part. It also certifies a sum that
+ * falls exactly halfway between two doubles (as a few terms of different exponents often do),
+ * which no error bound can: there the tail stayed 0 and hi + lo is the sum. */
 typedef struct {
     double hi, lo, tail, err, size;
 } Sum3;
+
+static inline void sum3_init(Sum3 *s) { s->hi = s->lo = s->tail = s->err = s->size = 0.0; }
 
 /* add x: TwoSum twice (hi + e and lo + f exact), then the tail with the only rounding, of at
  * most 2^-53 |tail| */
@@ -317,13 +321,20 @@ static inline void sum3_add(Sum3 *s, double x) {
 /* 1 when the bound certifies r = hi + lo (rounded) as the exactly rounded sum, into *out: the
  * sum is r + u within 2^-53 (sum |tail| + |u|), u = (r's tail) + tail rounded; that bound
  * (doubled, for its own rounding) must keep it within half the gaps to r's neighbours, and
- * sum |x| < 2^1020 rules out any overflow, here or in math.fsum. Else 0. */
+ * sum |x| < 2^1020 rules out any overflow, here or in math.fsum. Where every f was 0 (err 0:
+ * each tail was 0) hi + lo is the sum exactly, and r, rounded to nearest with ties to even as
+ * math.fsum rounds, is its result, ties included. Else 0. */
 static inline int sum3_certified(const Sum3 *s, double *out) {
     double r = s->hi + s->lo, b = r - s->hi, t = (s->hi - (r - b)) + (s->lo - b), u, bound;
     double below, above;
     u = t + s->tail;
     bound = (s->err + fabs(u)) * 0x1p-52;
-    if (!(s->size < 0x1p1020 && isfinite(u) && isfinite(bound)) || r == 0.0) return 0;
+    if (!(s->size < 0x1p1020 && isfinite(u) && isfinite(bound))) return 0;
+    if (s->err == 0.0) {
+        *out = r;
+        return 1;
+    }
+    if (r == 0.0) return 0;
     neighbour_gaps(r, &below, &above);
     if (r < 0.0) u = -u; /* u towards |r|'s side */
     if (u + bound < 0.5 * above && bound - u < 0.5 * below) {
@@ -334,7 +345,7 @@ static inline int sum3_certified(const Sum3 *s, double *out) {
 }
 
 /* the exactly rounded sum, raising as math.fsum does; frees the kept terms */
-static int fsum_result(Fsum *s, double *out) {
+static inline int fsum_result(Fsum *s, double *out) {
     Msum slow;
     Py_ssize_t i;
     if (ddsum_certified(&s->acc, s->n, out)) {

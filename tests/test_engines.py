@@ -13,6 +13,7 @@ import math
 import pickle
 import random
 
+import hypothesis
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -288,6 +289,43 @@ def test_the_certified_sums_are_math_fsum(terms):
 
     for order in (terms, terms[::-1]):
         assert bits(_diagonal.fsum(order)) == bits(math.fsum(order))
+
+
+HALFWAY = [1.0 + 2.0**-52, 2.0**-54, 2.0**-54]  # exactly halfway, the last rounding upwards
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    k=near_ties,
+    a=near_ties,
+    c=near_ties,
+    root=st.sampled_from([(0.0, 0.0), (0.5, 1.0)]),
+)
+@hypothesis.example(k=HALFWAY, a=HALFWAY, c=HALFWAY, root=(0.0, 0.0))
+@hypothesis.example(k=[2.0**-53, 2.0**-160], a=[2.0**-53, -(2.0**-160)], c=[], root=(0.5, 1.0))
+def test_the_arrowhead_sums_on_and_near_ties_are_math_fsum(k, a, c, root):
+    """The compiled arrowhead's three sums over x (all x_j = 1: G = 1 + sum k_j, the score
+    sum a_j + G mu_b, the variance sum c_j + G^2 S) where they fall on or a hair from the midpoint
+    of two doubles, which no double-double bound certifies (the triple-length pass certifies an
+    exact midpoint, math.fsum's algorithm the rest): math.fsum's numbers, as the pure-Python
+    engine's; and the step learned from there, bit for bit."""
+    n = min(len(k), len(a))
+    c = [abs(t) for t in c[:n]] + [1.0] * (n - len(c))  # variances >= 0
+    block = {f"f{j}": [a[j], k[j], c[j]] for j in range(n)}
+    block[INTERCEPT] = list(root)  # (mu_b, S)
+    x = {f"f{j}": 1.0 for j in range(n)}
+    g = math.fsum([*k[:n], 1.0])
+    expected = (math.fsum([*a[:n], g * root[0]]), math.fsum([*c, g * g * root[1]]))
+    models = pair(river_cw.AROW, {})
+    for model in models:
+        model.learn_one({"z": 1.0}, False)
+        model.learn_one({"z": 1.0}, True)
+        model.gaussian.blocks = [dict(block)]
+        (score,) = model.gaussian.scores({**x, INTERCEPT: 1.0})
+        ((variance,),) = model.gaussian.score_covariance({**x, INTERCEPT: 1.0})
+        assert (bits(score), bits(variance)) == tuple(map(bits, expected))
+        model.learn_one(x, True)
+    assert_same(*models, x)
 
 
 @pytest.mark.parametrize("covariance", COVARIANCES)

@@ -38,7 +38,7 @@ REQUIRE = [
     "AROW=9",
     "CW var exact=3.5",
     "VotedRDA=3",
-]  # measured 10.9x (the default arrowhead), 4.4x, 4.6x (docs/guide/speed.md)
+]  # measured 12.1x (the default arrowhead), 4.8x, 4.7x (docs/guide/speed.md)
 
 
 @pytest.mark.slow
