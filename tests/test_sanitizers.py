@@ -52,8 +52,8 @@ DESELECT = "not full and not every_text_of_every_corpus and not every_shared_cor
 # engine and the comparisons are Python, slow under ASan with every allocation through malloc.
 # Kept, by test, parameter and configuration (test_engines' ids): the cases that reach the
 # compiled paths. Measured with gcov, the kept cases and the rest of this run reach every line and
-# branch of the compiled engines that all 80 cases reach (the kept cases alone, all but one branch
-# of the exactly rounded sum, which turns on the numbers).
+# branch of the compiled engines that all 80 cases reach (the kept cases alone, all but two or
+# three branches that turn on the numbers: in the exact sums, the exact solver, a table's probe).
 KEPT_COMPARISONS = {
     "test_same_models_predictions_and_probabilities": {
         # two labels, every configuration: the lean path (learn_native, score_native) with each
