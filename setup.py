@@ -1,8 +1,15 @@
 """Optional C extensions; without a compiler the install still succeeds and pure Python serves."""
 
+import os
+
 from setuptools import Extension, setup
 
-COMPILE_ARGS = ["-O2", "-ffp-contract=off"]
+# -O2, unless the build's CFLAGS name an optimisation level (-O0 for a debugger, the sanitized
+# build's -O1): these arguments come last on the command line, where the last -O wins
+OPTIMIZE = (
+    [] if any(flag.startswith("-O") for flag in os.environ.get("CFLAGS", "").split()) else ["-O2"]
+)
+COMPILE_ARGS = [*OPTIMIZE, "-ffp-contract=off"]
 
 
 def extension(name: str, *headers: str) -> Extension:

@@ -113,7 +113,11 @@ SEGMENTS = list(datasets.ImageSegments())  # 2,310 examples, 7 labels, features 
 
 @pytest.mark.parametrize(
     "model",
-    [cls(**kind) for cls in GAUSSIAN for kind in ({}, {"covariance": "arrowhead"})]
+    [
+        cls(**kind)
+        for cls in GAUSSIAN
+        for kind in ({"covariance": "diagonal", "diagonal": "project"}, {"covariance": "arrowhead"})
+    ]
     + [river_cw.VotedRDA(prediction=p) for p in ("average", "last")],
     ids=name,
 )
