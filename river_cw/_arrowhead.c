@@ -1424,18 +1424,21 @@ static PyTypeObject ArrowheadType = {
     .tp_weaklistoffset = offsetof(Arrowhead, weakreflist),
 };
 
-/* connect(raise_bad_input): the hook, handed over by river_cw.arrowhead */
+/* connect(raise_bad_input=None, token_counts=None): the hooks given, each by the module that
+ * owns it (river_cw.arrowhead; river_cw._tokens, the type of _token_counts.h) */
 static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"raise_bad_input", NULL};
-    PyObject *hook;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$O", kwlist, &hook)) return NULL;
-    Py_XSETREF(raise_bad_input_hook, Py_NewRef(hook));
+    static char *kwlist[] = {"raise_bad_input", "token_counts", NULL};
+    PyObject *hook = NULL, *token_counts = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OO", kwlist, &hook, &token_counts))
+        return NULL;
+    if (token_counts != NULL && rcw_token_counts_connect(token_counts) < 0) return NULL;
+    if (hook != NULL) Py_XSETREF(raise_bad_input_hook, Py_NewRef(hook));
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
     {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
-     "Hand the engine its Python hook (river_cw does it when imported)."},
+     "Hand the engine its Python hooks (river_cw does it when imported)."},
     {NULL},
 };
 
@@ -1447,7 +1450,7 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__arrowhead(void) {
     PyObject *m;
-    if (PyType_Ready(&ArrowheadType) < 0 || rcw_token_counts_import() < 0) return NULL;
+    if (PyType_Ready(&ArrowheadType) < 0) return NULL;
     if ((m = PyModule_Create(&moduledef)) == NULL) return NULL;
     Py_INCREF(&ArrowheadType);
     if (PyModule_AddObject(m, "Arrowhead", (PyObject *)&ArrowheadType) < 0) {

@@ -1783,20 +1783,23 @@ static PyObject *module_native_step(PyObject *module, PyObject *args) {
     return Py_BuildValue("dd", alpha, gamma);
 }
 
-/* connect(raise_bad_input=None, herding_shrink=None, as_floats=None): the hooks given, each
- * by the module that owns it (river_cw.diagonal, river_cw.validation) */
+/* connect(raise_bad_input=None, herding_shrink=None, as_floats=None, token_counts=None): the
+ * hooks given, each by the module that owns it (river_cw.diagonal, river_cw.validation,
+ * river_cw._tokens: the type of _token_counts.h) */
 static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"raise_bad_input", "herding_shrink", "as_floats", NULL};
+    static char *kwlist[] = {"raise_bad_input", "herding_shrink", "as_floats", "token_counts", NULL};
     PyObject *given[3] = {NULL, NULL, NULL}, **slots[3] = {
         &hooks.raise_bad_input, &hooks.herding_shrink, &hooks.as_floats};
+    PyObject *token_counts = NULL;
     int i;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOO", kwlist, &given[0], &given[1],
-                                     &given[2]))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOO", kwlist, &given[0], &given[1],
+                                     &given[2], &token_counts))
         return NULL;
     if (given[1] != NULL && !PyType_Check(given[1])) {
         PyErr_SetString(PyExc_TypeError, "herding_shrink must be a type");
         return NULL;
     }
+    if (token_counts != NULL && rcw_token_counts_connect(token_counts) < 0) return NULL;
     for (i = 0; i < 3; i++)
         if (given[i] != NULL) Py_XSETREF(*slots[i], Py_NewRef(given[i]));
     Py_RETURN_NONE;
@@ -1826,9 +1829,7 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__diagonal(void) {
     PyObject *m;
-    if (PyType_Ready(&DiagonalType) < 0 || PyType_Ready(&TermsType) < 0 ||
-        rcw_token_counts_import() < 0)
-        return NULL;
+    if (PyType_Ready(&DiagonalType) < 0 || PyType_Ready(&TermsType) < 0) return NULL;
     m = PyModule_Create(&moduledef);
     if (m == NULL) return NULL;
     Py_INCREF(&DiagonalType);

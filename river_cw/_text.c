@@ -347,16 +347,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__text(void)
 {
-    PyObject *m, *type;
+    PyObject *m;
     rcw_ascii_tables();
     if (PyType_Ready(&TokenCountsType) < 0 || !(nfkd = PyUnicode_InternFromString("NFKD")) ||
         !(m = PyModule_Create(&module)))
         return NULL;
-    /* the type for the engines (_token_counts.h), and as TokenCounts */
-    type = PyCapsule_New(&TokenCountsType, RCW_TOKEN_COUNTS_CAPSULE, NULL);
-    int rc = type ? PyModule_AddObjectRef(m, "_token_counts_type", type) : -1;
-    Py_XDECREF(type);
-    if (rc < 0 || PyModule_AddObjectRef(m, "TokenCounts", (PyObject *)&TokenCountsType) < 0) {
+    if (PyModule_AddObjectRef(m, "TokenCounts", (PyObject *)&TokenCountsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

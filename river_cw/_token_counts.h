@@ -8,13 +8,14 @@
  * dict: called through its address, a loop over a dict costs what it cost before), so the
  * numbers are the dict's to the bit; anything else still needs the dict (`as_dict()`).
  *
- * river_cw._text defines the type and exports it in a capsule; an engine takes it from there at
- * import (rcw_token_counts_import), so that its check is one pointer comparison.
+ * river_cw._text defines the type; river_cw._tokens hands it to each engine (connect, as every
+ * hook: the C imports no Python module), so that its check is one pointer comparison.
  */
 #ifndef RIVER_CW_TOKEN_COUNTS_H
 #define RIVER_CW_TOKEN_COUNTS_H
 
 #include <Python.h>
+#include <stddef.h>
 
 typedef struct {
     PyObject_VAR_HEAD /* ob_size: the number of pairs */
@@ -22,24 +23,21 @@ typedef struct {
     PyObject *pairs[1]; /* token, count, token, count, ... (2 * ob_size references) */
 } RcwTokenCounts;
 
-#define RCW_TOKEN_COUNTS_CAPSULE "river_cw._text._token_counts_type"
-
+/* The type, handed over by river_cw._tokens (each engine's connect(token_counts=...)); NULL
+ * before, when no x is read as token counts */
 static PyTypeObject *rcw_token_counts_type = NULL;
 
-/* The type, from river_cw._text's capsule (imported here: an engine may load first); 0, or -1
- * with the error set */
-static inline int rcw_token_counts_import(void)
+/* Hold `type` as TokenCounts': 0, or -1 with a TypeError where it has not its layout */
+static inline int rcw_token_counts_connect(PyObject *type)
 {
-    PyObject *text = PyImport_ImportModule("river_cw._text"), *capsule;
-    if (!text)
+    if (!PyType_Check(type) ||
+        ((PyTypeObject *)type)->tp_basicsize != offsetof(RcwTokenCounts, pairs) ||
+        ((PyTypeObject *)type)->tp_itemsize != 2 * sizeof(PyObject *)) {
+        PyErr_SetString(PyExc_TypeError, "token_counts must be river_cw._text.TokenCounts");
         return -1;
-    capsule = PyObject_GetAttrString(text, "_token_counts_type");
-    Py_DECREF(text);
-    if (!capsule)
-        return -1;
-    rcw_token_counts_type = (PyTypeObject *)PyCapsule_GetPointer(capsule, RCW_TOKEN_COUNTS_CAPSULE);
-    Py_DECREF(capsule);
-    return rcw_token_counts_type ? 0 : -1;
+    }
+    Py_XSETREF(rcw_token_counts_type, (PyTypeObject *)Py_NewRef(type));
+    return 0;
 }
 
 static inline int rcw_is_token_counts(PyObject *x) { return Py_TYPE(x) == rcw_token_counts_type; }

@@ -13,6 +13,9 @@ from . import engine
 
 if engine.text is not None:  # river's accent stripping, done in C with unicodedata's functions
     engine.text.connect(normalize=unicodedata.normalize, combining=unicodedata.combining)
+    # the type of a text's counts without their dict, which both Gaussian engines read
+    for gaussian in (engine.diagonal, engine.arrowhead):
+        gaussian.connect(token_counts=engine.text.TokenCounts)  # type: ignore[union-attr]
 
 DEFAULT_PATTERN = r"(?u)\b\w[\w\-]+\b"
 """river's `BagOfWords` default `tokenizer_pattern` (tests/test_text.py checks it is river's)."""
