@@ -1,7 +1,7 @@
 """``learn_one(x, y, w)``: each rule's documented meaning of a sample weight (issue 9).
 
-Two paths learn a weighted example. On the compiled engine, a binary model with diagonal
-covariance (no calibration, no forgetting) learns an example with a known label and a `float`
+Two paths learn a weighted example. On the compiled engine, a binary model with diagonal or
+arrowhead covariance (no calibration, no forgetting) learns an example with a known label and a `float`
 weight > 0 in one call of the engine, the rule's step in C (river_cw/_steps.h; voted RDA's in
 river_cw/_rda.c). Any other weight (an `int`, a numpy float, 0) takes the general path, the
 rule's Python `_step`. So every property here is checked on `int` weights and on `float` ones,
@@ -138,7 +138,9 @@ class Watched(river_cw.AROW):
 
 
 @pytest.mark.skipif(river_cw.ENGINE != "c", reason="the compiled engine is not active")
-@pytest.mark.parametrize("kind", [{}, {"diagonal": "drop"}], ids=str)
+# the default (arrowhead, drop) and the diagonal engine (the papers' project scheme): each engine's
+# compiled step
+@pytest.mark.parametrize("kind", [{}, {"covariance": "diagonal", "diagonal": "project"}], ids=str)
 def test_float_weights_reach_the_compiled_step_and_int_weights_the_python_one(kind):
     model = Watched(**kind)
     model.learn_one({"f0": 1.0}, "a")
@@ -158,7 +160,11 @@ def test_float_weights_reach_the_compiled_step_and_int_weights_the_python_one(ki
     [(river_cw.AROW, "r"), (river_cw.NHERD, "C"), (river_cw.SCW, "C")],
     ids=lambda v: getattr(v, "__name__", v),
 )
-@pytest.mark.parametrize("kind", [{}, {"covariance": "full"}, {"diagonal": "drop"}], ids=str)
+@pytest.mark.parametrize(
+    "kind",
+    [{}, {"covariance": "full"}, {"covariance": "diagonal", "diagonal": "project"}],
+    ids=str,
+)
 def test_a_weight_is_the_rule_with_its_loss_weighted(cls, param, kind, w):
     """AROW: r -> r / w; NHERD and SCW: C -> w C; the same step, bit for bit."""
     if cls is river_cw.NHERD and not kind:
