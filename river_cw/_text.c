@@ -24,7 +24,7 @@
 #include "_text_count.h"
 #include "_token_counts.h"
 
-/* A new reference to the str of the ASCII token tok[0:length] whose rcw_hash_bytes is h: the
+/* A new reference to the str of the ASCII token tok[0:length] whose hash is h: the
  * cached one (_text_count.h), else a new str, cached when short. */
 static PyObject *ascii_key(const unsigned char *tok, size_t length, uint64_t h)
 {

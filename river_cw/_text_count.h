@@ -27,11 +27,11 @@ typedef struct {
 } RcwSlot;
 
 static struct {
-    const unsigned char *text; /* the scanned text: the caller's, or `lowered` */
+    const unsigned char *text; /* the scanned text: the caller's, or `copy` */
     int kind;                  /* bytes per character of text */
     size_t distinct;
-    unsigned char *lowered;
-    size_t lowered_cap;
+    unsigned char *copy; /* an ASCII text's token characters as rcw_scan_ascii wrote them */
+    size_t copy_cap;
     RcwSlot *slots;
     size_t slots_cap; /* a power of two */
     size_t *order;    /* slot index of each distinct token, first occurrence first */
@@ -72,17 +72,17 @@ static void rcw_count_token(size_t start, size_t length, uint64_t h)
     }
 }
 
-/* Room for the tokens of an n-character text (and its copy when `lower`): each token
+/* Room for the tokens of an n-character text (and its copy when `copied`): each token
  * takes at least two characters and tokens are separated, so there are at most n / 3 + 1. The
  * table stays at most half full. 0, or -1 with MemoryError set. */
-static int rcw_count_reserve(size_t n, int lower)
+static int rcw_count_reserve(size_t n, int copied)
 {
-    if (lower && n > rcw_count.lowered_cap) {
-        unsigned char *p = PyMem_Realloc(rcw_count.lowered, n);
+    if (copied && n > rcw_count.copy_cap) {
+        unsigned char *p = PyMem_Realloc(rcw_count.copy, n);
         if (!p)
             goto no_memory;
-        rcw_count.lowered = p;
-        rcw_count.lowered_cap = n;
+        rcw_count.copy = p;
+        rcw_count.copy_cap = n;
     }
     size_t tokens = n / 3 + 1;
     if (tokens > rcw_count.order_cap) {
@@ -164,12 +164,13 @@ static int rcw_count_ascii(const unsigned char *data, size_t n, int lower)
 {
     if (rcw_count_reserve(n, 1) < 0)
         return -1;
-    rcw_count.text = rcw_count.lowered;
+    rcw_count.text = rcw_count.copy;
     rcw_count.kind = 1;
-    rcw_scan_ascii(data, n, lower ? rcw_ascii_lowered : rcw_ascii_as_is, rcw_count.lowered);
+    rcw_scan_ascii(data, n, lower ? rcw_ascii_lowered : rcw_ascii_as_is, rcw_count.copy);
     return 0;
 }
 
+/* rcw_scan's sink for rcw_count_text: the token's bytes hashed, then counted */
 static int rcw_count_sink(void *ctx, size_t start, size_t length)
 {
     const unsigned char *tok = rcw_count.text + start * rcw_count.kind;
