@@ -24,20 +24,31 @@ shard's evidence 1/n times. Since precisions only grow, ``P >= P_i > 0`` for mem
 descend from the base: the rule is always a proper Gaussian. With diagonal covariance it holds
 per weight; with full covariance for the matrices.
 
+Where a member's change is not evidence. An exact update only adds precision, so the delta rule
+is then at least as certain as every member (``P - P_i = sum_(l != i) (P_l - P0) >= 0``). Two
+things break that: forgetting (``forgetting > 0`` lowers precisions) and the arrowhead's
+projected step (its change of the intercept's row can be indefinite: the derivation is in
+`river_cw.combine_arrowhead`). The delta rule could then be less certain than a member, or no
+Gaussian at all. The fallback, the same for every covariance, is the base's discount: each
+factor's base weight ``-(n - 1)`` becomes ``-lambda (n - 1)``, lambda the largest in [0, 1] that
+keeps the mix at least as certain as the most certain member (lambda = 0, the product of the
+members, always does, so the result is always a proper Gaussian; where the delta rule keeps it,
+lambda = 1 and the result is the delta rule exactly).
+
 The moment analogue (``method="l2"``). The paper's L2 combination averages the means and the
 covariances; with a base its delta analogue adds each member's change of the mean to the base
-mean, ``mu = mu0 + sum_i (mu_i - mu0)``, and each member's change of the variance in the log
-domain, ``s = s0 prod_i (s_i / s0)``: adding the variance changes themselves would drive a
-variance negative as soon as the members together removed more than it had (two members that
-each halve a variance would leave nothing), while in the log domain it stays in ``(0, s0]``
-and agrees with the sum of the changes to first order. The arrowhead's analogue is in
-`river_cw.combine_arrowhead`; full covariance mixes from a base with ``"kl"`` only.
+mean, ``mu = mu0 + sum_i (mu_i - mu0)`` in the weights' own coordinates, and each member's
+change of the variance in the log domain, ``s = s0 prod_i (s_i / s0)``: adding the variance
+changes themselves would drive a variance negative as soon as the members together removed
+more than it had (two members that each halve a variance would leave nothing), while in the log
+domain it stays in ``(0, s0]`` and agrees with the sum of the changes to first order. The
+arrowhead takes the log domain on its latent variances (`river_cw.combine_arrowhead`), full
+covariance on the matrices (log-Euclidean, `river_cw.combine_full`).
 
 The rules live with the engines they mix: `river_cw.combine_diagonal` (per weight),
-`river_cw.combine_full` (the matrices) and `river_cw.combine_arrowhead` (per block, in the
-family's own parameters: the delta rule and the product are exact there). This module aligns
-the models' labels, pipelines and text classifiers, and says what a model learned since a base
-(`changes`).
+`river_cw.combine_full` (the matrices) and `river_cw.combine_arrowhead` (per factor, in the
+family's own parameters). This module aligns the models' labels, pipelines and text
+classifiers, and says what a model learned since a base (`changes`).
 
 A weight whose variance underflowed to 0 is a point mass: the result takes the average of the
 point masses' means, with variance 0. A weight that only one member changed takes that member's
@@ -77,7 +88,6 @@ from .text import TextClassifier
 __all__ = ["changes", "combine"]
 
 METHODS = ("kl", "l2")
-ARROWHEADS = (ArrowheadGaussian, PythonArrowheadGaussian)  # the compiled engine and the Python one
 
 
 def combine(models: list, method: str = "kl", base=None):
@@ -92,17 +102,19 @@ def combine(models: list, method: str = "kl", base=None):
 
     With `base`, a model every member started from, the members' changes since the base are
     added to it: ``"kl"`` adds the changes of precision and of precision-weighted mean (the
-    product of the members' Gaussians divided by the base's counted n - 1 times), ``"l2"`` the
-    changes of the mean and, in the log domain, of the variance. A weight absent from a member
-    has the base's value. Members may have learned labels the base had not seen.
+    product of the members' Gaussians divided by the base's counted n - 1 times; where that
+    would be less certain than a member, the base is discounted: see the module docstring),
+    ``"l2"`` adds the changes of the mean exactly and, in the log domain, of the variance. A
+    weight absent from a member has the base's value. Members may have learned labels the base
+    had not seen. The result is always a proper Gaussian (positive definite, finite).
 
     Parameters
     ----------
     models
         Models of one class and one set of hyper-parameters: Gaussian classifiers (any
-        covariance; full covariance mixes from a base with ``"kl"`` only), pipelines ending in one (e.g. ``BagOfWords()
-        | AROW()``) whose other steps are identical, or `river_cw.text.TextClassifier`s of the
-        same text options. They are not modified.
+        covariance), pipelines ending in one (e.g. ``BagOfWords() | AROW()``) whose other steps
+        are identical, or `river_cw.text.TextClassifier`s of the same text options. They are
+        not modified.
     method
         ``"kl"`` (precisions and precision-weighted means add) or ``"l2"`` (means and
         covariances average; with `base`, mean changes add and variance changes add in the log
@@ -185,11 +197,13 @@ def combine(models: list, method: str = "kl", base=None):
     gaussians = [_aligned(model, labels) for model in models]
     merged = first.clone()
     skipped = [model.n_skipped_updates for model in models]
+    mixer = _mixer(first.covariance)
+    forgets = bool(getattr(first, "forgetting", 0.0))  # a member's variances may then grow
     if base is None:
-        merged.set_gaussian(_combine_plain(gaussians, method), labels)
+        merged.set_gaussian(mixer.mix(gaussians, method, None, forgets), labels)
         merged.n_skipped_updates = sum(skipped)
     else:
-        merged.set_gaussian(_combine_from(gaussians, _aligned(base, labels), method), labels)
+        merged.set_gaussian(mixer.mix(gaussians, method, _aligned(base, labels), forgets), labels)
         merged.n_skipped_updates = base.n_skipped_updates + sum(
             s - base.n_skipped_updates for s in skipped
         )
@@ -352,19 +366,10 @@ def _aligned(model: GaussianClassifier, labels: list):
     return gaussian
 
 
-def _combine_plain(gaussians: list, method: str):
-    if isinstance(gaussians[0], DiagonalGaussian):
-        return combine_diagonal.mix(gaussians, method, None)
-    if isinstance(gaussians[0], ARROWHEADS):
-        return combine_arrowhead.mix(gaussians, method, None)
-    return combine_full.mix(gaussians, method, None)
-
-
-def _combine_from(gaussians: list, base, method: str):
-    if isinstance(base, DiagonalGaussian):
-        return combine_diagonal.mix(gaussians, method, base)
-    if isinstance(base, ARROWHEADS):
-        return combine_arrowhead.mix(gaussians, method, base)
-    if method != "kl":
-        raise ValueError("full covariance mixes from a base with method='kl' only")
-    return combine_full.mix(gaussians, method, base)
+def _mixer(covariance: str):
+    """The module that mixes Gaussians of `covariance` (each engine's, compiled or Python)."""
+    return {
+        "diagonal": combine_diagonal,
+        "arrowhead": combine_arrowhead,
+        "full": combine_full,
+    }[covariance]

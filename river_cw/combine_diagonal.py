@@ -9,6 +9,15 @@ member's change of precision and of precision-weighted mean to the base's, and i
 analogue each member's change of the mean, and of the variance in the log domain (`_delta`;
 the derivations are `river_cw.combine`'s). A variance that underflowed to 0 is a point mass,
 whose mean wins; a weight one member changed alone takes that member's value exactly.
+
+The delta rule's fallback, the base's discount (`river_cw.combine_arrowhead` derives it for the
+arrowhead, of which this is the one-weight case): a member that forgot (``forgetting > 0``) can
+hold less precision than the base, and the delta rule ``P = P0 + sum_i (P_i - P0)`` then counts
+the base's forgotten precision once per member and can fall below every member's, or below 0.
+The base's weight ``-(n - 1)`` becomes ``-lambda (n - 1)``, lambda the largest in [0, 1] with
+``P >= max_i P_i`` (the mix at least as certain as its most certain member). At lambda = 0 that
+holds (``P = sum_i P_i``), so the result is always a proper Gaussian; without forgetting every
+change adds precision, ``P >= P_i`` for every member, and lambda is 1: the delta rule exactly.
 """
 
 from __future__ import annotations
@@ -20,9 +29,10 @@ from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
 __all__ = ["mix"]
 
 
-def mix(gaussians: list, method: str, base) -> PythonDiagonalGaussian:
+def mix(gaussians: list, method: str, base, forgets: bool = False) -> PythonDiagonalGaussian:
     """The members' `gaussians` mixed by `method` (``"kl"`` or ``"l2"``), from `base` (a diagonal
-    Gaussian they all started from) or, with None, as models of disjoint shards."""
+    Gaussian they all started from) or, with None, as models of disjoint shards. `forgets`: the
+    models forget, so a member's variance may have grown since the base."""
     prior = gaussians[0].initial_variance
     merged = DiagonalGaussian(prior)
     merged_blocks = []  # assigned whole: the compiled engine's `blocks` is a copy
@@ -36,7 +46,7 @@ def mix(gaussians: list, method: str, base) -> PythonDiagonalGaussian:
         else:  # the base's weights, and those the members have, mixed
             combined = {f: [mu, s] for f, (mu, s) in start.items()}
             for f in dict.fromkeys(key for block in blocks for key in block):
-                combined[f] = _delta(f, start.get(f, (0.0, prior)), blocks, method)
+                combined[f] = _delta(f, start.get(f, (0.0, prior)), blocks, method, forgets)
         merged_blocks.append(combined)
     merged.blocks = merged_blocks
     merged.reset_bound()
@@ -67,15 +77,16 @@ def _product(pairs: list) -> list:
     return [math.fsum(r * mu for r, (mu, _) in zip(shares, pairs)) / total, least / total]
 
 
-def _delta(feature, start, blocks: list, method: str) -> list:
-    """One weight mixed from its base value `start` (``(mean, variance)``) by the delta rule."""
+def _delta(feature, start, blocks: list, method: str, forgets: bool) -> list:
+    """One weight mixed from its base value `start` (``(mean, variance)``) by the delta rule
+    (with the base's discount where the members forgot, see the module docstring)."""
     mu0, s0 = start
     changed = []
     for block in blocks:
         pair = block.get(feature)
         if pair is None or (pair[0] == mu0 and pair[1] == s0):
             continue
-        if not pair[1] <= s0:
+        if not (pair[1] <= s0 or forgets):
             raise ValueError(
                 f"a member's variance of {feature!r} grew from the base's ({s0!r} to "
                 f"{pair[1]!r}): it did not start from the base"
@@ -91,15 +102,21 @@ def _delta(feature, start, blocks: list, method: str) -> list:
         variance = s0
         for _, s in changed:
             variance *= s / s0
-        return [mean, variance]
+        return [mean, min(variance, max(s0, *(s for _, s in changed)))]
     certain = [mu for mu, s in changed if s == 0.0 or 1.0 / s == math.inf]
-    if certain:
-        return [math.fsum(certain) / len(certain), 0.0]
+    if certain or s0 == 0.0:
+        return [math.fsum(certain or [mu0]) / len(certain or [mu0]), 0.0]
     try:
-        precision = math.fsum([*(1.0 / s for _, s in changed), -(k - 1) / s0])
+        members = [1.0 / s for _, s in changed]
+        precision = math.fsum([*members, -(k - 1) / s0])
         weighted = math.fsum([*(mu / s for mu, s in changed), -(k - 1) * (mu0 / s0)])
     except OverflowError:  # a partial sum beyond float64
         precision = weighted = math.inf
     if not (math.isfinite(precision) and math.isfinite(weighted)):
         return _product(changed)  # precisions beyond float64: the members' product
+    floor = max(members)
+    if not precision >= floor * (1.0 - 1e-12):  # the base's discount
+        lam = (math.fsum(members) - floor) / ((k - 1) / s0)
+        precision = math.fsum([*members, -lam * (k - 1) / s0])
+        weighted = math.fsum([*(mu / s for mu, s in changed), -lam * (k - 1) * (mu0 / s0)])
     return [weighted / precision, 1.0 / precision]

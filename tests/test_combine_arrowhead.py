@@ -3,9 +3,11 @@
 The arrowhead's precision is an arrowhead matrix and natural parameters add entry by entry, so
 the delta rule (and the product) of arrowhead models is in the family: the mixed model's whole
 covariance matrix, read from its public views, must be the dense rule's (river_cw/combine_arrowhead.py).
-The moment analogue keeps the averaged moments of the intercept and of every (intercept,
-feature) pair; from a base, the changes of the family's parameters add (the variances' in the
-log domain).
+Where that rule would be less certain than a member (the projected step's change of the
+intercept's row is not always evidence), the base's discount keeps a valid Gaussian that meets
+the floors. The moment analogue keeps the averaged moments of the intercept and of every
+(intercept, feature) pair; from a base, the changes of the mean add exactly (the latent
+variances' in the log domain).
 """
 
 from __future__ import annotations
@@ -80,8 +82,12 @@ def dense(model, keys, labels):
 
 
 def assert_dense_rule(merged, members, base, labels):
-    """The mixed model is the dense rule's Gaussian: the members' precisions and
-    precision-weighted means added, less the base's n - 1 times (none without a base)."""
+    """The mixed model is the dense rule's Gaussian (the members' precisions and
+    precision-weighted means added, less the base's n - 1 times; none without a base) wherever
+    that rule is at least as certain as the most certain member that changed each factor (a
+    feature's conditional precision ``P_jj``, the intercept's marginal precision ``1/Sigma_bb``),
+    as it is when every member's change is evidence; elsewhere the base's discount: a positive
+    definite Gaussian that meets those floors (river_cw/combine_arrowhead.py)."""
     assert merged.classes_ == labels
     every = members if base is None else [base, *members]
     keys = keys_of([*every, merged], labels)
@@ -92,13 +98,47 @@ def assert_dense_rule(merged, members, base, labels):
         mean0, precision0 = dense(base, keys, labels)
         precision = precision - (len(members) - 1) * precision0
         weighted = weighted - (len(members) - 1) * (precision0 @ mean0)
-    covariance = np.linalg.inv(precision)
     got_mean, got_precision = dense(merged, keys, labels)
-    scale = np.abs(covariance).max()
-    np.testing.assert_allclose(
-        np.linalg.inv(got_precision), covariance, rtol=1e-8, atol=1e-9 * scale
-    )
-    np.testing.assert_allclose(got_mean, covariance @ weighted, rtol=1e-8, atol=1e-9)
+    if base is None or _meets_floors(precision, parts, dense(base, keys, labels), keys):
+        covariance = np.linalg.inv(precision)
+        scale = np.abs(covariance).max()
+        np.testing.assert_allclose(
+            np.linalg.inv(got_precision), covariance, rtol=1e-8, atol=1e-9 * scale
+        )
+        np.testing.assert_allclose(got_mean, covariance @ weighted, rtol=1e-8, atol=1e-9)
+        return
+    assert np.all(np.isfinite(got_mean)) and np.linalg.eigvalsh(got_precision)[0] > 0
+    assert _meets_floors(got_precision, parts, dense(base, keys, labels), keys, slack=1e-9)
+
+
+def _meets_floors(precision, parts, start, keys, slack=0.0) -> bool:
+    """Whether `precision` is at least as certain as the most certain member that changed each
+    factor (its natural parameters differ from the base's): ``P_jj`` for a feature, the
+    intercept's marginal precision for the root (every block's)."""
+    mean0, precision0 = start
+    try:
+        covariance = np.linalg.inv(precision)
+    except np.linalg.LinAlgError:
+        return False
+    for i, key in enumerate(keys):
+        root = key[1] is INTERCEPT
+
+        def certainty(p, c=None):
+            return 1.0 / c[i, i] if root else p[i, i]
+
+        changers = [
+            (p, mu)
+            for mu, p in parts
+            if not (np.array_equal(p[i], precision0[i]) and np.isclose(mu[i], mean0[i]))
+        ]
+        if not changers:
+            continue
+        floor = max(certainty(p, np.linalg.inv(p)) for p, _ in changers)
+        if root and not np.all(np.linalg.eigvalsh(precision) > 0):
+            return False
+        if certainty(precision, covariance) < floor * (1.0 - 1e-7 - slack):
+            return False
+    return True
 
 
 def started(model, start, labels):
@@ -213,20 +253,29 @@ def test_mixing_the_changes_is_mixing_the_models():
 
 @settings(max_examples=20, deadline=None)
 @given(start=examples, shards=st.lists(examples, min_size=2, max_size=4))
-def test_l2_from_a_base_adds_the_parameters_changes(start, shards):
-    """mu_b, a_j and k_j add their changes; S and c_j in the log domain, never above the base's
-    (the engines' own parameters, `blocks`, are what this rule speaks of)."""
+def test_l2_from_a_base_adds_the_changes_of_the_mean(start, shards):
+    """Every weight's mean, the intercept's included, is the base's plus the members' changes
+    of it (public views); the loadings k_j add their changes and the latent variances S and c_j
+    theirs in the log domain, never above the base's (the engines' own parameters, `blocks`)."""
     base = started(MODELS["AROW drop wide"](), start, "xy")
     members = [learned(base, shard, "xy") for shard in shards]
     merged = river_cw.combine(members, method="l2", base=base)
+
+    def means(model):
+        return {**model.weights, INTERCEPT: model.intercept}
+
+    for key, mean in means(merged).items():
+        mean0 = means(base).get(key, 0.0)
+        change = sum(means(m).get(key, 0.0) - mean0 for m in members)
+        assert mean == pytest.approx(mean0 + change, rel=1e-9, abs=1e-12)
     (start_block,), (got,) = base.gaussian.blocks, merged.gaussian.blocks
     blocks = [m.gaussian.blocks[0] for m in members]
     for key, values in got.items():
         initial = start_block.get(key, [0.0, 100.0] if key is INTERCEPT else [0.0, 0.0, 1.0])
         parts = [block.get(key, initial) for block in blocks]
-        for i in range(len(initial) - 1):
-            change = sum(part[i] - initial[i] for part in parts)
-            assert values[i] == pytest.approx(initial[i] + change, rel=1e-9, abs=1e-12)
+        if key is not INTERCEPT:
+            change = sum(part[1] - initial[1] for part in parts)
+            assert values[1] == pytest.approx(initial[1] + change, rel=1e-9, abs=1e-12)
         assert 0.0 < values[-1] <= min(part[-1] for part in parts)
         assert np.log(values[-1]) == pytest.approx(
             np.log(initial[-1]) + sum(np.log(p[-1]) - np.log(initial[-1]) for p in parts),

@@ -150,8 +150,17 @@ def test_full_covariance_delta_rule_against_dense_matrices():
     got_mean, got_precision = moments(merged)
     np.testing.assert_allclose(got_mean, mean, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(got_precision, precision, rtol=1e-9, atol=1e-12)
-    with pytest.raises(ValueError, match="full covariance"):
-        river_cw.combine(members, method="l2", base=base)
+    # l2: the mean changes add; the covariance changes add in the matrices' log domain
+    merged = river_cw.combine(members, method="l2", base=base)
+    got_mean, got_precision = moments(merged)
+    np.testing.assert_allclose(got_mean, mean0 + sum(mu - mean0 for mu, _ in parts), atol=1e-12)
+
+    def log(precision):
+        values, vectors = np.linalg.eigh(np.linalg.inv(precision))
+        return (vectors * np.log(values)) @ vectors.T
+
+    expected = log(precision0) + sum(log(p) - log(precision0) for _, p in parts)
+    np.testing.assert_allclose(log(got_precision), expected, rtol=1e-7, atol=1e-9)
 
 
 @settings(max_examples=30, deadline=None)
