@@ -92,7 +92,7 @@ def _discounted(precisions: list, means: list, precision0, mean0):
         tolerance = 1e-9 * np.abs(precision).max()
         return all(np.linalg.eigvalsh(precision - p)[0] >= -tolerance for p in precisions)
 
-    if k == 0 or certain(at(1.0)[0]):
+    if k == 0 or not len(precision0) or certain(at(1.0)[0]):
         return at(1.0)
     low, high = 0.0, 1.0
     for _ in range(BISECTIONS):
