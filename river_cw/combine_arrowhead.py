@@ -369,4 +369,6 @@ def _log_domain(s0: float, variances: list) -> float:
     s = s0
     for s_i in variances:
         s *= s_i / s0
+    if all(s_i <= s0 for s_i in variances):  # the product's rounding kept under each factor
+        return min([s, *variances])
     return min(s, max([s0, *variances]))

@@ -102,6 +102,9 @@ def _delta(feature, start, blocks: list, method: str, forgets: bool) -> list:
         variance = s0
         for _, s in changed:
             variance *= s / s0
+        shrunk = [s for _, s in changed if s <= s0]  # the product's rounding kept under each
+        if len(shrunk) == len(changed):
+            return [mean, min(variance, *shrunk)]
         return [mean, min(variance, max(s0, *(s for _, s in changed)))]
     certain = [mu for mu, s in changed if s == 0.0 or 1.0 / s == math.inf]
     if certain or s0 == 0.0:

@@ -408,6 +408,30 @@ def test_shards_mixed_every_n_next_to_one_model(capsys):
     assert "PAClassifier(): not mixed (cannot mix BinaryLabels" in err
 
 
+def test_shards_whose_round_cannot_be_mixed_run_on_and_say_so(monkeypatch, capsys, tmp_path):
+    """A round `combine` refuses (injected as in tests/test_mixing.py) is skipped, not fatal:
+    the run completes, prints one line for the sharded model that met it, and saves the counts
+    in the JSON and markdown."""
+    from tests.test_mixing import refusing
+
+    refusing(monkeypatch, 3)
+    document, markdown = tmp_path / "r.json", tmp_path / "r.md"
+    args = ["--limit", 600, "--model", "AROW()", "--shards", 3, "--mix", "kl", "off"]
+    args += ["--mix-every", 20, "--quiet", "--json", document, "--markdown", markdown]
+    assert run(*args) == 0
+    out = capsys.readouterr().out
+    counts = json.loads(document.read_text())["info"]["mixing"]["0%"]
+    assert list(counts) == ["AROW(), 3 shards, kl every 20"]
+    (counted,) = counts.values()
+    assert counted["failed"] == 1 and counted["rounds"] > 3
+    line = (
+        f"AROW(), 3 shards, kl every 20: 1 of {counted['rounds']} rounds could not be mixed and "
+        "were skipped (each shard kept its model)"
+    )
+    assert out.splitlines()[-1] == line
+    assert markdown.read_text().splitlines()[-1] == f"- {line}"
+
+
 PARCELS = Path(__file__).resolve().parent / "data" / "parcels.csv"
 
 

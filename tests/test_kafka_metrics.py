@@ -158,3 +158,60 @@ def test_tail_prints_committed_predictions_and_dead_letters(kafka_broker, topic_
     assert (letter["topic"], letter["partition"], letter["offset"]) == (topic, 0, 50)
     assert letter["value"] == '{"id": 1, "x": [1]}'
     assert tail(*common) == []  # from the end: nothing new
+
+
+def test_a_round_that_cannot_be_mixed_is_served_through_logged_and_counted(
+    kafka_broker, topic_name, monkeypatch, caplog
+):
+    """A mixing server whose round 2 `combine` refuses (the fault injected as in
+    tests/test_mixing.py): it keeps serving, logs the round in one warning line, counts it in
+    `river_cw_mixing_rounds_failed_total`, and mixes the rounds after it."""
+    from tests.test_mixing import REFUSED, refusing
+
+    caplog.set_level(logging.INFO, logger="streams.models.mixing")
+    refused = refusing(monkeypatch, 2)
+    rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=13)[:300]
+    topic = topic_name("refused")
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topics(bootstrap, {topic: 2})
+    values = [encode_example(i, row["x"], row["label"]) for i, row in enumerate(rows)]
+    produce(bootstrap, topic, values, partitions=[i % 2 for i in range(len(values))])
+    server = model_server(
+        AROW(),
+        KafkaSettings(bootstrap),
+        topic,
+        None,
+        checkpoint_every=50,
+        checkpoint_seconds=0.5,
+        mix={"method": "kl", "every": 25, "seconds": 0.5, "lag": 25},
+    )
+    http = MetricsServer(server, 0, host="127.0.0.1")
+    try:
+        running = ServerThread(server)
+        try:  # every example learned, and the last round (all of them) mixed
+            wait_until(
+                lambda: (
+                    len(server.states) == 2
+                    and all(s.mixing.examples == len(rows) for s in server.states.values())
+                ),
+                60,
+                "every example mixed",
+            )
+            status, text = get(http.port, "/metrics")
+        finally:
+            running.stop()
+    finally:
+        http.close()
+    assert status == 200 and set(refused) == {2}
+    found = samples(text)
+    assert found[("river_cw_mixing_rounds_failed_total", ())] == 1
+    for p in range(2):  # rounds 0 to 5 at least: 150 examples each, 25 a round
+        assert found[("river_cw_mixing_rounds_total", (("partition", str(p)),))] >= 6
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "streams.models.mixing" and r.levelno >= logging.WARNING
+    ]
+    assert warnings == [
+        "round 2 not mixed (every partition keeps its model, mixing again next round): " + REFUSED
+    ]

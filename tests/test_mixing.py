@@ -5,13 +5,20 @@ and each update adds ``x_j^2 / r`` to the precision of weight j, whatever the mo
 after any interleaving of partitions, publications, mixes, adoptions and crashes, the final mix
 must hold, for every feature, precision ``1/a0 + sum over the examples of x_j^2 / r``: an
 example lost or counted twice changes it (each example also carries a feature of its own).
+
+A round `combine` refuses is skipped, not fatal: the fault is injected by making `combine` raise
+for one round (`refusing`), which changes nothing else of what we ship; every partition keeps its
+model, a restore skips the round again, the next round mixes every example once, and the offline
+simulation counts the round and completes.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import pickle
 import random
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +28,7 @@ import river_cw
 from streams.evaluate.sharded import ShardedClassifier, evaluate_mixing, shard_of
 from streams.kafka.learner import PartitionLearner, PartitionState
 from streams.kafka.messages import encode_example
+from streams.models import mixing
 from streams.models.mixing import (
     Contribution,
     Mixer,
@@ -305,3 +313,134 @@ def test_serving_refuses_what_cannot_be_mixed():
     serve_cli.add_arguments(parser)
     args = parser.parse_args(["--topic", "t", "--model", "VotedRDA()", "--mix", "kl"])
     assert serve_cli.run(args) == 2  # before any broker is asked
+
+
+REFUSED = "the mixed precision of the intercept is not positive and finite (-66.5)"
+
+
+def refusing(monkeypatch, round_: int) -> list[int]:
+    """Make `combine` raise ValueError whenever round `round_` is mixed (read from its caller,
+    `Rounds.mix`), as a combination that cannot be made would: a function of the round only,
+    so every member and every restore meets the same failure. Returns the list of the rounds
+    refused so far (one entry each time)."""
+    real, refused = mixing.combine, []
+
+    def combine(models, **kwargs):
+        if sys._getframe(1).f_locals.get("round_") == round_:
+            refused.append(round_)
+            raise ValueError(REFUSED)
+        return real(models, **kwargs)
+
+    monkeypatch.setattr(mixing, "combine", combine)
+    return refused
+
+
+def test_a_round_that_cannot_be_mixed_is_skipped_once_and_the_next_round_mixes(monkeypatch, caplog):
+    """Three partitions, every 5 examples, `combine` refusing round 2: the round is skipped
+    (each partition keeps its very model and anchor), logged in one warning line naming the
+    round and the reason, counted once even when a restored partition mixes it again, and round
+    3 mixes every example learned so far exactly once."""
+    caplog.set_level(logging.INFO, logger="streams.models.mixing")
+    refused = refusing(monkeypatch, 2)
+    start = river_cw.AROW(r=R, covariance="diagonal", diagonal="project")
+    examples = stream(random.Random(3), 4 * 3 * 5)
+    feed = iter(examples)
+    rounds = Rounds(3, "kl")
+    mixers = [Mixer(MixState.starting(start), every=5) for _ in range(3)]
+    models = [clone(start) for _ in range(3)]
+    learned = []
+
+    def learn(p: int) -> None:
+        _, x, y = example = next(feed)
+        models[p].learn_one(x, y)
+        mixers[p].state.record(x, y)
+        learned.append(example)
+
+    offset = 0
+    for round_ in range(4):
+        published = []
+        for p in range(3):
+            while not mixers[p].due():
+                learn(p)
+            published.append((mixers[p].publish(models[p], p), offset))
+            rounds.add(*published[-1])
+            offset += 1
+        if round_ < 3:
+            learn(round_)  # learned after publishing: replayed on a mix, kept on a skip
+        committed = pickle.dumps(mixers[1].state)  # partition 1 published, not yet adopted
+        mix = rounds.mix(round_, mixers[0].state)
+        anchors = [mixer.state.fingerprint for mixer in mixers]
+        before = list(models)
+        models = [mixer.adopt(model, mix) for mixer, model in zip(mixers, models)]
+        rounds.forget(round_ + 1)
+        if round_ == 2:
+            assert mix.model is None and mix.examples == mixers[0].state.examples
+            assert all(after is kept for after, kept in zip(models, before))
+            assert [mixer.state.fingerprint for mixer in mixers] == anchors
+            # partition 1 restored from its commit before adopting (a new owner): its round
+            # read again from the models topic, the same contributions, is skipped again
+            restored = pickle.loads(committed)
+            assert restored.round == 2 and restored.published
+            for contribution, at in published:
+                rounds.add(pickle.loads(pickle.dumps(contribution)), at)
+            again = rounds.mix(2, restored)
+            assert again.model is None and again.fingerprint == anchors[1]
+            rounds.forget(3)
+        else:
+            assert mix.model is not None
+    warnings = [
+        r for r in caplog.records if r.name == mixing.__name__ and r.levelno >= logging.WARNING
+    ]
+    assert [r.getMessage() for r in warnings] == [
+        "round 2 not mixed (every partition keeps its model, mixing again next round): " + REFUSED
+    ]
+    assert rounds.failed == 1 and refused == [2, 2]  # mixed twice, counted once
+    # round 3 mixed the changes since round 1's mix: rounds 2 and 3, each example once
+    assert mix.round == 3 and mix.examples == len(learned) == 4 * 3 * 5
+    assert_evidence_once(learned, mix.model)
+    assert all(fingerprint(model) == mix.fingerprint for model in models)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_refused_round_is_skipped_alike_by_every_member_whatever_crashes(monkeypatch, seed):
+    """Each partition of `run` reads the models topic itself (a member of its own) and restores
+    from its last commit at random: with round 2 refused, every one of them skips it (else their
+    anchors would part and a later round fail as "another base"), and the final mix holds every
+    example once."""
+    refused = refusing(monkeypatch, 2)
+    examples, parts, _ = run(seed, 60, 3, 4)
+    assert len(refused) >= len(parts)  # each member met it (and members restored again)
+    states = [part.state for part in parts]
+    assert len({s.mixing.round for s in states}) == 1 and states[0].mixing.round > 3
+    last = states[0].mixing
+    assert last.examples == len(examples) == sum(s.learned for s in states)
+    assert all(fingerprint(s.model) == last.fingerprint for s in states)
+    assert_evidence_once(examples, last.anchor)
+
+
+def test_the_offline_simulation_counts_a_refused_round_and_completes(monkeypatch):
+    """`evaluate_mixing` (what `river-cw evaluate --shards` runs) with round 1 refused: the run
+    ends, the round is counted in ``info["mixing"]``, and the CLI's note names the model."""
+    from streams.cli.evaluate_output import mixing as notes
+
+    refusing(monkeypatch, 1)
+    rng = random.Random(7)
+    examples = [(x, y) for _, x, y in stream(rng, 400)]
+    result = evaluate_mixing(
+        river_cw.AROW(), examples, shards=3, mix_every=[20], methods=["kl", "l2", "off"]
+    )
+    assert {r["model"]: r["step"] for r in result.summary} == {
+        "one model": 400,
+        "3 shards, kl every 20": 400,
+        "3 shards, l2 every 20": 400,
+        "3 shards, off": 400,
+    }
+    counts = result.info["mixing"]
+    assert set(counts) == {"3 shards, kl every 20", "3 shards, l2 every 20"}
+    for name in counts:
+        assert counts[name]["failed"] == 1 and counts[name]["rounds"] > 3, counts
+    assert notes({"mixing": {"0%": counts}}) == [
+        f"{name}: 1 of {counts[name]['rounds']} rounds could not be mixed and were skipped "
+        "(each shard kept its model)"
+        for name in counts
+    ]

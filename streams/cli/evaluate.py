@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     print(result.table())
     if not args.quiet:
         print(f"{BASELINE}: the baseline, which predicts the most frequent label so far")
-    for line in evaluate_output.tuned(result.info):
+    for line in evaluate_output.tuned(result.info) + evaluate_output.mixing(result.info):
         print(line)
     evaluate_output.write(result, args)
     return 0
@@ -240,6 +240,7 @@ def _run(args: argparse.Namespace) -> Evaluation:
     from streams.cli.running_table import RunningTable
     from streams.evaluate.progressive import iter_evaluate
     from streams.evaluate.scoring import metric_name
+    from streams.evaluate.sharded import mixing_rounds
     from streams.evaluate.tuning import tune
     from streams.models.specs import parse, prepare
 
@@ -323,6 +324,8 @@ def _run(args: argparse.Namespace) -> Evaluation:
                 table.update(result)
         if table:
             table.finish(result)
+        if args.shards:
+            info.setdefault("mixing", {})[noise.name] = mixing_rounds(models)
         results.append(result)
     if args.tune:
         info["data"] += f"; parameters tuned on the first {size:,}, scored on the rest"

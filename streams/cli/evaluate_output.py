@@ -2,7 +2,8 @@
 
 `check` fails on a path that cannot be written before the run starts, rather than after it;
 `write` writes every output the options ask for; `tuned` says, one line per noise level, which
-parameters `--tune` picked (printed, and in the markdown).
+parameters `--tune` picked, and `mixing` which sharded models met rounds that could not be mixed
+(both printed, and in the markdown).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from streams.evaluate.results import Evaluation
 # matplotlib is imported by `streams.evaluate.plots` only where a figure is asked for
 # (tests/test_startup.py).
 
-__all__ = ["check", "marks", "tuned", "write"]
+__all__ = ["check", "marks", "mixing", "tuned", "write"]
 
 OPTIONS = ("plot", "csv", "json", "markdown")
 
@@ -61,8 +62,9 @@ def write(result: Evaluation, args: argparse.Namespace) -> None:
             "",
             result.table(markdown=True),
         ]
-        if "tuned" in result.info:
-            lines += ["", *(f"- {line}" for line in tuned(result.info))]
+        notes = tuned(result.info) + mixing(result.info)
+        if notes:
+            lines += ["", *(f"- {line}" for line in notes)]
         with open(args.markdown, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
 
@@ -82,4 +84,20 @@ def tuned(info: dict) -> list[str]:
     for level, chosen in info.get("tuned", {}).items():
         picks = ", ".join(f"{spec} -> {pick}" for spec, pick in chosen.items())
         lines.append(f"tuned on the first {info['tune_size']:,} examples at noise {level}: {picks}")
+    return lines
+
+
+def mixing(info: dict) -> list[str]:
+    """One line per sharded model (and noise level) that met rounds it could not mix
+    (`streams.evaluate.sharded`: skipped, each shard keeping its model)."""
+    levels = info.get("mixing", {})
+    lines = []
+    for level, models in levels.items():
+        at = f" at noise {level}" if len(levels) > 1 else ""
+        for name, counts in models.items():
+            if counts["failed"]:
+                lines.append(
+                    f"{name}{at}: {counts['failed']:,} of {counts['rounds']:,} rounds could not "
+                    "be mixed and were skipped (each shard kept its model)"
+                )
     return lines

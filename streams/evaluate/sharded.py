@@ -8,7 +8,10 @@ continues from the mix as soon as every shard has published, with the protocol o
 validation (`streams.evaluate.progressive`) shows what a deployment with P partitions would score for a
 choice of the mixing period, before deploying: `evaluate_mixing` runs one model learning the
 whole stream next to P shards mixed every N examples by each method (``"off"``: never mixed,
-the isolated per-partition models of `river-cw serve` without ``--mix``).
+the isolated per-partition models of `river-cw serve` without ``--mix``). A round that cannot
+be mixed (`river_cw.combine` refuses it) is skipped as the server skips it, each shard keeping
+its model: `ShardedClassifier.failed_rounds` counts them, and `evaluate_mixing`'s result holds
+every mixing model's rounds and failed rounds in ``info["mixing"]``.
 
 Examples
 --------
@@ -39,7 +42,7 @@ from streams.evaluate.results import Evaluation
 if typing.TYPE_CHECKING:
     from streams.models.mixing import Mixer
 
-__all__ = ["ShardedClassifier", "evaluate_mixing", "shard_name"]
+__all__ = ["ShardedClassifier", "evaluate_mixing", "mixing_rounds", "shard_name"]
 
 MIX_METHODS = ("kl", "l2", "off")
 
@@ -56,6 +59,7 @@ class ShardedClassifier(base.Classifier):
 
     Shards publish and adopt mixes as the partitions of `river-cw serve --mix` do
     (`streams.models.mixing`); here a mix is adopted as soon as the last shard has published.
+    A round that cannot be mixed is skipped, as the server skips it (`failed_rounds`).
     An example's shard is a CRC-32 of its content, as Kafka partitions by key.
 
     Parameters
@@ -114,8 +118,13 @@ class ShardedClassifier(base.Classifier):
 
     @property
     def rounds(self) -> int:
-        """Mixing rounds completed."""
+        """Mixing rounds completed (skipped ones included)."""
         return self._mixers[0].state.round if self._mixers else 0
+
+    @property
+    def failed_rounds(self) -> int:
+        """Rounds skipped because they could not be mixed (each shard kept its model)."""
+        return self._rounds.failed if self._mixers else 0
 
     def predict_one(self, x: dict, **kwargs):
         """The prediction of the shard of `x`.
@@ -241,4 +250,33 @@ def evaluate_mixing(
     for method in methods:
         for n in mix_every if method != "off" else mix_every[:1]:
             models[shard_name(shards, method, n)] = ShardedClassifier(model, shards, n, method)
-    return evaluate(models, stream, **kwargs)
+    result = evaluate(models, stream, **kwargs)
+    result.info["mixing"] = mixing_rounds(models)
+    return result
+
+
+def mixing_rounds(models: dict) -> dict:
+    """The rounds and failed rounds (`ShardedClassifier.rounds`, `failed_rounds`) of the mixing
+    models among `models`, by name: ``{name: {"rounds": ..., "failed": ...}}``.
+
+    Parameters
+    ----------
+    models
+        Models by name; those that are not mixing `ShardedClassifier` are left out.
+
+    Examples
+    --------
+
+    >>> import river_cw
+    >>> model = ShardedClassifier(river_cw.AROW(), shards=2, mix_every=1)
+    >>> for x, y in [({"a": 1.0}, True), ({"b": 1.0}, False)] * 2:
+    ...     model.learn_one(x, y)
+    >>> mixing_rounds({"mixed": model, "alone": river_cw.AROW()})
+    {'mixed': {'rounds': 2, 'failed': 0}}
+
+    """
+    return {
+        name: {"rounds": model.rounds, "failed": model.failed_rounds}
+        for name, model in models.items()
+        if isinstance(model, ShardedClassifier) and model.method != "off"
+    }

@@ -21,7 +21,8 @@ its new owner). Per owned partition (label `partition`):
 `river_cw_prequential_accuracy_recent`      the same over the last `recent` learned examples
 `river_cw_consumer_lag`                     records behind the end of the input topics
 `river_cw_restore_seconds`                  how long its last restore took
-`river_cw_mixing_rounds_total`              mixing rounds adopted (with --mix)
+`river_cw_mixing_rounds_total`              mixing rounds adopted (with --mix; a round
+                                            skipped is adopted too: see below)
 `river_cw_mixing_staleness_examples`        examples learned since the mix it serves from
 =========================================== ===============================================
 
@@ -29,7 +30,11 @@ and for the member: `river_cw_assigned_partitions`, `river_cw_commit_seconds` (a
 the time to commit a partition's batch: state, outputs and offsets), and
 `river_cw_rejected_records_total` (by `topic` and `partition`: records of the state or models
 topic ignored since this process started because they are malformed or do not verify under the
-state keys, `streams.kafka.envelope`; any is a sign of tampering or a wrong key).
+state keys, `streams.kafka.envelope`; any is a sign of tampering or a wrong key). With --mix,
+`river_cw_mixing_rounds_failed_total` counts the rounds this member could not mix since this
+process started (`river_cw.combine` refused the contributions: every partition kept its own
+model and mixing resumed at the next round; `streams.models.mixing`). Every member computes
+each round, so every member counts the same failure: take the maximum over members, not the sum.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class Metrics:
         self.rejected: dict[tuple[str, int], int] = {}
         self.restore_seconds: dict[int, float] = {}
         self.rounds: dict[int, int] = {}
+        self.failed_rounds = 0
 
     def dead_letter(self, partition: int, reason: str) -> None:
         key = (partition, reason)
@@ -146,6 +152,12 @@ class _Collector:
         yield letters
         yield rejected
         yield assigned
+        if server.config.mixing is not None:
+            yield CounterMetricFamily(
+                "river_cw_mixing_rounds_failed",
+                "Mixing rounds skipped: the contributions could not be mixed",
+                value=metrics.failed_rounds,
+            )
 
 
 class MetricsServer:

@@ -93,9 +93,15 @@ class RoundCoordinator:
             task.state.model = self.mixers[p].adopt(task.state.model, mix)
             task.dirty, task.mixed_at = True, now
             adopted.append(p)
-            log.info(
-                "partition %d: mixed round %d (%d examples in the mix)", p, mix.round, mix.examples
-            )
+            if mix.model is None:  # skipped (`streams.models.mixing`)
+                log.info("partition %d: round %d skipped, it keeps its own model", p, mix.round)
+            else:
+                log.info(
+                    "partition %d: mixed round %d (%d examples in the mix)",
+                    p,
+                    mix.round,
+                    mix.examples,
+                )
         if tasks:
             self.rounds.forget(min(task.state.mixing.round for task in tasks.values()))
         return adopted

@@ -282,7 +282,10 @@ class ModelServer:
         """Adopt complete rounds (a waiting partition reads on from its first record left);
         publish where due."""
         source = self._clients.source
-        for p in rounds.adopt(self.tasks):
+        failed = rounds.rounds.failed
+        adopted = rounds.adopt(self.tasks)
+        self.metrics.failed_rounds += rounds.rounds.failed - failed
+        for p in adopted:
             self.metrics.rounds[p] = self.metrics.rounds.get(p, 0) + 1
             task = self.tasks[p]
             if task.paused:

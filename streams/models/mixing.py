@@ -34,7 +34,13 @@ either committed with the state that says it was published, or not at all.
 A round whose mix knows a single label (every partition met only that label so far) is skipped
 (``B_{r+1} = B_r``; partitions keep their models and publish their changes since ``B_r`` next
 round): such a model's weights score that label against whichever label comes second, which
-members that then met different labels could not share.
+members that then met different labels could not share. So is a round that `combine` refuses
+(a ValueError: the contributions cannot be mixed into a valid Gaussian): serving never stops
+for want of a mix. Every partition keeps its own model, its next contribution holds its changes
+since the same ``B_r`` (this round's examples and the next's) and mixing resumes next round.
+Every member computes the same failure from the same contributions, so they agree without
+talking, and so does a member that computes the round again after a restore. The round is
+logged once (a warning naming it and the reason) and counted (`Rounds.failed`).
 
 >>> import river_cw
 >>> rounds = Rounds(partitions=2, method="kl")
@@ -73,8 +79,9 @@ log = logging.getLogger(__name__)
 
 
 class MixError(RuntimeError):
-    """A round cannot be mixed: contributions from another base (another run), or a model
-    that cannot be mixed."""
+    """The protocol cannot go on: a round's contributions come from another base than the
+    partition's anchor (a models topic of another run), or a partition is out of step (a bug).
+    Not a round to skip, unlike a round `combine` cannot mix."""
 
 
 def clone(model):
@@ -249,6 +256,8 @@ class Rounds:
 
     `add` ignores a second contribution of a partition to a round (none exists when every
     contribution is committed with its partition's state, since the state says it published).
+    `failed` counts the rounds skipped because `combine` could not mix them (see the module
+    docstring), each once, even when a restore makes this member mix one again.
     """
 
     def __init__(self, partitions: int, method: str):
@@ -259,6 +268,11 @@ class Rounds:
         self._rounds: dict[int, _Round] = {}
         self._mixes: dict[int, Mix] = {}
         self.duplicates = 0
+        self.failed = 0
+        # the last round counted in `failed`: once a round is complete, every partition's
+        # committed state is in it or later, so a member mixes no earlier round afterwards, and
+        # only this one again (after a restore)
+        self._last_failed = -1  # any negative number: rounds count from 0
 
     def add(self, contribution: Contribution, offset: int = 0) -> None:
         """Take a contribution (read at `offset` of the models topic; one read again at the
@@ -309,9 +323,9 @@ class Rounds:
         if models:
             try:
                 merged = combine(models, method=self.method, base=state.anchor)
-            except ValueError as error:
-                raise MixError(f"round {round_} cannot be mixed: {error}") from None
-            if _labels(merged) == 1:  # see the module docstring
+            except ValueError as error:  # skipped: see the module docstring
+                self._fail(round_, error)
+            if merged is not None and _labels(merged) == 1:  # see the module docstring
                 log.info("round %d skipped: its mix knows a single label", round_)
                 merged = None
         if merged is None:
@@ -320,6 +334,19 @@ class Rounds:
             mix = Mix(round_, merged, examples, fingerprint(merged), entry.end)
         self._mixes[round_] = mix
         return mix
+
+    def _fail(self, round_: int, error: ValueError) -> None:
+        """Count and log a round `combine` could not mix (once, however often it is mixed)."""
+        if round_ <= self._last_failed:
+            return
+        self.failed += 1
+        self._last_failed = round_
+        reason = " ".join(str(error).split())
+        log.warning(
+            "round %d not mixed (every partition keeps its model, mixing again next round): %s",
+            round_,
+            reason,
+        )
 
     def forget(self, below: int) -> None:
         """Drop the rounds before `below` (no partition of this member needs them)."""
