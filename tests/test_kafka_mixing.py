@@ -55,16 +55,13 @@ def one_pass(model, examples: list) -> float:
     return correct / len(examples)
 
 
-@pytest.mark.slow
-def test_two_members_serve_one_mixed_model_as_good_as_one_process(kafka_broker, topic_name):
-    examples = [(i, x, y) for i, (x, y) in enumerate(sms_spam())]
-    bootstrap = kafka_broker.bootstrap_servers
-    topic, group = topic_name("mix"), topic_name("mix-group")
-    create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": 1})
-    produce_examples(bootstrap, topic, examples, partitions=lambda i: i % PARTITIONS)
+def mixing_members(bootstrap: str, topic: str, group: str, n: int, every: int) -> list:
+    """`n` members of one group serving `AROW() --text` on `topic` with ``--mix kl`` every
+    `every` (and ``--mix-lag`` as much), started."""
     settings = KafkaSettings(bootstrap, **SETTINGS)
     model = build_model("AROW()", text=True)
-    members = [
+    mix = {"method": "kl", "every": every, "seconds": 0.5, "lag": every}
+    return [
         ServerThread(
             model_server(
                 model,
@@ -74,12 +71,28 @@ def test_two_members_serve_one_mixed_model_as_good_as_one_process(kafka_broker, 
                 group_id=group,
                 checkpoint_every=200,
                 checkpoint_seconds=0.5,
-                mix={"method": "kl", "every": 25, "seconds": 0.5, "lag": 25},
+                mix=mix,
                 model_spec="AROW() --text",
             )
         )
-        for _ in range(2)
+        for _ in range(n)
     ]
+
+
+def sms_topic(bootstrap: str, topic: str) -> list:
+    """SMS spam as ``(id, x, y)``, produced to `topic` (4 partitions, round-robin by id)."""
+    examples = [(i, x, y) for i, (x, y) in enumerate(sms_spam())]
+    create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": 1})
+    produce_examples(bootstrap, topic, examples, partitions=lambda i: i % PARTITIONS)
+    return examples
+
+
+@pytest.mark.slow
+def test_two_members_serve_one_mixed_model_as_good_as_one_process(kafka_broker, topic_name):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = topic_name("mix"), topic_name("mix-group")
+    examples = sms_topic(bootstrap, topic)
+    members = mixing_members(bootstrap, topic, group, 2, every=25)
     states = lambda: [s for m in members for s in m.server.states.values()]  # noqa: E731
     try:  # until a round mixed every example and each partition adopted it
         wait_until(
@@ -116,29 +129,10 @@ def test_three_members_of_the_default_model_serve_as_well_as_one_process(kafka_b
     isolated per-partition models' (computed offline) and within a point of one model learning
     the whole stream in one process; the last round mixes every example. (On product reviews
     the default model's KL mix falls below the isolated models: docs/guide/mixing.md.)"""
-    examples = [(i, x, y) for i, (x, y) in enumerate(sms_spam())]
     bootstrap = kafka_broker.bootstrap_servers
     topic, group = topic_name("three"), topic_name("three-group")
-    create_topics(bootstrap, {topic: PARTITIONS, f"{topic}.predictions": 1})
-    produce_examples(bootstrap, topic, examples, partitions=lambda i: i % PARTITIONS)
-    settings = KafkaSettings(bootstrap, **SETTINGS)
-    model = build_model("AROW()", text=True)
-    members = [
-        ServerThread(
-            model_server(
-                model,
-                settings,
-                topic,
-                None,
-                group_id=group,
-                checkpoint_every=200,
-                checkpoint_seconds=0.5,
-                mix={"method": "kl", "every": 100, "seconds": 0.5, "lag": 100},
-                model_spec="AROW() --text",
-            )
-        )
-        for _ in range(3)
-    ]
+    examples = sms_topic(bootstrap, topic)
+    members = mixing_members(bootstrap, topic, group, 3, every=100)
 
     def settled() -> bool:  # every example learned, and no round open (mixed or skipped)
         states = {p: s for m in members for p, s in m.server.states.items()}
