@@ -89,6 +89,7 @@ from __future__ import annotations
 import math
 
 from .arrowhead import ArrowheadGaussian
+from .combine_diagonal import log_domain
 
 __all__ = ["mix"]
 
@@ -189,9 +190,7 @@ def _arrowhead_natural(blocks: list, start, prior: float, root, root_prior: floa
             return out
     mixed = {f: feature.mixed() for f, feature in pending.items()}
     root_mix = _Root(changed, pair)
-    spread = [term for _, s, _ in mixed.values() for term in s]
-    tilt = [term for _, _, t in mixed.values() for term in t]
-    if not root_mix.fits(spread, tilt):
+    if not root_mix.fits(*_terms(mixed)):
         low, high = 0.0, 1.0  # the features' cap: the floor holds at 0, fails at 1
         for _ in range(BISECTIONS):
             middle = (low + high) / 2.0
@@ -336,7 +335,7 @@ def _arrowhead_changes(blocks: list, start: dict, prior: float, root, root_prior
         mu_b, s = roots[moved[0]]
     else:
         mu_b = math.fsum([pair[0], *(w[0] - pair[0] for w in roots)])
-        s = _log_domain(pair[1], [roots[i][1] for i in moved])
+        s = log_domain(pair[1], [roots[i][1] for i in moved])
     if moved:
         out[root] = [mu_b, s]
     for f in dict.fromkeys(f for block in blocks for f in block if f is not root):
@@ -355,20 +354,6 @@ def _arrowhead_changes(blocks: list, start: dict, prior: float, root, root_prior
             changes.append(a + k * mu_b_i - mean0)
         mean = math.fsum([mean0, *changes])
         k = math.fsum([k0, *(blocks[i][f][1] - k0 for i in changers)])
-        c = _log_domain(c0, [blocks[i][f][2] for i in changers])
+        c = log_domain(c0, [blocks[i][f][2] for i in changers])
         out[f] = [mean - k * mu_b, k, c]
     return out
-
-
-def _log_domain(s0: float, variances: list) -> float:
-    """A variance whose changes from `s0` add in the log domain, ``s0 prod_i (s_i / s0)``: in
-    ``(0, s0]`` when every member's shrank; at most the largest of the models' where forgetting
-    made some grow."""
-    if s0 == 0.0:
-        return 0.0
-    s = s0
-    for s_i in variances:
-        s *= s_i / s0
-    if all(s_i <= s0 for s_i in variances):  # the product's rounding kept under each factor
-        return min([s, *variances])
-    return min(s, max([s0, *variances]))

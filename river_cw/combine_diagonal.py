@@ -26,7 +26,7 @@ import math
 
 from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
 
-__all__ = ["mix"]
+__all__ = ["log_domain", "mix"]
 
 
 def mix(gaussians: list, method: str, base, forgets: bool = False) -> PythonDiagonalGaussian:
@@ -99,13 +99,7 @@ def _delta(feature, start, blocks: list, method: str, forgets: bool) -> list:
     k = len(changed)
     if method == "l2":
         mean = math.fsum([mu0, *(mu - mu0 for mu, _ in changed)])
-        variance = s0
-        for _, s in changed:
-            variance *= s / s0
-        shrunk = [s for _, s in changed if s <= s0]  # the product's rounding kept under each
-        if len(shrunk) == len(changed):
-            return [mean, min(variance, *shrunk)]
-        return [mean, min(variance, max(s0, *(s for _, s in changed)))]
+        return [mean, log_domain(s0, [s for _, s in changed])]
     certain = [mu for mu, s in changed if s == 0.0 or 1.0 / s == math.inf]
     if certain or s0 == 0.0:
         return [math.fsum(certain or [mu0]) / len(certain or [mu0]), 0.0]
@@ -123,3 +117,17 @@ def _delta(feature, start, blocks: list, method: str, forgets: bool) -> list:
         precision = math.fsum([*members, -lam * (k - 1) / s0])
         weighted = math.fsum([*(mu / s for mu, s in changed), -lam * (k - 1) * (mu0 / s0)])
     return [weighted / precision, 1.0 / precision]
+
+
+def log_domain(s0: float, variances: list) -> float:
+    """A variance whose changes from `s0` add in the log domain, ``s0 prod_i (s_i / s0)``: in
+    ``(0, s0]`` when every member's shrank (and at most each of theirs, whatever the product's
+    rounding); at most the largest of the models' where forgetting made some grow."""
+    if s0 == 0.0:
+        return 0.0
+    s = s0
+    for s_i in variances:
+        s *= s_i / s0
+    if all(s_i <= s0 for s_i in variances):
+        return min([s, *variances])
+    return min(s, max([s0, *variances]))
