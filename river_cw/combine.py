@@ -78,9 +78,7 @@ import pickle
 
 from river import compose
 
-from . import combine_arrowhead, combine_diagonal, combine_full
-from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
-from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
+from . import covariances
 from .gaussian_classifier import GaussianClassifier
 from .labels import order_key
 from .text import TextClassifier
@@ -197,8 +195,8 @@ def combine(models: list, method: str = "kl", base=None):
     gaussians = [_aligned(model, labels) for model in models]
     merged = first.clone()
     skipped = [model.n_skipped_updates for model in models]
-    mixer = _mixer(first.covariance)
-    forgets = bool(getattr(first, "forgetting", 0.0))  # a member's variances may then grow
+    mixer = covariances.of(first).mixer
+    forgets = first.forgetting > 0  # a member's variances may then grow
     if base is None:
         merged.set_gaussian(mixer.mix(gaussians, method, None, forgets), labels)
         merged.n_skipped_updates = sum(skipped)
@@ -250,23 +248,16 @@ def changes(model, base):
         _same_text_options([model, base])
         return model.clone({"classifier": changes(model.classifier, base.classifier)})
     labels = _extended_labels([model], base)
-    if model.covariance == "full":
+    only = covariances.of(model).only
+    if only is None:  # its weights are not held apart: all of them
         return copy.deepcopy(model)
     gaussian = _aligned(model, labels)
-    changed = [  # assigned whole: the compiled engines' `blocks` is a copy
+    changed = [
         {f: w for f, w in block.items() if start.get(f) != w}
         for block, start in zip(gaussian.blocks, _aligned(base, labels).blocks)
     ]
-    delta: PythonDiagonalGaussian | PythonArrowheadGaussian
-    if model.covariance == "diagonal":
-        delta = diagonal = DiagonalGaussian(model.initial_variance)
-        diagonal.blocks = changed
-        diagonal.reset_bound()
-    else:
-        delta = ArrowheadGaussian(gaussian.initial_variance, gaussian.root, gaussian.root_variance)
-        delta.blocks = changed
     out = copy.copy(model)
-    out.set_gaussian(delta, labels)
+    out.set_gaussian(only(gaussian, changed), labels)
     return out
 
 
@@ -364,12 +355,3 @@ def _aligned(model: GaussianClassifier, labels: list):
         known.append(label)
     gaussian.reorder([known.index(c) for c in labels])
     return gaussian
-
-
-def _mixer(covariance: str):
-    """The module that mixes Gaussians of `covariance` (each engine's, compiled or Python)."""
-    return {
-        "diagonal": combine_diagonal,
-        "arrowhead": combine_arrowhead,
-        "full": combine_full,
-    }[covariance]

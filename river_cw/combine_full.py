@@ -14,10 +14,13 @@ arrowhead's and diagonal's fallback on the whole matrix (`river_cw.combine_arrow
 "L2" averages the means and the covariance matrices; from a base, the mean is the base's plus
 the members' changes of the mean, and the covariance changes add in the log domain of the
 matrices (log-Euclidean: ``log Sigma = log Sigma0 + sum_i (log Sigma_i - log Sigma0)``, the
-diagonal's ``s = s0 prod_i (s_i / s0)`` for a matrix; always symmetric positive definite).
+diagonal's ``s = s0 prod_i (s_i / s0)`` for a matrix; always symmetric positive definite),
+computed on the precisions' factors so that an ill-conditioned member (CW's) mixes too.
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
@@ -33,6 +36,10 @@ def mix(gaussians: list, method: str, base, forgets: bool = False) -> FullGaussi
     """The members' `gaussians` mixed by `method` (``"kl"`` or ``"l2"``), from `base` (a full
     Gaussian they all started from) or, with None, as models of disjoint shards (`forgets`:
     whether the models forget, which the rules here need not know)."""
+    if base is not None:  # a member that changed nothing adds nothing
+        changed = [g for g in gaussians if not _same(g, base)]
+        if len(changed) <= 1:  # the base, or the one member that changed, exactly
+            return copy.deepcopy(changed[0] if changed else base)
     prior = gaussians[0].initial_variance
     merged = FullGaussian(prior)
     merged.n_blocks = gaussians[0].n_blocks
@@ -52,12 +59,13 @@ def mix(gaussians: list, method: str, base, forgets: bool = False) -> FullGaussi
     means = [mean for mean, _ in parts]
     precisions = [precision for _, precision in parts]
     if base is not None and method == "l2":
-        mean0, precision0 = embedded(base)
-        mean = mean0 + sum(mu - mean0 for mu in means)
-        log0 = _log_spd(np.linalg.inv(precision0))
-        log = log0 + sum(_log_spd(np.linalg.inv(p)) - log0 for p in precisions)
-        precision = _exp_spd(-log)  # the inverse of exp(log)
-    elif base is not None:
+        mean = embedded(base)[0] + sum(mu - embedded(base)[0] for mu in means)
+        factors = [_factor(g, index, prior) for g in (base, *gaussians)]
+        logs = [_log_precision(factor) for factor in factors]
+        log = logs[0] + sum(other - logs[0] for other in logs[1:])  # log Sigma = -log P
+        merged.set_factor(index, mean, _exp_factor(log))
+        return merged
+    if base is not None:
         mean0, precision0 = embedded(base)
         precision, weighted = _discounted(precisions, means, precision0, mean0)
         mean = np.linalg.solve(precision, weighted)
@@ -101,13 +109,43 @@ def _discounted(precisions: list, means: list, precision0, mean0):
     return at(low)
 
 
-def _log_spd(matrix: np.ndarray) -> np.ndarray:
-    """The matrix logarithm of a symmetric positive definite matrix."""
-    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2.0)
-    return (vectors * np.log(values)) @ vectors.T
+def _same(gaussian: FullGaussian, other: FullGaussian) -> bool:
+    """Whether two full Gaussians hold the same weights and numbers, to the bit."""
+    return (
+        gaussian.index == other.index
+        and gaussian.n_blocks == other.n_blocks
+        and np.array_equal(gaussian.mean, other.mean)
+        and np.array_equal(gaussian.chol, other.chol)
+    )
 
 
-def _exp_spd(matrix: np.ndarray) -> np.ndarray:
-    """The matrix exponential of a symmetric matrix."""
-    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2.0)
-    return (vectors * np.exp(values)) @ vectors.T
+def _factor(gaussian: FullGaussian, index: dict, prior: float) -> np.ndarray:
+    """F with ``F' F`` the precision of `gaussian` on the merged `index`, the weights it never
+    learned at the prior: its Cholesky factor's columns moved to their rows of `index`."""
+    rows = [index[key] for key in gaussian.index]
+    unseen = sorted(set(range(len(index))) - set(rows))
+    factor = np.zeros((len(rows) + len(unseen), len(index)))
+    factor[: len(rows), rows] = gaussian.chol
+    factor[len(rows) + np.arange(len(unseen)), unseen] = 1.0 / np.sqrt(prior)
+    return factor
+
+
+def _log_precision(factor: np.ndarray) -> np.ndarray:
+    """The matrix logarithm of ``F' F`` from the singular values of F: forming ``F' F`` would
+    square its condition number (CW's precisions reach 1e18), and eigenvalues of the product
+    would come out negative."""
+    _, values, vectors = np.linalg.svd(factor, full_matrices=False)
+    return (vectors.T * (2.0 * np.log(values))) @ vectors
+
+
+CERTAINTY = np.log(np.finfo(float).max) / 2.0
+"""The largest log-eigenvalue of an l2 mix's precision (1.3e154): where the product of the
+members' shrinking variances would underflow (the diagonal's point mass), a matrix cannot hold an
+infinite precision; at this one its factor and ``F' F`` stay within float64."""
+
+
+def _exp_factor(log: np.ndarray) -> np.ndarray:
+    """A factor F of the matrix exponential, ``F' F = exp(log)`` for a symmetric `log` (its
+    eigenvalues at most `CERTAINTY`)."""
+    values, vectors = np.linalg.eigh((log + log.T) / 2.0)
+    return np.exp(np.minimum(values, CERTAINTY) / 2.0)[:, None] * vectors.T

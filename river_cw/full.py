@@ -61,6 +61,16 @@ class FullGaussian:
         self.mean = np.asarray(mean, dtype=float)
         self.chol = np.linalg.cholesky(precision).T if len(index) else np.zeros((0, 0))
 
+    def set_factor(self, index: dict, mean: np.ndarray, factor: np.ndarray) -> None:
+        """Replace the Gaussian by N(mean, (F' F)^-1) over the weights of `index`, F = `factor`
+        of full column rank: the precision's Cholesky factor is R of F's QR decomposition,
+        without forming ``F' F`` (which would square F's condition number)."""
+        chol = np.linalg.qr(factor, mode="r") if len(index) else np.zeros((0, 0))
+        signs = np.where(np.diag(chol) < 0, -1.0, 1.0)
+        self.index = dict(index)
+        self.mean = np.asarray(mean, dtype=float)
+        self.chol = signs[:, None] * chol  # a positive diagonal, as a Cholesky factor's
+
     def add_block(self) -> None:
         self.n_blocks += 1
 

@@ -21,6 +21,7 @@ import functools
 import inspect
 import math
 
+from . import covariances
 from .base import INTERCEPT, LinearClassifier
 from .batch import Rows
 from .engine import ENGINE
@@ -95,7 +96,7 @@ class GaussianClassifier(GaussianModel):
             lean = self._lean
             if lean is _STALE:
                 lean = self._lean = self._lean_spec()
-            if lean is not None:  # full covariance has no lean spec (`_lean_spec`)
+            if lean is not None:  # none without a compiled engine (`_lean_spec`)
                 outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
                 if not outcome:  # learned (or nothing to learn)
                     return
@@ -114,13 +115,13 @@ class GaussianClassifier(GaussianModel):
         names checked as `Rows.check_names` checks them, river_cw/_csr.h), None for a row the
         general path must serve; None where the engine has no kernel or the model is not
         binary."""
-        kernel = getattr(self._gaussian, "score_rows", None)
-        if kernel is None or not self.is_binary:
+        engine = covariances.of(self).native(self._gaussian)
+        if engine is None or not self.is_binary:
             return None
         batch = rows.dicts if rows.csr is None else rows.csr
         # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
         spec = (*self.classes_, self.temperature, math.erfc) if proba else None
-        return kernel(batch, INTERCEPT if self.learn_intercept else None, spec)
+        return engine.score_rows(batch, INTERCEPT if self.learn_intercept else None, spec)
 
     def _predict_rows(self, rows: Rows) -> list:
         scores = self._native_scores(rows, False)
@@ -146,18 +147,19 @@ class GaussianClassifier(GaussianModel):
         variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools, or a
         `river_cw._text.TokenCounts`), or
         None where the general path must serve."""
-        native = getattr(self._gaussian, "score_native", None)
-        if native is None:
+        engine = covariances.of(self).native(self._gaussian)
+        if engine is None:
             return None
-        return native(x, INTERCEPT if self.learn_intercept else None, variance)
+        return engine.score_native(x, INTERCEPT if self.learn_intercept else None, variance)
 
     _lean = _STALE  # `_lean_spec`, built by the first learn_one after a hyperparameter is set
 
     def _lean_spec(self):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
-        model needs the general one (full covariance, calibration, forgetting, no native step
-        of its own `_step`, or of its own `_exact_step` for the exact scheme)."""
-        if self.covariance == "full" or self.calibrate or self.forgetting:
+        model needs the general one (a covariance with no compiled engine, the full one;
+        calibration, forgetting, no native step of its own `_step`, or of its own `_exact_step`
+        for the exact scheme)."""
+        if not covariances.of(self).compiled or self.calibrate or self.forgetting:
             return None
         if self.diagonal == "exact":
             native = self._native_of("_exact_step", "_native_exact_step")
@@ -185,9 +187,10 @@ class GaussianClassifier(GaussianModel):
         (diagonal covariance, no calibration): the kernel learns row after row as `learn_one`
         would and stops at a row it leaves to `learn_one` (a new label, a weight of 0, a value
         other than a float, a bool or an int within float64, a bad row), which then runs here."""
-        kernel = getattr(self._gaussian, "learn_rows", None)
-        if kernel is None or self.calibrate:
+        engine = covariances.of(self).native_batch(self._gaussian)
+        if engine is None or self.calibrate:
             return super()._learn_rows(rows, labels, weights)
+        kernel = engine.learn_rows
         step, scheme = self._rule()
         native = None if scheme is None else self._native_step_of_step()
         intercept = INTERCEPT if self.learn_intercept else None

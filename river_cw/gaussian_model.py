@@ -14,30 +14,18 @@ from __future__ import annotations
 import abc
 import math
 import sys
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
-from . import calibration, probabilities
-from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
+from . import calibration, covariances, probabilities
 from .base import INTERCEPT, LinearClassifier, without_intercept
-from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
-from .full import FullGaussian
+from .covariances import COVARIANCES, Gaussian
 from .gaussian import SKIPPED
 from .labels import order_key
 from .validation import is_real
 
 __all__ = ["GaussianModel"]
-
-# N(mu, Sigma) as a model holds it (the compiled diagonal engine has the Python one's interface)
-Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | FullGaussian
-
-_ENGINES: dict[str, tuple[type[Gaussian], ...]] = {
-    "diagonal": (DiagonalGaussian, PythonDiagonalGaussian),
-    "arrowhead": (ArrowheadGaussian, PythonArrowheadGaussian),
-    "full": (FullGaussian,),
-}
-"""The engines of each `covariance`: the one a new model holds first, then any it may hold."""
 
 
 class GaussianModel(LinearClassifier):
@@ -118,17 +106,19 @@ class GaussianModel(LinearClassifier):
         if not is_real(forgetting) or not (0.0 <= forgetting < 1.0):
             raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
         self.forgetting = forgetting
-        if covariance not in _ENGINES:
-            raise ValueError(f"covariance must be one of {tuple(_ENGINES)}, got {covariance!r}")
+        if covariance not in COVARIANCES:
+            raise ValueError(f"covariance must be one of {tuple(COVARIANCES)}, got {covariance!r}")
         if diagonal not in self._diagonal_schemes:
             raise ValueError(
                 f"diagonal must be one of {self._diagonal_schemes} for {type(self).__name__}, "
                 f"got {diagonal!r}"
             )
-        if covariance == "arrowhead" and diagonal == "exact":
+        kind = COVARIANCES[covariance]
+        if kind.schemes and diagonal not in kind.schemes:
+            takers = [name for name, other in COVARIANCES.items() if diagonal in other.schemes]
             raise ValueError(
-                "the exact schemes are diagonal: covariance='arrowhead' (the default) takes "
-                "diagonal='project' or 'drop'; diagonal='exact' needs covariance='diagonal'"
+                f"covariance={covariance!r} takes diagonal={' or '.join(map(repr, kind.schemes))}; "
+                f"diagonal={diagonal!r} needs covariance={' or '.join(map(repr, takers))}"
             )
         if not initial_variance > 0:
             raise ValueError(f"initial_variance must be positive, got {initial_variance!r}")
@@ -143,15 +133,7 @@ class GaussianModel(LinearClassifier):
         self.diagonal = diagonal
         self.initial_variance = initial_variance
         self.initial_intercept_variance = initial_intercept_variance
-        self._gaussian: Gaussian
-        if covariance == "arrowhead":
-            self._gaussian = ArrowheadGaussian(
-                initial_variance, INTERCEPT, initial_intercept_variance
-            )
-        elif covariance == "full":
-            self._gaussian = FullGaussian(initial_variance)
-        else:
-            self._gaussian = DiagonalGaussian(initial_variance)
+        self._gaussian: Gaussian = kind.prior(initial_variance, initial_intercept_variance)
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
 
     @abc.abstractmethod
@@ -210,9 +192,9 @@ class GaussianModel(LinearClassifier):
 
     def _rule(self):
         """The rule's step and its scheme as the engines' `learn` takes them: ``(_exact_step,
-        None)`` for an exact diagonal scheme, else ``(_step, diagonal)`` (full covariance has no
-        diagonal scheme and ignores it)."""
-        if self.covariance == "diagonal" and self.diagonal == "exact":
+        None)`` for an exact diagonal scheme, else ``(_step, diagonal)`` (a covariance without
+        diagonal schemes, the full one, ignores it)."""
+        if self.diagonal == "exact" and "exact" in covariances.of(self).schemes:
             return self._exact_step, None
         return self._step, self.diagonal
 
@@ -244,10 +226,10 @@ class GaussianModel(LinearClassifier):
             The labels of its weight blocks, in the order of `classes_`: one block for at most
             two labels, as ``[negative, positive]`` (see `positive_label`), else one per label.
         """
-        engines = _ENGINES[self.covariance]
+        engines = covariances.of(self).engines
         if not isinstance(gaussian, engines):
             raise ValueError(
-                f"{'an' if self.covariance == 'arrowhead' else 'a'} {self.covariance} model holds a "
+                f"a model of covariance={self.covariance!r} holds a "
                 f"{' or '.join(e.__name__ for e in engines)}, "
                 f"got {type(gaussian).__name__}"
             )
@@ -278,7 +260,7 @@ class GaussianModel(LinearClassifier):
         prior = 0.0
         if self.learn_intercept:
             prior = self.initial_variance
-            if self.covariance == "arrowhead" and self.initial_intercept_variance is not None:
+            if covariances.of(self).intercept_prior and self.initial_intercept_variance is not None:
                 prior = self.initial_intercept_variance
         blocks = self._gaussian.block_views()[1]
         return self._by_label([block.get(INTERCEPT, prior) for block in blocks])
@@ -296,8 +278,8 @@ class GaussianModel(LinearClassifier):
         absent: independent of everything, variance `initial_variance`.
         (The constructor's `covariance` names the kind of matrix; this is the matrix.)
         """
-        gaussian = self._gaussian
-        if isinstance(gaussian, (ArrowheadGaussian, PythonArrowheadGaussian, FullGaussian)):
+        gaussian: Any = self._gaussian  # with `correlates`, an engine with `index` and `cov`
+        if covariances.of(self).correlates:
             keys = [self._public_key(b, f) for b, f in gaussian.index]
             rows = gaussian.cov.tolist() if keys else []
             return {(k, g): value for k, row in zip(keys, rows) for g, value in zip(keys, row)}

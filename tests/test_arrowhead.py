@@ -317,7 +317,9 @@ def test_forgetting_relaxes_the_latent_precisions_toward_their_priors():
 
 
 def test_the_exact_schemes_are_refused():
-    with pytest.raises(ValueError, match="exact schemes are diagonal"):
+    with pytest.raises(
+        ValueError, match="covariance='arrowhead' takes diagonal='project' or 'drop'"
+    ):
         river_cw.CW(covariance="arrowhead", diagonal="exact")
     with pytest.raises(ValueError, match="needs covariance='diagonal'"):
         river_cw.NHERD(diagonal="exact")

@@ -9,6 +9,7 @@ import random
 import pytest
 
 import river_cw
+from river_cw.covariances import with_marks
 from river_cw.text import TextClassifier
 from streams.kafka import changelog
 from streams.kafka.learner import PartitionState
@@ -42,7 +43,7 @@ MODELS = {
 
 
 def entries(model) -> int:
-    holder = changelog.holder(model)
+    holder = with_marks(model)
     return sum(len(block) for block in holder.gaussian.blocks)
 
 
@@ -108,4 +109,4 @@ def test_other_models_are_written_whole(model):
     state.model.learn_one({"a": 1.0}, True)
     changelog.mark(state)
     state.model.learn_one({"b": 1.0}, False)
-    assert changelog.holder(model) is None and changelog.changes(state) is None
+    assert with_marks(model) is None and changelog.changes(state) is None

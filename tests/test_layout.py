@@ -76,3 +76,27 @@ def test_each_module_imports_only_what_its_package_may(path):
 def test_every_module_belongs_to_a_package_of_the_layout():
     loose = [p.name for p in (ROOT / "streams").glob("*.py") if p.name != "__init__.py"]
     assert not loose, f"modules directly under streams/: {loose}; give each its concern's package"
+
+
+PUBLIC = {"river_cw", "river_cw.text", "river_cw.labels", "river_cw.covariances"}
+"""The modules of river_cw that streams may import: those the API reference documents (and the
+names of river_cw's own `__all__`, imported from the package)."""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if p.relative_to(ROOT).parts[0] == "streams"],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_streams_import_only_the_public_api_of_river_cw(path):
+    import river_cw
+
+    exported = {f"river_cw.{name}" for name in river_cw.__all__}
+    private = {
+        name
+        for name in _imports(path)
+        if name.split(".")[0] == "river_cw"
+        and name not in PUBLIC | exported
+        and name.rpartition(".")[0] not in PUBLIC - {"river_cw"}  # from a public module
+    }
+    assert not private, f"{path.relative_to(ROOT)} imports private river_cw modules {private}"

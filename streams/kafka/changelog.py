@@ -1,9 +1,9 @@
 """A partition state as a changelog: the weights that changed since the previous commit, and the rest.
 
-A `PartitionState` whose model keeps its weights in a diagonal or arrowhead Gaussian engine
-(`river_cw.diagonal.DiagonalGaussian`, `river_cw.arrowhead.ArrowheadGaussian`: a
-`GaussianClassifier` with ``covariance="diagonal"`` or ``"arrowhead"``, alone or as the
-classifier of a `river_cw.text.TextClassifier`) is written by `changes` as the engine's weights
+A `PartitionState` whose model keeps its weights in an engine that keeps marks (a Gaussian
+classifier whose covariance says so in `river_cw.covariances`, the diagonal and the arrowhead,
+alone or as the classifier of a `river_cw.text.TextClassifier`: `river_cw.covariances.with_marks`)
+is written by `changes` as the engine's weights
 written since its last mark (`changed`: per label block, the features whose numbers moved, the
 diagonal's mean and variance or the arrowhead's ``(a_j, k_j, c_j)``, and the intercept, the
 arrowhead's root ``(mu_b, S)``) and a *header*: the state with the engine left out (labels,
@@ -41,32 +41,15 @@ from __future__ import annotations
 import io
 import pickle
 
-from river_cw.arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
-from river_cw.diagonal import DiagonalGaussian, PythonDiagonalGaussian
-from river_cw.gaussian_classifier import GaussianClassifier
-from river_cw.text import TextClassifier
+from river_cw.covariances import with_marks
 
-__all__ = ["apply", "changes", "holder", "mark"]
-
-# the engines that keep marks (`mark`, `changed`, `set_weights`)
-_KEYED = (DiagonalGaussian, PythonDiagonalGaussian, ArrowheadGaussian, PythonArrowheadGaussian)
-
-
-def holder(model) -> GaussianClassifier | None:
-    """The classifier of `model` whose diagonal or arrowhead engine a changelog writes by key, or
-    None."""
-    # the types themselves: a river pipeline passes isinstance checks for its last step's
-    if type(model) is TextClassifier:
-        model = model.classifier
-    if issubclass(type(model), GaussianClassifier) and isinstance(model.gaussian, _KEYED):
-        return model
-    return None
+__all__ = ["apply", "changes", "mark"]
 
 
 def _engine(state):
     if state.mixing is not None:
         return None
-    owner = holder(state.model)
+    owner = with_marks(state.model)
     return None if owner is None else owner.gaussian
 
 
@@ -96,9 +79,7 @@ def apply(previous, header: bytes, weights):
     a load of the whole state's pickle would give."""
     engine = _engine(previous)
     if engine is None:
-        raise ValueError(
-            "changes apply to a state whose model keeps a diagonal or arrowhead Gaussian engine"
-        )
+        raise ValueError("changes apply to a state whose model keeps a Gaussian engine with marks")
     engine.set_weights(weights)
     return _Resolving(io.BytesIO(header), engine).load()
 

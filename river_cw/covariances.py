@@ -1,0 +1,172 @@
+"""The covariances a Gaussian model may keep, and what each one brings: the one registry.
+
+A model's ``covariance`` names an entry of `COVARIANCES`. The entry says which engines hold
+N(mu, Sigma) of that kind (the compiled one where it is built, and the pure-Python reference),
+which diagonal schemes its update takes, how its Gaussians mix (`river_cw.combine`), whether it
+keeps marks (so that a changelog writes only the weights that moved) and which one-call paths its
+compiled engine has. The models, `river_cw.combine` and `streams.kafka`'s changelog ask the
+entry; none of them compares names, tests engine types or probes attributes. A new covariance
+joins the library, and the contract suite every covariance passes
+(tests/engines/test_contract.py), by joining `COVARIANCES`.
+
+>>> from river_cw import AROW
+>>> from river_cw.covariances import COVARIANCES, of
+>>> sorted(COVARIANCES)
+['arrowhead', 'diagonal', 'full']
+>>> of(AROW()).name, of(AROW()).keeps_marks, of(AROW(covariance="full")).keeps_marks
+('arrowhead', True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from . import combine_arrowhead, combine_diagonal, combine_full
+from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
+from .base import INTERCEPT
+from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
+from .full import FullGaussian
+
+__all__ = ["COVARIANCES", "Covariance", "Gaussian", "of", "with_marks"]
+
+# N(mu, Sigma) as a model holds it (the compiled engines have their Python ones' interface)
+Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | FullGaussian
+
+
+@dataclass(frozen=True)
+class Covariance:
+    """What one covariance brings: its engines, its update's schemes, its mixer, its paths."""
+
+    name: str
+    """The model's ``covariance`` that names it."""
+    serving: type[Gaussian]
+    """The engine a new model holds: the compiled one where it is built, else `reference`."""
+    reference: type[Gaussian]
+    """The pure-Python engine: the readable transcription, the same numbers bit for bit."""
+    start: Callable[[Any, float, float | None], Gaussian]
+    """``start(engine, initial_variance, initial_intercept_variance)``: the prior, held by
+    `engine` (the intercept's own prior variance only where `intercept_prior`)."""
+    mixer: ModuleType
+    """The module whose ``mix(gaussians, method, base, forgets)`` mixes Gaussians of this kind
+    (`river_cw.combine`)."""
+    schemes: tuple[str, ...]
+    """The diagonal schemes its update takes (the model's ``diagonal``); empty where the update
+    is exact and ``diagonal`` is ignored."""
+    correlates: bool
+    """Whether weights covary (`covariances` then lists every pair; its engines have ``index``
+    and ``cov``)."""
+    intercept_prior: bool
+    """Whether the intercept takes a prior variance of its own (``initial_intercept_variance``)."""
+    keeps_marks: bool
+    """Whether its engines keep marks (``mark``, ``changed``, ``set_weights``): a changelog then
+    writes the weights that moved, and `river_cw.changes` keeps only those."""
+    only: Callable | None
+    """``only(gaussian, blocks)``: an engine like `gaussian` holding only `blocks` (what
+    `river_cw.changes` returns); None where weights cannot be held apart (all are kept)."""
+    batch_kernel: bool
+    """Whether its compiled engine learns mini-batches in one call (``learn_rows``)."""
+
+    @property
+    def engines(self) -> tuple[type[Gaussian], ...]:
+        """The engines a model of this covariance may hold: `serving` first."""
+        return tuple(dict.fromkeys((self.serving, self.reference)))
+
+    def prior(self, initial_variance: float, initial_intercept_variance: float | None):
+        """A new model's Gaussian: the prior, held by `serving`."""
+        return self.start(self.serving, initial_variance, initial_intercept_variance)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether a new model's engine is compiled (its one-call paths serve)."""
+        return self.serving is not self.reference
+
+    def native(self, gaussian) -> Any | None:
+        """`gaussian` where it is the compiled engine, whose one-call paths (``score_native``,
+        ``score_rows``, ``learn_native``) serve, else None: a model may also hold the reference
+        engine (`GaussianModel.set_gaussian`)."""
+        return gaussian if self.compiled and isinstance(gaussian, self.serving) else None
+
+    def native_batch(self, gaussian) -> Any | None:
+        """`gaussian` where it learns a mini-batch in one call (``learn_rows``), else None."""
+        return self.native(gaussian) if self.batch_kernel else None
+
+
+def _diagonal_only(gaussian, blocks: list[dict]):
+    kept = DiagonalGaussian(gaussian.initial_variance)
+    kept.blocks = blocks
+    kept.reset_bound()
+    return kept
+
+
+def _arrowhead_only(gaussian, blocks: list[dict]):
+    kept = ArrowheadGaussian(gaussian.initial_variance, gaussian.root, gaussian.root_variance)
+    kept.blocks = blocks
+    return kept
+
+
+COVARIANCES: dict[str, Covariance] = {
+    "arrowhead": Covariance(
+        name="arrowhead",
+        serving=ArrowheadGaussian,
+        reference=PythonArrowheadGaussian,
+        start=lambda engine, variance, intercept: engine(variance, INTERCEPT, intercept),
+        mixer=combine_arrowhead,
+        schemes=("project", "drop"),
+        correlates=True,
+        intercept_prior=True,
+        keeps_marks=True,
+        only=_arrowhead_only,
+        batch_kernel=False,
+    ),
+    "diagonal": Covariance(
+        name="diagonal",
+        serving=DiagonalGaussian,
+        reference=PythonDiagonalGaussian,
+        start=lambda engine, variance, intercept: engine(variance),
+        mixer=combine_diagonal,
+        schemes=("project", "drop", "exact"),
+        correlates=False,
+        intercept_prior=False,
+        keeps_marks=True,
+        only=_diagonal_only,
+        batch_kernel=True,
+    ),
+    "full": Covariance(
+        name="full",
+        serving=FullGaussian,
+        reference=FullGaussian,
+        start=lambda engine, variance, intercept: engine(variance),
+        mixer=combine_full,
+        schemes=(),
+        correlates=True,
+        intercept_prior=False,
+        keeps_marks=False,
+        only=None,
+        batch_kernel=False,
+    ),
+}
+"""Every covariance, by the name a model's ``covariance`` gives."""
+
+
+def of(model) -> Covariance:
+    """The entry of a Gaussian model's covariance."""
+    return COVARIANCES[model.covariance]
+
+
+def with_marks(model):
+    """The Gaussian classifier of `model` (itself, or a `river_cw.text.TextClassifier`'s
+    classifier) whose engine keeps marks, or None (another model, a river pipeline, an engine
+    that keeps none). A changelog writes that engine's weights that moved since its ``mark``
+    (``changed``) and puts them back with ``set_weights``."""
+    from .gaussian_model import GaussianModel  # models import this module
+    from .text import TextClassifier
+
+    # the types themselves: a river pipeline passes isinstance checks for its last step's
+    if type(model) is TextClassifier:
+        model = model.classifier
+    if issubclass(type(model), GaussianModel) and of(model).keeps_marks:
+        return model
+    return None
