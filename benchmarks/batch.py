@@ -21,7 +21,7 @@ batch (best of the rounds): a new model's rate as its features accumulate.
                                [--per-batch]
     python benchmarks/batch.py --instructions   # instructions per feature, by callgrind
     python benchmarks/batch.py --instructions --warm --passes "AROW learn_many CSR hashed" \
-        --require "AROW learn_many CSR hashed=25"   # a guard (tests/test_instructions.py)
+        --require "AROW learn_many CSR hashed=25"   # a guard (tests/engines/test_instructions.py)
 
 With ``--instructions`` a child process under valgrind's callgrind runs every pass once and
 dumps its counters at markers (calls of `time.process_time`) around each pass, after every pass

@@ -6,7 +6,7 @@ Offline, with `streams.evaluate.sharded` (the protocol `river-cw serve --mix` ru
 ``--broker``, also served by `river-cw serve` members in one consumer group on a local Tansu
 broker, the prequential accuracy of the committed predictions. Prints markdown tables; writes a
 PNG and beside it (same name, ``.json``) the offline numbers it draws, which
-tests/test_docs_generated.py recomputes for one N.
+tests/project/test_docs_generated.py recomputes for one N.
 
     python benchmarks/mixing.py [docs/mixing.png] [--data FILE] [--every 10 25 ...] [--broker]
 """

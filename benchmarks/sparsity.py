@@ -4,7 +4,7 @@ spirit): voted RDA next to river's passive-aggressive classifier and l1 logistic
 One pass of progressive validation (predict, then learn) over a binary task from
 ``../shared/data``, shuffled with a fixed seed; the non-zero weights are counted at the end, in
 the predictor that makes the predictions. Prints a markdown table and writes a PNG plot, and
-beside it (same name, ``.json``) the numbers it draws, which tests/test_docs_generated.py
+beside it (same name, ``.json``) the numbers it draws, which tests/project/test_docs_generated.py
 recomputes.
 
     python benchmarks/sparsity.py [docs/sparsity.png] [--data FILE] [--seed 0]

@@ -134,9 +134,9 @@ def kafka_broker():
 @pytest.fixture(scope="session", autouse=True)
 def state_keys_in_the_environment():
     """`river-cw serve` and `inspect` (in this process, forked or started) find the tests' state
-    key in the environment, as a container would give it (`tests.kafka_support.KEYS`)."""
+    key in the environment, as a container would give it (`tests.kafka.kafka_support.KEYS`)."""
     from streams.kafka.envelope import ENVIRONMENT
-    from tests.kafka_support import KEY_TEXT
+    from tests.kafka.kafka_support import KEY_TEXT
 
     before = os.environ.get(ENVIRONMENT)
     os.environ[ENVIRONMENT] = KEY_TEXT

@@ -1,0 +1,102 @@
+"""The engine switch (`river_cw.engine`): one module imports the compiled extensions and reads
+``RIVER_CW_PURE_PYTHON`` once, with one meaning for every part of river_cw; the C looks up no
+Python name of river_cw (its hooks are handed over at import)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+import river_cw
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "river_cw"
+
+# what each part of river_cw says about the engine serving it, from a fresh interpreter
+REPORT = """
+import json
+import river_cw
+from river_cw import arrowhead, cw, diagonal, engine, rda, text, validation
+print(json.dumps({
+    "ENGINE": river_cw.ENGINE,
+    "diagonal": diagonal.DiagonalGaussian is not diagonal.PythonDiagonalGaussian,
+    "arrowhead": arrowhead.ArrowheadGaussian is not arrowhead.PythonArrowheadGaussian,
+    "exact solvers": cw._compiled is not None,
+    "as_floats": validation.as_floats is not validation._as_floats_python,
+    "voted RDA": rda._compiled is not None,
+    "text counting": text.COMPILED,
+}))
+"""
+
+
+def engines_under(value: str | None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("RIVER_CW_PURE_PYTHON", None)
+    if value is not None:
+        env["RIVER_CW_PURE_PYTHON"] = value
+    return subprocess.run(
+        [sys.executable, "-c", REPORT], env=env, capture_output=True, text=True, cwd=ROOT
+    )
+
+
+def parts(run: subprocess.CompletedProcess) -> dict:
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
+def test_switch_0_serves_every_part_from_one_engine_the_compiled_one_where_built():
+    report = parts(engines_under("0"))
+    compiled = report.pop("ENGINE") == "c"
+    assert report == dict.fromkeys(report, compiled), report
+    built = all(
+        find_spec(f"river_cw.{name}") for name in ("_diagonal", "_arrowhead", "_rda", "_text")
+    )
+    assert compiled == built
+
+
+def test_switch_1_serves_every_part_from_pure_python():
+    report = parts(engines_under("1"))
+    assert report.pop("ENGINE") == "python"
+    assert not any(report.values()), report
+
+
+def test_switch_refuses_a_value_it_does_not_know_at_import():
+    run = engines_under("yes")
+    assert run.returncode != 0
+    assert "ValueError: RIVER_CW_PURE_PYTHON='yes'" in run.stderr, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("value, pure", [("", False), ("0", False), ("1", True)])
+def test_switch_values_and_their_meaning(value, pure):
+    assert river_cw.engine._pure_python(value) is pure
+
+
+@pytest.mark.parametrize("value", ["yes", "true", "2", " 1", "off", "False"])
+def test_switch_refuses_any_other_value_naming_the_variable(value):
+    with pytest.raises(ValueError, match=re.escape(f"RIVER_CW_PURE_PYTHON={value!r}: set it to 1")):
+        river_cw.engine._pure_python(value)
+
+
+def test_only_the_engine_module_imports_the_compiled_extensions():
+    importers = {
+        path.name
+        for path in PACKAGE.glob("*.py")
+        # an import statement, or the extension's name handed to import_module
+        if re.search(
+            r"import _(diagonal|rda|text)\b|from \._(diagonal|rda|text) |[\"']_(diagonal|rda|text)[\"']",
+            path.read_text(),
+        )
+    }
+    assert importers == {"engine.py"}
+
+
+def test_the_c_imports_no_python_module_its_hooks_are_handed_over():
+    for path in [*PACKAGE.glob("*.c"), *PACKAGE.glob("*.h")]:
+        assert "PyImport" not in path.read_text(), f"{path.name} imports a Python module"

@@ -1,0 +1,100 @@
+"""Forgetting: the precision of the weights an example touches relaxes toward the prior's
+(directional, stabilised forgetting; see `river_cw.gaussian_model.GaussianModel`)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import river_cw
+from river_cw import INTERCEPT
+from tests.models.test_sample_weight import dense
+
+KEYS = [INTERCEPT, "a", "b", "c"]
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, 2.0, math.nan, True, "0.1"])
+def test_forgetting_is_a_share_in_0_1(bad):
+    with pytest.raises((ValueError, TypeError), match="forgetting"):
+        river_cw.AROW(forgetting=bad)
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "full"])
+def test_a_touch_without_an_update_relaxes_the_precision_toward_the_prior(covariance):
+    """SOP learns only on mistakes: on a correct example the precision of each touched weight
+    becomes (1 - f) P + f / a (diagonal: coordinate-wise; full: S P S + (f/a) E), the means stay,
+    the weights not touched keep everything."""
+    f, a = 0.2, 0.5
+    model = river_cw.SOP(a=1 / a, covariance=covariance, forgetting=f)
+    first = [({"a": 1.0, "b": 0.5}, True), ({"b": 1.0, "c": -1.0}, False), ({"a": -1.0}, False)]
+    for x, y in first:
+        model.learn_one(x, y)
+    x = {"a": 2.0, "b": 0.0}  # b: a zero value touches nothing
+    y = model.predict_one(x)  # a correct example: no update
+    mu0, S0 = dense(model, KEYS)
+    model.learn_one(x, y)
+    mu1, S1 = dense(model, KEYS)
+    np.testing.assert_array_equal(mu1, mu0)
+    touched = np.diag([1.0, 1.0, 0.0, 0.0])  # the intercept and a
+    scale = np.diag(np.sqrt(1 - f) * touched.diagonal() + (1 - touched.diagonal()))
+    P0 = np.linalg.inv(S0)
+    expected = scale @ P0 @ scale + (f / a) * touched
+    if covariance == "diagonal":
+        expected = np.diag(expected.diagonal())
+    np.testing.assert_allclose(np.linalg.inv(S1), expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead", "full"])
+def test_variance_comes_back_to_the_prior_and_never_beyond(covariance):
+    model = river_cw.SOP(covariance=covariance, forgetting=0.1, learn_intercept=False)
+    for i in range(40):  # contradictions: a mistake, an update, every time
+        model.learn_one({"a": 1.0}, i % 2 == 0)
+    collapsed = model.variances["a"]
+    assert collapsed < 0.2 * model.initial_variance
+    right = model.predict_one({"a": 1.0})
+    for _ in range(300):  # right every time: SOP does not update, the variance comes back
+        model.learn_one({"a": 1.0}, right)
+        assert collapsed <= model.variances["a"] <= model.initial_variance
+    assert model.variances["a"] == pytest.approx(model.initial_variance, rel=1e-9)
+
+
+def test_a_weight_forgets_w_times():
+    one, twice = river_cw.SOP(forgetting=0.3), river_cw.SOP(forgetting=0.3)
+    for model in (one, twice):
+        model.learn_one({"a": 1.0}, True)
+        model.learn_one({"a": -1.0}, False)
+    one.learn_one({"a": 1.0}, True)
+    one.learn_one({"a": 1.0}, True)
+    twice.learn_one({"a": 1.0}, True, w=2)  # correct: no update, only forgetting
+    assert twice.variances["a"] == pytest.approx(one.variances["a"], rel=1e-12)
+
+
+def test_without_forgetting_nothing_changes():
+    a, b = river_cw.AROW(), river_cw.AROW(forgetting=0.0)
+    for x, y in [({"a": 1.0}, True), ({"a": -1.0, "b": 2.0}, False)] * 5:
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+    assert pickle.dumps(a) == pickle.dumps(b)
+
+
+def test_forgetting_keeps_learning_after_sudden_drift():
+    """SEA's threshold moves at example 5,000: a model that forgets follows it."""
+    from river import metrics, preprocessing
+
+    from streams.evaluate import drift
+
+    stream = list(itertools.islice(drift.synthetic("sudden", position=5000, seed=1), 7000))
+    scores = {}
+    for f in (0.0, 0.01):
+        model = preprocessing.StandardScaler() | river_cw.AROW(forgetting=f)
+        metric = metrics.Accuracy()
+        for i, (x, y) in enumerate(stream):
+            if i >= 5000:
+                metric.update(y, model.predict_one(x))
+            model.learn_one(x, y)
+        scores[f] = metric.get()
+    assert scores[0.01] > scores[0.0] + 0.03
