@@ -3,7 +3,7 @@
  * Each function is its rule's Python `_step` (river_cw/arow.py, cw.py, nherd.py, scw.py,
  * sop.py: the readable reference) transcribed operation for operation, in the same order, so
  * that compiled with -ffp-contract=off it gives the same alpha and gamma to the bit
- * (tests/test_native_steps.py checks every rule on hypothesis-drawn (m, v, w)). A rule names its
+ * (tests/engines/test_native_steps.py checks every rule on hypothesis-drawn (m, v, w)). A rule names its
  * step and parameters with its `_native_step` property; `rcw_find_step` maps the name here.
  *
  * An rcw_step returns 1 (update with *alpha, *gamma), 0 (no update: Python's None) or -1: float64

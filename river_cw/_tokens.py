@@ -18,7 +18,7 @@ if engine.text is not None:  # river's accent stripping, done in C with unicoded
         gaussian.connect(token_counts=engine.text.TokenCounts)  # type: ignore[union-attr]
 
 DEFAULT_PATTERN = r"(?u)\b\w[\w\-]+\b"
-"""river's `BagOfWords` default `tokenizer_pattern` (tests/test_text.py checks it is river's)."""
+"""river's `BagOfWords` default `tokenizer_pattern` (tests/text/test_bag_of_words.py checks it is river's)."""
 
 
 class TokenCounter:

@@ -7,7 +7,7 @@ keeps marks (so that a changelog writes only the weights that moved) and which o
 compiled engine has. The models, `river_cw.combine` and `streams.kafka`'s changelog ask the
 entry; none of them compares names, tests engine types or probes attributes. A new covariance
 joins the library, and the contract suite every covariance passes
-(tests/engines/test_contract.py), by joining `COVARIANCES`.
+(tests/models/test_covariance_contract.py), by joining `COVARIANCES`.
 
 >>> from river_cw import AROW
 >>> from river_cw.covariances import COVARIANCES, of

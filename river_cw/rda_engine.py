@@ -1,7 +1,7 @@
 """Voted RDA's engine in Python: the readable reference of the compiled `river_cw._rda.Engine`.
 
 `river_cw.rda.VotedRDA` keeps its state in an engine, this one or the compiled one, which have
-the same methods and give the same numbers to the bit (tests/test_rda_engines.py); the compiled
+the same methods and give the same numbers to the bit (tests/engines/test_rda_compiled_vs_python.py); the compiled
 engine serves where it is built, except the vote, whose voters only this one keeps. The model
 validates, registers labels and calibrates the temperature; the engine holds the weights and
 the counters, scores, and steps (Xu, Gao, Xiao and Regan 2014, Algorithm 1; the closed forms

@@ -8,7 +8,7 @@ use `streams.evaluate.progressive.evaluate` from Python.
 
 Without noise, every number it prints for a model is the one river's
 ``evaluate.progressive_val_score`` gives for that model on the same parsed stream, for every
-metric and `--delay` (`streams.evaluate.progressive`; tests/test_differential.py checks it). The
+metric and `--delay` (`streams.evaluate.progressive`; tests/evaluation/test_differential.py checks it). The
 model is the spec as `streams.models.specs.prepare` fits it to the stream: a river classifier
 that learns only booleans gets the stream's two labels as True and False (`BinaryLabels`), and
 answers in them. What cannot be scored so is refused before the run, in one line: a metric of
@@ -30,7 +30,7 @@ from streams.evaluate.sharded import MIX_METHODS
 
 # The models (river_cw, river.multiclass), river's metrics (scipy.stats), matplotlib and tqdm
 # are imported where they are used, so that `river-cw evaluate --help` answers at once and
-# `streams.cli.defer` sees scipy.stats first (tests/test_startup.py).
+# `streams.cli.defer` sees scipy.stats first (tests/project/test_startup.py).
 
 DEFAULT_MODELS = ["AROW()", "CW()", "SCW()", "NHERD()", "river.linear_model.PAClassifier()"]
 DENSE_MODELS = [spec for spec in DEFAULT_MODELS if spec != "CW()"]

@@ -15,7 +15,7 @@ import pathlib
 from streams.evaluate.results import Evaluation
 
 # matplotlib is imported by `streams.evaluate.plots` only where a figure is asked for
-# (tests/test_startup.py).
+# (tests/project/test_startup.py).
 
 __all__ = ["check", "marks", "mixing", "tuned", "write"]
 

@@ -174,7 +174,7 @@ def iter_evaluate(
 def _simulate_qa() -> Callable[..., Iterator[tuple]]:
     """river's `stream.simulate_qa`, without the rest of `river.stream` where that is not
     imported yet: river/stream/__init__.py imports its readers, and with them scikit-learn,
-    pandas and scipy.io (about 1 s of `river-cw evaluate`'s start; tests/test_startup.py), none
+    pandas and scipy.io (about 1 s of `river-cw evaluate`'s start; tests/project/test_startup.py), none
     of which progressive validation uses. Its module, river/stream/qa.py, imports `river.base`
     only; it is run here from river's own file, the code `progressive_val_score` runs."""
     stream = sys.modules.get("river.stream")
