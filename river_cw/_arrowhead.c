@@ -14,7 +14,9 @@
  * An update computes every new value first and writes them only if all are finite.
  * Compile with -ffp-contract=off: the operation order is the reference's.
  *
- * The paths are the diagonal engine's (see the glossary at the head of _diagonal.c): `learn`,
+ * The engine joins the shell (_shell.h: the object's head, re-entry, layout, marks, changes, the
+ * blocks' state, lifecycle, connect) with its payload and kernels. Its paths are the diagonal
+ * engine's (see the glossary at the head of _shell.h): `learn`,
  * the general path, with the rule's step in Python and forgetting; `learn_native`, the lean
  * path, a binary model's learn_one with the rule's native step (_steps.h); `score_native`, a
  * binary model's predict_one and predict_proba_one in one call; `score_rows`, predict_many and
@@ -32,13 +34,12 @@
 
 #include "_csr.h"
 #include "_fsum.h"
+#include "_input.h"
 #include "_steps.h"
 
 /* a feature's (a_j, k_j, c_j); the root's entry holds (mu_b, S) in a and k, and 0 in c */
 #define RCW_ENTRY_PAYLOAD double a, k, c;
 #include "_table.h"
-
-enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
 
 #define SAFE_BOUND 1e300 /* far enough from float64's limit for a step's rounding */
 enum { PASS_OK = 0, PASS_ERROR = -1, PASS_GENERAL = -2 };
@@ -61,65 +62,40 @@ typedef struct {
     double x_b, mu_b, S, G, score;      /* S forgotten where x_b is non-zero */
 } Pair;
 
-typedef struct {
-    PyObject_HEAD
-    /* the model state */
-    double prior, root_variance;
-    PyObject *root;
-    Py_hash_t root_hash;
-    Blocks blocks;
-    double a_bound, k_bound, c_bound; /* bounds of every feature's |a_j|, |k_j| and c_j (update) */
-    uint64_t generation; /* bumped by every change of the tables */
-    uint64_t reshaped;   /* and by every one but entries written or appended (see reshape) */
-    Mark mark;           /* a mark (arrowhead_mark), held by the tables (_table.h) */
-    int busy;            /* refuses re-entry from a key's __eq__ */
-    PyObject *weakreflist;
-    /* the margin scratch: the last margin's coordinates and pairs, the update's new values */
-    Coord *coords;
-    Py_ssize_t ncoords, coords_cap, nkeyed; /* nkeyed: the coordinates holding a key */
-    double *scratch; /* (a, k, c) per coordinate */
-    Py_ssize_t scratch_cap;
-    Pair pairs[2];
-    int npairs;
-    double v;    /* the margin's variance */
-    DdSum c_acc; /* the sum of its terms c_j x_j^2, for update's rho (variance_but_root) */
-    uint64_t margin, next_margin; /* the last margin's number (0: none) */
-    uint64_t margin_generation;
-    /* the lean cache: learn_native's spec, parsed while the model hands the same object */
-    PyObject *lean_spec;
-    rcw_step step;
-    double params[RCW_MAX_PARAMS];
-    int drop;        /* the scheme: "drop" (1) or "project" (0) */
+/* the engine's payload, after the shell's head (_shell.h) */
+#define RCW_ENGINE_PAYLOAD                                                                       \
+    /* the model state */                                                                        \
+    double prior, root_variance;                                                                 \
+    PyObject *root;                                                                              \
+    Py_hash_t root_hash;                                                                         \
+    double a_bound, k_bound, c_bound; /* bounds of every feature's |a_j|, |k_j| and c_j */       \
+    /* the margin scratch: the last margin's coordinates and pairs, the update's new values */   \
+    Coord *coords;                                                                               \
+    Py_ssize_t ncoords, coords_cap, nkeyed; /* nkeyed: the coordinates holding a key */          \
+    double *scratch;                        /* (a, k, c) per coordinate */                       \
+    Py_ssize_t scratch_cap;                                                                      \
+    Pair pairs[2];                                                                               \
+    int npairs;                                                                                  \
+    double v;    /* the margin's variance */                                                     \
+    DdSum c_acc; /* the sum of its terms c_j x_j^2, for update's rho (variance_but_root) */      \
+    /* the lean cache: learn_native's spec, parsed while the model hands the same object */      \
+    PyObject *lean_spec;                                                                         \
+    rcw_step step;                                                                               \
+    double params[RCW_MAX_PARAMS];                                                               \
+    int drop;        /* the scheme: "drop" (1) or "project" (0) */                               \
     double lean_x_b; /* 1.0 with an intercept, else 0.0 */
-} Arrowhead;
+#define RCW_ENGINE_NAME "arrowhead"
+#define RCW_MODULE_NAME "river_cw._arrowhead"
+#define RCW_BAD_INPUT_VALUE_ERROR 1 /* river_cw.arrowhead names fsum's ValueError (inf - inf) */
+#define RCW_ENGINE_HOOKS(X) X(token_counts, hook_token_counts) /* TokenCounts' type */
+#define RCW_SHELL_WEIGHTS
+#define RCW_NUMBERS_DOC "{feature: (a, k, c)} and {root: (mu_b, S)}"
+#define RCW_BLOCKS_DOC                                                                           \
+    "The state: a list (one per block) of dicts feature -> [a, k, c], root -> [mu_b, S] "        \
+    "(copies)."
+#include "_shell.h"
 
-/* The Python hook the engine calls, handed over by river_cw.arrowhead when river_cw is imported
- * (`connect`, see river_cw.engine): x -> raises the error naming x's bad feature */
-static PyObject *raise_bad_input_hook = NULL;
-
-static PyObject *raise_bad_input(PyObject *x) {
-    return rcw_raise_bad_input(raise_bad_input_hook, "river_cw._arrowhead", x);
-}
-
-/* after an error in a pass over x: what the reference catches (TypeError, OverflowError,
- * ValueError) names the bad feature, others propagate */
-static void bad_or_propagate(PyObject *x) {
-    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError) ||
-        PyErr_ExceptionMatches(PyExc_ValueError)) {
-        PyErr_Clear();
-        raise_bad_input(x);
-    }
-}
-
-static int enter(Arrowhead *self) {
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "the arrowhead engine was re-entered (from a feature's __eq__)");
-        return -1;
-    }
-    self->busy = 1;
-    return 0;
-}
+typedef Engine Arrowhead; /* the shell's object with the arrowhead's payload */
 
 /* river_cw.gaussian.forget: 1/s <- keep/s + rest */
 static inline double forget(double s, double keep, double rest) {
@@ -141,7 +117,7 @@ static void drop_coords(Arrowhead *self, Py_ssize_t first) {
 static void release_margin(Arrowhead *self) {
     drop_coords(self, 0);
     self->npairs = 0;
-    self->margin = 0;
+    token_drop(self);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -342,7 +318,7 @@ static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep
     int k, r;
     ddsum_init(&self->c_acc);
     drop_coords(self, 0);
-    self->margin = 0;
+    token_drop(self);
     for (k = 0; k < self->npairs; k++)
         if ((r = pass_pair(self, &self->pairs[k], x, keep, rest, lean, &self->c_acc)) != PASS_OK)
             goto fail;
@@ -399,8 +375,7 @@ static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep
         }
         self->generation++;
     }
-    self->margin = ++self->next_margin;
-    self->margin_generation = self->generation;
+    token_take(self);
     return PASS_OK;
 fail:
     release_margin(self);
@@ -578,77 +553,49 @@ static int set_pairs(Arrowhead *self, PyObject *pairs) {
 /* ---------------------------------------------------------------------------------------- */
 /* learn: the general path                                                                    */
 
-/* the rule's step(m, v, w) as river_cw.gaussian._learn calls it: LEARN_APPLIED with *alpha and
- * *gamma, LEARN_NOTHING, LEARN_SKIPPED (float64 cannot express it), or -1 with an error */
-static int python_step(PyObject *step, double m, double v, PyObject *w, double *alpha,
-                       double *gamma) {
-    PyObject *result = PyObject_CallFunction(step, "ddO", m, v, w);
-    int outcome = -1;
-    if (result == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_ZeroDivisionError) &&
-            !PyErr_ExceptionMatches(PyExc_OverflowError))
-            return -1;
-        PyErr_Clear();
-        return LEARN_SKIPPED;
-    }
-    if (result == Py_None)
-        outcome = LEARN_NOTHING;
-    else if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 2)
-        PyErr_SetString(PyExc_TypeError, "a step is None or (alpha, gamma)");
-    else {
-        *alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
-        *gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
-        if (!PyErr_Occurred())
-            outcome = isfinite(*alpha) && isfinite(*gamma) ? LEARN_APPLIED : LEARN_SKIPPED;
-    }
-    Py_DECREF(result);
-    return outcome;
-}
-
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2: the reference's learn
  * (river_cw.gaussian._learn): margin, the rule's step (Python, called with the engine free)
- * and update with `scheme`, "project" or "drop" */
-static PyObject *arrowhead_learn(Arrowhead *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *x;
-    double keep = 1.0, rest = 0.0, m, alpha, gamma;
-    uint64_t margin;
+ * and update with `scheme`, "project" or "drop" (the arrowhead has no exact scheme: the
+ * models refuse one, and so does the engine) */
+static PyObject *engine_learn(Arrowhead *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *x, *scheme = NULL;
+    double keep, rest, m, alpha, gamma;
+    uint64_t token;
     int outcome, drop, n;
-    if (nargs < 5 || nargs > 7) {
-        PyErr_SetString(PyExc_TypeError, "learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0)");
+    if (learn_args(args, nargs, &keep, &rest) < 0) return NULL;
+    if (args[3] == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "the arrowhead engine's scheme is 'project' or 'drop'");
         return NULL;
     }
-    if ((nargs > 5 && (keep = PyFloat_AsDouble(args[5])) == -1.0 && PyErr_Occurred()) ||
-        (nargs > 6 && (rest = PyFloat_AsDouble(args[6])) == -1.0 && PyErr_Occurred()))
-        return NULL;
     drop = !(PyUnicode_Check(args[3]) && PyUnicode_CompareWithASCIIString(args[3], "project") == 0);
     if (enter(self) < 0) return NULL;
     release_margin(self);
     if ((n = set_pairs(self, args[1])) < 0 || (x = as_dict(args[0])) == NULL) {
         self->npairs = 0;
-        self->busy = 0;
+        leave(self);
         return NULL;
     }
     outcome = margin_of(self, x, keep, rest, 0, &m);
     Py_DECREF(x);
-    margin = self->margin;
-    self->busy = 0; /* the step is Python's: it may call the engine */
+    token = self->token.last;
+    leave(self); /* the step is Python's: it may call the engine */
     if (outcome != PASS_OK) return NULL;
     if (self->v <= 0.0) { /* no non-zero feature, or all their variance is spent */
         release_margin(self);
         return PyLong_FromLong(LEARN_NOTHING);
     }
-    outcome = python_step(args[2], m, self->v, args[4], &alpha, &gamma);
+    outcome = rule_step(args[2], args[3], m, self->v, NULL, args[4], &alpha, &gamma, &scheme);
+    Py_XDECREF(scheme); /* args[3]'s */
     if (outcome == LEARN_APPLIED) {
         if (enter(self) < 0) return NULL;
-        if (margin != self->margin || self->margin_generation != self->generation) {
-            self->busy = 0;
-            PyErr_SetString(PyExc_RuntimeError, "the engine changed during the rule's step");
+        if (token_check(self, token) < 0) {
+            leave(self);
             return NULL;
         }
         outcome = update(self, alpha, gamma, drop);
         if (outcome >= 0) outcome = outcome ? LEARN_APPLIED : LEARN_SKIPPED;
         release_margin(self);
-        self->busy = 0;
+        leave(self);
     }
     return outcome < 0 ? NULL : PyLong_FromLong(outcome);
 }
@@ -660,33 +607,18 @@ static PyObject *arrowhead_learn(Arrowhead *self, PyObject *const *args, Py_ssiz
  * a rule's `_step` in C (_steps.h); scheme "project" or "drop"; intercept None or the engine's
  * root. 0, or -1 with an error */
 static int parse_lean(Arrowhead *self, PyObject *lean) {
-    PyObject *step, *scheme, *intercept, *name, *values;
+    PyObject *scheme, *intercept;
     double params[RCW_MAX_PARAMS];
-    const char *text;
     rcw_step found;
-    int nparams, i, drop;
-    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3 ||
-        !PyTuple_Check(step = PyTuple_GET_ITEM(lean, 0)) || PyTuple_GET_SIZE(step) != 2 ||
-        !PyUnicode_Check(name = PyTuple_GET_ITEM(step, 0)) ||
-        !PyTuple_Check(values = PyTuple_GET_ITEM(step, 1))) {
+    int drop;
+    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3) {
         PyErr_SetString(PyExc_TypeError,
                         "learn_native's lean is ((name, (params...)), scheme, intercept)");
         return -1;
     }
     scheme = PyTuple_GET_ITEM(lean, 1);
     intercept = PyTuple_GET_ITEM(lean, 2);
-    if ((text = PyUnicode_AsUTF8(name)) == NULL) return -1;
-    if ((found = rcw_find_step_n(text, &nparams)) == NULL) {
-        PyErr_Format(PyExc_ValueError, "no native step %R", name);
-        return -1;
-    }
-    if (PyTuple_GET_SIZE(values) != nparams) {
-        PyErr_Format(PyExc_ValueError, "the native step %R takes %d parameters", name, nparams);
-        return -1;
-    }
-    for (i = 0; i < nparams; i++)
-        if ((params[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, i))) == -1.0 && PyErr_Occurred())
-            return -1;
+    if ((found = rcw_parse_step(PyTuple_GET_ITEM(lean, 0), params)) == NULL) return -1;
     if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0)
         drop = 0;
     else if (PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "drop") == 0)
@@ -713,8 +645,8 @@ static int parse_lean(Arrowhead *self, PyObject *lean) {
  * float weight w > 0, x's values read as river_cw.validation.as_floats reads them and the
  * intercept (when lean names it) as the root with x_b = 1.0, as GaussianClassifier._features
  * appends it; the rule's step in C. -1 as well for any other model, label, weight or x. */
-static PyObject *arrowhead_learn_native(Arrowhead *self, PyObject *const *args,
-                                        Py_ssize_t nargs) {
+static PyObject *engine_learn_native(Arrowhead *self, PyObject *const *args,
+                                     Py_ssize_t nargs) {
     double w, m, alpha, gamma;
     int outcome, r;
     if (nargs != 5 || !PyDict_Check(args[3])) {
@@ -746,7 +678,7 @@ static PyObject *arrowhead_learn_native(Arrowhead *self, PyObject *const *args,
         }
     }
     release_margin(self);
-    self->busy = 0;
+    leave(self);
     if (outcome == PASS_ERROR) return NULL;
     return PyLong_FromLong(outcome == PASS_GENERAL ? -1 : outcome);
 }
@@ -796,15 +728,15 @@ static PyObject *per_block(Arrowhead *self, PyObject *x_in, int variances) {
     }
 done:
     Py_XDECREF(x);
-    self->busy = 0;
+    leave(self);
     return out;
 }
 
 /* scores(x): mu_b . x for every block b */
-static PyObject *arrowhead_scores(Arrowhead *self, PyObject *x) { return per_block(self, x, 0); }
+static PyObject *engine_scores(Arrowhead *self, PyObject *x) { return per_block(self, x, 0); }
 
 /* score_variances(x): the variance of every block's score, G^2 S + sum c_j x_j^2 */
-static PyObject *arrowhead_score_variances(Arrowhead *self, PyObject *x) {
+static PyObject *engine_score_variances(Arrowhead *self, PyObject *x) {
     return per_block(self, x, 1);
 }
 
@@ -816,8 +748,8 @@ static PyObject *arrowhead_score_variances(Arrowhead *self, PyObject *x) {
  * nor a TokenCounts (_token_counts.h), a value other than a float, an int within float64 or a bool, the root among x's keys, an error of
  * a key's hash or ==, a score beyond float64 (scores() raises what it raises). As
  * Diagonal.score_native; the margin scratch is left as it was. */
-static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
-                                        Py_ssize_t nargs) {
+static PyObject *engine_score_native(Arrowhead *self, PyObject *const *args,
+                                     Py_ssize_t nargs) {
     double m, v;
     Py_ssize_t mark;
     int r, variance;
@@ -836,7 +768,7 @@ static PyObject *arrowhead_score_native(Arrowhead *self, PyObject *const *args,
     r = block_score(self, 0, args[0], 1, args[1] == Py_None ? 0.0 : 1.0, &m,
                     variance ? &v : NULL);
     drop_coords(self, mark);
-    self->busy = 0;
+    leave(self);
     if (r != PASS_OK) return r == PASS_GENERAL ? Py_NewRef(Py_None) : NULL;
     return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
 }
@@ -901,7 +833,7 @@ static int row_score(void *engine, const RcwScoreRows *s, Py_ssize_t i, double *
  * Rows.row(i) (csr_row), a ValueError when two of their columns are named alike
  * (Rows.check_names; _csr.h). Diagonal.score_rows' contract (_batch.h): both serve
  * GaussianClassifier._native_scores. Every score is block_score's, lean, as score_native's. */
-static PyObject *arrowhead_score_rows(Arrowhead *self, PyObject *args) {
+static PyObject *engine_score_rows(Arrowhead *self, PyObject *args) {
     RcwScoreRows s;
     PyObject *out = NULL;
     if (rcw_score_rows_open(args, &s) < 0) return NULL;
@@ -909,392 +841,34 @@ static PyObject *arrowhead_score_rows(Arrowhead *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "score_rows' intercept is None or the root");
     else if (enter(self) == 0) {
         out = rcw_score_rows_list(&s, row_score, self);
-        self->busy = 0;
+        leave(self);
     }
     rcw_score_rows_close(&s);
     return out;
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* the blocks: layout, views and state                                                        */
+/* the blocks' views                                                                          */
 
-/* after the tables changed other than by learning (a change of layout: blocks added, replaced,
- * reordered or restored, entries rewritten as by negate): the last margin is dropped, and a mark
- * taken before holds no more */
-static void reshape(Arrowhead *self) {
-    release_margin(self);
-    self->generation++;
-    self->reshaped++;
-}
-
-/* a new empty block at `at`: add_block (at the end) and lift (in front) */
-static PyObject *insert_block(Arrowhead *self, Py_ssize_t at) {
-    int r;
-    if (enter(self) < 0) return NULL;
-    if ((r = blocks_insert(&self->blocks, at)) == 0) reshape(self);
-    self->busy = 0;
-    if (r < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *arrowhead_add_block(Arrowhead *self, PyObject *unused) {
-    return insert_block(self, self->blocks.n);
-}
-
-static PyObject *arrowhead_lift(Arrowhead *self, PyObject *unused) {
-    return insert_block(self, 0);
-}
-
-static PyObject *arrowhead_layout(Arrowhead *self, PyObject *unused) {
-    return blocks_layout(&self->blocks);
-}
-
-/* restore_layout(ids): the blocks of an earlier `layout` (blocks_restore) */
-static PyObject *arrowhead_restore_layout(Arrowhead *self, PyObject *layout) {
-    int r;
-    if (enter(self) < 0) return NULL;
-    if ((r = blocks_restore(&self->blocks, layout)) == 0) reshape(self);
-    self->busy = 0;
-    if (r < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* reorder(order): block i becomes the old block order[i] (a permutation) */
-static PyObject *arrowhead_reorder(Arrowhead *self, PyObject *order) {
-    Py_ssize_t n;
-    long long *ids;
-    int r;
-    if (enter(self) < 0) return NULL;
-    self->busy = 0; /* an index's __index__ is Python's */
-    if ((ids = order_ids(&self->blocks, order, &n)) == NULL) return NULL;
-    if (enter(self) < 0) {
-        PyMem_Free(ids);
-        return NULL;
-    }
-    if ((r = blocks_arrange(&self->blocks, ids, n)) == 0) reshape(self);
-    self->busy = 0;
-    PyMem_Free(ids);
-    if (r < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* negate(): the Gaussian over -w: block 0's a_j and mu_b negated */
-static PyObject *arrowhead_negate(Arrowhead *self, PyObject *unused) {
-    Table *t;
-    Py_ssize_t i;
-    if (enter(self) < 0) return NULL;
-    t = &self->blocks.table[0];
-    for (i = 0; self->blocks.n > 0 && i < t->used; i++) t->entries[i].a = -t->entries[i].a;
-    reshape(self);
-    self->busy = 0;
-    Py_RETURN_NONE;
-}
-
-/* the root's (mu_b, S) in t: its entry's, or the prior's (0, root_variance) */
-static void root_of(Arrowhead *self, Table *t, double *mu_b, double *S) {
+/* the views' context of block t: its root's (mu_b, S), its entry's or the prior's (0,
+ * root_variance) */
+static void view_context(const Arrowhead *self, const Table *t, double *ctx) {
     Py_ssize_t i;
     for (i = 0; i < t->used; i++)
         if (t->entries[i].key == self->root) {
-            *mu_b = t->entries[i].a;
-            *S = t->entries[i].k;
+            ctx[0] = t->entries[i].a;
+            ctx[1] = t->entries[i].k;
             return;
         }
-    *mu_b = 0.0;
-    *S = self->root_variance;
+    ctx[0] = 0.0;
+    ctx[1] = self->root_variance;
 }
 
-/* an entry's numbers, a feature's (a_j, k_j, c_j) or the root's (mu_b, S), as a new list (the
- * `blocks` state) or tuple (`changed`); NULL with an error */
-static PyObject *numbers_of(const Arrowhead *self, const Entry *e, int list) {
-    if (e->key == self->root) return Py_BuildValue(list ? "[dd]" : "(dd)", e->a, e->k);
-    return Py_BuildValue(list ? "[ddd]" : "(ddd)", e->a, e->k, e->c);
-}
-
-/* `which` of every block as a list of dicts keyed by feature: 0 the means (mu_j = a_j + k_j mu_b;
- * the root's mu_b), 1 the marginal variances (c_j + k_j k_j S; the root's S), 2 the state
- * (feature -> [a_j, k_j, c_j], root -> [mu_b, S]) */
-static PyObject *block_dicts(Arrowhead *self, int which) {
-    PyObject *out;
-    Py_ssize_t b, i;
-    if (enter(self) < 0) return NULL;
-    out = PyList_New(self->blocks.n);
-    for (b = 0; out != NULL && b < self->blocks.n; b++) {
-        Table *t = &self->blocks.table[b];
-        PyObject *d = PyDict_New();
-        double mu_b, S;
-        if (d == NULL) goto fail;
-        PyList_SET_ITEM(out, b, d);
-        root_of(self, t, &mu_b, &S);
-        for (i = 0; i < t->used; i++) {
-            const Entry *e = &t->entries[i];
-            int is_root = e->key == self->root;
-            PyObject *w;
-            if (which == 2)
-                w = numbers_of(self, e, 1);
-            else if (which == 1)
-                w = PyFloat_FromDouble(is_root ? e->k : e->c + e->k * e->k * S);
-            else
-                w = PyFloat_FromDouble(is_root ? e->a : e->a + e->k * mu_b);
-            if (w == NULL || PyDict_SetItem(d, e->key, w) < 0) {
-                Py_XDECREF(w);
-                goto fail;
-            }
-            Py_DECREF(w);
-        }
-    }
-    self->busy = 0;
-    return out;
-fail:
-    Py_XDECREF(out);
-    self->busy = 0;
-    return NULL;
-}
-
-/* block_views(): per block, {feature: mean} and {feature: marginal variance}, the root included */
-static PyObject *arrowhead_block_views(Arrowhead *self, PyObject *unused) {
-    PyObject *means = block_dicts(self, 0), *variances;
-    if (means == NULL) return NULL;
-    if ((variances = block_dicts(self, 1)) == NULL) {
-        Py_DECREF(means);
-        return NULL;
-    }
-    return Py_BuildValue("NN", means, variances);
-}
-
-static PyObject *arrowhead_get_blocks(Arrowhead *self, void *closure) {
-    return block_dicts(self, 2);
-}
-
-/* the bounds of update, from the entries (after the blocks were replaced) */
-static void reset_bounds(Arrowhead *self) {
-    Py_ssize_t b, i;
-    self->a_bound = self->k_bound = 0.0;
-    self->c_bound = self->prior;
-    for (b = 0; b < self->blocks.n; b++)
-        for (i = 0; i < self->blocks.table[b].used; i++) {
-            const Entry *e = &self->blocks.table[b].entries[i];
-            if (e->key == self->root) continue;
-            if (fabs(e->a) > self->a_bound) self->a_bound = fabs(e->a);
-            if (fabs(e->k) > self->k_bound) self->k_bound = fabs(e->k);
-            if (e->c > self->c_bound) self->c_bound = e->c;
-        }
-}
-
-/* blocks = a list of dicts, feature -> [a_j, k_j, c_j] and root -> [mu_b, S] (the reference's
- * layout); checked in full before anything changes */
-static int arrowhead_set_blocks(Arrowhead *self, PyObject *value, void *closure) {
-    PyObject *seq, *key, *w;
-    Py_ssize_t n, b, pos, i;
-    Table *tables;
-    if (value == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "cannot delete blocks");
-        return -1;
-    }
-    if ((seq = PySequence_Fast(value, "blocks must be a list of dicts")) == NULL) return -1;
-    n = PySequence_Fast_GET_SIZE(seq);
-    if ((tables = PyMem_Calloc(n ? n : 1, sizeof(Table))) == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (b = 0; b < n; b++) {
-        PyObject *d = PySequence_Fast_GET_ITEM(seq, b);
-        if (!PyDict_Check(d)) {
-            PyErr_SetString(PyExc_TypeError, "blocks must be a list of dicts");
-            goto fail;
-        }
-        if (block_init(&self->blocks, &tables[b]) < 0 ||
-            table_reserve(&tables[b], PyDict_GET_SIZE(d)) < 0)
-            goto fail;
-        pos = 0;
-        while (PyDict_Next(d, &pos, &key, &w)) {
-            Py_ssize_t size = key == self->root ? 2 : 3, j;
-            PyObject *items = PySequence_Fast(w, "a weight is a list of floats");
-            double numbers[3] = {0.0, 0.0, 0.0};
-            Py_hash_t h;
-            Entry *e;
-            if (items == NULL) goto fail;
-            if (PySequence_Fast_GET_SIZE(items) != size) {
-                Py_DECREF(items);
-                PyErr_SetString(PyExc_ValueError,
-                                "a weight is [a, k, c], the root's [mu_b, S]");
-                goto fail;
-            }
-            for (j = 0; j < size; j++)
-                numbers[j] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(items, j));
-            Py_DECREF(items);
-            if (PyErr_Occurred() || (h = PyObject_Hash(key)) == -1) goto fail;
-            e = table_push(&tables[b], key, h);
-            e->a = numbers[0];
-            e->k = numbers[1];
-            e->c = numbers[2];
-        }
-    }
-    Py_DECREF(seq);
-    seq = NULL;
-    if (enter(self) < 0) goto fail;
-    if (blocks_replace(&self->blocks, tables, n) < 0) {
-        self->busy = 0;
-        goto fail;
-    }
-    reset_bounds(self);
-    reshape(self);
-    PyMem_Free(tables);
-    self->busy = 0;
-    return 0;
-fail:
-    Py_XDECREF(seq);
-    for (i = 0; i < n; i++) table_free(&tables[i]);
-    PyMem_Free(tables);
-    return -1;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* marks: the entries written since a point in time (river_cw.arrowhead's `mark`)              */
-
-/* mark(): remember every block's numbers as they are now (blocks_mark: a mark and `changed` cost
- * in proportion to the entries written since, not to the model) */
-static PyObject *arrowhead_mark(Arrowhead *self, PyObject *unused) {
-    int r;
-    if (enter(self) < 0) return NULL;
-    r = blocks_mark(&self->blocks, &self->mark, self->reshaped);
-    self->busy = 0;
-    if (r < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* an entry's numbers as `changed` gives them */
-static PyObject *changed_numbers(const Entry *e, const void *self) {
-    return numbers_of(self, e, 0);
-}
-
-/* changed(): per block, {feature: (a_j, k_j, c_j)} and {root: (mu_b, S)} of the entries added
- * since the mark or whose numbers differ from it bit for bit, in table order; None without a
- * mark valid for the current blocks (none taken, or the blocks reshaped since) */
-static PyObject *arrowhead_changed(Arrowhead *self, PyObject *unused) {
-    PyObject *out;
-    if (enter(self) < 0) return NULL;
-    out = blocks_changed(&self->blocks, &self->mark, self->reshaped, changed_numbers, self);
-    self->busy = 0;
-    return out;
-}
-
-/* an entry of set_weights' changes, read and looked up before anything is written */
-typedef struct {
-    Py_ssize_t block, ix; /* ix: the entry's position, -1 when new */
-    PyObject *key;        /* a reference */
-    Py_hash_t hash;
-    double numbers[3];
-} Change;
-
-/* One entry of set_weights' changes into *c: its numbers (a feature's three, the root's two),
- * its hash and its entry in t; 0, or -1 with an error */
-static int read_change(Arrowhead *self, Table *t, PyObject *key, PyObject *w, Change *c) {
-    PyObject *items = PySequence_Fast(w, "a weight is (a, k, c), the root's (mu_b, S)");
-    Py_ssize_t size = key == self->root ? 2 : 3, j;
-    if (items == NULL) return -1;
-    if (PySequence_Fast_GET_SIZE(items) != size) {
-        Py_DECREF(items);
-        PyErr_SetString(PyExc_ValueError, "a weight is (a, k, c), the root's (mu_b, S)");
-        return -1;
-    }
-    c->numbers[2] = 0.0; /* the root's entry holds 0 in c */
-    for (j = 0; j < size && !PyErr_Occurred(); j++)
-        c->numbers[j] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(items, j));
-    Py_DECREF(items);
-    if (PyErr_Occurred() || (c->hash = PyObject_Hash(key)) == -1 ||
-        (c->ix = table_find(t, key, c->hash)) == -2)
-        return -1;
-    return 0;
-}
-
-/* set_weights(changes): per block, {feature: (a_j, k_j, c_j)} and {root: (mu_b, S)} written, a
- * new entry appended in the order given (what `changed` returned, read back); every entry is
- * read and looked up, and room made for the new ones, before anything is written */
-static PyObject *arrowhead_set_weights(Arrowhead *self, PyObject *changes) {
-    PyObject *seq, *key, *w;
-    Change *planned = NULL;
-    Py_ssize_t n, b, pos, total = 0, count = 0, i;
-    int ok = 0;
-    /* a tuple, which the Python code that reading runs (a key's __eq__) cannot change */
-    if ((seq = PySequence_Fast(changes, "changes must be a list of dicts")) == NULL) return NULL;
-    if (PyList_Check(seq)) {
-        Py_SETREF(seq, PyList_AsTuple(seq));
-        if (seq == NULL) return NULL;
-    }
-    n = PyTuple_GET_SIZE(seq);
-    if (n != self->blocks.n) {
-        PyErr_Format(PyExc_ValueError, "changes of %zd block(s) for an engine of %zd", n,
-                     self->blocks.n);
-        Py_DECREF(seq);
-        return NULL;
-    }
-    for (b = 0; b < n; b++) {
-        PyObject *d = PyTuple_GET_ITEM(seq, b);
-        if (!PyDict_Check(d)) {
-            PyErr_SetString(PyExc_TypeError, "changes must be a list of dicts");
-            Py_DECREF(seq);
-            return NULL;
-        }
-        total += PyDict_GET_SIZE(d);
-    }
-    if (enter(self) < 0) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    if ((planned = PyMem_Malloc(sizeof(Change) * (total ? total : 1))) == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (b = 0; b < n; b++) {
-        PyObject *d = PyTuple_GET_ITEM(seq, b);
-        Table *t = &self->blocks.table[b];
-        Py_ssize_t fresh = 0;
-        pos = 0;
-        while (PyDict_Next(d, &pos, &key, &w)) {
-            Change *c = &planned[count];
-            if (count == total) {
-                PyErr_SetString(PyExc_RuntimeError, "changes changed size during set_weights");
-                goto done;
-            }
-            c->block = b;
-            c->key = Py_NewRef(key);
-            count++;
-            if (read_change(self, t, key, w, c) < 0) goto done;
-            fresh += c->ix < 0;
-        }
-        if (table_reserve(t, fresh) < 0) goto done;
-    }
-    for (i = 0; i < count; i++) { /* nothing fails from here on */
-        const Change *c = &planned[i];
-        Table *t = &self->blocks.table[c->block];
-        Entry *e;
-        if (c->ix >= 0) {
-            e = &t->entries[c->ix];
-            table_note(t, c->ix);
-        } else
-            e = table_push(t, c->key, c->hash);
-        e->a = c->numbers[0];
-        e->k = c->numbers[1];
-        e->c = c->numbers[2];
-        if (c->key == self->root) continue;
-        if (fabs(e->a) > self->a_bound) self->a_bound = fabs(e->a);
-        if (fabs(e->k) > self->k_bound) self->k_bound = fabs(e->k);
-        if (e->c > self->c_bound) self->c_bound = e->c;
-    }
-    self->generation++; /* entries may be appended */
-    ok = 1;
-done:
-    for (i = 0; i < count; i++) Py_DECREF(planned[i].key);
-    PyMem_Free(planned);
-    Py_DECREF(seq);
-    self->busy = 0;
-    if (!ok) return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *arrowhead_get_prior(Arrowhead *self, void *closure) {
-    return PyFloat_FromDouble(self->prior);
+/* an entry's mean mu_j = a_j + k_j mu_b or marginal variance c_j + k_j k_j S (the root's own
+ * mu_b and S), given its block's (mu_b, S) */
+static double entry_view(const Arrowhead *self, const Entry *e, const double *ctx, int variance) {
+    if (e->key == self->root) return variance ? e->k : e->a;
+    return variance ? e->c + e->k * e->k * ctx[1] : e->a + e->k * ctx[0];
 }
 
 static PyObject *arrowhead_get_root_variance(Arrowhead *self, void *closure) {
@@ -1305,47 +879,75 @@ static PyObject *arrowhead_get_root(Arrowhead *self, void *closure) {
     return Py_NewRef(self->root);
 }
 
-static PyObject *arrowhead_sizeof(Arrowhead *self, PyObject *unused) {
-    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks) +
-                      blocks_mark_bytes(&self->blocks);
-    size += sizeof(Coord) * self->coords_cap + 3 * sizeof(double) * self->scratch_cap;
-    return PyLong_FromSsize_t(size);
-}
-
 /* ---------------------------------------------------------------------------------------- */
-/* the type                                                                                   */
+/* the shell's hooks (_shell.h) and the type                                                  */
 
-static int arrowhead_traverse(Arrowhead *self, visitproc visit, void *arg) {
+static void payload_drop_margin(Arrowhead *self) { release_margin(self); }
+
+static int payload_traverse(Arrowhead *self, visitproc visit, void *arg) {
     Py_ssize_t i;
-    if (blocks_traverse(&self->blocks, visit, arg) < 0) return -1;
     for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
     Py_VISIT(self->root);
     Py_VISIT(self->lean_spec);
     return 0;
 }
 
-static int arrowhead_clear(Arrowhead *self) {
-    release_margin(self);
-    Py_CLEAR(self->lean_spec);
-    blocks_clear(&self->blocks);
-    self->mark.taken = 0;
-    self->generation++;
+/* the root stays until dealloc: every method reads it */
+static void payload_clear(Arrowhead *self) { Py_CLEAR(self->lean_spec); }
+
+static void payload_free(Arrowhead *self) {
+    Py_CLEAR(self->root);
+    PyMem_Free(self->coords);
+    PyMem_Free(self->scratch);
+}
+
+static Py_ssize_t payload_bytes(const Arrowhead *self) {
+    return sizeof(Coord) * self->coords_cap + 3 * sizeof(double) * self->scratch_cap;
+}
+
+/* block 0's a_j and mu_b negated */
+static void entry_negate(Entry *e) { e->a = -e->a; }
+
+/* an entry's numbers, a feature's (a_j, k_j, c_j) or the root's (mu_b, S), as a new list (the
+ * `blocks` state) or tuple (`changed`); NULL with an error */
+static PyObject *entry_numbers(const Arrowhead *self, const Entry *e, int as_list) {
+    if (e->key == self->root) return Py_BuildValue(as_list ? "[dd]" : "(dd)", e->a, e->k);
+    return Py_BuildValue(as_list ? "[ddd]" : "(ddd)", e->a, e->k, e->c);
+}
+
+/* a weight given as its numbers: a feature's three, the root's two (its entry holds 0 in c) */
+static int entry_read(Arrowhead *self, PyObject *key, PyObject *w, Payload *out) {
+    double numbers[3] = {0.0, 0.0, 0.0};
+    if (read_numbers(w, key == self->root ? 2 : 3, numbers,
+                     "a weight is (a, k, c), the root's (mu_b, S)") < 0)
+        return -1;
+    out->a = numbers[0];
+    out->k = numbers[1];
+    out->c = numbers[2];
     return 0;
 }
 
-static void arrowhead_dealloc(Arrowhead *self) {
-    PyObject_GC_UnTrack(self);
-    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
-    arrowhead_clear(self);
-    Py_CLEAR(self->root);
-    PyMem_Free(self->blocks.table);
-    PyMem_Free(self->coords);
-    PyMem_Free(self->scratch);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+/* the bounds of update grown to hold e (a feature's: the root's numbers have none) */
+static void entry_written(Arrowhead *self, const Entry *e) {
+    if (e->key == self->root) return;
+    if (fabs(e->a) > self->a_bound) self->a_bound = fabs(e->a);
+    if (fabs(e->k) > self->k_bound) self->k_bound = fabs(e->k);
+    if (e->c > self->c_bound) self->c_bound = e->c;
+}
+
+/* the blocks replaced: the bounds of update made anew from the entries (the Python engine has
+ * none; the diagonal's mean_bound is its caller's, see reset_bound) */
+static void payload_replaced(Arrowhead *self) {
+    Py_ssize_t b, i;
+    self->a_bound = self->k_bound = 0.0;
+    self->c_bound = self->prior;
+    for (b = 0; b < self->blocks.n; b++)
+        for (i = 0; i < self->blocks.table[b].used; i++)
+            entry_written(self, &self->blocks.table[b].entries[i]);
 }
 
 /* Arrowhead(initial_variance, root, root_variance=None) */
-static PyObject *arrowhead_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"initial_variance", "root", "root_variance", NULL};
     PyObject *root, *root_variance = Py_None;
     double prior;
@@ -1354,109 +956,34 @@ static PyObject *arrowhead_new(PyTypeObject *type, PyObject *args, PyObject *kwd
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "dO|O", kwlist, &prior, &root, &root_variance))
         return NULL;
     if ((h = PyObject_Hash(root)) == -1) return NULL;
-    if ((self = (Arrowhead *)type->tp_alloc(type, 0)) == NULL) return NULL;
+    if ((self = engine_alloc(type)) == NULL) return NULL;
     self->prior = self->root_variance = self->c_bound = prior;
     self->root = Py_NewRef(root);
     self->root_hash = h;
-    if ((root_variance != Py_None &&
-         (self->root_variance = PyFloat_AsDouble(root_variance)) == -1.0 && PyErr_Occurred()) ||
-        blocks_init(&self->blocks) < 0) {
+    if (root_variance != Py_None &&
+        (self->root_variance = PyFloat_AsDouble(root_variance)) == -1.0 && PyErr_Occurred()) {
         Py_DECREF(self);
         return NULL;
     }
     return (PyObject *)self;
 }
 
-static PyMethodDef arrowhead_methods[] = {
-    {"scores", (PyCFunction)arrowhead_scores, METH_O, "mu_b . x for every block b."},
-    {"score_variances", (PyCFunction)arrowhead_score_variances, METH_O,
-     "The variance of every block's score."},
-    {"learn", (PyCFunction)(void (*)(void))arrowhead_learn, METH_FASTCALL,
-     "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
-    {"learn_native", (PyCFunction)(void (*)(void))arrowhead_learn_native, METH_FASTCALL,
-     "learn of a binary model with the rule's step in C; -1: the general path's case."},
-    {"score_native", (PyCFunction)(void (*)(void))arrowhead_score_native, METH_FASTCALL,
-     "A binary model's score of x (and its variance) in one call; None: the general path's."},
-    {"score_rows", (PyCFunction)arrowhead_score_rows, METH_VARARGS,
-     "score_native of every row of a batch (dicts or CSR arrays), or their probabilities."},
-    {"add_block", (PyCFunction)arrowhead_add_block, METH_NOARGS, "Append an empty block."},
-    {"lift", (PyCFunction)arrowhead_lift, METH_NOARGS, "Insert an empty block in front."},
-    {"layout", (PyCFunction)arrowhead_layout, METH_NOARGS, "A snapshot of the block structure."},
-    {"restore_layout", (PyCFunction)arrowhead_restore_layout, METH_O,
-     "Undo lift/add_block calls made since the layout was taken."},
-    {"reorder", (PyCFunction)arrowhead_reorder, METH_O, "Block i becomes the old block order[i]."},
-    {"negate", (PyCFunction)arrowhead_negate, METH_NOARGS, "The Gaussian over -w."},
-    {"block_views", (PyCFunction)arrowhead_block_views, METH_NOARGS,
-     "Per block, {feature: mean} and {feature: marginal variance}."},
-    {"mark", (PyCFunction)arrowhead_mark, METH_NOARGS, "Remember every block's numbers as now."},
-    {"changed", (PyCFunction)arrowhead_changed, METH_NOARGS,
-     "Per block, {feature: (a, k, c)} and {root: (mu_b, S)} of the entries written since the "
-     "mark; None without a mark valid for the current blocks."},
-    {"set_weights", (PyCFunction)arrowhead_set_weights, METH_O,
-     "Write per block {feature: (a, k, c)} and {root: (mu_b, S)} (what changed returned)."},
-    {"__sizeof__", (PyCFunction)arrowhead_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
-    {NULL},
-};
+static PyMethodDef engine_methods[] = {RCW_SHELL_METHODS{NULL}};
 
-static PyGetSetDef arrowhead_getset[] = {
-    {"blocks", (getter)arrowhead_get_blocks, (setter)arrowhead_set_blocks,
-     "The state: a list (one per block) of dicts feature -> [a, k, c], root -> [mu_b, S] "
-     "(copies).",
-     NULL},
-    {"initial_variance", (getter)arrowhead_get_prior, NULL, "The features' prior variance.", NULL},
+static PyGetSetDef engine_getset[] = {
     {"root", (getter)arrowhead_get_root, NULL, "The root's feature name (the intercept).", NULL},
     {"root_variance", (getter)arrowhead_get_root_variance, NULL, "The root's prior variance.",
      NULL},
+    RCW_SHELL_GETSET
     {NULL},
 };
 
-static PyTypeObject ArrowheadType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._arrowhead.Arrowhead",
-    .tp_basicsize = sizeof(Arrowhead),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The compiled arrowhead Gaussian engine (see river_cw.arrowhead).",
-    .tp_new = arrowhead_new,
-    .tp_dealloc = (destructor)arrowhead_dealloc,
-    .tp_traverse = (traverseproc)arrowhead_traverse,
-    .tp_clear = (inquiry)arrowhead_clear,
-    .tp_methods = arrowhead_methods,
-    .tp_getset = arrowhead_getset,
-    .tp_weaklistoffset = offsetof(Arrowhead, weakreflist),
-};
+RCW_SHELL_TYPE(ArrowheadType, "river_cw._arrowhead.Arrowhead", Py_TPFLAGS_BASETYPE,
+               "The compiled arrowhead Gaussian engine (see river_cw.arrowhead).");
 
-/* connect(raise_bad_input=None, token_counts=None): the hooks given, each by the module that
- * owns it (river_cw.arrowhead; river_cw._tokens, the type of _token_counts.h) */
-static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"raise_bad_input", "token_counts", NULL};
-    PyObject *hook = NULL, *token_counts = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OO", kwlist, &hook, &token_counts))
-        return NULL;
-    if (token_counts != NULL && rcw_token_counts_connect(token_counts) < 0) return NULL;
-    if (hook != NULL) Py_XSETREF(raise_bad_input_hook, Py_NewRef(hook));
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef module_methods[] = {
-    {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
-     "Hand the engine its Python hooks (river_cw does it when imported)."},
-    {NULL},
-};
-
-static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "river_cw._arrowhead",
-    "The compiled arrowhead Gaussian engine of river_cw (optional; see river_cw.arrowhead).", -1,
-    module_methods,
-};
+RCW_SHELL_MODULE(
+    "The compiled arrowhead Gaussian engine of river_cw (optional; see river_cw.arrowhead).");
 
 PyMODINIT_FUNC PyInit__arrowhead(void) {
-    PyObject *m;
-    if (PyType_Ready(&ArrowheadType) < 0) return NULL;
-    if ((m = PyModule_Create(&moduledef)) == NULL) return NULL;
-    Py_INCREF(&ArrowheadType);
-    if (PyModule_AddObject(m, "Arrowhead", (PyObject *)&ArrowheadType) < 0) {
-        Py_DECREF(&ArrowheadType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return shell_module(&moduledef, &ArrowheadType, "Arrowhead");
 }

@@ -1,8 +1,10 @@
-/* The mini-batch kernel of the compiled diagonal engine: Diagonal.learn_rows learns a batch of
- * rows in one call, exactly as the learn_one loop of river_cw.batch would (the reference), bit for
- * bit: the same margins with the same exactly rounded sums, the same step, the same update
- * (update_core's unchecked path in place on the row, else update_core itself on the coordinates
- * the engine's add_coord leaves).
+/* The mini-batch kernel of the compiled Gaussian engines: learn_rows learns a batch of rows in
+ * one call, exactly as the learn_one loop of river_cw.batch would (the reference), bit for bit:
+ * the same margins with the same exactly rounded sums, the same step, the same update; score_rows
+ * scores a batch as score_native scores each row. Written once for any payload: what is the
+ * engine's mathematics (a row's margin and update, its scores, the lean rows) it asks of the
+ * payload's hooks, declared below; the rest is here: the rows read and resolved to the tables'
+ * entries, the CSR columns kept across calls, the labels, the steps, the loop and its stops.
  *
  * Rows come as a list of dicts or as CSR arrays (data, indices, indptr) whose column j is the
  * feature named features[j], or the int j itself (hashed ids). For CSR each distinct column of
@@ -11,8 +13,8 @@
  * get their slots as the updates append them. A call that continues the last one's epoch with
  * the lean kernel leaves that to the kernel, row by row (RESOLVE_LAZY). Each row's label is
  * looked up in the model's class index here (label_block). A binary model's dict rows go first
- * through lean_learn, learn_one's own lean path, where the model has one (learn_native's `lean`
- * spec); a row it declines goes the kernel's way below.
+ * through the engine's own lean path (batch_lean_dict: learn_native's, where the model has a
+ * `lean` spec); a row it declines goes the kernel's way below.
  *
  * The kernel never raises on a bad row: it stops at any row it does not handle (a label not yet
  * known, a sample weight that is not a float > 0, a value other than a float, a bool or an int
@@ -20,7 +22,15 @@
  * touching the model, and the caller hands that row to learn_one, which raises what it raises or
  * learns it (river_cw.gaussian_classifier).
  *
- * Included by _diagonal.c after update_core. */
+ * Included by an engine after the shell (_shell.h, RCW_SHELL_WEIGHTS: the payload holds the
+ * features' `prior`) with a `struct BatchCache *batch` in its payload (the batch cache: NULL
+ * until learn_rows reads CSR rows, freed by batch_cache_free from its payload_clear), the
+ * score_rows accumulators RowScore and RowScoreExact defined before, and the hooks declared below
+ * defined after; its method table lists RCW_BATCH_METHODS. Today the diagonal's (_diagonal.c);
+ * the arrowhead's batch path would define the same hooks. */
+#include <float.h>
+
+#include "_csr.h"
 
 /* The step of a batch: a native step, or the rule's Python method called per example */
 typedef struct {
@@ -28,102 +38,10 @@ typedef struct {
     const double *params; /* the native step's parameters */
     PyObject *callable;   /* step(m, v, w) -> None | (alpha, gamma); exact: step(m, v, u, w) */
     PyObject *scheme;     /* "project" or "drop"; None: the step returns its exact scheme */
-    int kind;             /* scheme's kind and C (scheme_kind), found once a call */
+    int kind;             /* scheme's kind and C (batch_scheme), found once a call */
     double C;
-    int lean;             /* exact: the engine's lean spec steps it in C (lean_learn's step) */
+    int lean;             /* exact: the engine's lean spec steps it in C (batch_lean_step) */
 } BatchStep;
-
-#include <float.h>
-
-#include "_csr.h"
-
-enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
-
-/* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma, the scheme's kind and C
- * (scheme_kind) and a new reference to the scheme (None from the lean spec), or BATCH_NONE,
- * BATCH_SKIP, BATCH_ERROR (raised). The Python step's result and errors map as in
- * river_cw.gaussian._learn. An exact rule whose lean spec steps it in C (CW's solver, NHERD's
- * step with its herding shrink) takes that step, as lean_learn does; where the solver errs the
- * Python step runs and raises. */
-static int batch_step(Diagonal *self, const BatchStep *s, double m, double v, double w,
-                      double *alpha, double *gamma, PyObject **scheme, int *kind, double *C) {
-    PyObject *args[4], *result, *own[4] = {NULL, NULL, NULL, NULL};
-    Py_ssize_t n = 0, i;
-    int exact = s->scheme == Py_None;
-    *kind = s->kind; /* the call's scheme, unless an exact step names its own */
-    *C = s->C;
-    if (exact && s->lean) {
-        int r = self->lean.exact != NULL
-                    ? self->lean.exact(self->lean.params, m, v, self->margin.u, self->margin.nu, w, alpha, gamma)
-                    : self->lean.step(self->lean.params, m, v, w, alpha, gamma);
-        if (r != -2) {
-            if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
-            if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
-            *kind = self->lean.kind;
-            *C = self->lean.herding_C * w; /* as the rule's HerdingShrink(C * w) */
-            Py_INCREF(Py_None);
-            *scheme = Py_None;
-            return BATCH_UPDATE;
-        }
-        if (!rcw_error_recoverable()) return BATCH_ERROR;
-        PyErr_Clear(); /* the Python step meets it again and raises it */
-    }
-    if (s->native != NULL) {
-        int r = s->native(s->params, m, v, w, alpha, gamma);
-        if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
-        if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
-        Py_INCREF(s->scheme);
-        *scheme = s->scheme;
-        return BATCH_UPDATE;
-    }
-    own[n] = PyFloat_FromDouble(m), args[n] = own[n], n++;
-    own[n] = PyFloat_FromDouble(v), args[n] = own[n], n++;
-    if (exact) own[n] = make_terms(self->margin.u, self->margin.nu), args[n] = own[n], n++;
-    own[n] = PyFloat_FromDouble(w), args[n] = own[n], n++;
-    for (i = 0; i < n; i++)
-        if (own[i] == NULL) goto error;
-    result = PyObject_Vectorcall(s->callable, args, (size_t)n, NULL);
-    for (i = 0; i < n; i++) Py_CLEAR(own[i]);
-    if (result == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
-            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
-            PyErr_Clear();
-            return BATCH_SKIP;
-        }
-        return BATCH_ERROR;
-    }
-    if (result == Py_None) {
-        Py_DECREF(result);
-        return BATCH_NONE;
-    }
-    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (exact ? 3 : 2)) {
-        Py_DECREF(result);
-        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
-                                         "(alpha, gamma, scheme)");
-        return BATCH_ERROR;
-    }
-    *alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
-    *gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
-    if (PyErr_Occurred()) {
-        Py_DECREF(result);
-        return BATCH_ERROR;
-    }
-    if (!(isfinite(*alpha) && isfinite(*gamma))) { /* v near 0, a violated constraint */
-        Py_DECREF(result);
-        return BATCH_SKIP;
-    }
-    *scheme = exact ? PyTuple_GET_ITEM(result, 2) : s->scheme;
-    Py_INCREF(*scheme);
-    Py_DECREF(result);
-    if (exact && scheme_kind(*scheme, kind, C) < 0) {
-        Py_CLEAR(*scheme);
-        return BATCH_ERROR;
-    }
-    return BATCH_UPDATE;
-error:
-    for (i = 0; i < n; i++) Py_CLEAR(own[i]);
-    return BATCH_ERROR;
-}
 
 /* One row's features (the intercept last): feature j has the value x[j] and the column col[j],
  * whose key (borrowed) and hash are keys[col[j]] and hashes[col[j]] and whose entry in block b is
@@ -143,6 +61,197 @@ typedef struct {
 } BatchRow;
 
 #define ROW_SLOTS(r, b) (&(r)->slot[(b) * (r)->stride])
+
+/* The pairs of a row's difference vector d = sum(sign f(x, block)) */
+typedef struct {
+    int n;
+    Py_ssize_t block[2];
+    double sign[2];
+    Py_ssize_t n_new[2]; /* features of the pair not learned yet with a non-zero value */
+} BatchPairs;
+
+/* per column, side by side (one cache line per use): the last epoch that resolved it (negated:
+ * the key is bad, the column's rows go to learn_one) and the last row it was seen in (a row
+ * holding it twice goes to learn_one) */
+typedef struct {
+    int64_t call, row;
+} BatchMark;
+
+/* a vocabulary's name, as the epochs used it: the column that named it last, in the epoch (the
+ * number of) that did */
+typedef struct {
+    Py_ssize_t column;
+    int64_t epoch;
+} BatchName;
+
+/* The CSR columns an engine has learned from, kept across batches (the payload's `batch`): per
+ * column its key (a new reference: features[j], or the int j for hashed ids), its hash and its
+ * entry in every block, so that a column is hashed and looked up once, not once per batch. The
+ * entries are checked once per epoch, without hashing: entry ix of a block holds column j's
+ * feature exactly when ix < used and the entry's key is column j's key object itself (a table
+ * holds distinct keys), which survives growth, rehashing, a new block, a reorder or a restore
+ * (those only make the check fail, and the column is looked up again). An epoch is the calls
+ * that follow one another while the engine's layout stays as the last call left it (its
+ * generation, the intercept): nothing else wrote the tables in between, so a column resolved in
+ * the epoch still is; or wrote only new features at the tables' ends (learn_one's, say), which
+ * columns_catch_up gives to the columns they are. The last column (ncols) is the intercept. A
+ * vocabulary's names are checked distinct per call against `names`, a table of every name seen
+ * (name_use: the column that named it last, and that epoch's number): a call that continues an
+ * epoch and finds a column renamed in place since, or a name another column of the epoch took,
+ * starts a new epoch instead, where the check is the call's own. (A bad column's rows go to
+ * learn_one for the rest of the epoch, which reads the names anew.) */
+typedef struct BatchCache {
+    PyObject *features; /* the vocabulary (a new reference), or NULL for hashed ids */
+    Py_ssize_t ncols, nblocks, stride; /* stride = ncols + 1: the intercept is column ncols */
+    PyObject **key;      /* NULL: not seen yet */
+    Py_hash_t *hash;     /* -1: the key is not hashable */
+    Py_ssize_t *named;   /* a vocabulary column's entry in `names` (checked as the slots are) */
+    Py_ssize_t *slot;    /* slot[b * stride + j]: column j's entry in block b, -1: unseen */
+    BatchMark *mark;
+    Table names;          /* every name seen, and its use: */
+    BatchName *name_use;
+    Py_ssize_t name_uses; /* room in name_use */
+    int64_t calls, rows; /* calls: the number of the epoch (unique among all caches) */
+    Py_ssize_t known;    /* the columns (the intercept aside) the epoch resolved, good or bad */
+    int continued;       /* this call continues the last call's epoch */
+    int settled;         /* the last call ended well, leaving: */
+    uint64_t generation; /* the engine's generation */
+    uint64_t reshaped;   /* its reshaped count */
+    Py_ssize_t *used;    /* each block's size (its table's `used`) */
+    PyObject *intercept; /* and its intercept (borrowed, compared by identity) */
+} BatchCache;
+
+/* The CSR arrays of a call and the views that hold them */
+typedef struct {
+    RcwCsr csr;
+    BatchCache *cache;
+    Py_ssize_t start; /* the first row resolved */
+    char *plain;      /* per row from start: 1 when its columns are good and distinct */
+    int lazy;         /* 1: rows are not resolved up front (RESOLVE_LAZY) */
+} BatchColumns;
+
+enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
+
+/* ---------------------------------------------------------------------------------------- */
+/* the payload's hooks: the engine defines them after including this header                   */
+
+/* a scheme's kind and its C for batch_update ("project", "drop", or the engine's others); 0, or
+ * -1 with an error */
+static int batch_scheme(PyObject *scheme, int *kind, double *C);
+/* whether the lean CSR rows (batch_lean_row) take a scheme of this kind */
+static int batch_lean_scheme(int kind);
+/* the engine's lean cache holding learn_native's spec `lean` (parsed now, if it held another);
+ * 0, or -1 with an error */
+static int batch_lean_spec(Engine *self, PyObject *lean);
+/* the lean spec's own step on the last margin (an exact rule's, in C): the rcw_step's 1, 0 or -1
+ * with *alpha, *gamma and the scheme's *kind and *C, or -2 with an error (the Python step then
+ * runs and raises it) */
+static int batch_lean_step(Engine *self, double m, double v, double w, double *alpha,
+                           double *gamma, int *kind, double *C);
+/* the last margin's terms u_j, for an exact rule's Python step (a new reference, or NULL) */
+static PyObject *batch_terms(Engine *self);
+/* the lean path of a dict row x (learn_native's: a binary engine, entered, its lean spec
+ * parsed) for a label of the given sign and a weight w > 0: LEARN_NOTHING (learned, or nothing to
+ * learn), LEARN_SKIPPED, -1 (the general path's row: nothing changed, no error set), -2 (an error
+ * raised) */
+static int batch_lean_dict(Engine *self, PyObject *x, double sign, double w);
+/* the lean CSR row i (plain, or checked as it is read when the call is lazy) of a binary model
+ * learned by the native step s with a scheme of `kind` and nothing forgotten, straight from the
+ * arrays: 0 learned, nothing to learn or skipped (counted in *skipped); 1 the general path's row,
+ * nothing changed; 2 (lazy) a column out of range, not resolved in the epoch or stored twice,
+ * nothing changed; -1 on memory */
+static int batch_lean_row(Engine *self, const BatchColumns *c, Py_ssize_t i, int intercept,
+                          double sign, double w, const BatchStep *s, int kind,
+                          Py_ssize_t *skipped);
+/* a resolved row's score in block b, as `scores` computes it, into *score; -1 where the row is
+ * bad (scores() would raise: a score beyond float64, a sum math.fsum raises on), error cleared
+ * or pending */
+static int batch_row_score(Engine *self, Py_ssize_t b, const BatchRow *r, double *score);
+/* the margin of a resolved row along p, as the engine's margin computes it (the learned
+ * variances forgotten with keep and rest, written once the row is valid), into *m and *v, and
+ * p->n_new; -1 (nothing changed) when the row is bad: learn_one judges it; -2 with an error to
+ * propagate as it is (see rcw_error_recoverable) */
+static int batch_margin(Engine *self, BatchRow *r, BatchPairs *p, double keep, double rest,
+                        double *m, double *v);
+/* the step (alpha, gamma) of a scheme of kind, C (or `scheme` itself) applied to the row's
+ * margin, as update() applies it (entered); new features appended in the row's order, their
+ * entries written to the row's slots. 1 applied, 0 refused (float64 cannot express it), -1 an
+ * error */
+static int batch_update(Engine *self, BatchRow *r, const BatchPairs *p, double alpha,
+                        double gamma, double v, int kind, double C, PyObject *scheme);
+/* score_native's numbers for the dict row x (1 with *m and *v, 0 for the general path's case,
+ * -1 with an error that must propagate; entered) */
+static int batch_score_dict(Engine *self, PyObject *x, PyObject *intercept, double *m, double *v);
+/* a CSR row's sums for score_rows: each stored entry's terms added (its entry ix, -1 unseen, and
+ * value xf), the intercept's last; 1 with *m and *v where their bound certifies them, else 0 and
+ * they are summed again by math.fsum's algorithm (row_exact_add: 0, or -1 with an error and the
+ * sums freed; row_exact_result: 1 with *m and *v, 0 for the general path's case, cleared, -1 with
+ * an error); row_score_finite: whether the score is one scores() gives */
+static void row_score_init(RowScore *s);
+static void row_score_add(Engine *self, const Table *t, Py_ssize_t ix, double xf, RowScore *s);
+static int row_score_sums(RowScore *s, Py_ssize_t n, double *m, double *v);
+static int row_score_finite(const RowScore *s, double m);
+static void row_exact_init(RowScoreExact *s);
+static int row_exact_add(Engine *self, const Table *t, Py_ssize_t ix, double xf,
+                         RowScoreExact *s);
+static int row_exact_result(RowScoreExact *s, double *m, double *v);
+
+static PyObject *engine_learn_rows(Engine *self, PyObject *args);
+
+#define RCW_BATCH_METHODS                                                                        \
+    {"learn_rows", (PyCFunction)engine_learn_rows, METH_VARARGS,                                 \
+     "The learn_one loop over a batch of rows (_batch.h)."},
+
+/* ---------------------------------------------------------------------------------------- */
+/* the kernel                                                                                 */
+
+
+/* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma, the scheme's kind and C
+ * (batch_scheme) and a new reference to the scheme (None from the lean spec), or BATCH_NONE,
+ * BATCH_SKIP, BATCH_ERROR (raised). The Python step (rule_step) runs as river_cw.gaussian._learn
+ * runs it. An exact rule whose lean spec steps it in C (batch_lean_step: the diagonal's CW
+ * solver, NHERD's step with its herding shrink) takes that step, as the lean path does; where the
+ * solver errs the Python step runs and raises. */
+static int batch_step(Engine *self, const BatchStep *s, double m, double v, double w,
+                      double *alpha, double *gamma, PyObject **scheme, int *kind, double *C) {
+    PyObject *terms = NULL, *weight;
+    int exact = s->scheme == Py_None, r;
+    *kind = s->kind; /* the call's scheme, unless an exact step names its own */
+    *C = s->C;
+    if (exact && s->lean) {
+        r = batch_lean_step(self, m, v, w, alpha, gamma, kind, C);
+        if (r != -2) {
+            if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
+            if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
+            *scheme = Py_NewRef(Py_None);
+            return BATCH_UPDATE;
+        }
+        if (!rcw_error_recoverable()) return BATCH_ERROR;
+        PyErr_Clear(); /* the Python step meets it again and raises it */
+    }
+    if (s->native != NULL) {
+        r = s->native(s->params, m, v, w, alpha, gamma);
+        if (r <= 0) return r < 0 ? BATCH_SKIP : BATCH_NONE;
+        if (!(isfinite(*alpha) && isfinite(*gamma))) return BATCH_SKIP;
+        *scheme = Py_NewRef(s->scheme);
+        return BATCH_UPDATE;
+    }
+    if ((exact && (terms = batch_terms(self)) == NULL) ||
+        (weight = PyFloat_FromDouble(w)) == NULL) {
+        Py_XDECREF(terms);
+        return BATCH_ERROR;
+    }
+    r = rule_step(s->callable, s->scheme, m, v, terms, weight, alpha, gamma, scheme);
+    Py_XDECREF(terms);
+    Py_DECREF(weight);
+    if (r != LEARN_APPLIED)
+        return r < 0 ? BATCH_ERROR : r == LEARN_SKIPPED ? BATCH_SKIP : BATCH_NONE;
+    if (exact && batch_scheme(*scheme, kind, C) < 0) {
+        Py_CLEAR(*scheme);
+        return BATCH_ERROR;
+    }
+    return BATCH_UPDATE;
+}
 
 static void row_free(BatchRow *r) {
     PyMem_Free(r->x);
@@ -172,243 +281,21 @@ static int row_reserve(BatchRow *r, Py_ssize_t n) {
     return 0;
 }
 
-/* mu_b . x of a row (the terms kept when `kept`, else only accumulated): 0, 1 when the sum
- * is not certified without its terms, -1 on an error (raised) */
-static int batch_score(const Table *t, const BatchRow *r, const Py_ssize_t *slot, int kept,
-                       double *score, double *unseen) {
-    Py_ssize_t j;
-    DdSum acc;
-    Fsum all;
-    ddsum_init(&acc);
-    if (kept) fsum_init(&all);
-    *unseen = 0.0;
-    for (j = 0; j < r->n; j++) {
-        Py_ssize_t ix = slot[r->col[j]];
-        if (ix < 0)
-            *unseen += r->x[j];
-        else if (!kept)
-            ddsum_add(&acc, t->entries[ix].mean * r->x[j]);
-        else if (fsum_add(&all, t->entries[ix].mean * r->x[j]) < 0) {
-            fsum_free(&all);
-            return -1;
-        }
-    }
-    if (!kept) return ddsum_certified(&acc, r->n, score) ? 0 : 1;
-    return fsum_result(&all, score);
-}
-
-/* Validate a multi-class row as `scores` does and pick the best-scoring block other than k (the
- * first of equals, as Python's max); -1: the row is bad, 0 otherwise */
-static int batch_best_wrong(Diagonal *self, BatchRow *r, Py_ssize_t k, Py_ssize_t *wrong) {
+/* Validate a multi-class row as `scores` does (batch_row_score) and pick the best-scoring block
+ * other than k (the first of equals, as Python's max); -1: the row is bad, 0 otherwise */
+static int batch_best_wrong(Engine *self, BatchRow *r, Py_ssize_t k, Py_ssize_t *wrong) {
     Py_ssize_t b;
-    for (b = 0; b < self->blocks.n; b++) {
-        double score, unseen;
-        int status = batch_score(&self->blocks.table[b], r, ROW_SLOTS(r, b), 0, &score, &unseen);
-        if (status == 1)
-            status = batch_score(&self->blocks.table[b], r, ROW_SLOTS(r, b), 1, &score, &unseen);
-        if (status < 0 || !isfinite(score + unseen)) return -1;
-        r->scores[b] = score;
-    }
+    for (b = 0; b < self->blocks.n; b++)
+        if (batch_row_score(self, b, r, &r->scores[b]) < 0) return -1;
     *wrong = -1;
     for (b = 0; b < self->blocks.n; b++)
         if (b != k && (*wrong < 0 || r->scores[b] > r->scores[*wrong])) *wrong = b;
     return 0;
 }
 
-/* The pairs of a row's difference vector d = sum(sign f(x, block)) */
-typedef struct {
-    int n;
-    Py_ssize_t block[2];
-    double sign[2];
-    Py_ssize_t n_new[2]; /* features of the pair not learned yet with a non-zero value */
-} BatchPairs;
-
-/* diagonal_margin's sums on a resolved row: m = mu . d and v = d' Sigma d (the terms u_j in
- * the engine's u, in its order), with the learned variances forgotten (not written). The terms
- * are kept when `kept`, else only accumulated. 0, 1 when a sum is not certified without its
- * terms, -1 on an error (raised) */
-static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
-                      int kept, double *m_out, double *v_out) {
-    Py_ssize_t j;
-    double m = 0.0;
-    int k;
-    DdSum u_acc, m_acc; /* the sums without their terms */
-    Fsum u_all, m_all;  /* with them, when `kept` */
-    self->margin.nu = 0;
-    ddsum_init(&u_acc);
-    if (kept) fsum_init(&u_all);
-    for (k = 0; k < p->n; k++) {
-        Entry *entries = self->blocks.table[p->block[k]].entries;
-        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
-        double mk;
-        p->n_new[k] = 0;
-        ddsum_init(&m_acc);
-        if (kept) fsum_init(&m_all);
-        for (j = 0; j < r->n; j++) {
-            double xf = r->x[j], x2 = xf * xf, uj;
-            Py_ssize_t ix = slot[col[j]];
-            if (ix < 0) {
-                if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
-                uj = self->prior * x2;
-                p->n_new[k]++;
-            } else {
-                double mj = learned_terms(&entries[ix], xf, keep, rest, &uj);
-                if (!kept)
-                    ddsum_add(&m_acc, mj);
-                else if (fsum_add(&m_all, mj) < 0)
-                    goto fail;
-            }
-            self->margin.u[self->margin.nu++] = uj;
-            if (!kept)
-                ddsum_add(&u_acc, uj);
-            else if (fsum_add(&u_all, uj) < 0)
-                goto fail;
-        }
-        if (!kept) {
-            if (!ddsum_certified(&m_acc, r->n, &mk)) return 1;
-        } else if (fsum_result(&m_all, &mk) < 0) {
-            fsum_free(&u_all);
-            return -1;
-        }
-        m += p->sign[k] * mk;
-    }
-    *m_out = m;
-    if (!kept) return ddsum_certified(&u_acc, self->margin.nu, v_out) ? 0 : 1;
-    return fsum_result(&u_all, v_out);
-fail:
-    fsum_free(&m_all);
-    fsum_free(&u_all);
-    return -1;
-}
-
-/* diagonal_margin on a resolved row: batch_sums, then the forgotten variances written once the
- * row is known to be valid; -1 (nothing changed) when the row is bad (a non-finite margin, an
- * overflow, a key's error): learn_one judges it; -2 with an error to propagate as it is (see
- * rcw_error_recoverable) */
-static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
-                        double *m_out, double *v_out) {
-    Py_ssize_t j;
-    int k, status;
-    release_coords(self);
-    if (coords_reserve(self, r->n * p->n) < 0) goto fail;
-    status = batch_sums(self, r, p, keep, rest, 0, m_out, v_out);
-    if (status == 1) status = batch_sums(self, r, p, keep, rest, 1, m_out, v_out);
-    if (status < 0 || !(isfinite(*m_out) && isfinite(*v_out))) goto fail;
-    if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
-        for (k = 0; k < p->n; k++) {
-            Table *t = &self->blocks.table[p->block[k]];
-            const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
-            for (j = 0; j < r->n; j++)
-                if (slot[col[j]] >= 0 && r->x[j] != 0.0) {
-                    Entry *e = &t->entries[slot[col[j]]];
-                    e->var = forget(e->var, keep, rest);
-                    table_note(t, slot[col[j]]);
-                }
-        }
-    return 0;
-fail:
-    self->margin.nu = 0;
-    if (!rcw_error_recoverable()) return -2;
-    PyErr_Clear();
-    return -1;
-}
-
-/* the engine's coordinates of the last margin, as diagonal_margin leaves them (add_coord: the
- * unseen features' keys, nkeyed and pair_new), for update_core */
-static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
-    Py_ssize_t j;
-    int k;
-    double mj, uj; /* the sums are known: add_coord's terms are not needed */
-    release_coords(self);
-    self->margin.npairs = p->n;
-    for (k = 0; k < p->n; k++) {
-        Table *t = &self->blocks.table[p->block[k]];
-        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
-        self->margin.pair_block[k] = p->block[k];
-        self->margin.pair_sign[k] = p->sign[k];
-        for (j = 0; j < r->n; j++) {
-            Py_ssize_t l = r->col[j];
-            add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], 1.0, 0.0, &mj, &uj);
-        }
-    }
-}
-
-/* update_core's unchecked path (a built-in scheme far from float64's limit: every value is
- * finite) in place on the row: per weight the same formulas, new weights appended per pair in
- * the row's order (their entries' positions go to the row's slots); -1 on memory */
-static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
-                       double gamma, double v, int kind) {
-    double beta = gamma / (1.0 + gamma * v), prior = self->prior;
-    Py_ssize_t j;
-    int k;
-    for (k = 0; k < p->n; k++)
-        if (p->n_new[k] && table_reserve(&self->blocks.table[p->block[k]], p->n_new[k]) < 0)
-            return -1;
-    for (k = 0; k < p->n; k++) {
-        Table *t = &self->blocks.table[p->block[k]];
-        Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
-        double a = alpha * p->sign[k];
-        for (j = 0; j < r->n; j++) {
-            Py_ssize_t l = r->col[j], ix = slot[l];
-            double xf = r->x[j];
-            if (ix >= 0) {
-                step_entry(&t->entries[ix], a, xf, gamma, beta, kind);
-                table_note(t, ix);
-            } else if (xf * xf != 0.0) {
-                slot[l] = t->used;
-                step_append(t, r->keys[l], r->hashes[l], prior, a, xf, gamma, beta, kind);
-            }
-        }
-    }
-    if (p->n_new[0] || (p->n > 1 && p->n_new[1])) self->generation++;
-    return 0;
-}
-
-/* per column, side by side (one cache line per use): the last epoch that resolved it (negated:
- * the key is bad, the column's rows go to learn_one) and the last row it was seen in (a row
- * holding it twice goes to learn_one) */
-typedef struct {
-    int64_t call, row;
-} BatchMark;
-
-/* The CSR columns an engine has learned from, kept across batches (Diagonal.batch_cache): per
- * column its key (a new reference: features[j], or the int j for hashed ids), its hash and its
- * entry in every block, so that a column is hashed and looked up once, not once per batch. The
- * entries are checked once per epoch, without hashing: entry ix of a block holds column j's
- * feature exactly when ix < used and the entry's key is column j's key object itself (a table
- * holds distinct keys), which survives growth, rehashing, a new block, a reorder or a restore
- * (those only make the check fail, and the column is looked up again). An epoch is the calls
- * that follow one another while the engine's layout stays as the last call left it (its
- * generation, the intercept): nothing else wrote the tables in between, so a column resolved in
- * the epoch still is; or wrote only new features at the tables' ends (learn_one's, say), which
- * columns_catch_up gives to the columns they are. The last column (ncols) is the intercept. A
- * vocabulary's names are checked distinct per call against `names`, a table of every name seen
- * (mean: the column that named it last, var: that epoch's number): a call that continues an
- * epoch and finds a column renamed in place since, or a name another column of the epoch took,
- * starts a new epoch instead, where the check is the call's own. (A bad column's rows go to
- * learn_one for the rest of the epoch, which reads the names anew.) */
-typedef struct BatchCache {
-    PyObject *features; /* the vocabulary (a new reference), or NULL for hashed ids */
-    Py_ssize_t ncols, nblocks, stride; /* stride = ncols + 1: the intercept is column ncols */
-    PyObject **key;      /* NULL: not seen yet */
-    Py_hash_t *hash;     /* -1: the key is not hashable */
-    Py_ssize_t *named;   /* a vocabulary column's entry in `names` (checked as the slots are) */
-    Py_ssize_t *slot;    /* slot[b * stride + j]: column j's entry in block b, -1: unseen */
-    BatchMark *mark;
-    Table names;
-    int64_t calls, rows; /* calls: the number of the epoch (unique among all caches) */
-    Py_ssize_t known;    /* the columns (the intercept aside) the epoch resolved, good or bad */
-    int continued;       /* this call continues the last call's epoch */
-    int settled;         /* the last call ended well, leaving: */
-    uint64_t generation; /* the engine's generation */
-    uint64_t reshaped;   /* its reshaped count */
-    Py_ssize_t *used;    /* each block's size (its table's `used`) */
-    PyObject *intercept; /* and its intercept (borrowed, compared by identity) */
-} BatchCache;
-
 static int64_t batch_calls = 0; /* numbers the epochs of every cache */
 
-static void batch_cache_free(Diagonal *self) {
+static void batch_cache_free(Engine *self) {
     BatchCache *c = self->batch;
     Py_ssize_t j;
     if (c == NULL) return;
@@ -423,12 +310,13 @@ static void batch_cache_free(Diagonal *self) {
     PyMem_Free(c->used);
     PyMem_Free(c->mark);
     table_free(&c->names);
+    PyMem_Free(c->name_use);
     PyMem_Free(c);
 }
 
 /* the engine's cache for CSR columns named by `features` (NULL: hashed ids), made anew when the
  * vocabulary (by identity) or the number of columns changed; the slots grown to every block */
-static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t ncols) {
+static BatchCache *batch_cache(Engine *self, PyObject *features, Py_ssize_t ncols) {
     BatchCache *c = self->batch;
     if (c != NULL && (c->features != features || c->ncols != ncols)) {
         batch_cache_free(self);
@@ -437,7 +325,7 @@ static BatchCache *batch_cache(Diagonal *self, PyObject *features, Py_ssize_t nc
     if (c == NULL) {
         Py_ssize_t n = ncols + 1;
         if ((c = PyMem_Calloc(1, sizeof(BatchCache))) == NULL) goto memory;
-        self->batch = c; /* freed with the engine (diagonal_clear) */
+        self->batch = c; /* freed with the engine (its payload_clear) */
         c->ncols = ncols;
         c->stride = n;
         c->key = PyMem_Calloc(n, sizeof(PyObject *));
@@ -467,15 +355,6 @@ memory:
     return NULL;
 }
 
-/* The CSR arrays of a call and the views that hold them */
-typedef struct {
-    RcwCsr csr;
-    BatchCache *cache;
-    Py_ssize_t start; /* the first row resolved */
-    char *plain;      /* per row from start: 1 when its columns are good and distinct */
-    int lazy;         /* 1: rows are not resolved up front (RESOLVE_LAZY) */
-} BatchColumns;
-
 static void columns_free(BatchColumns *c) {
     rcw_csr_release(&c->csr);
     PyMem_Free(c->plain);
@@ -488,7 +367,7 @@ static void columns_free(BatchColumns *c) {
 static int column_named(BatchCache *c, Py_ssize_t j) {
     PyObject *key = c->key[j];
     Py_ssize_t ix = c->named[j];
-    Entry *e;
+    BatchName *use;
     if (!(ix >= 0 && ix < c->names.used && c->names.entries[ix].key == key)) {
         if ((ix = table_find(&c->names, key, c->hash[j])) == -2) {
             if (!rcw_error_recoverable()) return -1;
@@ -497,21 +376,26 @@ static int column_named(BatchCache *c, Py_ssize_t j) {
             return 0;
         }
         if (ix == -1) {
-            if (table_reserve(&c->names, 1) < 0) return -1;
+            if (table_reserve(&c->names, 1) < 0 ||
+                rcw_grow((void **)&c->name_use, &c->name_uses, c->names.used + 1,
+                         sizeof(BatchName)) < 0)
+                return -1;
             ix = c->names.used;
-            table_append(&c->names, key, c->hash[j], -1.0, 0.0);
+            table_push(&c->names, key, c->hash[j]);
+            c->name_use[ix].column = -1;
+            c->name_use[ix].epoch = 0;
         }
         c->named[j] = ix;
     }
-    e = &c->names.entries[ix];
-    if (e->var == (double)c->calls && e->mean != (double)j) {
+    use = &c->name_use[ix];
+    if (use->epoch == c->calls && use->column != j) {
         if (c->continued) return 1;
         PyErr_Format(PyExc_ValueError, "features names columns %zd and %zd alike: %R",
-                     (Py_ssize_t)e->mean, j, key);
+                     use->column, j, key);
         return -1;
     }
-    e->mean = (double)j;
-    e->var = (double)c->calls;
+    use->column = j;
+    use->epoch = c->calls;
     return 0;
 }
 
@@ -526,7 +410,7 @@ static int vocabulary_intact(PyObject *features, Py_ssize_t ncols) {
 /* column j (ncols: the intercept) resolved for this epoch: its key, whether it is bad, its
  * entry in every block; `absent` counts per block the columns not learned yet. 0, -1 on an
  * error, 1: the call must start a new epoch (column_named) */
-static int column_resolve(Diagonal *self, BatchCache *c, Py_ssize_t j, PyObject *features,
+static int column_resolve(Engine *self, BatchCache *c, Py_ssize_t j, PyObject *features,
                           PyObject *intercept, Py_ssize_t *absent) {
     PyObject *key;
     Py_ssize_t b;
@@ -599,7 +483,7 @@ static inline int marks_settled(BatchMark *marks, const Py_ssize_t *ind, Py_ssiz
 
 /* How columns_resolve starts. EAGER: every row of the call up front. LAZY (a call whose rows all
  * go to the lean kernel first): where the epoch continues, no row at all (c->lazy):
- * columns_lean_row checks each row's columns as it sums them, a column the epoch has not seen is
+ * batch_lean_row checks each row's columns as it sums them, a column the epoch has not seen is
  * resolved for its row (row_resolve), and a row that still fails (a column out of range, bad or
  * stored twice) has the call's rest resolved (REST) from it. A vocabulary's call is lazy only
  * once the epoch resolved all its columns, with the names unchanged: a new column could take a
@@ -619,7 +503,7 @@ enum { RESOLVE_EAGER, RESOLVE_LAZY, RESOLVE_REST };
  * (the entries before stay where they were). 1: done; 0: the epoch must start again (blocks
  * changed, or a key that only Python code could tell: neither an exact str nor an exact int;
  * also a name whose == raised an Exception); -1: an error to propagate. */
-static int columns_catch_up(Diagonal *self, BatchCache *c, PyObject *intercept) {
+static int columns_catch_up(Engine *self, BatchCache *c, PyObject *intercept) {
     Py_ssize_t b, ix, j;
     if (c->reshaped != self->reshaped || c->nblocks < self->blocks.n) return 0;
     for (b = 0; b < self->blocks.n; b++) {
@@ -647,8 +531,8 @@ static int columns_catch_up(Diagonal *self, BatchCache *c, PyObject *intercept) 
                     PyErr_Clear();
                     return 0;
                 }
-                if (n < 0 || c->names.entries[n].var != (double)c->calls) continue;
-                j = (Py_ssize_t)c->names.entries[n].mean;
+                if (n < 0 || c->name_use[n].epoch != c->calls) continue;
+                j = c->name_use[n].column;
             }
             if (c->mark[j].call == c->calls && c->slot[b * c->stride + j] < 0)
                 c->slot[b * c->stride + j] = ix; /* else resolved when the epoch meets it */
@@ -661,7 +545,7 @@ static int columns_catch_up(Diagonal *self, BatchCache *c, PyObject *intercept) 
  * error: REST always continues; otherwise a call continues where the cache's last call ended well
  * with the same intercept and nothing else wrote the tables since, or wrote only appends that
  * columns_catch_up gives to their columns */
-static int columns_continued(Diagonal *self, BatchCache *cache, PyObject *intercept, int mode) {
+static int columns_continued(Engine *self, BatchCache *cache, PyObject *intercept, int mode) {
     if (mode == RESOLVE_REST) return 1;
     if (!cache->settled || cache->intercept != intercept) return 0;
     if (cache->generation == self->generation) return 1; /* nothing else wrote the tables */
@@ -672,7 +556,7 @@ static int columns_continued(Diagonal *self, BatchCache *cache, PyObject *interc
  * in the epoch is resolved, a vocabulary's name compared with the epoch's when `renames`),
  * stamped with `row`; *plain &= each is good and stored once. 0, 1: the call must start a new
  * epoch (a name another column of the epoch took, or renamed in place since), -1 on an error */
-static int row_mark(Diagonal *self, BatchColumns *c, Py_ssize_t i, int64_t row, int renames,
+static int row_mark(Engine *self, BatchColumns *c, Py_ssize_t i, int64_t row, int renames,
                     int64_t first_row, PyObject *features, PyObject *intercept,
                     Py_ssize_t *absent, int *plain) {
     BatchCache *cache = c->cache;
@@ -707,7 +591,7 @@ static int row_mark(Diagonal *self, BatchColumns *c, Py_ssize_t i, int64_t row, 
  * row marked plain or not (see RESOLVE_LAZY for a lazy call, which marks none), starting the
  * epoch again where a name forbids going on; per block the columns found unseen counted in
  * absent. 0, or -1 on an error */
-static int columns_mark_rows(Diagonal *self, BatchColumns *c, PyObject *features,
+static int columns_mark_rows(Engine *self, BatchColumns *c, PyObject *features,
                              PyObject *intercept, Py_ssize_t start, Py_ssize_t end, int mode,
                              Py_ssize_t *absent) {
     BatchCache *cache = c->cache;
@@ -770,7 +654,7 @@ again:
  * by row; the updates reserve what else they add, such as a column the epoch found unseen in an
  * earlier call); mark each row whose columns (the intercept's included) are good and distinct
  * in c->plain[i - start] (unless lazy, see RESOLVE_LAZY) */
-static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObject *features,
+static RCW_NOINLINE int columns_resolve(Engine *self, BatchColumns *c, PyObject *features,
                                         PyObject *intercept, Py_ssize_t start, Py_ssize_t end,
                                         int mode) {
     Py_ssize_t i, b, *absent;
@@ -810,7 +694,7 @@ static RCW_NOINLINE int columns_resolve(Diagonal *self, BatchColumns *c, PyObjec
  * columns_resolve's slow pass resolves them (a new one's room is reserved by its update). 0:
  * every column of the row is now in range and resolved, good; 1: not (a column out of range or
  * bad): the call's rest is for columns_resolve; -1 on error */
-static RCW_NOINLINE int row_resolve(Diagonal *self, BatchColumns *c, PyObject *intercept,
+static RCW_NOINLINE int row_resolve(Engine *self, BatchColumns *c, PyObject *intercept,
                                     Py_ssize_t i) {
     BatchCache *cache = c->cache;
     Py_ssize_t p, *absent;
@@ -834,7 +718,7 @@ static RCW_NOINLINE int row_resolve(Diagonal *self, BatchColumns *c, PyObject *i
 
 /* row i of the CSR batch, resolved; 0, or 1 when the kernel leaves it to learn_one (a bad key
  * or a column stored twice: not plain) */
-static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
+static int columns_row(Engine *self, BatchColumns *c, BatchRow *r, Py_ssize_t i,
                        PyObject *intercept) {
     BatchCache *cache = c->cache;
     Py_ssize_t p, a = c->csr.indptr[i], e = c->csr.indptr[i + 1];
@@ -853,123 +737,8 @@ static int columns_row(Diagonal *self, BatchColumns *c, BatchRow *r, Py_ssize_t 
     return 0;
 }
 
-/* the lean CSR row's sums by math.fsum's own algorithm, where the bound does not certify them
- * (their double-double on a rounding tie, or cancelling), in the row's order. 0; 1 when fsum
- * raises an overflow (cleared: the general path meets it again and names the row); -1 on
- * memory */
-static int lean_fsums(const Entry *entries, const Py_ssize_t *slot, const Py_ssize_t *ind,
-                      const double *data, Py_ssize_t n, Py_ssize_t intercept_col, double prior,
-                      double *mk, double *v) {
-    MarginFsum s;
-    Py_ssize_t p;
-    margin_fsum_init(&s);
-    for (p = 0; p < n + (intercept_col >= 0); p++) {
-        Py_ssize_t ix = slot[p < n ? ind[p] : intercept_col];
-        margin_fsum_add(&s, ix < 0 ? NULL : &entries[ix], p < n ? data[p] : 1.0, prior);
-    }
-    if (margin_fsum_result(&s, mk, v) == 0) return 0;
-    if (!rcw_error_recoverable()) return -1;
-    PyErr_Clear();
-    return 1;
-}
-
-/* The lean CSR row's terms of column value xf (its entry at ix, -1: unseen) in the margin's sums
- * of mean x and of var x^2, as batch_sums has them: a learned feature's two, an unseen one's
- * prior variance term, none for a zero value (it teaches nothing: nothing stored). 1 when the
- * column is one an update appends. */
-static RCW_ALWAYS_INLINE int lean_terms(DdPair *acc, const Entry *entries, Py_ssize_t ix,
-                                        double xf, double prior) {
-    double x2 = xf * xf;
-    if (ix >= 0) {
-        ddpair_add(acc, entries[ix].mean * xf, entries[ix].var * x2);
-        return 0;
-    }
-    if (x2 == 0.0) return 0;
-    ddpair_add(acc, 0.0, prior * x2); /* the mean sum as it was, but a zero's sign */
-    return 1;
-}
-
-/* The lean CSR row's step of column l (value xf), as batch_apply steps it: in place in t's
- * entries, or appended to t (room reserved: the entries stay where they are) if unseen and
- * non-zero */
-static RCW_ALWAYS_INLINE void lean_step(Table *t, Entry *entries, BatchCache *cache, Py_ssize_t l,
-                                        double xf, double prior, double alpha, double gamma,
-                                        double beta, int kind) {
-    Py_ssize_t ix = cache->slot[l];
-    if (ix >= 0) {
-        step_entry(&entries[ix], alpha, xf, gamma, beta, kind);
-        table_note(t, ix);
-    } else if (xf * xf != 0.0) {
-        cache->slot[l] = t->used;
-        step_append(t, cache->key[l], cache->hash[l], prior, alpha, xf, gamma, beta, kind);
-    }
-}
-
-/* The lean CSR row: row i (plain, or checked here when the call is lazy) of a binary model
- * learned by a native step with a built-in scheme and nothing forgotten, straight from the CSR
- * arrays: batch_margin's exactly rounded sums and batch_apply's in-place steps without copying
- * the row. 0: learned, nothing to learn, or skipped (counted in *skipped); 1: the general path's
- * row (a sum math.fsum raises on, a margin beyond float64, a step near float64's limit), nothing
- * changed; 2 (lazy): a column out of range, not resolved in the epoch or stored twice, nothing
- * changed (the call's rest is to be resolved); -1 on memory. */
-static int columns_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i, int intercept,
-                            double sign, double w, const BatchStep *s, int kind,
-                            Py_ssize_t *skipped) {
-    Table *t = &self->blocks.table[0];
-    BatchCache *cache = c->cache;
-    Py_ssize_t *slot = cache->slot, a = c->csr.indptr[i], n = c->csr.indptr[i + 1] - a, p;
-    Py_ssize_t n_new = 0;
-    const Py_ssize_t *ind = c->csr.indices + a;
-    const double *data = c->csr.data + a;
-    double prior = self->prior, mk, v, m, alpha, gamma, beta, step_bound;
-    DdPair acc; /* the sums of mean x and of var x^2 */
-    DdSum m_acc, u_acc;
-    Entry *entries = t->entries;
-    int r;
-    ddpair_init(&acc);
-    if (c->lazy) { /* the row's columns checked as columns_resolve checks them, as they are read */
-        BatchMark *marks = cache->mark;
-        const size_t ncols = (size_t)cache->ncols;
-        const int64_t epoch = cache->calls, row = ++cache->rows;
-        for (p = 0; p < n; p++) {
-            Py_ssize_t l = ind[p];
-            if (mark_take(marks, l, ncols, epoch, row) <= 0) return 2;
-            n_new += lean_terms(&acc, entries, slot[l], data[p], prior);
-        }
-    } else
-        for (p = 0; p < n; p++) n_new += lean_terms(&acc, entries, slot[ind[p]], data[p], prior);
-    if (intercept) /* the intercept last, with value 1.0 */
-        n_new += lean_terms(&acc, entries, slot[cache->ncols], 1.0, prior);
-    ddpair_split(&acc, &m_acc, &u_acc);
-    if (!ddsum_certified(&m_acc, n + intercept, &mk) ||
-        !ddsum_certified(&u_acc, n + intercept, &v)) {
-        r = lean_fsums(entries, slot, ind, data, n, intercept ? cache->ncols : -1, prior, &mk, &v);
-        if (r != 0) return r;
-    }
-    m = 0.0 + sign * mk; /* as batch_sums adds it: a zero margin is +0 */
-    if (!(isfinite(m) && isfinite(v))) return 1;
-    if (v <= 0.0) return 0; /* no non-zero feature, or all their variance is spent */
-    r = s->native(s->params, m, v, w, &alpha, &gamma);
-    if (r <= 0 || !(isfinite(alpha) && isfinite(gamma))) {
-        *skipped += r != 0;
-        return 0;
-    }
-    step_bound = fabs(alpha) * sqrt(prior * v);
-    if (!(self->mean_bound + step_bound < SAFE_BOUND)) return 1;
-    if (n_new && table_reserve(t, n_new) < 0) return -1;
-    entries = t->entries;
-    beta = gamma / (1.0 + gamma * v);
-    alpha *= sign;
-    for (p = 0; p < n; p++)
-        lean_step(t, entries, cache, ind[p], data[p], prior, alpha, gamma, beta, kind);
-    if (intercept) lean_step(t, entries, cache, cache->ncols, 1.0, prior, alpha, gamma, beta, kind);
-    if (n_new) self->generation++;
-    self->mean_bound += step_bound;
-    return 0;
-}
-
 /* a dict row, resolved; 0, 1 when the kernel leaves it to learn_one, -1 on error */
-static int dict_row(Diagonal *self, BatchRow *r, PyObject *x, PyObject *intercept,
+static int dict_row(Engine *self, BatchRow *r, PyObject *x, PyObject *intercept,
                     Py_hash_t intercept_hash) {
     PyObject *key, *value;
     Py_ssize_t pos = 0, j = 0, b, n;
@@ -1040,7 +809,7 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
 /* A learn_rows call: its arguments, parsed (batch_call_parse) */
 typedef struct {
     PyObject *rows, *labels, *class_index, *weights, *intercept, *stats, *features;
-    PyObject *lean;       /* learn_native's spec while the dict rows take lean_learn, or None */
+    PyObject *lean;       /* learn_native's spec while dict rows take batch_lean_dict, or None */
     PyObject *arrays[3]; /* CSR rows: data, indices, indptr */
     Py_ssize_t start, nrows, n_classes;
     double forgetting;
@@ -1051,9 +820,9 @@ typedef struct {
     double native_params[RCW_MAX_PARAMS];
 } BatchCall;
 
-/* learn_rows' arguments (see diagonal_learn_rows) into *call, and the CSR columns' count into
+/* learn_rows' arguments (see engine_learn_rows) into *call, and the CSR columns' count into
  * c->csr; 0, or -1 with an error (before the engine is entered) */
-static int batch_call_parse(Diagonal *self, PyObject *args, BatchCall *call, BatchColumns *c) {
+static int batch_call_parse(Engine *self, PyObject *args, BatchCall *call, BatchColumns *c) {
     PyObject *step_fn, *scheme, *native;
     BatchStep *step = &call->step;
     if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OO", &call->rows, &PyList_Type, &call->labels,
@@ -1066,9 +835,9 @@ static int batch_call_parse(Diagonal *self, PyObject *args, BatchCall *call, Bat
     call->lean_kind = -1;
     step->callable = step_fn;
     step->scheme = scheme;
-    if (scheme != Py_None && scheme_kind(scheme, &step->kind, &step->C) < 0) return -1;
+    if (scheme != Py_None && batch_scheme(scheme, &step->kind, &step->C) < 0) return -1;
     if (native != Py_None) {
-        if ((step->native = parse_step(native, call->native_params)) == NULL) return -1;
+        if ((step->native = rcw_parse_step(native, call->native_params)) == NULL) return -1;
         step->params = call->native_params;
     }
     call->csr = PyTuple_Check(call->rows);
@@ -1091,20 +860,19 @@ static int batch_call_parse(Diagonal *self, PyObject *args, BatchCall *call, Bat
         return -1;
     if (self->blocks.n != 1)
         call->lean = Py_None;
-    else if (call->lean != Py_None && call->lean != self->lean.spec &&
-             parse_lean(self, call->lean) < 0) {
+    else if (call->lean != Py_None && batch_lean_spec(self, call->lean) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case, as in learn_one */
         call->lean = Py_None;
     }
     step->lean = call->lean != Py_None && scheme == Py_None;
-    if (call->csr) call->lean = Py_None; /* CSR rows keep their own path (lean_learn reads dicts) */
+    if (call->csr) call->lean = Py_None; /* CSR rows keep their own path (batch_lean_row) */
     return 0;
 }
 
 /* The rows' sizes checked against the labels and weights; CSR rows: their arrays viewed and their
  * columns resolved (lazily for the lean CSR rows). 0, or -1 with an error (the engine entered) */
-static int batch_call_open(Diagonal *self, BatchCall *call, BatchColumns *c) {
+static int batch_call_open(Engine *self, BatchCall *call, BatchColumns *c) {
     const void *p;
     Py_ssize_t ndata, nindices, nsize, nrows = call->nrows = PyList_GET_SIZE(call->labels);
     const BatchStep *step = &call->step;
@@ -1131,8 +899,8 @@ static int batch_call_open(Diagonal *self, BatchCall *call, BatchColumns *c) {
         return -1;
     }
     if (call->n_classes <= 2 && step->native != NULL && call->forgetting == 0.0 &&
-        step->scheme != Py_None && (step->kind == SCHEME_PROJECT || step->kind == SCHEME_DROP))
-        call->lean_kind = step->kind; /* the lean CSR rows' case: a native step, a built-in scheme */
+        step->scheme != Py_None && batch_lean_scheme(step->kind))
+        call->lean_kind = step->kind; /* the lean CSR rows' case: a native step, a lean scheme */
     return columns_resolve(self, c, call->features, call->intercept, call->start, nrows,
                            call->lean_kind >= 0 ? RESOLVE_LAZY : RESOLVE_EAGER);
 }
@@ -1140,39 +908,13 @@ static int batch_call_open(Diagonal *self, BatchCall *call, BatchColumns *c) {
 /* What the loop does after a row: the next row, a stop at this row (learn_one's), or an error */
 enum { ROW_NEXT = 0, ROW_STOP = 1, ROW_FAIL = -1 };
 
-/* A general row's update, as update() applies it to its margin (entered): batch_apply's
- * unchecked steps in place on the row where they hold, else update_core on the engine's
- * coordinates (batch_coords), the new features' slots then set in the row's order. 1 applied,
- * 0 refused (float64 cannot express it), -1 an error */
-static int batch_update(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
-                        double gamma, double v, int kind, double C, PyObject *scheme) {
-    double step_bound = fabs(alpha) * sqrt(self->prior * v);
-    Py_ssize_t used[2] = {0, 0}, q, j;
-    int applied;
-    if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
-        self->mean_bound + step_bound < SAFE_BOUND) {
-        if (batch_apply(self, r, p, alpha, gamma, v, kind) < 0) return -1;
-        self->mean_bound += step_bound;
-        return 1;
-    }
-    batch_coords(self, r, p); /* checked, or another scheme */
-    for (q = 0; q < p->n; q++) used[q] = self->blocks.table[p->block[q]].used;
-    if ((applied = update_core(self, alpha, gamma, v, kind, C, scheme)) <= 0) return applied;
-    for (q = 0; q < p->n; q++) { /* the new features' slots, appended in the row's order */
-        Py_ssize_t *slot = ROW_SLOTS(r, p->block[q]);
-        for (j = 0; j < r->n; j++)
-            if (slot[r->col[j]] < 0 && r->x[j] * r->x[j] != 0.0) slot[r->col[j]] = used[q]++;
-    }
-    return 1;
-}
-
 /* A row of the general path, i (label block k, weight w), learned as learn_one learns it:
  * resolved into r, its pairs (the best wrong block of a multi-class model), forgetting,
  * batch_margin, the rule's step (Python's, called with the engine free, or native) and
  * batch_update, which sets *generation to the engine's new one (the step must change nothing:
  * the loop checks it). ROW_NEXT (learned, nothing to learn or skipped: counted in *skipped),
  * ROW_STOP (learn_one's row: nothing changed) or ROW_FAIL (an error) */
-static int batch_general_row(Diagonal *self, const BatchCall *call, BatchColumns *c,
+static int batch_general_row(Engine *self, const BatchCall *call, BatchColumns *c,
                              BatchRow *r, Py_ssize_t i, Py_ssize_t k, double w,
                              uint64_t *generation, Py_ssize_t *skipped) {
     PyObject *scheme = NULL;
@@ -1207,7 +949,7 @@ static int batch_general_row(Diagonal *self, const BatchCall *call, BatchColumns
         return outcome == -2 ? ROW_FAIL : ROW_STOP; /* -2: an error to propagate as it is */
     if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
         return ROW_NEXT;
-    self->busy = 0; /* the step is Python's: it may call the engine */
+    leave(self); /* the step is Python's: it may call the engine */
     outcome = batch_step(self, &call->step, m, v, w, &alpha, &gamma, &scheme, &kind, &C);
     if (outcome == BATCH_ERROR) return ROW_FAIL;
     if (outcome != BATCH_UPDATE) {
@@ -1229,12 +971,12 @@ static int batch_general_row(Diagonal *self, const BatchCall *call, BatchColumns
 }
 
 /* The kernel of learn_rows (entered, the call opened): the learn_one loop over the rows from
- * *at, each row taking the first path that holds it: the lean CSR row (columns_lean_row), the
- * lean dict row (lean_learn), the general row (batch_general_row). Stops at the first row left
+ * *at, each row taking the first path that holds it: the lean CSR row (batch_lean_row), the
+ * lean dict row (batch_lean_dict), the general row (batch_general_row). Stops at the first row left
  * to learn_one (*at: its index, or nrows when every row is learned) with 0; -1 on an error (*at
  * the row that raised). A CSR call that ends well leaves its cache settled: its slots are the
  * tables'. */
-static int learn_rows_loop(Diagonal *self, const BatchCall *call, BatchColumns *c,
+static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
                            Py_ssize_t *at, Py_ssize_t *skipped) {
     Py_ssize_t i, retried = -1, row_resolves = 0; /* lazy rows resolved one by one */
     LabelMemo memo = {{NULL, NULL}, {0, 0}, 0};
@@ -1258,7 +1000,7 @@ static int learn_rows_loop(Diagonal *self, const BatchCall *call, BatchColumns *
             goto done;
         }
         if (call->lean_kind >= 0 && (c->lazy || c->plain[i - c->start])) {
-            outcome = columns_lean_row(self, c, i, call->intercept != Py_None,
+            outcome = batch_lean_row(self, c, i, call->intercept != Py_None,
                                        k == 1 ? 1.0 : -1.0, w, &call->step, call->lean_kind,
                                        skipped);
             if (outcome < 0) goto done;
@@ -1283,8 +1025,8 @@ static int learn_rows_loop(Diagonal *self, const BatchCall *call, BatchColumns *
         }
         if (call->lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(call->rows, i))) {
             /* parsed by batch_call_parse, unless a step parsed another spec since */
-            if (call->lean != self->lean.spec && parse_lean(self, call->lean) < 0) goto done;
-            outcome = lean_learn(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w);
+            if (batch_lean_spec(self, call->lean) < 0) goto done;
+            outcome = batch_lean_dict(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w);
             if (outcome == -2) goto done;
             if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
                 *skipped += outcome == LEARN_SKIPPED;
@@ -1331,10 +1073,10 @@ static int batch_stats(PyObject *stats, Py_ssize_t at, Py_ssize_t skipped) {
  * does not hold is learn_one's: the loop stops there), `weights` the sample weight of each row,
  * `intercept` the intercept's key or None, `native` the rule's `_native_step` (then `step` is
  * not called) or None, `lean` learn_native's spec or None: while binary, a dict row goes first
- * through lean_learn (learn_one's lean path), and a row it declines the way above. Sets
+ * through batch_lean_dict (learn_one's lean path), and a row it declines the way above. Sets
  * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
  * stats[1], also when a step raises. */
-static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
+static PyObject *engine_learn_rows(Engine *self, PyObject *args) {
     BatchCall call = {0};
     BatchColumns c = {0};
     Py_ssize_t at, skipped = 0;
@@ -1343,8 +1085,8 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
     at = call.start;
     status = batch_call_open(self, &call, &c);
     if (status == 0) status = learn_rows_loop(self, &call, &c, &at, &skipped);
-    self->busy = 0; /* also where a step's error or an engine changed by it stopped the loop */
-    release_coords(self);
+    leave(self); /* also where a step's error or an engine changed by it stopped the loop */
+    payload_drop_margin(self);
     columns_free(&c);
     if (batch_stats(call.stats, at, skipped) < 0 || status < 0) return NULL;
     Py_RETURN_NONE;
@@ -1353,13 +1095,16 @@ static PyObject *diagonal_learn_rows(Diagonal *self, PyObject *args) {
 /* ---------------------------------------------------------------------------------------- */
 /* predictions of a batch: score_rows                                                          */
 
-/* A CSR row's score and variance (score_binary's numbers for the dict Rows.row(i) makes of it):
- * 1 with *m and *v, 0 for the general path's case (a column outside the matrix, named by the
- * intercept's key itself, as score_binary declines it, or by a key that cannot be looked up; a
- * column stored twice; a sum beyond float64), -1 with an error that must propagate. `intercept`:
- * the intercept's entry (-1 unseen, -3 none). slot[j]: 0 column j not resolved yet, -1 not to be
- * read here, else its entry + 2 (1: unseen); seen[j]: the last row (+ 1) that held column j. */
-static RCW_ALWAYS_INLINE int csr_row_score(Diagonal *self, Table *t, const RcwCsr *c,
+/* A CSR row's score and variance (batch_score_dict's numbers for the dict Rows.row(i) makes of
+ * it): 1 with *m and *v, 0 for the general path's case (a column outside the matrix, named by the
+ * intercept's key itself, as batch_score_dict declines it, or by a key that cannot be looked up;
+ * a column stored twice; a sum beyond float64), -1 with an error that must propagate. The
+ * payload sums each stored entry's terms (row_score_add: its entry ix, -1 unseen, and its value),
+ * the intercept last; where their bound does not certify the sums, by math.fsum's algorithm
+ * (row_exact_add). `intercept`: the intercept's entry (-1 unseen, -3 none). slot[j]: 0 column j
+ * not resolved yet, -1 not to be read here, else its entry + 2 (1: unseen); seen[j]: the last row
+ * (+ 1) that held column j. */
+static RCW_ALWAYS_INLINE int csr_row_score(Engine *self, Table *t, const RcwCsr *c,
                                            Py_ssize_t i, Py_ssize_t *slot, Py_ssize_t *seen,
                                            PyObject *intercept_key, Py_ssize_t intercept,
                                            double *m, double *v) {
@@ -1367,10 +1112,9 @@ static RCW_ALWAYS_INLINE int csr_row_score(Diagonal *self, Table *t, const RcwCs
     const Py_ssize_t *indices = c->indices, ncols = c->ncols;
     const double *data = c->data;
     Py_ssize_t a = c->indptr[i], b = c->indptr[i + 1], l, n = 0;
-    double unseen = 0.0, xf;
-    DdPair acc;
-    DdSum m_acc, v_acc;
-    ddpair_init(&acc);
+    double xf;
+    RowScore acc;
+    row_score_init(&acc);
     for (l = a; l <= b; l++) {
         Py_ssize_t j, ix;
         if (l < b) {
@@ -1383,7 +1127,7 @@ static RCW_ALWAYS_INLINE int csr_row_score(Diagonal *self, Table *t, const RcwCs
                                     : Py_NewRef(PyList_GET_ITEM(c->features, j));
                 Py_hash_t h;
                 if (key == NULL) return -1;
-                if (key == intercept_key) /* as score_binary: the general path's */
+                if (key == intercept_key) /* as batch_score_dict: the general path's */
                     ix = -2;
                 else if ((ix = (h = key_hash(key)) == -1 ? -2 : table_find(t, key, h)) == -2 &&
                          !rcw_error_recoverable()) {
@@ -1402,38 +1146,41 @@ static RCW_ALWAYS_INLINE int csr_row_score(Diagonal *self, Table *t, const RcwCs
             xf = 1.0;
         } else
             break;
-        add_score_pair(self, t, ix, xf, &acc, &unseen);
+        row_score_add(self, t, ix, xf, &acc);
         n++;
     }
-    ddpair_split(&acc, &m_acc, &v_acc);
-    if (!ddsum_certified(&m_acc, n, m) || !ddsum_certified(&v_acc, n, v)) {
-        Fsum ms, vs;
-        fsum_init(&ms);
-        fsum_init(&vs);
+    if (!row_score_sums(&acc, n, m, v)) {
+        RowScoreExact exact;
+        int r;
+        row_exact_init(&exact);
         for (l = a; l <= b; l++) {
             Py_ssize_t ix = l < b ? slot[indices[l]] - 2 : intercept;
             if (l == b && intercept == -3) break;
             xf = l < b ? data[l] : 1.0;
-            if ((ix >= 0 && fsum_add(&ms, t->entries[ix].mean * xf) < 0) ||
-                fsum_add(&vs, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
-                fsum_free(&ms);
-                fsum_free(&vs);
-                return -1;
-            }
+            if (row_exact_add(self, t, ix, xf, &exact) < 0) return -1;
         }
-        if (fsum_result(&ms, m) < 0) {
-            fsum_free(&vs);
-            if (!rcw_error_recoverable()) return -1;
-            PyErr_Clear(); /* beyond float64: scores() raises, naming the feature */
-            return 0;
-        }
-        if (fsum_result(&vs, v) < 0) {
-            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
-            PyErr_Clear(); /* beyond float64: inf, as score_variances */
-            *v = INFINITY;
-        }
+        if ((r = row_exact_result(&exact, m, v)) <= 0) return r;
     }
-    return isfinite(*m + unseen) ? 1 : 0;
+    return row_score_finite(&acc, *m);
+}
+
+/* a score_rows call's rows: batch_score_dict's dicts, csr_row_score's CSR rows (their columns'
+ * entries in `slot`, the intercept's in `intercept`) */
+typedef struct {
+    Engine *self;
+    Py_ssize_t *slot, intercept;
+} BatchScoreRows;
+
+/* row i of a score_rows call (rcw_row_score) */
+static RCW_ALWAYS_INLINE int batch_row_scored(void *engine, const RcwScoreRows *s, Py_ssize_t i,
+                                              double *m, double *v) {
+    BatchScoreRows *d = engine;
+    Table *t = &d->self->blocks.table[0];
+    if (d->self->blocks.n != 1) return 0;
+    if (s->is_csr)
+        return csr_row_score(d->self, t, &s->csr, i, d->slot, s->seen, s->intercept, d->intercept,
+                             m, v);
+    return batch_score_dict(d->self, PyList_GET_ITEM(s->rows, i), s->intercept, m, v);
 }
 
 /* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
@@ -1443,28 +1190,9 @@ static RCW_ALWAYS_INLINE int csr_row_score(Diagonal *self, Table *t, const RcwCs
  * indices, indptr, features, ncols) as learn_rows takes them (a ValueError when two of their
  * columns are named alike, as Rows.check_names; _csr.h). None for every row of an engine of
  * several blocks. */
-/* a score_rows call's rows on the diagonal engine: score_binary's dicts, csr_row_score's CSR
- * rows (their columns' entries in `slot`, the intercept's in `intercept`) */
-typedef struct {
-    Diagonal *self;
-    Py_ssize_t *slot, intercept;
-} DiagonalRows;
-
-/* row i of a score_rows call (rcw_row_score) */
-static RCW_ALWAYS_INLINE int diagonal_row_score(void *engine, const RcwScoreRows *s,
-                                                Py_ssize_t i, double *m, double *v) {
-    DiagonalRows *d = engine;
-    Table *t = &d->self->blocks.table[0];
-    if (d->self->blocks.n != 1) return 0;
-    if (s->is_csr)
-        return csr_row_score(d->self, t, &s->csr, i, d->slot, s->seen, s->intercept, d->intercept,
-                             m, v);
-    return score_binary(d->self, PyList_GET_ITEM(s->rows, i), s->intercept, m, v);
-}
-
-static PyObject *diagonal_score_rows(Diagonal *self, PyObject *args) {
+static PyObject *engine_score_rows(Engine *self, PyObject *args) {
     RcwScoreRows s;
-    DiagonalRows d = {self, NULL, -3};
+    BatchScoreRows d = {self, NULL, -3};
     PyObject *out = NULL;
     if (rcw_score_rows_open(args, &s) < 0) return NULL;
     if (s.is_csr &&
@@ -1477,12 +1205,12 @@ static PyObject *diagonal_score_rows(Diagonal *self, PyObject *args) {
         Py_hash_t h = PyObject_Hash(s.intercept);
         if (h == -1 ||
             (d.intercept = table_find(&self->blocks.table[0], s.intercept, h)) == -2) {
-            self->busy = 0;
+            leave(self);
             goto done;
         }
     }
-    out = rcw_score_rows_list(&s, diagonal_row_score, &d);
-    self->busy = 0;
+    out = rcw_score_rows_list(&s, batch_row_scored, &d);
+    leave(self);
 done:
     rcw_score_rows_close(&s);
     PyMem_Free(d.slot);

@@ -1,5 +1,5 @@
-/* What the compiled engines' batch kernels share, whatever the engine (Diagonal.learn_rows and
- * score_rows in _batch.h, Arrowhead.score_rows in _arrowhead.c): a batch's CSR arrays read in
+/* What the compiled engines' batch kernels share, whatever the engine (learn_rows and score_rows
+ * in _batch.h, Arrowhead.score_rows in _arrowhead.c): a batch's CSR arrays read in
  * place, their columns' names checked as river_cw.batch.Rows.check_names checks them, and a
  * binary model's probabilities made as river_cw.probabilities.binary makes them.
  */

@@ -9,44 +9,17 @@
  * agree bit for bit. Compile with -ffp-contract=off: the operation order must be the one
  * written here.
  *
- * margin() leaves the difference vector in the engine's margin scratch and returns a token;
- * update() checks the token, computes every new (mean, variance) first and commits only when
- * the scheme has produced them all (a raising scheme leaves the model unchanged).
+ * margin() leaves the difference vector in the engine's margin scratch and returns its token (the
+ * shell's margin token); update() checks the token, computes every new (mean, variance) first
+ * and commits only when the scheme has produced them all (a raising scheme leaves the model
+ * unchanged).
  *
- * Glossary: the terms of the fast paths, here and in _batch.h, _table.h and _steps.h.
- * - general path: margin(), the rule's step in Python, update(); the reference's order of work,
- *   which every faster path matches bit for bit and hands an example over to when in doubt
- *   (a value other than a float, an int or a bool, a bad key, a margin beyond float64: the
- *   general path then raises what it raises, naming the bad feature).
- * - native step: a rule's `_step` transcribed in C (_steps.h), named by the rule's
- *   `_native_step`, (name, params); an exact step is its `_exact_step` in C (find_exact_step).
- * - lean: learn_one's one-call path for the common case, learn_native (lean_learn): a binary
- *   model, a known label, a float weight > 0, a dict, a native or exact step, nothing
- *   forgotten. The model hands its lean spec, (step, scheme, intercept); the lean cache keeps it
- *   parsed. learn_rows takes the same path for a binary model's dict rows, and its own lean CSR
- *   rows (columns_lean_row) straight from the arrays.
- * - enter: the re-entry guard (busy). A call that holds the engine's scratch refuses to be
- *   re-entered from Python code it runs (a key's __eq__, a scheme); a Python step runs with the
- *   engine free, and what it changes is checked afterwards (the margin token, the generation).
- * - margin token: the number margin() gives its result; update() takes only the last margin's,
- *   with the tables as that margin left them.
- * - generation: counts every change of the tables (appends of new features included);
- *   `reshaped` counts every change but appends (entries moved or rewritten, as by negate; blocks
- *   added, replaced or reordered): reshape() bumps both. arranged(): the blocks arranged anew
- *   (reordered, restored, replaced), the last margin dropped and the tables reshaped.
- * - checked and unchecked update: update_core computes every new (mean, variance) first and
- *   writes them only if all are finite (checked); a built-in scheme whose means stay far from
- *   float64's limit (mean_bound, a bound of every |mean|) writes each straight into its entry
- *   (unchecked).
- * - certified sum: a double-double sum whose error bound proves it equals math.fsum's result;
- *   where the bound cannot, the terms are summed again by math.fsum's algorithm (_fsum.h).
- * - epoch (learn_rows on CSR arrays): the calls over which the batch cache's resolved columns
- *   stay valid, so that a column is hashed and looked up once per epoch, not per batch; a
- *   reshape, a new intercept or a call that fails ends it (BatchCache in _batch.h). In an epoch
- *   a plain row holds only columns resolved good, each once; a lazy call leaves that check to
- *   the lean kernel as it reads each row; the cache is settled when the last call ended well;
- *   catch-up gives the features other learning appended to the columns they are.
- * - short key: an entry's copy of a short ASCII str key, compared instead of the key (_table.h).
+ * The engine joins the shell (_shell.h: the object's head, re-entry, layout, marks, changes,
+ * the blocks' state, lifecycle, connect; its glossary names the terms of the fast paths used
+ * here) with its payload, the margin scratch and the lean cache below, and its kernels: margin,
+ * update, learn, the lean path (learn_native), the scores (score_native) and the batch kernel's
+ * payload hooks (_batch.h: learn_rows, score_rows). The module also serves utilities of other
+ * code (_utilities.h: as_floats, fsum, the exact CW solvers, native_step).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -57,6 +30,7 @@
 
 #include "_exact.h"
 #include "_fsum.h"
+#include "_input.h"
 #include "_steps.h"
 
 /* the feature table of one block: entries hold their (mean, variance), interleaved (one cache
@@ -113,12 +87,10 @@ typedef struct {
 } Coord;
 
 /* The margin scratch: the difference vector d of the last margin, as update() steps it (its
- * coordinates, the pairs of blocks and signs d spans, the terms u_j of v), with the token that
- * names that margin and the update's room for new (mean, variance) pairs. Written by every
+ * coordinates, the pairs of blocks and signs d spans, the terms u_j of v), and the update's room
+ * for new (mean, variance) pairs; the shell's margin token names that margin. Written by every
  * margin (margin, the lean paths, learn_rows' general rows); the model is unchanged by it. */
 typedef struct {
-    uint64_t generation;       /* the engine's generation at the last margin */
-    long long token, next_token; /* the last margin's token (-1: none), which update checks */
     Coord *coords;
     Py_ssize_t ncoords, coords_cap;
     Py_ssize_t nkeyed;         /* coordinates holding a key (unseen features) */
@@ -145,76 +117,32 @@ typedef struct {
     Py_hash_t intercept_hash;
 } LeanSpec;
 
-typedef struct {
-    PyObject_HEAD
-    /* the model state: the weights (one table per block) and what stamps their changes */
-    double prior;
-    double mean_bound;         /* an upper bound of every |mean| (see update) */
-    Blocks blocks;
-    uint64_t generation;       /* bumped by every change of the table layout */
-    uint64_t reshaped;         /* and by every one but new features appended (see reshape) */
-    int busy;                  /* refuses re-entry from a key's __eq__ or a scheme */
-    Mark mark;                 /* a mark (diagonal_mark), held by the tables (_table.h) */
-    PyObject *weakreflist;
-    /* the caches, none of them part of the model: */
-    Margin margin;             /* the margin scratch */
-    LeanSpec lean;             /* the lean cache */
-    struct BatchCache *batch;  /* the batch cache: learn_rows' CSR columns (_batch.h), or NULL */
-} Diagonal;
+/* the engine's payload, after the shell's head (_shell.h) */
+#define RCW_ENGINE_PAYLOAD                                                                       \
+    double prior;                                                                                \
+    double mean_bound; /* an upper bound of every |mean| (see update) */                         \
+    /* the caches, none of them part of the model: */                                            \
+    Margin margin;            /* the margin scratch */                                           \
+    LeanSpec lean;            /* the lean cache */                                               \
+    struct BatchCache *batch; /* the batch cache: learn_rows' CSR columns (_batch.h), or NULL */
+#define RCW_ENGINE_NAME "diagonal"
+#define RCW_MODULE_NAME "river_cw._diagonal"
+#define RCW_BAD_INPUT_VALUE_ERROR 0 /* river_cw.diagonal lets math.fsum's ValueError through */
+/* beyond raise_bad_input: NHERD's scheme type, whose instances update_core runs in C; the
+ * general case of as_floats (module_as_floats); TokenCounts' type (_token_counts.h) */
+#define RCW_ENGINE_HOOKS(X)                                                                      \
+    X(herding_shrink, hook_type) X(as_floats, hook_any) X(token_counts, hook_token_counts)
+#define RCW_SHELL_WEIGHTS
+#define RCW_NUMBERS_DOC "{feature: (mean, variance)}"
+#define RCW_BLOCKS_DOC \
+    "The weights: a list (one per block) of dicts feature -> [mean, variance] (copies)."
+#include "_shell.h"
 
-/* The Python hooks the engine calls, handed over by their owners when river_cw is imported
- * (`connect`, see river_cw.engine): the engine looks up no Python name itself. */
-static struct {
-    PyObject *raise_bad_input; /* x -> raises the error naming x's bad feature */
-    PyObject *herding_shrink;  /* NHERD's scheme type, whose instances update_core runs in C */
-    PyObject *as_floats;       /* the general case of as_floats (module_as_floats) */
-} hooks;
+typedef Engine Diagonal; /* the shell's object with the diagonal's payload */
 
-/* a connected hook, or NULL with a RuntimeError naming it */
-static PyObject *hook(PyObject *h, const char *name) {
-    if (h == NULL)
-        PyErr_Format(PyExc_RuntimeError,
-                     "river_cw._diagonal: the hook %s is not connected (importing river_cw "
-                     "connects it)",
-                     name);
-    return h;
-}
+#include "_utilities.h"
 
-/* after a TypeError in a pass over x: name the bad feature as the Python engine does */
-static PyObject *raise_bad_input(PyObject *x) {
-    PyObject *r;
-    if (hook(hooks.raise_bad_input, "raise_bad_input") == NULL) return NULL;
-    r = PyObject_CallOneArg(hooks.raise_bad_input, x);
-    Py_XDECREF(r);
-    if (r != NULL) PyErr_SetString(PyExc_RuntimeError, "raise_bad_input returned");
-    return NULL;
-}
-
-/* in a pass over x: a TypeError or OverflowError names the bad feature, others propagate */
-static void bad_or_propagate(PyObject *x) {
-    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError)) {
-        PyErr_Clear();
-        raise_bad_input(x);
-    }
-}
-
-static int enter(Diagonal *self) {
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "the diagonal engine was re-entered (from a feature's __eq__ or a scheme)");
-        return -1;
-    }
-    self->busy = 1;
-    return 0;
-}
-
-/* a change of the tables other than new features appended at their ends (see the glossary:
- * generation) */
-static void reshape(Diagonal *self) {
-    self->generation++;
-    self->reshaped++;
-}
-
+/* the margin scratch emptied, its keys released: no margin to update */
 static void release_coords(Diagonal *self) {
     Py_ssize_t i;
     if (self->margin.nkeyed)
@@ -223,12 +151,16 @@ static void release_coords(Diagonal *self) {
     self->margin.pair_new[0] = self->margin.pair_new[1] = 0;
     self->margin.ncoords = 0;
     self->margin.nu = 0;
-    self->margin.token = -1;
+    token_drop(self);
 }
 
-static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
+/* ---------------------------------------------------------------------------------------- */
+/* the shell's hooks (_shell.h)                                                              */
+
+static void payload_drop_margin(Diagonal *self) { release_coords(self); }
+
+static int payload_traverse(Diagonal *self, visitproc visit, void *arg) {
     Py_ssize_t i;
-    if (blocks_traverse(&self->blocks, visit, arg) < 0) return -1;
     for (i = 0; i < self->margin.ncoords; i++) Py_VISIT(self->margin.coords[i].key);
     Py_VISIT(self->lean.spec);
     return 0;
@@ -236,40 +168,61 @@ static int diagonal_traverse(Diagonal *self, visitproc visit, void *arg) {
 
 static void batch_cache_free(Diagonal *self); /* _batch.h */
 
-static int diagonal_clear(Diagonal *self) {
-    release_coords(self);
-    self->mark.taken = 0;
+static void payload_clear(Diagonal *self) {
     batch_cache_free(self);
     Py_CLEAR(self->lean.spec);
-    blocks_clear(&self->blocks);
-    reshape(self);
-    return 0;
 }
 
-static void diagonal_dealloc(Diagonal *self) {
-    PyObject_GC_UnTrack(self);
-    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
-    diagonal_clear(self);
-    PyMem_Free(self->blocks.table);
+static void payload_free(Diagonal *self) {
     PyMem_Free(self->margin.coords);
     PyMem_Free(self->margin.u);
     PyMem_Free(self->margin.scratch);
-    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *diagonal_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+static Py_ssize_t payload_bytes(const Diagonal *self) {
+    return sizeof(Coord) * self->margin.coords_cap +
+           sizeof(double) * (self->margin.u_cap + 2 * self->margin.scratch_cap);
+}
+
+/* block 0's means negated */
+static void entry_negate(Entry *e) { e->mean = -e->mean; }
+
+/* a weight's (mean, variance), as a list (`blocks`) or a tuple (`changed`) */
+static PyObject *entry_numbers(const Diagonal *self, const Entry *e, int as_list) {
+    return Py_BuildValue(as_list ? "[dd]" : "(dd)", e->mean, e->var);
+}
+
+/* a weight given as a (mean, variance) pair of numbers */
+static int entry_read(Diagonal *self, PyObject *key, PyObject *w, Payload *out) {
+    double numbers[2];
+    if (read_numbers(w, 2, numbers, "a weight is a (mean, variance) pair") < 0) return -1;
+    out->mean = numbers[0];
+    out->var = numbers[1];
+    return 0;
+}
+
+static void entry_written(Diagonal *self, const Entry *e) {
+    if (fabs(e->mean) > self->mean_bound) self->mean_bound = fabs(e->mean);
+}
+
+/* the views: a weight's mean and variance */
+static void view_context(const Diagonal *self, const Table *t, double *ctx) {}
+
+static double entry_view(const Diagonal *self, const Entry *e, const double *ctx, int variance) {
+    return variance ? e->var : e->mean;
+}
+
+/* the blocks replaced: mean_bound is left as it was, as the Python engine's `blocks` are plain
+ * data; whoever replaces them calls reset_bound (river_cw.combine) */
+static void payload_replaced(Diagonal *self) {}
+
+static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"initial_variance", NULL};
     double prior;
     Diagonal *self;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "d", kwlist, &prior)) return NULL;
-    self = (Diagonal *)type->tp_alloc(type, 0);
-    if (self == NULL) return NULL;
+    if ((self = engine_alloc(type)) == NULL) return NULL;
     self->prior = prior;
-    self->margin.token = -1;
-    if (blocks_init(&self->blocks) < 0) {
-        Py_DECREF(self);
-        return NULL;
-    }
     return (PyObject *)self;
 }
 
@@ -293,25 +246,8 @@ static int set_float(PyObject **out, Py_ssize_t b, double value) {
     return 0;
 }
 
-/* a new empty block at `at`: add_block (at the end) and lift (in front) */
-static PyObject *insert_block(Diagonal *self, Py_ssize_t at) {
-    if (enter(self) < 0) return NULL;
-    self->busy = 0;
-    if (blocks_insert(&self->blocks, at) < 0) return NULL;
-    reshape(self);
-    Py_RETURN_NONE;
-}
-
-static PyObject *diagonal_add_block(Diagonal *self, PyObject *unused) {
-    return insert_block(self, self->blocks.n);
-}
-
-static PyObject *diagonal_lift(Diagonal *self, PyObject *unused) {
-    return insert_block(self, 0);
-}
-
 /* scores(x): mu_b . x for every block; a bad x raises, every value is touched */
-static PyObject *diagonal_scores(Diagonal *self, PyObject *x_in) {
+static PyObject *engine_scores(Diagonal *self, PyObject *x_in) {
     PyObject *x, *out = NULL, *key, *value;
     Py_ssize_t b, pos;
     if (enter(self) < 0) return NULL;
@@ -358,12 +294,12 @@ static PyObject *diagonal_scores(Diagonal *self, PyObject *x_in) {
     }
 done:
     Py_XDECREF(x);
-    self->busy = 0;
+    leave(self);
     return out;
 }
 
 /* score_variances(x): x' Sigma_b x for every block (x already validated by scores) */
-static PyObject *diagonal_score_variances(Diagonal *self, PyObject *x_in) {
+static PyObject *engine_score_variances(Diagonal *self, PyObject *x_in) {
     PyObject *x, *out = NULL, *key, *value;
     Py_ssize_t b, pos;
     if (enter(self) < 0) return NULL;
@@ -397,49 +333,8 @@ static PyObject *diagonal_score_variances(Diagonal *self, PyObject *x_in) {
     }
 done:
     Py_XDECREF(x);
-    self->busy = 0;
+    leave(self);
     return out;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* the terms u_j = s_j d_j^2 of v, as a read-only sequence of floats                          */
-
-typedef struct {
-    PyObject_VAR_HEAD
-    double values[1];
-} Terms;
-
-static PyTypeObject TermsType;
-
-static Py_ssize_t terms_length(Terms *self) { return Py_SIZE(self); }
-
-static PyObject *terms_item(Terms *self, Py_ssize_t i) {
-    if (i < 0 || i >= Py_SIZE(self)) {
-        PyErr_SetString(PyExc_IndexError, "terms index out of range");
-        return NULL;
-    }
-    return PyFloat_FromDouble(self->values[i]);
-}
-
-static PySequenceMethods terms_as_sequence = {
-    .sq_length = (lenfunc)terms_length,
-    .sq_item = (ssizeargfunc)terms_item,
-};
-
-static PyTypeObject TermsType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._diagonal.Terms",
-    .tp_basicsize = sizeof(Terms) - sizeof(double),
-    .tp_itemsize = sizeof(double),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The terms u_j = Sigma_jj d_j^2 of the margin variance, as floats.",
-    .tp_as_sequence = &terms_as_sequence,
-};
-
-static PyObject *make_terms(const double *u, Py_ssize_t n) {
-    Terms *t = PyObject_NewVar(Terms, &TermsType, n);
-    if (t == NULL) return NULL;
-    if (n) memcpy(t->values, u, sizeof(double) * n);
-    return (PyObject *)t;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -587,8 +482,7 @@ static int margin_of(Diagonal *self, PyObject *x, PyObject *pairs, double keep, 
         return -1;
     }
     if (keep != 1.0) margin_forget(self, keep, rest);
-    self->margin.token = ++self->margin.next_token;
-    self->margin.generation = self->generation;
+    token_take(self);
     return 0;
 }
 
@@ -603,11 +497,11 @@ static PyObject *diagonal_margin(Diagonal *self, PyObject *args) {
     release_coords(self);
     if ((x = as_dict(x_in)) != NULL) {
         if (margin_of(self, x, pairs, keep, rest, &m, &v, &terms) == 0 &&
-            (result = Py_BuildValue("ddNL", m, v, terms, self->margin.token)) == NULL)
+            (result = Py_BuildValue("ddNL", m, v, terms, (long long)self->token.last)) == NULL)
             release_coords(self);
         Py_DECREF(x);
     }
-    self->busy = 0;
+    leave(self);
     return result;
 }
 
@@ -726,15 +620,11 @@ static int scheme_kind(PyObject *scheme, int *kind, double *C) {
 
 /* update's kernel (entered): the step applied to the margin named by `token`, which must be the
  * last one with the tables as it left them; 1 applied, 0 refused, -1 an error */
-static int update_token(Diagonal *self, long long token, double alpha, double gamma, double v,
+static int update_token(Diagonal *self, uint64_t token, double alpha, double gamma, double v,
                         PyObject *scheme) {
     double C;
     int kind;
-    if (token != self->margin.token || self->margin.generation != self->generation) {
-        PyErr_SetString(PyExc_RuntimeError, "update needs the entries of the latest margin");
-        return -1;
-    }
-    if (scheme_kind(scheme, &kind, &C) < 0) return -1;
+    if (token_check(self, token) < 0 || scheme_kind(scheme, &kind, &C) < 0) return -1;
     return update_core(self, alpha, gamma, v, kind, C, scheme);
 }
 
@@ -745,8 +635,8 @@ static PyObject *diagonal_update(Diagonal *self, PyObject *args) {
     int applied;
     if (!PyArg_ParseTuple(args, "LdddO", &token, &alpha, &gamma, &v, &scheme)) return NULL;
     if (enter(self) < 0) return NULL;
-    applied = update_token(self, token, alpha, gamma, v, scheme);
-    self->busy = 0;
+    applied = update_token(self, (uint64_t)token, alpha, gamma, v, scheme);
+    leave(self);
     if (applied < 0) return NULL;
     return PyBool_FromLong(applied);
 }
@@ -838,84 +728,31 @@ fail:
 /* ---------------------------------------------------------------------------------------- */
 /* learn: margin, the rule's step and update in one call                                      */
 
-enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
-
-/* the rule's step(m, v, w), or step(m, v, u, w) for an exact scheme (scheme None), as
- * river_cw.gaussian._learn calls it: LEARN_APPLIED with *alpha, *gamma and a new reference to
- * the scheme to update with, LEARN_NOTHING, LEARN_SKIPPED (float64 cannot express the step), or
- * -1 with an error */
-static int learn_step(PyObject *step, PyObject *scheme, double m, double v, PyObject *terms,
-                      PyObject *w, double *alpha, double *gamma, PyObject **update_scheme) {
-    PyObject *call[4], *result;
-    Py_ssize_t n = 0, i;
-    int exact = scheme == Py_None, outcome = -1;
-    call[n++] = PyFloat_FromDouble(m);
-    call[n++] = PyFloat_FromDouble(v);
-    if (exact) call[n++] = Py_NewRef(terms);
-    call[n++] = Py_NewRef(w);
-    result = call[0] && call[1] ? PyObject_Vectorcall(step, call, (size_t)n, NULL) : NULL;
-    for (i = 0; i < n; i++) Py_XDECREF(call[i]);
-    if (result == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError) ||
-            PyErr_ExceptionMatches(PyExc_OverflowError)) { /* float64 cannot express the step */
-            PyErr_Clear();
-            return LEARN_SKIPPED;
-        }
-        return -1;
-    }
-    if (result == Py_None) {
-        Py_DECREF(result);
-        return LEARN_NOTHING;
-    }
-    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != (exact ? 3 : 2)) {
-        PyErr_SetString(PyExc_TypeError, "a step is None, (alpha, gamma) or, exact, "
-                                         "(alpha, gamma, scheme)");
-        goto done;
-    }
-    *alpha = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 0));
-    *gamma = PyFloat_AsDouble(PyTuple_GET_ITEM(result, 1));
-    if (PyErr_Occurred()) goto done;
-    outcome = LEARN_SKIPPED; /* with v near 0 and a violated constraint, a step can overflow */
-    if (isfinite(*alpha) && isfinite(*gamma)) {
-        *update_scheme = Py_NewRef(exact ? PyTuple_GET_ITEM(result, 2) : scheme);
-        outcome = LEARN_APPLIED;
-    }
-done:
-    Py_DECREF(result);
-    return outcome;
-}
-
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2:
  * river_cw.diagonal.PythonDiagonalGaussian.learn (the reference): margin, the rule's step (Python,
  * called with the engine free, as between margin() and update()) and update */
-static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *engine_learn(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *x, *terms = NULL, *update_scheme = NULL;
-    double keep = 1.0, rest = 0.0, m, v, alpha, gamma;
-    long long token;
+    double keep, rest, m, v, alpha, gamma;
+    uint64_t token;
     int outcome, found;
-    if (nargs < 5 || nargs > 7) {
-        PyErr_SetString(PyExc_TypeError, "learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0)");
-        return NULL;
-    }
-    if ((nargs > 5 && (keep = PyFloat_AsDouble(args[5])) == -1.0 && PyErr_Occurred()) ||
-        (nargs > 6 && (rest = PyFloat_AsDouble(args[6])) == -1.0 && PyErr_Occurred()))
-        return NULL;
+    if (learn_args(args, nargs, &keep, &rest) < 0) return NULL;
     if (enter(self) < 0) return NULL;
     release_coords(self);
     if ((x = as_dict(args[0])) == NULL) {
-        self->busy = 0;
+        leave(self);
         return NULL;
     }
     found = margin_of(self, x, args[1], keep, rest, &m, &v, args[3] == Py_None ? &terms : NULL);
     Py_DECREF(x);
-    token = self->margin.token;
-    self->busy = 0; /* the step is Python's: it may call the engine */
+    token = self->token.last;
+    leave(self); /* the step is Python's: it may call the engine */
     if (found < 0) return NULL;
     if (v <= 0.0) { /* no non-zero feature, or all their variance is spent: nothing to learn */
         Py_XDECREF(terms);
         return PyLong_FromLong(LEARN_NOTHING);
     }
-    outcome = learn_step(args[2], args[3], m, v, terms, args[4], &alpha, &gamma, &update_scheme);
+    outcome = rule_step(args[2], args[3], m, v, terms, args[4], &alpha, &gamma, &update_scheme);
     Py_XDECREF(terms);
     if (outcome == LEARN_APPLIED) {
         int applied;
@@ -924,70 +761,12 @@ static PyObject *diagonal_learn(Diagonal *self, PyObject *const *args, Py_ssize_
             return NULL;
         }
         applied = update_token(self, token, alpha, gamma, v, update_scheme);
-        self->busy = 0;
+        leave(self);
         Py_DECREF(update_scheme);
         if (applied < 0) return NULL;
         outcome = applied ? LEARN_APPLIED : LEARN_SKIPPED;
     }
     return outcome < 0 ? NULL : PyLong_FromLong(outcome);
-}
-
-static int parse_exact(PyObject *args, ExactProblem *p) {
-    PyObject *terms;
-    if (!PyArg_ParseTuple(args, "dddO!", &p->m, &p->v, &p->phi, &TermsType, &terms)) return -1;
-    p->u = ((Terms *)terms)->values;
-    p->n = Py_SIZE(terms);
-    return 0;
-}
-
-static PyObject *module_exact_var_alpha(PyObject *module, PyObject *args) {
-    ExactProblem p;
-    double alpha;
-    if (parse_exact(args, &p) < 0 || exact_var_alpha(&p, &alpha) < 0) return NULL;
-    return PyFloat_FromDouble(alpha);
-}
-
-static PyObject *module_exact_stdev_step(PyObject *module, PyObject *args) {
-    ExactProblem p;
-    double alpha, s;
-    if (parse_exact(args, &p) < 0 || exact_stdev_step(&p, &alpha, &s) < 0) return NULL;
-    return Py_BuildValue("dd", alpha, s);
-}
-
-/* a native step's spec, (name, params): the step it names, a rule's `_step` in C (_steps.h) into
- * *step or, where `exact` is not NULL, a rule's `_exact_step` in C into *exact (the other NULL),
- * and its params as doubles; 0, or -1 with an error */
-static int parse_native(PyObject *spec, double *params, rcw_step *step, exact_step *exact) {
-    PyObject *name, *values;
-    const char *text;
-    int nparams, i;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2 ||
-        !PyUnicode_Check(name = PyTuple_GET_ITEM(spec, 0)) ||
-        !PyTuple_Check(values = PyTuple_GET_ITEM(spec, 1))) {
-        PyErr_SetString(PyExc_TypeError, "a native step is (name, (params...))");
-        return -1;
-    }
-    if ((text = PyUnicode_AsUTF8(name)) == NULL) return -1;
-    *step = NULL;
-    if (exact != NULL) *exact = find_exact_step(text, &nparams);
-    if ((exact == NULL || *exact == NULL) && (*step = rcw_find_step_n(text, &nparams)) == NULL) {
-        PyErr_Format(PyExc_ValueError, "no native step %R", name);
-        return -1;
-    }
-    if (PyTuple_GET_SIZE(values) != nparams) {
-        PyErr_Format(PyExc_ValueError, "the native step %R takes %d parameters", name, nparams);
-        return -1;
-    }
-    for (i = 0; i < nparams; i++)
-        if ((params[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, i))) == -1.0 && PyErr_Occurred())
-            return -1;
-    return 0;
-}
-
-/* a rule's `_native_step`, (name, params): its C step (_steps.h) and the params as doubles */
-static rcw_step parse_step(PyObject *spec, double *params) {
-    rcw_step step;
-    return parse_native(spec, params, &step, NULL) < 0 ? NULL : step;
 }
 
 /* learn_native's `lean` = (step, scheme, intercept) into self's fields: 0, -1 on error */
@@ -1034,7 +813,7 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
 }
 
 /* The margin's two sums by math.fsum's own algorithm, where the bound does not certify them: one
- * home for the lean paths' fallbacks (coords_fsum here, lean_fsums in _batch.h) */
+ * home for the lean paths' fallbacks (coords_fsum, and lean_fsums of the lean CSR rows) */
 typedef struct {
     Msum m, u;
     int failed; /* memory ran out */
@@ -1185,7 +964,7 @@ fail:
  * (see _steps.h) or its `_exact_step` (see find_exact_step: the solver runs on the coordinates'
  * terms u_j = s_j x_j^2, the terms the general path hands to the Python step), scheme "project",
  * "drop" or ("herding", C) (NHERD's exact shrink with C w, as its `_exact_step` scales it). */
-static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *engine_learn_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
     double w, sign;
     int outcome;
     if (nargs != 5 || !PyDict_Check(args[3])) {
@@ -1201,7 +980,7 @@ static PyObject *diagonal_learn_native(Diagonal *self, PyObject *const *args, Py
     }
     if (enter(self) < 0) return NULL;
     outcome = lean_learn(self, args[0], sign, w);
-    self->busy = 0;
+    leave(self);
     return outcome == -2 ? NULL : PyLong_FromLong(outcome);
 }
 
@@ -1309,7 +1088,7 @@ general_error: /* scores() meets the error again and raises it */
 /* score_native(x, intercept, variance) -> m, or (m, v) when `variance` is true: score_binary's
  * numbers, or None where the general path (scores, score_variances) must serve (see
  * score_binary; nothing raised): predict_one and predict_proba_one in one call. */
-static PyObject *diagonal_score_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *engine_score_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
     double m, v;
     int ok, variance;
     if (nargs != 3) {
@@ -1318,195 +1097,13 @@ static PyObject *diagonal_score_native(Diagonal *self, PyObject *const *args, Py
     }
     if ((variance = PyObject_IsTrue(args[2])) < 0 || enter(self) < 0) return NULL;
     ok = score_binary(self, args[0], args[1], &m, &v);
-    self->busy = 0;
+    leave(self);
     if (ok <= 0) return ok < 0 ? NULL : Py_NewRef(Py_None);
     return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* layout: blocks named by id, so a failed learn can drop the blocks it added                 */
-
-static PyObject *diagonal_layout(Diagonal *self, PyObject *unused) {
-    return blocks_layout(&self->blocks);
-}
-
-/* after the blocks were arranged anew: the last margin's coordinates are dropped */
-static void arranged(Diagonal *self) {
-    release_coords(self);
-    reshape(self);
-}
-
-/* restore_layout(ids): the blocks of an earlier `layout` (blocks_restore) */
-static PyObject *diagonal_restore_layout(Diagonal *self, PyObject *layout) {
-    int r;
-    if (enter(self) < 0) return NULL;
-    if ((r = blocks_restore(&self->blocks, layout)) == 0) arranged(self);
-    self->busy = 0;
-    if (r < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* reorder(order): block i becomes the old block order[i] (a permutation) */
-static PyObject *diagonal_reorder(Diagonal *self, PyObject *order) {
-    Py_ssize_t n;
-    long long *ids;
-    int r;
-    if (enter(self) < 0) return NULL;
-    self->busy = 0; /* an index's __index__ is Python's */
-    if ((ids = order_ids(&self->blocks, order, &n)) == NULL) return NULL;
-    self->busy = 1;
-    if ((r = blocks_arrange(&self->blocks, ids, n)) == 0) arranged(self);
-    self->busy = 0;
-    PyMem_Free(ids);
-    if (r < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* negate(): the Gaussian over -w (block 0's means negated) */
-static PyObject *diagonal_negate(Diagonal *self, PyObject *unused) {
-    Py_ssize_t i;
-    if (enter(self) < 0) return NULL;
-    if (self->blocks.n > 0)
-        for (i = 0; i < self->blocks.table[0].used; i++)
-            self->blocks.table[0].entries[i].mean = -self->blocks.table[0].entries[i].mean;
-    reshape(self);
-    self->busy = 0;
-    Py_RETURN_NONE;
-}
-
-/* block_views(): per block, {feature: mean} and {feature: variance} */
-static PyObject *diagonal_block_views(Diagonal *self, PyObject *unused) {
-    PyObject *means = NULL, *vars = NULL, *d, *f;
-    Py_ssize_t b, i;
-    int which;
-    if (enter(self) < 0) return NULL;
-    means = PyList_New(self->blocks.n);
-    vars = PyList_New(self->blocks.n);
-    if (means == NULL || vars == NULL) goto fail;
-    for (b = 0; b < self->blocks.n; b++) {
-        Table *t = &self->blocks.table[b];
-        for (which = 0; which < 2; which++) {
-            if ((d = PyDict_New()) == NULL) goto fail;
-            PyList_SET_ITEM(which ? vars : means, b, d);
-            for (i = 0; i < t->used; i++) {
-                f = PyFloat_FromDouble(which ? t->entries[i].var : t->entries[i].mean);
-                if (f == NULL || PyDict_SetItem(d, t->entries[i].key, f) < 0) {
-                    Py_XDECREF(f);
-                    goto fail;
-                }
-                Py_DECREF(f);
-            }
-        }
-    }
-    self->busy = 0;
-    return Py_BuildValue("NN", means, vars);
-fail:
-    Py_XDECREF(means);
-    Py_XDECREF(vars);
-    self->busy = 0;
-    return NULL;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* state: blocks as a list of dicts feature -> [mean, variance] (the Python engine's layout)   */
-
-/* a weight given as a (mean, variance) pair of numbers for `key`: its hash and values; 0, or
- * -1 with an error (set_blocks, set_weights) */
-static int read_weight(PyObject *key, PyObject *w, Py_hash_t *h, double *mean, double *var) {
-    PyObject *pair = PySequence_Fast(w, "a weight is a (mean, variance) pair");
-    if (pair == NULL) return -1;
-    if (PySequence_Fast_GET_SIZE(pair) != 2) {
-        Py_DECREF(pair);
-        PyErr_SetString(PyExc_ValueError, "a weight is a (mean, variance) pair");
-        return -1;
-    }
-    *mean = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 0));
-    *var = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, 1));
-    Py_DECREF(pair);
-    if (PyErr_Occurred()) return -1;
-    return (*h = PyObject_Hash(key)) == -1 ? -1 : 0;
-}
-
-static PyObject *diagonal_get_blocks(Diagonal *self, void *closure) {
-    PyObject *out;
-    Py_ssize_t b, i;
-    if (enter(self) < 0) return NULL;
-    out = PyList_New(self->blocks.n);
-    for (b = 0; out != NULL && b < self->blocks.n; b++) {
-        Table *t = &self->blocks.table[b];
-        PyObject *d = PyDict_New();
-        if (d == NULL) goto fail;
-        PyList_SET_ITEM(out, b, d);
-        for (i = 0; i < t->used; i++) {
-            PyObject *w = Py_BuildValue("[dd]", t->entries[i].mean, t->entries[i].var);
-            if (w == NULL || PyDict_SetItem(d, t->entries[i].key, w) < 0) {
-                Py_XDECREF(w);
-                goto fail;
-            }
-            Py_DECREF(w);
-        }
-    }
-    self->busy = 0;
-    return out;
-fail:
-    Py_XDECREF(out);
-    self->busy = 0;
-    return NULL;
-}
-
-static int diagonal_set_blocks(Diagonal *self, PyObject *value, void *closure) {
-    PyObject *seq, *key, *w;
-    Py_ssize_t n, b, pos, i;
-    Table *tables;
-    if (value == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "cannot delete blocks");
-        return -1;
-    }
-    if ((seq = PySequence_Fast(value, "blocks must be a list of dicts")) == NULL) return -1;
-    n = PySequence_Fast_GET_SIZE(seq);
-    tables = PyMem_Calloc(n ? n : 1, sizeof(Table));
-    if (tables == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (b = 0; b < n; b++) {
-        PyObject *d = PySequence_Fast_GET_ITEM(seq, b);
-        if (!PyDict_Check(d)) {
-            PyErr_SetString(PyExc_TypeError, "blocks must be a list of dicts");
-            goto fail;
-        }
-        if (block_init(&self->blocks, &tables[b]) < 0 ||
-            table_reserve(&tables[b], PyDict_GET_SIZE(d)) < 0)
-            goto fail;
-        pos = 0;
-        while (PyDict_Next(d, &pos, &key, &w)) {
-            double mean, var;
-            Py_hash_t h;
-            if (read_weight(key, w, &h, &mean, &var) < 0) goto fail;
-            table_append(&tables[b], key, h, mean, var);
-        }
-    }
-    Py_DECREF(seq);
-    if (enter(self) < 0) {
-        seq = NULL;
-        goto fail;
-    }
-    if (blocks_replace(&self->blocks, tables, n) < 0) {
-        self->busy = 0;
-        seq = NULL;
-        goto fail;
-    }
-    arranged(self);
-    PyMem_Free(tables);
-    self->busy = 0;
-    return 0;
-fail:
-    Py_XDECREF(seq);
-    for (i = 0; i < n; i++) table_free(&tables[i]);
-    PyMem_Free(tables);
-    return -1;
-}
+/* views and state                                                                           */
 
 /* reset_bound(): mean_bound = the largest |mean| (after the blocks were replaced) */
 static PyObject *diagonal_reset_bound(Diagonal *self, PyObject *unused) {
@@ -1524,318 +1121,463 @@ static PyObject *diagonal_get_bound(Diagonal *self, void *closure) {
     return PyFloat_FromDouble(self->mean_bound);
 }
 
-static PyObject *diagonal_get_prior(Diagonal *self, void *closure) {
-    return PyFloat_FromDouble(self->prior);
-}
+/* score_rows' CSR row sums (_batch.h's hooks): its mean and variance terms, and the unseen
+ * features' values (summed apart, as scores() sums them); by math.fsum's algorithm where their
+ * bound does not certify them */
+typedef struct {
+    DdPair pair;
+    double unseen;
+} RowScore;
 
-static PyObject *diagonal_sizeof(Diagonal *self, PyObject *unused) {
-    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks) +
-                      blocks_mark_bytes(&self->blocks);
-    size += sizeof(Coord) * self->margin.coords_cap +
-            sizeof(double) * (self->margin.u_cap + 2 * self->margin.scratch_cap);
-    return PyLong_FromSsize_t(size);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* marks: the weights written since a point in time (river_cw.diagonal.PythonDiagonalGaussian.mark) */
-
-/* mark(): remember every weight's (mean, variance) as it is now (blocks_mark: a mark and
- * `changed` cost in proportion to the weights written since, not to the model) */
-static PyObject *diagonal_mark(Diagonal *self, PyObject *unused) {
-    int r;
-    if (enter(self) < 0) return NULL;
-    r = blocks_mark(&self->blocks, &self->mark, self->reshaped);
-    self->busy = 0;
-    if (r < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* a weight's (mean, variance), as `changed` gives it */
-static PyObject *weight_pair(const Entry *e, const void *unused) {
-    return Py_BuildValue("(dd)", e->mean, e->var);
-}
-
-/* changed(): per block, {feature: (mean, variance)} of the weights added since the mark or whose
- * mean or variance differs from it bit for bit, in table order; None without a mark valid for
- * the current blocks (none taken, or the blocks reshaped since) */
-static PyObject *diagonal_changed(Diagonal *self, PyObject *unused) {
-    PyObject *out;
-    if (enter(self) < 0) return NULL;
-    out = blocks_changed(&self->blocks, &self->mark, self->reshaped, weight_pair, NULL);
-    self->busy = 0;
-    return out;
-}
-
-/* set_weights(changes): per block, {feature: (mean, variance)} written, a new feature appended
- * in the order given (what `changed` returned, read back) */
-static PyObject *diagonal_set_weights(Diagonal *self, PyObject *changes) {
-    PyObject *seq, *key, *w;
-    Py_ssize_t n, b, pos;
-    if ((seq = PySequence_Fast(changes, "changes must be a list of dicts")) == NULL) return NULL;
-    n = PySequence_Fast_GET_SIZE(seq);
-    if (n != self->blocks.n) {
-        PyErr_Format(PyExc_ValueError, "changes of %zd block(s) for an engine of %zd", n,
-                     self->blocks.n);
-        Py_DECREF(seq);
-        return NULL;
-    }
-    if (enter(self) < 0) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    self->generation++; /* entries may be appended */
-    for (b = 0; b < n; b++) {
-        PyObject *d = PySequence_Fast_GET_ITEM(seq, b);
-        Table *t = &self->blocks.table[b];
-        if (!PyDict_Check(d)) {
-            PyErr_SetString(PyExc_TypeError, "changes must be a list of dicts");
-            goto fail;
-        }
-        pos = 0;
-        while (PyDict_Next(d, &pos, &key, &w)) {
-            double mean, var;
-            Py_ssize_t ix;
-            Py_hash_t h;
-            if (read_weight(key, w, &h, &mean, &var) < 0) goto fail;
-            if ((ix = table_find(t, key, h)) == -2) goto fail;
-            if (ix >= 0) {
-                t->entries[ix].mean = mean;
-                t->entries[ix].var = var;
-                table_note(t, ix);
-            } else {
-                if (table_reserve(t, 1) < 0) goto fail;
-                table_append(t, key, h, mean, var);
-            }
-            if (fabs(mean) > self->mean_bound) self->mean_bound = fabs(mean);
-        }
-    }
-    Py_DECREF(seq);
-    self->busy = 0;
-    Py_RETURN_NONE;
-fail:
-    Py_DECREF(seq);
-    self->busy = 0;
-    return NULL;
-}
+typedef struct {
+    Fsum m, v;
+} RowScoreExact;
 
 #include "_batch.h"
 
-static PyMethodDef diagonal_methods[] = {
-    {"scores", (PyCFunction)diagonal_scores, METH_O, "mu_b . x for every block b."},
-    {"score_variances", (PyCFunction)diagonal_score_variances, METH_O,
-     "x' Sigma_b x for every block b."},
+/* ---------------------------------------------------------------------------------------- */
+/* the batch kernel's hooks (_batch.h): the diagonal's mathematics of a batch's rows           */
+
+static int batch_scheme(PyObject *scheme, int *kind, double *C) {
+    return scheme_kind(scheme, kind, C);
+}
+
+/* the lean CSR rows step the built-in schemes in place */
+static int batch_lean_scheme(int kind) { return kind == SCHEME_PROJECT || kind == SCHEME_DROP; }
+
+static inline int batch_lean_spec(Diagonal *self, PyObject *lean) {
+    return lean == self->lean.spec ? 0 : parse_lean(self, lean);
+}
+
+/* the lean spec's step, as lean_learn takes it: its exact step on the margin's terms u, or its
+ * native step; the scheme's, with NHERD's C scaled by w as the rule's HerdingShrink(C * w) */
+static int batch_lean_step(Diagonal *self, double m, double v, double w, double *alpha,
+                           double *gamma, int *kind, double *C) {
+    int r = self->lean.exact != NULL ? self->lean.exact(self->lean.params, m, v, self->margin.u,
+                                                        self->margin.nu, w, alpha, gamma)
+                                     : self->lean.step(self->lean.params, m, v, w, alpha, gamma);
+    if (r > 0) {
+        *kind = self->lean.kind;
+        *C = self->lean.herding_C * w;
+    }
+    return r;
+}
+
+static PyObject *batch_terms(Diagonal *self) { return make_terms(self->margin.u, self->margin.nu); }
+
+static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, double w) {
+    return lean_learn(self, x, sign, w);
+}
+
+static inline int batch_score_dict(Diagonal *self, PyObject *x, PyObject *intercept, double *m,
+                                   double *v) {
+    return score_binary(self, x, intercept, m, v);
+}
+
+/* mu_b . x of a row (the terms kept when `kept`, else only accumulated): 0, 1 when the sum
+ * is not certified without its terms, -1 on an error (raised) */
+static int batch_score(const Table *t, const BatchRow *r, const Py_ssize_t *slot, int kept,
+                       double *score, double *unseen) {
+    Py_ssize_t j;
+    DdSum acc;
+    Fsum all;
+    ddsum_init(&acc);
+    if (kept) fsum_init(&all);
+    *unseen = 0.0;
+    for (j = 0; j < r->n; j++) {
+        Py_ssize_t ix = slot[r->col[j]];
+        if (ix < 0)
+            *unseen += r->x[j];
+        else if (!kept)
+            ddsum_add(&acc, t->entries[ix].mean * r->x[j]);
+        else if (fsum_add(&all, t->entries[ix].mean * r->x[j]) < 0) {
+            fsum_free(&all);
+            return -1;
+        }
+    }
+    if (!kept) return ddsum_certified(&acc, r->n, score) ? 0 : 1;
+    return fsum_result(&all, score);
+}
+
+/* a resolved row's score in block b, as scores() computes it (the fast sum, else the exactly
+ * rounded one) */
+static int batch_row_score(Diagonal *self, Py_ssize_t b, const BatchRow *r, double *score) {
+    const Table *t = &self->blocks.table[b];
+    double unseen;
+    int status = batch_score(t, r, ROW_SLOTS(r, b), 0, score, &unseen);
+    if (status == 1) status = batch_score(t, r, ROW_SLOTS(r, b), 1, score, &unseen);
+    return status < 0 || !isfinite(*score + unseen) ? -1 : 0;
+}
+
+/* diagonal_margin's sums on a resolved row: m = mu . d and v = d' Sigma d (the terms u_j in
+ * the engine's u, in its order), with the learned variances forgotten (not written). The terms
+ * are kept when `kept`, else only accumulated. 0, 1 when a sum is not certified without its
+ * terms, -1 on an error (raised) */
+static int batch_sums(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
+                      int kept, double *m_out, double *v_out) {
+    Py_ssize_t j;
+    double m = 0.0;
+    int k;
+    DdSum u_acc, m_acc; /* the sums without their terms */
+    Fsum u_all, m_all;  /* with them, when `kept` */
+    self->margin.nu = 0;
+    ddsum_init(&u_acc);
+    if (kept) fsum_init(&u_all);
+    for (k = 0; k < p->n; k++) {
+        Entry *entries = self->blocks.table[p->block[k]].entries;
+        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
+        double mk;
+        p->n_new[k] = 0;
+        ddsum_init(&m_acc);
+        if (kept) fsum_init(&m_all);
+        for (j = 0; j < r->n; j++) {
+            double xf = r->x[j], x2 = xf * xf, uj;
+            Py_ssize_t ix = slot[col[j]];
+            if (ix < 0) {
+                if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
+                uj = self->prior * x2;
+                p->n_new[k]++;
+            } else {
+                double mj = learned_terms(&entries[ix], xf, keep, rest, &uj);
+                if (!kept)
+                    ddsum_add(&m_acc, mj);
+                else if (fsum_add(&m_all, mj) < 0)
+                    goto fail;
+            }
+            self->margin.u[self->margin.nu++] = uj;
+            if (!kept)
+                ddsum_add(&u_acc, uj);
+            else if (fsum_add(&u_all, uj) < 0)
+                goto fail;
+        }
+        if (!kept) {
+            if (!ddsum_certified(&m_acc, r->n, &mk)) return 1;
+        } else if (fsum_result(&m_all, &mk) < 0) {
+            fsum_free(&u_all);
+            return -1;
+        }
+        m += p->sign[k] * mk;
+    }
+    *m_out = m;
+    if (!kept) return ddsum_certified(&u_acc, self->margin.nu, v_out) ? 0 : 1;
+    return fsum_result(&u_all, v_out);
+fail:
+    fsum_free(&m_all);
+    fsum_free(&u_all);
+    return -1;
+}
+
+/* diagonal_margin on a resolved row: batch_sums, then the forgotten variances written once the
+ * row is known to be valid; -1 (nothing changed) when the row is bad (a non-finite margin, an
+ * overflow, a key's error): learn_one judges it; -2 with an error to propagate as it is (see
+ * rcw_error_recoverable) */
+static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep, double rest,
+                        double *m_out, double *v_out) {
+    Py_ssize_t j;
+    int k, status;
+    release_coords(self);
+    if (coords_reserve(self, r->n * p->n) < 0) goto fail;
+    status = batch_sums(self, r, p, keep, rest, 0, m_out, v_out);
+    if (status == 1) status = batch_sums(self, r, p, keep, rest, 1, m_out, v_out);
+    if (status < 0 || !(isfinite(*m_out) && isfinite(*v_out))) goto fail;
+    if (keep != 1.0) /* the row is valid: write the forgotten variances (of non-zero values) */
+        for (k = 0; k < p->n; k++) {
+            Table *t = &self->blocks.table[p->block[k]];
+            const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]), *col = r->col;
+            for (j = 0; j < r->n; j++)
+                if (slot[col[j]] >= 0 && r->x[j] != 0.0) {
+                    Entry *e = &t->entries[slot[col[j]]];
+                    e->var = forget(e->var, keep, rest);
+                    table_note(t, slot[col[j]]);
+                }
+        }
+    return 0;
+fail:
+    self->margin.nu = 0;
+    if (!rcw_error_recoverable()) return -2;
+    PyErr_Clear();
+    return -1;
+}
+
+/* the engine's coordinates of the last margin, as diagonal_margin leaves them (add_coord: the
+ * unseen features' keys, nkeyed and pair_new), for update_core */
+static void batch_coords(Diagonal *self, BatchRow *r, const BatchPairs *p) {
+    Py_ssize_t j;
+    int k;
+    double mj, uj; /* the sums are known: add_coord's terms are not needed */
+    release_coords(self);
+    self->margin.npairs = p->n;
+    for (k = 0; k < p->n; k++) {
+        Table *t = &self->blocks.table[p->block[k]];
+        const Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
+        self->margin.pair_block[k] = p->block[k];
+        self->margin.pair_sign[k] = p->sign[k];
+        for (j = 0; j < r->n; j++) {
+            Py_ssize_t l = r->col[j];
+            add_coord(self, t, k, r->keys[l], r->hashes[l], slot[l], r->x[j], 1.0, 0.0, &mj, &uj);
+        }
+    }
+}
+
+/* update_core's unchecked path (a built-in scheme far from float64's limit: every value is
+ * finite) in place on the row: per weight the same formulas, new weights appended per pair in
+ * the row's order (their entries' positions go to the row's slots); -1 on memory */
+static int batch_apply(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
+                       double gamma, double v, int kind) {
+    double beta = gamma / (1.0 + gamma * v), prior = self->prior;
+    Py_ssize_t j;
+    int k;
+    for (k = 0; k < p->n; k++)
+        if (p->n_new[k] && table_reserve(&self->blocks.table[p->block[k]], p->n_new[k]) < 0)
+            return -1;
+    for (k = 0; k < p->n; k++) {
+        Table *t = &self->blocks.table[p->block[k]];
+        Py_ssize_t *slot = ROW_SLOTS(r, p->block[k]);
+        double a = alpha * p->sign[k];
+        for (j = 0; j < r->n; j++) {
+            Py_ssize_t l = r->col[j], ix = slot[l];
+            double xf = r->x[j];
+            if (ix >= 0) {
+                step_entry(&t->entries[ix], a, xf, gamma, beta, kind);
+                table_note(t, ix);
+            } else if (xf * xf != 0.0) {
+                slot[l] = t->used;
+                step_append(t, r->keys[l], r->hashes[l], prior, a, xf, gamma, beta, kind);
+            }
+        }
+    }
+    if (p->n_new[0] || (p->n > 1 && p->n_new[1])) self->generation++;
+    return 0;
+}
+
+/* A general row's update, as update() applies it to its margin (entered): batch_apply's
+ * unchecked steps in place on the row where they hold, else update_core on the engine's
+ * coordinates (batch_coords), the new features' slots then set in the row's order. 1 applied,
+ * 0 refused (float64 cannot express it), -1 an error */
+static int batch_update(Diagonal *self, BatchRow *r, const BatchPairs *p, double alpha,
+                        double gamma, double v, int kind, double C, PyObject *scheme) {
+    double step_bound = fabs(alpha) * sqrt(self->prior * v);
+    Py_ssize_t used[2] = {0, 0}, q, j;
+    int applied;
+    if ((kind == SCHEME_PROJECT || kind == SCHEME_DROP) &&
+        self->mean_bound + step_bound < SAFE_BOUND) {
+        if (batch_apply(self, r, p, alpha, gamma, v, kind) < 0) return -1;
+        self->mean_bound += step_bound;
+        return 1;
+    }
+    batch_coords(self, r, p); /* checked, or another scheme */
+    for (q = 0; q < p->n; q++) used[q] = self->blocks.table[p->block[q]].used;
+    if ((applied = update_core(self, alpha, gamma, v, kind, C, scheme)) <= 0) return applied;
+    for (q = 0; q < p->n; q++) { /* the new features' slots, appended in the row's order */
+        Py_ssize_t *slot = ROW_SLOTS(r, p->block[q]);
+        for (j = 0; j < r->n; j++)
+            if (slot[r->col[j]] < 0 && r->x[j] * r->x[j] != 0.0) slot[r->col[j]] = used[q]++;
+    }
+    return 1;
+}
+
+/* the lean CSR row's sums by math.fsum's own algorithm, where the bound does not certify them
+ * (their double-double on a rounding tie, or cancelling), in the row's order. 0; 1 when fsum
+ * raises an overflow (cleared: the general path meets it again and names the row); -1 on
+ * memory */
+static int lean_fsums(const Entry *entries, const Py_ssize_t *slot, const Py_ssize_t *ind,
+                      const double *data, Py_ssize_t n, Py_ssize_t intercept_col, double prior,
+                      double *mk, double *v) {
+    MarginFsum s;
+    Py_ssize_t p;
+    margin_fsum_init(&s);
+    for (p = 0; p < n + (intercept_col >= 0); p++) {
+        Py_ssize_t ix = slot[p < n ? ind[p] : intercept_col];
+        margin_fsum_add(&s, ix < 0 ? NULL : &entries[ix], p < n ? data[p] : 1.0, prior);
+    }
+    if (margin_fsum_result(&s, mk, v) == 0) return 0;
+    if (!rcw_error_recoverable()) return -1;
+    PyErr_Clear();
+    return 1;
+}
+
+/* The lean CSR row's terms of column value xf (its entry at ix, -1: unseen) in the margin's sums
+ * of mean x and of var x^2, as batch_sums has them: a learned feature's two, an unseen one's
+ * prior variance term, none for a zero value (it teaches nothing: nothing stored). 1 when the
+ * column is one an update appends. */
+static RCW_ALWAYS_INLINE int lean_terms(DdPair *acc, const Entry *entries, Py_ssize_t ix,
+                                        double xf, double prior) {
+    double x2 = xf * xf;
+    if (ix >= 0) {
+        ddpair_add(acc, entries[ix].mean * xf, entries[ix].var * x2);
+        return 0;
+    }
+    if (x2 == 0.0) return 0;
+    ddpair_add(acc, 0.0, prior * x2); /* the mean sum as it was, but a zero's sign */
+    return 1;
+}
+
+/* The lean CSR row's step of column l (value xf), as batch_apply steps it: in place in t's
+ * entries, or appended to t (room reserved: the entries stay where they are) if unseen and
+ * non-zero */
+static RCW_ALWAYS_INLINE void lean_step(Table *t, Entry *entries, BatchCache *cache, Py_ssize_t l,
+                                        double xf, double prior, double alpha, double gamma,
+                                        double beta, int kind) {
+    Py_ssize_t ix = cache->slot[l];
+    if (ix >= 0) {
+        step_entry(&entries[ix], alpha, xf, gamma, beta, kind);
+        table_note(t, ix);
+    } else if (xf * xf != 0.0) {
+        cache->slot[l] = t->used;
+        step_append(t, cache->key[l], cache->hash[l], prior, alpha, xf, gamma, beta, kind);
+    }
+}
+
+/* The lean CSR row: row i (plain, or checked here when the call is lazy) of a binary model
+ * learned by a native step with a built-in scheme and nothing forgotten, straight from the CSR
+ * arrays: batch_margin's exactly rounded sums and batch_apply's in-place steps without copying
+ * the row. 0: learned, nothing to learn, or skipped (counted in *skipped); 1: the general path's
+ * row (a sum math.fsum raises on, a margin beyond float64, a step near float64's limit), nothing
+ * changed; 2 (lazy): a column out of range, not resolved in the epoch or stored twice, nothing
+ * changed (the call's rest is to be resolved); -1 on memory. */
+static int batch_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i, int intercept,
+                          double sign, double w, const BatchStep *s, int kind,
+                          Py_ssize_t *skipped) {
+    Table *t = &self->blocks.table[0];
+    BatchCache *cache = c->cache;
+    Py_ssize_t *slot = cache->slot, a = c->csr.indptr[i], n = c->csr.indptr[i + 1] - a, p;
+    Py_ssize_t n_new = 0;
+    const Py_ssize_t *ind = c->csr.indices + a;
+    const double *data = c->csr.data + a;
+    double prior = self->prior, mk, v, m, alpha, gamma, beta, step_bound;
+    DdPair acc; /* the sums of mean x and of var x^2 */
+    DdSum m_acc, u_acc;
+    Entry *entries = t->entries;
+    int r;
+    ddpair_init(&acc);
+    if (c->lazy) { /* the row's columns checked as columns_resolve checks them, as they are read */
+        BatchMark *marks = cache->mark;
+        const size_t ncols = (size_t)cache->ncols;
+        const int64_t epoch = cache->calls, row = ++cache->rows;
+        for (p = 0; p < n; p++) {
+            Py_ssize_t l = ind[p];
+            if (mark_take(marks, l, ncols, epoch, row) <= 0) return 2;
+            n_new += lean_terms(&acc, entries, slot[l], data[p], prior);
+        }
+    } else
+        for (p = 0; p < n; p++) n_new += lean_terms(&acc, entries, slot[ind[p]], data[p], prior);
+    if (intercept) /* the intercept last, with value 1.0 */
+        n_new += lean_terms(&acc, entries, slot[cache->ncols], 1.0, prior);
+    ddpair_split(&acc, &m_acc, &u_acc);
+    if (!ddsum_certified(&m_acc, n + intercept, &mk) ||
+        !ddsum_certified(&u_acc, n + intercept, &v)) {
+        r = lean_fsums(entries, slot, ind, data, n, intercept ? cache->ncols : -1, prior, &mk, &v);
+        if (r != 0) return r;
+    }
+    m = 0.0 + sign * mk; /* as batch_sums adds it: a zero margin is +0 */
+    if (!(isfinite(m) && isfinite(v))) return 1;
+    if (v <= 0.0) return 0; /* no non-zero feature, or all their variance is spent */
+    r = s->native(s->params, m, v, w, &alpha, &gamma);
+    if (r <= 0 || !(isfinite(alpha) && isfinite(gamma))) {
+        *skipped += r != 0;
+        return 0;
+    }
+    step_bound = fabs(alpha) * sqrt(prior * v);
+    if (!(self->mean_bound + step_bound < SAFE_BOUND)) return 1;
+    if (n_new && table_reserve(t, n_new) < 0) return -1;
+    entries = t->entries;
+    beta = gamma / (1.0 + gamma * v);
+    alpha *= sign;
+    for (p = 0; p < n; p++)
+        lean_step(t, entries, cache, ind[p], data[p], prior, alpha, gamma, beta, kind);
+    if (intercept) lean_step(t, entries, cache, cache->ncols, 1.0, prior, alpha, gamma, beta, kind);
+    if (n_new) self->generation++;
+    self->mean_bound += step_bound;
+    return 0;
+}
+
+static RCW_ALWAYS_INLINE void row_score_init(RowScore *s) {
+    ddpair_init(&s->pair);
+    s->unseen = 0.0;
+}
+
+static RCW_ALWAYS_INLINE void row_score_add(Diagonal *self, const Table *t, Py_ssize_t ix,
+                                            double xf, RowScore *s) {
+    add_score_pair(self, t, ix, xf, &s->pair, &s->unseen);
+}
+
+static RCW_ALWAYS_INLINE int row_score_sums(RowScore *s, Py_ssize_t n, double *m, double *v) {
+    DdSum m_acc, v_acc;
+    ddpair_split(&s->pair, &m_acc, &v_acc);
+    return ddsum_certified(&m_acc, n, m) && ddsum_certified(&v_acc, n, v);
+}
+
+static RCW_ALWAYS_INLINE int row_score_finite(const RowScore *s, double m) {
+    return isfinite(m + s->unseen) ? 1 : 0;
+}
+
+static void row_exact_init(RowScoreExact *s) {
+    fsum_init(&s->m);
+    fsum_init(&s->v);
+}
+
+static int row_exact_add(Diagonal *self, const Table *t, Py_ssize_t ix, double xf,
+                         RowScoreExact *s) {
+    if ((ix >= 0 && fsum_add(&s->m, t->entries[ix].mean * xf) < 0) ||
+        fsum_add(&s->v, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
+        fsum_free(&s->m);
+        fsum_free(&s->v);
+        return -1;
+    }
+    return 0;
+}
+
+static int row_exact_result(RowScoreExact *s, double *m, double *v) {
+    if (fsum_result(&s->m, m) < 0) {
+        fsum_free(&s->v);
+        if (!rcw_error_recoverable()) return -1;
+        PyErr_Clear(); /* beyond float64: scores() raises, naming the feature */
+        return 0;
+    }
+    if (fsum_result(&s->v, v) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear(); /* beyond float64: inf, as score_variances */
+        *v = INFINITY;
+    }
+    return 1;
+}
+
+
+static PyMethodDef engine_methods[] = {
     {"margin", (PyCFunction)diagonal_margin, METH_VARARGS,
      "(m, v, u, entries) along the difference vector of (block, sign) pairs; forgets first."},
     {"update", (PyCFunction)diagonal_update, METH_VARARGS,
      "Apply one step (entries, alpha, gamma, v, scheme)."},
-    {"learn", (PyCFunction)(void (*)(void))diagonal_learn, METH_FASTCALL,
-     "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},
-    {"score_native", (PyCFunction)(void (*)(void))diagonal_score_native, METH_FASTCALL,
-     "A binary model's score of x (and its variance) in one call; None: the general path's."},
-    {"learn_native", (PyCFunction)(void (*)(void))diagonal_learn_native, METH_FASTCALL,
-     "learn of a binary model with the rule's step in C; -1: the general path's case."},
-    {"learn_rows", (PyCFunction)diagonal_learn_rows, METH_VARARGS,
-     "The learn_one loop over a batch of rows (_batch.h)."},
-    {"score_rows", (PyCFunction)diagonal_score_rows, METH_VARARGS,
-     "score_native of every row of a batch (_batch.h); None: the general path's row."},
-    {"add_block", (PyCFunction)diagonal_add_block, METH_NOARGS, "Append an empty block."},
-    {"lift", (PyCFunction)diagonal_lift, METH_NOARGS, "Insert an empty block in front."},
-    {"layout", (PyCFunction)diagonal_layout, METH_NOARGS, "A snapshot of the block structure."},
-    {"restore_layout", (PyCFunction)diagonal_restore_layout, METH_O,
-     "Undo lift/add_block calls made since the layout was taken."},
-    {"reorder", (PyCFunction)diagonal_reorder, METH_O, "Block i becomes the old block order[i]."},
+    RCW_BATCH_METHODS
     {"reset_bound", (PyCFunction)diagonal_reset_bound, METH_NOARGS,
      "Set mean_bound to the largest |mean|."},
-    {"negate", (PyCFunction)diagonal_negate, METH_NOARGS, "The Gaussian over -w."},
-    {"block_views", (PyCFunction)diagonal_block_views, METH_NOARGS,
-     "Per block, {feature: mean} and {feature: variance}."},
-    {"mark", (PyCFunction)diagonal_mark, METH_NOARGS, "Remember every weight as it is now."},
-    {"changed", (PyCFunction)diagonal_changed, METH_NOARGS,
-     "Per block, {feature: (mean, variance)} of the weights written since the mark; None "
-     "without a mark valid for the current blocks."},
-    {"set_weights", (PyCFunction)diagonal_set_weights, METH_O,
-     "Write per block {feature: (mean, variance)} (what changed returned)."},
-    {"__sizeof__", (PyCFunction)diagonal_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
+    RCW_SHELL_METHODS
     {NULL},
 };
 
-static PyGetSetDef diagonal_getset[] = {
-    {"blocks", (getter)diagonal_get_blocks, (setter)diagonal_set_blocks,
-     "The weights: a list (one per block) of dicts feature -> [mean, variance] (copies).", NULL},
-    {"initial_variance", (getter)diagonal_get_prior, NULL, "The prior variance.", NULL},
+static PyGetSetDef engine_getset[] = {
     {"mean_bound", (getter)diagonal_get_bound, NULL, "An upper bound of every |mean|.", NULL},
+    RCW_SHELL_GETSET
     {NULL},
 };
 
-static PyTypeObject DiagonalType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._diagonal.Diagonal",
-    .tp_basicsize = sizeof(Diagonal),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The compiled diagonal Gaussian engine (see river_cw.diagonal.DiagonalGaussian).",
-    .tp_new = diagonal_new,
-    .tp_dealloc = (destructor)diagonal_dealloc,
-    .tp_traverse = (traverseproc)diagonal_traverse,
-    .tp_clear = (inquiry)diagonal_clear,
-    .tp_methods = diagonal_methods,
-    .tp_getset = diagonal_getset,
-    .tp_weaklistoffset = offsetof(Diagonal, weakreflist),
-};
+RCW_SHELL_TYPE(DiagonalType, "river_cw._diagonal.Diagonal", Py_TPFLAGS_BASETYPE,
+               "The compiled diagonal Gaussian engine (see river_cw.diagonal.DiagonalGaussian).");
 
 /* ---------------------------------------------------------------------------------------- */
 
-static PyObject *module_fsum(PyObject *module, PyObject *seq) {
-    PyObject *it = PyObject_GetIter(seq), *item;
-    Fsum acc;
-    double x, total;
-    if (it == NULL) return NULL;
-    fsum_init(&acc);
-    while ((item = PyIter_Next(it)) != NULL) {
-        x = PyFloat_AsDouble(item);
-        Py_DECREF(item);
-        if ((x == -1.0 && PyErr_Occurred()) || fsum_add(&acc, x) < 0) {
-            Py_DECREF(it);
-            fsum_free(&acc);
-            return NULL;
-        }
-    }
-    Py_DECREF(it);
-    if (PyErr_Occurred()) {
-        fsum_free(&acc);
-        return NULL;
-    }
-    if (fsum_result(&acc, &total) < 0) return NULL;
-    return PyFloat_FromDouble(total);
-}
-
-/* river_cw.validation._EXACT_INT ** 2 (2**52), less a margin for rounding (see as_floats) */
-#define EXACT_NORM2 (4503599627370496.0 * (1.0 - 0x1p-20))
-
-/* as_floats(x): river_cw.validation.as_floats with its first fast paths in C: a dict whose
- * values are all floats is returned as it is, and so is a dict of floats and ints whose sum of
- * squares is below 2**52 by a margin far above its rounding (so that math.hypot of the values,
- * the Python function's test, is at most 2**26 too); anything else goes to the Python function
- * (the as_floats hook) */
-static PyObject *module_as_floats(PyObject *module, PyObject *x) {
-    if (PyDict_CheckExact(x)) {
-        PyObject *key, *value;
-        Py_ssize_t pos = 0;
-        int ints = 0, other = 0;
-        double norm2 = 0.0;
-        while (!other && PyDict_Next(x, &pos, &key, &value)) {
-            double v;
-            if (PyFloat_CheckExact(value))
-                v = PyFloat_AS_DOUBLE(value);
-            else if (PyLong_CheckExact(value)) {
-                v = PyLong_AsDouble(value);
-                if (v == -1.0 && PyErr_Occurred()) {
-                    PyErr_Clear(); /* beyond float64: Python's job */
-                    v = INFINITY;
-                }
-                ints = 1;
-            } else {
-                other = 1;
-                break;
-            }
-            norm2 += v * v;
-        }
-        if (!other && (!ints || norm2 <= EXACT_NORM2)) { /* NaN fails the comparison */
-            Py_INCREF(x);
-            return x;
-        }
-    }
-    if (hook(hooks.as_floats, "as_floats") == NULL) return NULL;
-    return PyObject_CallOneArg(hooks.as_floats, x);
-}
-
-/* native_step(step, m, v, w, u=None): a rule's C step (_steps.h) as its Python `_step` reports
- * it, or, for an exact step (find_exact_step) on the terms u (a sequence of floats), as its
- * Python `_exact_step` does: None (no update), (alpha, gamma), or False (float64 cannot express
- * the step); a solver's other error is raised */
-static PyObject *module_native_step(PyObject *module, PyObject *args) {
-    PyObject *spec, *terms = Py_None, *seq;
-    double params[RCW_MAX_PARAMS], m, v, w, alpha, gamma, *u;
-    rcw_step step;
-    exact_step exact;
-    Py_ssize_t n, i;
-    int r;
-    if (!PyArg_ParseTuple(args, "Oddd|O", &spec, &m, &v, &w, &terms)) return NULL;
-    if (parse_native(spec, params, &step, &exact) < 0) return NULL;
-    if (exact == NULL)
-        r = step(params, m, v, w, &alpha, &gamma);
-    else {
-        if ((seq = PySequence_Fast(terms, "an exact step needs the terms u")) == NULL) return NULL;
-        n = PySequence_Fast_GET_SIZE(seq);
-        if ((u = PyMem_Malloc(sizeof(double) * (n ? n : 1))) == NULL) {
-            Py_DECREF(seq);
-            return PyErr_NoMemory();
-        }
-        for (i = 0; i < n; i++)
-            if ((u[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i))) == -1.0 &&
-                PyErr_Occurred())
-                break;
-        Py_DECREF(seq);
-        r = i < n ? -2 : exact(params, m, v, u, n, w, &alpha, &gamma);
-        PyMem_Free(u);
-        if (r == -2) return NULL;
-    }
-    if (r < 0) Py_RETURN_FALSE;
-    if (r == 0) Py_RETURN_NONE;
-    return Py_BuildValue("dd", alpha, gamma);
-}
-
-/* connect(raise_bad_input=None, herding_shrink=None, as_floats=None, token_counts=None): the
- * hooks given, each by the module that owns it (river_cw.diagonal, river_cw.validation,
- * river_cw._tokens: the type of _token_counts.h) */
-static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"raise_bad_input", "herding_shrink", "as_floats", "token_counts", NULL};
-    PyObject *given[3] = {NULL, NULL, NULL}, **slots[3] = {
-        &hooks.raise_bad_input, &hooks.herding_shrink, &hooks.as_floats};
-    PyObject *token_counts = NULL;
-    int i;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOO", kwlist, &given[0], &given[1],
-                                     &given[2], &token_counts))
-        return NULL;
-    if (given[1] != NULL && !PyType_Check(given[1])) {
-        PyErr_SetString(PyExc_TypeError, "herding_shrink must be a type");
-        return NULL;
-    }
-    if (token_counts != NULL && rcw_token_counts_connect(token_counts) < 0) return NULL;
-    for (i = 0; i < 3; i++)
-        if (given[i] != NULL) Py_XSETREF(*slots[i], Py_NewRef(given[i]));
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef module_methods[] = {
-    {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
-     "Hand the engine its Python hooks (river_cw does it when imported)."},
-    {"exact_var_alpha", (PyCFunction)module_exact_var_alpha, METH_VARARGS,
-     "river_cw.cw.exact_var_alpha(m, v, phi, u) for Terms u."},
-    {"exact_stdev_step", (PyCFunction)module_exact_stdev_step, METH_VARARGS,
-     "river_cw.cw.exact_stdev_step(m, v, phi, u) for Terms u."},
-    {"as_floats", (PyCFunction)module_as_floats, METH_O,
-     "river_cw.validation.as_floats, its first fast paths compiled."},
-    {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},
-    {"native_step", (PyCFunction)module_native_step, METH_VARARGS,
-     "A rule's C step (m, v, w) or exact step (m, v, w, u) -> None, (alpha, gamma) or False "
-     "(skipped)."},
-    {NULL},
-};
-
-static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "river_cw._diagonal",
-    "The compiled diagonal Gaussian engine of river_cw (optional; see river_cw.diagonal).", -1,
-    module_methods,
-};
+RCW_SHELL_MODULE("The compiled diagonal Gaussian engine of river_cw (optional; see "
+                 "river_cw.diagonal), and utilities of the models (_utilities.h).",
+                 RCW_UTILITY_METHODS);
 
 PyMODINIT_FUNC PyInit__diagonal(void) {
     PyObject *m;
-    if (PyType_Ready(&DiagonalType) < 0 || PyType_Ready(&TermsType) < 0) return NULL;
-    m = PyModule_Create(&moduledef);
-    if (m == NULL) return NULL;
-    Py_INCREF(&DiagonalType);
+    if (PyType_Ready(&TermsType) < 0 ||
+        (m = shell_module(&moduledef, &DiagonalType, "Diagonal")) == NULL)
+        return NULL;
     Py_INCREF(&TermsType);
-    if (PyModule_AddObject(m, "Diagonal", (PyObject *)&DiagonalType) < 0 ||
-        PyModule_AddObject(m, "Terms", (PyObject *)&TermsType) < 0) {
+    if (PyModule_AddObject(m, "Terms", (PyObject *)&TermsType) < 0) {
+        Py_DECREF(&TermsType);
         Py_DECREF(m);
         return NULL;
     }

@@ -1,4 +1,5 @@
-/* The exact diagonal CW steps of the compiled diagonal engine (included by _diagonal.c):
+/* The exact diagonal CW steps of the compiled diagonal engine (_diagonal.c; _utilities.h wraps
+ * the solvers for river_cw.cw):
  * river_cw.cw's Newton solvers (JMLR 2012 section 6.2) on the terms u_j = Sigma_jj d_j^2 of the
  * margin variance (a Terms object's on the general path, the margin's own on the lean one), with
  * exactly rounded sums, so that they give the Python solvers' numbers bit for bit. */

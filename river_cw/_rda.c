@@ -16,6 +16,9 @@
  * A `ceil(|s| / l1)` is kept as a double: the Python engine's `last` is that integer minus 1, so
  * comparisons translate exactly (every k and first stays below 2^53). Compile with
  * -ffp-contract=off.
+ *
+ * The object's head and the methods that are not voted RDA's mathematics (re-entry, the blocks'
+ * layout, lifecycle and GC, connect) are the shell's (_shell.h), as the Gaussian engines'.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,6 +28,7 @@
 #include <string.h>
 
 #include "_fsum.h"
+#include "_input.h"
 
 #define RCW_ENTRY_PAYLOAD Py_ssize_t rec; /* the feature's record */
 #include "_table.h"
@@ -92,49 +96,31 @@ typedef struct {
 
 #define QUEUE_ROWS 256 /* calibration rows before the model is asked to add them up */
 
-typedef struct {
-    PyObject_HEAD
-    double l1, eta;
-    int log_loss, conservative, last; /* loss "log"; conservative; prediction "last" */
-    Blocks blocks;
-    Rec *recs;
-    Py_ssize_t nrecs, recs_cap;
-    Cut *cuts;
-    Py_ssize_t ncuts, cuts_cap, live_cuts;
-    int64_t k, c, t, pushed;
-    double inv, sqr;
-    /* per call: the features of x and their entries, block-major (ixs[b * nfeats + i]) */
-    Feat *feats;
-    Py_ssize_t nfeats, feats_cap;
-    Py_ssize_t *ixs;
-    Py_ssize_t ixs_cap;
-    double *zs; /* per block: scores, then the calibration's */
-    Py_ssize_t zs_cap;
-    /* calibration rows (label, w, logits...), `width` doubles each */
-    double *queue;
+/* the engine's payload, after the shell's head (_shell.h: the blocks are its, one feature table
+ * each; voted RDA keeps no marks and takes no margin) */
+#define RCW_ENGINE_PAYLOAD                                                                       \
+    double l1, eta;                                                                              \
+    int log_loss, conservative, last; /* loss "log"; conservative; prediction "last" */          \
+    Rec *recs;                                                                                   \
+    Py_ssize_t nrecs, recs_cap;                                                                  \
+    Cut *cuts;                                                                                   \
+    Py_ssize_t ncuts, cuts_cap, live_cuts;                                                       \
+    int64_t k, c, t, pushed;                                                                     \
+    double inv, sqr;                                                                             \
+    /* per call: the features of x and their entries, block-major (ixs[b * nfeats + i]) */      \
+    Feat *feats;                                                                                 \
+    Py_ssize_t nfeats, feats_cap;                                                                \
+    Py_ssize_t *ixs;                                                                             \
+    Py_ssize_t ixs_cap;                                                                          \
+    double *zs; /* per block: scores, then the calibration's */                                  \
+    Py_ssize_t zs_cap;                                                                           \
+    /* calibration rows (label, w, logits...), `width` doubles each */                           \
+    double *queue;                                                                               \
     Py_ssize_t nqueue, width;
-    int busy; /* refuses re-entry from a key's __eq__ */
-    PyObject *weakreflist;
-} Engine;
-
-/* river_cw.rda's hook that names the bad feature of x (or reports the overflow), handed over
- * when river_cw is imported (`connect`, see river_cw.engine): the engine looks up no Python name */
-static PyObject *raise_bad_input_hook = NULL;
-
-/* name the bad feature of x as the Python engine does (or report the overflow); NULL */
-static PyObject *raise_bad_input(PyObject *x) {
-    return rcw_raise_bad_input(raise_bad_input_hook, "river_cw._rda", x);
-}
-
-static int enter(Engine *self) {
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "the voted RDA engine was re-entered (from a feature's __eq__)");
-        return -1;
-    }
-    self->busy = 1;
-    return 0;
-}
+#define RCW_ENGINE_NAME "voted RDA"
+#define RCW_MODULE_NAME "river_cw._rda"
+#define RCW_BAD_INPUT_VALUE_ERROR 1 /* river_cw.rda_engine catches ValueError around its sums */
+#include "_shell.h"
 
 static void release_feats(Engine *self) {
     Py_ssize_t i;
@@ -142,36 +128,38 @@ static void release_feats(Engine *self) {
     self->nfeats = 0;
 }
 
-static void leave(Engine *self) {
+/* the call's features released and the engine left */
+static void finish(Engine *self) {
     release_feats(self);
-    self->busy = 0;
+    leave(self);
 }
 
-static int engine_traverse(Engine *self, visitproc visit, void *arg) {
+/* the shell's hooks: the features of x are the scratch a call holds */
+static void payload_drop_margin(Engine *self) { release_feats(self); }
+
+static int payload_traverse(Engine *self, visitproc visit, void *arg) {
     Py_ssize_t i;
-    if (blocks_traverse(&self->blocks, visit, arg) < 0) return -1;
     for (i = 0; i < self->nfeats; i++) Py_VISIT(self->feats[i].key);
     return 0;
 }
 
-static int engine_clear(Engine *self) {
-    release_feats(self);
-    blocks_clear(&self->blocks);
-    return 0;
-}
+static void payload_clear(Engine *self) {}
 
-static void engine_dealloc(Engine *self) {
-    PyObject_GC_UnTrack(self);
-    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
-    engine_clear(self);
-    PyMem_Free(self->blocks.table);
+static void payload_free(Engine *self) {
     PyMem_Free(self->recs);
     PyMem_Free(self->cuts);
     PyMem_Free(self->feats);
     PyMem_Free(self->ixs);
     PyMem_Free(self->zs);
     PyMem_Free(self->queue);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t payload_bytes(const Engine *self) {
+    Py_ssize_t size = sizeof(Rec) * self->recs_cap + sizeof(Cut) * self->cuts_cap +
+                      sizeof(Feat) * self->feats_cap + sizeof(Py_ssize_t) * self->ixs_cap +
+                      sizeof(double) * self->zs_cap;
+    if (self->queue != NULL) size += sizeof(double) * QUEUE_ROWS * self->width;
+    return size;
 }
 
 /* Engine(l1, eta, log_loss, conservative, last) */
@@ -183,16 +171,12 @@ static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "ddppp", kwlist, &l1, &eta, &log_loss,
                                      &conservative, &last))
         return NULL;
-    if ((self = (Engine *)type->tp_alloc(type, 0)) == NULL) return NULL;
+    if ((self = engine_alloc(type)) == NULL) return NULL;
     self->l1 = l1;
     self->eta = eta;
     self->log_loss = log_loss;
     self->conservative = conservative;
     self->last = last;
-    if (blocks_init(&self->blocks) < 0) {
-        Py_DECREF(self);
-        return NULL;
-    }
     return (PyObject *)self;
 }
 
@@ -285,15 +269,13 @@ static int collect(Engine *self, PyObject *x, PyObject *intercept) {
     return 0;
 }
 
-/* an error of collect on the general path: a TypeError, ValueError or OverflowError (from a
- * key's == or hash) is the Python engine's "bad input" (it catches them around its sums) */
+/* an error of collect on the general path: -1 for the Python engine's "bad input" (a
+ * TypeError, ValueError or OverflowError from a key's == or hash: bad_input_error), cleared;
+ * -2 for an error to propagate */
 static int bad_or_error(void) {
-    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
-        PyErr_ExceptionMatches(PyExc_OverflowError)) {
-        PyErr_Clear();
-        return -1;
-    }
-    return -2;
+    if (!bad_input_error()) return -2;
+    PyErr_Clear();
+    return -1;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -598,7 +580,7 @@ static PyObject *engine_learn_one(Engine *self, PyObject *const *args, Py_ssize_
         r = -1;
     } else
         r = -2;
-    leave(self);
+    finish(self);
     if (r == -2) return NULL;
     return PyLong_FromLong(r);
 }
@@ -648,7 +630,7 @@ static PyObject *engine_update(Engine *self, PyObject *args) {
         r = learn(self, &p, w, calibrate);
         if (r == -1) raise_bad_input(x);
     }
-    leave(self);
+    finish(self);
     if (r < 0) return NULL;
     return PyLong_FromLong(r);
 }
@@ -681,7 +663,7 @@ static PyObject *engine_scores(Engine *self, PyObject *args) {
         PyList_SET_ITEM(out, b, f);
     }
 done:
-    leave(self);
+    finish(self);
     return out;
 }
 
@@ -695,37 +677,7 @@ static PyObject *engine_take_calibration(Engine *self, PyObject *unused) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* blocks and their layout                                                                   */
-
-/* a new empty block at `at`: add_block (at the end) and lift (in front) */
-static PyObject *insert_block(Engine *self, Py_ssize_t at) {
-    if (enter(self) < 0) return NULL;
-    self->busy = 0;
-    if (blocks_insert(&self->blocks, at) < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *engine_add_block(Engine *self, PyObject *unused) {
-    return insert_block(self, self->blocks.n);
-}
-
-static PyObject *engine_lift(Engine *self, PyObject *unused) {
-    return insert_block(self, 0);
-}
-
-static PyObject *engine_layout(Engine *self, PyObject *unused) {
-    return blocks_layout(&self->blocks);
-}
-
-/* restore_layout(ids): the blocks of an earlier `layout` (blocks_restore) */
-static PyObject *engine_restore_layout(Engine *self, PyObject *layout) {
-    int r;
-    if (enter(self) < 0) return NULL;
-    r = blocks_restore(&self->blocks, layout);
-    self->busy = 0;
-    if (r < 0) return NULL;
-    Py_RETURN_NONE;
-}
+/* the predictor's weights                                                                   */
 
 /* weight_blocks() -> per block {feature: weight} of the predictor predictions use, the
  * non-zero ones (river_cw.rda_engine.PythonRDA.weight_blocks) */
@@ -974,7 +926,7 @@ static PyObject *engine_load(Engine *self, PyObject *state) {
     failed = ids == NULL || load_blocks(self, blocks, ids) < 0 || load_cuts(self, cuts, ids) < 0 ||
              load_counters(self, state) < 0;
     Py_XDECREF(ids);
-    self->busy = 0;
+    leave(self);
     if (failed) return NULL;
     Py_RETURN_NONE;
 }
@@ -989,15 +941,6 @@ static PyObject *engine_get_live_cuts(Engine *self, void *closure) {
     return PyLong_FromSsize_t(self->live_cuts);
 }
 
-static PyObject *engine_sizeof(Engine *self, PyObject *unused) {
-    Py_ssize_t size = Py_TYPE(self)->tp_basicsize + blocks_bytes(&self->blocks);
-    size += sizeof(Rec) * self->recs_cap + sizeof(Cut) * self->cuts_cap +
-            sizeof(Feat) * self->feats_cap + sizeof(Py_ssize_t) * self->ixs_cap +
-            sizeof(double) * self->zs_cap;
-    if (self->queue != NULL) size += sizeof(double) * QUEUE_ROWS * self->width;
-    return PyLong_FromSsize_t(size);
-}
-
 static PyMethodDef engine_methods[] = {
     {"learn_one", (PyCFunction)(void (*)(void))engine_learn_one, METH_FASTCALL,
      "learn_one of a binary model for a known label; -1: the general path's case."},
@@ -1007,16 +950,11 @@ static PyMethodDef engine_methods[] = {
      "w_b . x for every block: the newest predictor's, or the one predictions use."},
     {"take_calibration", (PyCFunction)engine_take_calibration, METH_NOARGS,
      "(bytes of the queued calibration rows, row width); empties the queue."},
-    {"add_block", (PyCFunction)engine_add_block, METH_NOARGS, "Append an empty block."},
-    {"lift", (PyCFunction)engine_lift, METH_NOARGS, "Insert an empty block in front."},
-    {"layout", (PyCFunction)engine_layout, METH_NOARGS, "A snapshot of the block structure."},
-    {"restore_layout", (PyCFunction)engine_restore_layout, METH_O,
-     "Undo lift/add_block calls made since the layout was taken."},
     {"weight_blocks", (PyCFunction)engine_weight_blocks, METH_NOARGS,
      "Per block, {feature: weight} of the predictor predictions use."},
     {"export", (PyCFunction)engine_export, METH_NOARGS, "The Python engine's state attributes."},
     {"load", (PyCFunction)engine_load, METH_O, "Load the Python engine's state attributes."},
-    {"__sizeof__", (PyCFunction)engine_sizeof, METH_NOARGS, "Bytes held, keys excluded."},
+    RCW_SHELL_METHODS
     {NULL},
 };
 
@@ -1025,52 +963,13 @@ static PyGetSetDef engine_getset[] = {
     {"n_cuts", (getter)engine_get_ncuts, NULL, "The heap's length.", NULL},
     {"live_cuts", (getter)engine_get_live_cuts, NULL, "The heap's length after its clean-up.",
      NULL},
+    RCW_SHELL_GETSET
     {NULL},
 };
 
-static PyTypeObject EngineType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._rda.Engine",
-    .tp_basicsize = sizeof(Engine),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Voted RDA's compiled engine (see river_cw.rda.VotedRDA).",
-    .tp_new = engine_new,
-    .tp_dealloc = (destructor)engine_dealloc,
-    .tp_traverse = (traverseproc)engine_traverse,
-    .tp_clear = (inquiry)engine_clear,
-    .tp_methods = engine_methods,
-    .tp_getset = engine_getset,
-    .tp_weaklistoffset = offsetof(Engine, weakreflist),
-};
+RCW_SHELL_TYPE(EngineType, "river_cw._rda.Engine", 0,
+               "Voted RDA's compiled engine (see river_cw.rda.VotedRDA).");
 
-/* connect(raise_bad_input=None): the hook given (by river_cw.rda) */
-static PyObject *module_connect(PyObject *module, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"raise_bad_input", NULL};
-    PyObject *given = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O", kwlist, &given)) return NULL;
-    if (given != NULL) Py_XSETREF(raise_bad_input_hook, Py_NewRef(given));
-    Py_RETURN_NONE;
-}
+RCW_SHELL_MODULE("Voted RDA's compiled engine (optional; see river_cw.rda).");
 
-static PyMethodDef module_methods[] = {
-    {"connect", (PyCFunction)(void (*)(void))module_connect, METH_VARARGS | METH_KEYWORDS,
-     "Hand the engine its Python hook (river_cw does it when imported)."},
-    {NULL},
-};
-
-static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "river_cw._rda",
-    "Voted RDA's compiled engine (optional; see river_cw.rda).", -1, module_methods,
-};
-
-PyMODINIT_FUNC PyInit__rda(void) {
-    PyObject *m;
-    if (PyType_Ready(&EngineType) < 0) return NULL;
-    if ((m = PyModule_Create(&moduledef)) == NULL) return NULL;
-    Py_INCREF(&EngineType);
-    if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0) {
-        Py_DECREF(&EngineType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
-}
+PyMODINIT_FUNC PyInit__rda(void) { return shell_module(&moduledef, &EngineType, "Engine"); }

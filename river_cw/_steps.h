@@ -9,11 +9,12 @@
  * An rcw_step returns 1 (update with *alpha, *gamma), 0 (no update: Python's None) or -1: float64
  * cannot express the step (where Python raises ZeroDivisionError or OverflowError, or gives a
  * non-finite alpha or gamma), which the engine counts as skipped. Inputs: v > 0 and w > 0,
- * m and v finite (the margin pass checks them).
+ * m and v finite (the margin pass checks them). rcw_parse_step reads a `_native_step` spec.
  */
 #ifndef RIVER_CW_STEPS_H
 #define RIVER_CW_STEPS_H
 
+#include <Python.h>
 #include <math.h>
 #include <string.h>
 
@@ -188,5 +189,46 @@ static inline rcw_step rcw_find_step(const char *name) {
 }
 
 #define RCW_MAX_PARAMS 2
+
+/* A native step's spec, (name, params) as a rule's `_native_step` gives it: 0 with its name
+ * (*name, borrowed, and *text, its UTF-8) and its params' tuple (*values), or -1 with an error */
+static int rcw_native_spec(PyObject *spec, PyObject **name, const char **text, PyObject **values) {
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2 ||
+        !PyUnicode_Check(*name = PyTuple_GET_ITEM(spec, 0)) ||
+        !PyTuple_Check(*values = PyTuple_GET_ITEM(spec, 1))) {
+        PyErr_SetString(PyExc_TypeError, "a native step is (name, (params...))");
+        return -1;
+    }
+    return (*text = PyUnicode_AsUTF8(*name)) == NULL ? -1 : 0;
+}
+
+/* the params of the native step `name` (values, a tuple of nparams numbers) as doubles into
+ * params; 0, or -1 with an error */
+static int rcw_native_params(PyObject *name, PyObject *values, int nparams, double *params) {
+    int i;
+    if (PyTuple_GET_SIZE(values) != nparams) {
+        PyErr_Format(PyExc_ValueError, "the native step %R takes %d parameters", name, nparams);
+        return -1;
+    }
+    for (i = 0; i < nparams; i++)
+        if ((params[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(values, i))) == -1.0 && PyErr_Occurred())
+            return -1;
+    return 0;
+}
+
+/* a native step's spec read: the C step it names, its params as doubles into params; NULL with
+ * an error (a ValueError for a name no step has) */
+static rcw_step rcw_parse_step(PyObject *spec, double *params) {
+    PyObject *name, *values;
+    const char *text;
+    rcw_step step;
+    int nparams;
+    if (rcw_native_spec(spec, &name, &text, &values) < 0) return NULL;
+    if ((step = rcw_find_step_n(text, &nparams)) == NULL) {
+        PyErr_Format(PyExc_ValueError, "no native step %R", name);
+        return NULL;
+    }
+    return rcw_native_params(name, values, nparams, params) < 0 ? NULL : step;
+}
 
 #endif
