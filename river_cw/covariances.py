@@ -38,36 +38,64 @@ Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | FullGaussian
 
 @dataclass(frozen=True)
 class Covariance:
-    """What one covariance brings: its engines, its update's schemes, its mixer, its paths."""
+    """What one covariance brings: its engines, its update's schemes, its mixer, its paths.
+
+    Parameters
+    ----------
+    name
+        The model's ``covariance`` that names it.
+    serving
+        The engine a new model holds: the compiled one where it is built, else `reference`.
+    reference
+        The pure-Python engine: the readable transcription, the same numbers bit for bit.
+    start
+        ``start(engine, initial_variance, initial_intercept_variance)``: the prior, held by
+        `engine` (the intercept's own prior variance only where `intercept_prior`).
+    mixer
+        The module whose ``mix(gaussians, method, base, forgets)`` mixes Gaussians of this
+        kind (`river_cw.combine`).
+    schemes
+        The diagonal schemes its update takes (the model's ``diagonal``); empty where the
+        update is exact and ``diagonal`` is ignored.
+    correlates
+        Whether weights covary (`covariances` then lists every pair; the engines have
+        ``index`` and ``cov``).
+    intercept_prior
+        Whether the intercept takes a prior variance of its own
+        (``initial_intercept_variance``).
+    keeps_marks
+        Whether its engines keep marks (``mark``, ``changed``, ``set_weights``): a changelog
+        then writes the weights that moved, and `river_cw.changes` keeps only those.
+    only
+        ``only(gaussian, blocks)``: an engine like `gaussian` holding only `blocks` (what
+        `river_cw.changes` returns); None where weights cannot be held apart (all are kept).
+    batch_kernel
+        Whether its compiled engine learns mini-batches in one call (``learn_rows``).
+
+    Examples
+    --------
+
+    >>> from river_cw.covariances import COVARIANCES
+    >>> arrowhead = COVARIANCES["arrowhead"]
+    >>> arrowhead.schemes, arrowhead.correlates, arrowhead.keeps_marks
+    (('project', 'drop'), True, True)
+    >>> prior = arrowhead.start(arrowhead.reference, 1.0, 100.0)
+    >>> type(prior).__name__, prior.block_views()
+    ('PythonArrowheadGaussian', ([{}], [{}]))
+
+    """
 
     name: str
-    """The model's ``covariance`` that names it."""
     serving: type[Gaussian]
-    """The engine a new model holds: the compiled one where it is built, else `reference`."""
     reference: type[Gaussian]
-    """The pure-Python engine: the readable transcription, the same numbers bit for bit."""
     start: Callable[[Any, float, float | None], Gaussian]
-    """``start(engine, initial_variance, initial_intercept_variance)``: the prior, held by
-    `engine` (the intercept's own prior variance only where `intercept_prior`)."""
     mixer: ModuleType
-    """The module whose ``mix(gaussians, method, base, forgets)`` mixes Gaussians of this kind
-    (`river_cw.combine`)."""
     schemes: tuple[str, ...]
-    """The diagonal schemes its update takes (the model's ``diagonal``); empty where the update
-    is exact and ``diagonal`` is ignored."""
     correlates: bool
-    """Whether weights covary (`covariances` then lists every pair; its engines have ``index``
-    and ``cov``)."""
     intercept_prior: bool
-    """Whether the intercept takes a prior variance of its own (``initial_intercept_variance``)."""
     keeps_marks: bool
-    """Whether its engines keep marks (``mark``, ``changed``, ``set_weights``): a changelog then
-    writes the weights that moved, and `river_cw.changes` keeps only those."""
     only: Callable | None
-    """``only(gaussian, blocks)``: an engine like `gaussian` holding only `blocks` (what
-    `river_cw.changes` returns); None where weights cannot be held apart (all are kept)."""
     batch_kernel: bool
-    """Whether its compiled engine learns mini-batches in one call (``learn_rows``)."""
 
     @property
     def engines(self) -> tuple[type[Gaussian], ...]:
@@ -75,7 +103,15 @@ class Covariance:
         return tuple(dict.fromkeys((self.serving, self.reference)))
 
     def prior(self, initial_variance: float, initial_intercept_variance: float | None):
-        """A new model's Gaussian: the prior, held by `serving`."""
+        """A new model's Gaussian: the prior, held by `serving`.
+
+        Parameters
+        ----------
+        initial_variance
+            The weights' prior variance.
+        initial_intercept_variance
+            The intercept's, where `intercept_prior` (None: `initial_variance`).
+        """
         return self.start(self.serving, initial_variance, initial_intercept_variance)
 
     @property
@@ -86,11 +122,23 @@ class Covariance:
     def native(self, gaussian) -> Any | None:
         """`gaussian` where it is the compiled engine, whose one-call paths (``score_native``,
         ``score_rows``, ``learn_native``) serve, else None: a model may also hold the reference
-        engine (`GaussianModel.set_gaussian`)."""
+        engine (`GaussianModel.set_gaussian`).
+
+        Parameters
+        ----------
+        gaussian
+            The engine a model holds.
+        """
         return gaussian if self.compiled and isinstance(gaussian, self.serving) else None
 
     def native_batch(self, gaussian) -> Any | None:
-        """`gaussian` where it learns a mini-batch in one call (``learn_rows``), else None."""
+        """`gaussian` where it learns a mini-batch in one call (``learn_rows``), else None.
+
+        Parameters
+        ----------
+        gaussian
+            The engine a model holds.
+        """
         return self.native(gaussian) if self.batch_kernel else None
 
 
@@ -152,7 +200,22 @@ COVARIANCES: dict[str, Covariance] = {
 
 
 def of(model) -> Covariance:
-    """The entry of a Gaussian model's covariance."""
+    """The entry of a Gaussian model's covariance.
+
+    Parameters
+    ----------
+    model
+        A Gaussian classifier (`river_cw.AROW`, `CW`, `NHERD`, `SCW`, `SOP`).
+
+    Examples
+    --------
+
+    >>> from river_cw import CW
+    >>> from river_cw.covariances import of
+    >>> of(CW(covariance="diagonal")).schemes
+    ('project', 'drop', 'exact')
+
+    """
     return COVARIANCES[model.covariance]
 
 
@@ -160,7 +223,29 @@ def with_marks(model):
     """The Gaussian classifier of `model` (itself, or a `river_cw.text.TextClassifier`'s
     classifier) whose engine keeps marks, or None (another model, a river pipeline, an engine
     that keeps none). A changelog writes that engine's weights that moved since its ``mark``
-    (``changed``) and puts them back with ``set_weights``."""
+    (``changed``) and puts them back with ``set_weights``.
+
+    Parameters
+    ----------
+    model
+        Any model.
+
+    Examples
+    --------
+
+    >>> from river_cw import AROW
+    >>> from river_cw.covariances import with_marks
+    >>> model = AROW()
+    >>> model.learn_one({"a": 1.0}, True)
+    >>> model.learn_one({"a": 1.0}, False)
+    >>> with_marks(model).gaussian.mark()
+    >>> model.learn_one({"b": 1.0}, True)  # b and the intercept (the arrowhead's root) move
+    >>> sorted(model.gaussian.changed()[0], key=str)
+    ['b', river_cw.INTERCEPT]
+    >>> with_marks(AROW(covariance="full")) is None
+    True
+
+    """
     from .gaussian_model import GaussianModel  # models import this module
     from .text import TextClassifier
 

@@ -12,7 +12,7 @@ from `river_cw.text.TextClassifier`; `_features` makes it the dict where they de
 gives the general path's numbers, bit for bit, and hands it every case it does not take (a new
 label, a value to name in an error, calibration, forgetting, full covariance); under the
 pure-Python engine the general path serves throughout. The glossary of these paths heads
-river_cw/_diagonal.c.
+river_cw/_shell.h.
 """
 
 from __future__ import annotations
