@@ -24,7 +24,6 @@ import math
 from . import covariances
 from .base import INTERCEPT, LinearClassifier
 from .batch import Rows
-from .engine import ENGINE
 from .gaussian import SKIPPED
 from .gaussian_model import GaussianModel
 
@@ -69,43 +68,39 @@ class GaussianClassifier(GaussianModel):
         ]
         return getattr(self, native) if owners[0] is owners[1] else None
 
-    if ENGINE == "c":
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Learn the example `x` with label `y`.
 
-        def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-            """Learn the example `x` with label `y`.
+        Bad input (a non-numeric, NaN or infinite value, a missing label, a bad `w`) raises
+        TypeError or ValueError naming it, and leaves the model exactly as it was.
 
-            Bad input (a non-numeric, NaN or infinite value, a missing label, a bad `w`) raises
-            TypeError or ValueError naming it, and leaves the model exactly as it was.
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``; a missing feature is 0.
+        y
+            The label: any hashable value; a new one makes a binary model multi-class.
+        w
+            The sample weight, a finite number >= 0 (each rule's class docstring says what it
+            means); ``w=0`` validates `x` and `y` and changes nothing, ``w=1`` is the
+            unweighted rule to the bit.
 
-            Parameters
-            ----------
-            x
-                The features, ``{name: number}``; a missing feature is 0.
-            y
-                The label: any hashable value; a new one makes a binary model multi-class.
-            w
-                The sample weight, a finite number >= 0 (each rule's class docstring says what it
-                means); ``w=0`` validates `x` and `y` and changes nothing, ``w=1`` is the
-                unweighted rule to the bit.
-
-            """
-            # The common case in one call of the compiled engine (`learn_native`: a binary
-            # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
-            # the rule's C step, update): the general path's numbers. Any other case, and any x
-            # it does not take as it is (to name a bad feature), goes the general way.
-            lean = self._lean
-            if lean is _STALE:
-                lean = self._lean = self._lean_spec()
-            if lean is not None:  # none without a compiled engine (`_lean_spec`)
-                outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
-                if not outcome:  # learned (or nothing to learn)
-                    return
-                if outcome == SKIPPED:
-                    self.n_skipped_updates += 1
-                    return
-            LinearClassifier.learn_one(self, x, y, w)
-
-        learn_one.__doc__ = LinearClassifier.learn_one.__doc__
+        """
+        # The common case in one call of the compiled engine (`learn_native`: a binary
+        # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
+        # the rule's C step, update): the general path's numbers. Any other case, and any x
+        # it does not take as it is (to name a bad feature), goes the general way.
+        lean = self._lean
+        if lean is _STALE:
+            lean = self._lean = self._lean_spec()
+        if lean is not None:  # none without a compiled engine (`_lean_spec`)
+            outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
+            if not outcome:  # learned (or nothing to learn)
+                return
+            if outcome == SKIPPED:
+                self.n_skipped_updates += 1
+                return
+        LinearClassifier.learn_one(self, x, y, w)
 
     def _native_scores(self, rows: Rows, proba: bool) -> list | None:
         """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
