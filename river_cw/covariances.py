@@ -30,7 +30,7 @@ from .base import INTERCEPT
 from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
 from .full import FullGaussian
 
-__all__ = ["COVARIANCES", "Covariance", "Gaussian", "of", "with_marks"]
+__all__ = ["COMPILED", "COVARIANCES", "Covariance", "Gaussian", "of", "with_marks"]
 
 # N(mu, Sigma) as a model holds it (the compiled engines have their Python ones' interface)
 Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | FullGaussian
@@ -119,18 +119,6 @@ class Covariance:
         """Whether a new model's engine is compiled (its one-call paths serve)."""
         return self.serving is not self.reference
 
-    def native(self, gaussian) -> Any | None:
-        """`gaussian` where it is the compiled engine, whose one-call paths (``score_native``,
-        ``score_rows``, ``learn_native``) serve, else None: a model may also hold the reference
-        engine (`GaussianModel.set_gaussian`).
-
-        Parameters
-        ----------
-        gaussian
-            The engine a model holds.
-        """
-        return gaussian if self.compiled and isinstance(gaussian, self.serving) else None
-
     def native_batch(self, gaussian) -> Any | None:
         """`gaussian` where it learns a mini-batch in one call (``learn_rows``), else None.
 
@@ -139,7 +127,7 @@ class Covariance:
         gaussian
             The engine a model holds.
         """
-        return self.native(gaussian) if self.batch_kernel else None
+        return gaussian if self.batch_kernel and type(gaussian) in COMPILED else None
 
 
 def _diagonal_only(gaussian, blocks: list[dict]):
@@ -197,6 +185,13 @@ COVARIANCES: dict[str, Covariance] = {
     ),
 }
 """Every covariance, by the name a model's ``covariance`` gives."""
+
+COMPILED: frozenset[type] = frozenset(
+    kind.serving for kind in COVARIANCES.values() if kind.compiled
+)
+"""The compiled engines, whose one-call paths (``score_native``, ``score_rows``,
+``learn_native``) serve: the hot paths ask ``type(gaussian) in COMPILED``, one lookup (a model
+may also hold a reference engine, `GaussianModel.set_gaussian`)."""
 
 
 def of(model) -> Covariance:

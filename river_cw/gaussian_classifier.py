@@ -20,10 +20,12 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+from typing import Any
 
 from . import covariances
 from .base import INTERCEPT, LinearClassifier
 from .batch import Rows
+from .covariances import COMPILED
 from .gaussian import SKIPPED
 from .gaussian_model import GaussianModel
 
@@ -110,8 +112,8 @@ class GaussianClassifier(GaussianModel):
         names checked as `Rows.check_names` checks them, river_cw/_csr.h), None for a row the
         general path must serve; None where the engine has no kernel or the model is not
         binary."""
-        engine = covariances.of(self).native(self._gaussian)
-        if engine is None or not self.is_binary:
+        engine: Any = self._gaussian
+        if type(engine) not in COMPILED or not self.is_binary:
             return None
         batch = rows.dicts if rows.csr is None else rows.csr
         # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
@@ -142,8 +144,8 @@ class GaussianClassifier(GaussianModel):
         variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools, or a
         `river_cw._text.TokenCounts`), or
         None where the general path must serve."""
-        engine = covariances.of(self).native(self._gaussian)
-        if engine is None:
+        engine: Any = self._gaussian
+        if type(engine) not in COMPILED:
             return None
         return engine.score_native(x, INTERCEPT if self.learn_intercept else None, variance)
 
