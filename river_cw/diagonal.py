@@ -80,23 +80,25 @@ class PythonDiagonalGaussian(_marks.Blocks):
 
     def set_weights(self, changes: list[dict]) -> None:
         """Write per block ``{feature: (mean, variance)}`` (what `changed` returned): a weight
-        learned is overwritten, a new one appended in the order given."""
+        learned is overwritten, a new one appended in the order given. Checked in full before
+        anything changes."""
         if len(changes) != len(self.blocks):
             raise ValueError(
                 f"changes of {len(changes)} block(s) for an engine of {len(self.blocks)}"
             )
-        bound = self.mean_bound
+        planned = []
         for block, weights in zip(self.blocks, changes):
             for f, pair in weights.items():
                 if len(pair) != 2:
                     raise ValueError("a weight is a (mean, variance) pair")
-                mean, variance = float(pair[0]), float(pair[1])
-                w = block.get(f)
-                if w is None:
-                    block[f] = [mean, variance]
-                else:
-                    w[0], w[1] = mean, variance
-                bound = max(bound, abs(mean))
+                planned.append((block, f, block.get(f), float(pair[0]), float(pair[1])))
+        bound = self.mean_bound
+        for block, f, w, mean, variance in planned:
+            if w is None:
+                block[f] = [mean, variance]
+            else:
+                w[0], w[1] = mean, variance
+            bound = max(bound, abs(mean))
         self.mean_bound = bound
 
     def reset_bound(self) -> None:

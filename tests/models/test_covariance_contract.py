@@ -265,7 +265,8 @@ def refuses_bad_input_unchanged(kind, engine, rule) -> None:
 
 def restores_from_its_changelog(kind, engine, rule) -> None:
     """Where the covariance keeps marks, the weights changed since a mark, set on the state
-    at the mark, give the model of now, bit for bit; elsewhere the model is written whole."""
+    at the mark, give the model of now, bit for bit (and bad ones change nothing); elsewhere
+    the model is written whole."""
     data = stream(300, 3)
     model = learned(kind, engine, rule, data[:150])
     holder = with_marks(model)
@@ -277,7 +278,14 @@ def restores_from_its_changelog(kind, engine, rule) -> None:
     committed = copy.deepcopy(model)
     for x, y in data[150:]:
         model.learn_one(x, y)
-    committed.gaussian.set_weights(model.gaussian.changed())
+    changed = model.gaussian.changed()
+    before = pickle.dumps(model)  # the case's engine (a copy holds the serving one)
+    for bad in ((1.0,), ("x", 1.0, 1.0)):  # after every good entry: all or nothing
+        with pytest.raises((TypeError, ValueError)):
+            moved = [{f: (-n[0] - 1.0, *n[1:]) for f, n in block.items()} for block in changed]
+            model.gaussian.set_weights([{**block, "bad": bad} for block in moved])
+        assert pickle.dumps(model) == before
+    committed.gaussian.set_weights(changed)
     committed.classes_, committed._class_index = model.classes_, model._class_index
     committed.n_skipped_updates = model.n_skipped_updates
     assert numbers(committed) == numbers(model)
