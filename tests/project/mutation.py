@@ -79,6 +79,10 @@ SELECTION = {
     "river_cw/combine_diagonal.py": COMBINE,
     "river_cw/combine_full.py": COMBINE,
     "river_cw/combine_arrowhead.py": ["tests/mixing/test_combine_arrowhead.py"],
+    "river_cw/covariances.py": [
+        "tests/models/test_covariance_contract.py",
+        "tests/models/test_hyperparameters.py",
+    ],
     "river_cw/calibration.py": ["tests/models/test_calibration.py"],
     "river_cw/validation.py": [
         "tests/models/test_hostile_input.py",
