@@ -18,6 +18,7 @@ exact restore (for the covariances that keep marks).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import pickle
 import random
@@ -99,6 +100,23 @@ def _blocks(view, model) -> list[dict]:
 
 
 # -- the clauses ------------------------------------------------------------------------------
+
+
+def is_what_the_registry_says(kind, engine, rule) -> None:
+    """The entry's facts are the engine's: its prior (the intercept's own where
+    `intercept_prior`), correlations, marks and mini-batch kernel; the model holds `engine`; an
+    entry cannot be changed."""
+    model = model_of(kind, engine, rule)
+    assert type(model.gaussian) is engine and engine in kind.engines
+    prior = kind.start(engine, 2.0, 7.0)
+    intercept = prior.score_covariance({river_cw.INTERCEPT: 1.0})[0, 0]
+    assert intercept == (7.0 if kind.intercept_prior else 2.0)
+    assert kind.correlates == hasattr(prior, "cov") == hasattr(prior, "index")
+    assert kind.keeps_marks == hasattr(prior, "mark") == (kind.only is not None)
+    if river_cw.ENGINE == "c":  # the kernel is a compiled engine's
+        assert kind.batch_kernel == hasattr(kind.serving, "learn_rows")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        kind.keeps_marks = not kind.keeps_marks  # type: ignore[misc]
 
 
 def learns_and_predicts(kind, engine, rule) -> None:
@@ -292,6 +310,7 @@ def restores_from_its_changelog(kind, engine, rule) -> None:
 
 
 CLAUSES = [
+    is_what_the_registry_says,
     learns_and_predicts,
     matches_the_reference_engine,
     batches_are_the_loops,
