@@ -348,3 +348,80 @@ def test_one_pipeline_or_text_classifier_mixed_alone_is_itself(method):
         for mixed in (river_cw.combine([model], method), river_cw.combine([model], base=model)):
             assert classifier_of(mixed).weights == classifier_of(model).weights
             assert classifier_of(mixed).variances == classifier_of(model).variances
+
+
+def _normal_stream(rng, n: int, features: str) -> list:
+    return [
+        (
+            {f: float(v) for f, v in zip(features, rng.normal(size=len(features)))},
+            int(rng.integers(2)),
+        )
+        for _ in range(n)
+    ]
+
+
+def _dense_moments(model, keys: list) -> tuple[np.ndarray, np.ndarray]:
+    """Mean vector and covariance matrix over `keys` from the public views, a weight the model
+    never learned at the prior (mean 0, its prior variance, no correlation)."""
+    weights = {**model.weights, river_cw.INTERCEPT: model.intercept}
+    cov, prior = model.covariances, model.initial_variance
+    matrix = [[cov.get((k, g), prior if k == g else 0.0) for g in keys] for k in keys]
+    return np.array([weights.get(k, 0.0) for k in keys]), np.array(matrix)
+
+
+def _log_spd(matrix: np.ndarray) -> np.ndarray:
+    values, vectors = np.linalg.eigh(matrix)
+    return (vectors * np.log(values)) @ vectors.T
+
+
+def test_full_covariance_l2_from_a_base_meets_weights_some_members_never_saw():
+    """A feature one member learned and the base and the others never saw: at the prior in
+    theirs, and the log-domain rule on the union of the weights."""
+    rng = np.random.default_rng(5)
+    base = learned(river_cw.AROW(covariance="full"), _normal_stream(rng, 5, "ab"), "ab")
+    members = [
+        learned(base, _normal_stream(rng, 6, "ab"), "ab"),
+        learned(base, _normal_stream(rng, 6, "abd"), "ab"),
+        learned(base, _normal_stream(rng, 4, "b"), "ab"),
+    ]
+    merged = river_cw.combine(members, method="l2", base=base)
+    keys = sorted({k for k, _ in merged.covariances}, key=repr)
+    assert "d" in keys
+    mean0, cov0 = _dense_moments(base, keys)
+    parts = [_dense_moments(m, keys) for m in members]
+    got_mean, got_cov = _dense_moments(merged, keys)
+    np.testing.assert_allclose(got_mean, mean0 + sum(mu - mean0 for mu, _ in parts), atol=1e-12)
+    expected = _log_spd(cov0) + sum(_log_spd(c) - _log_spd(cov0) for _, c in parts)
+    np.testing.assert_allclose(_log_spd(got_cov), expected, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["kl", "l2"])
+def test_full_covariance_the_one_member_that_learned_is_the_mix_to_the_bit(method):
+    rng = np.random.default_rng(6)
+    base = learned(river_cw.AROW(covariance="full"), _normal_stream(rng, 5, "abc"), "ab")
+    member = learned(base, _normal_stream(rng, 4, "abcd"), "ab")
+    mixed = river_cw.combine([copy.deepcopy(base), member, copy.deepcopy(base)], method, base=base)
+    assert (mixed.weights, mixed.intercept, mixed.covariances) == (
+        member.weights,
+        member.intercept,
+        member.covariances,
+    )
+
+
+def test_full_covariance_members_that_forgot_mix_at_least_as_certain_as_each():
+    """Forgetting lowers precisions, so the delta rule (the base counted -(n - 1) times) can be
+    less certain than a member; the base's discount keeps the mix at least as certain as every
+    member, and is the delta rule where that holds."""
+    rng = np.random.default_rng(7)
+    model = river_cw.AROW(covariance="full", forgetting=0.3)
+    base = learned(model, _normal_stream(rng, 30, "abc"), "ab")
+    members = [learned(base, _normal_stream(rng, 8, "abc"), "ab") for _ in range(3)]
+    mixed = river_cw.combine(members, base=base)
+    keys = sorted({k for k, _ in mixed.covariances}, key=repr)
+    precision = np.linalg.inv(_dense_moments(mixed, keys)[1])
+    own = [np.linalg.inv(_dense_moments(m, keys)[1]) for m in members]
+    plain = sum(own) - 2 * np.linalg.inv(_dense_moments(base, keys)[1])
+    assert min(np.linalg.eigvalsh(plain - p)[0] for p in own) < 0  # the delta rule would not do
+    for p in own:
+        assert np.linalg.eigvalsh(precision - p)[0] >= -1e-7 * np.abs(precision).max()
+    assert np.linalg.eigvalsh(plain - precision)[0] < 0  # discounted: more certain than plain
