@@ -127,7 +127,7 @@ class Covariance:
         gaussian
             The engine a model holds.
         """
-        return gaussian if self.batch_kernel and type(gaussian) in COMPILED else None
+        return gaussian if self.batch_kernel and isinstance(gaussian, COMPILED) else None
 
 
 def _diagonal_only(gaussian, blocks: list[dict]):
@@ -186,12 +186,12 @@ COVARIANCES: dict[str, Covariance] = {
 }
 """Every covariance, by the name a model's ``covariance`` gives."""
 
-COMPILED: frozenset[type] = frozenset(
+COMPILED: tuple[type[Any], ...] = tuple(
     kind.serving for kind in COVARIANCES.values() if kind.compiled
 )
 """The compiled engines, whose one-call paths (``score_native``, ``score_rows``,
-``learn_native``) serve: the hot paths ask ``type(gaussian) in COMPILED``, one lookup (a model
-may also hold a reference engine, `GaussianModel.set_gaussian`)."""
+``learn_native``) serve: the hot paths ask ``isinstance(gaussian, COMPILED)`` (a model may also
+hold a reference engine, `GaussianModel.set_gaussian`)."""
 
 
 def of(model) -> Covariance:

@@ -113,7 +113,7 @@ class GaussianClassifier(GaussianModel):
         general path must serve; None where the engine has no kernel or the model is not
         binary."""
         engine: Any = self._gaussian
-        if type(engine) not in COMPILED or not self.is_binary:
+        if not isinstance(engine, COMPILED) or not self.is_binary:
             return None
         batch = rows.dicts if rows.csr is None else rows.csr
         # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
@@ -145,7 +145,7 @@ class GaussianClassifier(GaussianModel):
         `river_cw._text.TokenCounts`), or
         None where the general path must serve."""
         engine: Any = self._gaussian
-        if type(engine) not in COMPILED:
+        if not isinstance(engine, COMPILED):
             return None
         return engine.score_native(x, INTERCEPT if self.learn_intercept else None, variance)
 
