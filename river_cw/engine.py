@@ -14,9 +14,15 @@ The environment variable ``RIVER_CW_PURE_PYTHON``, read once when river_cw is im
 - ``1``: pure Python everywhere (models, voted RDA and text counting), built or not;
 - anything else is refused with a `ValueError` naming the variable, rather than guessed at.
 
-`ENGINE` says which engine serves (also `river_cw.ENGINE`): ``"c"`` or ``"python"``. The
-extensions are `diagonal`, `arrowhead`, `rda` and `text` here, all four None when pure Python
-serves.
+`ENGINE` says which engine serves (also `river_cw.ENGINE`): ``"c"`` or ``"python"``, and
+`REASON` why pure Python serves (None on the compiled engine): the switch, or the extension that
+did not import with its `ImportError`. The extensions are `diagonal`, `arrowhead`, `rda` and
+`text` here, all four None when pure Python serves.
+
+A fallback nobody asked for is announced, once, at import: a `PurePythonWarning` (a
+`RuntimeWarning`) naming the extension that did not import, why, and the cost (the pure-Python
+engine is about 10x slower). ``RIVER_CW_PURE_PYTHON=1`` asks for pure Python, and warns of
+nothing.
 
 The compiled engines call back into Python where Python does the work (naming a bad feature in
 its error, `as_floats`' general conversion) or defines a type the C recognises (NHERD's
@@ -27,10 +33,20 @@ extension's ``connect(name=hook)``; the C looks up no Python name itself.
 from __future__ import annotations
 
 import os
+import warnings
 from importlib import import_module
 from types import ModuleType
 
-__all__ = ["ENGINE", "PURE_PYTHON", "arrowhead", "diagonal", "rda", "text"]
+__all__ = [
+    "ENGINE",
+    "PURE_PYTHON",
+    "REASON",
+    "PurePythonWarning",
+    "arrowhead",
+    "diagonal",
+    "rda",
+    "text",
+]
 
 SWITCH = "RIVER_CW_PURE_PYTHON"
 
@@ -49,17 +65,45 @@ def _pure_python(value: str) -> bool:
 
 PURE_PYTHON = _pure_python(os.environ.get(SWITCH, ""))
 
+EXTENSIONS = ("_diagonal", "_arrowhead", "_rda", "_text")
+
+
+class PurePythonWarning(RuntimeWarning):
+    """The compiled extensions did not import, so the pure-Python engine serves (about 10x
+    slower); not raised where ``RIVER_CW_PURE_PYTHON=1`` asks for pure Python."""
+
+
+def _import_extensions() -> tuple[list[ModuleType], str | None]:
+    """The four extensions, or none of them and why: the first that did not import, with its
+    `ImportError` (built without a compiler, or partly)."""
+    modules = []
+    for name in EXTENSIONS:
+        try:  # by name: the extensions are compiled modules, which a type checker does not read
+            modules.append(import_module(f"{__package__}.{name}"))
+        except ImportError as error:
+            return [], f"{__package__}.{name} did not import ({error})"
+    return modules, None
+
+
 diagonal: ModuleType | None = None
 arrowhead: ModuleType | None = None
 rda: ModuleType | None = None
 text: ModuleType | None = None
+REASON: str | None = f"{SWITCH}=1" if PURE_PYTHON else None
 if not PURE_PYTHON:
-    try:  # by name: the extensions are compiled modules, which a type checker does not read
-        diagonal, arrowhead, rda, text = (
-            import_module(f"{__package__}.{name}")
-            for name in ("_diagonal", "_arrowhead", "_rda", "_text")
+    _modules, REASON = _import_extensions()
+    if _modules:  # all four: the compiled engine serves throughout
+        diagonal, arrowhead, rda, text = _modules
+    else:  # pure Python serves throughout, unasked: say so, once (this module runs once)
+        warnings.warn(
+            f"river_cw falls back to its pure-Python engine, about 10x slower: {REASON}. "
+            f"Reinstall river-cw where a C compiler is available, or set {SWITCH}=1 to choose "
+            "pure Python without this warning.",
+            PurePythonWarning,
+            stacklevel=1,  # here: the importer is whichever module of river_cw came first
         )
-    except ImportError:  # built without a compiler (or partly): pure Python serves throughout
-        diagonal = arrowhead = rda = text = None
+    del _modules
 
 ENGINE = "python" if diagonal is None else "c"
+"""Which engine serves: ``"c"``, or ``"python"`` where ``RIVER_CW_PURE_PYTHON=1`` asks for it or
+the compiled extensions did not import (announced at import by a `PurePythonWarning`)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 
 from streams.cli import evaluate_output, records
@@ -59,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Progressive validation: each model predicts every example before it learns it, so "
         "every score is on data the model has not seen. A majority-class baseline runs "
-        "alongside. A running table is printed at doubling intervals while the models learn."
+        "alongside. A line naming the engine (compiled C or pure Python) comes first, then a "
+        "running table printed at doubling intervals while the models learn."
     )
     parser.add_argument(
         "files",
@@ -235,6 +237,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> Evaluation:
+    import river_cw
     from river_cw.labels import order_key
     from streams.cli.evaluate_input import load, noise_rate, parse_metric
     from streams.cli.running_table import RunningTable
@@ -267,6 +270,7 @@ def _run(args: argparse.Namespace) -> Evaluation:
         return prepare(parse(spec), text=text, labels=classes)
 
     if not args.quiet:
+        print(engine_line())
         for spec in specs:
             note = _arranged(build(spec))
             if note:
@@ -284,6 +288,7 @@ def _run(args: argparse.Namespace) -> Evaluation:
         "models": specs,
         "metric": metric_name(metric),
         "delay": args.delay,
+        "engine": river_cw.ENGINE,
     }
     size = 0
     if args.tune:
@@ -330,6 +335,18 @@ def _run(args: argparse.Namespace) -> Evaluation:
     if args.tune:
         info["data"] += f"; parameters tuned on the first {size:,}, scored on the rest"
     return Evaluation.concat([*results, Evaluation([], info)])
+
+
+def engine_line() -> str:
+    """The header's line saying which engine runs river_cw's models (`river_cw.ENGINE`; pure
+    Python either asked for by ``RIVER_CW_PURE_PYTHON=1`` or the compiled extensions missing)."""
+    import river_cw
+
+    if river_cw.ENGINE == "c":
+        return "engine: compiled (C)"
+    if os.environ.get("RIVER_CW_PURE_PYTHON") == "1":  # read as river_cw read it at import
+        return "engine: pure Python (RIVER_CW_PURE_PYTHON=1)"
+    return "engine: pure Python (the compiled extensions did not import; about 10x slower)"
 
 
 def _tuned_names(chosen: dict[str, str]) -> list[tuple[str, str]]:

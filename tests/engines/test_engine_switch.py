@@ -100,3 +100,74 @@ def test_only_the_engine_module_imports_the_compiled_extensions():
 def test_the_c_imports_no_python_module_its_hooks_are_handed_over():
     for path in [*PACKAGE.glob("*.c"), *PACKAGE.glob("*.h")]:
         assert "PyImport" not in path.read_text(), f"{path.name} imports a Python module"
+
+
+# --- a build without a compiler says so (issue 42) ---------------------------------------------
+
+# river_cw imported where the extensions named cannot be (as on an install built without a
+# compiler, or partly), every warning kept; what it reports is printed as JSON
+REFUSED = """
+import json, sys, warnings
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name in {refused!r}:
+            raise ImportError(f"no compiled module {{name}}")
+        return None
+sys.meta_path.insert(0, Refuse())
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import river_cw
+    import river_cw.engine, river_cw.text
+print(json.dumps({{
+    "ENGINE": river_cw.ENGINE,
+    "REASON": river_cw.engine.REASON,
+    "warnings": [[w.category.__name__, str(w.message)] for w in caught],
+    "file": river_cw.__file__,
+}}))
+"""
+
+
+def refused(names: tuple[str, ...], switch: str | None) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("RIVER_CW_PURE_PYTHON", None)
+    if switch is not None:
+        env["RIVER_CW_PURE_PYTHON"] = switch
+    code = REFUSED.format(refused=tuple(f"river_cw.{name}" for name in names))
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT
+    )
+    report = parts(run)
+    assert Path(report.pop("file")).is_relative_to(PACKAGE)  # this checkout's river_cw
+    return report
+
+
+@pytest.mark.parametrize("names", [("_diagonal", "_arrowhead", "_rda", "_text"), ("_text",)])
+def test_a_fallback_nobody_asked_for_warns_once_naming_the_extension_why_and_the_cost(names):
+    report = refused(names, None)
+    first = f"river_cw.{names[0]}"
+    reason = f"{first} did not import (no compiled module {first})"
+    assert report == {
+        "ENGINE": "python",
+        "REASON": reason,
+        "warnings": [
+            [
+                "PurePythonWarning",
+                f"river_cw falls back to its pure-Python engine, about 10x slower: {reason}. "
+                "Reinstall river-cw where a C compiler is available, or set "
+                "RIVER_CW_PURE_PYTHON=1 to choose pure Python without this warning.",
+            ]
+        ],
+    }
+    assert issubclass(river_cw.engine.PurePythonWarning, RuntimeWarning)
+
+
+@pytest.mark.parametrize("names", [("_diagonal", "_arrowhead", "_rda", "_text"), ()])
+def test_pure_python_asked_for_warns_of_nothing(names):
+    report = refused(names, "1")
+    assert report == {"ENGINE": "python", "REASON": "RIVER_CW_PURE_PYTHON=1", "warnings": []}
+
+
+@pytest.mark.skipif(river_cw.ENGINE != "c", reason="the extensions are not built here")
+def test_the_compiled_engine_warns_of_nothing():
+    report = refused((), None)
+    assert report == {"ENGINE": "c", "REASON": None, "warnings": []}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import river_cw
 from streams.cli import evaluate as evaluate_cli
 from streams.cli import evaluate_output
 from streams.io.files import sms_spam
@@ -66,6 +67,7 @@ def test_end_to_end_on_a_shared_file_writes_png_csv_and_json(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert "AROW(r=0.1)" in out and "30%" in out
+    assert out.splitlines()[0] == evaluate_cli.engine_line()  # the header says which engine ran
     assert png.stat().st_size > 5_000 and png.read_bytes()[:4] == b"\x89PNG"
     rows = read_csv(table)
     assert len(rows) == 2 * 3 * 3  # noise levels, models with the baseline, curve points
@@ -78,9 +80,28 @@ def test_end_to_end_on_a_shared_file_writes_png_csv_and_json(tmp_path, capsys):
     info = json.loads(document.read_text())["info"]
     assert info["classes"] == ["negative", "positive"] and info["examples"] == 300
     assert "shuffled (seed 1)" in info["data"]
+    assert info["engine"] == river_cw.ENGINE
     # shuffled with a fixed seed: both classes appear early although the file is sorted by label
     flipped = [int(r["flipped"]) for r in rows if r["noise"] == "30%"]
     assert 0 < flipped[-1] < 300
+
+
+@pytest.mark.parametrize(
+    "engine, pure, line",
+    [
+        ("c", False, "engine: compiled (C)"),
+        ("python", True, "engine: pure Python (RIVER_CW_PURE_PYTHON=1)"),
+        (
+            "python",
+            False,
+            "engine: pure Python (the compiled extensions did not import; about 10x slower)",
+        ),
+    ],
+)
+def test_the_header_says_which_engine_runs(monkeypatch, engine, pure, line):
+    monkeypatch.setattr(river_cw, "ENGINE", engine)
+    monkeypatch.setenv("RIVER_CW_PURE_PYTHON", "1" if pure else "0")
+    assert evaluate_cli.engine_line() == line
 
 
 def test_default_run_uses_the_bundled_stream_and_default_models(capsys):
@@ -254,7 +275,8 @@ def test_bad_labels_and_broken_files_fail_in_the_reader_with_file_and_line(tmp_p
 
 def test_running_table_at_doubling_intervals_comes_before_the_final_table(capsys):
     assert run("--limit", 1000, "--every", 10, "--model", "AROW()", "--model", "CW()") == 0
-    out = capsys.readouterr().out.splitlines()
+    engine, *out = capsys.readouterr().out.splitlines()
+    assert engine == evaluate_cli.engine_line()
     assert out[0] == (
         "Progressive validation on SMS Spam Collection (bundled), label noise 0%: "
         "accuracy so far (since the previous row)"
@@ -367,6 +389,7 @@ def test_ctrl_c_ends_with_one_line_and_the_table_talks_while_it_learns(tmp_path)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as process:  # its pipes closed and the process waited for on the way out
         try:
+            assert process.stdout.readline() == evaluate_cli.engine_line() + "\n"
             assert process.stdout.readline().startswith("Progressive validation on SEA")
             process.stdout.readline()
             assert process.stdout.readline().split()[0] == "100"  # a row while the models learn

@@ -1,6 +1,8 @@
 """What a user's install builds: a wheel built from the sdist, as pip and `python -m build` do
 it, carries the compiled engines (setup.py marks them optional, so a source missing from the
-sdist would only make the install fall back to pure Python, silently)."""
+sdist would only make the install fall back to pure Python) and runs, installed into a fresh
+venv away from the checkout, on the compiled engine; the core install and its extras; the
+metadata's ranges."""
 
 from __future__ import annotations
 
@@ -23,10 +25,13 @@ import river_cw
 from tests.conftest import tracked_files
 
 EXTENSIONS = {"_diagonal", "_arrowhead", "_rda", "_text"}
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine(tmp_path):
+def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine_and_runs_in_a_fresh_venv(
+    tmp_path,
+):
     source = tracked_files(tmp_path / "source")
     # `python -m build` makes the sdist, then the wheel from the unpacked sdist alone
     subprocess.run(
@@ -45,11 +50,68 @@ def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine(tmp_path):
         name.endswith(".dist-info/licenses/LICENSE") or name.endswith("/LICENSE") for name in names
     ), names
     assert "streams/io/data/sms_spam_collection.jsonl.gz" in names
+    smoke_test_in_a_fresh_venv(wheel, tmp_path)
+
+
+# the wheel's river_cw and streams, not a checkout's, on the compiled engine: AROW learns and
+# predicts
+SMOKE = """
+import sys
+from pathlib import Path
+import river_cw, streams
+for module in (river_cw, streams):
+    assert Path(module.__file__).is_relative_to(sys.prefix), (module.__file__, sys.prefix)
+assert river_cw.ENGINE == "c", river_cw.ENGINE
+model = river_cw.AROW()
+for x in (1.0, -1.0, 2.0, -2.0):
+    model.learn_one({"a": x}, x > 0)
+assert model.predict_one({"a": 3.0}) is True and model.predict_one({"a": -3.0}) is False
+print("smoke test passed")
+"""
+
+
+def smoke_test_in_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
+    """The wheel installed into a fresh venv and run from a directory holding no checkout: the
+    smoke test, `river-cw evaluate` (the venv's console script) and cibuildwheel's own
+    test-command (pyproject.toml). The venv sees the system's site-packages for river, numpy and
+    scipy, so that no index is needed; the wheel is installed without its dependencies."""
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+    )
+    scripts = venv / ("Scripts" if os.name == "nt" else "bin")
+    python = scripts / ("python.exe" if os.name == "nt" else "python")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
+        + ["--no-deps", "--force-reinstall", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RIVER_CW_PURE_PYTHON")}
+    env["PATH"] = os.pathsep.join([str(scripts), env.get("PATH", "")])
+
+    def run(argv, **kwargs) -> subprocess.CompletedProcess:
+        out = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, **kwargs)
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        assert "PurePythonWarning" not in out.stderr, out.stderr
+        return out
+
+    assert run([str(python), "-c", SMOKE]).stdout == "smoke test passed\n"
+    out = run([str(scripts / "river-cw"), "evaluate", "--limit", "300", "--model", "AROW()"])
+    lines = out.stdout.splitlines()
+    assert lines[0] == "engine: compiled (C)", lines[:3]
+    assert "Final scores (progressive validation: each example predicted, then learned):" in lines
+    assert any(line.split()[:2] == ["0%", "AROW()"] for line in lines), lines[-6:]
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]
+    for command in tool["test-command"]:
+        run(command, shell=True)
 
 
 # --- the core install and its extras (issue 42) ---------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 EXTRA_MODULES = (
