@@ -48,23 +48,28 @@ def mix(gaussians: list, method: str, base, forgets: bool = False) -> FullGaussi
     index = {key: i for i, key in enumerate(keys)}
     n = len(keys)
 
+    def mean_of(g):  # on the merged index, unseen weights at the prior's mean, 0
+        mean = np.zeros(n)
+        mean[np.array([index[key] for key in g.index], dtype=int)] = g.mean
+        return mean
+
+    if base is not None and method == "l2":  # on the precisions' factors: none is formed
+        mean0 = mean_of(base)
+        mean = mean0 + sum(mean_of(g) - mean0 for g in gaussians)
+        logs = [_log_precision(_factor(g, index, prior)) for g in (base, *gaussians)]
+        log = logs[0] + sum(other - logs[0] for other in logs[1:])  # log Sigma = -log P
+        merged.set_factor(index, mean, _exp_factor(log))
+        return merged
+
     def embedded(g):  # on the merged index, unseen weights at the prior
         rows = np.array([index[key] for key in g.index], dtype=int)
-        mean, precision = np.zeros(n), np.eye(n) / prior
-        mean[rows] = g.mean
+        precision = np.eye(n) / prior
         precision[np.ix_(rows, rows)] = g.precision
-        return mean, precision
+        return mean_of(g), precision
 
     parts = [embedded(g) for g in gaussians]
     means = [mean for mean, _ in parts]
     precisions = [precision for _, precision in parts]
-    if base is not None and method == "l2":
-        mean = embedded(base)[0] + sum(mu - embedded(base)[0] for mu in means)
-        factors = [_factor(g, index, prior) for g in (base, *gaussians)]
-        logs = [_log_precision(factor) for factor in factors]
-        log = logs[0] + sum(other - logs[0] for other in logs[1:])  # log Sigma = -log P
-        merged.set_factor(index, mean, _exp_factor(log))
-        return merged
     if base is not None:
         mean0, precision0 = embedded(base)
         precision, weighted = _discounted(precisions, means, precision0, mean0)
