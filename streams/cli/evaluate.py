@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 
 from streams.cli import evaluate_output, records
@@ -339,12 +338,14 @@ def _run(args: argparse.Namespace) -> Evaluation:
 
 def engine_line() -> str:
     """The header's line saying which engine runs river_cw's models (`river_cw.ENGINE`; pure
-    Python either asked for by ``RIVER_CW_PURE_PYTHON=1`` or the compiled extensions missing)."""
+    Python either asked for by ``RIVER_CW_PURE_PYTHON=1`` or the compiled extensions missing,
+    as `river_cw.engine` read the switch at import)."""
     import river_cw
+    from river_cw import engine
 
     if river_cw.ENGINE == "c":
         return "engine: compiled (C)"
-    if os.environ.get("RIVER_CW_PURE_PYTHON") == "1":  # read as river_cw read it at import
+    if engine.PURE_PYTHON:
         return "engine: pure Python (RIVER_CW_PURE_PYTHON=1)"
     return "engine: pure Python (the compiled extensions did not import; about 10x slower)"
 

@@ -100,7 +100,7 @@ def test_end_to_end_on_a_shared_file_writes_png_csv_and_json(tmp_path, capsys):
 )
 def test_the_header_says_which_engine_runs(monkeypatch, engine, pure, line):
     monkeypatch.setattr(river_cw, "ENGINE", engine)
-    monkeypatch.setenv("RIVER_CW_PURE_PYTHON", "1" if pure else "0")
+    monkeypatch.setattr(river_cw.engine, "PURE_PYTHON", pure)
     assert evaluate_cli.engine_line() == line
 
 

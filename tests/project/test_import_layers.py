@@ -78,7 +78,13 @@ def test_every_module_belongs_to_a_package_of_the_layout():
     assert not loose, f"modules directly under streams/: {loose}; give each its concern's package"
 
 
-PUBLIC = {"river_cw", "river_cw.text", "river_cw.labels", "river_cw.covariances"}
+PUBLIC = {
+    "river_cw",
+    "river_cw.text",
+    "river_cw.labels",
+    "river_cw.covariances",
+    "river_cw.engine",  # the engine switch, its PurePythonWarning (docs/guide/engine.md)
+}
 """The modules of river_cw that streams may import: those the API reference documents (and the
 names of river_cw's own `__all__`, imported from the package)."""
 
