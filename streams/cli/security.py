@@ -15,15 +15,18 @@ import logging
 import os
 from collections.abc import Mapping
 
-from streams.kafka.client import KafkaSettings
 from streams.kafka.envelope import ENVIRONMENT, KEY_HINT, StateKeys
-from streams.kafka.security import ENVIRONMENT_PREFIX, ClientSecurity
+
+# streams.kafka.client and streams.kafka.security (kafka-python, librdkafka) are imported where
+# the settings are made: `river-cw evaluate FILE` takes these options without loading a client.
 
 log = logging.getLogger(__name__)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+ENVIRONMENT_PREFIX = "RIVER_CW_KAFKA_"
+"""`streams.kafka.security.ENVIRONMENT_PREFIX`, for the help without importing a client."""
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+def add_connection_arguments(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--bootstrap-servers",
         help=f"default: --kafka-config's bootstrap.servers, else {DEFAULT_BOOTSTRAP}",
@@ -45,6 +48,9 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 def kafka_settings(args: argparse.Namespace, environ: Mapping[str, str] = os.environ, **kw):
     """The `KafkaSettings` of `args`' connection options (`kw`: the other settings);
     `ValueError` naming the file and line of a bad property."""
+    from streams.kafka.client import KafkaSettings
+    from streams.kafka.security import ClientSecurity
+
     security = ClientSecurity.load(args.kafka_config, environ)
     servers = args.bootstrap_servers or security.bootstrap_servers or DEFAULT_BOOTSTRAP
     return KafkaSettings(servers, security=security, **kw)
