@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 
 from streams.kafka.client import KafkaSettings
+from streams.kafka.committed import COMMITTED_READS
 from streams.kafka.envelope import ENVIRONMENT, KEY_HINT, StateKeys
 from streams.kafka.security import ENVIRONMENT_PREFIX, ClientSecurity
 
@@ -40,6 +41,16 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         f"{ENVIRONMENT_PREFIX}<NAME> (e.g. {ENVIRONMENT_PREFIX}SASL_PASSWORD) overrides a "
         "property: keep secrets out of command lines",
     )
+    parser.add_argument(
+        "--committed-reads",
+        choices=COMMITTED_READS,
+        default="auto",
+        help="how records of committed transactions are read back (the state topic, and "
+        "tail's predictions): broker: librdkafka's read_committed, for brokers that list "
+        "aborted transactions (Apache Kafka); client: a client-side filter of the commit and "
+        "abort markers, for brokers that do not (Tansu); auto: client on the demo broker "
+        "(recognised by Tansu's cluster id), else broker (default: %(default)s)",
+    )
 
 
 def kafka_settings(args: argparse.Namespace, environ: Mapping[str, str] = os.environ, **kw):
@@ -47,7 +58,8 @@ def kafka_settings(args: argparse.Namespace, environ: Mapping[str, str] = os.env
     `ValueError` naming the file and line of a bad property."""
     security = ClientSecurity.load(args.kafka_config, environ)
     servers = args.bootstrap_servers or security.bootstrap_servers or DEFAULT_BOOTSTRAP
-    return KafkaSettings(servers, security=security, **kw)
+    reads = getattr(args, "committed_reads", "auto")
+    return KafkaSettings(servers, security=security, committed_reads=reads, **kw)
 
 
 def add_state_key_arguments(parser: argparse.ArgumentParser) -> None:
