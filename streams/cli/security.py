@@ -15,6 +15,7 @@ import logging
 import os
 from collections.abc import Mapping
 
+from streams.kafka.config import COMMITTED_READS, ENVIRONMENT_PREFIX
 from streams.kafka.envelope import ENVIRONMENT, KEY_HINT, StateKeys
 
 # streams.kafka.client and streams.kafka.security (kafka-python, librdkafka) are imported where
@@ -22,8 +23,6 @@ from streams.kafka.envelope import ENVIRONMENT, KEY_HINT, StateKeys
 
 log = logging.getLogger(__name__)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-ENVIRONMENT_PREFIX = "RIVER_CW_KAFKA_"
-"""`streams.kafka.security.ENVIRONMENT_PREFIX`, for the help without importing a client."""
 
 
 def add_connection_arguments(parser: argparse._ActionsContainer) -> None:
@@ -43,6 +42,16 @@ def add_connection_arguments(parser: argparse._ActionsContainer) -> None:
         f"{ENVIRONMENT_PREFIX}<NAME> (e.g. {ENVIRONMENT_PREFIX}SASL_PASSWORD) overrides a "
         "property: keep secrets out of command lines",
     )
+    parser.add_argument(
+        "--committed-reads",
+        choices=COMMITTED_READS,
+        default="auto",
+        help="how records of committed transactions are read back (the state topic, and "
+        "tail's predictions): broker: librdkafka's read_committed, for brokers that list "
+        "aborted transactions (Apache Kafka); client: a client-side filter of the commit and "
+        "abort markers, for brokers that do not (Tansu); auto: client on the demo broker "
+        "(recognised by Tansu's cluster id), else broker (default: %(default)s)",
+    )
 
 
 def kafka_settings(args: argparse.Namespace, environ: Mapping[str, str] = os.environ, **kw):
@@ -53,7 +62,8 @@ def kafka_settings(args: argparse.Namespace, environ: Mapping[str, str] = os.env
 
     security = ClientSecurity.load(args.kafka_config, environ)
     servers = args.bootstrap_servers or security.bootstrap_servers or DEFAULT_BOOTSTRAP
-    return KafkaSettings(servers, security=security, **kw)
+    reads = getattr(args, "committed_reads", "auto")
+    return KafkaSettings(servers, security=security, committed_reads=reads, **kw)
 
 
 def add_state_key_arguments(parser: argparse.ArgumentParser) -> None:

@@ -268,10 +268,3 @@ def test_evaluate_refuses_what_a_topic_cannot_take_in_one_line(argv, message, ca
     assert river_cw("evaluate", *argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("river-cw evaluate: error: ") and message in err
-
-
-def test_the_help_names_the_variables_the_kafka_clients_read():
-    from streams.cli import security
-    from streams.kafka import security as client_security
-
-    assert security.ENVIRONMENT_PREFIX == client_security.ENVIRONMENT_PREFIX
