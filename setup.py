@@ -53,6 +53,7 @@ setup(
             "_token_counts.h",
             "_steps.h",
             "_csr.h",
+            "_batch.h",
         ),
     ]
 )

@@ -155,7 +155,7 @@ COVARIANCES: dict[str, Covariance] = {
         intercept_prior=True,
         keeps_marks=True,
         only=_arrowhead_only,
-        batch_kernel=False,
+        batch_kernel=True,
     ),
     "diagonal": Covariance(
         name="diagonal",
