@@ -24,7 +24,7 @@ from packaging.version import Version
 import river_cw
 from tests.conftest import tracked_files, unavailable
 
-EXTENSIONS = {"_diagonal", "_arrowhead", "_rda", "_text"}
+EXTENSIONS = {"_diagonal", "_arrowhead", "_full", "_rda", "_text"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
