@@ -28,12 +28,12 @@ from . import combine_arrowhead, combine_diagonal, combine_full
 from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
 from .base import INTERCEPT
 from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
-from .full import FullGaussian
+from .full import FullGaussian, PythonFullGaussian
 
 __all__ = ["COMPILED", "COVARIANCES", "Covariance", "Gaussian", "of", "with_marks"]
 
 # N(mu, Sigma) as a model holds it (the compiled engines have their Python ones' interface)
-Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | FullGaussian
+Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | PythonFullGaussian
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ COVARIANCES: dict[str, Covariance] = {
     "full": Covariance(
         name="full",
         serving=FullGaussian,
-        reference=FullGaussian,
+        reference=PythonFullGaussian,
         start=lambda engine, variance, intercept: engine(variance),
         mixer=combine_full,
         schemes=(),

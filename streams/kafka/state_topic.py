@@ -16,7 +16,7 @@ which keeps the last value of each key, keeps the last snapshot and the changes 
 a restore must read, a snapshot and at most `--snapshot-share` of it more (on a broker that has
 not compacted yet, the older parts too; they are skipped).
 
-`restore` reads the partition with `streams.kafka.committed.committed_consumer` (aborted parts
+`restore` reads the partition with `streams.kafka.committed.CommittedReader` (aborted parts
 are dropped even on brokers that do not list aborted transactions) and folds it: a snapshot
 replaces the state, changes apply to the state of the commit before theirs (`batches` n - 1)
 and are skipped otherwise. The state restored is that of the last committed part; if it cannot
@@ -54,18 +54,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kafka import TopicPartition
-
 from streams.kafka import changelog, state_codec
 from streams.kafka.client import KafkaSettings, log_reaches
-from streams.kafka.committed import committed_consumer
+from streams.kafka.committed import CommittedReader
 from streams.kafka.envelope import Forged, StateKeys
 from streams.kafka.learner import PartitionState
 from streams.kafka.outputs import Delivery
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
 FORMAT = 3
-TOPIC_CONFIG = {"cleanup.policy": "compact"}
+# as Kafka Streams configures a changelog topic: compacted, its records timed by their writer
+TOPIC_CONFIG = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
 SNAPSHOT, CHANGES = "snapshot", "changes"
 
 log = logging.getLogger(__name__)
@@ -302,7 +301,7 @@ class _Fold:
             raise StateError(
                 f"{self.where} holds no valid snapshot: {rejected}; give the key that wrote the "
                 "state first in the key file, or delete the state topic (and the local cache) "
-                "to start the partition over"
+                "and the consumer group's offsets to start the partition over"
             )
         state = self.state
         try:  # verified: written by a server holding the key
@@ -341,49 +340,32 @@ def restore(
     without, up to where the log seems to end. `rejected()` is called for each record ignored
     (see the module). `StateError` past `timeout` s, or when the valid parts read do not make
     the state of the last one."""
-    consumer = committed_consumer(
-        **settings.kafka_python(
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=settings.fetch_max_wait_ms,
-            max_partition_fetch_bytes=4 * CHUNK_BYTES,
-        )
-    )
-    tp = TopicPartition(topic, partition)
+    reader = CommittedReader(settings, topic, [partition], fetch_bytes=4 * CHUNK_BYTES)
     fold = _Fold(topic, partition, keys, state, rejected)
     try:
-        consumer.assign([tp])
         if until is not None:  # every record before the mark: read until its batch is passed
             if start > until:
                 return Restored(state, -1)
-        else:
-            # Tansu's ListOffsets answers the base offset of the last batch + 1 and its fetch
-            # replies' high watermark may be another partition's: read at least up to the
-            # former, then until the position stops moving (control markers move it without
-            # records)
-            if not log_reaches(settings, topic, partition, start):
-                return Restored(state, -1)
-            end = consumer.end_offsets([tp])[tp]
-        consumer.seek(tp, start)
+        elif not log_reaches(settings, topic, partition, start):
+            return Restored(state, -1)
+        reader.seek(partition, start)
         deadline = time.monotonic() + timeout
-        still = 0
         mark_key = _mark_key(partition)
-        while consumer.position(tp) <= until if until is not None else still < 3:
-            position = consumer.position(tp)
-            for records in consumer.poll(timeout_ms=100).values():
-                for record in records:
-                    after_mark = until is not None and record.offset > until
-                    # a tombstone is read where compaction has not dropped it yet
-                    if not (after_mark or record.key == mark_key or record.value is None):
-                        fold.add(record)
-            if until is None:
-                moved = consumer.position(tp) != position
-                still = 0 if moved or consumer.position(tp) < end else still + 1
+        while (
+            reader.position(partition) <= until
+            if until is not None
+            else not reader.at_end(partition)
+        ):
+            for record in reader.poll(100):
+                after_mark = until is not None and record.offset > until
+                # a tombstone is read where compaction has not dropped it yet
+                if not (after_mark or record.key == mark_key or record.value is None):
+                    fold.add(record)
             if time.monotonic() > deadline:
                 raise StateError(
                     f"restoring {topic}/{partition} took more than {timeout:.0f} s "
                     f"({fold.read} records read)"
                 )
     finally:
-        consumer.close(autocommit=False)
+        reader.close()
     return fold.result()
