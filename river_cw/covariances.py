@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from . import combine_arrowhead, combine_diagonal, combine_full
 from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
 from .base import INTERCEPT
@@ -153,9 +155,11 @@ def _arrowhead(initial_variance: float, root, root_variance: float, blocks: list
 
 def _full(initial_variance: float, n_blocks: int, index: tuple, mean, chol):
     kept = FullGaussian(initial_variance)
-    kept.n_blocks = n_blocks
-    kept.index = {(b, f): i for b, f, i in index}
-    kept.mean, kept.chol = mean, chol
+    kept.rows = [{} for _ in range(n_blocks)]
+    for b, f, i in index:
+        kept.rows[b][f] = i
+    kept.mean = np.array(mean, dtype=float)
+    kept.chol = np.ascontiguousarray(chol, dtype=float)
     return kept
 
 
