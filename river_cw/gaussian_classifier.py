@@ -4,14 +4,15 @@
 A rule names its step in C (`_native_step`, `_native_exact_step`: river_cw/_steps.h and
 river_cw/_exact.h). Then `learn_one` of a binary model with a known label runs in one call of
 the compiled engine (the *lean* path, `_lean_spec`); `predict_one` and `predict_proba_one` of a
-binary model score in one call of either compiled engine (`score_native`), and `predict_many`
-and `predict_proba_many` run their loops in one call of either (`score_rows`); `learn_many` runs
-its loop in either's batch kernel (`learn_rows`, river_cw/_batch.h). The one-call paths
-read x as a dict or as a text's token counts without their dict (`river_cw._text.TokenCounts`,
-from `river_cw.text.TextClassifier`; `_features` makes it the dict where they decline). Each path
+binary model score in one call of a compiled engine (`score_native`; the full one's scores, not
+its variances), and `predict_many` and `predict_proba_many` run their loops in one call of the
+diagonal or arrowhead engine (`score_rows`); `learn_many` runs its loop in either's batch kernel
+(`learn_rows`, river_cw/_batch.h). The one-call paths read x as a dict or as a text's token
+counts without their dict (`river_cw._text.TokenCounts`, from `river_cw.text.TextClassifier`;
+`_features` makes it the dict where they decline). Each path
 gives the general path's numbers, bit for bit, and hands it every case it does not take (a new
-label, a value to name in an error, calibration, forgetting, full covariance); under the
-pure-Python engine the general path serves throughout. The glossary of these paths heads
+label, a value to name in an error, calibration, forgetting; a new feature of the full
+covariance); under the pure-Python engine the general path serves throughout. The glossary of these paths heads
 river_cw/_shell.h.
 """
 
@@ -140,9 +141,8 @@ class GaussianClassifier(GaussianModel):
 
     def _native_score(self, x: dict, variance: bool):
         """The compiled engine's score of a binary model, ``m`` or ``(m, v)`` with its
-        variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools, or a
-        `river_cw._text.TokenCounts`), or
-        None where the general path must serve."""
+        variance (`score_native`, diagonal, arrowhead or full: x a dict of floats, ints and
+        bools, or a `river_cw._text.TokenCounts`), or None where the general path must serve."""
         engine: Any = self._gaussian
         if not isinstance(engine, COMPILED):
             return None
@@ -152,8 +152,7 @@ class GaussianClassifier(GaussianModel):
 
     def _lean_spec(self):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
-        model needs the general one (a covariance with no compiled engine, the full one;
-        calibration, forgetting, no native step of its own `_step`, or of its own `_exact_step`
+        model needs the general one (a covariance with no compiled engine; calibration, forgetting, no native step of its own `_step`, or of its own `_exact_step`
         for the exact scheme)."""
         if not covariances.of(self).compiled or self.calibrate or self.forgetting:
             return None

@@ -26,7 +26,7 @@ from river import base
 
 from . import engine
 from ._tokens import DEFAULT_PATTERN, TokenCounter
-from .base import LinearClassifier
+from .base import LinearClassifier, copied, reduce_by_state
 from .gaussian_classifier import GaussianClassifier
 
 COMPILED = engine.text is not None
@@ -187,14 +187,26 @@ class TextClassifier(base.Classifier):
         self.__dict__.update(state)
         self._start()
 
+    def __reduce_ex__(self, protocol):
+        return reduce_by_state(self, protocol)
+
+    def __copy__(self):
+        return copied(self, None)
+
+    def __deepcopy__(self, memo: dict):
+        return copied(self, memo)
+
     def _counts(self, x):
         """The token counts of the text `x` (a dict holding it under `on`, or the text): a dict,
         or without the dict where the classifier takes that (`_reads_tokens`)."""
+        text = x if self.on is None else x[self.on]
         if self._counter is not None:
-            text = x if self.on is None else x[self.on]
             counts = self._counter.token_counts(text) if self._reads_tokens else self._counter(text)
             if counts is not None:
                 return counts if self._shares_counts else dict(counts)
+        if not isinstance(text, str):  # river's BagOfWords would raise an AttributeError
+            field = "the text" if self.on is None else f"the text field {self.on!r}"
+            raise TypeError(f"{field} must be a str, got {type(text).__name__}: {text!r:.60}")
         if self._bag_of_words is None:
             from ._bag_of_words import BagOfWords
 

@@ -195,6 +195,7 @@ class ModelServer:
             self._last_record = time.monotonic()  # waiting for a round is not idleness
         if self._commit_due():
             self.commit()
+        self._check_owners()
         self._last_step = time.monotonic()
         self.monitor.tick(self.tasks, source)
 
@@ -259,8 +260,27 @@ class ModelServer:
         )
 
     def _fenced(self, p: int) -> None:
-        log.warning("partition %d: fenced by a newer owner, dropping it", p)
+        log.warning("partition %d: fenced by a newer owner: no longer served here", p)
         self._drop([p])
+
+    def _check_owners(self) -> None:
+        """Quiet partitions check every `owner_check_seconds` that no newer owner has fenced
+        them (`PartitionTask.check_owner`), so that a fenced member stops serving them within
+        seconds, not at its next commit, which may be a long way off."""
+        if not self.config.exactly_once:
+            return
+        due = time.monotonic() - self.config.owner_check_seconds
+        quiet = [p for p, task in self.tasks.items() if not task.dirty and task.committed_at < due]
+        if not quiet:
+            return
+        metadata = self._clients.source.group_metadata()
+        for p in quiet:
+            try:
+                self.tasks[p].check_owner(metadata)
+            except Fenced:
+                self._fenced(p)
+            except CommitFailed as error:
+                self._reset(p, error)
 
     def _reset(self, p: int, error: Exception) -> None:
         """A transaction of partition p failed: restore it from its last committed state, as

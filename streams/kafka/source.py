@@ -188,6 +188,19 @@ class KafkaSource:
         else:
             self._consumer.seek(TopicPartition(topic, partition, start))
 
+    def committed(self, partition: int, timeout: float) -> dict[str, int]:
+        """The offsets the consumer's group has committed for `partition` of each topic (a
+        topic without one is left out); within `timeout` s, else `BrokerUnavailable`."""
+        try:
+            found = self._consumer.committed(
+                [TopicPartition(t, partition) for t in self.topics], timeout=timeout
+            )
+        except KafkaException as error:
+            raise BrokerUnavailable(
+                f"cannot read the committed offsets of partition {partition}: {error.args[0].str()}"
+            ) from None
+        return {tp.topic: tp.offset for tp in found if tp.offset >= 0}
+
     def group_metadata(self):
         """The consumer's group metadata, for offsets committed in a transaction."""
         return self._consumer.consumer_group_metadata()

@@ -9,7 +9,8 @@ and then the state with at-least-once. Kafka Streams calls this a stream task.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 from streams.kafka.config import Topics
 from streams.kafka.learner import PartitionLearner, PartitionState, Prediction
@@ -33,6 +34,7 @@ class PartitionTask:
     mixed_at: float = 0.0  # monotonic time of the last publication or adoption
     paused: bool = False  # waiting for its round (`streams.kafka.config.Mixing.lag`)
     metrics: Metrics | None = None
+    committed_at: float = field(default_factory=time.monotonic)  # its last transaction's end
 
     @property
     def state(self) -> PartitionState:
@@ -77,7 +79,18 @@ class PartitionTask:
         else:
             self.outputs.flush()
         self.dirty = False
+        self.committed_at = time.monotonic()
         store.saved(state, written)
+
+    def check_owner(self, group_metadata) -> None:
+        """Check that no newer owner has fenced this task's producer: commit its offsets again
+        in a transaction of their own (transactional tasks that have read something). Raises
+        `Fenced` when one has; a task that handles records learns it at its next commit."""
+        offsets = {(t, self.partition): o for t, o in self.state.offsets.items()}
+        if self.outputs.transactional and offsets and not self.dirty:
+            self.outputs.begin()
+            self.outputs.commit(offsets, group_metadata)
+            self.committed_at = time.monotonic()
 
     def close(self) -> None:
         """Close the task's producer (an open transaction is aborted by the next owner)."""

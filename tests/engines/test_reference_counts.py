@@ -212,6 +212,8 @@ class BrokenStep(PythonStep):
             LABELS[:2],
         ),
         ("AROW arrowhead with its step in Python (learn)", PythonStep(**ARROWHEAD), LABELS[:2]),
+        ("AROW full (one call) and predict", river_cw.AROW(covariance="full"), LABELS[:2]),
+        ("AROW full multi-class (compiled kernels)", river_cw.AROW(covariance="full"), LABELS),
     ],
 )
 def test_gaussian_engines_learning_and_predicting_keep_no_reference_nor_memory(

@@ -237,3 +237,24 @@ def test_combine_and_changes_mix_the_classifier():
         river_cw.combine([start, TextClassifier(river_cw.AROW(), on="body")])
     with pytest.raises(ValueError, match="not"):
         river_cw.combine([start, start.classifier])
+
+
+@pytest.mark.parametrize("text", [None, 123, 1.5, b"free prize", ["free", "prize"]])
+@pytest.mark.parametrize("on", ["text", None])
+def test_a_text_that_is_not_a_str_raises_a_type_error_naming_its_field(text, on):
+    """Not a str (river's BagOfWords raises an AttributeError from deep inside): a TypeError
+    naming the field, from learn, predict and proba alike, and the model as it was."""
+    model = TextClassifier(river_cw.AROW(), on=on)
+    model.learn_one({"text": "free prize now"} if on else "free prize now", True)
+    model.learn_one({"text": "see you at lunch"} if on else "see you at lunch", False)
+    before = public_state(model.classifier)
+    x = {"text": text} if on else text
+    field = "the text field 'text'" if on else "the text"
+    for call in (
+        lambda: model.learn_one(x, False),
+        lambda: model.predict_one(x),
+        lambda: model.predict_proba_one(x),
+    ):
+        with pytest.raises(TypeError, match=f"^{field} must be a str, got {type(text).__name__}"):
+            call()
+    assert public_state(model.classifier) == before
