@@ -167,7 +167,7 @@ class CW(GaussianClassifier):
         ``"stdev"`` (JMLR 2012 eq. 31, the convex constraint) or ``"var"`` (Lemma 1).
     covariance
         ``"arrowhead"`` (the default: the diagonal and the intercept's covariance with each
-        weight, at the diagonal's cost; see `river_cw.arrowhead` and `GaussianClassifier`'s
+        weight, at the diagonal's cost; see `river_cw._engines.arrowhead` and `GaussianClassifier`'s
         defaults), ``"diagonal"`` or ``"full"`` (the paper's algorithm, O(d^2) per example).
     diagonal
         How a diagonal Sigma is updated (JMLR 2012 section 6): ``"project"`` (the paper's KL),
@@ -189,7 +189,7 @@ class CW(GaussianClassifier):
         The intercept's prior variance with ``covariance="arrowhead"`` (the other covariances
         give the intercept `initial_variance`, as every weight; None, the default: here too).
         Wide (100) on uncentred features, whose boundary lies far from the origin (see
-        `river_cw.arrowhead`).
+        `river_cw._engines.arrowhead`).
 
     Notes
     -----

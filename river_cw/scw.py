@@ -35,7 +35,7 @@ class SCW(GaussianClassifier):
         ``"I"`` or ``"II"``.
     covariance
         ``"arrowhead"`` (the default: the diagonal and the intercept's covariance with each
-        weight, at the diagonal's cost; see `river_cw.arrowhead` and `GaussianClassifier`'s
+        weight, at the diagonal's cost; see `river_cw._engines.arrowhead` and `GaussianClassifier`'s
         defaults), ``"diagonal"`` or ``"full"`` (the paper's algorithm, O(d^2) per example).
     diagonal
         ``"project"`` or ``"drop"``.
@@ -56,7 +56,7 @@ class SCW(GaussianClassifier):
         The intercept's prior variance with ``covariance="arrowhead"`` (the other covariances
         give the intercept `initial_variance`, as every weight; None, the default: here too).
         Wide (100) on uncentred features, whose boundary lies far from the origin (see
-        `river_cw.arrowhead`).
+        `river_cw._engines.arrowhead`).
 
     Notes
     -----
