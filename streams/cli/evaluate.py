@@ -2,9 +2,11 @@
 
 With no file it runs on the SMS Spam Collection bundled with the package; with no `--model`
 it compares a default set of confidence-weighted models with river's passive-aggressive
-classifier. The stream is held in memory (it may be shuffled, and the class set and length
-are needed for noise, drift positions and the progress bar); for endless or very long streams
-use `streams.evaluate.progressive.evaluate` from Python.
+classifier. The stream is read twice and never held: counted first (its length and labels: the
+classes, the default resolution, the checks; `streams.cli.evaluate_input`), then scored, every
+model of every noise level fed in that one pass (`streams.evaluate.progressive.iter_levels`), so
+its memory does not grow with the stream's length (tests/evaluation/test_memory.py). `--shuffle`
+holds the whole stream, and `--tune` its prefix.
 
 Without noise, every number it prints for a model is the one river's
 ``evaluate.progressive_val_score`` gives for that model on the same parsed stream, for every
@@ -19,13 +21,15 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import itertools
 import sys
 
 from streams.cli import evaluate_output, records
 from streams.cli.evaluate_input import SYNTHETIC_LENGTH
 from streams.evaluate import drift
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.results import BASELINE, Evaluation
+from streams.evaluate.results import BASELINE, POINTS, Evaluation
 from streams.evaluate.sharded import MIX_METHODS
 
 # The models (river_cw, river.multiclass), river's metrics (scipy.stats), matplotlib and tqdm
@@ -60,13 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Progressive validation: each model predicts every example before it learns it, so "
         "every score is on data the model has not seen. A majority-class baseline runs "
         "alongside. A line naming the engine (compiled C or pure Python) comes first, then a "
-        "running table printed at doubling intervals while the models learn."
+        "running table printed at doubling intervals while the models learn. The stream is "
+        "counted first (its length and labels), then scored in one pass for every model and "
+        "noise level, in memory that does not grow with its length (except --shuffle)."
     )
     parser.add_argument(
         "files",
         nargs="*",
         help="data files: JSON lines, CSV or libsvm, plain or .gz; '-' reads standard input "
-        "(JSON lines unless --format says otherwise) (default: bundled SMS spam)",
+        "(JSON lines unless --format says otherwise; copied to a temporary file, since the "
+        "stream is read twice: counted, then scored) (default: bundled SMS spam)",
     )
     parser.add_argument(
         "--format",
@@ -108,8 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=["0"],
         metavar="P",
-        help="label-noise rates, one run each: a probability, or class-conditional "
-        "'spam=0.3,ham=0.05' (default: 0)",
+        help="label-noise rates, each with its own models, all in the same pass: a probability, "
+        "or class-conditional 'spam=0.3,ham=0.05' (default: 0)",
     )
     parser.add_argument(
         "--drift",
@@ -143,7 +150,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shuffle",
         action="store_true",
-        help="shuffle the examples (each concept on its own under drift) with --seed",
+        help="shuffle the examples (each concept on its own under drift) with --seed; holds "
+        "the whole stream in memory",
     )
     parser.add_argument(
         "--seed", type=int, default=1, help="seed for shuffling, noise and drift (default: 1)"
@@ -158,12 +166,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--every",
         type=_count(1),
         metavar="K",
-        help="learning-curve resolution (default: a hundredth of the stream)",
+        help="learning-curve resolution (default: a hundredth of the stream); a curve keeps "
+        f"at most {POINTS:,} points, coarsening (every other dropped) past them",
     )
     parser.add_argument(
         "--tune",
         action="store_true",
-        help="pick hyper-parameters on a prefix of the stream, then evaluate on the rest",
+        help="pick hyper-parameters on a prefix of the stream (held in memory), then evaluate "
+        "on the rest",
     )
     parser.add_argument(
         "--tune-size",
@@ -236,11 +246,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> Evaluation:
+    with contextlib.ExitStack() as stack:  # a copy of standard input lives as long as the run
+        return _evaluate(args, stack)
+
+
+def _evaluate(args: argparse.Namespace, stack: contextlib.ExitStack) -> Evaluation:
     import river_cw
     from river_cw.labels import order_key
     from streams.cli.evaluate_input import load, noise_rate, parse_metric
     from streams.cli.running_table import RunningTable
-    from streams.evaluate.progressive import iter_evaluate
+    from streams.evaluate.progressive import iter_levels
     from streams.evaluate.scoring import metric_name
     from streams.evaluate.sharded import mixing_rounds
     from streams.evaluate.tuning import tune
@@ -249,8 +264,8 @@ def _run(args: argparse.Namespace) -> Evaluation:
     for spec in args.model or ():  # fail on a bad spec, or one not a classifier, before reading
         prepare(parse(spec))
     parse_metric(args.metric, None)  # a bad --metric fails before the files are read
-    data = load(args)
-    examples, description = data.examples, data.description
+    data = load(args, stack)
+    description, length = data.description, data.length
     for reader in data.readers:
         if reader.n_skipped:
             print(
@@ -258,11 +273,11 @@ def _run(args: argparse.Namespace) -> Evaluation:
                 f"first: {reader.errors[0]}",
                 file=sys.stderr,
             )
-    if not examples:
+    if data.first is None:
         raise ValueError("the stream is empty")
-    classes = sorted({y for _, y in examples}, key=order_key)
-    metric = parse_metric(args.metric, [y for _, y in examples])
-    text = isinstance(examples[0][0].get("text"), str)
+    classes = sorted(data.labels, key=order_key)
+    metric = parse_metric(args.metric, data.labels)
+    text = isinstance(data.first.get("text"), str)
     specs = args.model or (DEFAULT_MODELS if text else DENSE_MODELS)
 
     def build(spec):
@@ -276,12 +291,11 @@ def _run(args: argparse.Namespace) -> Evaluation:
                 print(f"{spec}: {note}")
     if args.delay:
         description += f", labels {args.delay:,} examples late"
-    every = args.every if args.every is not None else max(1, len(examples) // 100)
-    results = []
+    every = args.every if args.every is not None else max(1, length // 100)
     info: dict = {
         "data": description,
         "drift_at": data.drift_at,
-        "examples": len(examples),
+        "examples": length,
         "classes": classes,
         "seed": args.seed,
         "models": specs,
@@ -291,49 +305,50 @@ def _run(args: argparse.Namespace) -> Evaluation:
     }
     size = 0
     if args.tune:
-        size = args.tune_size if args.tune_size is not None else max(1, len(examples) // 10)
-        if not 0 < size < len(examples):
-            raise ValueError(f"--tune-size must be between 1 and {len(examples) - 1}, got {size}")
+        size = args.tune_size if args.tune_size is not None else max(1, length // 10)
+        if not 0 < size < length:
+            raise ValueError(f"--tune-size must be between 1 and {length - 1}, got {size}")
         info["tune_size"] = size
-    if args.delay >= len(examples) - size:
+    if args.delay >= length - size:
         raise ValueError(
-            f"--delay {args.delay:,} is not shorter than the {len(examples) - size:,} examples "
+            f"--delay {args.delay:,} is not shorter than the {length - size:,} examples "
             "scored: no label would arrive before the stream ends"
         )
+    examples = iter(data.examples)
+    prefix = list(itertools.islice(examples, size))  # --tune's prefix, the rest scored after it
+    levels = []
     for rate in args.noise:
         noise = LabelNoise(noise_rate(rate, classes), classes=classes, seed=args.seed)
-        models, stream = {spec: build(spec) for spec in specs}, examples
+        models = {spec: build(spec) for spec in specs}
         if args.tune:
-            chosen, _ = tune(specs, examples[:size], build, noise, metric)
-            models, stream = (
-                {name: build(chosen[spec]) for spec, name in _tuned_names(chosen)},
-                examples[size:],
-            )
+            chosen, _ = tune(specs, prefix, build, noise, metric)
+            models = {name: build(chosen[spec]) for spec, name in _tuned_names(chosen)}
             info.setdefault("tuned", {})[noise.name] = chosen
-        models = _sharded(models, args)
-        table = None if args.quiet else RunningTable([BASELINE, *models], metric_name(metric))
+        levels.append((noise, _sharded(models, args)))
+    del prefix
+    names = [BASELINE, *levels[0][1]]
+    table = None if args.quiet else RunningTable(names, metric_name(metric), len(levels))
+    if table:
+        table.start(f"{description}, label noise {', '.join(n.name for n, _ in levels)}")
+    result = Evaluation([], info, metric_name(metric), metric.bigger_is_better)
+    for result in iter_levels(
+        levels,
+        examples,
+        every=every,
+        total=length - size,
+        delay=args.delay,
+        metric=metric,
+        baseline=True,
+    ):
         if table:
-            table.start(f"{description}, label noise {noise.name}")
-        for result in iter_evaluate(
-            models,
-            stream,
-            noise,
-            every=every,
-            total=len(stream),
-            delay=args.delay,
-            metric=metric,
-            baseline=True,
-        ):
-            if table:
-                table.update(result)
-        if table:
-            table.finish(result)
-        if args.shards:
-            info.setdefault("mixing", {})[noise.name] = mixing_rounds(models)
-        results.append(result)
+            table.update(result)
+    if table:
+        table.finish(result)
+    if args.shards:
+        info["mixing"] = {noise.name: mixing_rounds(models) for noise, models in levels}
     if args.tune:
         info["data"] += f"; parameters tuned on the first {size:,}, scored on the rest"
-    return Evaluation.concat([*results, Evaluation([], info)])
+    return Evaluation(result.records, info, result.metric, result.bigger_is_better)
 
 
 def engine_line() -> str:
