@@ -91,8 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--every",
         type=at_least(1),
         metavar="K",
-        help="learning-curve resolution (default: a hundredth of the stream); a curve keeps "
-        f"at most {POINTS:,} points, coarsening (every other dropped) past them",
+        help="learning-curve resolution (default: a hundredth of the stream; every example on "
+        f"a followed topic); a curve keeps at most {POINTS:,} points, coarsening (every other "
+        "dropped) past them",
     )
     parser.add_argument(
         "--tune",
