@@ -12,7 +12,7 @@ from confluent_kafka import KafkaException
 from kafka.errors import KafkaError
 from river import base
 
-from river_cw import combine
+from river_cw import combine, state
 from streams.cli.security import (
     add_connection_arguments,
     add_state_key_arguments,
@@ -184,8 +184,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--init-model",
         metavar="PATH",
-        help="warm-start new partitions from this pickled model (e.g. from inspect --export) "
-        "instead of a fresh --model",
+        help="warm-start new partitions from this model instead of a fresh --model: a file of "
+        "river-cw's versioned state format (inspect --export writes one) or a pickle",
     )
     parser.add_argument(
         "--discard-state",
@@ -366,13 +366,14 @@ def _model(args: argparse.Namespace):
     if args.init_model:
         try:
             with open(args.init_model, "rb") as fh:
-                model = pickle.load(fh)
-        except (OSError, pickle.UnpicklingError, EOFError) as error:
+                data = fh.read()
+            model = state.loads(data) if data.startswith(state.MAGIC) else pickle.loads(data)
+        except (OSError, ValueError, pickle.UnpicklingError, EOFError) as error:
             raise ValueError(f"cannot read --init-model {args.init_model}: {error}") from None
         if not isinstance(model, base.Classifier):
             raise ValueError(f"--init-model {args.init_model} holds no river classifier")
         return model, args.model or "init-model " + " ".join(repr(model).split())
     if not args.model:
-        raise ValueError("give --model (a spec) or --init-model (a pickled model)")
+        raise ValueError("give --model (a spec) or --init-model (a saved model)")
     spec = args.model + (" --text" if args.text else "")
     return build_model(args.model, text=args.text), spec

@@ -55,6 +55,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from itertools import groupby
+
+from confluent_kafka import Message
 
 from streams.kafka.client import KafkaSettings
 from streams.kafka.config import ServeConfig
@@ -202,19 +205,17 @@ class ModelServer:
     def _runs(self, records: list):
         """The records in runs of one partition, each ending where a commit falls due (one
         record each when mixing: a publication may fall due after any of them)."""
-        i, count = 0, len(records)
-        while i < count:
-            p = records[i].partition()
-            limit = (
-                1
-                if self._clients.rounds
-                else max(1, self.config.checkpoint_every - self._since_commit)
-            )
-            j = i + 1
-            while j < count and j - i < limit and records[j].partition() == p:
-                j += 1
-            yield records[i:j]
-            i = j
+        for _, partition in groupby(records, Message.partition):
+            run = list(partition)
+            start = 0
+            while start < len(run):
+                limit = (
+                    1
+                    if self._clients.rounds
+                    else max(1, self.config.checkpoint_every - self._since_commit)
+                )
+                yield run[start : start + limit]
+                start += limit
 
     def _idle(self) -> bool:
         """No message for `idle_timeout` s (a member still joining its group gets a session

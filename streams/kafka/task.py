@@ -12,8 +12,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from confluent_kafka import Message
+
 from streams.kafka.config import Topics
-from streams.kafka.learner import PartitionLearner, PartitionState, Prediction
+from streams.kafka.learner import PartitionLearner, PartitionState
 from streams.kafka.metrics import Metrics
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
@@ -46,25 +48,32 @@ class PartitionTask:
 
     def handle(self, records: list) -> None:
         """Learn from records of the examples or labels topic, in order, and write their
-        outputs."""
-        offsets, learner, outputs = self.state.offsets, self.learner, self.outputs
-        examples, predictions = self.topics.examples, self.topics.predictions
+        outputs: each run of records of one topic in one call of the learner."""
         self.dirty = True
-        outputs.begin()
-        for record in records:
-            topic = record.topic()
-            if topic == examples:
-                events = learner.example(record.value())
-            else:
-                events = learner.label(record.value())
-            for event in events:
-                if type(event) is Prediction:
-                    outputs.send(predictions, event.value, event.key)
-                else:
-                    outputs.dead_letter(self.topics.dead_letters, record, event.reason)
-                    if self.metrics is not None:
-                        self.metrics.dead_letter(self.partition, event.kind)
-            offsets[topic] = record.offset() + 1
+        self.outputs.begin()
+        if not self.topics.labels:  # the examples topic alone
+            self._handle(self.topics.examples, records)
+            return
+        topics: list = list(map(Message.topic, records))
+        start = 0
+        for end in range(1, len(records) + 1):
+            if end == len(records) or topics[end] != topics[start]:
+                self._handle(topics[start], records[start:end])
+                start = end
+
+    def _handle(self, topic: str, records: list) -> None:
+        """Learn from records of `topic` and write their outputs."""
+        values = list(map(Message.value, records))
+        if topic == self.topics.examples:
+            predictions, dead = self.learner.examples(values)
+            self.outputs.send_many(self.topics.predictions, predictions)
+        else:
+            dead = self.learner.labels(values)
+        for i, letter in dead:
+            self.outputs.dead_letter(self.topics.dead_letters, records[i], letter.reason)
+            if self.metrics is not None:
+                self.metrics.dead_letter(self.partition, letter.kind)
+        self.state.offsets[topic] = records[-1].offset() + 1
 
     def commit(self, store: StateStore, group_metadata) -> None:
         """Commit the batch: state and outputs, with the consumed offsets inside the transaction
