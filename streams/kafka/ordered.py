@@ -1,25 +1,32 @@
 """The committed records of whole topics, in one deterministic order: what a replay reads.
 
 `ordered_records` reads every partition of some topics from the beginning through the committed
-path (`streams.kafka.committed`: records of aborted transactions never come out) and yields the
-records in the order of their keys (`order_key`): timestamp, then the sequence number of the
-`SEQUENCE_HEADER` header, then topic (in the order given), then partition, then offset. On a
-topic of one partition that is the log's order; across partitions and topics it is the order in
-which they were written, as their producer stamped them: `river-cw produce`
+path (`streams.kafka.committed.CommittedReader`, on the path `committed_reads` chooses once at
+the start: librdkafka's read_committed on a broker that lists aborted transactions, the
+client-side filter on the demo broker; records of aborted transactions never come out) and
+yields the records in the order of their keys (`order_key`): timestamp, then the sequence number
+of the `SEQUENCE_HEADER` header, then topic (in the order given), then partition, then offset.
+On a topic of one partition that is the log's order; across partitions and topics it is the
+order in which they were written, as their producer stamped them: `river-cw produce`
 (`streams.kafka.writer`) stamps its records with the clock's time and numbers them in the order
 it sends them, so they come back in that order, however many share a millisecond; records of
 other producers, without the header, stamped alike fall back on topic, partition and offset. A
 read is repeatable: it stops at the end each partition had when it started (`log_ends`), or at
 the ends it is given (those of a previous read, so that a second pass reads the same records).
+Both paths give the same records in the same order, but for transactions open at the start:
+librdkafka's read_committed ends a partition before the first of them (its last stable offset),
+the client-side filter at the log's end, records written outside transactions after them
+included.
 
 With `follow`, the records written after that end come next, as they arrive (sorted by key within
 each fetch), until `stopped()` says so or nothing has come for `idle_timeout` seconds.
 
 Memory is bounded: a fetch brings at most `FETCH_BYTES` (the demo broker fills Kafka's default
 of 50 MB, and a long topic then took 40 MB more than a short one), and a partition whose
-buffered records run more than `BUFFERED` ahead of the others is left out of the consumer's
-assignment until they catch up, then read on from where it was. (Not with kafka-python's `pause`: in 3.0.12 a partition resumed while another is paused can
-stay parked forever behind the fetcher's in-line records, and the read then stalls.)
+buffered records run more than `BUFFERED` ahead of the others is left out of the reader's
+assignment until they catch up, then read on from where it was (`CommittedReader.read_only`; not
+with kafka-python's `pause`: in 3.0.12 a partition resumed while another is paused can stay
+parked forever behind the fetcher's in-line records, and the read then stalls).
 """
 
 from __future__ import annotations
@@ -31,8 +38,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from kafka import TopicPartition
 
-from streams.kafka.client import BrokerUnavailable, KafkaSettings, topic_partitions
-from streams.kafka.committed import committed_consumer
+from streams.kafka.client import KafkaSettings, topic_partitions
+from streams.kafka.committed import CommittedReader
 
 __all__ = ["SEQUENCE_HEADER", "every_partition", "log_ends", "order_key", "ordered_records"]
 
@@ -42,7 +49,6 @@ records stamped in the same millisecond."""
 BUFFERED = 10_000  # records held per partition before it is left out
 FETCH_BYTES = 1 << 20  # a fetch's most bytes (Kafka's default, 50 MB, the demo broker fills)
 POLL_MS = 100
-WHOLE_FETCH = 1 << 30  # max_poll_records: no limit
 
 
 def order_key(record, topics: Sequence[str]) -> tuple[int, int, int, int, int]:
@@ -53,16 +59,16 @@ def order_key(record, topics: Sequence[str]) -> tuple[int, int, int, int, int]:
     Parameters
     ----------
     record
-        A record (kafka-python's `ConsumerRecord`).
+        A record (`streams.kafka.committed.Record`, or kafka-python's `ConsumerRecord`).
     topics
         The topics read, in the order that breaks ties.
 
     Examples
     --------
 
-    >>> from kafka.consumer.fetcher import ConsumerRecord
+    >>> from streams.kafka.committed import Record
     >>> headers = [(SEQUENCE_HEADER, b"17")]
-    >>> record = ConsumerRecord("sms", 2, -1, 41, 1700000000000, 0, b"7", b"{}", headers, None, 1, 2, -1)
+    >>> record = Record("sms", 2, 41, b"7", b"{}", headers, timestamp=1700000000000)
     >>> order_key(record, ["sms.labels", "sms"])
     (1700000000000, 17, 1, 2, 41)
     """
@@ -110,19 +116,17 @@ def every_partition(settings: KafkaSettings, topics: Sequence[str]) -> list[Topi
 
 
 def log_ends(settings: KafkaSettings, partitions: Sequence[TopicPartition]) -> dict:
-    """The offset after the last record of each partition, now (control markers included).
-
-    Kafka's ListOffsets answers that end; the demo broker's answers the base offset of the
-    log's last batch + 1, an understatement: the last batch is fetched from there, and the
-    consumer's position after it is the end (a poll returns whole fetches: `max_poll_records`
-    would otherwise cut the batch short).
+    """Where a committed read of each partition up to now stops: the offset after its last
+    record, control markers included; on the path of librdkafka's read_committed, before the
+    first transaction still open (`streams.kafka.committed.CommittedReader.ends`, which also
+    says how the demo broker's understated offsets are made exact).
 
     Parameters
     ----------
     settings
         The connection.
     partitions
-        The partitions (kafka-python `TopicPartition`s).
+        The partitions (kafka-python `TopicPartition`s, or ``(topic, partition)`` pairs).
 
     Examples
     --------
@@ -134,31 +138,12 @@ def log_ends(settings: KafkaSettings, partitions: Sequence[TopicPartition]) -> d
     # {TopicPartition(topic='sms', partition=0): 1423}
     ```
     """
-    consumer = committed_consumer(
-        **settings.kafka_python(
-            enable_auto_commit=False,
-            fetch_max_wait_ms=settings.fetch_max_wait_ms,
-            max_poll_records=WHOLE_FETCH,
-        )
-    )
+    reader = CommittedReader(settings, None, partitions, fetch_bytes=FETCH_BYTES)
     try:
-        consumer.assign(list(partitions))
-        listed = consumer.end_offsets(list(partitions))
-        waiting = {tp for tp in partitions if listed[tp] > 0}
-        for tp in waiting:
-            consumer.seek(tp, listed[tp] - 1)
-        deadline = time.monotonic() + settings.connect_timeout_ms / 1000
-        while waiting:
-            consumer.poll(timeout_ms=POLL_MS)
-            waiting = {tp for tp in waiting if consumer.position(tp) < listed[tp]}
-            if waiting and time.monotonic() > deadline:
-                raise BrokerUnavailable(
-                    f"cannot read the last records of {sorted(map(tuple, waiting))} within "
-                    f"{settings.connect_timeout_ms} ms"
-                )
-        return {tp: consumer.position(tp) if listed[tp] > 0 else 0 for tp in partitions}
+        ends = reader.ends(settings.connect_timeout_ms)
     finally:
-        consumer.close(autocommit=False)
+        reader.close()
+    return {tp: ends[tuple(tp)] for tp in partitions}
 
 
 def ordered_records(
@@ -170,14 +155,14 @@ def ordered_records(
     idle_timeout: float | None = None,
     stopped: Callable[[], bool] = lambda: False,
 ) -> Iterator:
-    """The committed records (kafka-python `ConsumerRecord`s) of every partition of `topics`,
+    """The committed records (`streams.kafka.committed.Record`s) of every partition of `topics`,
     in `order_key` order up to the ends the partitions had at the start (or `ends`); with
     `follow`, then the records written since, as they come. `TopicError` for a missing topic.
 
     Parameters
     ----------
     settings
-        The connection.
+        The connection; its `committed_reads` picks the path (see the module).
     topics
         The topics to read, every partition of each; on equal timestamps and sequence numbers,
         the earlier topic's record comes first.
@@ -204,39 +189,28 @@ def ordered_records(
     topics = list(topics)
     if ends is None:
         ends = log_ends(settings, every_partition(settings, topics))
-    tps = list(ends)
-    consumer = committed_consumer(
-        **settings.kafka_python(
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=settings.fetch_max_wait_ms,
-            fetch_max_bytes=FETCH_BYTES,
-        )
-    )
+    ends = {(tp[0], tp[1]): end for tp, end in ends.items()}
+    reader = CommittedReader(settings, None, ends, fetch_bytes=FETCH_BYTES)
     try:
-        yield from _history(consumer, topics, tps, ends, stopped)
+        yield from _history(reader, topics, ends, stopped)
         if follow:
-            consumer.assign(tps)
-            for tp in tps:  # a fetch may have gone past the end: read on from it
-                consumer.seek(tp, ends[tp])
-            yield from _live(consumer, topics, idle_timeout, stopped)
+            reader.read_only(ends)
+            for tp, end in ends.items():  # a fetch may have gone past the end: read on from it
+                reader.seek(tp, end)
+            yield from _live(reader, topics, idle_timeout, stopped)
     finally:
-        consumer.close(autocommit=False)
+        reader.close()
 
 
-def _history(consumer, topics, partitions, ends, stopped) -> Iterator:
+def _history(reader: CommittedReader, topics, ends, stopped) -> Iterator:
     """The records before `ends`, merged by key: the smallest head is taken while every
     partition still being read has one (its next record may come first otherwise). A partition
-    is assigned while it has `BUFFERED` records or fewer waiting and has not reached its end."""
-    buffers: dict = {tp: deque() for tp in partitions}
-    positions = consumer.beginning_offsets(list(partitions))  # where each reads on, unassigned
-    reading = {tp for tp in partitions if ends[tp] > 0}
-    assigned: set = set()
+    is read while it has `BUFFERED` records or fewer waiting and has not reached its end."""
+    buffers: dict = {tp: deque() for tp in ends}
+    reading = {tp for tp, end in ends.items() if end > 0}
     heads: list = []  # (key, tp) of each partition's first buffered record
     while not stopped():
-        for tp in assigned:
-            positions[tp] = consumer.position(tp)
-        reading = {tp for tp in reading if positions[tp] < ends[tp]}
+        reading = {tp for tp in reading if reader.position(tp) < ends[tp]}
         while heads and all(buffers[tp] for tp in reading):  # all, once none is read further
             _, tp = heapq.heappop(heads)
             yield buffers[tp].popleft()
@@ -244,24 +218,20 @@ def _history(consumer, topics, partitions, ends, stopped) -> Iterator:
                 heapq.heappush(heads, (order_key(buffers[tp][0], topics), tp))
         if not reading:
             return
-        wanted = {tp for tp in reading if len(buffers[tp]) <= BUFFERED}
-        if wanted != assigned:
-            consumer.assign(list(wanted))
-            for tp in wanted - assigned:
-                consumer.seek(tp, positions[tp])
-            assigned = wanted
-        for tp, records in consumer.poll(timeout_ms=POLL_MS).items():
-            kept = [r for r in records if r.offset < ends[tp]]
-            if kept and not buffers[tp]:
-                heapq.heappush(heads, (order_key(kept[0], topics), tp))
-            buffers[tp].extend(kept)
+        reader.read_only(tp for tp in reading if len(buffers[tp]) <= BUFFERED)
+        for record in reader.poll(POLL_MS):
+            tp = (record.topic, record.partition)
+            if record.offset < ends[tp]:
+                if not buffers[tp]:
+                    heapq.heappush(heads, (order_key(record, topics), tp))
+                buffers[tp].append(record)
 
 
-def _live(consumer, topics, idle_timeout, stopped) -> Iterator:
+def _live(reader: CommittedReader, topics, idle_timeout, stopped) -> Iterator:
     """The records written after the start, fetch by fetch, until stopped or idle."""
     last = time.monotonic()
     while not stopped():
-        fetched = [r for records in consumer.poll(timeout_ms=POLL_MS).values() for r in records]
+        fetched = reader.poll(POLL_MS)
         now = time.monotonic()
         if fetched:
             last = now

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import subprocess
 import sys
@@ -22,7 +23,8 @@ from streams.evaluate.noise import LabelNoise
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.examples import TopicExamples
 from streams.kafka.messages import encode_example
-from streams.kafka.ordered import BUFFERED, ordered_records
+from streams.kafka.ordered import BUFFERED, every_partition, log_ends, ordered_records
+from streams.kafka.outputs import Outputs
 from tests.kafka.kafka_support import REPO, produce
 
 MODELS = ["--model", "AROW()", "--model", "river.linear_model.PAClassifier()"]
@@ -148,23 +150,30 @@ def test_a_followed_labels_topic_scores_as_the_topic_read_to_its_end(topics, tmp
 
 
 @pytest.mark.kafka
-def test_a_topic_longer_than_the_read_buffers_comes_back_whole_and_in_order(topics, tmp_path):
+@pytest.mark.parametrize("path", ["client", "broker"])
+def test_a_topic_longer_than_the_read_buffers_comes_back_whole_and_in_order(topics, tmp_path, path):
     """Past `BUFFERED` records of a partition ahead of the others, the read leaves it and comes
-    back to it: every record comes once, in the order of the keys, the last ones too."""
+    back to it: every record comes once, in the order of the keys, the last ones too, on either
+    committed path."""
     make, servers = topics
     (topic,) = make("long", partitions=3)
     n = 3 * BUFFERED
-    path = tmp_path / "long.jsonl"
-    path.write_text("".join(f'{{"x": {{"a": {i % 7}}}, "label": {i % 2}}}\n' for i in range(n)))
-    assert river_cw("produce", path, "--topic", topic, "--bootstrap-servers", servers) == 0
-    records = ordered_records(KafkaSettings(servers), [topic])
+    path_ = tmp_path / "long.jsonl"
+    path_.write_text("".join(f'{{"x": {{"a": {i % 7}}}, "label": {i % 2}}}\n' for i in range(n)))
+    assert river_cw("produce", path_, "--topic", topic, "--bootstrap-servers", servers) == 0
+    records = ordered_records(KafkaSettings(servers, committed_reads=path), [topic])
     assert [json.loads(r.value)["id"] for r in records] == list(range(n))  # as produce sent them
 
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("path", ["client", "broker"])
+def test_every_read_stops_at_the_ends_the_first_found_and_a_follow_reads_on(topics, path):
     """What lets evaluate count a topic, then score it, holding none of it: every read stops
-    at the ends the first one found."""
+    at the ends the first one found; a followed read then gives what was written since."""
     make, servers = topics
     (topic,) = make("again", partitions=2)
-    rows = [(i, {"a": float(i % 3)}, i % 3 == 0) for i in range(60)]
+    settings = KafkaSettings(servers, committed_reads=path)
+    rows = [(i, {"a": float(i % 3)}, i % 3 == 0) for i in range(90)]
     send = lambda part: produce(  # noqa: E731
         servers,
         topic,
@@ -173,10 +182,60 @@ def test_a_topic_longer_than_the_read_buffers_comes_back_whole_and_in_order(topi
         [r[0] % 2 for r in part],
     )
     send(rows[:40])
-    reader = TopicExamples(KafkaSettings(servers), topic)
+    reader = TopicExamples(settings, topic)
     first = list(reader)
-    send(rows[40:])
+    send(rows[40:60])
     assert list(reader) == first and len(first) == 40
+    followed = ordered_records(settings, [topic], follow=True, idle_timeout=1)
+    history = [next(followed) for _ in range(60)]  # the ends are those of now
+    send(rows[60:])
+    ids = [json.loads(r.value)["id"] for r in history + list(followed)]
+    assert sorted(ids[:60]) == list(range(60)) and sorted(ids[60:]) == list(range(60, 90))
+
+
+@pytest.mark.kafka
+def test_both_committed_paths_read_the_same_records_in_the_same_order(topics, tmp_path):
+    """librdkafka's read_committed (the path for brokers that list aborted transactions) and
+    the client-side filter (the demo broker's) read the same records, in the same order, up to
+    the same ends, and evaluate scores them alike: where no transaction was aborted (the demo
+    broker lists none, so there read_committed would return an aborted one's records)."""
+    make, servers = topics
+    topic, labels = make("paths", "paths.labels")
+    settings = KafkaSettings(servers)
+    assert (
+        river_cw(
+            *("produce", "--topic", topic, "--labels-topic", labels),
+            *("--bootstrap-servers", servers, "--limit", 200, "--label-delay", 5),
+        )
+        == 0
+    )
+    owner = Outputs(settings, transactional_id=f"{topic}-0")
+    try:  # committed transactions of several records, each partition ending with a marker
+        for i in range(1000, 1012):
+            x = {"text": f"call {i} now for a prize"}
+            owner.send(topic, encode_example(i, x, ("ham", "spam")[i % 2]), str(i).encode(), i % 3)
+            if i % 4 == 3:
+                owner.commit({}, None)
+    finally:
+        owner.close()
+    plain = [json.dumps({"id": i, "label": "spam"}).encode() for i in range(1000, 1012)]
+    produce(servers, labels, plain, list(range(1000, 1012)), [i % 3 for i in range(12)])
+    read = {}
+    for path in ("client", "broker"):
+        chosen = dataclasses.replace(settings, committed_reads=path)
+        ends = log_ends(chosen, every_partition(chosen, [topic, labels]))
+        records = ordered_records(chosen, [topic, labels])
+        fields = [(r.topic, r.partition, r.offset, r.timestamp, r.headers) for r in records]
+        source = ["--topic", topic, "--labels-topic", labels, "--bootstrap-servers", servers]
+        run = evaluate(tmp_path, *source, *MODELS, "--committed-reads", path)
+        read[path] = ends, fields, run
+    assert read["broker"][:2] == read["client"][:2]
+    ends, fields, run = read["client"]
+    assert len(fields) == 2 * 200 + 2 * 12
+    # and the commit markers of the 3 transactions, one in each of their partitions
+    assert sum(ends.values()) == len(fields) + 3 * 3
+    assert_same_scores(read["broker"][2], run)
+    assert run["info"]["examples"] == 212 and run["info"]["unlabelled"] == 0
 
 
 @pytest.mark.kafka
