@@ -40,6 +40,7 @@ setup(
             "_csr.h",
             "_batch.h",
         ),
+        extension("_full", "_fsum.h", "_input.h", "_steps.h", "_token_counts.h"),
         extension(
             "_rda", "_inline.h", "_fsum.h", "_input.h", "_table.h", "_shell.h", "_token_counts.h"
         ),
@@ -53,6 +54,7 @@ setup(
             "_token_counts.h",
             "_steps.h",
             "_csr.h",
+            "_batch.h",
         ),
     ]
 )

@@ -53,11 +53,10 @@ from benchmarks.instructions import table as count_table
 from benchmarks.throughput import DATA, load
 
 REFERENCE = "river PAClassifier learn_one"
-# The diagonal covariance, whose compiled batch kernels (learn_rows, score_rows) this measures,
-# under the names of the tables in docs/guide/speed.md, measured with the diagonal defaults of
-# before; and the default model, the arrowhead covariance since issue 30, whose learn_many is
-# the learn_one loop (one call of the engine per row) and whose predictions run in its own
-# score_rows.
+# The diagonal covariance's batch kernels (learn_rows, score_rows: river_cw/_batch.h with
+# _diagonal.c's hooks), under the names of the tables in docs/guide/speed.md, measured with the
+# diagonal defaults of before issue 30; and the default model ("AROW default": the arrowhead
+# covariance, "drop", an intercept prior of 100), the same kernels with _arrowhead.c's hooks.
 DIAGONAL = {"covariance": "diagonal"}
 MODELS = {
     "AROW": lambda: river_cw.AROW(diagonal="project", **DIAGONAL),

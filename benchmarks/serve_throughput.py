@@ -8,9 +8,11 @@ server (Kafka in and out, JSON, predict + learn, a commit of outputs, state and 
 `--checkpoint-every` messages) next to the offline predict + learn loop over the same examples
 (`predict_proba_one`, `predict_one`, `learn_one`: what the server computes per example).
 
-A server's rate runs from the first message it handles to the return of `run` after its last
-commit (its idle wait taken off); its start-up (connecting, fencing the previous owners,
-restoring the partitions) is printed apart. The machine is shared and noisy: the contenders are
+A server's rate runs from the first message it handles to the end of its last commit: the time
+from its first record to its last (the commits between included), and the commits after its last
+record (the last one made once it has waited `IDLE` without a message; the wait itself, which
+ends at a poll's timeout, is not counted, nor is closing the clients). Its start-up (connecting,
+fencing the previous owners, restoring the partitions) is printed apart. The machine is shared and noisy: the contenders are
 interleaved over `--rounds` rounds and each one's best round is kept.
 
     python benchmarks/serve_throughput.py [--repeat 2] [--partitions 2] [--checkpoint-every 1000]
@@ -71,6 +73,36 @@ def offline(model, examples) -> float:
     return len(examples) / (time.perf_counter() - started)
 
 
+class Span:
+    """How long a `ModelServer` served (see the module docstring), measured around its `_runs`
+    (the records of a poll, run by run) and its `commit`."""
+
+    def __init__(self, server: ModelServer):
+        self.first: float | None = None  # when its first run of records came
+        self.last = 0.0  # when the loop asked for the run after its last one
+        self.late = 0.0  # seconds committing since then
+        runs, commit = server._runs, server.commit
+
+        def timed_runs(records):
+            for run in runs(records):
+                if self.first is None:
+                    self.first = time.monotonic()
+                yield run
+                self.last, self.late = time.monotonic(), 0.0
+
+        def timed_commit(partitions=None):
+            started = time.monotonic()
+            commit(partitions)
+            self.late += time.monotonic() - started
+
+        server._runs, server.commit = timed_runs, timed_commit
+
+    @property
+    def seconds(self) -> float:
+        assert self.first is not None, "the server handled no record"
+        return self.last - self.first + self.late
+
+
 def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int, examples) -> tuple:
     """Messages/s of a server on a topic holding `examples`, and its start-up in seconds."""
     server = ModelServer(
@@ -83,13 +115,13 @@ def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int, exam
         idle_timeout=IDLE,
         log_seconds=3600,
     )
+    span = Span(server)
     started = time.monotonic()
     states = server.run()
-    ended = time.monotonic() - IDLE
     learned = sum(s.learned for s in states.values())
     assert learned == len(examples), (guarantee, learned)
-    first = server.monitor.first_at
-    return len(examples) / (ended - first), first - started
+    assert span.first is not None
+    return len(examples) / span.seconds, span.first - started
 
 
 def produce(broker, topic: str, examples, start: int = 0) -> None:
@@ -135,21 +167,20 @@ def changelog_run(broker, topic, model, args, examples) -> dict:
             durations.append(time.perf_counter() - started)
 
         running.commit = timed
-        return running, durations
+        return running, durations, Span(running)
 
     produce(broker, topic, examples[:first])
-    warm, durations = server()
+    warm, durations, _ = server()
     warm.run()
     snapshot_seconds = max(durations)
     snapshot_bytes = max(w.since.snapshot_bytes for w in warm.store.written.values())
     produce(broker, topic, examples[first:], first)
-    served, _ = server()
+    served, _, span = server()
     states = served.run()
     assert sum(s.learned for s in states.values()) == len(examples)
-    ended = time.monotonic() - IDLE
     written = served.store.written.values()
     changes = sum(w.changes for w in written)
-    rate = (len(examples) - first) / (ended - served.monitor.first_at)
+    rate = (len(examples) - first) / span.seconds
     per_partition = sum(w.changes_bytes for w in written) / max(1, changes)
     # commits of every partition between two snapshots: the store's rules for this model
     every = min(

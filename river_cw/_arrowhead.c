@@ -16,14 +16,19 @@
  *
  * The engine joins the shell (_shell.h: the object's head, re-entry, layout, marks, changes, the
  * blocks' state, lifecycle, connect) with its payload and kernels. Its paths are the diagonal
- * engine's (see the glossary at the head of _shell.h): `learn`,
- * the general path, with the rule's step in Python and forgetting; `learn_native`, the lean
- * path, a binary model's learn_one with the rule's native step (_steps.h); `score_native`, a
- * binary model's predict_one and predict_proba_one in one call; `score_rows`, predict_many and
- * predict_proba_many in one call (as Diagonal.score_rows, _csr.h the parts both share). There are
- * no exact schemes and no learn_rows: learn_many runs the lean path row by row. Every
- * write of an entry is noted (table_note), so that a mark and `changed` cost what was written
- * since (_table.h's marks).
+ * engine's (see the glossary at the head of _shell.h): `learn`, the general path, with the
+ * rule's step in Python and forgetting; `learn_native`, the lean path, a binary model's
+ * learn_one with the rule's native step (_steps.h); `score_native`, a binary model's predict_one
+ * and predict_proba_one in one call; and the batch kernel of _batch.h, whose hooks it defines:
+ * `learn_rows`, learn_many in one call (its dict rows through learn_native's path, its CSR rows
+ * straight from the arrays: the lean CSR row, or the general row for the rest), and
+ * `score_rows`, predict_many and predict_proba_many in one call. Every pass is one pass's
+ * formulas over another source (pass_pair over a dict, pass_row over a resolved row, pass_csr
+ * over the CSR arrays; coord_learned, coord_new and pair_close their common part), every margin
+ * ends in margin_close and every update is update_with. The root is no feature: it is the
+ * intercept's column of a row (x_b), and the rows share its numbers. There are no exact schemes.
+ * Every write of an entry is noted (table_note), so that a mark and `changed` cost what was
+ * written since (_table.h's marks).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -83,7 +88,14 @@ typedef struct {
     rcw_step step;                                                                               \
     double params[RCW_MAX_PARAMS];                                                               \
     int drop;        /* the scheme: "drop" (1) or "project" (0) */                               \
-    double lean_x_b; /* 1.0 with an intercept, else 0.0 */
+    double lean_x_b; /* 1.0 with an intercept, else 0.0 */                                       \
+    /* the batch kernel's: learn_rows' CSR columns (_batch.h's batch cache), or NULL; the lean */ \
+    /* CSR row whose coordinates the scratch has not laid out (pass_csr, lay_out): its stored */  \
+    /* columns, values and their count (row_ind NULL: none) */                                   \
+    struct BatchCache *batch;                                                                    \
+    const Py_ssize_t *row_ind;                                                                   \
+    const double *row_data;                                                                      \
+    Py_ssize_t row_n;
 #define RCW_ENGINE_NAME "arrowhead"
 #define RCW_MODULE_NAME "river_cw._arrowhead"
 #define RCW_BAD_INPUT_VALUE_ERROR 1 /* river_cw.arrowhead names fsum's ValueError (inf - inf) */
@@ -97,24 +109,53 @@ typedef struct {
 
 typedef Engine Arrowhead; /* the shell's object with the arrowhead's payload */
 
+/* score_rows' sums of a CSR row (_batch.h's csr_row_score), pass_pair's terms: a_j x_j and
+ * k_j x_j of the learned features, c_j x_j^2 of every coordinate, the unseen values (touched
+ * apart); the root's terms join them at the end (row_score_sums) */
+typedef struct {
+    DdPair ak, c; /* c: its lane (ddlane_add) */
+    double unknown;
+} RowScore;
+
+/* the same sums by math.fsum's algorithm, where their bound does not certify them */
+typedef struct {
+    Msum a, k, c;
+} RowScoreExact;
+
+/* what a call's CSR rows share: the root's x_b (1.0 with the intercept, else 0.0) and (mu_b, S),
+ * its entry's (the prior's, (0, root_variance), where it is not stored) */
+typedef struct {
+    double x_b, mu_b, S;
+} RowScoreCall;
+
+#include "_batch.h"
+
+/* the batch kernel's hooks are defined below, with the predictions */
+
 /* river_cw.gaussian.forget: 1/s <- keep/s + rest */
 static inline double forget(double s, double keep, double rest) {
     return s / (keep + rest * s);
 }
 
-/* the coordinates from `first` on dropped (their keys released) */
-static void drop_coords(Arrowhead *self, Py_ssize_t first) {
+/* the keys of the coordinates from `first` on released */
+static RCW_NOINLINE void drop_keys(Arrowhead *self, Py_ssize_t first) {
     Py_ssize_t i;
     for (i = first; self->nkeyed > 0 && i < self->ncoords; i++)
         if (self->coords[i].key != NULL) {
             Py_CLEAR(self->coords[i].key);
             self->nkeyed--;
         }
+}
+
+/* the coordinates from `first` on dropped (their keys released) */
+static inline void drop_coords(Arrowhead *self, Py_ssize_t first) {
+    if (self->nkeyed > 0) drop_keys(self, first);
     self->ncoords = first;
 }
 
 /* the margin scratch emptied: no margin to update */
-static void release_margin(Arrowhead *self) {
+static inline void release_margin(Arrowhead *self) {
+    self->row_ind = NULL;
     drop_coords(self, 0);
     self->npairs = 0;
     token_drop(self);
@@ -138,8 +179,11 @@ static inline int coord_term(const Table *t, const Coord *c, int which, double *
     return 1;
 }
 
+static int lay_out(Arrowhead *self);
+
 /* The exactly rounded sum of the `which` terms of the coordinates of pairs[0 .. npairs-1], in
- * x's order, then of `more` terms `last`, where the double-double's bound does not certify it:
+ * x's order (laid out first where they are a lean CSR row's), then of `more` terms `last`,
+ * where the double-double's bound does not certify it:
  * a triple-length accumulator's sum where it certifies it (as it does for a sum exactly halfway
  * between two doubles, which a few terms often give: _fsum.h's Sum3), else math.fsum's
  * algorithm over the terms. 0, or -1 with fsum's error */
@@ -150,6 +194,7 @@ static int coords_fsum(Arrowhead *self, const Pair *pairs, int npairs, int which
     Py_ssize_t i;
     double term;
     int k;
+    if (self->row_ind != NULL && lay_out(self) < 0) return -1;
     sum3_init(&s3);
     for (k = 0; k < npairs; k++)
         for (i = pairs[k].first; i < pairs[k].end; i++)
@@ -179,24 +224,113 @@ static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which
     return coords_fsum(self, p, 1, which, &last, 1, out);
 }
 
-/* One pass over x (a dict, or in the lean mode a TokenCounts: _token_counts.h) for the pair p (its block and sign set): its coordinates appended to
- * the scratch, the terms c_j x_j^2 added to *c_acc, G and the score, the root's (mu_b, S) with S
- * forgotten where x holds the root (nothing is written). lean: x's values read as plain values
- * (_table.h; any other value, or the root among x's keys, is the general path's case) and the
- * root's value x_b as the caller set it in p; else x_b is the root's value in x, 0 without it.
- * PASS_OK; PASS_ERROR with the error (a bad x named; the coordinates dropped); PASS_GENERAL (lean
- * only): the general path's case, no error set. */
+/* The terms of a learned feature in a pass: entry e of the pair's table, the value xf and the
+ * conditional variance cj the margin reads (forgotten where the pass forgets); a_j x_j and
+ * k_j x_j added to *ak, c_j x_j^2 to the lane of *cs (ddlane_add). One home for every pass
+ * (pass_pair over a dict, the batch kernel's rows: pass_row, pass_csr, score_rows'
+ * row_score_add) */
+static RCW_ALWAYS_INLINE void learned_terms(const Entry *e, double xf, double cj, DdPair *ak,
+                                            DdPair *cs) {
+    ddpair_add(ak, e->a * xf, e->k * xf);
+    ddlane_add(cs, cj * (xf * xf));
+}
+
+/* the terms of a feature not learned yet (value xf): xf touched into *unknown (so that bad values
+ * surface), the prior's term c x^2 into *cs; 0 for a zero value (it teaches nothing: no term, no
+ * coordinate), else 1 */
+static RCW_ALWAYS_INLINE int new_terms(double prior, double xf, double *unknown, DdPair *cs) {
+    double x2 = xf * xf;
+    *unknown += xf;
+    if (x2 == 0.0) return 0;
+    ddlane_add(cs, prior * x2);
+    return 1;
+}
+
+/* learned_terms with its coordinate appended at c */
+static RCW_ALWAYS_INLINE void coord_learned(Coord *c, Py_ssize_t ix, const Entry *e, double xf,
+                                            double cj, DdPair *ak, DdPair *cs) {
+    learned_terms(e, xf, cj, ak, cs);
+    c->ix = ix;
+    c->c = cj;
+    c->key = NULL;
+    c->x = xf;
+}
+
+/* new_terms with, where they are not zero, its coordinate appended at c (a new reference to the
+ * key, with its hash h, and the prior's variance); how many (0 or 1) */
+static RCW_ALWAYS_INLINE int coord_new(Arrowhead *self, Coord *c, PyObject *key, Py_hash_t h,
+                                       double xf, double *unknown, DdPair *cs) {
+    if (!new_terms(self->prior, xf, unknown, cs)) return 0;
+    c->ix = -1;
+    c->c = self->prior;
+    c->key = Py_NewRef(key);
+    c->hash = h;
+    c->x = xf;
+    self->nkeyed++;
+    return 1;
+}
+
+/* The lean CSR row's coordinates (pass_csr's, pair 0) laid out in the scratch as pass_pair lays
+ * a dict's out, for the paths that read them (a sum math.fsum's algorithm sums again, a checked
+ * update); the row is then no longer pending. 0, or -1 (memory) */
+static RCW_NOINLINE int lay_out(Arrowhead *self) {
+    const BatchCache *cache = self->batch;
+    const Entry *entries = self->blocks.table[0].entries;
+    Py_ssize_t q, n = 0;
+    double unknown = 0.0;
+    DdPair ak, cs; /* the terms again, unused: pass_csr summed them */
+    if (rcw_grow((void **)&self->coords, &self->coords_cap, self->row_n, sizeof(Coord)) < 0)
+        return -1;
+    ddpair_init(&ak);
+    ddpair_init(&cs);
+    for (q = 0; q < self->row_n; q++) {
+        Py_ssize_t l = self->row_ind[q], ix = cache->slot[l];
+        double xf = self->row_data[q];
+        if (ix < 0)
+            n += coord_new(self, &self->coords[n], cache->key[l], cache->hash[l], xf, &unknown,
+                           &cs);
+        else
+            coord_learned(&self->coords[n++], ix, &entries[ix], xf, entries[ix].c, &ak, &cs);
+    }
+    self->ncoords = n;
+    self->row_ind = NULL;
+    return 0;
+}
+
+/* The end of a pass for the pair p, its coordinates [first, end) counted and its root's entry
+ * p->root (-1: not stored) set: the root's (mu_b, S), S forgotten where x holds the root, G and
+ * the score from the terms in *ak. 0, or -1 with fsum's error. */
+static RCW_ALWAYS_INLINE int pair_close(Arrowhead *self, Pair *p, const Table *t, const DdPair *ak,
+                                        double keep, double rest) {
+    DdSum a_acc, k_acc;
+    p->mu_b = p->root < 0 ? 0.0 : t->entries[p->root].a;
+    p->S = p->root < 0 ? self->root_variance : t->entries[p->root].k;
+    if (keep != 1.0 && p->x_b != 0.0)
+        p->S = forget(p->S, keep, rest * (self->prior / self->root_variance));
+    ddpair_split(ak, &a_acc, &k_acc);
+    if (pair_sum(self, p, &k_acc, TERM_K, p->x_b, &p->G) < 0 ||
+        pair_sum(self, p, &a_acc, TERM_A, p->G * p->mu_b, &p->score) < 0)
+        return -1;
+    return 0;
+}
+
+/* One pass over x (a dict, or in the lean mode a TokenCounts: _token_counts.h) for the pair p
+ * (its block and sign set): its coordinates appended to the scratch, the terms c_j x_j^2 added
+ * to *c_acc, G and the score, the root's (mu_b, S) with S forgotten where x holds the root
+ * (nothing is written). lean: x's values read as plain values (_table.h; any other value, or the
+ * root among x's keys, is the general path's case) and the root's value x_b as the caller set it
+ * in p; else x_b is the root's value in x, 0 without it. PASS_OK; PASS_ERROR with the error (a
+ * bad x named; the coordinates dropped); PASS_GENERAL (lean only): the general path's case, no
+ * error set. */
 static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep,
-                                        double rest, int lean,
-                     DdSum *c_acc) {
+                                       double rest, int lean, DdSum *c_acc) {
     Table *t = &self->blocks.table[p->block];
     PyObject *key, *value, *root = self->root;
-    Py_ssize_t pos = 0, ix, first = self->ncoords, n = first, nseen = 0, nnew = 0;
+    Py_ssize_t pos = 0, ix, first = self->ncoords, n = first, nseen = 0;
     Py_hash_t h;
-    double xf, unknown = 0.0, prior = self->prior;
-    DdPair ak;         /* the terms a_j x_j and k_j x_j */
-    DdSum cs = *c_acc; /* the terms c_j x_j^2, in a local (registers) until the end */
-    DdSum a_acc, k_acc;
+    double xf, unknown = 0.0;
+    DdPair ak; /* the terms a_j x_j and k_j x_j */
+    DdPair cs; /* the terms c_j x_j^2 (its lane), in a local (registers) until the end */
     Coord *coords;
     int forgetting = keep != 1.0;
     if (rcw_grow((void **)&self->coords, &self->coords_cap, first + rcw_x_size(x),
@@ -206,9 +340,9 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     p->first = first;
     if (!lean) p->x_b = 0.0;
     ddpair_init(&ak);
+    ddlane_of(&cs, c_acc);
     const rcw_next_item next = rcw_x_next(x);
     while (next(x, &pos, &key, &value)) {
-        Coord *c;
         if (key == root) {
             if (lean) goto general;
             if (value_of(value, &p->x_b) < 0) goto bad;
@@ -219,43 +353,21 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
         } else if (value_of(value, &xf) < 0)
             goto bad;
         if ((h = key_hash(key)) == -1 || (ix = table_find(t, key, h)) == -2) goto bad;
-        if (ix < 0) {
-            double x2 = xf * xf;
-            unknown += xf; /* touched so that bad values surface here too */
-            if (x2 == 0.0) continue; /* a zero feature value teaches nothing: store nothing */
-            ddsum_add(&cs, prior * x2);
-            c = &coords[n++];
-            c->ix = -1;
-            c->c = prior;
-            c->key = Py_NewRef(key);
-            c->hash = h;
-            self->nkeyed++;
-            nnew++;
-        } else {
+        if (ix < 0)
+            n += coord_new(self, &coords[n], key, h, xf, &unknown, &cs);
+        else {
             const Entry *e = &t->entries[ix];
-            double cj = forgetting && xf != 0.0 ? forget(e->c, keep, rest) : e->c;
-            ddpair_add(&ak, e->a * xf, e->k * xf);
-            ddsum_add(&cs, cj * (xf * xf));
-            c = &coords[n++];
-            c->ix = ix;
-            c->c = cj;
-            c->key = NULL;
+            coord_learned(&coords[n++], ix, e, xf,
+                          forgetting && xf != 0.0 ? forget(e->c, keep, rest) : e->c, &ak, &cs);
             nseen++;
         }
-        c->x = xf;
     }
-    *c_acc = cs;
+    *c_acc = ddlane_sum(&cs);
     self->ncoords = p->end = n;
     p->nseen = nseen;
-    p->nnew = nnew;
-    if ((p->root = table_find(t, root, self->root_hash)) == -2) goto bad;
-    p->mu_b = p->root < 0 ? 0.0 : t->entries[p->root].a;
-    p->S = p->root < 0 ? self->root_variance : t->entries[p->root].k;
-    if (forgetting && p->x_b != 0.0)
-        p->S = forget(p->S, keep, rest * (prior / self->root_variance));
-    ddpair_split(&ak, &a_acc, &k_acc);
-    if (pair_sum(self, p, &k_acc, TERM_K, p->x_b, &p->G) < 0 ||
-        pair_sum(self, p, &a_acc, TERM_A, p->G * p->mu_b, &p->score) < 0)
+    p->nnew = n - first - nseen;
+    if ((p->root = table_find(t, root, self->root_hash)) == -2 ||
+        pair_close(self, p, t, &ak, keep, rest) < 0)
         goto bad;
     if (!isfinite(p->score + unknown)) {
         if (lean) goto general;
@@ -305,23 +417,24 @@ static RCW_ALWAYS_INLINE int total(Arrowhead *self, const Pair *pairs, int npair
 /* ---------------------------------------------------------------------------------------- */
 /* the margin                                                                                 */
 
+/* the margin's coordinates (its terms c_j x_j^2): the pairs' from 0 on, laid out or pending */
+static inline Py_ssize_t margin_terms(const Arrowhead *self) {
+    return self->pairs[self->npairs - 1].end;
+}
+
 /* a pair's root term of the margin's variance, G^2 S */
 static inline double root_term(const Pair *p) { return p->G * p->G * p->S; }
 
-/* The margin of x along the pairs set in the scratch (self->npairs): every pair's pass, m = the
+/* The margin from the pairs' passes (every pair's coordinates and sums in the scratch): m = the
  * exactly rounded sum of sign * score, and v; with forgetting, the forgotten variances written
- * once x is valid. PASS_OK with the margin numbered; PASS_ERROR with the error, nothing changed;
- * PASS_GENERAL (lean): the general path's case. */
-static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep, double rest,
-                                        int lean, double *m) {
+ * (the rows were valid), the root's entry inserted where it is new (p->root then names it). One
+ * home for every margin (margin_of over a dict, the batch kernel's rows). PASS_OK with the margin
+ * numbered; PASS_ERROR with the error, nothing changed; PASS_GENERAL (lean): the general path's
+ * case; else (x, not lean) x is named. The scratch is released unless PASS_OK. */
+static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double keep, double rest,
+                                          int lean, double *m) {
     double roots[2];
     int k, r;
-    ddsum_init(&self->c_acc);
-    drop_coords(self, 0);
-    token_drop(self);
-    for (k = 0; k < self->npairs; k++)
-        if ((r = pass_pair(self, &self->pairs[k], x, keep, rest, lean, &self->c_acc)) != PASS_OK)
-            goto fail;
     /* m: math.fsum of at most two finite terms is their sum rounded once, from +0.0 (fsum's
      * exact zero is +0.0), and raises where that is beyond float64 */
     *m = 0.0;
@@ -334,8 +447,8 @@ static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep
         if (!lean) PyErr_SetString(PyExc_OverflowError, "intermediate overflow in fsum");
         goto fail;
     }
-    if (total(self, self->pairs, self->npairs, self->c_acc, self->ncoords, roots, self->npairs,
-              &self->v) < 0) {
+    if (total(self, self->pairs, self->npairs, self->c_acc, margin_terms(self), roots,
+              self->npairs, &self->v) < 0) {
         r = PASS_ERROR;
         goto fail;
     }
@@ -382,6 +495,23 @@ fail:
     return r;
 }
 
+/* The margin of x along the pairs set in the scratch (self->npairs): every pair's pass, then
+ * margin_close. PASS_OK with the margin numbered; PASS_ERROR with the error, nothing changed;
+ * PASS_GENERAL (lean): the general path's case. */
+static RCW_ALWAYS_INLINE int margin_of(Arrowhead *self, PyObject *x, double keep, double rest,
+                                       int lean, double *m) {
+    int k, r;
+    ddsum_init(&self->c_acc);
+    drop_coords(self, 0);
+    token_drop(self);
+    for (k = 0; k < self->npairs; k++)
+        if ((r = pass_pair(self, &self->pairs[k], x, keep, rest, lean, &self->c_acc)) != PASS_OK) {
+            release_margin(self);
+            return r;
+        }
+    return margin_close(self, x, keep, rest, lean, m);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* the update                                                                                 */
 
@@ -389,7 +519,7 @@ fail:
  * rho): every pair's c terms, then the other pair's root term; 0, or -1 (memory) */
 static int variance_but_root(Arrowhead *self, int k, double *out) {
     double other = self->npairs == 2 ? root_term(&self->pairs[1 - k]) : 0.0;
-    return total(self, self->pairs, self->npairs, self->c_acc, self->ncoords, &other,
+    return total(self, self->pairs, self->npairs, self->c_acc, margin_terms(self), &other,
                  self->npairs - 1, out);
 }
 
@@ -429,6 +559,35 @@ static RCW_ALWAYS_INLINE Entry *entry_of(Arrowhead *self, Table *t, Coord *c) {
     return e;
 }
 
+/* update_with's in-place steps of the pending lean CSR row (pass_csr; pair 0 in t, nothing
+ * forgotten), straight from the row: each column's entry stepped as entry_of and step_weight step
+ * a coordinate's, a new feature of non-zero value appended from (0, 0, prior) in the row's order
+ * (room reserved), its entry written to its column's slot */
+static RCW_ALWAYS_INLINE void row_step(Arrowhead *self, Table *t, const PairStep *s, int drop) {
+    BatchCache *cache = self->batch;
+    Py_ssize_t *slot = cache->slot, q, n = self->row_n;
+    const Py_ssize_t *ind = self->row_ind;
+    const double *data = self->row_data;
+    for (q = 0; q < n; q++) {
+        Py_ssize_t l = ind[q], ix = slot[l];
+        double xf = data[q], w[3];
+        Entry *e;
+        if (ix >= 0) {
+            e = &t->entries[ix];
+            table_note(t, ix);
+            step_weight(s, e->a, e->k, e->c, xf, drop, w);
+        } else if (xf * xf != 0.0) {
+            slot[l] = t->used;
+            e = table_push(t, cache->key[l], cache->hash[l]);
+            step_weight(s, 0.0, 0.0, self->prior, xf, drop, w);
+        } else
+            continue;
+        e->a = w[0];
+        e->k = w[1];
+        e->c = w[2];
+    }
+}
+
 /* The step (alpha, gamma) on the last margin (see the module docstring of river_cw.arrowhead):
  * per pair the root's new (mu_b, S) and every coordinate's new (a, k, c), written only if all are
  * finite. 1 applied, 0 refused (float64 cannot express it: nothing written), -1 an error (memory).
@@ -438,8 +597,13 @@ static RCW_ALWAYS_INLINE Entry *entry_of(Arrowhead *self, Table *t, Coord *c) {
  * sqrt(c_bound v) nor any k_j by more than |tilt| sqrt(c_bound v). While a_bound and k_bound
  * (bounds of every feature's |a_j| and |k_j|) stay far from float64's limit after such a move,
  * every new value is finite and each goes straight into its entry; otherwise every value is
- * computed first and written only if all are finite (the reference's order of work). */
-static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double gamma, int drop) {
+ * computed first and written only if all are finite (the reference's order of work).
+ *
+ * `row` (a constant where it is inlined): the margin may be a lean CSR row whose coordinates
+ * are pending (pass_csr); the in-place steps then read the row (row_step), the checked ones lay
+ * its coordinates out first. */
+static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double gamma, int drop,
+                                         int row) {
     double root[2][2], reach, moves_a = 0.0, moves_k = 0.0;
     PairStep steps[2];
     Py_ssize_t i;
@@ -467,6 +631,7 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
     in_place = gamma >= 0.0 && self->a_bound + moves_a * reach < SAFE_BOUND &&
                self->k_bound + moves_k * reach < SAFE_BOUND;
     if (!in_place) { /* every value computed first */
+        if (row && self->row_ind != NULL && lay_out(self) < 0) return -1;
         if (rcw_grow((void **)&self->scratch, &self->scratch_cap, self->ncoords,
                      3 * sizeof(double)) < 0)
             return -1;
@@ -484,17 +649,17 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
     }
     for (k = 0; k < self->npairs; k++) { /* room for the new features and a new root */
         const Pair *p = &self->pairs[k];
-        if (table_reserve(&self->blocks.table[p->block],
-                          p->nnew + (p->root < 0 && p->x_b != 0.0)) < 0)
-            return -1;
+        Py_ssize_t extra = p->nnew + (p->root < 0 && p->x_b != 0.0);
+        if (extra && table_reserve(&self->blocks.table[p->block], extra) < 0) return -1;
     }
     for (k = 0; k < self->npairs; k++) {
-        const Pair *p = &self->pairs[k];
+        Pair *p = &self->pairs[k];
         const PairStep s = steps[k];
         Table *t = &self->blocks.table[p->block];
         Coord *c = &self->coords[p->first], *end = &self->coords[p->end];
         Entry *e = p->root < 0 ? NULL : &t->entries[p->root];
         if (e == NULL && p->x_b != 0.0) { /* the root stored, before the new features */
+            p->root = t->used;
             e = table_push(t, self->root, self->root_hash);
             e->c = 0.0;
         } else if (e != NULL)
@@ -503,7 +668,9 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
             e->a = root[k][0];
             e->k = root[k][1];
         }
-        if (in_place)
+        if (row && self->row_ind != NULL) /* in place: the row's coordinates are pending */
+            row_step(self, t, &s, drop);
+        else if (in_place)
             for (; c < end; c++) {
                 double w[3];
                 e = entry_of(self, t, c);
@@ -532,9 +699,14 @@ static RCW_ALWAYS_INLINE int update_with(Arrowhead *self, double alpha, double g
     return 1;
 }
 
-/* update_with, compiled once per scheme */
+/* update_with, compiled once per scheme: on a margin laid out in the scratch (update), or one
+ * that may be a pending lean CSR row's (update_row) */
 static int update(Arrowhead *self, double alpha, double gamma, int drop) {
-    return drop ? update_with(self, alpha, gamma, 1) : update_with(self, alpha, gamma, 0);
+    return drop ? update_with(self, alpha, gamma, 1, 0) : update_with(self, alpha, gamma, 0, 0);
+}
+
+static int update_row(Arrowhead *self, double alpha, double gamma, int drop) {
+    return drop ? update_with(self, alpha, gamma, 1, 1) : update_with(self, alpha, gamma, 0, 1);
 }
 
 /* learn's pairs (rcw_pairs) into the scratch: how many, or -1 with an error */
@@ -553,6 +725,12 @@ static int set_pairs(Arrowhead *self, PyObject *pairs) {
 /* ---------------------------------------------------------------------------------------- */
 /* learn: the general path                                                                    */
 
+/* whether a scheme (not None) updates by "drop": any other than "project" (as the reference's
+ * update reads it) */
+static int scheme_drop(PyObject *scheme) {
+    return !(PyUnicode_Check(scheme) && PyUnicode_CompareWithASCIIString(scheme, "project") == 0);
+}
+
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2: the reference's learn
  * (river_cw.gaussian._learn): margin, the rule's step (Python, called with the engine free)
  * and update with `scheme`, "project" or "drop" (the arrowhead has no exact scheme: the
@@ -567,7 +745,7 @@ static PyObject *engine_learn(Arrowhead *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_ValueError, "the arrowhead engine's scheme is 'project' or 'drop'");
         return NULL;
     }
-    drop = !(PyUnicode_Check(args[3]) && PyUnicode_CompareWithASCIIString(args[3], "project") == 0);
+    drop = scheme_drop(args[3]);
     if (enter(self) < 0) return NULL;
     release_margin(self);
     if ((n = set_pairs(self, args[1])) < 0 || (x = as_dict(args[0])) == NULL) {
@@ -639,6 +817,39 @@ static int parse_lean(Arrowhead *self, PyObject *lean) {
     return 0;
 }
 
+/* The lean step on the last margin (a binary engine's, along pair 0): the native step `step`
+ * (params) and the update by its scheme (drop, or project), as learn_native takes them: one home
+ * for learn_native and the batch kernel's lean CSR rows (`row`: update_row). LEARN_NOTHING (learned, or nothing to
+ * learn), LEARN_SKIPPED (float64 cannot express the step), PASS_ERROR (memory) */
+static RCW_ALWAYS_INLINE int lean_apply(Arrowhead *self, rcw_step step, const double *params,
+                                        int drop, double m, double w, int row) {
+    double alpha, gamma;
+    int r;
+    if (!(self->v > 0.0)) return LEARN_NOTHING; /* no non-zero feature, or no variance left */
+    r = step(params, m, self->v, w, &alpha, &gamma);
+    if (r > 0) /* applied (1), refused (0) or an error (-1) */
+        r = (row ? update_row(self, alpha, gamma, drop) : update(self, alpha, gamma, drop)) - 1;
+    if (r < -1) return PASS_ERROR;
+    return r < 0 ? LEARN_SKIPPED : LEARN_NOTHING;
+}
+
+/* learn_native's core (entered, the lean spec parsed): x learned along pair 0 with the label's
+ * sign and the weight w > 0. LEARN_NOTHING, LEARN_SKIPPED, -1 (the general path's case: nothing
+ * changed, no error set) or -2 (an error raised); the batch kernel's dict rows (batch_lean_dict) */
+static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w) {
+    double m;
+    int outcome;
+    self->pairs[0].block = 0;
+    self->pairs[0].sign = sign;
+    self->pairs[0].x_b = self->lean_x_b;
+    self->npairs = 1;
+    outcome = margin_of(self, x, 1.0, 0.0, 1, &m);
+    if (outcome == PASS_OK)
+        outcome = lean_apply(self, self->step, self->params, self->drop, m, w, 0);
+    release_margin(self);
+    return outcome == PASS_ERROR ? -2 : outcome == PASS_GENERAL ? -1 : outcome;
+}
+
 /* learn_native(x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2 (skipped:
  * float64 cannot express the step) or -1 (the general path's case: nothing changed, no error
  * set): `learn` of a binary model (one block) for a known label y (block 1's sign is +1) and a
@@ -647,13 +858,13 @@ static int parse_lean(Arrowhead *self, PyObject *lean) {
  * appends it; the rule's step in C. -1 as well for any other model, label, weight or x. */
 static PyObject *engine_learn_native(Arrowhead *self, PyObject *const *args,
                                      Py_ssize_t nargs) {
-    double w, m, alpha, gamma;
-    int outcome, r;
+    double w, sign;
+    int outcome;
     if (nargs != 5 || !PyDict_Check(args[3])) {
         PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
         return NULL;
     }
-    if ((outcome = rcw_binary_case(args, self->blocks.n, &w, &self->pairs[0].sign)) <= 0)
+    if ((outcome = rcw_binary_case(args, self->blocks.n, &w, &sign)) <= 0)
         return outcome < 0 ? NULL : PyLong_FromLong(-1);
     if (args[4] != self->lean_spec && parse_lean(self, args[4]) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
@@ -661,26 +872,9 @@ static PyObject *engine_learn_native(Arrowhead *self, PyObject *const *args,
         return PyLong_FromLong(-1);
     }
     if (enter(self) < 0) return NULL;
-    self->pairs[0].block = 0;
-    self->pairs[0].x_b = self->lean_x_b;
-    self->npairs = 1;
-    outcome = margin_of(self, args[0], 1.0, 0.0, 1, &m);
-    if (outcome == PASS_OK) {
-        outcome = LEARN_NOTHING;
-        if (self->v > 0.0) { /* else no non-zero feature, or all their variance is spent */
-            r = self->step(self->params, m, self->v, w, &alpha, &gamma);
-            if (r > 0) /* applied (1), refused (0) or an error (-1) */
-                r = update(self, alpha, gamma, self->drop) - 1;
-            if (r < -1)
-                outcome = PASS_ERROR;
-            else if (r < 0)
-                outcome = LEARN_SKIPPED;
-        }
-    }
-    release_margin(self);
+    outcome = lean_learn(self, args[0], sign, w);
     leave(self);
-    if (outcome == PASS_ERROR) return NULL;
-    return PyLong_FromLong(outcome == PASS_GENERAL ? -1 : outcome);
+    return outcome == -2 ? NULL : PyLong_FromLong(outcome);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -740,18 +934,29 @@ static PyObject *engine_score_variances(Arrowhead *self, PyObject *x) {
     return per_block(self, x, 1);
 }
 
+/* score_native's core (entered; a binary engine, x readable): block_score's lean numbers with
+ * the intercept (None, or the root) as the root's x_b, 1 with *m and, v not NULL, *v; 0 where
+ * the general path must serve, -1 with an error. The margin scratch is left as it was. */
+static RCW_ALWAYS_INLINE int score_dict(Arrowhead *self, PyObject *x, PyObject *intercept,
+                                        double *m, double *v) {
+    Py_ssize_t mark = self->ncoords;
+    int r = block_score(self, 0, x, 1, intercept == Py_None ? 0.0 : 1.0, m, v);
+    drop_coords(self, mark);
+    return r == PASS_OK ? 1 : r == PASS_GENERAL ? 0 : -1;
+}
+
 /* score_native(x, intercept, variance) -> m, or (m, v) when `variance` is true: the score of a
  * binary model (one block) and its variance, the numbers scores() and score_variances() give
  * for x with the intercept (None, or the root) appended as GaussianClassifier._features appends
  * it: predict_one and predict_proba_one in one call. None, nothing raised, where the general path
  * (scores, score_variances) must serve: an engine of several blocks, x neither an exact dict
- * nor a TokenCounts (_token_counts.h), a value other than a float, an int within float64 or a bool, the root among x's keys, an error of
- * a key's hash or ==, a score beyond float64 (scores() raises what it raises). As
- * Diagonal.score_native; the margin scratch is left as it was. */
+ * nor a TokenCounts (_token_counts.h), a value other than a float, an int within float64 or a
+ * bool, the root among x's keys, an error of a key's hash or ==, a score beyond float64
+ * (scores() raises what it raises). As Diagonal.score_native; the margin scratch is left as it
+ * was. */
 static PyObject *engine_score_native(Arrowhead *self, PyObject *const *args,
                                      Py_ssize_t nargs) {
     double m, v;
-    Py_ssize_t mark;
     int r, variance;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "score_native(x, intercept, variance)");
@@ -764,87 +969,384 @@ static PyObject *engine_score_native(Arrowhead *self, PyObject *const *args,
     if ((variance = PyObject_IsTrue(args[2])) < 0) return NULL;
     if (!rcw_x_readable(args[0]) || self->blocks.n != 1) Py_RETURN_NONE;
     if (enter(self) < 0) return NULL;
-    mark = self->ncoords;
-    r = block_score(self, 0, args[0], 1, args[1] == Py_None ? 0.0 : 1.0, &m,
-                    variance ? &v : NULL);
-    drop_coords(self, mark);
+    r = score_dict(self, args[0], args[1], &m, variance ? &v : NULL);
     leave(self);
-    if (r != PASS_OK) return r == PASS_GENERAL ? Py_NewRef(Py_None) : NULL;
+    if (r <= 0) return r == 0 ? Py_NewRef(Py_None) : NULL;
     return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
 }
 
-/* Row i of the CSR batch c as the dict river_cw.batch.Rows.row(i) makes of it (a new reference),
- * for block_score to read: each stored column's name (features[j], or the int j) with its value
- * as a float, in the stored order. NULL with no error set where the general path must serve the
- * row (a column outside the matrix or stored twice in the row, a name whose hash or == raised);
- * NULL with an error that must propagate. seen[j]: the last row (+ 1) that held column j. */
-static PyObject *csr_row(const RcwCsr *c, Py_ssize_t i, Py_ssize_t *seen) {
-    /* sized for its entries at once: it never resizes as it fills (as _text.c's counts) */
-    PyObject *row = _PyDict_NewPresized(c->indptr[i + 1] - c->indptr[i]), *key, *value;
-    Py_ssize_t l;
-    int rc;
-    if (row == NULL) return NULL;
-    for (l = c->indptr[i]; l < c->indptr[i + 1]; l++) {
-        Py_ssize_t j = c->indices[l];
-        if (j < 0 || j >= c->ncols || seen[j] == i + 1) goto general;
-        seen[j] = i + 1;
-        key = c->features == Py_None ? PyLong_FromSsize_t(j)
-                                     : Py_NewRef(PyList_GET_ITEM(c->features, j));
-        value = PyFloat_FromDouble(c->data[l]);
-        rc = key == NULL || value == NULL ? -1 : PyDict_SetItem(row, key, value);
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-        if (rc < 0) {
-            if (rcw_error_recoverable())
-                PyErr_Clear(); /* the general path meets it again and raises it */
-            goto general;
-        }
+/* ---------------------------------------------------------------------------------------- */
+/* the batch kernel (_batch.h): the arrowhead's mathematics of a batch's rows                  */
+
+
+/* the root is no feature: a row naming it (but as the intercept) goes to learn_one */
+static inline int batch_refused_key(Arrowhead *self, PyObject *key) { return key == self->root; }
+
+static int batch_scheme(PyObject *scheme, int *kind, double *C) {
+    *kind = scheme_drop(scheme);
+    *C = 0.0;
+    return 0;
+}
+
+/* the lean CSR rows update by either scheme (update_with) */
+static int batch_lean_scheme(int kind) { return 1; }
+
+static inline int batch_lean_spec(Arrowhead *self, PyObject *lean) {
+    return lean == self->lean_spec ? 0 : parse_lean(self, lean);
+}
+
+/* the lean spec's step (the batch kernel asks it only of an exact rule's, which the arrowhead
+ * has none of: its native step, as learn_native takes it) */
+static int batch_lean_step(Arrowhead *self, double m, double v, double w, double *alpha,
+                           double *gamma, int *kind, double *C) {
+    int r = self->step(self->params, m, v, w, alpha, gamma);
+    if (r > 0) {
+        *kind = self->drop;
+        *C = 0.0;
     }
-    return row;
-general:
-    Py_DECREF(row);
+    return r;
+}
+
+/* an exact rule's terms: none, the arrowhead has no exact scheme (as learn refuses one) */
+static PyObject *batch_terms(Arrowhead *self) {
+    PyErr_SetString(PyExc_ValueError, "the arrowhead engine's scheme is 'project' or 'drop'");
     return NULL;
 }
 
-/* row i of a score_rows call (rcw_row_score): block_score's lean score, as score_native's, of the
- * dict row or of the CSR row's dict (csr_row); 0 where score_native gives None */
-static int row_score(void *engine, const RcwScoreRows *s, Py_ssize_t i, double *m, double *v) {
-    Arrowhead *self = engine;
-    Py_ssize_t mark = self->ncoords;
-    PyObject *row;
-    int r;
-    if (self->blocks.n != 1) return 0;
-    row = s->is_csr ? csr_row(&s->csr, i, s->seen) : Py_NewRef(PyList_GET_ITEM(s->rows, i));
-    if (row == NULL) return PyErr_Occurred() ? -1 : 0;
-    r = !rcw_x_readable(row) ? PASS_GENERAL
-                             : block_score(self, 0, row, 1, s->intercept == Py_None ? 0.0 : 1.0,
-                                           m, s->erfc != NULL ? v : NULL);
-    drop_coords(self, mark);
-    Py_DECREF(row);
-    return r == PASS_OK ? 1 : r == PASS_GENERAL ? 0 : -1;
+static inline int batch_lean_dict(Arrowhead *self, PyObject *x, double sign, double w) {
+    return lean_learn(self, x, sign, w);
 }
 
-/* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
- * m that score_native(row, intercept, ...) gives, or with proba = (first, second, temperature,
- * erfc) the probabilities of its two labels made of m and its variance (rcw_binary_proba); None
- * where score_native gives None (the general path serves the row and raises there what
- * predict_one raises), and for every row of an engine of several blocks. rows: a list of dicts,
- * or CSR arrays (data, indices, indptr, features, ncols), each row read as the dict
- * Rows.row(i) (csr_row), a ValueError when two of their columns are named alike
- * (Rows.check_names; _csr.h). Diagonal.score_rows' contract (_batch.h): both serve
- * GaussianClassifier._native_scores. Every score is block_score's, lean, as score_native's. */
-static PyObject *engine_score_rows(Arrowhead *self, PyObject *args) {
-    RcwScoreRows s;
-    PyObject *out = NULL;
-    if (rcw_score_rows_open(args, &s) < 0) return NULL;
-    if (s.intercept != Py_None && s.intercept != self->root)
-        PyErr_SetString(PyExc_ValueError, "score_rows' intercept is None or the root");
-    else if (enter(self) == 0) {
-        out = rcw_score_rows_list(&s, row_score, self);
-        leave(self);
+static inline int batch_score_dict(Arrowhead *self, PyObject *x, PyObject *intercept, double *m,
+                                   double *v) {
+    if (!rcw_x_readable(x) || self->blocks.n != 1) return 0;
+    return score_dict(self, x, intercept, m, v);
+}
+
+/* the column of a resolved row named by the root (the intercept's), or -1 */
+static Py_ssize_t row_root_column(const Arrowhead *self, const BatchRow *r) {
+    Py_ssize_t j;
+    for (j = r->n - 1; j >= 0; j--) /* the intercept comes last */
+        if (r->keys[r->col[j]] == self->root) return r->col[j];
+    return -1;
+}
+
+/* pass_pair's pass over a resolved row r for the pair p (its block and sign set): the column the
+ * root names (the intercept's) gives x_b and the root's entry, every other column a coordinate,
+ * learned (forgotten with keep and rest) or new. PASS_OK; PASS_GENERAL (learn_one judges the
+ * row: a sum math.fsum raises on, a score beyond float64; no error set, the coordinates
+ * dropped); PASS_ERROR with the error. */
+static int pass_row(Arrowhead *self, Pair *p, const BatchRow *r, double keep, double rest,
+                    DdSum *c_acc) {
+    Table *t = &self->blocks.table[p->block];
+    const Py_ssize_t *slot = ROW_SLOTS(r, p->block);
+    Py_ssize_t j, first = self->ncoords, n = first, nseen = 0;
+    double unknown = 0.0;
+    DdPair ak, cs;
+    int forgetting = keep != 1.0, rooted = 0;
+    if (rcw_grow((void **)&self->coords, &self->coords_cap, first + r->n, sizeof(Coord)) < 0)
+        return PASS_ERROR;
+    p->first = first;
+    p->x_b = 0.0;
+    ddpair_init(&ak);
+    ddlane_of(&cs, c_acc);
+    for (j = 0; j < r->n; j++) {
+        Py_ssize_t l = r->col[j], ix = slot[l];
+        double xf = r->x[j];
+        if (r->keys[l] == self->root) {
+            p->x_b = xf;
+            p->root = ix;
+            rooted = 1;
+        } else if (ix < 0)
+            n += coord_new(self, &self->coords[n], r->keys[l], r->hashes[l], xf, &unknown, &cs);
+        else {
+            const Entry *e = &t->entries[ix];
+            coord_learned(&self->coords[n++], ix, e, xf,
+                          forgetting && xf != 0.0 ? forget(e->c, keep, rest) : e->c, &ak, &cs);
+            nseen++;
+        }
     }
-    rcw_score_rows_close(&s);
-    return out;
+    *c_acc = ddlane_sum(&cs);
+    self->ncoords = p->end = n;
+    p->nseen = nseen;
+    p->nnew = n - first - nseen;
+    if ((!rooted && (p->root = table_find(t, self->root, self->root_hash)) == -2) ||
+        pair_close(self, p, t, &ak, keep, rest) < 0) {
+        drop_coords(self, first);
+        if (!rcw_error_recoverable()) return PASS_ERROR;
+        PyErr_Clear(); /* learn_one meets it again and raises it */
+        return PASS_GENERAL;
+    }
+    if (!isfinite(p->score + unknown)) {
+        drop_coords(self, first);
+        return PASS_GENERAL;
+    }
+    return PASS_OK;
+}
+
+/* a resolved row's score in block b, as scores() computes it (pass_row); -1 where the row is
+ * bad, the error cleared (learn_one's row) or pending */
+static int batch_row_score(Arrowhead *self, Py_ssize_t b, const BatchRow *r, double *score) {
+    Pair p = {.block = b, .sign = 1.0};
+    Py_ssize_t mark = self->ncoords;
+    DdSum c_acc;
+    int outcome;
+    ddsum_init(&c_acc);
+    outcome = pass_row(self, &p, r, 1.0, 0.0, &c_acc);
+    drop_coords(self, mark);
+    *score = p.score;
+    return outcome == PASS_OK ? 0 : -1;
+}
+
+/* margin_of on a resolved row along the pairs bp (pass_row, then margin_close), the margin
+ * scratch as `learn` leaves it for update; a root stored anew by forgetting written to the row's
+ * slot. -1 (nothing changed) where learn_one judges the row, -2 with an error */
+static int batch_margin(Arrowhead *self, BatchRow *r, BatchPairs *bp, double keep, double rest,
+                        double *m, double *v) {
+    Py_ssize_t root;
+    int k, outcome = PASS_OK;
+    release_margin(self);
+    ddsum_init(&self->c_acc);
+    self->npairs = bp->n;
+    for (k = 0; k < bp->n && outcome == PASS_OK; k++) {
+        self->pairs[k].block = bp->block[k];
+        self->pairs[k].sign = bp->sign[k];
+        outcome = pass_row(self, &self->pairs[k], r, keep, rest, &self->c_acc);
+    }
+    if (outcome == PASS_OK)
+        outcome = margin_close(self, NULL, keep, rest, 1, m);
+    else
+        release_margin(self);
+    if (outcome != PASS_OK) return outcome == PASS_GENERAL ? -1 : -2;
+    if (keep != 1.0 && (root = row_root_column(self, r)) >= 0)
+        for (k = 0; k < bp->n; k++) ROW_SLOTS(r, bp->block[k])[root] = self->pairs[k].root;
+    for (k = 0; k < bp->n; k++) bp->n_new[k] = self->pairs[k].nnew;
+    *v = self->v;
+    return 0;
+}
+
+/* update on the margin batch_margin left (the loop checked that the rule's step left it), then
+ * the entries the update appended written to the row's slots, per pair in its order: the root's
+ * where it was new, then the new features' in the row's order */
+static int batch_update(Arrowhead *self, BatchRow *r, const BatchPairs *bp, double alpha,
+                        double gamma, double v, int kind, double C, PyObject *scheme) {
+    Py_ssize_t used[2], root, j;
+    int k, applied;
+    for (k = 0; k < self->npairs; k++) used[k] = self->blocks.table[self->pairs[k].block].used;
+    applied = update(self, alpha, gamma, kind);
+    root = applied > 0 ? row_root_column(self, r) : -1;
+    for (k = 0; applied > 0 && k < self->npairs; k++) {
+        Py_ssize_t *slot = ROW_SLOTS(r, self->pairs[k].block), next = used[k];
+        if (root >= 0 && self->pairs[k].root >= next) slot[root] = next++;
+        for (j = 0; j < r->n; j++)
+            if (slot[r->col[j]] < 0 && r->x[j] * r->x[j] != 0.0 && r->col[j] != root)
+                slot[r->col[j]] = next++;
+    }
+    release_margin(self);
+    return applied;
+}
+
+enum { PASS_COLUMN = -3 };
+
+/* pass_pair's pass over the lean CSR row i for pair 0 (its sign set) of a binary engine, nothing
+ * forgotten, straight from the arrays and the batch cache's columns, the intercept (where
+ * `intercept`) as the root with x_b = 1.0: the terms (learned_terms, new_terms) into the pair's
+ * sums and self->c_acc, G and the score; the coordinates counted, not laid out (the row pending:
+ * lay_out lays them out for a path that reads them). PASS_OK; PASS_GENERAL (the general row's:
+ * a sum math.fsum raises on, a score beyond float64, an intercept other than the root; no error
+ * set); PASS_ERROR with the error; PASS_COLUMN (a lazy call: a column out of range, not resolved
+ * in the epoch or stored twice; the columns are checked as they are read). The scratch is
+ * released unless PASS_OK. */
+static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColumns *c,
+                                      Py_ssize_t i, int intercept) {
+    Table *t = &self->blocks.table[0];
+    BatchCache *cache = c->cache;
+    const Py_ssize_t a = c->csr.indptr[i], n = c->csr.indptr[i + 1] - a, *slot = cache->slot;
+    const Py_ssize_t *ind = c->csr.indices + a;
+    const double *data = c->csr.data + a, prior = self->prior;
+    const Entry *entries = t->entries;
+    Py_ssize_t q, nseen = 0, nnew = 0;
+    double unknown = 0.0;
+    DdPair ak, cs;
+    if (intercept && cache->key[cache->ncols] != self->root) return PASS_GENERAL;
+    if (c->lazy) { /* the row's columns checked as columns_resolve checks them, first */
+        BatchMark *marks = cache->mark;
+        const size_t ncols = (size_t)cache->ncols;
+        const int64_t epoch = cache->calls, row = ++cache->rows;
+        for (q = 0; q < n; q++)
+            if (mark_take(marks, ind[q], ncols, epoch, row) <= 0) return PASS_COLUMN;
+    }
+    ddpair_init(&ak);
+    ddpair_init(&cs);
+    for (q = 0; q < n; q++) {
+        Py_ssize_t ix = slot[ind[q]];
+        if (ix < 0)
+            nnew += new_terms(prior, data[q], &unknown, &cs);
+        else {
+            learned_terms(&entries[ix], data[q], entries[ix].c, &ak, &cs);
+            nseen++;
+        }
+    }
+    self->c_acc = ddlane_sum(&cs);
+    self->row_ind = ind; /* pending */
+    self->row_data = data;
+    self->row_n = n;
+    p->first = 0;
+    p->end = nseen + nnew;
+    p->nseen = nseen;
+    p->nnew = nnew;
+    p->x_b = intercept ? 1.0 : 0.0;
+    p->root = intercept ? slot[cache->ncols] : table_find(t, self->root, self->root_hash);
+    if (p->root == -2 || pair_close(self, p, t, &ak, 1.0, 0.0) < 0) {
+        release_margin(self);
+        if (!rcw_error_recoverable()) return PASS_ERROR;
+        PyErr_Clear(); /* learn_one meets it again and raises it */
+        return PASS_GENERAL;
+    }
+    if (!isfinite(p->score + unknown)) {
+        release_margin(self);
+        return PASS_GENERAL;
+    }
+    return PASS_OK;
+}
+
+/* The lean CSR row: row i (plain, or checked as it is read when the call is lazy) of a binary
+ * model learned by the native step s with the scheme `kind` (drop) and nothing forgotten,
+ * straight from the arrays: learn_native's margin (pass_csr, margin_close), step and update
+ * (lean_apply, update_row), the entries the update appended written to their columns' slots
+ * (the root's where it was new, then the new features' in the row's order). 0: learned,
+ * nothing to learn, or skipped (counted in *skipped); 1: the general row's, nothing changed; 2
+ * (lazy): a column out of range, not resolved in the epoch or stored twice, nothing changed; -1
+ * on an error. */
+static int batch_lean_row(Arrowhead *self, const BatchColumns *c, Py_ssize_t i, int intercept,
+                          double sign, double w, const BatchStep *s, int kind,
+                          Py_ssize_t *skipped) {
+    Table *t = &self->blocks.table[0];
+    Py_ssize_t used = t->used, *slot = c->cache->slot, next, q;
+    double m;
+    int outcome, pending;
+    release_margin(self);
+    self->npairs = 1;
+    self->pairs[0].block = 0;
+    self->pairs[0].sign = sign;
+    if ((outcome = pass_csr(self, &self->pairs[0], c, i, intercept)) == PASS_OK &&
+        (outcome = margin_close(self, NULL, 1.0, 0.0, 1, &m)) == PASS_OK)
+        outcome = lean_apply(self, s->native, s->params, kind, m, w, 1);
+    pending = self->row_ind != NULL;
+    release_margin(self);
+    switch (outcome) {
+    case PASS_COLUMN: return 2;
+    case PASS_GENERAL: return 1;
+    case PASS_ERROR: return -1;
+    }
+    *skipped += outcome == LEARN_SKIPPED;
+    if ((next = used) < t->used) { /* appended: the root where it was new, the new features */
+        if (intercept && slot[c->cache->ncols] < 0) slot[c->cache->ncols] = next++;
+        for (q = c->csr.indptr[i]; !pending && q < c->csr.indptr[i + 1]; q++)
+            if (slot[c->csr.indices[q]] < 0 && c->csr.data[q] * c->csr.data[q] != 0.0)
+                slot[c->csr.indices[q]] = next++; /* laid out: update_with appended them */
+    }
+    return 0;
+}
+
+/* the root's numbers, which every CSR row of a score_rows call shares (the rows of dicts are
+ * block_score's, which finds them itself); the intercept is the root's x_b, no term */
+static int row_score_open(Arrowhead *self, PyObject *intercept, int csr, Py_ssize_t *term,
+                          RowScoreCall *call) {
+    Table *t = &self->blocks.table[0];
+    Py_ssize_t root = -1;
+    if (intercept != Py_None && intercept != self->root) {
+        PyErr_SetString(PyExc_ValueError, "score_rows' intercept is None or the root");
+        return -1;
+    }
+    *term = -3;
+    if (csr && (root = table_find(t, self->root, self->root_hash)) == -2) return -1;
+    call->x_b = intercept == Py_None ? 0.0 : 1.0;
+    call->mu_b = root < 0 ? 0.0 : t->entries[root].a;
+    call->S = root < 0 ? self->root_variance : t->entries[root].k;
+    return 0;
+}
+
+static RCW_ALWAYS_INLINE void row_score_init(RowScore *s) {
+    ddpair_init(&s->ak);
+    ddpair_init(&s->c);
+    s->unknown = 0.0;
+}
+
+/* a stored entry's terms, as pass_pair adds them (coord_learned, coord_new) */
+static RCW_ALWAYS_INLINE void row_score_add(Arrowhead *self, const Table *t, Py_ssize_t ix,
+                                            double xf, RowScore *s) {
+    if (ix >= 0)
+        learned_terms(&t->entries[ix], xf, t->entries[ix].c, &s->ak, &s->c);
+    else
+        new_terms(self->prior, xf, &s->unknown, &s->c);
+}
+
+/* G, the score and the variance with the root's terms last, as pair_close and block_score sum
+ * them: 1 where the bound certifies each */
+static RCW_ALWAYS_INLINE int row_score_sums(const RowScoreCall *call, RowScore *s, Py_ssize_t n,
+                                            double *m, double *v) {
+    DdSum a_acc, k_acc, c_acc = ddlane_sum(&s->c);
+    double G;
+    ddpair_split(&s->ak, &a_acc, &k_acc);
+    ddsum_add(&k_acc, call->x_b);
+    if (!ddsum_certified(&k_acc, n + 1, &G)) return 0;
+    ddsum_add(&a_acc, G * call->mu_b);
+    if (!ddsum_certified(&a_acc, n + 1, m)) return 0;
+    ddsum_add(&c_acc, G * G * call->S);
+    return ddsum_certified(&c_acc, n + 1, v);
+}
+
+static RCW_ALWAYS_INLINE int row_score_finite(const RowScore *s, double m) {
+    return isfinite(m + s->unknown) ? 1 : 0;
+}
+
+static void row_exact_init(RowScoreExact *s) {
+    msum_init(&s->a);
+    msum_init(&s->k);
+    msum_init(&s->c);
+}
+
+static void row_exact_free(RowScoreExact *s) {
+    msum_free(&s->a);
+    msum_free(&s->k);
+    msum_free(&s->c);
+}
+
+static int row_exact_add(Arrowhead *self, const Table *t, Py_ssize_t ix, double xf,
+                         RowScoreExact *s) {
+    double x2 = xf * xf;
+    if (ix >= 0) {
+        const Entry *e = &t->entries[ix];
+        if (msum_add(&s->a, e->a * xf) < 0 || msum_add(&s->k, e->k * xf) < 0 ||
+            msum_add(&s->c, e->c * x2) < 0)
+            goto fail;
+    } else if (x2 != 0.0 && msum_add(&s->c, self->prior * x2) < 0)
+        goto fail;
+    return 0;
+fail:
+    row_exact_free(s);
+    return -1;
+}
+
+/* G, the score (an error of either: the general path's, 0) and the variance (inf beyond
+ * float64), by math.fsum's algorithm; as pair_close and block_score sum them */
+static int row_exact_result(const RowScoreCall *call, RowScoreExact *s, double *m, double *v) {
+    double G;
+    if (msum_add(&s->k, call->x_b) < 0 || msum_result(&s->k, &G) < 0 ||
+        msum_add(&s->a, G * call->mu_b) < 0 || msum_result(&s->a, m) < 0) {
+        row_exact_free(s);
+        if (!rcw_error_recoverable()) return -1;
+        PyErr_Clear(); /* scores() raises, naming the feature */
+        return 0;
+    }
+    if (msum_add(&s->c, G * G * call->S) < 0 || msum_result(&s->c, v) < 0) {
+        msum_free(&s->c);
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear(); /* beyond float64: inf, as score_variances */
+        *v = INFINITY;
+    }
+    return 1;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -893,7 +1395,10 @@ static int payload_traverse(Arrowhead *self, visitproc visit, void *arg) {
 }
 
 /* the root stays until dealloc: every method reads it */
-static void payload_clear(Arrowhead *self) { Py_CLEAR(self->lean_spec); }
+static void payload_clear(Arrowhead *self) {
+    batch_cache_free(self);
+    Py_CLEAR(self->lean_spec);
+}
 
 static void payload_free(Arrowhead *self) {
     Py_CLEAR(self->root);
@@ -968,7 +1473,7 @@ static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     return (PyObject *)self;
 }
 
-static PyMethodDef engine_methods[] = {RCW_SHELL_METHODS{NULL}};
+static PyMethodDef engine_methods[] = {RCW_BATCH_METHODS RCW_SHELL_METHODS{NULL}};
 
 static PyGetSetDef engine_getset[] = {
     {"root", (getter)arrowhead_get_root, NULL, "The root's feature name (the intercept).", NULL},

@@ -24,10 +24,14 @@
  *
  * Included by an engine after the shell (_shell.h, RCW_SHELL_WEIGHTS: the payload holds the
  * features' `prior`) with a `struct BatchCache *batch` in its payload (the batch cache: NULL
- * until learn_rows reads CSR rows, freed by batch_cache_free from its payload_clear), the
- * score_rows accumulators RowScore and RowScoreExact defined before, and the hooks declared below
- * defined after; its method table lists RCW_BATCH_METHODS. Today the diagonal's (_diagonal.c);
- * the arrowhead's batch path would define the same hooks. */
+ * until learn_rows reads CSR rows, freed by batch_cache_free from its payload_clear), score_rows'
+ * accumulators RowScore and RowScoreExact and its context RowScoreCall defined before, and the
+ * hooks declared below defined after; its method table lists RCW_BATCH_METHODS. The diagonal's
+ * (_diagonal.c) and the arrowhead's (_arrowhead.c): where the arrowhead's root (the intercept,
+ * whose covariance with every weight it keeps) is no feature like the others, its hooks say so
+ * (batch_refused_key: no row may name the root but as the intercept; row_score_open: score_rows'
+ * rows share the root's numbers; the margin and update hooks read the intercept's column as the
+ * root's). */
 #include <float.h>
 
 #include "_csr.h"
@@ -135,6 +139,10 @@ enum { BATCH_NONE = 0, BATCH_UPDATE = 1, BATCH_SKIP = -1, BATCH_ERROR = -2 };
 /* ---------------------------------------------------------------------------------------- */
 /* the payload's hooks: the engine defines them after including this header                   */
 
+/* whether a feature `key` (a CSR column's name, a dict row's key) is the engine's own, which no
+ * row may name but as the intercept (the arrowhead's root, whatever the intercept): a row holding
+ * it goes to learn_one (score_rows: to the general path) */
+static int batch_refused_key(Engine *self, PyObject *key);
 /* a scheme's kind and its C for batch_update ("project", "drop", or the engine's others); 0, or
  * -1 with an error */
 static int batch_scheme(PyObject *scheme, int *kind, double *C);
@@ -168,33 +176,41 @@ static int batch_lean_row(Engine *self, const BatchColumns *c, Py_ssize_t i, int
  * or pending */
 static int batch_row_score(Engine *self, Py_ssize_t b, const BatchRow *r, double *score);
 /* the margin of a resolved row along p, as the engine's margin computes it (the learned
- * variances forgotten with keep and rest, written once the row is valid), into *m and *v, and
+ * variances forgotten with keep and rest, written once the row is valid, a root stored anew
+ * written to the row's slot; the margin named by a new token, token_take), into *m and *v, and
  * p->n_new; -1 (nothing changed) when the row is bad: learn_one judges it; -2 with an error to
  * propagate as it is (see rcw_error_recoverable) */
 static int batch_margin(Engine *self, BatchRow *r, BatchPairs *p, double keep, double rest,
                         double *m, double *v);
 /* the step (alpha, gamma) of a scheme of kind, C (or `scheme` itself) applied to the row's
- * margin, as update() applies it (entered); new features appended in the row's order, their
- * entries written to the row's slots. 1 applied, 0 refused (float64 cannot express it), -1 an
+ * margin, as update() applies it (entered); new features (and a root stored anew) appended in
+ * the row's order, their entries written to the row's slots. 1 applied, 0 refused (float64 cannot express it), -1 an
  * error */
 static int batch_update(Engine *self, BatchRow *r, const BatchPairs *p, double alpha,
                         double gamma, double v, int kind, double C, PyObject *scheme);
-/* score_native's numbers for the dict row x (1 with *m and *v, 0 for the general path's case,
- * -1 with an error that must propagate; entered) */
+/* score_native's numbers for the dict row x (1 with *m and, v not NULL, *v; 0 for the general
+ * path's case, -1 with an error that must propagate; entered) */
 static int batch_score_dict(Engine *self, PyObject *x, PyObject *intercept, double *m, double *v);
+/* score_rows' context of a binary engine's call (entered; `csr`: the rows are CSR arrays): into
+ * *term the entry of the term the intercept adds last to each CSR row (-1 unseen), or -3 for
+ * none; into *call what every row's sums share. 0, or -1 with an error */
+static int row_score_open(Engine *self, PyObject *intercept, int csr, Py_ssize_t *term,
+                          RowScoreCall *call);
 /* a CSR row's sums for score_rows: each stored entry's terms added (its entry ix, -1 unseen, and
- * value xf), the intercept's last; 1 with *m and *v where their bound certifies them, else 0 and
- * they are summed again by math.fsum's algorithm (row_exact_add: 0, or -1 with an error and the
- * sums freed; row_exact_result: 1 with *m and *v, 0 for the general path's case, cleared, -1 with
- * an error); row_score_finite: whether the score is one scores() gives */
+ * value xf), the intercept's term last (row_score_open's); 1 with *m and *v where their bound
+ * certifies them, else 0 and they are summed again by math.fsum's algorithm (row_exact_add: 0,
+ * or -1 with an error and the sums freed; row_exact_result: 1 with *m and *v, 0 for the general
+ * path's case, cleared, -1 with an error); row_score_finite: whether the score is one scores()
+ * gives */
 static void row_score_init(RowScore *s);
 static void row_score_add(Engine *self, const Table *t, Py_ssize_t ix, double xf, RowScore *s);
-static int row_score_sums(RowScore *s, Py_ssize_t n, double *m, double *v);
+static int row_score_sums(const RowScoreCall *call, RowScore *s, Py_ssize_t n, double *m,
+                          double *v);
 static int row_score_finite(const RowScore *s, double m);
 static void row_exact_init(RowScoreExact *s);
 static int row_exact_add(Engine *self, const Table *t, Py_ssize_t ix, double xf,
                          RowScoreExact *s);
-static int row_exact_result(RowScoreExact *s, double *m, double *v);
+static int row_exact_result(const RowScoreCall *call, RowScoreExact *s, double *m, double *v);
 
 static PyObject *engine_learn_rows(Engine *self, PyObject *args);
 
@@ -407,6 +423,12 @@ static int vocabulary_intact(PyObject *features, Py_ssize_t ncols) {
     return -1;
 }
 
+/* whether a row's feature named `key` is learn_one's: the intercept's key itself, or the engine's
+ * own (batch_refused_key) */
+static inline int batch_named_apart(Engine *self, PyObject *key, PyObject *intercept) {
+    return (key == intercept && intercept != Py_None) || batch_refused_key(self, key);
+}
+
 /* column j (ncols: the intercept) resolved for this epoch: its key, whether it is bad, its
  * entry in every block; `absent` counts per block the columns not learned yet. 0, -1 on an
  * error, 1: the call must start a new epoch (column_named) */
@@ -433,7 +455,7 @@ static int column_resolve(Engine *self, BatchCache *c, Py_ssize_t j, PyObject *f
             PyErr_Clear(); /* learn_one names it */
         }
     }
-    if (c->hash[j] == -1 || (j != c->ncols && intercept != Py_None && key == intercept)) {
+    if (c->hash[j] == -1 || (j != c->ncols && batch_named_apart(self, key, intercept))) {
         c->mark[j].call = -c->calls;
         return 0;
     }
@@ -748,7 +770,7 @@ static int dict_row(Engine *self, BatchRow *r, PyObject *x, PyObject *intercept,
     r->n = n;
     while (PyDict_Next(x, &pos, &key, &value)) {
         Py_hash_t h;
-        if ((key == intercept && intercept != Py_None) || plain_value(value, &r->x[j])) return 1;
+        if (batch_named_apart(self, key, intercept) || plain_value(value, &r->x[j])) return 1;
         if ((h = key_hash(key)) == -1) goto leave;
         r->key[j] = key;
         r->hash[j] = h;
@@ -920,6 +942,7 @@ static int batch_general_row(Engine *self, const BatchCall *call, BatchColumns *
     PyObject *scheme = NULL;
     double keep = 1.0, rest = 0.0, m, v, alpha, gamma, C;
     BatchPairs pairs;
+    uint64_t token;
     int outcome, kind;
     outcome = call->csr ? columns_row(self, c, r, i, call->intercept)
                         : dict_row(self, r, PyList_GET_ITEM(call->rows, i), call->intercept,
@@ -947,20 +970,24 @@ static int batch_general_row(Engine *self, const BatchCall *call, BatchColumns *
     }
     if ((outcome = batch_margin(self, r, &pairs, keep, rest, &m, &v)) < 0)
         return outcome == -2 ? ROW_FAIL : ROW_STOP; /* -2: an error to propagate as it is */
+    *generation = self->generation; /* a margin that forgets writes the variances it relaxed */
+    token = self->token.last;
     if (v <= 0.0) /* no non-zero feature, or all their variance is spent */
         return ROW_NEXT;
     leave(self); /* the step is Python's: it may call the engine */
     outcome = batch_step(self, &call->step, m, v, w, &alpha, &gamma, &scheme, &kind, &C);
     if (outcome == BATCH_ERROR) return ROW_FAIL;
-    if (outcome != BATCH_UPDATE) {
-        *skipped += outcome == BATCH_SKIP;
-        return enter(self) < 0 ? ROW_FAIL : ROW_NEXT;
-    }
-    if (enter(self) < 0 || self->generation != *generation) {
-        Py_DECREF(scheme);
+    /* the step must leave the engine and its margin as they were, whether it steps or not (as
+     * learn_one's update checks its margin's token) */
+    if (enter(self) < 0 || self->generation != *generation || !token_holds(self, token)) {
+        Py_XDECREF(scheme);
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError, "the engine changed during a step");
         return ROW_FAIL;
+    }
+    if (outcome != BATCH_UPDATE) {
+        *skipped += outcome == BATCH_SKIP;
+        return ROW_NEXT;
     }
     outcome = batch_update(self, r, &pairs, alpha, gamma, v, kind, C, scheme);
     Py_DECREF(scheme);
@@ -1097,17 +1124,18 @@ static PyObject *engine_learn_rows(Engine *self, PyObject *args) {
 
 /* A CSR row's score and variance (batch_score_dict's numbers for the dict Rows.row(i) makes of
  * it): 1 with *m and *v, 0 for the general path's case (a column outside the matrix, named by the
- * intercept's key itself, as batch_score_dict declines it, or by a key that cannot be looked up;
- * a column stored twice; a sum beyond float64), -1 with an error that must propagate. The
- * payload sums each stored entry's terms (row_score_add: its entry ix, -1 unseen, and its value),
- * the intercept last; where their bound does not certify the sums, by math.fsum's algorithm
- * (row_exact_add). `intercept`: the intercept's entry (-1 unseen, -3 none). slot[j]: 0 column j
- * not resolved yet, -1 not to be read here, else its entry + 2 (1: unseen); seen[j]: the last row
- * (+ 1) that held column j. */
+ * intercept's key itself or by a key the engine refuses, as batch_score_dict declines it, or by a
+ * key that cannot be looked up; a column stored twice; a sum beyond float64), -1 with an error
+ * that must propagate. The payload sums each stored entry's terms (row_score_add: its entry ix,
+ * -1 unseen, and its value), the intercept's term last (`intercept`: its entry, -1 unseen, -3
+ * none), and the sums with what the call's rows share (`call`); where their bound does not
+ * certify them, by math.fsum's algorithm (row_exact_add). slot[j]: 0 column j not resolved yet,
+ * -1 not to be read here, else its entry + 2 (1: unseen); seen[j]: the last row (+ 1) that held
+ * column j. */
 static RCW_ALWAYS_INLINE int csr_row_score(Engine *self, Table *t, const RcwCsr *c,
                                            Py_ssize_t i, Py_ssize_t *slot, Py_ssize_t *seen,
                                            PyObject *intercept_key, Py_ssize_t intercept,
-                                           double *m, double *v) {
+                                           const RowScoreCall *call, double *m, double *v) {
     /* the arrays in locals: the writes to slot and seen cannot change them */
     const Py_ssize_t *indices = c->indices, ncols = c->ncols;
     const double *data = c->data;
@@ -1127,8 +1155,8 @@ static RCW_ALWAYS_INLINE int csr_row_score(Engine *self, Table *t, const RcwCsr 
                                     : Py_NewRef(PyList_GET_ITEM(c->features, j));
                 Py_hash_t h;
                 if (key == NULL) return -1;
-                if (key == intercept_key) /* as batch_score_dict: the general path's */
-                    ix = -2;
+                if (key == intercept_key || batch_refused_key(self, key))
+                    ix = -2; /* as batch_score_dict: the general path's */
                 else if ((ix = (h = key_hash(key)) == -1 ? -2 : table_find(t, key, h)) == -2 &&
                          !rcw_error_recoverable()) {
                     Py_DECREF(key);
@@ -1149,7 +1177,7 @@ static RCW_ALWAYS_INLINE int csr_row_score(Engine *self, Table *t, const RcwCsr 
         row_score_add(self, t, ix, xf, &acc);
         n++;
     }
-    if (!row_score_sums(&acc, n, m, v)) {
+    if (!row_score_sums(call, &acc, n, m, v)) {
         RowScoreExact exact;
         int r;
         row_exact_init(&exact);
@@ -1159,16 +1187,17 @@ static RCW_ALWAYS_INLINE int csr_row_score(Engine *self, Table *t, const RcwCsr 
             xf = l < b ? data[l] : 1.0;
             if (row_exact_add(self, t, ix, xf, &exact) < 0) return -1;
         }
-        if ((r = row_exact_result(&exact, m, v)) <= 0) return r;
+        if ((r = row_exact_result(call, &exact, m, v)) <= 0) return r;
     }
     return row_score_finite(&acc, *m);
 }
 
 /* a score_rows call's rows: batch_score_dict's dicts, csr_row_score's CSR rows (their columns'
- * entries in `slot`, the intercept's in `intercept`) */
+ * entries in `slot`, the intercept's term's in `intercept`, row_score_open's context in `call`) */
 typedef struct {
     Engine *self;
     Py_ssize_t *slot, intercept;
+    RowScoreCall call;
 } BatchScoreRows;
 
 /* row i of a score_rows call (rcw_row_score) */
@@ -1179,8 +1208,9 @@ static RCW_ALWAYS_INLINE int batch_row_scored(void *engine, const RcwScoreRows *
     if (d->self->blocks.n != 1) return 0;
     if (s->is_csr)
         return csr_row_score(d->self, t, &s->csr, i, d->slot, s->seen, s->intercept, d->intercept,
-                             m, v);
-    return batch_score_dict(d->self, PyList_GET_ITEM(s->rows, i), s->intercept, m, v);
+                             &d->call, m, v);
+    return batch_score_dict(d->self, PyList_GET_ITEM(s->rows, i), s->intercept, m,
+                            s->erfc != NULL ? v : NULL);
 }
 
 /* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
@@ -1201,13 +1231,10 @@ static PyObject *engine_score_rows(Engine *self, PyObject *args) {
         goto done;
     }
     if (enter(self) < 0) goto done;
-    if (s.is_csr && self->blocks.n == 1 && s.intercept != Py_None) {
-        Py_hash_t h = PyObject_Hash(s.intercept);
-        if (h == -1 ||
-            (d.intercept = table_find(&self->blocks.table[0], s.intercept, h)) == -2) {
-            leave(self);
-            goto done;
-        }
+    if (self->blocks.n == 1 &&
+        row_score_open(self, s.intercept, s.is_csr, &d.intercept, &d.call) < 0) {
+        leave(self);
+        goto done;
     }
     out = rcw_score_rows_list(&s, batch_row_scored, &d);
     leave(self);

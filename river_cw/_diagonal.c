@@ -1133,6 +1133,10 @@ typedef struct {
     Fsum m, v;
 } RowScoreExact;
 
+typedef struct {
+    char none; /* the diagonal's rows share nothing but the intercept's term */
+} RowScoreCall;
+
 #include "_batch.h"
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1169,9 +1173,13 @@ static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, doub
     return lean_learn(self, x, sign, w);
 }
 
+/* every key is a feature like the others */
+static inline int batch_refused_key(Diagonal *self, PyObject *key) { return 0; }
+
 static inline int batch_score_dict(Diagonal *self, PyObject *x, PyObject *intercept, double *m,
                                    double *v) {
-    return score_binary(self, x, intercept, m, v);
+    double variance;
+    return score_binary(self, x, intercept, m, v != NULL ? v : &variance);
 }
 
 /* mu_b . x of a row (the terms kept when `kept`, else only accumulated): 0, 1 when the sum
@@ -1291,6 +1299,7 @@ static int batch_margin(Diagonal *self, BatchRow *r, BatchPairs *p, double keep,
                     table_note(t, slot[col[j]]);
                 }
         }
+    token_take(self);
     return 0;
 fail:
     self->margin.nu = 0;
@@ -1491,6 +1500,18 @@ static int batch_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i, i
     return 0;
 }
 
+/* the intercept's term: its entry in block 0, looked up once a call (CSR rows) */
+static int row_score_open(Diagonal *self, PyObject *intercept, int csr, Py_ssize_t *term,
+                          RowScoreCall *call) {
+    Py_hash_t h;
+    *term = -3;
+    if (!csr || intercept == Py_None) return 0;
+    if ((h = PyObject_Hash(intercept)) == -1 ||
+        (*term = table_find(&self->blocks.table[0], intercept, h)) == -2)
+        return -1;
+    return 0;
+}
+
 static RCW_ALWAYS_INLINE void row_score_init(RowScore *s) {
     ddpair_init(&s->pair);
     s->unseen = 0.0;
@@ -1501,7 +1522,8 @@ static RCW_ALWAYS_INLINE void row_score_add(Diagonal *self, const Table *t, Py_s
     add_score_pair(self, t, ix, xf, &s->pair, &s->unseen);
 }
 
-static RCW_ALWAYS_INLINE int row_score_sums(RowScore *s, Py_ssize_t n, double *m, double *v) {
+static RCW_ALWAYS_INLINE int row_score_sums(const RowScoreCall *call, RowScore *s, Py_ssize_t n,
+                                            double *m, double *v) {
     DdSum m_acc, v_acc;
     ddpair_split(&s->pair, &m_acc, &v_acc);
     return ddsum_certified(&m_acc, n, m) && ddsum_certified(&v_acc, n, v);
@@ -1527,7 +1549,7 @@ static int row_exact_add(Diagonal *self, const Table *t, Py_ssize_t ix, double x
     return 0;
 }
 
-static int row_exact_result(RowScoreExact *s, double *m, double *v) {
+static int row_exact_result(const RowScoreCall *call, RowScoreExact *s, double *m, double *v) {
     if (fsum_result(&s->m, m) < 0) {
         fsum_free(&s->v);
         if (!rcw_error_recoverable()) return -1;

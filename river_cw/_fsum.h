@@ -232,6 +232,13 @@ static inline void ddpair_split(const DdPair *s, DdSum *a, DdSum *b) {
     b->lo = s->lo[1];
     b->size = s->size[1];
 }
+
+/* two accumulators side by side, from apart */
+static inline void ddpair_join(DdPair *s, const DdSum *a, const DdSum *b) {
+    s->hi = (rcw_v2d){a->hi, b->hi};
+    s->lo = (rcw_v2d){a->lo, b->lo};
+    s->size = (rcw_v2d){a->size, b->size};
+}
 #else
 typedef struct {
     DdSum a, b;
@@ -251,7 +258,30 @@ static inline void ddpair_split(const DdPair *s, DdSum *a, DdSum *b) {
     *a = s->a;
     *b = s->b;
 }
+
+static inline void ddpair_join(DdPair *s, const DdSum *a, const DdSum *b) {
+    s->a = *a;
+    s->b = *b;
+}
 #endif
+
+/* One accumulator in a pair's first lane, its second lane zero: ddsum_add's operations, bit for
+ * bit, as one pair's (under SSE2 a lone sum beside a pair costs more as scalar operations, which
+ * GCC packs and unpacks, than as the vector ones); ddlane_of starts it from a DdSum, ddlane_sum
+ * gives it back */
+static inline void ddlane_add(DdPair *s, double x) { ddpair_add(s, x, 0.0); }
+
+static inline void ddlane_of(DdPair *s, const DdSum *a) {
+    DdSum zero;
+    ddsum_init(&zero);
+    ddpair_join(s, a, &zero);
+}
+
+static inline DdSum ddlane_sum(const DdPair *s) {
+    DdSum a, zero;
+    ddpair_split(s, &a, &zero);
+    return a;
+}
 
 #define FSUM_INLINE 64
 

@@ -88,6 +88,15 @@ class LinearClassifier(BatchClassifier, abc.ABC):
         for name, value in self._PICKLE_DEFAULTS.items():
             self.__dict__.setdefault(name, value)
 
+    def __reduce_ex__(self, protocol):
+        return reduce_by_state(self, protocol)
+
+    def __copy__(self):
+        return copied(self, None)
+
+    def __deepcopy__(self, memo: dict):
+        return copied(self, memo)
+
     @property
     def _multiclass(self):
         return True
@@ -296,6 +305,31 @@ class LinearClassifier(BatchClassifier, abc.ABC):
         elif len(self.classes_) > 3:
             self._add_block()
         return self._class_index[y]
+
+
+def reduce_by_state(model, protocol):
+    """A model's pickle through the versioned state format (`river_cw.state`), which names no
+    module but `river_cw.state`: a pickle written by this version loads in later ones. A model
+    the format does not describe (a subclass, a feature name of another type) is pickled as any
+    object."""
+    from . import state  # it imports the models
+
+    try:
+        return state.loads, (state.dumps(model),)
+    except TypeError:
+        return object.__reduce_ex__(model, protocol)
+
+
+def copied(model, memo: dict | None):
+    """A copy of `model` as `copy.copy` (`memo` None) or `copy.deepcopy` make one of any object
+    (its `__getstate__`, copied deeply with `memo`, to its `__setstate__`): without the trip
+    through bytes its pickle takes."""
+    clone = object.__new__(type(model))
+    if memo is not None:
+        memo[id(model)] = clone
+    state = model.__getstate__()
+    clone.__setstate__(state if memo is None else copy.deepcopy(state, memo))
+    return clone
 
 
 def without_intercept(blocks: list[dict]) -> list[dict]:

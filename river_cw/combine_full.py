@@ -24,7 +24,7 @@ import copy
 
 import numpy as np
 
-from .full import FullGaussian
+from .full import FullGaussian, PythonFullGaussian
 
 __all__ = ["mix"]
 
@@ -32,7 +32,7 @@ __all__ = ["mix"]
 BISECTIONS = 60  # halvings of the base's discount
 
 
-def mix(gaussians: list, method: str, base, forgets: bool = False) -> FullGaussian:
+def mix(gaussians: list, method: str, base, forgets: bool = False) -> PythonFullGaussian:
     """The members' `gaussians` mixed by `method` (``"kl"`` or ``"l2"``), from `base` (a full
     Gaussian they all started from) or, with None, as models of disjoint shards (`forgets`:
     whether the models forget, which the rules here need not know)."""
@@ -114,7 +114,7 @@ def _discounted(precisions: list, means: list, precision0, mean0):
     return at(low)
 
 
-def _same(gaussian: FullGaussian, other: FullGaussian) -> bool:
+def _same(gaussian: PythonFullGaussian, other: PythonFullGaussian) -> bool:
     """Whether two full Gaussians hold the same weights and numbers, to the bit."""
     return (
         gaussian.index == other.index
@@ -124,7 +124,7 @@ def _same(gaussian: FullGaussian, other: FullGaussian) -> bool:
     )
 
 
-def _factor(gaussian: FullGaussian, index: dict, prior: float) -> np.ndarray:
+def _factor(gaussian: PythonFullGaussian, index: dict, prior: float) -> np.ndarray:
     """F with ``F' F`` the precision of `gaussian` on the merged `index`, the weights it never
     learned at the prior: its Cholesky factor's columns moved to their rows of `index`."""
     rows = [index[key] for key in gaussian.index]

@@ -24,16 +24,18 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from . import combine_arrowhead, combine_diagonal, combine_full
 from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
 from .base import INTERCEPT
 from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
-from .full import FullGaussian
+from .full import FullGaussian, PythonFullGaussian
 
 __all__ = ["COMPILED", "COVARIANCES", "Covariance", "Gaussian", "of", "with_marks"]
 
 # N(mu, Sigma) as a model holds it (the compiled engines have their Python ones' interface)
-Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | FullGaussian
+Gaussian = PythonDiagonalGaussian | PythonArrowheadGaussian | PythonFullGaussian
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,12 @@ class Covariance:
         `river_cw.changes` returns); None where weights cannot be held apart (all are kept).
     batch_kernel
         Whether its compiled engine learns mini-batches in one call (``learn_rows``).
+    parts
+        ``parts(gaussian)``: what the versioned state format (`river_cw.state`) writes of an
+        engine, by name: numbers and keys, numpy arrays, and ``blocks`` (per block,
+        ``{key: list of floats}``, in order); read, not copied.
+    assemble
+        ``assemble(parts)``: an engine of `serving` holding `parts` (the inverse of `parts`).
 
     Examples
     --------
@@ -96,6 +104,8 @@ class Covariance:
     keeps_marks: bool
     only: Callable | None
     batch_kernel: bool
+    parts: Callable[[Any], dict]
+    assemble: Callable[[dict], Gaussian]
 
     @property
     def engines(self) -> tuple[type[Gaussian], ...]:
@@ -130,16 +140,26 @@ class Covariance:
         return gaussian if self.batch_kernel and isinstance(gaussian, COMPILED) else None
 
 
-def _diagonal_only(gaussian, blocks: list[dict]):
-    kept = DiagonalGaussian(gaussian.initial_variance)
+def _diagonal(initial_variance: float, blocks: list[dict]):
+    kept = DiagonalGaussian(initial_variance)
     kept.blocks = blocks
     kept.reset_bound()
     return kept
 
 
-def _arrowhead_only(gaussian, blocks: list[dict]):
-    kept = ArrowheadGaussian(gaussian.initial_variance, gaussian.root, gaussian.root_variance)
+def _arrowhead(initial_variance: float, root, root_variance: float, blocks: list[dict]):
+    kept = ArrowheadGaussian(initial_variance, root, root_variance)
     kept.blocks = blocks
+    return kept
+
+
+def _full(initial_variance: float, n_blocks: int, index: tuple, mean, chol):
+    kept = FullGaussian(initial_variance)
+    kept.rows = [{} for _ in range(n_blocks)]
+    for b, f, i in index:
+        kept.rows[b][f] = i
+    kept.mean = np.array(mean, dtype=float)
+    kept.chol = np.ascontiguousarray(chol, dtype=float)
     return kept
 
 
@@ -154,8 +174,15 @@ COVARIANCES: dict[str, Covariance] = {
         correlates=True,
         intercept_prior=True,
         keeps_marks=True,
-        only=_arrowhead_only,
-        batch_kernel=False,
+        only=lambda g, blocks: _arrowhead(g.initial_variance, g.root, g.root_variance, blocks),
+        batch_kernel=True,
+        parts=lambda g: {
+            "initial_variance": g.initial_variance,
+            "root": g.root,
+            "root_variance": g.root_variance,
+            "blocks": g.blocks,
+        },
+        assemble=lambda parts: _arrowhead(**parts),
     ),
     "diagonal": Covariance(
         name="diagonal",
@@ -167,13 +194,15 @@ COVARIANCES: dict[str, Covariance] = {
         correlates=False,
         intercept_prior=False,
         keeps_marks=True,
-        only=_diagonal_only,
+        only=lambda g, blocks: _diagonal(g.initial_variance, blocks),
         batch_kernel=True,
+        parts=lambda g: {"initial_variance": g.initial_variance, "blocks": g.blocks},
+        assemble=lambda parts: _diagonal(**parts),
     ),
     "full": Covariance(
         name="full",
         serving=FullGaussian,
-        reference=FullGaussian,
+        reference=PythonFullGaussian,
         start=lambda engine, variance, intercept: engine(variance),
         mixer=combine_full,
         schemes=(),
@@ -182,6 +211,14 @@ COVARIANCES: dict[str, Covariance] = {
         keeps_marks=False,
         only=None,
         batch_kernel=False,
+        parts=lambda g: {
+            "initial_variance": g.initial_variance,
+            "n_blocks": g.n_blocks,
+            "index": tuple((b, f, i) for (b, f), i in g.index.items()),
+            "mean": g.mean,
+            "chol": g.chol,
+        },
+        assemble=lambda parts: _full(**parts),
     ),
 }
 """Every covariance, by the name a model's ``covariance`` gives."""

@@ -2,22 +2,22 @@
 
 river_cw has two engines with the same numbers, bit for bit: the compiled one (the C extensions
 `river_cw._diagonal`, the diagonal Gaussian engine; `river_cw._arrowhead`, the arrowhead Gaussian
-engine; `river_cw._rda`, voted RDA's; `river_cw._text`, the token counting of
-`river_cw.text.BagOfWords`) and pure Python, the readable reference. The
-extensions are optional: an install without a compiler builds none of them, and pure Python
-serves. This module is the only one that imports them; every other module asks it.
+engine; `river_cw._full`, the full-covariance engine's kernels; `river_cw._rda`, voted RDA's;
+`river_cw._text`, the token counting of `river_cw.text.BagOfWords`) and pure Python, the
+readable reference. The extensions are optional: an install without a compiler builds none of
+them, and pure Python serves. This module is the only one that imports them; every other module asks it.
 
 The environment variable ``RIVER_CW_PURE_PYTHON``, read once when river_cw is imported:
 
-- unset, empty or ``0``: the compiled engine, where all four extensions are built; pure Python
+- unset, empty or ``0``: the compiled engine, where all five extensions are built; pure Python
   everywhere otherwise;
 - ``1``: pure Python everywhere (models, voted RDA and text counting), built or not;
 - anything else is refused with a `ValueError` naming the variable, rather than guessed at.
 
 `ENGINE` says which engine serves (also `river_cw.ENGINE`): ``"c"`` or ``"python"``, and
 `REASON` why pure Python serves (None on the compiled engine): the switch, or the extension that
-did not import with its `ImportError`. The extensions are `diagonal`, `arrowhead`, `rda` and
-`text` here, all four None when pure Python serves.
+did not import with its `ImportError`. The extensions are `diagonal`, `arrowhead`, `full`,
+`rda` and `text` here, all five None when pure Python serves.
 
 A fallback nobody asked for is announced, once, at import: a `PurePythonWarning` (a
 `RuntimeWarning`) naming the extension that did not import, why, and the cost (the pure-Python
@@ -44,6 +44,7 @@ __all__ = [
     "PurePythonWarning",
     "arrowhead",
     "diagonal",
+    "full",
     "rda",
     "text",
 ]
@@ -65,7 +66,7 @@ def _pure_python(value: str) -> bool:
 
 PURE_PYTHON = _pure_python(os.environ.get(SWITCH, ""))
 
-EXTENSIONS = ("_diagonal", "_arrowhead", "_rda", "_text")
+EXTENSIONS = ("_diagonal", "_arrowhead", "_full", "_rda", "_text")
 
 
 class PurePythonWarning(RuntimeWarning):
@@ -74,7 +75,7 @@ class PurePythonWarning(RuntimeWarning):
 
 
 def _import_extensions() -> tuple[list[ModuleType], str | None]:
-    """The four extensions, or none of them and why: the first that did not import, with its
+    """The five extensions, or none of them and why: the first that did not import, with its
     `ImportError` (built without a compiler, or partly)."""
     modules = []
     for name in EXTENSIONS:
@@ -87,13 +88,14 @@ def _import_extensions() -> tuple[list[ModuleType], str | None]:
 
 diagonal: ModuleType | None = None
 arrowhead: ModuleType | None = None
+full: ModuleType | None = None
 rda: ModuleType | None = None
 text: ModuleType | None = None
 REASON: str | None = f"{SWITCH}=1" if PURE_PYTHON else None
 if not PURE_PYTHON:
     _modules, REASON = _import_extensions()
-    if _modules:  # all four: the compiled engine serves throughout
-        diagonal, arrowhead, rda, text = _modules
+    if _modules:  # all five: the compiled engine serves throughout
+        diagonal, arrowhead, full, rda, text = _modules
     else:  # pure Python serves throughout, unasked: say so, once (this module runs once)
         warnings.warn(
             f"river_cw falls back to its pure-Python engine, about 10x slower: {REASON}. "

@@ -4,14 +4,15 @@
 A rule names its step in C (`_native_step`, `_native_exact_step`: river_cw/_steps.h and
 river_cw/_exact.h). Then `learn_one` of a binary model with a known label runs in one call of
 the compiled engine (the *lean* path, `_lean_spec`); `predict_one` and `predict_proba_one` of a
-binary model score in one call of either compiled engine (`score_native`), and `predict_many`
-and `predict_proba_many` run their loops in one call of either (`score_rows`); `learn_many` runs
-its loop in the compiled diagonal engine's batch kernel (river_cw/_batch.h). The one-call paths
-read x as a dict or as a text's token counts without their dict (`river_cw._text.TokenCounts`,
-from `river_cw.text.TextClassifier`; `_features` makes it the dict where they decline). Each path
+binary model score in one call of a compiled engine (`score_native`; the full one's scores, not
+its variances), and `predict_many` and `predict_proba_many` run their loops in one call of the
+diagonal or arrowhead engine (`score_rows`); `learn_many` runs its loop in either's batch kernel
+(`learn_rows`, river_cw/_batch.h). The one-call paths read x as a dict or as a text's token
+counts without their dict (`river_cw._text.TokenCounts`, from `river_cw.text.TextClassifier`;
+`_features` makes it the dict where they decline). Each path
 gives the general path's numbers, bit for bit, and hands it every case it does not take (a new
-label, a value to name in an error, calibration, forgetting, full covariance); under the
-pure-Python engine the general path serves throughout. The glossary of these paths heads
+label, a value to name in an error, calibration, forgetting; a new feature of the full
+covariance); under the pure-Python engine the general path serves throughout. The glossary of these paths heads
 river_cw/_shell.h.
 """
 
@@ -107,11 +108,10 @@ class GaussianClassifier(GaussianModel):
     def _native_scores(self, rows: Rows, proba: bool) -> list | None:
         """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
         (`probabilities.binary`'s), in one call of the compiled engine's batch kernel
-        (`score_rows`, river_cw/_batch.h for the diagonal, river_cw/_arrowhead.c for the
-        arrowhead: dict rows as `score_native` reads them, CSR rows read from the arrays, their
-        names checked as `Rows.check_names` checks them, river_cw/_csr.h), None for a row the
-        general path must serve; None where the engine has no kernel or the model is not
-        binary."""
+        (`score_rows`, river_cw/_batch.h: dict rows as `score_native` reads them, CSR rows read
+        from the arrays, their names checked as `Rows.check_names` checks them,
+        river_cw/_csr.h), None for a row the general path must serve; None where the engine has
+        no kernel or the model is not binary."""
         engine: Any = self._gaussian
         if not isinstance(engine, COMPILED) or not self.is_binary:
             return None
@@ -141,9 +141,8 @@ class GaussianClassifier(GaussianModel):
 
     def _native_score(self, x: dict, variance: bool):
         """The compiled engine's score of a binary model, ``m`` or ``(m, v)`` with its
-        variance (`score_native`, diagonal or arrowhead: x a dict of floats, ints and bools, or a
-        `river_cw._text.TokenCounts`), or
-        None where the general path must serve."""
+        variance (`score_native`, diagonal, arrowhead or full: x a dict of floats, ints and
+        bools, or a `river_cw._text.TokenCounts`), or None where the general path must serve."""
         engine: Any = self._gaussian
         if not isinstance(engine, COMPILED):
             return None
@@ -153,8 +152,7 @@ class GaussianClassifier(GaussianModel):
 
     def _lean_spec(self):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
-        model needs the general one (a covariance with no compiled engine, the full one;
-        calibration, forgetting, no native step of its own `_step`, or of its own `_exact_step`
+        model needs the general one (a covariance with no compiled engine; calibration, forgetting, no native step of its own `_step`, or of its own `_exact_step`
         for the exact scheme)."""
         if not covariances.of(self).compiled or self.calibrate or self.forgetting:
             return None
@@ -181,9 +179,10 @@ class GaussianClassifier(GaussianModel):
 
     def _learn_rows(self, rows, labels, weights):
         """The mini-batch loop in the compiled engine (`river_cw/_batch.h`) where it has one
-        (diagonal covariance, no calibration): the kernel learns row after row as `learn_one`
-        would and stops at a row it leaves to `learn_one` (a new label, a weight of 0, a value
-        other than a float, a bool or an int within float64, a bad row), which then runs here."""
+        (the diagonal and arrowhead covariances, no calibration): the kernel learns row after
+        row as `learn_one` would and stops at a row it leaves to `learn_one` (a new label, a
+        weight of 0, a value other than a float, a bool or an int within float64, a bad row),
+        which then runs here."""
         engine = covariances.of(self).native_batch(self._gaussian)
         if engine is None or self.calibrate:
             return super()._learn_rows(rows, labels, weights)

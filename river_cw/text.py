@@ -26,7 +26,7 @@ from river import base
 
 from . import engine
 from ._tokens import DEFAULT_PATTERN, TokenCounter
-from .base import LinearClassifier
+from .base import LinearClassifier, copied, reduce_by_state
 from .gaussian_classifier import GaussianClassifier
 
 COMPILED = engine.text is not None
@@ -186,6 +186,15 @@ class TextClassifier(base.Classifier):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._start()
+
+    def __reduce_ex__(self, protocol):
+        return reduce_by_state(self, protocol)
+
+    def __copy__(self):
+        return copied(self, None)
+
+    def __deepcopy__(self, memo: dict):
+        return copied(self, memo)
 
     def _counts(self, x):
         """The token counts of the text `x` (a dict holding it under `on`, or the text): a dict,

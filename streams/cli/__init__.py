@@ -20,6 +20,10 @@ COMMANDS = {
         "streams.cli.evaluate",
         "side-by-side progressive validation of models on a stream",
     ),
+    "produce": (
+        "streams.cli.produce",
+        "replay a stream (files, SMS, synthetic drift) onto a Kafka topic",
+    ),
     "serve": ("streams.cli.serve", "serve and learn a model on a Kafka topic, with checkpoints"),
     "inspect": ("streams.cli.inspect", "show the model and state serve keeps for each partition"),
     "tail": ("streams.cli.tail", "print the predictions or dead letters serve committed"),

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import sys
 
-from streams.cli import evaluate_output, records
+from streams.cli import evaluate_output, evaluate_topic, records
 from streams.cli.evaluate_input import SYNTHETIC_LENGTH
 from streams.evaluate import drift
 from streams.evaluate.noise import LabelNoise
@@ -62,24 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "alongside. A line naming the engine (compiled C or pure Python) comes first, then a "
         "running table printed at doubling intervals while the models learn."
     )
-    parser.add_argument(
-        "files",
-        nargs="*",
-        help="data files: JSON lines, CSV or libsvm, plain or .gz; '-' reads standard input "
-        "(JSON lines unless --format says otherwise) (default: bundled SMS spam)",
-    )
-    parser.add_argument(
-        "--format",
-        choices=["jsonl", "csv", "libsvm"],
-        help="file format, when the file name does not tell",
-    )
-    records.add_arguments(parser)
-    parser.add_argument(
-        "--on-error",
-        choices=["raise", "skip"],
-        default="raise",
-        help="stop at a malformed line (default) or skip and count it",
-    )
+    add_stream_arguments(parser)
     parser.add_argument(
         "--model",
         action="append",
@@ -110,49 +94,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help="label-noise rates, one run each: a probability, or class-conditional "
         "'spam=0.3,ham=0.05' (default: 0)",
-    )
-    parser.add_argument(
-        "--drift",
-        choices=[*drift.KINDS, "flip"],
-        help="concept drift between files, --domains, or (no file) SEA concepts; "
-        "'flip' swaps the classes",
-    )
-    parser.add_argument(
-        "--drift-at",
-        type=_count(0),
-        metavar="N",
-        help="drift position (default: middle of the stream; a quarter for recurring)",
-    )
-    parser.add_argument(
-        "--drift-width",
-        type=_count(1),
-        metavar="N",
-        help="width of gradual drift (default: a tenth of the stream)",
-    )
-    parser.add_argument(
-        "--drift-period",
-        type=_count(1),
-        metavar="N",
-        help="length of each turn of recurring drift (default: the drift position)",
-    )
-    parser.add_argument(
-        "--domains",
-        metavar="A,B",
-        help="drift between values of the 'domain' field of one JSON-lines file (books,kitchen)",
-    )
-    parser.add_argument(
-        "--shuffle",
-        action="store_true",
-        help="shuffle the examples (each concept on its own under drift) with --seed",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=1, help="seed for shuffling, noise and drift (default: 1)"
-    )
-    parser.add_argument(
-        "--limit",
-        type=_count(1),
-        metavar="N",
-        help=f"use the first N examples, after shuffling (synthetic: {SYNTHETIC_LENGTH:,})",
     )
     parser.add_argument(
         "--every",
@@ -212,13 +153,83 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the data description, final table and tuned parameters as markdown",
     )
     parser.add_argument("--title", help="title of the figure (default: a description of the data)")
+    evaluate_topic.add_arguments(parser)
+
+
+def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options saying which stream to read, and how to shuffle, drift and cut it: those of
+    `river-cw evaluate` and `river-cw produce` alike."""
+    parser.add_argument(
+        "files",
+        nargs="*",
+        help="data files: JSON lines, CSV or libsvm, plain or .gz; '-' reads standard input "
+        "(JSON lines unless --format says otherwise) (default: bundled SMS spam)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["jsonl", "csv", "libsvm"],
+        help="file format, when the file name does not tell",
+    )
+    records.add_arguments(parser)
+    parser.add_argument(
+        "--on-error",
+        choices=["raise", "skip"],
+        default="raise",
+        help="stop at a malformed line or record (default) or skip and count it",
+    )
+    parser.add_argument(
+        "--drift",
+        choices=[*drift.KINDS, "flip"],
+        help="concept drift between files, --domains, or (no file) SEA concepts; "
+        "'flip' swaps the classes",
+    )
+    parser.add_argument(
+        "--drift-at",
+        type=_count(0),
+        metavar="N",
+        help="drift position (default: middle of the stream; a quarter for recurring)",
+    )
+    parser.add_argument(
+        "--drift-width",
+        type=_count(1),
+        metavar="N",
+        help="width of gradual drift (default: a tenth of the stream)",
+    )
+    parser.add_argument(
+        "--drift-period",
+        type=_count(1),
+        metavar="N",
+        help="length of each turn of recurring drift (default: the drift position)",
+    )
+    parser.add_argument(
+        "--domains",
+        metavar="A,B",
+        help="drift between values of the 'domain' field of one JSON-lines file (books,kitchen)",
+    )
+    parser.add_argument(
+        "--shuffle",
+        action="store_true",
+        help="shuffle the examples (each concept on its own under drift) with --seed",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seed for shuffling, noise and drift (default: 1)"
+    )
+    parser.add_argument(
+        "--limit",
+        type=_count(1),
+        metavar="N",
+        help=f"use the first N examples, after shuffling (synthetic: {SYNTHETIC_LENGTH:,})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    interrupt = evaluate_topic.Interrupt()
+    failures: tuple[type[Exception], ...] = (ValueError, OSError, *evaluate_topic.errors(args))
     try:
+        evaluate_topic.check(args)
         evaluate_output.check(args)
-        result = _run(args)
-    except (ValueError, OSError) as error:
+        result = _run(args, interrupt)
+    except failures as error:
         print(f"river-cw evaluate: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -229,13 +240,19 @@ def run(args: argparse.Namespace) -> int:
     print(result.table())
     if not args.quiet:
         print(f"{BASELINE}: the baseline, which predicts the most frequent label so far")
+    if result.info.get("unlabelled"):
+        print(
+            f"{result.info['unlabelled']:,} examples never got their label: predicted, not scored"
+        )
     for line in evaluate_output.tuned(result.info) + evaluate_output.mixing(result.info):
         print(line)
     evaluate_output.write(result, args)
-    return 0
+    return 130 if interrupt.requested else 0
 
 
-def _run(args: argparse.Namespace) -> Evaluation:
+def _run(args: argparse.Namespace, interrupt: evaluate_topic.Interrupt) -> Evaluation:
+    from river import metrics
+
     import river_cw
     from river_cw.labels import order_key
     from streams.cli.evaluate_input import load, noise_rate, parse_metric
@@ -249,20 +266,31 @@ def _run(args: argparse.Namespace) -> Evaluation:
     for spec in args.model or ():  # fail on a bad spec, or one not a classifier, before reading
         prepare(parse(spec))
     parse_metric(args.metric, None)  # a bad --metric fails before the files are read
-    data = load(args)
-    examples, description = data.examples, data.description
-    for reader in data.readers:
-        if reader.n_skipped:
-            print(
-                f"skipped {reader.n_skipped:,} malformed lines in {reader.source}; "
-                f"first: {reader.errors[0]}",
-                file=sys.stderr,
-            )
+    data = evaluate_topic.load(args, interrupt) if args.kafka_topic else load(args)
+    examples, description, live, answers = data.examples, data.description, data.live, data.answers
+    if live is not None:  # a followed topic: its first example says what the stream holds
+        examples = list(itertools.islice(live, 1))
+        live = itertools.chain(examples, live)
+    else:
+        _skipped(data.readers)
     if not examples:
         raise ValueError("the stream is empty")
-    classes = sorted({y for _, y in examples}, key=order_key)
-    metric = parse_metric(args.metric, [y for _, y in examples])
-    text = isinstance(examples[0][0].get("text"), str)
+    if answers is not None:  # river's questions (i, x, None) and answers (i, x, y)
+        labels, first, length = (
+            [e[2] for e in examples if e[2] is not None],
+            examples[0][1],
+            answers.asked,
+        )
+    else:
+        labels, first, length = [y for _, y in examples], examples[0][0], len(examples)
+    classes = None if live is not None else sorted(set(labels), key=order_key)
+    metric = parse_metric(args.metric, None if live is not None else labels)
+    if live is not None and isinstance(metric, metrics.base.BinaryMetric):
+        raise ValueError(
+            f"--metric {args.metric}: --follow learns the classes as they come, and a metric of "
+            "one class needs them first; use accuracy, logloss or a multi-class metric"
+        )
+    text = isinstance(first.get("text"), str)
     specs = args.model or (DEFAULT_MODELS if text else DENSE_MODELS)
 
     def build(spec):
@@ -276,12 +304,12 @@ def _run(args: argparse.Namespace) -> Evaluation:
                 print(f"{spec}: {note}")
     if args.delay:
         description += f", labels {args.delay:,} examples late"
-    every = args.every if args.every is not None else max(1, len(examples) // 100)
+    every = args.every if args.every is not None else max(1, length // 100)
     results = []
     info: dict = {
         "data": description,
         "drift_at": data.drift_at,
-        "examples": len(examples),
+        "examples": length,
         "classes": classes,
         "seed": args.seed,
         "models": specs,
@@ -295,14 +323,14 @@ def _run(args: argparse.Namespace) -> Evaluation:
         if not 0 < size < len(examples):
             raise ValueError(f"--tune-size must be between 1 and {len(examples) - 1}, got {size}")
         info["tune_size"] = size
-    if args.delay >= len(examples) - size:
+    if live is None and args.delay >= len(examples) - size:
         raise ValueError(
             f"--delay {args.delay:,} is not shorter than the {len(examples) - size:,} examples "
             "scored: no label would arrive before the stream ends"
         )
     for rate in args.noise:
-        noise = LabelNoise(noise_rate(rate, classes), classes=classes, seed=args.seed)
-        models, stream = {spec: build(spec) for spec in specs}, examples
+        noise = LabelNoise(noise_rate(rate, classes or []), classes=classes, seed=args.seed)
+        models, stream = {spec: build(spec) for spec in specs}, live or examples
         if args.tune:
             chosen, _ = tune(specs, examples[:size], build, noise, metric)
             models, stream = (
@@ -319,10 +347,11 @@ def _run(args: argparse.Namespace) -> Evaluation:
             stream,
             noise,
             every=every,
-            total=len(stream),
+            total=len(stream) if isinstance(stream, list) else None,
             delay=args.delay,
             metric=metric,
             baseline=True,
+            answers=answers is not None,
         ):
             if table:
                 table.update(result)
@@ -331,9 +360,25 @@ def _run(args: argparse.Namespace) -> Evaluation:
         if args.shards:
             info.setdefault("mixing", {})[noise.name] = mixing_rounds(models)
         results.append(result)
+    if live is not None:  # known once read
+        _skipped(data.readers)
+        info["examples"] = answers.asked if answers is not None else result.records[-1]["step"]
+    if answers is not None:
+        info["unlabelled"] = answers.unlabelled
     if args.tune:
         info["data"] += f"; parameters tuned on the first {size:,}, scored on the rest"
     return Evaluation.concat([*results, Evaluation([], info)])
+
+
+def _skipped(readers: list) -> None:
+    """Say on stderr how many malformed lines (or records) each reader skipped."""
+    for reader in readers:
+        if reader.n_skipped:
+            print(
+                f"skipped {reader.n_skipped:,} malformed lines or records in {reader.source}; "
+                f"first: {reader.errors[0]}",
+                file=sys.stderr,
+            )
 
 
 def engine_line() -> str:

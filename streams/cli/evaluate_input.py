@@ -43,19 +43,24 @@ SYNTHETIC_LENGTH = 10_000
 @dataclasses.dataclass
 class Stream:
     """The examples to score, what they are, the readers that read them and the drift position
-    (None without drift)."""
+    (None without drift); a followed Kafka topic (`streams.cli.evaluate_topic`) gives its
+    examples as they come (`live`, `examples` empty), a labels topic river's questions and
+    answers instead of examples (`answers`, which counts them)."""
 
     examples: list
     description: str
     readers: list
     drift_at: int | None = None
+    live: typing.Iterable | None = None
+    answers: typing.Any = None
 
 
-def load(args: argparse.Namespace) -> Stream:
-    """The examples the options describe (shuffled, drifted, limited), or `ValueError`."""
+def load(args: argparse.Namespace, readers: list | None = None) -> Stream:
+    """The examples the options describe (shuffled, drifted, limited), or `ValueError`;
+    `readers` (a Kafka topic's) are read instead of the files."""
     rng = random.Random(args.seed)
     schema, delimiter = records.schema(args), records.delimiter(args)
-    readers = [
+    readers = readers or [
         files.open_stream(path, args.format, args.on_error, schema, delimiter)
         for path in args.files
     ]

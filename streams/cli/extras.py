@@ -21,7 +21,7 @@ EXTRAS = {
 
 NAMES = {"kafka": "Kafka", "plots": "plots", "broker": "broker"}
 
-FEATURES = {("evaluate", "plots"): "evaluate --plot"}
+FEATURES = {("evaluate", "plots"): "evaluate --plot", ("evaluate", "kafka"): "evaluate --topic"}
 """(sub-command, extra) -> how the line names what needs it, when an option does."""
 
 

@@ -3,8 +3,9 @@
 Reads the last committed state of each partition from the state topic (`TOPIC.state`) and
 prints its model, classes, learned count, prequential accuracy, offsets, pending examples and
 labels, dead letters and the largest weights (through the model's public `weights`);
-`--export PATH` writes one partition's model as a plain pickle (for `serve --init-model`, or
-to use offline). The state's parts are verified with the server's state keys before they are
+`--export PATH` writes one partition's model in river-cw's versioned state format
+(`river_cw.state`: later versions read it), or as a pickle where that format does not describe
+the model (a river pipeline), for `serve --init-model` or to use offline. The state's parts are verified with the server's state keys before they are
 unpickled (`streams.kafka.state_topic`): give `inspect` the same `--state-key-file`.
 """
 
@@ -14,6 +15,7 @@ import argparse
 import pickle
 import sys
 
+from river_cw import state as model_state
 from streams.cli.security import (
     add_connection_arguments,
     add_state_key_arguments,
@@ -32,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partition", type=int, help="this partition only (default: all)")
     parser.add_argument("--top", type=int, default=10, help="weights shown (default: %(default)s)")
     parser.add_argument(
-        "--export", metavar="PATH", help="write the partition's model here as a pickle"
+        "--export",
+        metavar="PATH",
+        help="write the partition's model here, in river-cw's versioned state format (read it "
+        "with river_cw.state.loads) or as a pickle where that format does not describe it",
     )
     parser.add_argument("--connect-timeout-ms", type=int, default=10000)
     add_state_key_arguments(parser)
@@ -116,7 +121,12 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
+        model = found[0].model
+        try:
+            data, kind = model_state.dumps(model), "river-cw's versioned state format"
+        except TypeError:
+            data, kind = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), "a pickle"
         with open(args.export, "wb") as fh:
-            pickle.dump(found[0].model, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        print(f"model of partition {found[0].partition} written to {args.export}")
+            fh.write(data)
+        print(f"model of partition {found[0].partition} written to {args.export} ({kind})")
     return 0

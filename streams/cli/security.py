@@ -15,15 +15,17 @@ import logging
 import os
 from collections.abc import Mapping
 
-from streams.kafka.client import KafkaSettings
+from streams.kafka.config import COMMITTED_READS, ENVIRONMENT_PREFIX
 from streams.kafka.envelope import ENVIRONMENT, KEY_HINT, StateKeys
-from streams.kafka.security import ENVIRONMENT_PREFIX, ClientSecurity
+
+# streams.kafka.client and streams.kafka.security (kafka-python, librdkafka) are imported where
+# the settings are made: `river-cw evaluate FILE` takes these options without loading a client.
 
 log = logging.getLogger(__name__)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+def add_connection_arguments(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--bootstrap-servers",
         help=f"default: --kafka-config's bootstrap.servers, else {DEFAULT_BOOTSTRAP}",
@@ -40,14 +42,28 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         f"{ENVIRONMENT_PREFIX}<NAME> (e.g. {ENVIRONMENT_PREFIX}SASL_PASSWORD) overrides a "
         "property: keep secrets out of command lines",
     )
+    parser.add_argument(
+        "--committed-reads",
+        choices=COMMITTED_READS,
+        default="auto",
+        help="how records of committed transactions are read back (the state topic, and "
+        "tail's predictions): broker: librdkafka's read_committed, for brokers that list "
+        "aborted transactions (Apache Kafka); client: a client-side filter of the commit and "
+        "abort markers, for brokers that do not (Tansu); auto: client on the demo broker "
+        "(recognised by Tansu's cluster id), else broker (default: %(default)s)",
+    )
 
 
 def kafka_settings(args: argparse.Namespace, environ: Mapping[str, str] = os.environ, **kw):
     """The `KafkaSettings` of `args`' connection options (`kw`: the other settings);
     `ValueError` naming the file and line of a bad property."""
+    from streams.kafka.client import KafkaSettings
+    from streams.kafka.security import ClientSecurity
+
     security = ClientSecurity.load(args.kafka_config, environ)
     servers = args.bootstrap_servers or security.bootstrap_servers or DEFAULT_BOOTSTRAP
-    return KafkaSettings(servers, security=security, **kw)
+    reads = getattr(args, "committed_reads", "auto")
+    return KafkaSettings(servers, security=security, committed_reads=reads, **kw)
 
 
 def add_state_key_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaException
 from kafka.errors import KafkaError
 from river import base
 
-from river_cw import combine
+from river_cw import combine, state
 from streams.cli.security import (
     add_connection_arguments,
     add_state_key_arguments,
@@ -105,6 +105,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with as many partitions as TOPIC)",
     )
     parser.add_argument(
+        "--replication-factor",
+        type=int,
+        default=-1,
+        metavar="R",
+        help="replicas of each topic serve creates (the state topic; the models topic with "
+        "--mix); -1: the broker's default.replication.factor (default: %(default)s); 3 or more "
+        "also sets their min.insync.replicas to 2. Existing topics are left as they are",
+    )
+    parser.add_argument(
         "--checkpoint-dir",
         help="optional local cache of the partitions' states (the state topic is the truth)",
     )
@@ -175,8 +184,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--init-model",
         metavar="PATH",
-        help="warm-start new partitions from this pickled model (e.g. from inspect --export) "
-        "instead of a fresh --model",
+        help="warm-start new partitions from this model instead of a fresh --model: a file of "
+        "river-cw's versioned state format (inspect --export writes one) or a pickle",
     )
     parser.add_argument(
         "--discard-state",
@@ -218,9 +227,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--metrics-port",
         type=int,
         metavar="P",
-        help="serve Prometheus metrics on http://0.0.0.0:P/metrics, liveness on /health and "
+        help="serve Prometheus metrics on http://HOST:P/metrics, liveness on /health and "
         "readiness (partitions assigned and restored) on /ready (metric names: "
         "streams.kafka.metrics)",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",
+        metavar="HOST",
+        help="the address the metrics endpoint listens on, e.g. 127.0.0.1 for this machine "
+        "only (default: %(default)s, every interface)",
     )
     defaults = KafkaSettings()
     for name in (
@@ -289,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
     metrics = None
     try:
         if args.metrics_port is not None:
-            metrics = MetricsServer(server, args.metrics_port)
+            metrics = MetricsServer(server, args.metrics_port, args.metrics_host)
         server.run()
     except (
         BrokerUnavailable,
@@ -341,6 +357,7 @@ def _config(args: argparse.Namespace, spec: str, keys) -> ServeConfig:
         mixing=mixing,
         idle_timeout=args.idle_timeout,
         log_seconds=args.log_seconds,
+        replication_factor=args.replication_factor,
     )
 
 
@@ -349,13 +366,14 @@ def _model(args: argparse.Namespace):
     if args.init_model:
         try:
             with open(args.init_model, "rb") as fh:
-                model = pickle.load(fh)
-        except (OSError, pickle.UnpicklingError, EOFError) as error:
+                data = fh.read()
+            model = state.loads(data) if data.startswith(state.MAGIC) else pickle.loads(data)
+        except (OSError, ValueError, pickle.UnpicklingError, EOFError) as error:
             raise ValueError(f"cannot read --init-model {args.init_model}: {error}") from None
         if not isinstance(model, base.Classifier):
             raise ValueError(f"--init-model {args.init_model} holds no river classifier")
         return model, args.model or "init-model " + " ".join(repr(model).split())
     if not args.model:
-        raise ValueError("give --model (a spec) or --init-model (a pickled model)")
+        raise ValueError("give --model (a spec) or --init-model (a saved model)")
     spec = args.model + (" --text" if args.text else "")
     return build_model(args.model, text=args.text), spec

@@ -4,7 +4,8 @@ Predictions (`TOPIC.predictions`) are printed as the server wrote them; dead let
 (`--dead-letters`, `TOPIC.dead-letters`) as `{"reason", "topic", "partition", "offset", "size",
 "key", "value"}` with the record's key and first bytes (decoded as UTF-8, bad bytes escaped) and
 `"truncated"` where the server cut an over-large record. Only records of committed transactions
-are printed, in the order their transactions committed (`streams.kafka.committed`); the
+are printed, in the order their transactions committed (`streams.kafka.committed`: on the
+demo broker by a client-side filter, elsewhere by librdkafka's read_committed); the
 records of aborted ones never are. Reads from the end unless `--from-beginning`; stops after
 `--idle-timeout` seconds without a record (exit status 0), else on Ctrl-C (130).
 """
@@ -17,11 +18,9 @@ import signal
 import sys
 import time
 
-from kafka import TopicPartition
-
 from streams.cli.security import add_connection_arguments, kafka_settings
 from streams.kafka.client import BrokerUnavailable, TopicError, check_connection, topic_partitions
-from streams.kafka.committed import committed_consumer
+from streams.kafka.committed import CommittedReader
 
 SHOWN_BYTES = 200  # of a dead letter's value
 
@@ -81,31 +80,25 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_connection(settings)
         partitions = topic_partitions(settings, topic)
-        consumer = committed_consumer(
-            **settings.kafka_python(enable_auto_commit=False, fetch_max_wait_ms=100)
-        )
+        reader = CommittedReader(settings, topic, partitions)
     except (BrokerUnavailable, TopicError) as error:
         print(f"river-cw tail: error: {error}", file=sys.stderr)
         return 1
     try:
-        tps = [TopicPartition(topic, p) for p in partitions]
-        consumer.assign(tps)
-        if args.from_beginning:
-            consumer.seek_to_beginning(*tps)
-        else:
-            consumer.seek_to_end(*tps)
+        if not args.from_beginning:
+            reader.seek_to_end()
         last = time.monotonic()
         while not interrupted:
-            batches = consumer.poll(timeout_ms=100)
-            for records in batches.values():
-                for record in records:
-                    line = json.dumps(dead_letter(record)) if args.dead_letters else None
-                    print(line or record.value.decode("utf-8", "backslashreplace"), flush=True)
+            records = reader.poll(100)
+            for record in records:
+                line = json.dumps(dead_letter(record)) if args.dead_letters else None
+                value = record.value or b""
+                print(line or value.decode("utf-8", "backslashreplace"), flush=True)
             now = time.monotonic()
-            if batches:
+            if records:
                 last = now
             elif args.idle_timeout is not None and now - last >= args.idle_timeout:
                 break
     finally:
-        consumer.close(autocommit=False)
+        reader.close()
     return 130 if interrupted and interrupted[0] else 0

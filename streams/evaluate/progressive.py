@@ -80,6 +80,7 @@ def iter_evaluate(
     delay: int = 0,
     metric: metrics.base.Metric | None = None,
     baseline: bool = False,
+    answers: bool = False,
 ) -> Iterator[Evaluation]:
     """Progressive validation of several models side by side, yielding the results so far.
 
@@ -115,6 +116,12 @@ def iter_evaluate(
     baseline
         Add river's `dummy.PriorClassifier` (it predicts the majority class so far) as a
         model named `BASELINE`.
+    answers
+        `stream` holds the questions and answers themselves, in river's `simulate_qa` form:
+        ``(i, x, None)`` when example i arrives (every model predicts it) and ``(i, x, y)``
+        when its label does (scored, then learned), in the order they happened, as labels
+        arriving on their own give them (a Kafka labels topic); `delay` must then be 0. An
+        example whose label never comes is predicted and never scored.
 
     Examples
     --------
@@ -131,6 +138,8 @@ def iter_evaluate(
         raise ValueError(f"every must be >= 1, got {every!r}")
     if delay < 0:
         raise ValueError(f"delay must be >= 0, got {delay!r}")
+    if answers and delay:
+        raise ValueError("a stream of answers brings its own delays: delay must be 0")
     if not isinstance(models, Mapping):
         models = _name(models)
     if not models:
@@ -149,12 +158,24 @@ def iter_evaluate(
         first = next(examples, None)
         if first is None:
             return
-        tracks = [Track(name, model, metric, first[0]) for name, model in models.items()]
-        arrivals = ((x, y, {"learn": noise(y) if noise else y}) for x, y in _chain(first, examples))
+        tracks = [
+            Track(name, model, metric, first[1] if answers else first[0])
+            for name, model in models.items()
+        ]
+        qa: Iterator[tuple]
+        if answers:
+            qa = (
+                (i, x, y, None if y is None else {"learn": noise(y) if noise else y})
+                for i, x, y in _chain(first, examples)
+            )
+        else:
+            arrivals = (
+                (x, y, {"learn": noise(y) if noise else y}) for x, y in _chain(first, examples)
+            )
+            # river's annotation omits the third field (the keyword arguments) it passes on
+            qa = _simulate_qa()(arrivals, None, delay or None, copy=False)
         records: list[dict] = []
         step = flipped = 0
-        # river's annotation omits the third field (the keyword arguments) it passes on
-        qa = _simulate_qa()(arrivals, None, delay or None, copy=False)
         for i, x, y, labels in qa:
             if y is None:  # a question: every model predicts the example as it arrives
                 for track in tracks:

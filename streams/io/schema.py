@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Literal, overload
 
@@ -85,6 +86,10 @@ def _reject_constant(name: str):
 
 
 _DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_reject_constant)
+# the common case, decoded in one call of the C scanner: integers by `int` itself (a document
+# that may hold one of more than MAX_DIGITS digits is left to _DECODER, which names it)
+_COMMON = json.JSONDecoder(parse_constant=_reject_constant)
+_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (MAX_DIGITS + 1))
 
 
 def loads(data: bytes | str):
@@ -104,6 +109,14 @@ def loads(data: bytes | str):
     streams.io.schema.SchemaError: bad JSON: non-finite number NaN
 
     """
+    if type(data) is bytes and (len(data) <= MAX_DIGITS or not _LONG_DIGITS.search(data)):
+        try:  # a UTF-8 document, without a BOM or spaces around it: anything else goes on below
+            text = data.decode("utf-8")
+            document, end = _COMMON.raw_decode(text)
+            if end == len(text):
+                return document
+        except Exception:  # said below
+            pass
     if isinstance(data, (bytes, bytearray, memoryview)):
         try:
             data = bytes(data).decode("utf-8")

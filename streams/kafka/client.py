@@ -9,7 +9,9 @@ Two clients, each where it is the right one (measured: benchmarks/README.md):
 - kafka-python reads transactional topics record by record, control markers included, which
   librdkafka never shows its caller: `streams.kafka.committed` applies the commit/abort markers
   itself on brokers that do not list aborted transactions (the demo broker), for the state and
-  models topics, `river-cw tail` and the tests. It also creates topics and looks at logs here.
+  models topics, `river-cw tail` and the tests; on the others librdkafka's read_committed
+  serves. kafka-python also looks at logs here (`log_reaches`, `topic_partitions`); librdkafka's
+  admin client creates topics (with the broker's default replication factor, `create_topics`).
 
 `KafkaSettings.librdkafka` and `KafkaSettings.kafka_python` are the only places that turn the
 settings into a client's configuration: the connection's security (TLS, SASL:
@@ -26,10 +28,9 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError as LibrdkafkaError
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
-from kafka.admin import NewTopic
-from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaTimeoutError
 
 from streams.kafka.security import ClientSecurity
 
@@ -39,11 +40,14 @@ __all__ = [
     "TopicError",
     "check_connection",
     "create_topics",
+    "fallback_replication",
     "log_reaches",
     "topic_partitions",
+    "topic_replication",
 ]
 
 LIBRDKAFKA_LOG = logging.getLogger("librdkafka")
+log = logging.getLogger(__name__)
 
 
 class BrokerUnavailable(RuntimeError):
@@ -63,6 +67,10 @@ class KafkaSettings:
     included. `transaction_timeout_ms`: the broker aborts a transaction left open that long,
     and a commit that cannot finish within it is given up (the partition is then restored).
     `security`: TLS and SASL (`streams.kafka.security`; default plaintext).
+    `committed_reads`: how records of committed transactions are read back
+    (`streams.kafka.committed`): ``"broker"`` (librdkafka's read_committed, for brokers that
+    list aborted transactions), ``"client"`` (the client-side filter, for those that do not)
+    or ``"auto"`` (the client-side filter on the demo broker only).
     """
 
     bootstrap_servers: str = "127.0.0.1:9092"
@@ -73,6 +81,7 @@ class KafkaSettings:
     fetch_max_wait_ms: int = 100
     transaction_timeout_ms: int = 60000
     security: ClientSecurity = field(default_factory=ClientSecurity)
+    committed_reads: str = "auto"
 
     def librdkafka(self, **properties) -> dict:
         """A librdkafka (confluent-kafka) configuration: the connection and `properties`."""
@@ -163,27 +172,84 @@ def connect(factory: Callable, settings: KafkaSettings, **config):
         ) from None
 
 
+DEFAULT_REPLICATION = -1  # the broker's default.replication.factor (KIP-464, Kafka 2.4+)
+# what a broker answers (or librdkafka says) when it cannot take DEFAULT_REPLICATION
+_NO_DEFAULT_REPLICATION = (
+    LibrdkafkaError._UNSUPPORTED_FEATURE,
+    LibrdkafkaError.UNSUPPORTED_VERSION,
+    LibrdkafkaError.INVALID_REPLICATION_FACTOR,
+    LibrdkafkaError.INVALID_REQUEST,
+)
+
+
 def create_topics(
     bootstrap_servers: str | KafkaSettings,
     topics: dict[str, int],
     configs: dict[str, str] | None = None,
+    replication_factor: int = DEFAULT_REPLICATION,
 ) -> None:
-    """Create topics (name -> number of partitions, with topic `configs`); existing ones are
-    left as they are."""
+    """Create topics (name -> number of partitions, with topic `configs`) of
+    `replication_factor` replicas each (-1: the broker's default); existing ones are left as
+    they are. A broker that cannot take -1 (Apache Kafka before 2.4) gets the replicas of
+    `fallback_replication`, said in a warning. `TopicError` when the broker refuses a topic."""
     settings = (
         bootstrap_servers
         if isinstance(bootstrap_servers, KafkaSettings)
         else KafkaSettings(bootstrap_servers)
     )
-    admin = connect(KafkaAdminClient, settings)
+    check_connection(settings)  # BrokerUnavailable, saying why
+    admin = AdminClient(settings.librdkafka())
+    for name, partitions in topics.items():
+        try:
+            _create(admin, settings, name, partitions, replication_factor, configs or {})
+        except KafkaException as exception:
+            error = exception.args[0]
+            if replication_factor != DEFAULT_REPLICATION or error.code() not in (
+                _NO_DEFAULT_REPLICATION
+            ):
+                raise TopicError(f"cannot create topic {name!r}: {error.str()}") from None
+            replicas = fallback_replication(len(admin.list_topics(timeout=5).brokers))
+            log.warning(
+                "the broker at %s cannot create topic %r with its default replication factor "
+                "(%s): creating it with %d replicas (--replication-factor sets it)",
+                settings.bootstrap_servers,
+                name,
+                error.str(),
+                replicas,
+            )
+            create_topics(settings, {name: partitions}, configs, replicas)
+
+
+def _create(admin, settings, name, partitions, replication_factor, configs) -> None:
+    """Create one topic; one that exists already is left as it is."""
+    timeout = settings.connect_timeout_ms / 1000
+    topic = NewTopic(name, partitions, replication_factor=replication_factor, config=configs)
     try:
-        for name, partitions in topics.items():
-            try:
-                admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs or {})])
-            except TopicAlreadyExistsError:
-                pass
-    finally:
-        admin.close()
+        admin.create_topics([topic], request_timeout=timeout)[name].result(timeout)
+    except KafkaException as exception:
+        if exception.args[0].code() != LibrdkafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+def fallback_replication(brokers: int) -> int:
+    """The replicas of a topic on a broker that has no default for it: 3 (Kafka's advice for
+    durable topics), or every broker of a smaller cluster.
+
+    >>> fallback_replication(5), fallback_replication(2)
+    (3, 2)
+    """
+    return max(1, min(3, brokers))
+
+
+def topic_replication(settings: KafkaSettings, topic: str) -> tuple[int, int]:
+    """The fewest replicas of a partition of `topic`, and the brokers of the cluster."""
+    admin = AdminClient(settings.librdkafka())
+    metadata = admin.list_topics(topic, timeout=settings.connect_timeout_ms / 1000)
+    found = metadata.topics.get(topic)
+    if found is None or found.error is not None or not found.partitions:
+        raise TopicError(f"topic {topic!r} does not exist on the broker")
+    replicas = min(len(partition.replicas) for partition in found.partitions.values())
+    return replicas, len(metadata.brokers)
 
 
 def topic_partitions(settings: KafkaSettings, topic: str) -> list[int]:

@@ -1,24 +1,39 @@
-"""Read only committed records of transactional topics, honouring commit/abort markers.
+"""Read only committed records of transactional topics: the broker's way where it can, ours where not.
 
 A `read_committed` consumer gets records up to the last stable offset (no open transaction is
-visible) and relies on the broker's list of aborted transactions to drop their records. Tansu
-0.6 never sends that list, so kafka-python's consumer also returns records of aborted
-transactions, and its last stable offset was seen stuck behind committed transactions.
-`committed_consumer` applies Kafka's rule on the client alone: the records of a transactional
-batch are held until their producer's control marker, then returned (commit) or dropped
-(abort); records written outside transactions are returned at once. It reads with isolation
-`read_uncommitted`, so it depends on neither the broker's list nor its last stable offset.
+visible) and relies on the broker's list of aborted transactions to drop their records. Two
+paths, chosen once per broker (`committed_reads`) and read through `CommittedReader`:
+
+- ``"broker"``: librdkafka's (confluent-kafka's) `isolation.level=read_committed`, a supported
+  API, for brokers that list aborted transactions (Apache Kafka does).
+- ``"client"``: `committed_consumer`, for the demo broker: Tansu 0.6 never sends that list, so a
+  read_committed consumer also returns records of aborted transactions (and kafka-python's saw
+  its last stable offset stuck behind committed transactions). It applies Kafka's rule on the
+  client alone: the records of a transactional batch are held until their producer's control
+  marker, then returned (commit) or dropped (abort); records written outside transactions are
+  returned at once. It reads with isolation `read_uncommitted`, so it depends on neither the
+  broker's list nor its last stable offset.
+
+No client shows control markers through its documented API (librdkafka never shows them to
+its caller; kafka-python parses them in its fetcher), so the client path replaces kafka-python's
+per-fetch record parser on its consumer: a private part of kafka-python. That is why
+pyproject.toml pins kafka-python to `KAFKA_PYTHON_TESTED`, the versions this path was tested
+on, and why `committed_consumer` refuses any other version (tests/kafka/test_kafka_committed.py
+fails on one too). The broker path uses no private name.
+
+`KafkaSettings.committed_reads` (``river-cw serve|tail|inspect --committed-reads``) picks a path;
+``"auto"`` takes the client path on the demo broker, recognised by the cluster id Tansu gives
+itself unless told otherwise (`DEMO_CLUSTER_IDS`), the broker path elsewhere.
 
 >>> consumer = committed_consumer(bootstrap_servers="127.0.0.1:1", api_version=(3, 0))
->>> type(consumer._fetcher.PartitionRecords).__name__, consumer.config["isolation_level"]
-('type', 'read_uncommitted')
+>>> consumer.config["isolation_level"]
+'read_uncommitted'
 >>> consumer.close()
 
-It works on kafka-python 3's fetcher (its per-fetch record parser is replaced on this consumer
-only); a transactional record is returned once its transaction is committed, so records of
-several producers may come out of offset order. A marker ends only its producer's records
-before it in the log, as in Kafka: after a `seek` back, an earlier transaction's marker read
-again leaves alone the records held from further on (a rewound reader once returned a dead
+On the client path a transactional record is returned once its transaction is committed, so
+records of several producers may come out of offset order. A marker ends only its producer's
+records before it in the log, as in Kafka: after a `seek` back, an earlier transaction's marker
+read again leaves alone the records held from further on (a rewound reader once returned a dead
 producer's open transaction as committed, the marker of its previous transaction read again),
 and records read again are held once. Records held when you `seek` elsewhere are returned when
 their marker comes, if it does.
@@ -26,18 +41,281 @@ their marker comes, if it does.
 
 from __future__ import annotations
 
-from kafka import KafkaConsumer
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import metadata
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError
+from confluent_kafka import TopicPartition as Partition
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord, Fetcher
 
-__all__ = ["committed_consumer"]
+from streams.kafka.client import KafkaSettings, TopicError, check_connection
+from streams.kafka.config import COMMITTED_READS
+
+__all__ = ["CommittedReader", "committed_consumer", "committed_reads"]
+
+log = logging.getLogger(__name__)
+
+DEMO_CLUSTER_IDS = frozenset({"tansu_cluster"})  # Tansu's own cluster id
+KAFKA_PYTHON_TESTED = ("3.0.12",)  # the versions the client path was tested on (pyproject.toml)
+
+READS = {  # each path, as the server's start says it
+    "broker": "librdkafka's read_committed (a broker that lists aborted transactions)",
+    "client": "the client-side filter of commit and abort markers (a broker that does not list "
+    "aborted transactions: the demo broker)",
+}
+
+_chosen: dict[str, str] = {}  # bootstrap servers -> the path "auto" chose there
+
+
+def committed_reads(settings: KafkaSettings) -> str:
+    """The path of committed reads on the broker of `settings`, ``"broker"`` or ``"client"``:
+    `settings.committed_reads`, or for ``"auto"`` what the broker's cluster id says (asked once
+    per process and bootstrap address).
+
+    Parameters
+    ----------
+    settings
+        The connection, its `committed_reads` one of ``"auto"``, ``"broker"``, ``"client"``.
+
+    Examples
+    --------
+
+    ```python
+    committed_reads(KafkaSettings("127.0.0.1:9092"))  # "client" on the demo broker
+    ```
+
+    """
+    if settings.committed_reads not in COMMITTED_READS:
+        raise ValueError(
+            f"committed reads must be one of {COMMITTED_READS}, got {settings.committed_reads!r}"
+        )
+    if settings.committed_reads != "auto":
+        return settings.committed_reads
+    key = settings.bootstrap_servers
+    if key not in _chosen:
+        check_connection(settings)
+        admin = AdminClient(settings.librdkafka())
+        cluster = admin.list_topics(timeout=settings.connect_timeout_ms / 1000).cluster_id
+        _chosen[key] = "client" if cluster in DEMO_CLUSTER_IDS else "broker"
+    return _chosen[key]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A committed record as `CommittedReader.poll` returns it, whichever client read it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list
+
+
+class CommittedReader:
+    """Committed records of partitions of one topic, by the path `committed_reads` chooses.
+
+    Parameters
+    ----------
+    settings
+        The connection.
+    topic
+        The topic read.
+    partitions
+        Its partitions read, each from its beginning until `seek` says otherwise.
+    fetch_bytes
+        The most bytes fetched at once from a partition (at least its largest record).
+
+    Examples
+    --------
+
+    With ``river-cw serve --topic examples`` serving on a broker at 127.0.0.1:9092:
+
+    ```python
+    reader = CommittedReader(KafkaSettings("127.0.0.1:9092"), "examples.predictions", [0])
+    for record in reader.poll(1000):  # `Record`s: topic, partition, offset, key, value, headers
+        print(record.offset, json.loads(record.value))
+    reader.close()
+    ```
+
+    """
+
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        topic: str,
+        partitions: Iterable[int],
+        fetch_bytes: int = 1 << 20,
+    ):
+        self.path = committed_reads(settings)
+        self.topic = topic
+        self.partitions = sorted(partitions)
+        self._next = dict.fromkeys(self.partitions, 0)  # the offset after the last one read
+        self._ended: set[int] = set()  # read up to the end the broker reported last (librdkafka)
+        if self.path == "broker":
+            self._consumer = Consumer(
+                settings.librdkafka(
+                    **{
+                        "group.id": "river-cw.committed-reader",  # never joined nor committed
+                        "enable.auto.commit": False,
+                        "isolation.level": "read_committed",
+                        "enable.partition.eof": True,
+                        "fetch.wait.max.ms": settings.fetch_max_wait_ms,
+                        "max.partition.fetch.bytes": fetch_bytes,
+                    }
+                )
+            )
+            self._starts: dict[int, int] | None = dict.fromkeys(self.partitions, OFFSET_BEGINNING)
+        else:
+            self._kafka = committed_consumer(
+                **settings.kafka_python(
+                    enable_auto_commit=False,
+                    auto_offset_reset="earliest",
+                    fetch_max_wait_ms=settings.fetch_max_wait_ms,
+                    max_partition_fetch_bytes=fetch_bytes,
+                )
+            )
+            self._kafka.assign([TopicPartition(topic, p) for p in self.partitions])
+            self._still = dict.fromkeys(self.partitions, 0)  # polls without moving, at the end
+            self._moved: dict[int, bool] = {}  # whether the last poll moved each partition
+            self._end: dict[int, int | None] = {}  # the end offsets asked since the last seek
+
+    def seek(self, partition: int, offset: int) -> None:
+        """Read `partition` from `offset` next.
+
+        Parameters
+        ----------
+        partition
+            One of the partitions read.
+        offset
+            The first offset to read.
+        """
+        self._next[partition] = offset
+        self._ended.discard(partition)
+        if self.path == "broker":
+            self._seek(partition, offset)
+        else:
+            self._kafka.seek(TopicPartition(self.topic, partition), offset)
+            self._end[partition] = None
+            self._still[partition] = 0
+
+    def seek_to_end(self) -> None:
+        """Read only records written from now on."""
+        if self.path == "broker":
+            for p in self.partitions:
+                self._seek(p, OFFSET_END)
+        else:
+            self._kafka.seek_to_end(*(TopicPartition(self.topic, p) for p in self.partitions))
+
+    def _seek(self, partition: int, offset: int) -> None:
+        """librdkafka seeks assigned partitions only: before the first poll, where it starts."""
+        if self._starts is not None:
+            self._starts[partition] = offset
+        else:
+            self._consumer.seek(Partition(self.topic, partition, offset))
+
+    def poll(self, timeout_ms: int) -> list[Record]:
+        """The committed records ready (`Record`s), waiting up to `timeout_ms` for some.
+
+        Parameters
+        ----------
+        timeout_ms
+            How long to wait for a first record.
+        """
+        if self.path == "broker":
+            return self._poll_broker(timeout_ms)
+        return self._poll_client(timeout_ms)
+
+    def _poll_broker(self, timeout_ms: int) -> list[Record]:
+        if self._starts is not None:
+            starts, self._starts = self._starts, None
+            self._consumer.assign([Partition(self.topic, p, o) for p, o in starts.items()])
+        messages = self._consumer.consume(1000, timeout_ms / 1000)
+        records = []
+        for message in messages:
+            error, p, offset = message.error(), message.partition(), message.offset()
+            if error is not None:  # an event: the end reached, or a fault librdkafka retries
+                if error.code() == KafkaError._PARTITION_EOF and p is not None:
+                    self._ended.add(p)
+                elif error.fatal() or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise TopicError(f"reading {self.topic}: {error.str()}")
+                continue
+            if p is None or offset is None:
+                continue
+            self._ended.discard(p)
+            self._next[p] = offset + 1
+            headers = message.headers() or []
+            records.append(
+                Record(self.topic, p, offset, message.key(), message.value(), list(headers))
+            )
+        return records
+
+    def _poll_client(self, timeout_ms: int) -> list[Record]:
+        before = {p: self.position(p) for p in self.partitions}
+        records = []
+        for batch in self._kafka.poll(timeout_ms=timeout_ms).values():
+            for r in batch:
+                records.append(
+                    Record(r.topic, r.partition, r.offset, r.key, r.value, list(r.headers))
+                )
+        for p in self.partitions:  # control markers move the position without records
+            self._moved[p] = self.position(p) != before[p]
+        return records
+
+    def position(self, partition: int) -> int:
+        """The offset after the last record of `partition` read or passed.
+
+        Parameters
+        ----------
+        partition
+            One of the partitions read.
+        """
+        if self.path == "broker":
+            return self._next[partition]
+        return self._kafka.position(TopicPartition(self.topic, partition))
+
+    def at_end(self, partition: int) -> bool:
+        """Whether `partition` was read up to its end as the broker reports it (call it after
+        each `poll`: on the client path, the end is past once three polls have not moved).
+
+        Parameters
+        ----------
+        partition
+            One of the partitions read.
+        """
+        if self.path == "broker":
+            return partition in self._ended
+        # Tansu's ListOffsets answers the base offset of the log's last batch + 1: read at least
+        # up to it, then until the position stops moving (markers move it without records)
+        end = self._end.get(partition)
+        if end is None:  # asked only by a reader that looks for the end
+            tp = TopicPartition(self.topic, partition)
+            end = self._end[partition] = self._kafka.end_offsets([tp])[tp]
+        behind = self.position(partition) < end
+        moved = self._moved.pop(partition, False)
+        self._still[partition] = 0 if moved or behind else self._still[partition] + 1
+        return self._still[partition] >= 3
+
+    def close(self) -> None:
+        if self.path == "broker":
+            self._consumer.close()
+        else:
+            self._kafka.close(autocommit=False)
 
 
 def committed_consumer(*topics: str, **config) -> KafkaConsumer:
     """A `KafkaConsumer` (same arguments) that returns committed transactional records only.
 
     Use it to read what ``river-cw serve`` wrote under exactly-once (its predictions and dead
-    letters): a plain consumer also returns the records of aborted transactions, such as those
-    a killed server had written since its last commit, on a broker that does not list them.
+    letters) on a broker that does not list aborted transactions (the demo broker): a plain
+    consumer there also returns the records of aborted transactions, such as those a killed
+    server had written since its last commit. On a broker that lists them (Apache Kafka),
+    ``KafkaConsumer(isolation_level="read_committed")`` does the same with kafka-python's
+    supported API. `RuntimeError` on a kafka-python this was not tested with (see the module).
 
     Parameters
     ----------
@@ -65,6 +343,7 @@ def committed_consumer(*topics: str, **config) -> KafkaConsumer:
     ```
 
     """
+    _check_kafka_python()
     consumer = KafkaConsumer(*topics, isolation_level="read_uncommitted", **config)
     held: dict = {}  # (topic-partition, producer id) -> {offset: record} waiting for a marker
 
@@ -98,6 +377,18 @@ def committed_consumer(*topics: str, **config) -> KafkaConsumer:
 
     consumer._fetcher.PartitionRecords = PartitionRecords
     return consumer
+
+
+def _check_kafka_python() -> None:
+    """`RuntimeError` unless the installed kafka-python is one the client path was tested on
+    (it replaces a private part of kafka-python's fetcher: see the module)."""
+    version = metadata.version("kafka-python")
+    if version not in KAFKA_PYTHON_TESTED:
+        raise RuntimeError(
+            f"committed reads on a broker that does not list aborted transactions (the demo "
+            f"broker) were tested with kafka-python {', '.join(KAFKA_PYTHON_TESTED)}, not "
+            f"{version}: install that version (pyproject.toml pins it)"
+        )
 
 
 def _ended(held: dict, key, marker_offset: int) -> list:

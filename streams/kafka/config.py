@@ -18,10 +18,22 @@ from pathlib import Path
 
 from streams.kafka.envelope import KEY_HINT, StateKeys
 
-__all__ = ["GUARANTEES", "MIXES", "Mixing", "ServeConfig", "Topics"]
+__all__ = [
+    "COMMITTED_READS",
+    "ENVIRONMENT_PREFIX",
+    "GUARANTEES",
+    "MIXES",
+    "Mixing",
+    "ServeConfig",
+    "Topics",
+]
 
 GUARANTEES = ("exactly-once", "at-least-once")
 MIXES = ("kl", "l2")
+COMMITTED_READS = ("auto", "broker", "client")
+"""How records of committed transactions are read back (`streams.kafka.committed`)."""
+ENVIRONMENT_PREFIX = "RIVER_CW_KAFKA_"
+"""The prefix of the variables that override a client property (`streams.kafka.security`)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +185,15 @@ class ServeConfig:
         The period of the progress line.
     poll_timeout_ms
         How long a poll of the consumer waits for records.
+    owner_check_seconds
+        With exactly-once, a partition without a commit for that long checks that no newer
+        owner has fenced its producer (an empty transaction of its offsets), so that a fenced
+        member stops serving within seconds.
+    replication_factor
+        The replicas of each topic the server creates (the state topic, and the models topic
+        when mixing); -1: the broker's default (`default.replication.factor`). With 3 or more,
+        those topics also take ``min.insync.replicas=2``: a commit then returns once two
+        replicas hold it.
 
     Examples
     --------
@@ -204,6 +225,8 @@ class ServeConfig:
     idle_timeout: float | None = None
     log_seconds: float = 10.0
     poll_timeout_ms: int = 200
+    owner_check_seconds: float = 2.0
+    replication_factor: int = -1
 
     def __post_init__(self):
         if not isinstance(self.state_keys, StateKeys):
@@ -225,6 +248,13 @@ class ServeConfig:
             raise ValueError(
                 f"snapshot_share must be a finite number >= 0, got {self.snapshot_share!r}"
             )
+        if not (isinstance(self.replication_factor, int) and self.replication_factor != 0) or (
+            self.replication_factor < -1
+        ):
+            raise ValueError(
+                "replication_factor must be -1 (the broker's default) or an integer >= 1, got "
+                f"{self.replication_factor!r}"
+            )
         if self.partitions is not None:
             object.__setattr__(self, "partitions", tuple(self.partitions))
 
@@ -232,6 +262,23 @@ class ServeConfig:
     def offsets_group(self) -> str:
         """The consumer group whose offsets the transactions commit."""
         return self.group_id or f"river-cw.{self.topics.examples}"
+
+    def topic_config(self, configs: dict[str, str] | None = None) -> dict[str, str]:
+        """`configs` of a topic the server creates, and ``min.insync.replicas=2`` when it is
+        created with 3 replicas or more (the broker's own default otherwise).
+
+        >>> from streams.kafka.envelope import StateKeys
+        >>> config = ServeConfig(Topics("sms"), StateKeys.insecure(), replication_factor=3)
+        >>> config.topic_config({"cleanup.policy": "compact"})
+        {'cleanup.policy': 'compact', 'min.insync.replicas': '2'}
+
+        Parameters
+        ----------
+        configs
+            The topic's own configuration.
+        """
+        durable = {"min.insync.replicas": "2"} if self.replication_factor >= 3 else {}
+        return {**(configs or {}), **durable}
 
     @property
     def exactly_once(self) -> bool:

@@ -8,11 +8,13 @@ belongs to its task (`streams.kafka.task`), not here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from streams.kafka import state_topic
-from streams.kafka.client import KafkaSettings, create_topics
+from streams.kafka.client import KafkaSettings, create_topics, topic_replication
+from streams.kafka.committed import READS, committed_reads
 from streams.kafka.config import ServeConfig
 from streams.kafka.outputs import Outputs
 from streams.kafka.rounds import RoundCoordinator
@@ -20,6 +22,8 @@ from streams.kafka.source import KafkaSource
 from streams.kafka.task import PartitionTask
 
 __all__ = ["Clients"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,19 @@ class Clients:
         shared = rounds = None
         try:
             count = source.partition_count
-            create_topics(settings, {topics.state: count}, state_topic.TOPIC_CONFIG)
+            replicas = config.replication_factor
+            create_topics(
+                settings,
+                {topics.state: count},
+                config.topic_config(state_topic.TOPIC_CONFIG),
+                replicas,
+            )
+            _warn_if_unreplicated(settings, topics.state)
+            log.info("committed reads: %s", READS[committed_reads(settings)])
             if not config.exactly_once:
                 shared = Outputs(settings)
             if config.mixing is not None:
-                create_topics(settings, {topics.models: 1})
+                create_topics(settings, {topics.models: 1}, config.topic_config(), replicas)
                 rounds = RoundCoordinator(
                     settings,
                     config.mixing,
@@ -76,3 +88,16 @@ class Clients:
             self.shared.close()
         if self.rounds is not None:
             self.rounds.close()
+
+
+def _warn_if_unreplicated(settings: KafkaSettings, topic: str) -> None:
+    """Warn when the state topic has a partition on one replica of a cluster of several
+    brokers: losing that broker loses the partition's model."""
+    replicas, brokers = topic_replication(settings, topic)
+    if replicas == 1 and brokers > 1:
+        log.warning(
+            "the state topic %r keeps its partitions on one replica of a cluster of %d "
+            "brokers: losing that broker loses their models (add replicas with Kafka's partition reassignment)",
+            topic,
+            brokers,
+        )

@@ -2,7 +2,9 @@
 
 `PartitionLearner` takes the raw values of a partition's records (examples and delayed labels)
 and returns what should be written for each as events (`Prediction`, `DeadLetter`); the Kafka
-loop (`streams.kafka.server`) only moves bytes. Its `PartitionState` is everything the partition's
+loop (`streams.kafka.server`) only moves bytes. It hands over a poll's records at once
+(`examples`, `labels`: one call, one loop, the predictions as (key, value) pairs ready for the
+producer); `example` and `label` take one record. Its `PartitionState` is everything the partition's
 learning depends on, so saving and restoring it (a checkpoint file, the state topic) resumes
 exactly where it stopped.
 
@@ -129,51 +131,71 @@ class PartitionLearner:
 
     def example(self, value: bytes | None) -> list:
         """Events for a record of the examples topic."""
-        return self._guarded(self._example, value)
+        predictions, dead = self.examples([value])
+        return [Prediction(*predictions[0])] if predictions else [dead[0][1]]
 
     def label(self, value: bytes | None) -> list:
         """Events for a record of the labels topic."""
-        return self._guarded(self._label, value)
+        return [letter for _, letter in self.labels([value])]
 
-    def _guarded(self, handle, value) -> list:
-        try:
-            return handle(value)
-        except InvalidMessage as error:
-            self.state.dead_letters += 1
-            return [DeadLetter(str(error), getattr(error, "kind", "invalid"))]
-        except Exception as error:
-            self.state.dead_letters += 1
-            return [DeadLetter(_failure(error), "error")]
+    def examples(self, values: list) -> tuple[list[tuple[bytes, bytes]], list]:
+        """The records of the examples topic with these `values`, in order: the predictions to
+        write, (key, value) pairs, and the dead letters, (index of the record, `DeadLetter`)."""
+        predictions, dead = [], []
+        for i, value in enumerate(values):
+            try:
+                predictions.append(self._example(value))
+            except Exception as error:
+                dead.append((i, self._dead_letter(error)))
+        return predictions, dead
 
-    def _example(self, value) -> list:
+    def labels(self, values: list) -> list:
+        """The records of the labels topic with these `values`, in order: the dead letters,
+        (index of the record, `DeadLetter`)."""
+        dead = []
+        for i, value in enumerate(values):
+            try:
+                self._label(value)
+            except Exception as error:
+                dead.append((i, self._dead_letter(error)))
+        return dead
+
+    def _dead_letter(self, error: Exception) -> DeadLetter:
+        self.state.dead_letters += 1
+        if isinstance(error, InvalidMessage):
+            return DeadLetter(str(error), getattr(error, "kind", "invalid"))
+        return DeadLetter(_failure(error), "error")
+
+    def _example(self, value) -> tuple[bytes, bytes]:
         state = self.state
-        example = decode_example(value)
+        id, x, label = decode_example(value)
         try:
-            probabilities = state.model.predict_proba_one(example.x)
-            prediction = state.model.predict_one(example.x)
+            probabilities = state.model.predict_proba_one(x)
+            prediction = state.model.predict_one(x)
             message = encode_prediction(
-                example.id, prediction, probabilities, state.learned, state.partition
+                id, prediction, probabilities, state.learned, state.partition
             )
         except Exception as error:
             raise _Refused("predict", f"the model cannot predict it: {_failure(error)}") from None
-        key = example.id.encode("utf-8")
+        key = id.encode("utf-8")
         if len(key) + len(message) > self.max_output_bytes:
             raise _Refused(
                 "too_large",
                 f"its prediction would be {len(key) + len(message):,} bytes "
                 f"(at most {self.max_output_bytes:,})",
             )
-        early = state.pending_labels.pop(example.id, None)
-        label = early[0] if example.label is None and early else example.label
+        early = state.pending_labels.pop(id, None)
+        if label is None and early:
+            label = early[0]
         if label is None:
-            self._remember(state.pending_examples, example.id, (example.x, prediction))
+            self._remember(state.pending_examples, id, (x, prediction))
         else:
-            self._learn(example.x, label, prediction)
+            self._learn(x, label, prediction)
         state.predicted += 1
         state.examples_seen += 1
-        return [Prediction(key, message)]
+        return key, message
 
-    def _label(self, value) -> list:
+    def _label(self, value) -> None:
         message = decode_label(value)
         pending = self.state.pending_examples.pop(message.id, _MISSING)
         if pending is _MISSING:
@@ -183,7 +205,6 @@ class PartitionLearner:
         else:
             x, prediction = pending
             self._learn(x, message.label, prediction)
-        return []
 
     def _learn(self, x, label, prediction) -> None:
         try:

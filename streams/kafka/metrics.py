@@ -1,6 +1,6 @@
 """Prometheus metrics of a server, and its health and readiness, over HTTP (`serve --metrics-port`).
 
-`MetricsServer(server, port)` answers `/metrics` (the Prometheus text format), `/health` (200
+`MetricsServer(server, port, host)` answers `/metrics` (the Prometheus text format), `/health` (200
 while the serving loop runs: it went round within `max_poll_interval_ms`, the bound after which
 Kafka evicts a member; 503 otherwise) and `/ready` (200 once the member owns partitions and has
 restored every one of them; 503 before, and while a rebalance moves them).
@@ -30,7 +30,10 @@ and for the member: `river_cw_assigned_partitions`, `river_cw_commit_seconds` (a
 the time to commit a partition's batch: state, outputs and offsets), and
 `river_cw_rejected_records_total` (by `topic` and `partition`: records of the state or models
 topic ignored since this process started because they are malformed or do not verify under the
-state keys, `streams.kafka.envelope`; any is a sign of tampering or a wrong key). With --mix,
+state keys, `streams.kafka.envelope`; any is a sign of tampering or a wrong key) and
+`river_cw_refused_states_total` (by `partition`: restored states refused since this process
+started because they had read less of the input than the group's committed offsets, a rollback:
+`streams.kafka.takeover`; the partition is not served, and `/ready` answers 503). With --mix,
 `river_cw_mixing_rounds_failed_total` counts the rounds this member could not mix since this
 process started (`river_cw.combine` refused the contributions: every partition kept its own
 model and mixing resumed at the next round; `streams.models.mixing`). Every member computes
@@ -67,6 +70,7 @@ class Metrics:
         self.restore_seconds: dict[int, float] = {}
         self.rounds: dict[int, int] = {}
         self.failed_rounds = 0
+        self.refused: dict[int, int] = {}
 
     def dead_letter(self, partition: int, reason: str) -> None:
         key = (partition, reason)
@@ -76,6 +80,10 @@ class Metrics:
         """A record of the state or models topic was ignored (it does not verify)."""
         key = (topic, partition)
         self.rejected[key] = self.rejected.get(key, 0) + 1
+
+    def refuse(self, partition: int) -> None:
+        """A restored state of `partition` was refused: older than the group's offsets."""
+        self.refused[partition] = self.refused.get(partition, 0) + 1
 
     def watch(self, server) -> None:
         """Read the rest from `server` (a `streams.kafka.server.ModelServer`) when scraped."""
@@ -146,11 +154,19 @@ class _Collector:
         )
         for (topic, p), count in sorted(metrics.rejected.items()):
             rejected.add_metric([topic, str(p)], count)
+        refused = CounterMetricFamily(
+            "river_cw_refused_states",
+            "Restored states refused: behind the group's committed offsets",
+            labels=["partition"],
+        )
+        for p, count in sorted(metrics.refused.items()):
+            refused.add_metric([str(p)], count)
         assigned = GaugeMetricFamily("river_cw_assigned_partitions", "Partitions owned")
         assigned.add_metric([], len(tasks))
         yield from families.values()
         yield letters
         yield rejected
+        yield refused
         yield assigned
         if server.config.mixing is not None:
             yield CounterMetricFamily(
@@ -161,8 +177,8 @@ class _Collector:
 
 
 class MetricsServer:
-    """`/metrics`, `/health` and `/ready` of `server` on `host:port` (0: a free port), in a
-    daemon thread."""
+    """`/metrics`, `/health` and `/ready` of `server` on `host:port` (port 0: a free one; host
+    ``"0.0.0.0"``: every interface, ``"127.0.0.1"``: this machine only), in a daemon thread."""
 
     def __init__(self, server, port: int, host: str = "0.0.0.0"):
         self.server = server

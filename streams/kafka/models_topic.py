@@ -5,7 +5,7 @@ contribution (`streams.models.mixing.Contribution`) is pickled, cut in chunks of
 `streams.kafka.state_topic.CHUNK_BYTES` (keys ``<round>/<partition>/c<i>``) and closed by a manifest
 (key ``<round>/<partition>``, JSON ``{"round", "partition", "chunks", "bytes"}``), all written in
 the transaction of the partition that commits its state and offsets with it (see
-`streams.models.mixing` for why). `Reader` reads committed records only (`streams.kafka.committed`) and
+`streams.models.mixing` for why). `Reader` reads committed records only (`streams.kafka.committed.CommittedReader`) and
 returns each complete contribution with the offset of its manifest.
 
 The contributions of a round all lie after those of the rounds before it (a partition publishes
@@ -26,10 +26,8 @@ import logging
 import pickle
 from collections.abc import Callable
 
-from kafka import TopicPartition
-
 from streams.kafka.client import KafkaSettings
-from streams.kafka.committed import committed_consumer
+from streams.kafka.committed import CommittedReader
 from streams.kafka.envelope import Forged, StateKeys
 from streams.kafka.state_topic import CHUNK_BYTES, chunked
 from streams.models.mixing import Contribution
@@ -79,18 +77,10 @@ class Reader:
         keys: StateKeys,
         rejected: Callable[[], None] | None = None,
     ):
-        self._consumer = committed_consumer(
-            **settings.kafka_python(
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-                fetch_max_wait_ms=settings.fetch_max_wait_ms,
-                max_partition_fetch_bytes=4 * CHUNK_BYTES,
-            )
-        )
+        self._reader = CommittedReader(settings, topic, [0], fetch_bytes=4 * CHUNK_BYTES)
+        self._topic = topic
         self._keys = keys
         self._rejected = rejected or (lambda: None)
-        self._tp = TopicPartition(topic, 0)
-        self._consumer.assign([self._tp])
         self._chunks: dict[str, dict[int, bytes]] = {}
         self._next: int | None = None  # where reading goes on; None: not started
 
@@ -98,34 +88,33 @@ class Reader:
         """Read from `offset` next if that is before where reading was (contributions read
         again are returned again)."""
         if self._next is None or offset < self._next:
-            self._consumer.seek(self._tp, offset)
+            self._reader.seek(0, offset)
             self._chunks.clear()
             self._next = offset
 
     def poll(self, timeout_ms: int = 0) -> list[tuple[Contribution, int]]:
         """The contributions completed by the records of one fetch, with their offsets."""
         found = []
-        for records in self._consumer.poll(timeout_ms=timeout_ms).values():
-            for record in records:
-                try:
-                    data = self._take(record)
-                except (Forged, ValueError, KeyError, TypeError, AttributeError) as error:
-                    self._rejected()
-                    log.warning(
-                        "%s: record at offset %d rejected (%s): ignored",
-                        self._tp.topic,
-                        record.offset,
-                        error,
-                    )
-                    continue
-                if data is None:
-                    continue
-                payload = pickle.loads(data)  # verified: written by a server holding the key
-                if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-                    raise ValueError(f"{self._tp.topic} holds no {FORMAT!r} records")
-                found.append((payload["contribution"], record.offset))
+        for record in self._reader.poll(timeout_ms):
+            try:
+                data = self._take(record)
+            except (Forged, ValueError, KeyError, TypeError, AttributeError) as error:
+                self._rejected()
+                log.warning(
+                    "%s: record at offset %d rejected (%s): ignored",
+                    self._topic,
+                    record.offset,
+                    error,
+                )
+                continue
+            if data is None:
+                continue
+            payload = pickle.loads(data)  # verified: written by a server holding the key
+            if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+                raise ValueError(f"{self._topic} holds no {FORMAT!r} records")
+            found.append((payload["contribution"], record.offset))
         if self._next is not None:
-            self._next = max(self._next, self._consumer.position(self._tp))
+            self._next = max(self._next, self._reader.position(0))
         return found
 
     def _take(self, record) -> bytes | None:
@@ -143,8 +132,8 @@ class Reader:
         data = b"".join(parts.get(i, b"") for i in range(manifest["chunks"]))
         if missing or len(data) != manifest["bytes"]:
             raise ValueError(f"contribution {name} is incomplete")
-        where = context(self._tp.topic, manifest["round"], manifest["partition"])
+        where = context(self._topic, manifest["round"], manifest["partition"])
         return self._keys.open(where, data)
 
     def close(self) -> None:
-        self._consumer.close(autocommit=False)
+        self._reader.close()

@@ -76,14 +76,14 @@ class Outputs:
             "linger.ms": 5,
             "message.max.bytes": 1_100_000,  # a dead letter at the forward limit, headers and all
             "partitioner": "murmur2_random",  # the Java client's partitions for a key
-            "on_delivery": self._delivered,
         }
-        if transactional_id is not None:
+        if transactional_id is not None:  # a failed write fails the commit: no reports needed
             properties["transactional.id"] = transactional_id
             properties["transaction.timeout.ms"] = settings.transaction_timeout_ms
-        else:
+        else:  # every record's report, for `flush` to tell a failed write
             properties["acks"] = "all"
             properties["message.timeout.ms"] = settings.transaction_timeout_ms
+            properties["on_delivery"] = self._delivered
         self._producer = Producer(settings.librdkafka(**properties))
         self.transactional = transactional_id is not None
         self.in_transaction = False
@@ -172,18 +172,17 @@ class Outputs:
         """Write a record (`partition` -1: by its key); `delivery` learns where it landed."""
         if self.transactional and not self.in_transaction:
             self.begin()
-        report = self._delivered
+        options: dict = {} if headers is None else {"headers": headers}
         if delivery is not None:  # librdkafka calls a record's callback instead of ours
 
             def report(error, message, delivery=delivery) -> None:
                 delivery(error, message)
                 self._delivered(error, message)
 
+            options["on_delivery"] = report
         while True:
             try:
-                self._producer.produce(
-                    topic, value, key, partition, on_delivery=report, headers=headers
-                )
+                self._producer.produce(topic, value, key, partition, **options)
                 return
             except BufferError:  # the local queue is full: let librdkafka send some
                 self._producer.poll(0.1)
@@ -193,6 +192,18 @@ class Outputs:
                 raise BrokerUnavailable(
                     f"could not send to {topic!r}: {exception.args[0].str()}"
                 ) from None
+
+    def send_many(self, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+        """Write (key, value) records to `topic`, each to the partition of its key: `send`
+        without a Python call per record where the producer takes it at once."""
+        if self.transactional and not self.in_transaction:
+            self.begin()
+        produce = self._producer.produce
+        for key, value in records:
+            try:
+                produce(topic, value, key)
+            except (BufferError, KafkaException):  # a full queue, or a fault: as `send` says
+                self.send(topic, value, key)
 
     def dead_letter(self, topic: str, record, reason: str) -> None:
         """Forward `record` (key and value bytes, cut to their heads when over-large), with the

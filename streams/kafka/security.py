@@ -48,9 +48,10 @@ from pathlib import Path
 
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
+from streams.kafka.config import ENVIRONMENT_PREFIX
+
 __all__ = ["ENVIRONMENT_PREFIX", "ClientSecurity"]
 
-ENVIRONMENT_PREFIX = "RIVER_CW_KAFKA_"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 

@@ -55,6 +55,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from itertools import groupby
+
+from confluent_kafka import Message
 
 from streams.kafka.client import KafkaSettings
 from streams.kafka.config import ServeConfig
@@ -195,25 +198,24 @@ class ModelServer:
             self._last_record = time.monotonic()  # waiting for a round is not idleness
         if self._commit_due():
             self.commit()
+        self._check_owners()
         self._last_step = time.monotonic()
         self.monitor.tick(self.tasks, source)
 
     def _runs(self, records: list):
         """The records in runs of one partition, each ending where a commit falls due (one
         record each when mixing: a publication may fall due after any of them)."""
-        i, count = 0, len(records)
-        while i < count:
-            p = records[i].partition()
-            limit = (
-                1
-                if self._clients.rounds
-                else max(1, self.config.checkpoint_every - self._since_commit)
-            )
-            j = i + 1
-            while j < count and j - i < limit and records[j].partition() == p:
-                j += 1
-            yield records[i:j]
-            i = j
+        for _, partition in groupby(records, Message.partition):
+            run = list(partition)
+            start = 0
+            while start < len(run):
+                limit = (
+                    1
+                    if self._clients.rounds
+                    else max(1, self.config.checkpoint_every - self._since_commit)
+                )
+                yield run[start : start + limit]
+                start += limit
 
     def _idle(self) -> bool:
         """No message for `idle_timeout` s (a member still joining its group gets a session
@@ -259,8 +261,27 @@ class ModelServer:
         )
 
     def _fenced(self, p: int) -> None:
-        log.warning("partition %d: fenced by a newer owner, dropping it", p)
+        log.warning("partition %d: fenced by a newer owner: no longer served here", p)
         self._drop([p])
+
+    def _check_owners(self) -> None:
+        """Quiet partitions check every `owner_check_seconds` that no newer owner has fenced
+        them (`PartitionTask.check_owner`), so that a fenced member stops serving them within
+        seconds, not at its next commit, which may be a long way off."""
+        if not self.config.exactly_once:
+            return
+        due = time.monotonic() - self.config.owner_check_seconds
+        quiet = [p for p, task in self.tasks.items() if not task.dirty and task.committed_at < due]
+        if not quiet:
+            return
+        metadata = self._clients.source.group_metadata()
+        for p in quiet:
+            try:
+                self.tasks[p].check_owner(metadata)
+            except Fenced:
+                self._fenced(p)
+            except CommitFailed as error:
+                self._reset(p, error)
 
     def _reset(self, p: int, error: Exception) -> None:
         """A transaction of partition p failed: restore it from its last committed state, as

@@ -22,7 +22,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 
 from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, check_connection
 
@@ -172,10 +179,10 @@ class KafkaSource:
             if first is None:
                 return []
             messages = [first, *self._consumer.consume(self.batch - 1, 0)]
-        errors = [error for m in messages if (error := m.error()) is not None]
-        if not errors:
+        if not any(map(Message.error, messages)):
             return messages
-        for error in errors:  # events, not records: a deleted topic ends serving
+        # events, not records: a deleted topic ends serving
+        for error in filter(None, map(Message.error, messages)):
             if error.fatal() or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise TopicError(f"reading {self.topics}: {error.str()}")
         return [m for m in messages if m.error() is None]
@@ -187,6 +194,19 @@ class KafkaSource:
             self._starts[(topic, partition)] = start
         else:
             self._consumer.seek(TopicPartition(topic, partition, start))
+
+    def committed(self, partition: int, timeout: float) -> dict[str, int]:
+        """The offsets the consumer's group has committed for `partition` of each topic (a
+        topic without one is left out); within `timeout` s, else `BrokerUnavailable`."""
+        try:
+            found = self._consumer.committed(
+                [TopicPartition(t, partition) for t in self.topics], timeout=timeout
+            )
+        except KafkaException as error:
+            raise BrokerUnavailable(
+                f"cannot read the committed offsets of partition {partition}: {error.args[0].str()}"
+            ) from None
+        return {tp.topic: tp.offset for tp in found if tp.offset >= 0}
 
     def group_metadata(self):
         """The consumer's group metadata, for offsets committed in a transaction."""

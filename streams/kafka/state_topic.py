@@ -5,9 +5,10 @@ Partition p of the examples topic keeps its `PartitionState` in partition p of t
 transaction of the outputs and offsets it goes with, either a *snapshot* (the whole state) or
 its *changes* since the previous commit (`streams.kafka.changelog`: the weights that moved and
 the small rest of the state), so that a commit writes in proportion to what it changed, not to
-the model. A part is its encoded bytes (`encode`) cut in chunks of at most `CHUNK_BYTES`
+the model. A part is its bytes (`streams.kafka.state_codec`: the models in river-cw's versioned
+state format) sealed (`encode`) and cut in chunks of at most `CHUNK_BYTES`
 (records with key `<name>/c<i>` and a `batches` header) and closed by a manifest (key `<name>`,
-JSON `{"format": 2, "kind": ..., "batches": n, "chunks": k, "bytes": size}`), where n is the
+JSON `{"format": 3, "kind": ..., "batches": n, "chunks": k, "bytes": size}`), where n is the
 state's `batches` (its commits so far). A snapshot is named `p`; the changes of the i-th commit
 after a snapshot `p/changes/<i>`. A snapshot deletes (tombstones, in its transaction) the
 changes before it and the chunks of the previous snapshot beyond its own, so that compaction,
@@ -15,7 +16,7 @@ which keeps the last value of each key, keeps the last snapshot and the changes 
 a restore must read, a snapshot and at most `--snapshot-share` of it more (on a broker that has
 not compacted yet, the older parts too; they are skipped).
 
-`restore` reads the partition with `streams.kafka.committed.committed_consumer` (aborted parts
+`restore` reads the partition with `streams.kafka.committed.CommittedReader` (aborted parts
 are dropped even on brokers that do not list aborted transactions) and folds it: a snapshot
 replaces the state, changes apply to the state of the commit before theirs (`batches` n - 1)
 and are skipped otherwise. The state restored is that of the last committed part; if it cannot
@@ -26,11 +27,11 @@ appends a `mark` (key `p/mark`) and reads up to it. Every part ever committed li
 mark, so the restore cannot stop short of the last one, which would make a server learn again
 what its partition had learned (and, when mixing, publish a second contribution to a round).
 
-Pickle runs code on load, and anyone allowed to produce to the state topic can write to it. So
-`encode` seals every part's pickle (`streams.kafka.envelope`) in its `context`: the format, the
-topic, the partition, the part's name and kind and its commit number `batches`. `restore`
-verifies each part when its manifest comes, and unpickles only the parts of the state it
-rebuilds, at the end. A record that is malformed, incomplete or does not verify (forged,
+Anyone allowed to produce to the state topic can write to it, and a part may hold a pickle (a
+model the versioned format does not describe), which runs code on load. So `encode` seals every
+part (`streams.kafka.envelope`) in its `context`: the format, the topic, the partition, the
+part's name and kind and its commit number `batches`. `restore` verifies each part when its
+manifest comes, and decodes only the parts of the state it rebuilds, at the end. A record that is malformed, incomplete or does not verify (forged,
 altered, or a true part copied to another partition, topic, name or commit number), a manifest
 of another format, and a part whose commit number is not above the last valid part's (a true
 part written again after a newer one: a rollback; the cached state's number counts as read) is
@@ -38,33 +39,32 @@ logged, reported to `rejected` and ignored. A restore never returns a state olde
 valid part read: when that part cannot be rebuilt (forged records can push the true parts
 before it out, as compaction keeps the last record of each key) or when records were rejected
 and no valid snapshot is left, `StateError` says so rather than start the partition afresh.
-A state topic of another format only (format 1, whole snapshots, before the changelog) is
-refused with `StateError`: migrate as the README says (`river-cw inspect --export` with the
-version that wrote it, then `serve --init-model`).
+A state topic of an earlier format only (1: whole snapshots, before the changelog; 2: pickles
+of the library's classes, before the versioned format) is refused with `StateError` in one line
+naming the migration: `river-cw inspect --export` with the version that wrote it, then `serve
+--init-model` on a new state topic (docs/guide/kafka.md, "Upgrades").
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import pickle
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kafka import TopicPartition
-
-from streams.kafka import changelog
+from streams.kafka import changelog, state_codec
 from streams.kafka.client import KafkaSettings, log_reaches
-from streams.kafka.committed import committed_consumer
+from streams.kafka.committed import CommittedReader
 from streams.kafka.envelope import Forged, StateKeys
 from streams.kafka.learner import PartitionState
 from streams.kafka.outputs import Delivery
 
 CHUNK_BYTES = 900_000  # under the producer's 1 MiB request limit
-FORMAT = 2
-TOPIC_CONFIG = {"cleanup.policy": "compact"}
+FORMAT = 3
+# as Kafka Streams configures a changelog topic: compacted, its records timed by their writer
+TOPIC_CONFIG = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
 SNAPSHOT, CHANGES = "snapshot", "changes"
 
 log = logging.getLogger(__name__)
@@ -99,10 +99,10 @@ def context(topic: str, partition: int, name: str, kind: str, batches: int) -> s
     return f"river-cw state {FORMAT}|{topic}|{partition}|{name}|{kind}|{batches}"
 
 
-def encode(keys: StateKeys, where: str, payload) -> bytes:
-    """The bytes of a part: `payload` (a `PartitionState` for a snapshot, ``(header, weights)``
-    for changes) pickled and sealed with `keys` in the context `where`."""
-    return keys.seal(where, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+def encode(keys: StateKeys, where: str, payload: bytes) -> bytes:
+    """The bytes of a part: `payload` (`streams.kafka.state_codec`'s bytes of a snapshot or of
+    changes) sealed with `keys` in the context `where`."""
+    return keys.seal(where, payload)
 
 
 def write_snapshot(
@@ -114,7 +114,8 @@ def write_snapshot(
     `Restored.parts`), are deleted with it (tombstones: compaction then drops them, so that a
     restore does not read them)."""
     name = str(partition)
-    written = _write(outputs, topic, partition, SNAPSHOT, name, state.batches, state, keys)
+    payload = state_codec.encode(state)
+    written = _write(outputs, topic, partition, SNAPSHOT, name, state.batches, payload, keys)
     for old, chunks in obsolete:
         start = written.chunks if old == name else 0  # the snapshot's own are new
         for i in range(start, chunks):
@@ -130,7 +131,7 @@ def write_changes(
     """Send `changes` (`streams.kafka.changelog.changes` of `state`), the `number`-th since the
     last snapshot, as `write_snapshot` sends a snapshot."""
     name = f"{partition}/changes/{number}"
-    return _write(outputs, topic, partition, CHANGES, name, state.batches, changes, keys)
+    return _write(outputs, topic, partition, CHANGES, name, state.batches, changes.data, keys)
 
 
 def _write(outputs, topic, partition, kind, name, batches, payload, keys) -> Written:
@@ -186,7 +187,7 @@ class Restored:
 class _Fold:
     """The records of a partition read so far, from `state` (a cached state) on: the last
     valid snapshot's payload and the changes that follow on it, each verified when its manifest
-    comes and unpickled only at the end (a log that was not compacted holds many snapshots)."""
+    comes and decoded only at the end (a log that was not compacted holds many snapshots)."""
 
     def __init__(self, topic: str, partition: int, keys: StateKeys, state=None, rejected=None):
         self.topic, self.partition, self.keys = topic, partition, keys
@@ -290,22 +291,26 @@ class _Fold:
             )
         if self.base is None and self.formats:
             raise StateError(
-                f"{self.where} holds state of format {', '.join(sorted(self.formats))}, this "
-                f"server reads format {FORMAT}: migrate with the version that wrote it "
-                "(`river-cw inspect --partition P --export model.pkl`, then `river-cw serve "
-                "--init-model model.pkl` on a new state topic; see the README)"
+                f"{self.where} holds state of format {', '.join(sorted(self.formats))}, written "
+                f"by an earlier river-cw; this one reads format {FORMAT}: migrate with the "
+                f"version that wrote it, `river-cw inspect --topic EXAMPLES --state-topic "
+                f"{self.topic} --partition {self.partition} --export model.pkl`, then "
+                "`river-cw serve --init-model model.pkl` on a new state topic"
             )
         if self.base is None and self.rejected:
             raise StateError(
                 f"{self.where} holds no valid snapshot: {rejected}; give the key that wrote the "
                 "state first in the key file, or delete the state topic (and the local cache) "
-                "to start the partition over"
+                "and the consumer group's offsets to start the partition over"
             )
         state = self.state
-        if self.snapshot is not None:
-            state = pickle.loads(self.snapshot)  # verified: written by a server holding the key
-        for payload, _, _ in self.changes:
-            state = changelog.apply(state, *pickle.loads(payload))  # verified too
+        try:  # verified: written by a server holding the key
+            if self.snapshot is not None:
+                state = state_codec.decode(self.snapshot).state()
+            for payload, _, _ in self.changes:
+                state = changelog.apply(state, state_codec.decode(payload))
+        except ValueError as error:  # a part of a later version, say
+            raise StateError(f"{self.where}: {error}") from None
         parts = [part for *_, part in self.changes]
         return Restored(
             state,
@@ -335,49 +340,32 @@ def restore(
     without, up to where the log seems to end. `rejected()` is called for each record ignored
     (see the module). `StateError` past `timeout` s, or when the valid parts read do not make
     the state of the last one."""
-    consumer = committed_consumer(
-        **settings.kafka_python(
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=settings.fetch_max_wait_ms,
-            max_partition_fetch_bytes=4 * CHUNK_BYTES,
-        )
-    )
-    tp = TopicPartition(topic, partition)
+    reader = CommittedReader(settings, topic, [partition], fetch_bytes=4 * CHUNK_BYTES)
     fold = _Fold(topic, partition, keys, state, rejected)
     try:
-        consumer.assign([tp])
         if until is not None:  # every record before the mark: read until its batch is passed
             if start > until:
                 return Restored(state, -1)
-        else:
-            # Tansu's ListOffsets answers the base offset of the last batch + 1 and its fetch
-            # replies' high watermark may be another partition's: read at least up to the
-            # former, then until the position stops moving (control markers move it without
-            # records)
-            if not log_reaches(settings, topic, partition, start):
-                return Restored(state, -1)
-            end = consumer.end_offsets([tp])[tp]
-        consumer.seek(tp, start)
+        elif not log_reaches(settings, topic, partition, start):
+            return Restored(state, -1)
+        reader.seek(partition, start)
         deadline = time.monotonic() + timeout
-        still = 0
         mark_key = _mark_key(partition)
-        while consumer.position(tp) <= until if until is not None else still < 3:
-            position = consumer.position(tp)
-            for records in consumer.poll(timeout_ms=100).values():
-                for record in records:
-                    after_mark = until is not None and record.offset > until
-                    # a tombstone is read where compaction has not dropped it yet
-                    if not (after_mark or record.key == mark_key or record.value is None):
-                        fold.add(record)
-            if until is None:
-                moved = consumer.position(tp) != position
-                still = 0 if moved or consumer.position(tp) < end else still + 1
+        while (
+            reader.position(partition) <= until
+            if until is not None
+            else not reader.at_end(partition)
+        ):
+            for record in reader.poll(100):
+                after_mark = until is not None and record.offset > until
+                # a tombstone is read where compaction has not dropped it yet
+                if not (after_mark or record.key == mark_key or record.value is None):
+                    fold.add(record)
             if time.monotonic() > deadline:
                 raise StateError(
                     f"restoring {topic}/{partition} took more than {timeout:.0f} s "
                     f"({fold.read} records read)"
                 )
     finally:
-        consumer.close(autocommit=False)
+        reader.close()
     return fold.result()

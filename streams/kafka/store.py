@@ -156,8 +156,8 @@ class StateStore:
             )
             if read.records >= 0:  # the cache, and what the topic holds after it
                 if not read.snapshot_bytes:  # no newer snapshot: the cache's
-                    read.snapshot_bytes = cached.get("snapshot_bytes", 0)
-                    read.parts.insert(0, cached.get("snapshot_part", (str(partition), 0)))
+                    read.snapshot_bytes = cached["snapshot_bytes"]
+                    read.parts.insert(0, tuple(cached["snapshot_part"]))
                 return read, "cache"
         read = state_topic.restore(
             self.settings,
@@ -217,7 +217,7 @@ class StateStore:
             since.changes_bytes += part.bytes
             since.parts.append((part.name, part.chunks))
             written.changes += 1
-            written.weights += sum(len(block) for block in changes[1])
+            written.weights += changes.weights
             written.changes_bytes += part.bytes
             written.last_kind = state_topic.CHANGES
         changelog.mark(state)
@@ -241,10 +241,8 @@ class StateStore:
         if path is not None and written.last_kind == state_topic.SNAPSHOT:
             checkpoint.save(
                 path,
-                {
-                    "state": state,
-                    "state_offset": part.delivery.offset + 1,
-                    "snapshot_bytes": written.since.snapshot_bytes,
-                    "snapshot_part": (part.name, part.chunks),
-                },
+                state,
+                state_offset=part.delivery.offset + 1,
+                snapshot_bytes=written.since.snapshot_bytes,
+                snapshot_part=(part.name, part.chunks),
             )

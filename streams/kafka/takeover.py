@@ -7,6 +7,14 @@ fences the previous owner first; restores the partition's last committed state
 read, refusing a log that no longer reaches them; and builds the partition's task. A newer owner
 that fences this one while it restores has the partition already: it is left, and the next
 rebalance takes it away.
+
+With exactly-once, the consumed offsets each state was committed with are the group's committed
+offsets, written in the same transaction; the restored state must have read exactly that far.
+A state that has read less is older than the group's position: a true old snapshot written to
+the state topic again and kept by compaction in place of the newer one (docs/security.md), or
+a state topic emptied. Serving it would learn those examples again and write their predictions
+a second time, so it is refused (`Behind`): the partition is not served, the refusal is
+counted (`streams.kafka.metrics`, `river_cw_refused_states_total`) and said in one line.
 """
 
 from __future__ import annotations
@@ -27,7 +35,11 @@ from streams.kafka.task import PartitionTask
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Takeover"]
+__all__ = ["Behind", "Takeover"]
+
+
+class Behind(RuntimeError):
+    """A restored state has read less of the input than the group's committed offsets."""
 
 
 class Takeover:
@@ -63,11 +75,17 @@ class Takeover:
             restored = self.store.restore(outputs, p)
             state = restored.state
             self.metrics.restore_seconds[p] = restored.seconds
+            if self.config.exactly_once:
+                self._check_position(clients.source, state)
             for topic in clients.source.topics:
                 self._seek_stored(clients.source, state, topic)
         except BaseException as error:
             if outputs is not clients.shared:
                 outputs.close()
+            if isinstance(error, Behind):
+                self.metrics.refuse(p)
+                log.error("partition %d: %s", p, error)
+                return None
             if not isinstance(error, Fenced):
                 raise
             log.warning("partition %d: fenced by a newer owner while restoring it", p)
@@ -84,6 +102,19 @@ class Takeover:
             metrics=self.metrics,
         )
 
+    def _check_position(self, source: KafkaSource, state: PartitionState) -> None:
+        """`Behind` when `state` has read less of a topic than the group has committed."""
+        timeout = self.settings.connect_timeout_ms / 1000
+        for topic, committed in sorted(source.committed(state.partition, timeout).items()):
+            read = state.offsets.get(topic, 0)
+            if read < committed:
+                raise Behind(
+                    f"refused the restored state, which has read {topic} up to offset {read} "
+                    f"where group {self.config.offsets_group!r} committed {committed} with the "
+                    "last state: an older state (a replayed snapshot? see docs/security.md); the "
+                    "partition is not served"
+                )
+
     def _seek_stored(self, source: KafkaSource, state: PartitionState, topic: str) -> None:
         """Read `topic` of the state's partition from its stored offset (TopicError if the log
         no longer reaches it)."""
@@ -92,7 +123,7 @@ class Takeover:
             raise TopicError(
                 f"the stored state of partition {p} has read {topic}/{p} up to offset "
                 f"{offset}, beyond the end of its log: was the topic deleted and recreated? "
-                f"Delete the state topic {self.config.topics.state!r} (and the local cache) to "
-                "start over"
+                f"Delete the state topic {self.config.topics.state!r} (and the local cache) and "
+                f"the offsets of group {self.config.offsets_group!r} to start over"
             )
         source.seek(topic, p, offset)

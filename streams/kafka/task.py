@@ -9,10 +9,13 @@ and then the state with at-least-once. Kafka Streams calls this a stream task.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import Message
 
 from streams.kafka.config import Topics
-from streams.kafka.learner import PartitionLearner, PartitionState, Prediction
+from streams.kafka.learner import PartitionLearner, PartitionState
 from streams.kafka.metrics import Metrics
 from streams.kafka.outputs import Outputs
 from streams.kafka.store import StateStore
@@ -33,6 +36,7 @@ class PartitionTask:
     mixed_at: float = 0.0  # monotonic time of the last publication or adoption
     paused: bool = False  # waiting for its round (`streams.kafka.config.Mixing.lag`)
     metrics: Metrics | None = None
+    committed_at: float = field(default_factory=time.monotonic)  # its last transaction's end
 
     @property
     def state(self) -> PartitionState:
@@ -44,25 +48,32 @@ class PartitionTask:
 
     def handle(self, records: list) -> None:
         """Learn from records of the examples or labels topic, in order, and write their
-        outputs."""
-        offsets, learner, outputs = self.state.offsets, self.learner, self.outputs
-        examples, predictions = self.topics.examples, self.topics.predictions
+        outputs: each run of records of one topic in one call of the learner."""
         self.dirty = True
-        outputs.begin()
-        for record in records:
-            topic = record.topic()
-            if topic == examples:
-                events = learner.example(record.value())
-            else:
-                events = learner.label(record.value())
-            for event in events:
-                if type(event) is Prediction:
-                    outputs.send(predictions, event.value, event.key)
-                else:
-                    outputs.dead_letter(self.topics.dead_letters, record, event.reason)
-                    if self.metrics is not None:
-                        self.metrics.dead_letter(self.partition, event.kind)
-            offsets[topic] = record.offset() + 1
+        self.outputs.begin()
+        if not self.topics.labels:  # the examples topic alone
+            self._handle(self.topics.examples, records)
+            return
+        topics: list = list(map(Message.topic, records))
+        start = 0
+        for end in range(1, len(records) + 1):
+            if end == len(records) or topics[end] != topics[start]:
+                self._handle(topics[start], records[start:end])
+                start = end
+
+    def _handle(self, topic: str, records: list) -> None:
+        """Learn from records of `topic` and write their outputs."""
+        values = list(map(Message.value, records))
+        if topic == self.topics.examples:
+            predictions, dead = self.learner.examples(values)
+            self.outputs.send_many(self.topics.predictions, predictions)
+        else:
+            dead = self.learner.labels(values)
+        for i, letter in dead:
+            self.outputs.dead_letter(self.topics.dead_letters, records[i], letter.reason)
+            if self.metrics is not None:
+                self.metrics.dead_letter(self.partition, letter.kind)
+        self.state.offsets[topic] = records[-1].offset() + 1
 
     def commit(self, store: StateStore, group_metadata) -> None:
         """Commit the batch: state and outputs, with the consumed offsets inside the transaction
@@ -77,7 +88,18 @@ class PartitionTask:
         else:
             self.outputs.flush()
         self.dirty = False
+        self.committed_at = time.monotonic()
         store.saved(state, written)
+
+    def check_owner(self, group_metadata) -> None:
+        """Check that no newer owner has fenced this task's producer: commit its offsets again
+        in a transaction of their own (transactional tasks that have read something). Raises
+        `Fenced` when one has; a task that handles records learns it at its next commit."""
+        offsets = {(t, self.partition): o for t, o in self.state.offsets.items()}
+        if self.outputs.transactional and offsets and not self.dirty:
+            self.outputs.begin()
+            self.outputs.commit(offsets, group_metadata)
+            self.committed_at = time.monotonic()
 
     def close(self) -> None:
         """Close the task's producer (an open transaction is aborted by the next owner)."""

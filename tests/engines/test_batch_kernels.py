@@ -1,7 +1,8 @@
 """`learn_many` over sequences of dicts and scipy.sparse CSR matrices is the `learn_one` loop, bit
 for bit, on every model, and so are `predict_many` and `predict_proba_many` (issue 10).
 
-The compiled engine learns such batches in C (`river_cw/_batch.h`);
+The compiled engines learn such batches in C (`river_cw/_batch.h`, with the diagonal's hooks in
+`river_cw/_diagonal.c` and the arrowhead's, the default model's, in `river_cw/_arrowhead.c`);
 `tests/engines/test_rerun_on_other_engine.py` runs this module again on the pure-Python engine,
 whose `learn_many` is the plain loop.
 """
@@ -20,7 +21,7 @@ from scipy import sparse
 
 import river_cw
 from tests.conftest import examples, outcome, read_jsonl, shuffled
-from tests.support.bits import assert_same, bits_of
+from tests.support.bits import assert_same, bits_of, state
 
 MODELS = [
     river_cw.AROW(),
@@ -202,12 +203,25 @@ def test_columns_named_alike_are_refused_before_learning(model):
     assert model.classes_ == [0, 1]  # [negative, positive]
 
 
-def test_a_column_named_like_the_intercept_is_the_loop_too():
-    X = sparse.csr_array([[2.0, 1.0]])
-    model, one = river_cw.AROW(), river_cw.AROW()
-    model.learn_many(X, [True], features=[river_cw.INTERCEPT, "a"])
-    one.learn_one({river_cw.INTERCEPT: 2.0, "a": 1.0}, True)
-    assert pickle.dumps(model) == pickle.dumps(one)
+@pytest.mark.parametrize("learn_intercept", [True, False])
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
+def test_a_column_named_like_the_intercept_is_the_loop_too(covariance, learn_intercept):
+    """A feature named `INTERCEPT` (the arrowhead's root, with or without an intercept) goes to
+    learn_one and predict_one, in CSR and dict rows alike."""
+    names = [river_cw.INTERCEPT, "a", "b"]
+    X = sparse.csr_array([[2.0, 1.0, 0.0], [0.0, 1.0, -1.0], [-1.0, 0.0, 3.0], [0.0, 2.0, 1.0]])
+    dicts = [{f: v for f, v in zip(names, row) if v} for row in X.toarray().tolist()]
+    labels = [True, False, True, True]
+    params = {"covariance": covariance, "learn_intercept": learn_intercept}
+    csr, rows, one = (river_cw.AROW(**params) for _ in range(3))
+    csr.learn_many(X, labels, features=names)
+    rows.learn_many(dicts, labels)
+    loop(one, dicts, labels, [1.0] * len(dicts))
+    assert pickle.dumps(csr) == pickle.dumps(one)
+    assert pickle.dumps(rows) == pickle.dumps(one)
+    expected = bits_of([one.predict_proba_one(x) for x in dicts])
+    assert bits_of(csr.predict_proba_many(X, features=names)) == expected
+    assert bits_of(csr.predict_proba_many(dicts)) == expected
 
 
 @pytest.mark.parametrize("model", MODELS, ids=IDS)
@@ -364,6 +378,53 @@ def test_a_step_that_changes_the_engine_mid_batch_is_refused_and_the_engine_stay
     assert model.gaussian.scores({"a": 1.0})  # not left busy, as the kernel used to leave it
 
 
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
+def test_a_step_that_replaces_the_margin_is_refused_as_learn_one_refuses_it(covariance):
+    """A rule's step in Python runs with the engine free, between a row's margin and its update:
+    one that takes another margin (here a learn_one that learns nothing) leaves the row's update
+    without its margin, which learn_one refuses (the engine's update checks its margin's token)
+    and so does the kernel; a step that only predicts changes nothing, in either."""
+
+    class Relearning(river_cw.AROW):
+        _native_step = None  # the Python step, called by the kernel with the engine free
+        act = None
+
+        def _step(self, m, v, w):
+            if self.act is not None:
+                act, self.act = self.act, None
+                act(self)
+            return super()._step(m, v, w)
+
+    def relearn(model):
+        model.learn_one({}, True)  # no feature, no intercept: nothing to learn
+
+    def predict(model):
+        model.predict_proba_one({"a": 1.0, "b": -2.0})
+        model.predict_many([{"a": 1.0}, {"c": 1.0}])
+
+    def made(act):
+        model = Relearning(learn_intercept=False, covariance=covariance)
+        model.learn_many([{"a": 1.0}, {"b": 1.0}], [True, False])
+        model.act = act
+        return model
+
+    rows = [{"a": 1.0, "c": 2.0}, {"b": -1.0, "c": 1.0}]
+    one, many = made(relearn), made(relearn)
+    if river_cw.ENGINE == "c":
+        with pytest.raises(RuntimeError, match="update needs the latest margin"):
+            loop(one, rows, [False, True], [1.0, 1.0])
+        with pytest.raises(RuntimeError, match="the engine changed during a step"):
+            many.learn_many(rows, [False, True])
+    else:  # the pure-Python engine's update takes the margin it is handed
+        loop(one, rows, [False, True], [1.0, 1.0])
+        many.learn_many(rows, [False, True])
+    assert state(many) == state(one)  # nothing learned past the margin
+    one, many = made(predict), made(predict)
+    loop(one, rows, [False, True], [1.0, 1.0])
+    many.learn_many(rows, [False, True])
+    assert state(many) == state(one)
+
+
 # -- predictions in one call (`score_rows`, river_cw/_batch.h and river_cw/_arrowhead.c) --------
 
 COVARIANCES = ["diagonal", "arrowhead"]  # the compiled engines with a score_rows kernel
@@ -463,13 +524,16 @@ def recording_kernel(model, position: int) -> list:
             calls.append(args[position])
             return kernel(self, *args)
 
-    model.set_gaussian(Recording(model.initial_variance), model.classes_)
+    kind = river_cw.covariances.of(model)
+    engine = kind.start(Recording, model.initial_variance, model.initial_intercept_variance)
+    model.set_gaussian(engine, model.classes_)
     return calls
 
 
-def test_the_kernel_runs_where_it_can_and_a_model_needs_it():
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
+def test_the_kernel_runs_where_it_can_and_a_model_needs_it(covariance):
     """The compiled engine learns a batch in one call per run of known labels."""
-    model = river_cw.AROW(covariance="diagonal")  # the batch kernel's (the arrowhead has none)
+    model = river_cw.AROW(covariance=covariance)
     calls = recording_kernel(model, 4)  # the row it starts at
     model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
@@ -644,9 +708,10 @@ def test_a_name_changed_in_place_is_read_after_an_epoch_knew_every_column():
     assert "z" in model.weights and model.weights["z"] != 0
 
 
-def test_a_vocabulary_resized_by_a_names_hash_is_refused():
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
+def test_a_vocabulary_resized_by_a_names_hash_is_refused(covariance):
     """The kernel reads the names by position: a name whose hash shrinks the list is refused."""
-    model = river_cw.AROW(covariance="diagonal")  # the batch kernel's (the arrowhead has none)
+    model = river_cw.AROW(covariance=covariance)
     if not hasattr(model.gaussian, "learn_rows"):
         pytest.skip("the pure-Python engine has no batch kernel")
 
@@ -684,15 +749,18 @@ def test_csr_columns_follow_the_engine_through_a_new_layout_and_a_new_class():
     assert pickle.dumps(model) == pickle.dumps(one)
 
 
-# -- binary CSR rows through the lean kernel (_diagonal.c's batch_lean_row) -----------------------
+# -- binary CSR rows through the lean kernel (batch_lean_row: _diagonal.c's, _arrowhead.c's) -----
 
 LEAN_CSR = [  # a native step and a built-in scheme, nothing forgotten: the lean CSR rows' models
     river_cw.AROW(),
+    river_cw.AROW(covariance="diagonal"),
     river_cw.AROW(diagonal="drop", learn_intercept=False, r=0.05),
+    river_cw.AROW(covariance="diagonal", diagonal="drop", learn_intercept=False, r=0.05),
     river_cw.CW(variant="var"),
     river_cw.NHERD(C=0.5),
     river_cw.SOP(),
     river_cw.SCW(variant="II", diagonal="drop", C=3.0),
+    river_cw.SCW(variant="II", covariance="diagonal", diagonal="drop", C=3.0),
 ]
 LEAN_CSR_IDS = [repr(m).replace("\n", "").replace(" ", "") for m in LEAN_CSR]
 
@@ -740,7 +808,11 @@ def test_binary_csr_rows_through_the_lean_kernel_are_the_learn_one_loop(model, p
         assert many.n_skipped_updates == one.n_skipped_updates
 
 
-@pytest.mark.parametrize("model", [river_cw.AROW(), river_cw.SCW()], ids=["AROW", "SCW"])
+@pytest.mark.parametrize(
+    "model",
+    [river_cw.AROW(), river_cw.SCW(), river_cw.AROW(covariance="diagonal")],
+    ids=["AROW", "SCW", "AROW diagonal"],
+)
 def test_csr_batches_of_a_real_text_stream_are_the_learn_one_loop(model):
     """SMS messages as word counts, as a vocabulary and as hashed ids: about 3% of the margins'
     double-doubles sit exactly on a rounding tie, where the lean kernel sums by math.fsum."""

@@ -23,11 +23,12 @@ PACKAGE = ROOT / "river_cw"
 REPORT = """
 import json
 import river_cw
-from river_cw import arrowhead, cw, diagonal, engine, rda, text, validation
+from river_cw import arrowhead, cw, diagonal, engine, full, rda, text, validation
 print(json.dumps({
     "ENGINE": river_cw.ENGINE,
     "diagonal": diagonal.DiagonalGaussian is not diagonal.PythonDiagonalGaussian,
     "arrowhead": arrowhead.ArrowheadGaussian is not arrowhead.PythonArrowheadGaussian,
+    "full": full.FullGaussian is not full.PythonFullGaussian,
     "exact solvers": cw._compiled is not None,
     "as_floats": validation.as_floats is not validation._as_floats_python,
     "voted RDA": rda._compiled is not None,
@@ -55,9 +56,7 @@ def test_switch_0_serves_every_part_from_one_engine_the_compiled_one_where_built
     report = parts(engines_under("0"))
     compiled = report.pop("ENGINE") == "c"
     assert report == dict.fromkeys(report, compiled), report
-    built = all(
-        find_spec(f"river_cw.{name}") for name in ("_diagonal", "_arrowhead", "_rda", "_text")
-    )
+    built = all(find_spec(f"river_cw.{name}") for name in river_cw.engine.EXTENSIONS)
     assert compiled == built
 
 
@@ -141,7 +140,7 @@ def refused(names: tuple[str, ...], switch: str | None) -> dict:
     return report
 
 
-@pytest.mark.parametrize("names", [("_diagonal", "_arrowhead", "_rda", "_text"), ("_text",)])
+@pytest.mark.parametrize("names", [river_cw.engine.EXTENSIONS, ("_text",)])
 def test_a_fallback_nobody_asked_for_warns_once_naming_the_extension_why_and_the_cost(names):
     report = refused(names, None)
     first = f"river_cw.{names[0]}"
@@ -161,7 +160,7 @@ def test_a_fallback_nobody_asked_for_warns_once_naming_the_extension_why_and_the
     assert issubclass(river_cw.engine.PurePythonWarning, RuntimeWarning)
 
 
-@pytest.mark.parametrize("names", [("_diagonal", "_arrowhead", "_rda", "_text"), ()])
+@pytest.mark.parametrize("names", [river_cw.engine.EXTENSIONS, ()])
 def test_pure_python_asked_for_warns_of_nothing(names):
     report = refused(names, "1")
     assert report == {"ENGINE": "python", "REASON": "RIVER_CW_PURE_PYTHON=1", "warnings": []}

@@ -68,14 +68,22 @@ def test_instruction_counts_keep_the_ratios_to_pa_classifier():
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
 
 
-CSR = ["AROW learn_many CSR hashed", "AROW learn_many CSR vocabulary"]
-CSR_REQUIRE = [f"{CSR[0]}=40", f"{CSR[1]}=36"]  # measured 49.7x and 45.5x (200 reviews, warm)
+CSR = [
+    "AROW learn_many CSR hashed",
+    "AROW learn_many CSR vocabulary",
+    "AROW default learn_many CSR hashed",
+    "AROW default learn_many CSR vocabulary",
+]
+# measured 49.7x and 45.5x (200 reviews, warm; 44.0x and 44.3x in issue 44's run), the
+# arrowhead's (the default model's) 34.1x and 33.8x
+CSR_REQUIRE = [f"{CSR[0]}=40", f"{CSR[1]}=36", f"{CSR[2]}=30", f"{CSR[3]}=30"]
 
 
 @pytest.mark.slow
 def test_instruction_counts_keep_the_csr_kernel_ratios():
-    """The CSR kernel on models that learned the stream once (the steady state of a long
-    stream), per stored entry, next to river's PAClassifier's learn_one of the same run."""
+    """The CSR kernel of both engines (the diagonal AROW's, and the default model's, the
+    arrowhead) on models that learned the stream once (the steady state of a long stream), per
+    stored entry, next to river's PAClassifier's learn_one of the same run."""
     require_the_counting()
     run = subprocess.run(
         [

@@ -2,7 +2,7 @@
 
 The extensions are built with ``-fsanitize=address,undefined`` from a copy of the project's tracked
 files (into a temporary directory: the checkout's own build stays as it is), and the tests of the
-engines (diagonal, arrowhead, voted RDA), of their marks, of batches, text and hostile input run
+engines (diagonal, arrowhead, full, voted RDA), of their marks, of batches, text and hostile input run
 against that build (of test_compiled_vs_python's comparisons with the pure-Python engine, the cases
 that reach the compiled paths: `KEPT_COMPARISONS`). Python itself is not instrumented, so the ASan
 runtime is preloaded (``LD_PRELOAD``), Python's allocator hands every request to malloc
@@ -25,12 +25,14 @@ from pathlib import Path
 
 import pytest
 
+from river_cw.engine import EXTENSIONS
 from tests.conftest import ROOT, run_pytest, tracked_files
 from tests.engines.test_compiled_vs_python import IDS as CONFIG_IDS
 
 TESTS = [
     "tests/engines/test_compiled_vs_python.py",
     "tests/engines/test_arrowhead.py",
+    "tests/engines/test_full_compiled_vs_python.py",
     "tests/engines/test_rda_compiled_vs_python.py",
     "tests/engines/test_batch_kernels.py",
     "tests/text/test_bag_of_words.py",
@@ -127,7 +129,7 @@ def build_sanitized(source: Path) -> None:
     )
     built = {path.name.split(".")[0] for path in (source / "river_cw").glob("_*.so")}
     # setup.py marks the extensions optional: a failed build would only fall back to Python
-    assert build.returncode == 0 and built == {"_diagonal", "_arrowhead", "_rda", "_text"}, (
+    assert build.returncode == 0 and built == set(EXTENSIONS), (
         f"built {sorted(built)}\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
     )
 

@@ -21,6 +21,7 @@ import signal
 import pytest
 
 from benchmarks.serve_throughput import text_model
+from river_cw import state
 from streams import cli
 from streams.io.files import sms_spam
 from streams.kafka.client import create_topics
@@ -125,7 +126,7 @@ def test_kill_9_inside_the_commits_of_a_large_models_changelog_is_exactly_once(
     assert "the changes of" in final  # restored from a snapshot and changes
 
     assert_exactly_once(bootstrap, topic, examples, 1, lambda: pickle.loads(init.read_bytes()))
-    exported = tmp_path / "exported.pkl"
+    exported = tmp_path / "exported.rcw"
     assert (
         cli.main(
             [
@@ -142,5 +143,5 @@ def test_kill_9_inside_the_commits_of_a_large_models_changelog_is_exactly_once(
     )
     reference, _ = offline(pickle.loads(init.read_bytes()), examples)
     assert_same_model(
-        pickle.loads(exported.read_bytes()), reference, [x for _, x, _ in examples[:100]]
+        state.loads(exported.read_bytes()), reference, [x for _, x, _ in examples[:100]]
     )

@@ -1,4 +1,5 @@
-"""Checkpoint files: saved atomically, read back exactly, and a failed save leaves the old one."""
+"""Checkpoint files: saved atomically, read back exactly, a failed save leaves the old one, and
+a file that is no checkpoint of this version (a pickle of an earlier one) is refused by name."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ import pytest
 
 from river_cw import AROW
 from streams.kafka import checkpoint
+from streams.kafka.learner import PartitionState
 
 
 class Unpicklable:
     def __reduce__(self):
         raise RuntimeError("cannot pickle this")
+
+
+def partition_state(model=None, **fields) -> PartitionState:
+    return PartitionState("t", 0, AROW() if model is None else model, **fields)
 
 
 def test_round_trip_and_missing(tmp_path):
@@ -22,30 +28,37 @@ def test_round_trip_and_missing(tmp_path):
     model.learn_one({"a": -1.0}, "no")
     path = tmp_path / "sub" / "t-0.ckpt"
     assert checkpoint.load(path) is None
-    checkpoint.save(path, {"model": model, "offsets": {"t": 2}})
-    state = checkpoint.load(path)
-    assert state["offsets"] == {"t": 2}
-    assert state["model"].predict_proba_one({"a": 0.3}) == model.predict_proba_one({"a": 0.3})
+    checkpoint.save(path, partition_state(model, offsets={"t": 2}), state_offset=7)
+    saved = checkpoint.load(path)
+    assert saved["state_offset"] == 7 and saved["state"].offsets == {"t": 2}
+    restored = saved["state"].model
+    assert restored.predict_proba_one({"a": 0.3}) == model.predict_proba_one({"a": 0.3})
     assert [p.name for p in path.parent.iterdir()] == ["t-0.ckpt"]  # no temporary file left
 
 
 def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path):
     path = tmp_path / "t-0.ckpt"
-    checkpoint.save(path, {"offsets": {"t": 10}})
-    with pytest.raises(RuntimeError, match="cannot pickle this"):
-        checkpoint.save(path, {"offsets": {"t": 20}, "model": Unpicklable()})
-    assert checkpoint.load(path) == {"offsets": {"t": 10}}
+    checkpoint.save(path, partition_state(offsets={"t": 10}))
+    with pytest.raises(RuntimeError, match=r"cannot pickle this"):  # a model only a pickle holds
+        checkpoint.save(path, partition_state(Unpicklable(), offsets={"t": 20}))
+    assert checkpoint.load(path)["state"].offsets == {"t": 10}
     assert [p.name for p in tmp_path.iterdir()] == ["t-0.ckpt"]
 
 
 def test_unreadable_files_are_named(tmp_path):
+    path = tmp_path / "t-0.ckpt"
+    checkpoint.save(path, partition_state())
     torn = tmp_path / "torn.ckpt"
-    torn.write_bytes(pickle.dumps({"format": checkpoint.FORMAT, "state": 1})[:-3])
-    with pytest.raises(checkpoint.CheckpointError, match=f"checkpoint {torn} is unreadable"):
+    torn.write_bytes(path.read_bytes()[:-3])
+    with pytest.raises(checkpoint.CheckpointError, match=rf"checkpoint {torn} is unreadable"):
         checkpoint.load(torn)
+    old = tmp_path / "old.ckpt"  # what earlier versions wrote
+    old.write_bytes(pickle.dumps({"format": "river-cw checkpoint 1", "state": 1}))
+    with pytest.raises(checkpoint.CheckpointError, match=r"earlier river-cw.*delete it"):
+        checkpoint.load(old)
     alien = tmp_path / "alien.ckpt"
-    alien.write_bytes(pickle.dumps([1, 2]))
-    with pytest.raises(checkpoint.CheckpointError, match="is not a 'river-cw checkpoint 1' file"):
+    alien.write_bytes(b"[1, 2]")
+    with pytest.raises(checkpoint.CheckpointError, match=r"not a 'river-cw checkpoint 2' file"):
         checkpoint.load(alien)
 
 
@@ -56,7 +69,7 @@ def test_concurrent_writers_of_one_path_never_fail_each_other(tmp_path):
     def write(writer: int) -> None:
         for i in range(40):
             try:
-                checkpoint.save(path, {"writer": writer, "i": i, "payload": b"x" * 10_000})
+                checkpoint.save(path, partition_state(offsets={"t": i}), writer=writer)
             except Exception as error:
                 errors.append(error)
 
@@ -66,5 +79,5 @@ def test_concurrent_writers_of_one_path_never_fail_each_other(tmp_path):
     for thread in threads:
         thread.join()
     assert errors == []
-    assert checkpoint.load(path)["i"] == 39
+    assert checkpoint.load(path)["state"].offsets == {"t": 39}
     assert [p.name for p in tmp_path.iterdir()] == ["t-0.ckpt"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 
@@ -92,3 +93,23 @@ def test_broker_command_serves_topics_until_sigterm_and_leaves_nothing_behind():
             process.kill()
     with pytest.raises(ProcessLookupError):
         os.kill(int(found[2]), 0)  # the Tansu process is gone too
+
+
+def test_broker_command_on_a_port_in_use_says_so_and_starts_nothing():
+    """Not a banner, then a broker that exits: a client could have connected to whatever
+    listens there (a Kafka of one's own) and taken it for the demo broker."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            river_cw("broker", "--port", str(port), "--topic", "demo:3"),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"river-cw broker: error: 127.0.0.1:{port} is in use: another broker (or another "
+        "program) listens there\n"
+    )

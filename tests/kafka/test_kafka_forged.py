@@ -19,7 +19,7 @@ from kafka import KafkaProducer, TopicPartition
 
 from river_cw import AROW
 from streams import cli
-from streams.kafka import models_topic, state_topic
+from streams.kafka import models_topic, state_codec, state_topic
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.committed import committed_consumer
 from streams.kafka.envelope import StateKeys
@@ -103,7 +103,9 @@ def forged_states(topic: str, partition: int, trap: Trap, replay: bool = True) -
     ]
     if replay:
         old = PartitionState(topic, partition, AROW(), offsets={topic: 0}, batches=1)
-        records += forged_snapshot(partition, 1, state_topic.encode(KEYS, here(1), old))
+        records += forged_snapshot(
+            partition, 1, state_topic.encode(KEYS, here(1), state_codec.encode(old))
+        )
     return records
 
 

@@ -90,3 +90,24 @@ def test_the_state_is_plain_picklable_data():
     copied = pickle.loads(pickle.dumps(served.state))
     assert copied.model_spec == "AROW()" and copied.learned == 1
     assert_same_model(copied.model, copy.deepcopy(served.state.model), [{"a": 1.0}])
+
+
+def test_a_batch_gives_what_its_records_give_one_by_one():
+    rows = shuffled(read_jsonl("spambase.jsonl.gz"), seed=2)[:120]
+    values = [encode_example(i, row["x"], row["label"]) for i, row in enumerate(rows)]
+    values[5:5] = [b"{", None, encode_example("late", {"a": 1.0})]  # dead letters, a pending
+    batch, single = learner(), learner()
+    predictions, dead = batch.examples(values)
+    events = [single.example(value)[0] for value in values]
+    assert [(p.key, p.value) for p in events if isinstance(p, Prediction)] == predictions
+    assert [(i, e) for i, e in enumerate(events) if isinstance(e, DeadLetter)] == dead
+    assert [i for i, _ in dead] == [5, 6]
+    labels = [encode_label("late", True), b'{"id": 4}']  # the pending one learned, a dead letter
+    letter = DeadLetter("unknown schema: no 'label' (a non-null label)")
+    assert batch.labels(labels) == [(1, letter)]
+    assert [single.label(value) for value in labels] == [[], [letter]]
+    assert pickle.dumps(batch.state.model) == pickle.dumps(single.state.model)
+    counters = ("predicted", "learned", "scored", "correct", "dead_letters")
+    assert [getattr(batch.state, c) for c in counters] == [
+        getattr(single.state, c) for c in counters
+    ]

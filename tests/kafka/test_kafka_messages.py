@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 
+from streams.io.schema import SCHEMA, SchemaError, loads
 from streams.kafka.messages import (
     ExampleMessage,
     InvalidMessage,
@@ -129,3 +131,107 @@ def test_encode_round_trips_and_predictions_stay_valid_json():
         "model_version": 12,
         "partition": 3,
     }
+
+
+# the short paths of the common forms (`loads`, `decode_example`, `encode_prediction`) against
+# the full checks and the JSON encoder they stand for
+DOCUMENTS = [
+    b'{"id": 1, "text": "hi", "label": "spam"}',
+    b'{"id": "a", "x": {"f": 1, "g": -2.5e-3, "h": true}, "label": 3}',
+    b'{"id": 1, "x": {}, "label": false}',
+    b'\xef\xbb\xbf{"id": 1, "text": "a BOM"}',
+    b'  {"id": 1, "text": "spaces"}  ',
+    b'{"id": 1, "text": "caf\xc3\xa9", "label": "caf\xc3\xa9"}',
+    b'{"id": "caf\xc3\xa9", "x": {"caf\xc3\xa9": 1}}',
+    b'{"id": "\\u00e9", "text": "an escape"}',
+    b'{"id": "\\ud800", "text": "a lone surrogate"}',
+    b'{"id": 1, "text": "t", "label": "\\udc00"}',
+    b'{"id": 1, "x": {"\\udc00": 1}}',
+    b'{"id": 1, "x": {"a": 1e999}}',
+    b'{"id": 1, "x": {"a": 1e308, "b": 1e308}}',
+    b'{"id": 1, "x": {"a": 1' + b"0" * 330 + b', "b": -1' + b"0" * 330 + b"}}",
+    b'{"id": 1, "x": {"a": 1' + b"0" * 400 + b"}}",
+    b'{"id": 1, "x": {"a": "1"}}',
+    b'{"id": 1, "x": {"a": null, "b": [1], "c": {}}}',
+    b'{"id": 1, "x": {"a": NaN}}',
+    b'{"id": 1, "x": null, "text": "both?"}',
+    b'{"id": 1, "x": {}, "text": "both"}',
+    b'{"id": 1, "text": null}',
+    b'{"id": 1, "text": 5}',
+    b'{"id": 1}',
+    b'{"id": true, "text": "a boolean id"}',
+    b'{"id": 1.0, "text": "a float id"}',
+    b'{"id": null, "text": "a null id"}',
+    b'{"text": "no id"}',
+    b'{"id": 1, "text": "t", "label": 1.5}',
+    b'{"id": 1, "text": "t", "label": null}',
+    b'{"id": 1, "text": "t", "label": [1]}',
+    b'{"id": 1, "text": "t"} {"id": 2}',
+    b'[{"id": 1, "text": "t"}]',
+    b'"a string"',
+    b"12",
+    b"",
+    b"\xff",
+    b"[" * 5000,
+]
+
+
+def outcome(decode, value):
+    try:
+        return decode(value)
+    except SchemaError as error:
+        return type(error), str(error)
+
+
+def test_loads_decodes_as_the_full_decoder_says():
+    for value in DOCUMENTS:  # a bytearray takes the full path, which names every fault
+        assert outcome(loads, value) == outcome(loads, bytearray(value)), value
+
+
+def test_decode_example_takes_what_the_schema_takes_and_says_why_not():
+    for value in DOCUMENTS:
+        assert outcome(decode_example, value) == outcome(_schema_example, value), value
+
+
+def _schema_example(value: bytes) -> ExampleMessage:
+    """The example by the schema's checks alone (what `decode_example` does for uncommon
+    records)."""
+    try:
+        record = loads(bytearray(value))
+        example = SCHEMA.parse(record, need_id=True)
+        return ExampleMessage(SCHEMA.parse_id(record), example.x, example.label)
+    except SchemaError as error:
+        raise InvalidMessage(str(error)) from None
+
+
+@pytest.mark.parametrize(
+    "id, prediction, probabilities",
+    [
+        ("1", "spam", {"spam": 0.75, "ham": 0.25}),
+        (7, True, {True: 0.6847927285414301, False: 0.31520727145856986}),
+        ("é\u2028\"'\\", 3, {3: 1e-300, 4: 1.0, 5: 0.0}),
+        ("x", None, {}),
+        ("x", "a", {"a": float("nan"), "b": float("inf"), "c": -0.0}),
+        ("x", "True", {True: 0.5, "True": 0.25, 1.5: 0.125}),  # one name, the last one's number
+        ("x", np.int64(4), {np.int64(4): np.float32(0.5)}),  # numpy: the encoder's path
+        ("x", 2.5, {2.5: 1}),
+        ("\udc00", "a", {"\udc00": 1.0}),
+    ],
+)
+def test_predictions_are_the_json_encoders_bytes(id, prediction, probabilities):
+    def plain(value):
+        return value.item()
+
+    expected = json.JSONEncoder(allow_nan=False, default=plain).encode(
+        {
+            "id": id,
+            "prediction": prediction,
+            "probabilities": {
+                str(label): (float(p) if math.isfinite(p) else None)
+                for label, p in probabilities.items()
+            },
+            "model_version": 12,
+            "partition": 3,
+        }
+    )
+    assert encode_prediction(id, prediction, probabilities, 12, 3) == expected.encode("utf-8")

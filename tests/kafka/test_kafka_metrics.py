@@ -150,6 +150,9 @@ def test_tail_prints_committed_predictions_and_dead_letters(kafka_broker, topic_
     common = ["--bootstrap-servers", bootstrap, "--topic", topic, "--idle-timeout", "1"]
     predictions = [json.loads(line) for line in tail(*common, "--from-beginning")]
     assert [p["id"] for p in predictions] == [str(i) for i in range(100)]  # once each
+    # librdkafka's read_committed reads the same where no transaction was aborted
+    broker = tail(*common, "--from-beginning", "--committed-reads", "broker")
+    assert [json.loads(line) for line in broker] == predictions
     letters = tail(
         *common, "--from-beginning", "--dead-letters", "--dead-letter-topic", f"{topic}.dead"
     )

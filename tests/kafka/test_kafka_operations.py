@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import pickle
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 from kafka import KafkaAdminClient
 from river import linear_model, preprocessing
 
-from river_cw import AROW, NHERD
+from river_cw import AROW, NHERD, state
 from streams import cli
 from streams.cli.inspect import top_weights
 from streams.kafka.client import KafkaSettings, TopicError, create_topics
@@ -158,14 +157,13 @@ def test_inspect_export_and_init_model(kafka_broker, topic_name, rows, tmp_path,
     assert "pending: 0 examples waiting for a label, 0 labels waiting for an example" in shown
     assert "weights" in shown  # the top ones, or a word that the model shows none
 
-    path = tmp_path / "model.pkl"
+    path = tmp_path / "model.rcw"
     code, _, errors = inspect(
         capsys, "--bootstrap-servers", bootstrap, "--topic", topic, "--partition", "1",
         "--export", str(path),
     )  # fmt: skip
     assert code == 0, errors
-    with open(path, "rb") as fh:
-        model = pickle.load(fh)
+    model = state.loads(path.read_bytes())  # the versioned format, which later versions read
     assert_same_model(model, stored_state(bootstrap, topic, 1).model, [examples[0][1]])
     code, _, errors = inspect(
         capsys, "--bootstrap-servers", bootstrap, "--topic", topic, "--export", "x"

@@ -218,8 +218,33 @@ def test_a_state_topic_of_another_format_is_refused_with_the_way_to_migrate(
         outputs.commit({}, None)
     finally:
         outputs.close()
-    with pytest.raises(state_topic.StateError, match=r"format 1.*format 2.*inspect.*--init-model"):
+    with pytest.raises(state_topic.StateError, match=r"format 1.*format 3.*inspect.*--init-model"):
         state_topic.restore(settings, topic, 0, KEYS)
+
+
+def test_a_state_topic_of_pickles_is_refused_in_one_line_naming_the_migration(
+    kafka_broker, topic_name
+):
+    """Format 2: the changelog's parts as pickles of the library's classes, before the versioned
+    format."""
+    settings = KafkaSettings(kafka_broker.bootstrap_servers)
+    topic = topic_name("state")
+    create_topics(settings.bootstrap_servers, {topic: 1}, state_topic.TOPIC_CONFIG)
+    outputs = Outputs(settings, transactional_id=f"{topic}-old")
+    try:
+        data = KEYS.seal(f"river-cw state 2|{topic}|0|0|snapshot|1", pickle.dumps(big_state(10, 1)))
+        outputs.send(topic, data, b"0/c0", partition=0, headers=[("batches", b"1")])
+        manifest = {"format": 2, "kind": "snapshot", "batches": 1, "chunks": 1, "bytes": len(data)}
+        outputs.send(topic, json.dumps(manifest).encode(), b"0", partition=0)
+        outputs.commit({}, None)
+    finally:
+        outputs.close()
+    with pytest.raises(state_topic.StateError) as refused:
+        state_topic.restore(settings, topic, 0, KEYS)
+    message = str(refused.value)
+    assert "\n" not in message and "format 2" in message and "reads format 3" in message
+    assert f"--state-topic {topic} --partition 0 --export model.pkl" in message
+    assert "river-cw serve --init-model model.pkl" in message
 
 
 @pytest.fixture

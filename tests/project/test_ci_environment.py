@@ -1,22 +1,19 @@
 """What the suite needs from outside the project, checked in one place: under CI (the
 environment variable CI set) each is required and its absence fails here, by name, rather than
 leaving tests skipped; elsewhere its absence skips with the reason (``pytest -rs`` lists them).
-And CI runs the README's two commands, the tests with ``-rs``."""
+That CI runs the README's two commands, the tests with ``-rs``, is checked with the README's
+other commands (tests/project/test_readme_commands.py)."""
 
 from __future__ import annotations
 
 import importlib.util
-import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 import river_cw
 from river_cw import rda, text
 from tests.conftest import SHARED_DATA, unavailable
-
-ROOT = Path(__file__).resolve().parents[2]
 
 NEEDS = {
     "the compiled engine": (
@@ -45,13 +42,3 @@ def test_the_suite_has_what_it_needs_from_outside_the_project(need):
     present, reason = NEEDS[need]
     if not present():
         unavailable(reason)
-
-
-def test_ci_runs_the_readmes_two_commands_and_lists_the_skips():
-    blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
-    install, tests = blocks[0].strip(), next(b.strip() for b in blocks if "pytest" in b)
-    script = (ROOT / ".ci" / "run").read_text().splitlines()
-    commands = [line for line in script if line and not line.startswith(("#", "set ", "cd "))]
-    assert commands == [install, tests]
-    assert install == 'pip install -e ".[dev]" && river-cw evaluate'
-    assert "-rs" in tests.split()

@@ -84,6 +84,7 @@ PUBLIC = {
     "river_cw.labels",
     "river_cw.covariances",
     "river_cw.engine",  # the engine switch, its PurePythonWarning (docs/guide/engine.md)
+    "river_cw.state",  # the versioned state format (docs/guide/saving.md)
 }
 """The modules of river_cw that streams may import: those the API reference documents (and the
 names of river_cw's own `__all__`, imported from the package)."""

@@ -1,8 +1,8 @@
 """What a user's install builds: a wheel built from the sdist, as pip and `python -m build` do
 it, carries the compiled engines (setup.py marks them optional, so a source missing from the
 sdist would only make the install fall back to pure Python) and runs, installed into a fresh
-venv away from the checkout, on the compiled engine; the core install and its extras; the
-metadata's ranges."""
+venv away from the checkout, on the compiled engine; the core install (in a fresh venv, within a
+tenth of river's own weight) and its extras; the metadata's ranges."""
 
 from __future__ import annotations
 
@@ -22,25 +22,32 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 import river_cw
-from tests.conftest import tracked_files
+from tests.conftest import tracked_files, unavailable
 
-EXTENSIONS = {"_diagonal", "_arrowhead", "_rda", "_text"}
+EXTENSIONS = {"_diagonal", "_arrowhead", "_full", "_rda", "_text"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine_and_runs_in_a_fresh_venv(
-    tmp_path,
-):
-    source = tracked_files(tmp_path / "source")
-    # `python -m build` makes the sdist, then the wheel from the unpacked sdist alone
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel `python -m build` makes: the sdist, then the wheel from the unpacked sdist
+    alone."""
+    build = tmp_path_factory.mktemp("build")
+    source = tracked_files(build / "source")
     subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(tmp_path / "dist"), str(source)],
+        [sys.executable, "-m", "build", "--outdir", str(build / "dist"), str(source)],
         check=True,
         capture_output=True,
         text=True,
     )
-    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    (built,) = (build / "dist").glob("*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine_and_runs_in_a_fresh_venv(
+    wheel, tmp_path
+):
     names = zipfile.ZipFile(wheel).namelist()
     built = {name.split("/")[-1].split(".")[0] for name in names if name.endswith((".so", ".pyd"))}
     assert built == EXTENSIONS, f"the wheel's compiled modules: {sorted(built)}"
@@ -70,24 +77,38 @@ print("smoke test passed")
 """
 
 
+def fresh_venv(path: Path, system_site_packages: bool = False) -> Path:
+    """A venv at `path` without pip (this interpreter's pip installs into it); its python."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(path)]
+        + (["--system-site-packages"] if system_site_packages else []),
+        check=True,
+    )
+    return (
+        path
+        / ("Scripts" if os.name == "nt" else "bin")
+        / ("python.exe" if os.name == "nt" else "python")
+    )
+
+
+def pip_install(python: Path, *arguments: str) -> subprocess.CompletedProcess:
+    """This interpreter's pip installing into the environment of `python`."""
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", *arguments],
+        capture_output=True,
+        text=True,
+    )
+
+
 def smoke_test_in_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
     """The wheel installed into a fresh venv and run from a directory holding no checkout: the
     smoke test, `river-cw evaluate` (the venv's console script) and cibuildwheel's own
     test-command (pyproject.toml). The venv sees the system's site-packages for river, numpy and
     scipy, so that no index is needed; the wheel is installed without its dependencies."""
-    venv = tmp_path / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-    )
-    scripts = venv / ("Scripts" if os.name == "nt" else "bin")
-    python = scripts / ("python.exe" if os.name == "nt" else "python")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
-        + ["--no-deps", "--force-reinstall", "--no-index", str(wheel)],
-        check=True,
-        capture_output=True,
-    )
+    python = fresh_venv(tmp_path / "venv", system_site_packages=True)
+    scripts = python.parent
+    installed = pip_install(python, "--no-deps", "--force-reinstall", "--no-index", str(wheel))
+    assert installed.returncode == 0, installed.stderr
     where = tmp_path / "elsewhere"
     where.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RIVER_CW_PURE_PYTHON")}
@@ -153,6 +174,63 @@ def _requirements(section: list[str]) -> dict[str, Requirement]:
 
 def test_the_core_dependencies_are_river_numpy_and_scipy():
     assert set(_requirements(PYPROJECT["dependencies"])) == {"river", "numpy", "scipy"}
+
+
+CORE_SIZE_BOUND = 0.10
+"""A fresh venv's site-packages after ``pip install river-cw`` may weigh this much more than
+after ``pip install river`` alone."""
+
+
+def size(directory: Path) -> int:
+    """The bytes of the files under `directory`."""
+    return sum(
+        (Path(folder) / name).lstat().st_size
+        for folder, _, names in os.walk(directory)
+        for name in names
+    )
+
+
+def distributions(python: Path) -> dict[str, str]:
+    """Name to version of what is installed in the environment of `python`."""
+    code = (
+        "import importlib.metadata as m, json\n"
+        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+    )
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    return {canonicalize_name(name): version for name, version in json.loads(out.stdout).items()}
+
+
+@pytest.mark.slow
+def test_the_core_install_weighs_what_river_alone_does_within_a_tenth(wheel, tmp_path):
+    """`pip install river-cw` in a fresh venv against `pip install river` in one: a fresh venv
+    gets river (the release our requirement admits) and what it brings from pip's index, then
+    the wheel with its dependencies, which must add nothing but river-cw itself, so that the
+    second state is what a fresh ``pip install river-cw`` gives."""
+    python = fresh_venv(tmp_path / "venv")
+    (river,) = [r for r in PYPROJECT["dependencies"] if Requirement(r).name == "river"]
+    installed = pip_install(python, river)
+    if installed.returncode != 0:
+        unavailable(f"pip cannot install {river} from its index: {installed.stderr[-500:]}")
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    river_alone, before = size(site), distributions(python)
+    installed = pip_install(python, str(wheel))
+    assert installed.returncode == 0, installed.stderr
+    after = distributions(python)
+    assert {n: v for n, v in after.items() if before.get(n) != v} == {
+        "river-cw": river_cw.__version__
+    }
+    ours = size(site)
+    assert ours <= (1 + CORE_SIZE_BOUND) * river_alone, (
+        f"site-packages: {ours:,} bytes with river-cw, {river_alone:,} with river alone "
+        f"(+{ours / river_alone - 1:.1%})"
+    )
 
 
 def test_each_extra_package_is_in_its_extra_and_dev_and_all_hold_the_features():

@@ -1,0 +1,627 @@
+/* The full-covariance engine's kernels (river_cw.full): the precision's Cholesky factor R
+ * (Sigma^-1 = R'R, upper triangular, a C-order float64 matrix held by the Python engine), its
+ * two triangular solves, its rank-one update by Givens rotations, and the common cases of
+ * learn_one and predict_one in one call each.
+ *
+ * Each kernel is river_cw.full.PythonFullGaussian's method of the same name transcribed
+ * operation for operation, in the same order (element-wise operations, each rounded once; the
+ * sums mu . d and |z|^2 exactly rounded, _fsum.h), so that compiled with -ffp-contract=off it
+ * gives the same numbers to the bit (tests/engines/test_compiled_vs_python.py). The matrices
+ * stay numpy arrays, read through the buffer protocol; the module needs no numpy headers.
+ *
+ * The one-call paths take only the common case and hand every other one to the engine's general
+ * path (-1, or None, with no error set): a dict of floats, ints or bools, every feature already
+ * learned (a new one grows the matrices, in Python), one block, a known label, a native step.
+ * learn_native computes the new mean in scratch and the new factor into the engine's spare
+ * matrix, and writes them (the mean copied, the factor swapped with the spare) only when every
+ * number is finite, as the reference's update refuses a step float64 cannot express.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <string.h>
+
+#include "_fsum.h"
+#include "_input.h"
+#include "_steps.h"
+
+/* river_cw.full.FACTOR_BOUND: the largest entry of R an update writes */
+#define RCW_FACTOR_BOUND 1e150
+
+/* learn's outcomes: river_cw.gaussian's NOTHING, APPLIED (both 0 here: learned) and SKIPPED,
+ * and the general path's case */
+enum { LEARNED = 0, SKIPPED = 2, GENERAL = -1 };
+
+/* ---------------------------------------------------------------------------------------- */
+/* the kernels, on raw C-order arrays of n (vectors) and n x n (R)                            */
+
+static Py_ssize_t first_nonzero(const double *v, Py_ssize_t n) {
+    Py_ssize_t k = 0;
+    while (k < n && v[k] == 0.0) k++;
+    return k;
+}
+
+/* The kernels run in blocks of BLOCK rows (forward, rank_one) or columns (backward): a block's
+ * triangle first, then the rest of its rows or columns in one pass that applies the block's
+ * BLOCK operations to each entry in turn, two entries at a time (v2d). Every entry takes the
+ * same operations in the same order as in the reference's loop, one row or column after the
+ * other: the same numbers, with the vector t or w read and written once per block. */
+#define BLOCK 4
+
+typedef double v2d __attribute__((vector_size(16)));
+typedef long long v2i __attribute__((vector_size(16))); /* a v2d comparison's lanes */
+
+static inline v2d load2(const double *p) {
+    v2d v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store2(double *p, v2d v) { memcpy(p, &v, sizeof v); }
+
+static inline v2d splat(double x) { return (v2d){x, x}; }
+
+/* R^-T d: R'z = d solved row after row of R (PythonFullGaussian._forward); t holds d and is
+ * overwritten, z every entry written */
+static void forward(const double *R, Py_ssize_t n, double *t, double *z) {
+    Py_ssize_t k, j, i, b, start = first_nonzero(t, n);
+    for (k = 0; k < start; k++) z[k] = 0.0;
+    for (k = start; k < n; k += b) {
+        b = n - k < BLOCK ? n - k : BLOCK;
+        for (i = 0; i < b; i++) { /* the block's triangle */
+            const double *row = R + (k + i) * n;
+            double zk = t[k + i] / row[k + i];
+            z[k + i] = zk;
+            for (j = k + i + 1; j < k + b; j++) t[j] = t[j] - zk * row[j];
+        }
+        j = k + b;
+        for (; j + 2 <= n; j += 2) {
+            v2d tj = load2(t + j);
+            for (i = 0; i < b; i++) tj = tj - splat(z[k + i]) * load2(R + (k + i) * n + j);
+            store2(t + j, tj);
+        }
+        for (; j < n; j++) {
+            double tj = t[j];
+            for (i = 0; i < b; i++) tj = tj - z[k + i] * R[(k + i) * n + j];
+            t[j] = tj;
+        }
+    }
+}
+
+/* R^-1 z: R s = z solved column after column of R, from the last (PythonFullGaussian._backward);
+ * t holds z and is overwritten */
+static void backward(const double *R, Py_ssize_t n, double *t, double *s) {
+    Py_ssize_t k, j, i, b;
+    for (k = n - 1; k >= 0; k -= b) { /* columns k, k - 1, ..., k - b + 1 */
+        b = k + 1 < BLOCK ? k + 1 : BLOCK;
+        for (i = 0; i < b; i++) { /* the block's triangle */
+            Py_ssize_t c = k - i;
+            double sk = t[c] / R[c * n + c];
+            s[c] = sk;
+            for (j = k - b + 1; j < c; j++) t[j] = t[j] - sk * R[j * n + c];
+        }
+        for (j = 0; j < k - b + 1; j++) {
+            const double *row = R + j * n;
+            double tj = t[j];
+            for (i = 0; i < b; i++) tj = tj - s[k - i] * row[k - i];
+            t[j] = tj;
+        }
+    }
+}
+
+/* river_cw.full._hypot: sqrt(a^2 + b^2) as big sqrt(1 + (small / big)^2), b != 0 */
+static inline double hypot_of(double a, double b) {
+    double big, small, ratio;
+    a = fabs(a);
+    b = fabs(b);
+    if (a >= b) {
+        big = a;
+        small = b;
+    } else {
+        big = b;
+        small = a;
+    }
+    ratio = small / big;
+    return big * sqrt(1.0 + ratio * ratio);
+}
+
+/* whether the n entries of a row from `at` are within RCW_FACTOR_BOUND */
+static inline int bounded(const double *at, Py_ssize_t n) {
+    int within = 1;
+    Py_ssize_t j;
+    for (j = 0; j < n; j++) within &= fabs(at[j]) <= RCW_FACTOR_BOUND;
+    return within;
+}
+
+/* R'R + w w' (PythonFullGaussian._rank_one), read from `src` and written to `dst` (the same
+ * matrix, or one of the same shape, upper triangular: a row no rotation changes is copied); w is
+ * overwritten. Returns 1 when every entry of the new R is within RCW_FACTOR_BOUND (the
+ * reference's check after its update). */
+static int rank_one(const double *src, double *dst, Py_ssize_t n, double *w) {
+    Py_ssize_t k, j, i, b, start = first_nonzero(w, n);
+    double c[BLOCK], s[BLOCK];
+    int rotates[BLOCK], within = 1;
+    v2d bound = splat(RCW_FACTOR_BOUND);
+    v2i beyond = {0, 0}; /* lanes of entries beyond the bound, or NaN */
+    for (k = 0; k < start; k++) {
+        if (dst != src) memcpy(dst + k * n + k, src + k * n + k, (n - k) * sizeof(double));
+        within &= bounded(dst + k * n + k, n - k);
+    }
+    for (k = start; k < n; k += b) {
+        b = n - k < BLOCK ? n - k : BLOCK;
+        for (i = 0; i < b; i++) { /* the block's triangle */
+            Py_ssize_t kk = k + i;
+            const double *in = src + kk * n;
+            double *out = dst + kk * n, wk = w[kk], r;
+            if (!(rotates[i] = wk != 0.0)) {
+                if (dst != src) memcpy(out + kk, in + kk, (n - kk) * sizeof(double));
+                within &= bounded(out + kk, n - kk);
+                continue;
+            }
+            r = hypot_of(in[kk], wk);
+            c[i] = in[kk] / r;
+            s[i] = wk / r;
+            out[kk] = r;
+            within &= r <= RCW_FACTOR_BOUND;
+            for (j = kk + 1; j < k + b; j++) {
+                double rj = in[j], wj = w[j], o = c[i] * rj + s[i] * wj;
+                out[j] = o;
+                w[j] = c[i] * wj - s[i] * rj;
+                within &= fabs(o) <= RCW_FACTOR_BOUND;
+            }
+        }
+        j = k + b;
+        if (b == BLOCK && rotates[0] && rotates[1] && rotates[2] && rotates[3]) {
+            /* the common case, unrolled: four rotations of each pair of entries */
+            const double *in0 = src + k * n, *in1 = in0 + n, *in2 = in1 + n, *in3 = in2 + n;
+            double *out0 = dst + k * n, *out1 = out0 + n, *out2 = out1 + n, *out3 = out2 + n;
+            v2d c0 = splat(c[0]), c1 = splat(c[1]), c2 = splat(c[2]), c3 = splat(c[3]);
+            v2d s0 = splat(s[0]), s1 = splat(s[1]), s2 = splat(s[2]), s3 = splat(s[3]);
+            for (; j + 2 <= n; j += 2) {
+                v2d wj = load2(w + j), r0 = load2(in0 + j), r1 = load2(in1 + j),
+                    r2 = load2(in2 + j), r3 = load2(in3 + j), o0, o1, o2, o3;
+                o0 = c0 * r0 + s0 * wj;
+                wj = c0 * wj - s0 * r0;
+                o1 = c1 * r1 + s1 * wj;
+                wj = c1 * wj - s1 * r1;
+                o2 = c2 * r2 + s2 * wj;
+                wj = c2 * wj - s2 * r2;
+                o3 = c3 * r3 + s3 * wj;
+                wj = c3 * wj - s3 * r3;
+                store2(out0 + j, o0);
+                store2(out1 + j, o1);
+                store2(out2 + j, o2);
+                store2(out3 + j, o3);
+                store2(w + j, wj);
+                beyond |= ~((o0 <= bound) & (o0 >= -bound) & (o1 <= bound) & (o1 >= -bound) &
+                            (o2 <= bound) & (o2 >= -bound) & (o3 <= bound) & (o3 >= -bound));
+            }
+        }
+        for (; j + 2 <= n; j += 2) {
+            v2d wj = load2(w + j);
+            for (i = 0; i < b; i++) {
+                const double *in = src + (k + i) * n + j;
+                v2d rj, o;
+                if (!rotates[i]) continue; /* its row copied above */
+                rj = load2(in);
+                o = splat(c[i]) * rj + splat(s[i]) * wj;
+                store2(dst + (k + i) * n + j, o);
+                wj = splat(c[i]) * wj - splat(s[i]) * rj;
+                beyond |= (o < -bound) | (o > bound) | (o != o);
+            }
+            store2(w + j, wj);
+        }
+        for (; j < n; j++) {
+            double wj = w[j];
+            for (i = 0; i < b; i++) {
+                double rj, o;
+                if (!rotates[i]) continue;
+                rj = src[(k + i) * n + j];
+                o = c[i] * rj + s[i] * wj;
+                dst[(k + i) * n + j] = o;
+                wj = c[i] * wj - s[i] * rj;
+                within &= fabs(o) <= RCW_FACTOR_BOUND;
+            }
+            w[j] = wj;
+        }
+    }
+    return within && !(beyond[0] | beyond[1]);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* numpy arrays through the buffer protocol                                                   */
+
+/* a writable C-order float64 array of `ndim` dimensions, square if 2; 0, or -1 with an error */
+static int array_view(PyObject *array, int ndim, Py_buffer *view, const char *name) {
+    if (PyObject_GetBuffer(array, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        return -1;
+    if (view->ndim != ndim || view->itemsize != sizeof(double) || view->format == NULL ||
+        strcmp(view->format, "d") != 0 || (ndim == 2 && view->shape[0] != view->shape[1])) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "%s must be a C-order float64 %s", name,
+                     ndim == 2 ? "square matrix" : "vector");
+        return -1;
+    }
+    return 0;
+}
+
+/* the views of R (`chol`) and of a vector of its size; 0, or -1 with an error */
+static int matrix_and_vector(PyObject *chol, PyObject *vector, Py_buffer *r, Py_buffer *v,
+                             const char *name) {
+    if (array_view(chol, 2, r, "chol") < 0) return -1;
+    if (array_view(vector, 1, v, name) < 0) {
+        PyBuffer_Release(r);
+        return -1;
+    }
+    if (v->shape[0] != r->shape[0]) {
+        PyBuffer_Release(r);
+        PyBuffer_Release(v);
+        PyErr_Format(PyExc_ValueError, "%s must have chol's size", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* the views of R and of two vectors of its size (`a`, `b` their names); 0, or -1 with an
+ * error */
+static int solve_views(PyObject *const *args, Py_ssize_t nargs, Py_buffer *r, Py_buffer *a,
+                       Py_buffer *b, const char *names[2]) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "takes (chol, %s, %s)", names[0], names[1]);
+        return -1;
+    }
+    if (matrix_and_vector(args[0], args[1], r, a, names[0]) < 0) return -1;
+    if (matrix_and_vector(args[0], args[2], r + 1, b, names[1]) < 0) {
+        PyBuffer_Release(r);
+        PyBuffer_Release(a);
+        return -1;
+    }
+    PyBuffer_Release(r + 1);
+    return 0;
+}
+
+/* forward(chol, d, z): z = R^-T d, d overwritten */
+static PyObject *module_forward(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer r[2], d, z;
+    const char *names[2] = {"d", "z"};
+    if (solve_views(args, nargs, r, &d, &z, names) < 0) return NULL;
+    forward(r[0].buf, r[0].shape[0], d.buf, z.buf);
+    PyBuffer_Release(&r[0]);
+    PyBuffer_Release(&d);
+    PyBuffer_Release(&z);
+    Py_RETURN_NONE;
+}
+
+/* backward(chol, z, s): s = R^-1 z, z overwritten */
+static PyObject *module_backward(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer r[2], z, s;
+    const char *names[2] = {"z", "s"};
+    if (solve_views(args, nargs, r, &z, &s, names) < 0) return NULL;
+    backward(r[0].buf, r[0].shape[0], z.buf, s.buf);
+    PyBuffer_Release(&r[0]);
+    PyBuffer_Release(&z);
+    PyBuffer_Release(&s);
+    Py_RETURN_NONE;
+}
+
+/* rank_one(chol, w): R'R + w w' in place of R'R, w overwritten */
+static PyObject *module_rank_one(PyObject *module, PyObject *args) {
+    PyObject *chol, *w;
+    Py_buffer r, wv;
+    if (!PyArg_ParseTuple(args, "OO", &chol, &w)) return NULL;
+    if (matrix_and_vector(chol, w, &r, &wv, "w") < 0) return NULL;
+    rank_one(r.buf, r.buf, r.shape[0], wv.buf);
+    PyBuffer_Release(&r);
+    PyBuffer_Release(&wv);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the one-call paths                                                                         */
+
+/* What the one-call paths read of the engine (a PythonFullGaussian): block 0's rows, the mean
+ * and the factor, borrowed or viewed; `released` by the caller */
+typedef struct {
+    PyObject *rows, *block, *mean, *chol; /* new references */
+    Py_buffer m, r;
+    Py_ssize_t n;
+} State;
+
+static void state_release(State *st) {
+    if (st->r.obj != NULL) PyBuffer_Release(&st->r);
+    if (st->m.obj != NULL) PyBuffer_Release(&st->m);
+    Py_XDECREF(st->rows);
+    Py_XDECREF(st->mean);
+    Py_XDECREF(st->chol);
+}
+
+/* the engine's attributes' names, interned when the module is made */
+static PyObject *ROWS, *MEAN, *CHOL, *SPARE;
+
+/* the engine's state read (with `factor`, R's view too): 1, 0 (not a binary engine: the general
+ * path's case) or -1 with an error */
+static int state_read(PyObject *engine, State *st, int factor) {
+    memset(st, 0, sizeof *st);
+    if ((st->rows = PyObject_GetAttr(engine, ROWS)) == NULL) return -1;
+    if (!PyList_CheckExact(st->rows) || PyList_GET_SIZE(st->rows) != 1 ||
+        !PyDict_CheckExact(st->block = PyList_GET_ITEM(st->rows, 0)))
+        return 0;
+    if ((st->mean = PyObject_GetAttr(engine, MEAN)) == NULL) return -1;
+    if (!factor) {
+        if (array_view(st->mean, 1, &st->m, "mean") < 0) return -1;
+        st->n = st->m.shape[0];
+        return 1;
+    }
+    if ((st->chol = PyObject_GetAttr(engine, CHOL)) == NULL ||
+        matrix_and_vector(st->chol, st->mean, &st->r, &st->m, "mean") < 0)
+        return -1;
+    st->n = st->r.shape[0];
+    return 1;
+}
+
+/* A pass over x for block 0 with `sign`: d[row] = sign x_f for each non-zero x_f and the
+ * intercept (x_f = 1.0; None: none), touched[] the rows in x's order (*ntouched of them).
+ * 1, 0 (the general path's case: a value other than a float, an int or a bool, a non-finite
+ * one, a feature not learned, the intercept among x's keys, an error of a key's hash or ==) or
+ * -1 with an error that must propagate */
+static int read_x(const State *st, PyObject *x, PyObject *intercept, double sign, double *d,
+                  Py_ssize_t *touched, Py_ssize_t *ntouched) {
+    PyObject *key, *value, *row;
+    Py_ssize_t pos = 0, i;
+    double xf;
+    *ntouched = 0;
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (key == intercept || plain_value(value, &xf) != 0 || !isfinite(xf)) return 0;
+        if (xf == 0.0) continue;
+        if ((row = PyDict_GetItemWithError(st->block, key)) == NULL) {
+            if (!rcw_error_recoverable()) return -1;
+            PyErr_Clear();
+            return 0; /* a new feature, or a key the general path judges */
+        }
+        if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st->n) {
+            PyErr_Clear();
+            return 0;
+        }
+        d[i] = sign * xf;
+        touched[(*ntouched)++] = i;
+    }
+    if (intercept != Py_None) {
+        if ((row = PyDict_GetItemWithError(st->block, intercept)) == NULL) {
+            if (!rcw_error_recoverable()) return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st->n) {
+            PyErr_Clear();
+            return 0;
+        }
+        d[i] = sign * 1.0;
+        touched[(*ntouched)++] = i;
+    }
+    return 1;
+}
+
+/* mu . d over the touched rows, exactly rounded: 1 with *m finite, 0 (a product or the sum
+ * beyond float64: the general path raises), -1 with an error */
+static int score_of(const double *mean, const double *d, const Py_ssize_t *touched,
+                    Py_ssize_t ntouched, double *m) {
+    Fsum sum;
+    Py_ssize_t k;
+    fsum_init(&sum);
+    for (k = 0; k < ntouched; k++) {
+        double p = mean[touched[k]] * d[touched[k]];
+        if (!isfinite(p)) {
+            fsum_free(&sum);
+            return 0;
+        }
+        if (fsum_add(&sum, p) < 0) return -1;
+    }
+    if (fsum_result(&sum, m) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    return isfinite(*m) ? 1 : 0;
+}
+
+/* score_native(engine, x, intercept) -> m, mu . x of a binary engine (one block) with the
+ * intercept appended as GaussianClassifier._features appends it: `scores(x)[0]`. None where
+ * the general path serves (as read_x; a new feature is fine here: its mean is 0). */
+static PyObject *module_score_native(PyObject *module, PyObject *args) {
+    PyObject *engine, *x, *intercept, *key, *value, *row, *result = NULL;
+    State st;
+    Fsum sum;
+    Py_ssize_t pos = 0, i;
+    double xf, m;
+    int r;
+    if (!PyArg_ParseTuple(args, "OOO", &engine, &x, &intercept)) return NULL;
+    if (!PyDict_CheckExact(x)) Py_RETURN_NONE;
+    if ((r = state_read(engine, &st, 0)) <= 0) {
+        state_release(&st);
+        if (r < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    fsum_init(&sum);
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (key == intercept || plain_value(value, &xf) != 0 || !isfinite(xf)) goto general;
+        if (xf == 0.0) continue;
+        if ((row = PyDict_GetItemWithError(st.block, key)) == NULL) {
+            if (PyErr_Occurred()) goto error;
+            continue; /* not learned: its mean is 0 */
+        }
+        if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st.n) goto general;
+        if (fsum_add(&sum, ((double *)st.m.buf)[i] * xf) < 0) goto fail;
+    }
+    if (intercept != Py_None) {
+        if ((row = PyDict_GetItemWithError(st.block, intercept)) != NULL) {
+            if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st.n)
+                goto general;
+            if (fsum_add(&sum, ((double *)st.m.buf)[i] * 1.0) < 0) goto fail;
+        } else if (PyErr_Occurred())
+            goto error;
+    }
+    if (fsum_result(&sum, &m) < 0) {
+        PyErr_Clear(); /* beyond float64: scores() raises what it raises */
+        goto released;
+    }
+    if (isfinite(m)) result = PyFloat_FromDouble(m);
+    goto released;
+error:
+    if (!rcw_error_recoverable()) goto fail;
+general:
+    PyErr_Clear();
+    fsum_free(&sum);
+released:
+    state_release(&st);
+    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+fail:
+    fsum_free(&sum);
+    state_release(&st);
+    return NULL;
+}
+
+/* learn_native(engine, x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2
+ * (skipped: float64 cannot express the step) or -1 (the general path's case: nothing changed,
+ * no error set): PythonFullGaussian.learn of a binary model (one block) for a known label y
+ * (block 1's sign is +1) and a float weight w > 0, lean = (step, scheme, intercept) naming the
+ * rule's step in C (_steps.h; the scheme is ignored, as full covariance has none), x read as
+ * river_cw.validation.as_floats reads it with the intercept (None: none) appended. */
+static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *engine, *lean, *intercept, *spare = NULL, *old = NULL;
+    State st;
+    Py_buffer sp = {0};
+    double w, sign, params[RCW_MAX_PARAMS], m, v, alpha, gamma, root, *scratch = NULL;
+    double *d, *z, *t, *s, *mean_new;
+    Py_ssize_t *touched, ntouched, n, k, start;
+    rcw_step step;
+    int outcome = GENERAL, r;
+    Fsum sum;
+    if (nargs != 6 || !PyDict_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "learn_native(engine, x, y, w, class_index, lean)");
+        return NULL;
+    }
+    engine = args[0];
+    lean = args[5];
+    if (!PyDict_CheckExact(args[1])) return PyLong_FromLong(GENERAL);
+    if ((r = rcw_binary_case(args + 1, 1, &w, &sign)) <= 0)
+        return r < 0 ? NULL : PyLong_FromLong(GENERAL);
+    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "learn_native's lean is ((name, (params...)), scheme, intercept)");
+        return NULL;
+    }
+    intercept = PyTuple_GET_ITEM(lean, 2);
+    if ((step = rcw_parse_step(PyTuple_GET_ITEM(lean, 0), params)) == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
+        return PyLong_FromLong(GENERAL);
+    }
+    if ((r = state_read(engine, &st, 1)) <= 0) {
+        state_release(&st);
+        return r < 0 ? NULL : PyLong_FromLong(GENERAL);
+    }
+    n = st.n;
+    /* d, z, t, s, the new mean, and the touched rows */
+    if ((scratch = PyMem_Calloc(5 * n + n + 1, sizeof(double))) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    d = scratch;
+    z = d + n;
+    t = z + n;
+    s = t + n;
+    mean_new = s + n;
+    touched = (Py_ssize_t *)(mean_new + n);
+    if ((r = read_x(&st, args[1], intercept, sign, d, touched, &ntouched)) < 0) goto fail;
+    if (r == 0) goto done;
+    /* the margin (PythonFullGaussian.margin) */
+    if ((r = score_of(st.m.buf, d, touched, ntouched, &m)) <= 0) {
+        if (r < 0) goto fail;
+        goto done;
+    }
+    memcpy(t, d, n * sizeof(double));
+    forward(st.r.buf, n, t, z);
+    start = first_nonzero(d, n);
+    fsum_init(&sum);
+    for (k = start; k < n; k++)
+        if (fsum_add(&sum, z[k] * z[k]) < 0) goto fail;
+    if (fsum_result(&sum, &v) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) goto fail;
+        PyErr_Clear();
+        goto done; /* v beyond float64: the general path raises */
+    }
+    if (!isfinite(v)) goto done;
+    outcome = LEARNED;
+    if (!(v > 0.0)) goto done; /* no non-zero feature, or all their variance is spent */
+    r = step(params, m, v, w, &alpha, &gamma);
+    if (r == 0) goto done;
+    outcome = SKIPPED;
+    if (r < 0) goto done;
+    /* the update (PythonFullGaussian.update), into scratch and the spare matrix */
+    if ((spare = PyObject_GetAttr(engine, SPARE)) == NULL) goto fail;
+    if (spare == st.chol || array_view(spare, 2, &sp, "_spare") < 0 || sp.shape[0] != n) {
+        if (sp.obj != NULL) PyBuffer_Release(&sp);
+        PyErr_Clear();
+        Py_SETREF(spare, PyObject_CallMethod(st.chol, "copy", NULL));
+        if (spare == NULL || array_view(spare, 2, &sp, "_spare") < 0) goto fail;
+    }
+    memcpy(t, z, n * sizeof(double));
+    backward(st.r.buf, n, t, s);
+    r = 1;
+    for (k = 0; k < n; k++) {
+        mean_new[k] = ((double *)st.m.buf)[k] + alpha * s[k];
+        r &= isfinite(mean_new[k]) != 0;
+    }
+    root = sqrt(gamma);
+    for (k = 0; k < n; k++) d[k] = root * d[k];
+    r &= rank_one(st.r.buf, sp.buf, n, d);
+    PyBuffer_Release(&sp);
+    if (!r) goto done; /* refused: nothing written */
+    memcpy(st.m.buf, mean_new, n * sizeof(double));
+    old = Py_NewRef(st.chol);
+    if (PyObject_SetAttr(engine, CHOL, spare) < 0 || PyObject_SetAttr(engine, SPARE, old) < 0)
+        goto fail;
+    outcome = LEARNED;
+done:
+    PyMem_Free(scratch);
+    Py_XDECREF(spare);
+    Py_XDECREF(old);
+    state_release(&st);
+    return PyLong_FromLong(outcome);
+fail:
+    PyMem_Free(scratch);
+    Py_XDECREF(spare);
+    Py_XDECREF(old);
+    state_release(&st);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"forward", (PyCFunction)(void (*)(void))module_forward, METH_FASTCALL, "forward(chol, d, z): z = R^-T d; d overwritten."},
+    {"backward", (PyCFunction)(void (*)(void))module_backward, METH_FASTCALL, "backward(chol, z, s): s = R^-1 z; z overwritten."},
+    {"rank_one", module_rank_one, METH_VARARGS,
+     "rank_one(chol, w): R with R'R + w w' in place of R'R; w overwritten."},
+    {"score_native", module_score_native, METH_VARARGS,
+     "score_native(engine, x, intercept): a binary engine's score of x; None: the general "
+     "path's."},
+    {"learn_native", (PyCFunction)(void (*)(void))module_learn_native, METH_FASTCALL,
+     "learn_native(engine, x, y, w, class_index, lean): learn of a binary model with the rule's "
+     "step in C; -1: the general path's case."},
+    {NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "river_cw._full",
+    "The full-covariance engine's kernels (river_cw.full): solves, the rank-one update of the "
+    "precision's factor, and the one-call learn and score.",
+    -1, module_methods};
+
+PyMODINIT_FUNC PyInit__full(void) {
+    if ((ROWS = PyUnicode_InternFromString("rows")) == NULL ||
+        (MEAN = PyUnicode_InternFromString("mean")) == NULL ||
+        (CHOL = PyUnicode_InternFromString("chol")) == NULL ||
+        (SPARE = PyUnicode_InternFromString("_spare")) == NULL)
+        return NULL;
+    return PyModule_Create(&moduledef);
+}
