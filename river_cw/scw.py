@@ -66,12 +66,23 @@ class SCW(GaussianClassifier):
     Examples
     --------
 
-    >>> from river import datasets, evaluate, metrics, preprocessing
-    >>> import river_cw
+    On text, through `river_cw.text.TextClassifier` (river's bag of words counted in C):
 
-    >>> model = preprocessing.StandardScaler() | river_cw.SCW(C=0.1, variant="II")
-    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 89.35%
+    >>> import river_cw
+    >>> from river_cw.text import TextClassifier
+
+    >>> model = TextClassifier(river_cw.SCW(), on="text")
+    >>> for text, label in [
+    ...     ("WINNER!! claim your free prize now", "spam"),
+    ...     ("see you at lunch?", "ham"),
+    ...     ("free entry: text WIN to claim", "spam"),
+    ...     ("running late, see you soon", "ham"),
+    ... ]:
+    ...     model.learn_one({"text": text}, label)
+    >>> model.predict_one({"text": "claim your free prize"})
+    'spam'
+    >>> model.predict_proba_one({"text": "see you at lunch"})["ham"] > 0.5
+    True
 
     References
     ----------

@@ -197,7 +197,10 @@ def distributions(python: Path) -> dict[str, str]:
         "import importlib.metadata as m, json\n"
         "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
     )
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    # isolated (-I): not the working directory, whose river_cw.egg-info an editable install made
+    out = subprocess.run(
+        [str(python), "-I", "-c", code], capture_output=True, text=True, check=True
+    )
     return {canonicalize_name(name): version for name, version in json.loads(out.stdout).items()}
 
 
