@@ -13,11 +13,12 @@ COMPILE_ARGS = [*OPTIMIZE, "-ffp-contract=off"]
 
 
 def extension(name: str, *headers: str) -> Extension:
-    """`river_cw.<name>` from `river_cw/<name>.c`, optional, in the engines' float semantics."""
+    """`river_cw._engines.<name>` from `river_cw/_engines/<name>.c`, optional, in the engines'
+    float semantics."""
     return Extension(
-        f"river_cw.{name}",
-        sources=[f"river_cw/{name}.c"],
-        depends=[f"river_cw/{header}" for header in headers],
+        f"river_cw._engines.{name}",
+        sources=[f"river_cw/_engines/{name}.c"],
+        depends=[f"river_cw/_engines/{header}" for header in headers],
         extra_compile_args=COMPILE_ARGS,
         optional=True,
     )

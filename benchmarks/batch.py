@@ -53,7 +53,7 @@ from benchmarks.instructions import table as count_table
 from benchmarks.throughput import DATA, load
 
 REFERENCE = "river PAClassifier learn_one"
-# The diagonal covariance's batch kernels (learn_rows, score_rows: river_cw/_batch.h with
+# The diagonal covariance's batch kernels (learn_rows, score_rows: river_cw/_engines/_batch.h with
 # _diagonal.c's hooks), under the names of the tables in docs/guide/speed.md, measured with the
 # diagonal defaults of before issue 30; and the default model ("AROW default": the arrowhead
 # covariance, "drop", an intercept prior of 100), the same kernels with _arrowhead.c's hooks.

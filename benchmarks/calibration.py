@@ -4,6 +4,9 @@ margins), voted RDA (its hinge scores calibrated the same way) and river's Logis
 on SMS spam and books (bag of words) and a9a.
 
     python benchmarks/calibration.py [--limit 10000] [--seed 0]
+
+The table goes to standard output: ``> docs/calibration_table.md`` writes the guide's
+(tests/project/test_docs_generated.py checks it).
 """
 
 from __future__ import annotations
@@ -38,7 +41,10 @@ def main(argv=None) -> None:
     names = ("sms_spam_collection", "mdsd_processed_acl_books", "libsvm_a9a")
     data = {n: shared(f"{n}.jsonl.gz", args.seed, args.limit) for n in names}
     data = {n: d for n, d in data.items() if d is not None}
-    print(f"engine: {river_cw.ENGINE}; log loss (accuracy), progressive validation, one pass\n")
+    print(
+        f"engine: {river_cw.ENGINE}; log loss (accuracy), progressive validation, one pass",
+        file=sys.stderr,
+    )
     print("| model | " + " | ".join(f"{n} ({len(d):,})" for n, d in data.items()) + " |")
     print("|---|" + "---:|" * len(data))
     start = time.perf_counter()

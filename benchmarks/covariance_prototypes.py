@@ -15,9 +15,9 @@ import numpy as np
 
 import river_cw
 from river_cw import INTERCEPT
-from river_cw.diagonal import PythonDiagonalGaussian
-from river_cw.full import FullGaussian
-from river_cw.gaussian import APPLIED, NOTHING
+from river_cw._engines.diagonal import PythonDiagonalGaussian
+from river_cw._engines.full import FullGaussian
+from river_cw._engines.gaussian import APPLIED, NOTHING
 
 __all__ = ["BlockAROW", "CentredAROW"]
 

@@ -56,7 +56,7 @@ import river_cw
 from benchmarks.covariance_prototypes import BlockAROW, CentredAROW
 from benchmarks.intercept import DATA, shared
 from river_cw import INTERCEPT
-from river_cw.full import FullGaussian
+from river_cw._engines.full import FullGaussian
 from river_cw.text import TextClassifier
 from streams.evaluate import drift
 from streams.evaluate.noise import LabelNoise
@@ -172,7 +172,7 @@ def today_models() -> dict[str, Callable]:
     )
 
 
-WIDE = 100.0  # the intercept's prior variance of AROW's default (river_cw/arrowhead.py)
+WIDE = 100.0  # the intercept's prior variance of AROW's default (river_cw/_engines/arrowhead.py)
 
 
 def proposed(cls=river_cw.AROW, **params):

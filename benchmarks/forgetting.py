@@ -8,6 +8,9 @@ whose two labels swap meaning at example 3,000. Progressive validation: every ex
 predicted, then learned; only the predictions after the drift are scored.
 
     python benchmarks/forgetting.py [--forgetting 0.01 0.05] [--seed 1]
+
+The tables go to standard output: ``> docs/forgetting_table.md`` writes the guide's
+(tests/project/test_docs_generated.py checks it).
 """
 
 from __future__ import annotations
@@ -77,7 +80,10 @@ def main(argv=None) -> None:
     rules = [river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP]
     columns = ["forgetting 0"] + [f"forgetting {f:g}" for f in args.forgetting]
     columns.append("DriftRetrainingClassifier")
-    print(f"engine: {river_cw.ENGINE}; accuracy over the {AFTER:,} examples after the drift\n")
+    print(
+        f"engine: {river_cw.ENGINE}; accuracy over the {AFTER:,} examples after the drift",
+        file=sys.stderr,
+    )
     start = time.perf_counter()
     for name, (examples, position, prepare) in data.items():
         print(f"**{name}**\n\n| model | " + " | ".join(columns) + " |")

@@ -3,8 +3,9 @@ validation (predict, then learn; one pass), next to river's LogisticRegression a
 PAClassifier, on text (SMS spam, books sentiment) and dense streams (the one-feature threshold
 stream, SEA with its sudden drift raw and standardised, a9a, Spambase standardised).
 
-Prints a markdown table of accuracy and log loss; docs/guide/dense.md ("An intercept or not")
-and the classes' `learn_intercept` default quote it.
+Prints a markdown table of accuracy and log loss to standard output; ``> docs/intercept_table.md``
+writes the one docs/guide/dense.md ("An intercept or not") shows
+(tests/project/test_docs_generated.py checks it).
 
     python benchmarks/intercept.py [--limit 10000] [--seed 0]
 """
@@ -97,7 +98,10 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     data = streams(args.seed, args.limit)
-    print(f"engine: {river_cw.ENGINE}; accuracy (log loss), progressive validation, one pass\n")
+    print(
+        f"engine: {river_cw.ENGINE}; accuracy (log loss), progressive validation, one pass",
+        file=sys.stderr,
+    )
     print("| model | " + " | ".join(f"{s} ({len(e):,})" for s, (e, _) in data.items()) + " |")
     print("|---|" + "---:|" * len(data))
     start = time.perf_counter()

@@ -833,8 +833,7 @@ class Document:
         full = SETTINGS["full"]
         text = (
             f"CPU time {cpu / 60:.1f} minutes (wall time {wall / 60:.1f} minutes with {jobs} "
-            "worker process(es), on the shared 2-core development machine, where other jobs were "
-            "running)."
+            "worker process(es))."
         )
         if s != full:
             text += (

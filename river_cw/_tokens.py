@@ -1,5 +1,5 @@
 """The compiled token counting behind `river_cw.text`: river's `BagOfWords` default tokenizer,
-counted in C by `river_cw._text` (`TokenCounter`, one call per text).
+counted in C by `river_cw._engines._text` (`TokenCounter`, one call per text).
 
 A module of its own, below both `river_cw.text` (`TextClassifier`) and
 `river_cw._bag_of_words` (`BagOfWords`), which both count with it.
@@ -23,7 +23,7 @@ DEFAULT_PATTERN = r"(?u)\b\w[\w\-]+\b"
 
 class TokenCounter:
     """The token counts of a text as river's `BagOfWords` gives them with its default tokenizer,
-    counted in C by `river_cw._text.count` (one call per text); `of` says where that applies.
+    counted in C by `river_cw._engines._text.count` (one call per text); `of` says where that applies.
 
     `token_counts` gives the same counts without the dict, for the compiled engines (see
     `TextClassifier`).
@@ -71,7 +71,7 @@ class TokenCounter:
         return counts
 
     def token_counts(self, text):
-        """The token counts of `text` without the dict, a `river_cw._text.TokenCounts` (its
+        """The token counts of `text` without the dict, a `river_cw._engines._text.TokenCounts` (its
         ``as_dict()`` is `__call__`'s dict, not to be changed), kept for the last text as
         `__call__`'s; None when `text` is not an exact `str`, and with stop words (a
         `TokenCounts` holds every token)."""

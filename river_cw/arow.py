@@ -25,7 +25,7 @@ class AROW(GaussianClassifier):
         r, the regularization trade-off (larger r: smaller, more cautious steps).
     covariance
         ``"arrowhead"`` (the default: the diagonal and the intercept's covariance with each
-        weight, at the diagonal's cost; see `river_cw.arrowhead` and `GaussianClassifier`'s
+        weight, at the diagonal's cost; see `river_cw._engines.arrowhead` and `GaussianClassifier`'s
         defaults), ``"diagonal"`` or ``"full"`` (the paper's algorithm, O(d^2) per example).
     diagonal
         How a diagonal variance is updated: ``"drop"`` (the default, ``s_j -= beta (s_j
@@ -49,7 +49,7 @@ class AROW(GaussianClassifier):
         give the intercept `initial_variance`, as every weight; None: `initial_variance` here
         too). Wide by default, a flat prior's stand-in: a boundary far from the origin then
         costs nothing, and where the features are centred does not change the predictions (see
-        `river_cw.arrowhead`).
+        `river_cw._engines.arrowhead`).
 
     Notes
     -----

@@ -18,7 +18,7 @@ w . x`` as before. Labels after the first two keep their order of arrival in ``c
 A subclass stores the weights and provides the hooks `_scores`, `_add_block`, `_lift`,
 `_negate`, `_layout`/`_restore_layout` and `_update` (and `_learning_scores` where updates are
 judged by other weights than predictions, as in voted RDA); this base turns labels into blocks
-and signs. The mini-batch methods are the loops of `river_cw.batch.BatchClassifier`.
+and signs. The mini-batch methods loop over a batch's rows (`river_cw.batch.Rows`).
 
 Every public method converts the feature values to Python floats first
 (`river_cw.validation.as_floats`). A call either succeeds or raises `TypeError`/`ValueError`
@@ -39,9 +39,12 @@ import abc
 import copy
 from typing import ClassVar
 
-from .batch import BatchClassifier
+from river import base
+
+from .batch import Rows, column, sample_weights
 from .engine import text as _text
 from .labels import order_key
+from .probabilities import most_probable
 from .validation import as_floats, check_label, check_weight
 
 __all__ = ["INTERCEPT", "LinearClassifier"]
@@ -69,8 +72,12 @@ _TOKEN_COUNTS = _text.TokenCounts if _text is not None else None
 """The type of a text's token counts without their dict (see `LinearClassifier._features`)."""
 
 
-class LinearClassifier(BatchClassifier, abc.ABC):
-    """Base for the linear classifiers: labels to weight blocks, binary or multi-class."""
+class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
+    """Base for the linear classifiers: labels to weight blocks, binary or multi-class; river's
+    `MiniBatchClassifier` whose mini-batch methods are the one-example loops over a batch's rows
+    (`learn_many` is the `learn_one` loop to the last bit, `predict_many` and `predict_proba_many`
+    are `predict_one` and `predict_proba_one` row by row; a model may run a loop compiled by
+    overriding `_learn_rows`, `_predict_rows` or `_predict_proba_rows`)."""
 
     # Attributes added after the first release, with the value that reproduces older models
     # (`__setstate__` fills them in when an older pickle lacks them).
@@ -154,17 +161,11 @@ class LinearClassifier(BatchClassifier, abc.ABC):
     def _weight_blocks(self) -> list[dict]:
         """Per block, ``{feature: weight}`` of the weights predictions use (`INTERCEPT` included)."""
 
-    def _native_score(self, x: dict, variance: bool):
-        """A compiled engine's score of x for a binary model in one call, ``m`` or ``(m, v)``
-        with its variance, or None where the general path must serve (always here; see
-        `GaussianClassifier`)."""
-        return None
-
     # -- river API ----------------------------------------------------------------------------
 
     def _features(self, x: dict) -> dict:
         """`x` as the engines see it: Python floats, and the intercept's constant feature. A
-        text's token counts without their dict (`river_cw._text.TokenCounts`, which
+        text's token counts without their dict (`river_cw._engines._text.TokenCounts`, which
         `river_cw.text.TextClassifier` hands a model whose one-call paths read it) become the dict
         here, where a one-call path declined them."""
         if type(x) is _TOKEN_COUNTS:
@@ -218,29 +219,124 @@ class LinearClassifier(BatchClassifier, abc.ABC):
             raise
 
     def predict_one(self, x: dict):  # type: ignore[override]  # no **kwargs, as river's own models
-        """The label of largest score, or None before any label: `positive_label` where
-        ``w . x > 0`` while binary, else the label whose block scores most (the first in
-        ``classes_`` on a tie).
-
-        It is the label of largest `predict_proba_one`; among labels of equal probability (a tie,
-        or a difference below float64's resolution), the one of larger score.
+        """The label of largest `predict_proba_one`, or None before any label: the label of
+        largest score (`river_cw.probabilities.most_probable` says why they are one):
+        `positive_label` where ``w . x > 0`` while binary, else the label whose block scores
+        most (the first in ``classes_`` on a tie).
 
         Parameters
         ----------
         x
             The features, ``{name: number}``.
         """
-        # A binary model's score in one call of a compiled engine (`_native_score`), the common
-        # case; else the general path, which validates x (even before any label is known) and
-        # names a bad feature.
-        score = self._native_score(x, False)
-        if score is None:
-            scores = self._scores(self._features(x))
-            if not self.is_binary:
-                return self.classes_[max(range(len(scores)), key=scores.__getitem__)]
-            score = scores[0]  # one block until the third label
-        classes = self.classes_
-        return (classes[-1] if score > 0 else classes[0]) if classes else None
+        # validates x, even before any label is known, and names a bad feature
+        return most_probable(self.classes_, self._scores(self._features(x)))
+
+    # -- mini-batches -------------------------------------------------------------------------
+
+    def learn_many(self, X, y, w=1.0, *, features=None) -> None:
+        """Learn the rows of `X` with the labels `y`, in order: exactly the `learn_one` loop over
+        the rows, to the last bit (weights, predictions, `n_skipped_updates`).
+
+        A bad row raises the error `learn_one` raises, prefixed with the row's name (its index
+        in the DataFrame, else its position); the rows before it have been learned, as in the
+        loop, and the model is as that loop leaves it.
+
+        Parameters
+        ----------
+        X
+            A pandas DataFrame (row i: its non-missing entries), a sequence of dicts, or a
+            `scipy.sparse` CSR matrix (see `river_cw.batch`).
+        y
+            One label per row (a Series, a list, an array).
+        w
+            The sample weight: a number, or a sequence or Series of one per row.
+        features
+            With a sparse `X`, the feature of each column (a vocabulary: column j is the feature
+            ``features[j]``); without it, column j is the int j (hashed ids).
+
+        Examples
+        --------
+
+        >>> import river_cw
+        >>> from scipy import sparse
+        >>> model = river_cw.AROW()
+        >>> model.learn_many([{"good": 1}, {"bad": 1}, {"good": 2}], ["pos", "neg", "pos"])
+        >>> model.predict_many([{"good": 1}, {"bad": 2}])
+        ['pos', 'neg']
+        >>> X = sparse.csr_array([[1.0, 0.0], [0.0, 1.0]])
+        >>> model.learn_many(X, ["pos", "neg"], features=["good", "bad"])
+        >>> model.predict_many(X, features=["good", "bad"])
+        ['pos', 'neg']
+        >>> model.learn_many([{"good": 1}, {"bad": "x"}], ["pos", "neg"])
+        Traceback (most recent call last):
+        ...
+        TypeError: row 1: feature 'bad' has a non-numeric value: 'x' (str)
+
+        """
+        rows = Rows.of(X, features)
+        labels = column(y, len(rows), "y")
+        self._learn_rows(rows, labels, sample_weights(w, len(rows)))
+
+    def _learn_rows(self, rows: Rows, labels: list, weights: list) -> None:
+        """The mini-batch loop: `learn_one` row after row (a model may run it compiled)."""
+        rows.check_names()
+        for i in range(len(rows)):
+            self._learn_row(rows, i, labels[i], weights[i])
+
+    def _learn_row(self, rows: Rows, i: int, y, w) -> None:
+        try:
+            self.learn_one(rows.row(i), y, w)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"row {rows.index[i]!r}: {error}") from error
+
+    def predict_many(self, X, *, features=None):
+        """`predict_one` of every row of `X`: a Series on the index of a DataFrame, else a list.
+
+        Parameters
+        ----------
+        X
+            A pandas DataFrame, a sequence of dicts, or a `scipy.sparse` CSR matrix (see
+            `learn_many`).
+        features
+            With a sparse `X`, the feature of each column (see `learn_many`).
+        """
+        rows = Rows.of(X, features)
+        predictions = self._predict_rows(rows)
+        if not rows.frame:
+            return predictions
+        import pandas as pd
+
+        return pd.Series(predictions, index=rows.index, dtype=object)
+
+    def predict_proba_many(self, X, *, features=None):
+        """`predict_proba_one` of every row of `X`: for a DataFrame, a DataFrame on its index
+        with one column per class (in the order of ``classes_``, the order the labels were first
+        seen); else a list of the dicts.
+
+        Parameters
+        ----------
+        X
+            A pandas DataFrame, a sequence of dicts, or a `scipy.sparse` CSR matrix (see
+            `learn_many`).
+        features
+            With a sparse `X`, the feature of each column (see `learn_many`).
+        """
+        rows = Rows.of(X, features)
+        probas = self._predict_proba_rows(rows)
+        if not rows.frame:
+            return probas
+        import pandas as pd
+
+        return pd.DataFrame(probas, index=rows.index, columns=list(self.classes_), dtype=float)
+
+    def _predict_rows(self, rows: Rows) -> list:
+        """`predict_one` of every row (a model may run the loop compiled)."""
+        return [self.predict_one(x) for x in rows.all()]
+
+    def _predict_proba_rows(self, rows: Rows) -> list[dict]:
+        """`predict_proba_one` of every row (a model may run the loop compiled)."""
+        return [self.predict_proba_one(x) for x in rows.all()]
 
     # -- public state -------------------------------------------------------------------------
 

@@ -13,22 +13,20 @@ A batch is one of:
   (hashed ids).
 
 Rows of a sequence or a matrix are named by their position. Every model learns a batch exactly
-as the `learn_one` loop over its rows (`BatchClassifier`); the compiled engine runs the loop in C
-(`river_cw/_batch.h`), CSR columns resolved to the model's weights once per batch.
+as the `learn_one` loop over its rows (`river_cw.base.LinearClassifier`); the compiled engine runs the loop in C
+(`river_cw/_engines/_batch.h`), CSR columns resolved to the model's weights once per batch.
 """
 
 from __future__ import annotations
 
-import abc
 import sys
 from itertools import repeat
 
 import numpy as np
-from river import base
 
 from .validation import check_weight
 
-__all__ = ["BatchClassifier", "Rows"]
+__all__ = ["Rows", "column", "sample_weights"]
 
 
 class Rows:
@@ -63,7 +61,7 @@ class Rows:
 
     def check_names(self) -> None:
         """`ValueError` when two columns of the batch are named alike (the compiled loop checks
-        this itself, in `river_cw/_batch.h`); names that cannot be hashed are left to the rows."""
+        this itself, in `river_cw/_engines/_batch.h`); names that cannot be hashed are left to the rows."""
         if self.csr is None or self.csr[3] is None:
             return
         _, indices, indptr, keys, _ = self.csr
@@ -127,132 +125,15 @@ def _frame_rows(X) -> list[dict]:
     ]
 
 
-class BatchClassifier(base.MiniBatchClassifier):
-    """river's `MiniBatchClassifier` whose mini-batch methods are the one-example loops over a
-    batch's rows: `learn_many` is the `learn_one` loop to the last bit, `predict_many` and
-    `predict_proba_many` are `predict_one` and `predict_proba_one` row by row. A model may run
-    a loop compiled by overriding `_learn_rows`, `_predict_rows` or `_predict_proba_rows`."""
-
-    classes_: list
-
-    @abc.abstractmethod
-    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        """Learn the example `x` with label `y` and sample weight `w` (`learn_many` loops it)."""
-
-    def learn_many(self, X, y, w=1.0, *, features=None) -> None:
-        """Learn the rows of `X` with the labels `y`, in order: exactly the `learn_one` loop over
-        the rows, to the last bit (weights, predictions, `n_skipped_updates`).
-
-        A bad row raises the error `learn_one` raises, prefixed with the row's name (its index
-        in the DataFrame, else its position); the rows before it have been learned, as in the
-        loop, and the model is as that loop leaves it.
-
-        Parameters
-        ----------
-        X
-            A pandas DataFrame (row i: its non-missing entries), a sequence of dicts, or a
-            `scipy.sparse` CSR matrix (see `river_cw.batch`).
-        y
-            One label per row (a Series, a list, an array).
-        w
-            The sample weight: a number, or a sequence or Series of one per row.
-        features
-            With a sparse `X`, the feature of each column (a vocabulary: column j is the feature
-            ``features[j]``); without it, column j is the int j (hashed ids).
-
-        Examples
-        --------
-
-        >>> import river_cw
-        >>> from scipy import sparse
-        >>> model = river_cw.AROW()
-        >>> model.learn_many([{"good": 1}, {"bad": 1}, {"good": 2}], ["pos", "neg", "pos"])
-        >>> model.predict_many([{"good": 1}, {"bad": 2}])
-        ['pos', 'neg']
-        >>> X = sparse.csr_array([[1.0, 0.0], [0.0, 1.0]])
-        >>> model.learn_many(X, ["pos", "neg"], features=["good", "bad"])
-        >>> model.predict_many(X, features=["good", "bad"])
-        ['pos', 'neg']
-        >>> model.learn_many([{"good": 1}, {"bad": "x"}], ["pos", "neg"])
-        Traceback (most recent call last):
-        ...
-        TypeError: row 1: feature 'bad' has a non-numeric value: 'x' (str)
-
-        """
-        rows = Rows.of(X, features)
-        labels = _column(y, len(rows), "y")
-        self._learn_rows(rows, labels, _weights(w, len(rows)))
-
-    def _learn_rows(self, rows: Rows, labels: list, weights: list) -> None:
-        """The mini-batch loop: `learn_one` row after row (a model may run it compiled)."""
-        rows.check_names()
-        for i in range(len(rows)):
-            self._learn_row(rows, i, labels[i], weights[i])
-
-    def _learn_row(self, rows: Rows, i: int, y, w) -> None:
-        try:
-            self.learn_one(rows.row(i), y, w)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"row {rows.index[i]!r}: {error}") from error
-
-    def predict_many(self, X, *, features=None):
-        """`predict_one` of every row of `X`: a Series on the index of a DataFrame, else a list.
-
-        Parameters
-        ----------
-        X
-            A pandas DataFrame, a sequence of dicts, or a `scipy.sparse` CSR matrix (see
-            `learn_many`).
-        features
-            With a sparse `X`, the feature of each column (see `learn_many`).
-        """
-        rows = Rows.of(X, features)
-        predictions = self._predict_rows(rows)
-        if not rows.frame:
-            return predictions
-        import pandas as pd
-
-        return pd.Series(predictions, index=rows.index, dtype=object)
-
-    def predict_proba_many(self, X, *, features=None):
-        """`predict_proba_one` of every row of `X`: for a DataFrame, a DataFrame on its index
-        with one column per class (in the order of ``classes_``, the order the labels were first
-        seen); else a list of the dicts.
-
-        Parameters
-        ----------
-        X
-            A pandas DataFrame, a sequence of dicts, or a `scipy.sparse` CSR matrix (see
-            `learn_many`).
-        features
-            With a sparse `X`, the feature of each column (see `learn_many`).
-        """
-        rows = Rows.of(X, features)
-        probas = self._predict_proba_rows(rows)
-        if not rows.frame:
-            return probas
-        import pandas as pd
-
-        return pd.DataFrame(probas, index=rows.index, columns=list(self.classes_), dtype=float)
-
-    def _predict_rows(self, rows: Rows) -> list:
-        """`predict_one` of every row (a model may run the loop compiled)."""
-        return [self.predict_one(x) for x in rows.all()]
-
-    def _predict_proba_rows(self, rows: Rows) -> list[dict]:
-        """`predict_proba_one` of every row (a model may run the loop compiled)."""
-        return [self.predict_proba_one(x) for x in rows.all()]
-
-
 def _is_number(w) -> bool:
     return isinstance(w, (int, float)) or not hasattr(w, "__len__")
 
 
-def _weights(w, n: int) -> list:
+def sample_weights(w, n: int) -> list:
     """One sample weight per row: a number for every row (as `check_weight` reads it, so the
     compiled loop sees floats), or a sequence of them."""
     if not _is_number(w):
-        return _column(w, n, "w")
+        return column(w, n, "w")
     try:
         w = check_weight(w)
     except (TypeError, ValueError):
@@ -260,7 +141,7 @@ def _weights(w, n: int) -> list:
     return [w] * n
 
 
-def _column(values, n: int, name: str) -> list:
+def column(values, n: int, name: str) -> list:
     """A Series or sequence as a list of Python values, checked to have one per row."""
     values = values.tolist() if hasattr(values, "tolist") else list(values)
     if len(values) != n:

@@ -28,7 +28,7 @@ Where a member's change is not evidence. An exact update only adds precision, so
 is then at least as certain as every member (``P - P_i = sum_(l != i) (P_l - P0) >= 0``). Two
 things break that: forgetting (``forgetting > 0`` lowers precisions) and the arrowhead's
 projected step (its change of the intercept's row can be indefinite: the derivation is in
-`river_cw.combine_arrowhead`). The delta rule could then be less certain than a member, or no
+`river_cw._engines.combine_arrowhead`). The delta rule could then be less certain than a member, or no
 Gaussian at all. The fallback, the same for every covariance, is the base's discount: each
 factor's base weight ``-(n - 1)`` becomes ``-lambda (n - 1)``, lambda the largest in [0, 1] that
 keeps the mix at least as certain as the most certain member (lambda = 0, the product of the
@@ -42,11 +42,11 @@ change of the variance in the log domain, ``s = s0 prod_i (s_i / s0)``: adding t
 changes themselves would drive a variance negative as soon as the members together removed
 more than it had (two members that each halve a variance would leave nothing), while in the log
 domain it stays in ``(0, s0]`` and agrees with the sum of the changes to first order. The
-arrowhead takes the log domain on its latent variances (`river_cw.combine_arrowhead`), full
-covariance on the matrices (log-Euclidean, `river_cw.combine_full`).
+arrowhead takes the log domain on its latent variances (`river_cw._engines.combine_arrowhead`), full
+covariance on the matrices (log-Euclidean, `river_cw._engines.combine_full`).
 
-The rules live with the engines they mix: `river_cw.combine_diagonal` (per weight),
-`river_cw.combine_full` (the matrices) and `river_cw.combine_arrowhead` (per factor, in the
+The rules live with the engines they mix: `river_cw._engines.combine_diagonal` (per weight),
+`river_cw._engines.combine_full` (the matrices) and `river_cw._engines.combine_arrowhead` (per factor, in the
 family's own parameters). This module aligns the models' labels, pipelines and text
 classifiers, and says what a model learned since a base (`changes`).
 

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from . import combine_arrowhead, combine_diagonal, combine_full
-from .arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
+from ._engines import combine_arrowhead, combine_diagonal, combine_full
+from ._engines.arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
+from ._engines.diagonal import DiagonalGaussian, PythonDiagonalGaussian
+from ._engines.full import FullGaussian, PythonFullGaussian
 from .base import INTERCEPT
-from .diagonal import DiagonalGaussian, PythonDiagonalGaussian
-from .full import FullGaussian, PythonFullGaussian
 
 __all__ = ["COMPILED", "COVARIANCES", "Covariance", "Gaussian", "of", "with_marks"]
 
@@ -228,7 +228,7 @@ COMPILED: tuple[type[Any], ...] = tuple(
 )
 """The compiled engines, whose one-call paths (``score_native``, ``score_rows``,
 ``learn_native``) serve: the hot paths ask ``isinstance(gaussian, COMPILED)`` (a model may also
-hold a reference engine, `GaussianModel.set_gaussian`)."""
+hold a reference engine, `GaussianClassifier.set_gaussian`)."""
 
 
 def of(model) -> Covariance:
@@ -278,12 +278,12 @@ def with_marks(model):
     True
 
     """
-    from .gaussian_model import GaussianModel  # models import this module
+    from .gaussian_classifier import GaussianClassifier  # models import this module
     from .text import TextClassifier
 
     # the types themselves: a river pipeline passes isinstance checks for its last step's
     if type(model) is TextClassifier:
         model = model.classifier
-    if issubclass(type(model), GaussianModel) and of(model).keeps_marks:
+    if issubclass(type(model), GaussianClassifier) and of(model).keeps_marks:
         return model
     return None

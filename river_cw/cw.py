@@ -167,7 +167,7 @@ class CW(GaussianClassifier):
         ``"stdev"`` (JMLR 2012 eq. 31, the convex constraint) or ``"var"`` (Lemma 1).
     covariance
         ``"arrowhead"`` (the default: the diagonal and the intercept's covariance with each
-        weight, at the diagonal's cost; see `river_cw.arrowhead` and `GaussianClassifier`'s
+        weight, at the diagonal's cost; see `river_cw._engines.arrowhead` and `GaussianClassifier`'s
         defaults), ``"diagonal"`` or ``"full"`` (the paper's algorithm, O(d^2) per example).
     diagonal
         How a diagonal Sigma is updated (JMLR 2012 section 6): ``"project"`` (the paper's KL),
@@ -189,7 +189,7 @@ class CW(GaussianClassifier):
         The intercept's prior variance with ``covariance="arrowhead"`` (the other covariances
         give the intercept `initial_variance`, as every weight; None, the default: here too).
         Wide (100) on uncentred features, whose boundary lies far from the origin (see
-        `river_cw.arrowhead`).
+        `river_cw._engines.arrowhead`).
 
     Notes
     -----
@@ -207,12 +207,23 @@ class CW(GaussianClassifier):
     Examples
     --------
 
-    >>> from river import datasets, evaluate, metrics, preprocessing
-    >>> import river_cw
+    On text, through `river_cw.text.TextClassifier` (river's bag of words counted in C):
 
-    >>> model = preprocessing.StandardScaler() | river_cw.CW(variant="var")
-    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 85.91%
+    >>> import river_cw
+    >>> from river_cw.text import TextClassifier
+
+    >>> model = TextClassifier(river_cw.CW(), on="text")
+    >>> for text, label in [
+    ...     ("WINNER!! claim your free prize now", "spam"),
+    ...     ("see you at lunch?", "ham"),
+    ...     ("free entry: text WIN to claim", "spam"),
+    ...     ("running late, see you soon", "ham"),
+    ... ]:
+    ...     model.learn_one({"text": text}, label)
+    >>> model.predict_one({"text": "claim your free prize"})
+    'spam'
+    >>> model.predict_proba_one({"text": "see you at lunch"})["ham"] > 0.5
+    True
 
     References
     ----------

@@ -1,10 +1,10 @@
 """The engine switch: whether the compiled extensions serve, decided once, here.
 
 river_cw has two engines with the same numbers, bit for bit: the compiled one (the C extensions
-`river_cw._diagonal`, the diagonal Gaussian engine; `river_cw._arrowhead`, the arrowhead Gaussian
-engine; `river_cw._full`, the full-covariance engine's kernels; `river_cw._rda`, voted RDA's;
-`river_cw._text`, the token counting of `river_cw.text.BagOfWords`) and pure Python, the
-readable reference. The extensions are optional: an install without a compiler builds none of
+of the private package `river_cw._engines`: `_diagonal`, the diagonal Gaussian engine;
+`_arrowhead`, the arrowhead Gaussian engine; `_full`, the full-covariance engine's kernels;
+`_rda`, voted RDA's; `_text`, the token counting of `river_cw.text.BagOfWords`) and pure Python,
+the readable reference. The extensions are optional: an install without a compiler builds none of
 them, and pure Python serves. This module is the only one that imports them; every other module asks it.
 
 The environment variable ``RIVER_CW_PURE_PYTHON``, read once when river_cw is imported:
@@ -66,7 +66,8 @@ def _pure_python(value: str) -> bool:
 
 PURE_PYTHON = _pure_python(os.environ.get(SWITCH, ""))
 
-EXTENSIONS = ("_diagonal", "_arrowhead", "_full", "_rda", "_text")
+EXTENSIONS = ("_diagonal", "_arrowhead", "_full", "_rda", "_text")  # of `river_cw._engines`
+PACKAGE = f"{__package__}._engines"
 
 
 class PurePythonWarning(RuntimeWarning):
@@ -80,9 +81,9 @@ def _import_extensions() -> tuple[list[ModuleType], str | None]:
     modules = []
     for name in EXTENSIONS:
         try:  # by name: the extensions are compiled modules, which a type checker does not read
-            modules.append(import_module(f"{__package__}.{name}"))
+            modules.append(import_module(f"{PACKAGE}.{name}"))
         except ImportError as error:
-            return [], f"{__package__}.{name} did not import ({error})"
+            return [], f"{PACKAGE}.{name} did not import ({error})"
     return modules, None
 
 

@@ -1,60 +1,366 @@
-"""`GaussianClassifier`, the class every Gaussian rule subclasses: the model
-(`river_cw.gaussian_model`) with its common cases in one call of the compiled engine.
+"""`GaussianClassifier`, the class every Gaussian rule subclasses: N(mu, Sigma) over the weights,
+one step of a rule at a time.
 
-A rule names its step in C (`_native_step`, `_native_exact_step`: river_cw/_steps.h and
-river_cw/_exact.h). Then `learn_one` of a binary model with a known label runs in one call of
-the compiled engine (the *lean* path, `_lean_spec`); `predict_one` and `predict_proba_one` of a
-binary model score in one call of a compiled engine (`score_native`; the full one's scores, not
-its variances), and `predict_many` and `predict_proba_many` run their loops in one call of the
-diagonal or arrowhead engine (`score_rows`); `learn_many` runs its loop in either's batch kernel
-(`learn_rows`, river_cw/_batch.h). The one-call paths read x as a dict or as a text's token
-counts without their dict (`river_cw._text.TokenCounts`, from `river_cw.text.TextClassifier`;
-`_features` makes it the dict where they decline). Each path
-gives the general path's numbers, bit for bit, and hands it every case it does not take (a new
-label, a value to name in an error, calibration, forgetting; a new feature of the full
-covariance); under the pure-Python engine the general path serves throughout. The glossary of these paths heads
-river_cw/_shell.h.
+It holds the Gaussian in the engine its `covariance` names (the registry, `river_cw.covariances`)
+and implements `LinearClassifier`'s hooks with it: an update forgets, takes the rule's step
+``(m, v) -> (alpha, gamma)`` and records calibration's losses (`_update`). It shows the Gaussian
+(`gaussian`, `set_gaussian`, `variances`, `covariances`) and gives the labels' probabilities
+(`river_cw.probabilities`). That is the general path: it serves every input, under either engine.
+
+The common cases run in one call of the compiled engine, with the general path's numbers. A rule
+names its step in C (`_native_step`, `_native_exact_step`: river_cw/_engines/_steps.h and
+river_cw/_engines/_exact.h). Then `learn_one` of a binary model with a known label runs in one
+call of the compiled engine (the *lean* path, `_lean_spec`); `predict_one` and
+`predict_proba_one` of a binary model score in one call of a compiled engine (`score_native`; the
+full one's scores, not its variances), and `predict_many` and `predict_proba_many` run their
+loops in one call of the diagonal or arrowhead engine (`score_rows`); `learn_many` runs its loop
+in either's batch kernel (`learn_rows`, river_cw/_engines/_batch.h; the loops' Python side is
+`river_cw._one_call`). The one-call paths read x as a dict or as a text's token counts without
+their dict (`river_cw._engines._text.TokenCounts`, from `river_cw.text.TextClassifier`;
+`_features` makes it the dict where they decline). Each path gives the general path's numbers,
+bit for bit, and hands it every case it does not take (a new label, a value to name in an error,
+calibration, forgetting; a new feature of the full covariance); under the pure-Python engine the
+general path serves throughout. The glossary of these paths heads river_cw/_engines/_shell.h.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
+import abc
 import math
-from typing import Any
+import sys
+from typing import Any, ClassVar
 
-from . import covariances
-from .base import INTERCEPT, LinearClassifier
+import numpy as np
+
+from . import _one_call, calibration, covariances, probabilities
+from ._engines.gaussian import SKIPPED
+from ._one_call import STALE, hyperparameters
+from .base import INTERCEPT, LinearClassifier, without_intercept
 from .batch import Rows
-from .covariances import COMPILED
-from .gaussian import SKIPPED
-from .gaussian_model import GaussianModel
+from .covariances import COMPILED, COVARIANCES, Gaussian
+from .labels import order_key
+from .probabilities import most_probable
+from .validation import is_real
 
 __all__ = ["GaussianClassifier"]
 
-_STALE = object()  # a lean-path spec to be built anew (see GaussianClassifier.__setattr__)
 
+class GaussianClassifier(LinearClassifier):
+    """A Gaussian N(mu, Sigma) over the weights, updated by a rule ``(m, v) -> (alpha, gamma)``.
 
-@functools.cache
-def _hyperparameters(cls) -> frozenset:
-    """The names of a model class's hyperparameters (its ``__init__``'s parameters)."""
-    return frozenset(inspect.signature(cls.__init__).parameters) - {"self"}
+    Every rule subclasses it, implementing
+    `_step` (see `river_cw._engines.gaussian` for the shared update form); they may offer the ``"exact"``
+    diagonal scheme by overriding `_exact_step`.
 
+    Probabilities follow from the Gaussian margins of the scores (`river_cw.probabilities`):
+    ``P(positive label) = Phi(m / sqrt(v))`` while binary, pairwise margins on one scale once
+    multi-class, so that `predict_one` is the label of largest probability.
 
-class GaussianClassifier(GaussianModel):
-    """`GaussianModel` with the compiled engine's one-call paths (see the module docstring)."""
+    Forgetting (``forgetting = f > 0``; off by default, the papers' models never forget). Every
+    rule only adds precision, so after concept drift the variances stay small and the model
+    barely moves (CW's reach 1e-193 on SEA). With forgetting, each example first relaxes the
+    precision of the weights it touches toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``
+    (``a`` = `initial_variance`), before its margin is computed; the means stay. This is
+    directional forgetting (Kulhavy and Karny 1984; Kulhavy 1987): information is discounted
+    only in the directions the data excite, here the coordinates of x, so the cost is that of
+    the example (no pass over all features, which suits sparse text) and the variance of a
+    weight never seen again does not wind up. Relaxing toward the prior rather than toward
+    zero precision is the stabilised forgetting of Kulhavy and Zarrop (1993): a variance never
+    exceeds ``a``. A weight touched k times in a row with no update regains variance as
+    ``1/s_j -> 1/a`` geometrically, ``(1 - f)^k``; between updates the precision settles near
+    ``gamma x_j^2 / f`` instead of growing without bound. With a sample weight w the example
+    forgets w times: ``(1 - f)^w``. With ``covariance="full"``, ``Sigma^-1 <- S Sigma^-1 S +
+    (f/a) E`` with ``S = diag(sqrt(1 - f))`` on the touched coordinates and E the identity there;
+    with ``covariance="arrowhead"``, coordinate-wise in its latent coordinates (the intercept and
+    each feature given it; see `river_cw._engines.arrowhead`), each toward its prior.
+    The forgetting of a valid example is kept even when its step is not taken.
+
+    The defaults (issue 30). Every rule's default covariance is ``"arrowhead"``
+    (`river_cw._engines.arrowhead`): the diagonal plus the intercept's covariance with each weight, at the
+    diagonal's cost per feature, so that raw, uncentred dense features are learned as well as by
+    river's linear models and text as well as by the papers' diagonal models. AROW and NHERD
+    default to ``diagonal="drop"`` and an intercept prior variance of 100 (a flat prior's
+    stand-in); CW, SCW and SOP to ``"project"``, with which they keep their text results. The
+    measurements behind them: benchmarks/README.md, "Dense data". The papers' models are
+    ``covariance="full"``, or ``covariance="diagonal"`` with the paper's scheme, and
+    ``learn_intercept=False``.
+
+    Calibration (``calibrate=True``; off by default). Under label noise or a collapsed variance
+    the margins' probabilities are overconfident (CW on a9a: log loss 10). A temperature a then
+    scales every standardised margin, ``Phi(a m / sqrt(v))``, fitted online on the progressive
+    log loss (`river_cw.calibration`, as voted RDA calibrates its hinge scores); it starts at 1
+    and never changes `predict_one`.
+
+    References: Kulhavy, R. and Karny, M., 1984. Tracking of slowly varying parameters by
+    directional forgetting. IFAC Proceedings 17(2); Kulhavy, R. and Zarrop, M. B., 1993. On a
+    general concept of forgetting. International Journal of Control 58(4), 905-924.
+    """
+
+    _diagonal_schemes: tuple[str, ...] = ("project", "drop", "exact")
+    _PICKLE_DEFAULTS: ClassVar[dict] = {
+        **LinearClassifier._PICKLE_DEFAULTS,
+        "forgetting": 0.0,
+        "calibrate": False,
+        "_calibration": None,
+        "initial_intercept_variance": None,
+    }
+
+    def __init__(
+        self,
+        covariance: str,
+        diagonal: str,
+        initial_variance: float,
+        learn_intercept: bool,
+        forgetting: float = 0.0,
+        calibrate: bool = False,
+        initial_intercept_variance: float | None = None,
+    ):
+        super().__init__(learn_intercept)
+        if not isinstance(calibrate, bool):
+            raise ValueError(f"calibrate must be True or False, got {calibrate!r}")
+        self.calibrate = calibrate
+        self._calibration = calibration.start(prefer=1.0) if calibrate else None
+        if not is_real(forgetting) or not (0.0 <= forgetting < 1.0):
+            raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
+        self.forgetting = forgetting
+        if covariance not in COVARIANCES:
+            raise ValueError(f"covariance must be one of {tuple(COVARIANCES)}, got {covariance!r}")
+        if diagonal not in self._diagonal_schemes:
+            raise ValueError(
+                f"diagonal must be one of {self._diagonal_schemes} for {type(self).__name__}, "
+                f"got {diagonal!r}"
+            )
+        kind = COVARIANCES[covariance]
+        if kind.schemes and diagonal not in kind.schemes:
+            takers = [name for name, other in COVARIANCES.items() if diagonal in other.schemes]
+            raise ValueError(
+                f"covariance={covariance!r} takes diagonal={' or '.join(map(repr, kind.schemes))}; "
+                f"diagonal={diagonal!r} needs covariance={' or '.join(map(repr, takers))}"
+            )
+        if not initial_variance > 0:
+            raise ValueError(f"initial_variance must be positive, got {initial_variance!r}")
+        if initial_intercept_variance is not None and (
+            not is_real(initial_intercept_variance) or not 0 < initial_intercept_variance < math.inf
+        ):
+            raise ValueError(
+                "initial_intercept_variance must be positive and finite (or None), got "
+                f"{initial_intercept_variance!r}"
+            )
+        self.covariance = covariance
+        self.diagonal = diagonal
+        self.initial_variance = initial_variance
+        self.initial_intercept_variance = initial_intercept_variance
+        self._gaussian: Gaussian = kind.prior(initial_variance, initial_intercept_variance)
+        self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
+
+    @abc.abstractmethod
+    def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
+        """``(alpha, gamma)`` for margin mean `m`, variance `v > 0` and sample weight ``w > 0``
+        (``w == 1`` must give the paper's step bit for bit), or None for no update."""
+
+    def _exact_step(self, m: float, v: float, u: list[float], w: float):
+        """``(alpha, gamma, scheme)`` of the exact diagonal update, given the terms
+        ``u_j = Sigma_jj d_j^2`` of v (see `DiagonalGaussian`)."""
+        raise NotImplementedError
+
+    # -- hooks of LinearClassifier ------------------------------------------------------------
+
+    def _scores(self, x):
+        return self._gaussian.scores(x)
+
+    def _add_block(self):
+        self._gaussian.add_block()
+
+    def _lift(self):
+        self._gaussian.lift()
+
+    def _negate(self):
+        self._gaussian.negate()
+
+    def _layout(self):
+        return self._gaussian.layout()
+
+    def _restore_layout(self, layout):
+        self._gaussian.restore_layout(layout)
+
+    def _update(self, x, pairs, w):
+        """One step of the rule in the engine (`DiagonalGaussian.learn`): margin (after the
+        forgetting), the rule's step with sample weight w, update; a step float64 cannot express
+        is counted in `n_skipped_updates` and changes nothing."""
+        losses = None
+        if self.calibrate and len(self.classes_) > 1:  # the progressive log loss, before learning
+            label = pairs[0][0] if not self.is_binary else int(pairs[0][1] == 1)
+            t = probabilities.pairwise(self._scores(x), self._gaussian.score_covariance(x))
+            losses = calibration.probit_losses(np.array(t), label)
+        keep, rest = 1.0, 0.0
+        if self.forgetting:
+            keep = 1.0 - self.forgetting if w == 1.0 else (1.0 - self.forgetting) ** w
+            keep = max(keep, sys.float_info.min)  # a huge w forgets all but a trace
+            rest = (1.0 - keep) / self.initial_variance
+        step, scheme = self._rule()
+        outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
+        if losses is not None:  # x is valid: record the losses, unless one is beyond float64
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = self._calibration + (losses if w == 1.0 else w * losses)
+            if np.isfinite(total).all():
+                self._calibration = total
+        if outcome == SKIPPED:
+            self.n_skipped_updates += 1
+
+    def _rule(self):
+        """The rule's step and its scheme as the engines' `learn` takes them: ``(_exact_step,
+        None)`` for an exact diagonal scheme, else ``(_step, diagonal)`` (a covariance without
+        diagonal schemes, the full one, ignores it)."""
+        if self.diagonal == "exact" and "exact" in covariances.of(self).schemes:
+            return self._exact_step, None
+        return self._step, self.diagonal
+
+    def _weight_blocks(self):
+        return self._gaussian.block_views()[0]
+
+    # -- public state -------------------------------------------------------------------------
+
+    @property
+    def gaussian(self):
+        """The engine holding N(mu, Sigma) (`river_cw._engines.diagonal.DiagonalGaussian`,
+        `river_cw._engines.arrowhead.ArrowheadGaussian` or `river_cw._engines.full.FullGaussian`), for reading:
+        the model changes through `learn_one` and `set_gaussian`."""
+        return self._gaussian
+
+    def set_gaussian(self, gaussian, classes: list) -> None:
+        """Hold `gaussian` as N(mu, Sigma); the model goes on learning from there.
+
+        `river_cw.combine` builds merged models with it. Raises ValueError, changing nothing,
+        when `gaussian`, its blocks or the labels' order don't fit.
+
+        Parameters
+        ----------
+        gaussian
+            An engine of the model's `covariance` (`river_cw._engines.diagonal`'s `DiagonalGaussian` or
+            `PythonDiagonalGaussian`, `river_cw._engines.arrowhead`'s `ArrowheadGaussian` or
+            `PythonArrowheadGaussian`, or `river_cw._engines.full.FullGaussian`); it is held, not copied.
+        classes
+            The labels of its weight blocks, in the order of `classes_`: one block for at most
+            two labels, as ``[negative, positive]`` (see `positive_label`), else one per label.
+        """
+        engines = covariances.of(self).engines
+        if not isinstance(gaussian, engines):
+            raise ValueError(
+                f"a model of covariance={self.covariance!r} holds a "
+                f"{' or '.join(e.__name__ for e in engines)}, "
+                f"got {type(gaussian).__name__}"
+            )
+        classes = list(classes)
+        if len(set(classes)) != len(classes):
+            raise ValueError(f"the labels must be distinct, got {classes!r}")
+        if len(classes) == 2 and order_key(classes[1]) < order_key(classes[0]):
+            raise ValueError(
+                f"two labels go as [negative, positive], {classes[::-1]!r}, got {classes!r}"
+            )
+        blocks = len(gaussian.block_views()[0])
+        if blocks != (1 if len(classes) <= 2 else len(classes)):
+            raise ValueError(f"{blocks} weight block(s) cannot carry the labels {classes!r}")
+        self._gaussian = gaussian
+        self.classes_, self._class_index = classes, {c: i for i, c in enumerate(classes)}
+
+    @property
+    def variances(self) -> dict:
+        """The (marginal) variances of the learned weights, laid out as `weights`; features
+        never learned have variance `initial_variance`. A copy."""
+        return self._by_label(without_intercept(self._gaussian.block_views()[1]))
+
+    @property
+    def intercept_variance(self):
+        """The variance of `intercept`, laid out as it: its prior until it is learned
+        (`initial_intercept_variance` with the arrowhead covariance where given, else
+        `initial_variance`), 0.0 without `learn_intercept` (the intercept is then fixed at 0)."""
+        prior = 0.0
+        if self.learn_intercept:
+            prior = self.initial_variance
+            if covariances.of(self).intercept_prior and self.initial_intercept_variance is not None:
+                prior = self.initial_intercept_variance
+        blocks = self._gaussian.block_views()[1]
+        return self._by_label([block.get(INTERCEPT, prior) for block in blocks])
+
+    @property
+    def covariances(self) -> dict:
+        """The covariance matrix of the learned weights as ``{(f, g): Sigma_fg}``, a copy.
+
+        Binary: keyed by pairs of feature names; multi-class: by pairs of ``(label, feature)``.
+        ``covariance="full"`` gives every pair of learned weights (both orders; features of
+        different labels correlate once a multi-class update has touched both); ``"arrowhead"``
+        too (two weights of a label correlate through its intercept; labels are independent);
+        ``"diagonal"`` only the pairs ``(f, f)``, whose value is `variances`' (every other
+        covariance is 0). The intercept's row is named `INTERCEPT`. Features never learned are
+        absent: independent of everything, variance `initial_variance`.
+        (The constructor's `covariance` names the kind of matrix; this is the matrix.)
+        """
+        gaussian: Any = self._gaussian  # with `correlates`, an engine with `index` and `cov`
+        if covariances.of(self).correlates:
+            keys = [self._public_key(b, f) for b, f in gaussian.index]
+            rows = gaussian.cov.tolist() if keys else []
+            return {(k, g): value for k, row in zip(keys, rows) for g, value in zip(keys, row)}
+        return {
+            (self._public_key(b, f),) * 2: s
+            for b, block in enumerate(gaussian.block_views()[1])
+            for f, s in block.items()
+        }
+
+    def _public_key(self, block: int, feature):
+        """The name of a weight in the public views: its feature, or ``(label, feature)``."""
+        return feature if self.is_binary else (self.classes_[block], feature)
+
+    # -- probabilities ------------------------------------------------------------------------
+
+    @property
+    def temperature(self) -> float:
+        """a, the temperature of the probabilities: 1 unless `calibrate` (see above)."""
+        if not self.calibrate or self._calibration is None:
+            return 1.0
+        return calibration.best(self._calibration)
+
+    def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
+        """``{label: probability}`` from the Gaussian margins (`river_cw.probabilities`); empty
+        before any label, certain with one.
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``.
+        """
+        native = self._native_score(x, True)  # as predict_one, with the score's variance
+        if native is None:
+            return self._general_predict_proba_one(x)
+        if len(self.classes_) < 2:
+            return {c: 1.0 for c in self.classes_}
+        m, v = native
+        return probabilities.binary(m, v, self.temperature, self.classes_)
+
+    def _general_predict_proba_one(self, x: dict) -> dict:
+        classes = self.classes_
+        x = self._features(x)
+        scores = self._scores(x)  # validates x, even before two labels are known
+        if len(classes) < 2:
+            return {c: 1.0 for c in classes}
+        cov = self._gaussian.score_covariance(x)
+        if self.is_binary:
+            return probabilities.binary(scores[0], cov[0, 0], self.temperature, classes)
+        t = probabilities.pairwise(scores, cov)
+        return probabilities.multiclass(t, self.temperature, classes)
+
+    # -- the compiled engine's one-call paths ---------------------------------------------------
 
     @property
     def _native_step(self) -> tuple[str, tuple] | None:
-        """The rule's `_step` in C, ``(name, params)`` (see river_cw/_steps.h), or None: the
+        """The rule's `_step` in C, ``(name, params)`` (see river_cw/_engines/_steps.h), or None: the
         compiled engine's lean `learn_one` then serves the common case in one call."""
         return None
 
     @property
     def _native_exact_step(self) -> tuple | None:
         """The rule's `_exact_step` in C for the lean `learn_one`, ``(step, scheme)``: a native
-        step ``(name, params)`` (river_cw/_exact.h's `find_exact_step`, or a `_native_step` of
-        river_cw/_steps.h) and the scheme its update takes, ``"project"`` or ``("herding", C)``
+        step ``(name, params)`` (river_cw/_engines/_exact.h's `find_exact_step`, or a `_native_step` of
+        river_cw/_engines/_steps.h) and the scheme its update takes, ``"project"`` or ``("herding", C)``
         (shrinking with C times the sample weight); or None."""
         return None
 
@@ -94,7 +400,7 @@ class GaussianClassifier(GaussianModel):
         # the rule's C step, update): the general path's numbers. Any other case, and any x
         # it does not take as it is (to name a bad feature), goes the general way.
         lean = self._lean
-        if lean is _STALE:
+        if lean is STALE:
             lean = self._lean = self._lean_spec()
         if lean is not None:  # none without a compiled engine (`_lean_spec`)
             outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
@@ -105,34 +411,36 @@ class GaussianClassifier(GaussianModel):
                 return
         LinearClassifier.learn_one(self, x, y, w)
 
-    def _native_scores(self, rows: Rows, proba: bool) -> list | None:
-        """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
-        (`probabilities.binary`'s), in one call of the compiled engine's batch kernel
-        (`score_rows`, river_cw/_batch.h: dict rows as `score_native` reads them, CSR rows read
-        from the arrays, their names checked as `Rows.check_names` checks them,
-        river_cw/_csr.h), None for a row the general path must serve; None where the engine has
-        no kernel or the model is not binary."""
+    def predict_one(self, x: dict):  # type: ignore[override]  # no **kwargs, as river's own models
+        """`LinearClassifier.predict_one`: the label of largest `predict_proba_one`
+        (`river_cw.probabilities.most_probable`), a binary model's score taken in one call of the
+        compiled engine where it can (`_native_score`, inlined: the common case).
+
+        Parameters
+        ----------
+        x
+            The features, ``{name: number}``.
+        """
         engine: Any = self._gaussian
-        if not isinstance(engine, COMPILED) or not self.is_binary:
-            return None
-        batch = rows.dicts if rows.csr is None else rows.csr
-        # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
-        spec = (*self.classes_, self.temperature, math.erfc) if proba else None
-        return engine.score_rows(batch, INTERCEPT if self.learn_intercept else None, spec)
+        if isinstance(engine, COMPILED):
+            score = engine.score_native(x, INTERCEPT if self.learn_intercept else None, False)
+            if score is not None:  # `most_probable`'s binary case, inlined: the common case
+                classes = self.classes_
+                return (classes[-1] if score > 0 else classes[0]) if classes else None
+        return most_probable(self.classes_, self._scores(self._features(x)))
 
     def _predict_rows(self, rows: Rows) -> list:
-        scores = self._native_scores(rows, False)
-        classes = self.classes_
-        if scores is None or not classes:
+        scores = _one_call.score_rows(self, rows, False)
+        if scores is None:
             return super()._predict_rows(rows)
-        first, last = classes[0], classes[-1]
+        classes = self.classes_
         return [
-            (last if score > 0 else first) if score is not None else self.predict_one(rows.row(i))
+            most_probable(classes, (score,)) if score is not None else self.predict_one(rows.row(i))
             for i, score in enumerate(scores)
         ]
 
     def _predict_proba_rows(self, rows: Rows) -> list[dict]:
-        if len(self.classes_) != 2 or (probas := self._native_scores(rows, True)) is None:
+        if len(self.classes_) != 2 or (probas := _one_call.score_rows(self, rows, True)) is None:
             return super()._predict_proba_rows(rows)
         return [
             proba if proba is not None else self.predict_proba_one(rows.row(i))
@@ -142,13 +450,13 @@ class GaussianClassifier(GaussianModel):
     def _native_score(self, x: dict, variance: bool):
         """The compiled engine's score of a binary model, ``m`` or ``(m, v)`` with its
         variance (`score_native`, diagonal, arrowhead or full: x a dict of floats, ints and
-        bools, or a `river_cw._text.TokenCounts`), or None where the general path must serve."""
+        bools, or a `river_cw._engines._text.TokenCounts`), or None where the general path must serve."""
         engine: Any = self._gaussian
         if not isinstance(engine, COMPILED):
             return None
         return engine.score_native(x, INTERCEPT if self.learn_intercept else None, variance)
 
-    _lean = _STALE  # `_lean_spec`, built by the first learn_one after a hyperparameter is set
+    _lean = STALE  # `_lean_spec`, built by the first learn_one after a hyperparameter is set
 
     def _lean_spec(self):
         """``(step, scheme, intercept)`` of the compiled engine's lean path, or None where the
@@ -169,8 +477,8 @@ class GaussianClassifier(GaussianModel):
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
-        if name in _hyperparameters(type(self)):  # the lean path's spec reads them
-            object.__setattr__(self, "_lean", _STALE)
+        if name in hyperparameters(type(self)):  # the lean path's spec reads them
+            object.__setattr__(self, "_lean", STALE)
 
     def __getstate__(self) -> dict:
         state = dict(vars(self))
@@ -178,45 +486,9 @@ class GaussianClassifier(GaussianModel):
         return state
 
     def _learn_rows(self, rows, labels, weights):
-        """The mini-batch loop in the compiled engine (`river_cw/_batch.h`) where it has one
-        (the diagonal and arrowhead covariances, no calibration): the kernel learns row after
-        row as `learn_one` would and stops at a row it leaves to `learn_one` (a new label, a
-        weight of 0, a value other than a float, a bool or an int within float64, a bad row),
-        which then runs here."""
+        """The mini-batch loop in the compiled engine's batch kernel where it has one (the
+        diagonal and arrowhead covariances, no calibration; `river_cw._one_call.learn_rows`)."""
         engine = covariances.of(self).native_batch(self._gaussian)
         if engine is None or self.calibrate:
             return super()._learn_rows(rows, labels, weights)
-        kernel = engine.learn_rows
-        step, scheme = self._rule()
-        native = None if scheme is None else self._native_step_of_step()
-        intercept = INTERCEPT if self.learn_intercept else None
-        batch = rows.dicts if rows.csr is None else rows.csr
-        lean = self._lean
-        if lean is _STALE:
-            lean = self._lean = self._lean_spec()
-        i, n = 0, len(rows)
-        while i < n:
-            stats = [i, 0]
-            try:
-                kernel(
-                    batch,
-                    labels,
-                    self._class_index,
-                    weights,
-                    i,
-                    step,
-                    scheme,
-                    float(self.forgetting),
-                    intercept,
-                    stats,
-                    native,
-                    lean,
-                )
-            except (TypeError, ValueError) as error:  # raised by the rule's step
-                raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error
-            finally:
-                self.n_skipped_updates += stats[1]
-            i = stats[0]
-            if i < n:
-                self._learn_row(rows, i, labels[i], weights[i])
-                i += 1
+        _one_call.learn_rows(self, engine, rows, labels, weights)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .diagonal import HerdingShrink
+from ._engines.diagonal import HerdingShrink
 from .gaussian_classifier import GaussianClassifier
 
 __all__ = ["NHERD"]
@@ -26,7 +26,7 @@ class NHERD(GaussianClassifier):
         C, the aggressiveness of each vector's step.
     covariance
         ``"arrowhead"`` (the default: the diagonal and the intercept's covariance with each
-        weight, at the diagonal's cost; see `river_cw.arrowhead` and `GaussianClassifier`'s
+        weight, at the diagonal's cost; see `river_cw._engines.arrowhead` and `GaussianClassifier`'s
         defaults), ``"diagonal"`` or ``"full"`` (the paper's algorithm, O(d^2) per example).
     diagonal
         ``"drop"`` (the default), ``"project"`` or ``"exact"`` (see above; ``"exact"`` with
@@ -49,7 +49,7 @@ class NHERD(GaussianClassifier):
         give the intercept `initial_variance`, as every weight; None: `initial_variance` here
         too). Wide by default, a flat prior's stand-in: a boundary far from the origin then
         costs nothing, and where the features are centred does not change the predictions (see
-        `river_cw.arrowhead`).
+        `river_cw._engines.arrowhead`).
 
     Notes
     -----

@@ -8,15 +8,9 @@ Phi(m_zk / s)``, normalised: the score of z beats every other score, the compari
 independent, all on one scale s, the standard deviation of the margin between the two
 best-scoring labels (the margin the decision rests on). For two labels it is the binary
 formula; the decisive pair's factor is the probability, under the model, that the best
-label's score beats the runner-up's; and since every pair is measured on the same scale,
-the probabilities rank the labels exactly as their mean scores do. So `predict_one`, the
-papers' rule (the best mean score, the decision the multi-class update trains: its step is
-taken against the best-scoring wrong label), is the label of largest probability, for every
-temperature (`river_cw.calibration`). Standardising each pair by its own variance would rank a
-label whose score is uncertain lower than its mean score does, and predicting that ranking's
-best would give up the papers' rule and let the temperature change predictions; measured on
-river's ImageSegments, USPS and 20 Newsgroups it scores about the same log loss and 0.1 to
-1.4 points more accuracy (benchmarks/README.md, "Multi-class probabilities").
+label's score beats the runner-up's. Every pair is measured on the same scale, so the
+probabilities rank the labels as their mean scores do: `most_probable`, which every model's
+`predict_one` is, says why in one place.
 Before any label is seen the distribution is empty; with one label it is certain.
 
 A temperature ``a`` scales every standardised margin, ``Phi(a m / sqrt(v))``: 1 unless the
@@ -29,7 +23,46 @@ import math
 
 import numpy as np
 
-__all__ = ["binary", "multiclass", "normal_log_cdf", "pairwise"]
+__all__ = ["binary", "most_probable", "multiclass", "normal_log_cdf", "pairwise"]
+
+
+def most_probable(classes: list, scores):
+    """The label of largest probability given the blocks' `scores`: every model's `predict_one`
+    and `predict_many`, on the general and the compiled paths alike. None before any label.
+
+    It is the label of largest score, because every probability model of the library ranks the
+    labels as their scores do:
+
+    - binary Gaussian (one block, ``scores = [m]``): ``P(positive label) = Phi(a m / sqrt(v))``
+      is increasing in m and crosses 1/2 at m = 0, so the positive label (the last of
+      ``classes``) where ``m > 0``, else the negative one;
+    - multi-class Gaussian (`multiclass`): every pairwise margin is standardised on one scale s,
+      so the log-probability of z, a sum of ``log Phi(a (m_z - m_k) / s)`` increasing in m_z, is
+      largest for the largest score, whatever the temperature a;
+    - voted RDA (`river_cw.VotedRDA.predict_proba_one`): a softmax of its scores at a positive
+      temperature, or the voters' shares, which are its vote scores, both increasing in the
+      score.
+
+    So the papers' rule, the best mean score (the decision the multi-class update trains: its
+    step is taken against the best-scoring wrong label), is the label of largest probability,
+    and a temperature (`river_cw.calibration`) never changes a prediction. Among labels of equal
+    probability (a tie, or a difference below float64's resolution) it is the one of larger
+    score; among equal scores the first in ``classes`` (the negative label while binary).
+    Standardising each pair by its own variance would rank a label whose score is uncertain
+    lower than its mean score does, and predicting that ranking's best would give up the papers'
+    rule and let the temperature change predictions; measured on river's ImageSegments, USPS
+    and 20 Newsgroups it scores about the same log loss and 0.1 to 1.4 points more accuracy
+    (benchmarks/README.md, "Multi-class probabilities").
+
+    >>> most_probable(["ham", "spam"], [0.3]), most_probable(["ham", "spam"], [0.0])
+    ('spam', 'ham')
+    >>> most_probable(["a", "b", "c"], [0.5, 2.0, 2.0]), most_probable([], [0.0])
+    ('b', None)
+
+    """
+    if len(scores) == 1:  # binary: one block, the positive label's score
+        return (classes[-1] if scores[0] > 0 else classes[0]) if classes else None
+    return classes[max(range(len(scores)), key=scores.__getitem__)]
 
 
 def binary(m: float, v: float, temperature: float, classes: list) -> dict:

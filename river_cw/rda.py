@@ -2,7 +2,7 @@
 
 `VotedRDA` is the river classifier: it validates, registers labels, gives probabilities and
 calibrates their temperature. Its weights and steps are kept by an engine with the same numbers
-either way: the compiled `river_cw._rda` where it is built, or `river_cw.rda_engine.PythonRDA`,
+either way: the compiled `river_cw._engines._rda` where it is built, or `river_cw._engines.rda_engine.PythonRDA`,
 the readable reference (and the only one that keeps the voters of ``prediction="vote"``).
 """
 
@@ -14,13 +14,13 @@ from array import array
 import numpy as np
 
 from . import calibration, engine
+from ._engines.rda_engine import STATE, PythonRDA, logits, raise_bad_input
 from .base import INTERCEPT, LinearClassifier
-from .rda_engine import STATE, PythonRDA, logits, raise_bad_input
 from .validation import is_real
 
 __all__ = ["VotedRDA"]
 
-# river_cw._rda, the compiled engine with the same numbers (see `_new_engine`), or None
+# river_cw._engines._rda, the compiled engine with the same numbers (see `_new_engine`), or None
 _compiled = engine.rda
 if _compiled is not None:
     _compiled.connect(raise_bad_input=raise_bad_input)
@@ -191,9 +191,9 @@ class VotedRDA(LinearClassifier):
     # -- the engines ----------------------------------------------------------------------------
 
     def _new_engine(self, compiled: bool = True):
-        """A new, empty engine: the compiled one (`river_cw._rda`) where it serves this model
+        """A new, empty engine: the compiled one (`river_cw._engines._rda`) where it serves this model
         (built, asked for, and the prediction is not the vote, whose voters only the Python
-        engine keeps), else the Python one (`river_cw.rda_engine`)."""
+        engine keeps), else the Python one (`river_cw._engines.rda_engine`)."""
         plain = _plain(self.l1) and _plain(self.eta)
         if not compiled or _compiled is None or self.prediction == "vote" or not plain:
             return PythonRDA(
@@ -229,7 +229,7 @@ class VotedRDA(LinearClassifier):
         self._calibration = np.add.reduce(sums, axis=0)
 
     def __getstate__(self) -> dict:
-        """The Python engine's attributes (`river_cw.rda_engine.STATE`), whichever engine holds
+        """The Python engine's attributes (`river_cw._engines.rda_engine.STATE`), whichever engine holds
         the state."""
         self._flush_calibration()
         state = {k: v for k, v in vars(self).items() if k != "_engine"}

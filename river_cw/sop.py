@@ -24,7 +24,7 @@ class SOP(GaussianClassifier):
         a, the regularization of the correlation matrix A = a I + ...
     covariance
         ``"arrowhead"`` (the default: the diagonal and the intercept's covariance with each
-        weight, at the diagonal's cost; see `river_cw.arrowhead` and `GaussianClassifier`'s
+        weight, at the diagonal's cost; see `river_cw._engines.arrowhead` and `GaussianClassifier`'s
         defaults), ``"diagonal"`` or ``"full"`` (the paper's algorithm, O(d^2) per example).
     diagonal
         ``"project"`` (``A_jj += x_j^2``) or ``"drop"``.
@@ -42,7 +42,7 @@ class SOP(GaussianClassifier):
     initial_intercept_variance
         The intercept's prior variance with ``covariance="arrowhead"`` (default: ``1 / a``, as
         every weight's). Wide (100) on uncentred features, whose boundary lies far from the
-        origin (see `river_cw.arrowhead`).
+        origin (see `river_cw._engines.arrowhead`).
 
     Notes
     -----

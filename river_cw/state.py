@@ -28,7 +28,7 @@ The header holds ``"model"`` (the class name), ``"parameters"`` (the constructor
 ``"labels"`` (``classes_``, in order), ``"skipped_updates"``, ``"calibration"`` (the running
 losses of the temperature, an array, or null) and the engine's state: ``"gaussian"`` (its
 ``"covariance"`` and that covariance's parts, `river_cw.covariances.Covariance.parts`) or, for
-`VotedRDA`, ``"rda"`` (the engine's attributes, `river_cw.rda_engine.STATE`); a
+`VotedRDA`, ``"rda"`` (the engine's attributes, `river_cw._engines.rda_engine.STATE`); a
 `TextClassifier` holds its bag-of-words parameters and its ``"classifier"``, a header of its
 own. Values are JSON of their own type (a float is written exactly, with its decimal point or
 exponent) or tagged: ``{"tuple": [...]}``, ``{"set": [...]}``, ``{"frozenset": [...]}``,
@@ -42,16 +42,16 @@ The engines' parts, by covariance:
 - ``"diagonal"``: ``initial_variance``; ``blocks``, per label block each feature's ``[mean,
   variance]``;
 - ``"arrowhead"``: ``initial_variance``, ``root`` (the intercept), ``root_variance``; ``blocks``,
-  each feature's ``[a_j, k_j, c_j]`` and the root's ``[mu_b, S]`` (`river_cw.arrowhead`);
+  each feature's ``[a_j, k_j, c_j]`` and the root's ``[mu_b, S]`` (`river_cw._engines.arrowhead`);
 - ``"full"``: ``initial_variance``, ``n_blocks``, ``index`` (``(block, feature, row)`` tuples),
   ``mean`` (an array) and ``chol`` (the precision's Cholesky factor R, a matrix;
-  `river_cw.full`);
+  `river_cw._engines.full`);
 - voted RDA's ``"rda"``: ``blocks`` (each block's ``keys`` and its records as columns: ``s``,
   ``first``, ``closed``, ``inv0``, ``sqr0``, ``inv1``, ``sqr1`` and ``cut``, whether ``inv1`` and
   ``sqr1`` are set), ``cuts`` (the heap, as columns: ``ceiling``, ``pushed``, ``first`` and the
   ``block`` and position ``at`` of the record), ``counters`` (``live_cuts``, ``k``, ``c``, ``t``,
   ``inv``, ``sqr``, ``pushed``), ``counts`` and ``history`` (the voters: each block's ``keys``,
-  ``lengths``, ``updates`` and ``values``), as `river_cw.rda_engine` names them.
+  ``lengths``, ``updates`` and ``values``), as `river_cw._engines.rda_engine` names them.
 
 >>> import river_cw
 >>> from river_cw import state
@@ -84,13 +84,13 @@ from typing import Any
 import numpy as np
 
 from . import covariances
+from ._engines.rda_engine import STATE
 from .arow import AROW
 from .base import INTERCEPT
 from .cw import CW
 from .labels import order_key
 from .nherd import NHERD
 from .rda import VotedRDA
-from .rda_engine import STATE
 from .scw import SCW
 from .sop import SOP
 from .text import TextClassifier
@@ -537,7 +537,7 @@ def _model(reader: _Reader, header: dict, gaussian):
 
 
 def _rda_header(writer: _Writer, state: dict) -> dict:
-    """Voted RDA's engine attributes (`river_cw.rda_engine.STATE`): the records of a block as
+    """Voted RDA's engine attributes (`river_cw._engines.rda_engine.STATE`): the records of a block as
     columns, the floats ``s, closed, inv0, sqr0, inv1, sqr1`` (0.0 for an open segment's inv1
     and sqr1), ``first`` and ``cut`` (whether the segment is cut); each cut as its ceiling
     ``last + 1`` (a float: the bound it comes from), its push number, ``first`` and its record's

@@ -1,7 +1,7 @@
 """Text features: `TextClassifier`, and river's `BagOfWords` with its token counting in C.
 
 `BagOfWords` is river's `feature_extraction.BagOfWords` (same parameters, same output) whose
-`transform_one` counts tokens in C (`river_cw._text`) when the compiled extension is built and
+`transform_one` counts tokens in C (`river_cw._engines._text`) when the compiled extension is built and
 the tokenizer is river's default (any `lowercase`, `strip_accents` and `stop_words`). ASCII text
 is lowercased and counted at once; other text goes through river's preprocessing done in C (NFKD
 accent stripping, `str.lower`) and its tokens are found with the character classes of Python's
@@ -62,7 +62,7 @@ _STARTED_BY = frozenset(("classifier", *_TEXT_OPTIONS))
 
 def _reads_token_counts(classifier) -> bool:
     """Whether `classifier` takes a text's token counts without their dict (a
-    `river_cw._text.TokenCounts`): a `GaussianClassifier` whose one-call paths read it as they
+    `river_cw._engines._text.TokenCounts`): a `GaussianClassifier` whose one-call paths read it as they
     read a dict and whose general path makes it the dict (`_features`), with the methods of its
     class (a subclass that overrides one is handed dicts)."""
     kind = type(classifier)

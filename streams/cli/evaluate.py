@@ -2,9 +2,14 @@
 
 With no file it runs on the SMS Spam Collection bundled with the package; with no `--model`
 it compares a default set of confidence-weighted models with river's passive-aggressive
-classifier. The stream is held in memory (it may be shuffled, and the class set and length
-are needed for noise, drift positions and the progress bar); for endless or very long streams
-use `streams.evaluate.progressive.evaluate` from Python.
+classifier; with `--topic` it reads a Kafka topic (`streams.cli.evaluate_topic`). The stream is
+read twice and never held: counted first (its length and labels: the classes, the default
+resolution, the checks; `streams.cli.evaluate_input`), then scored, every model of every noise
+level fed in that one pass (`streams.evaluate.progressive.iter_levels`), so its memory does not
+grow with the stream's length (tests/evaluation/test_memory.py). `--shuffle` holds the whole
+stream, and `--tune` its prefix. A topic followed live (`--follow`) is read once and not
+counted: what needs the count is derived (the curve's resolution), learned as it comes (the
+classes) or refused.
 
 Without noise, every number it prints for a model is the one river's
 ``evaluate.progressive_val_score`` gives for that model on the same parsed stream, for every
@@ -19,14 +24,14 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import itertools
 import sys
 
-from streams.cli import evaluate_output, evaluate_topic, records
-from streams.cli.evaluate_input import SYNTHETIC_LENGTH
-from streams.evaluate import drift
+from streams.cli import evaluate_output, evaluate_topic
+from streams.cli.evaluate_input import add_stream_arguments, at_least
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.results import BASELINE, Evaluation
+from streams.evaluate.results import BASELINE, POINTS, Evaluation
 from streams.evaluate.sharded import MIX_METHODS
 
 # The models (river_cw, river.multiclass), river's metrics (scipy.stats), matplotlib and tqdm
@@ -41,27 +46,14 @@ either covariance (Phishing with 10% label noise: 0.404 with the default arrowhe
 diagonal, below the majority class's 0.554; benchmarks/dense.py --part noise)."""
 
 
-def _count(minimum: int):
-    """An argparse type: an integer of at least `minimum`."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Progressive validation: each model predicts every example before it learns it, so "
         "every score is on data the model has not seen. A majority-class baseline runs "
         "alongside. A line naming the engine (compiled C or pure Python) comes first, then a "
-        "running table printed at doubling intervals while the models learn."
+        "running table printed at doubling intervals while the models learn. The stream is "
+        "counted first (its length and labels), then scored in one pass for every model and "
+        "noise level, in memory that does not grow with its length (except --shuffle)."
     )
     add_stream_arguments(parser)
     parser.add_argument(
@@ -81,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--delay",
-        type=_count(0),
+        type=at_least(0),
         default=0,
         metavar="N",
         help="labels arrive N examples late: each example is learned just before the one N "
@@ -92,29 +84,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=["0"],
         metavar="P",
-        help="label-noise rates, one run each: a probability, or class-conditional "
-        "'spam=0.3,ham=0.05' (default: 0)",
+        help="label-noise rates, each with its own models, all in the same pass: a probability, "
+        "or class-conditional 'spam=0.3,ham=0.05' (default: 0)",
     )
     parser.add_argument(
         "--every",
-        type=_count(1),
+        type=at_least(1),
         metavar="K",
-        help="learning-curve resolution (default: a hundredth of the stream)",
+        help="learning-curve resolution (default: a hundredth of the stream; every example on "
+        f"a followed topic); a curve keeps at most {POINTS:,} points, coarsening (every other "
+        "dropped) past them",
     )
     parser.add_argument(
         "--tune",
         action="store_true",
-        help="pick hyper-parameters on a prefix of the stream, then evaluate on the rest",
+        help="pick hyper-parameters on a prefix of the stream (held in memory), then evaluate "
+        "on the rest",
     )
     parser.add_argument(
         "--tune-size",
-        type=_count(1),
+        type=at_least(1),
         metavar="N",
         help="length of the tuning prefix (default: a tenth of the stream)",
     )
     parser.add_argument(
         "--shards",
-        type=_count(1),
+        type=at_least(1),
         metavar="P",
         help="also run each model as P partitions of a consumer group, each copy learning its "
         "shard (by a hash of the example) and mixed as `river-cw serve --mix` mixes, to choose "
@@ -131,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mix-every",
         nargs="+",
-        type=_count(1),
+        type=at_least(1),
         default=[100],
         metavar="N",
         help="with --shards: mix every N examples per shard; several values compare them "
@@ -154,72 +149,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--title", help="title of the figure (default: a description of the data)")
     evaluate_topic.add_arguments(parser)
-
-
-def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options saying which stream to read, and how to shuffle, drift and cut it: those of
-    `river-cw evaluate` and `river-cw produce` alike."""
-    parser.add_argument(
-        "files",
-        nargs="*",
-        help="data files: JSON lines, CSV or libsvm, plain or .gz; '-' reads standard input "
-        "(JSON lines unless --format says otherwise) (default: bundled SMS spam)",
-    )
-    parser.add_argument(
-        "--format",
-        choices=["jsonl", "csv", "libsvm"],
-        help="file format, when the file name does not tell",
-    )
-    records.add_arguments(parser)
-    parser.add_argument(
-        "--on-error",
-        choices=["raise", "skip"],
-        default="raise",
-        help="stop at a malformed line or record (default) or skip and count it",
-    )
-    parser.add_argument(
-        "--drift",
-        choices=[*drift.KINDS, "flip"],
-        help="concept drift between files, --domains, or (no file) SEA concepts; "
-        "'flip' swaps the classes",
-    )
-    parser.add_argument(
-        "--drift-at",
-        type=_count(0),
-        metavar="N",
-        help="drift position (default: middle of the stream; a quarter for recurring)",
-    )
-    parser.add_argument(
-        "--drift-width",
-        type=_count(1),
-        metavar="N",
-        help="width of gradual drift (default: a tenth of the stream)",
-    )
-    parser.add_argument(
-        "--drift-period",
-        type=_count(1),
-        metavar="N",
-        help="length of each turn of recurring drift (default: the drift position)",
-    )
-    parser.add_argument(
-        "--domains",
-        metavar="A,B",
-        help="drift between values of the 'domain' field of one JSON-lines file (books,kitchen)",
-    )
-    parser.add_argument(
-        "--shuffle",
-        action="store_true",
-        help="shuffle the examples (each concept on its own under drift) with --seed",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=1, help="seed for shuffling, noise and drift (default: 1)"
-    )
-    parser.add_argument(
-        "--limit",
-        type=_count(1),
-        metavar="N",
-        help=f"use the first N examples, after shuffling (synthetic: {SYNTHETIC_LENGTH:,})",
-    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -251,13 +180,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, interrupt: evaluate_topic.Interrupt) -> Evaluation:
+    with contextlib.ExitStack() as stack:  # a copy of standard input lives as long as the run
+        return _evaluate(args, stack, interrupt)
+
+
+def _evaluate(
+    args: argparse.Namespace, stack: contextlib.ExitStack, interrupt: evaluate_topic.Interrupt
+) -> Evaluation:
     from river import metrics
 
     import river_cw
     from river_cw.labels import order_key
-    from streams.cli.evaluate_input import load, noise_rate, parse_metric
+    from streams.cli.evaluate_input import load, noise_rate, parse_metric, report_skipped
     from streams.cli.running_table import RunningTable
-    from streams.evaluate.progressive import iter_evaluate
+    from streams.evaluate.progressive import iter_levels
     from streams.evaluate.scoring import metric_name
     from streams.evaluate.sharded import mixing_rounds
     from streams.evaluate.tuning import tune
@@ -265,32 +201,23 @@ def _run(args: argparse.Namespace, interrupt: evaluate_topic.Interrupt) -> Evalu
 
     for spec in args.model or ():  # fail on a bad spec, or one not a classifier, before reading
         prepare(parse(spec))
-    parse_metric(args.metric, None)  # a bad --metric fails before the files are read
-    data = evaluate_topic.load(args, interrupt) if args.kafka_topic else load(args)
-    examples, description, live, answers = data.examples, data.description, data.live, data.answers
-    if live is not None:  # a followed topic: its first example says what the stream holds
-        examples = list(itertools.islice(live, 1))
-        live = itertools.chain(examples, live)
-    else:
-        _skipped(data.readers)
-    if not examples:
-        raise ValueError("the stream is empty")
-    if answers is not None:  # river's questions (i, x, None) and answers (i, x, y)
-        labels, first, length = (
-            [e[2] for e in examples if e[2] is not None],
-            examples[0][1],
-            answers.asked,
-        )
-    else:
-        labels, first, length = [y for _, y in examples], examples[0][0], len(examples)
-    classes = None if live is not None else sorted(set(labels), key=order_key)
-    metric = parse_metric(args.metric, None if live is not None else labels)
-    if live is not None and isinstance(metric, metrics.base.BinaryMetric):
+    parsed = parse_metric(args.metric, None)  # a bad --metric fails before the files are read
+    if args.follow and isinstance(parsed, metrics.base.BinaryMetric):
         raise ValueError(
             f"--metric {args.metric}: --follow learns the classes as they come, and a metric of "
             "one class needs them first; use accuracy, logloss or a multi-class metric"
         )
-    text = isinstance(first.get("text"), str)
+    data = evaluate_topic.load(args, stack, interrupt) if args.kafka_topic else load(args, stack)
+    description, length, live = data.description, data.length, data.length is None
+    if not live:  # a live stream's readers have read nothing yet
+        report_skipped(data.readers)
+    if data.first is None:
+        raise ValueError("the stream is empty")
+    if data.labels is not None and not data.labels:
+        raise ValueError(f"none of the {length:,} examples got its label: nothing to score")
+    classes = None if data.labels is None else sorted(data.labels, key=order_key)
+    metric = parse_metric(args.metric, data.labels)
+    text = isinstance(data.first.get("text"), str)
     specs = args.model or (DEFAULT_MODELS if text else DENSE_MODELS)
 
     def build(spec):
@@ -304,8 +231,8 @@ def _run(args: argparse.Namespace, interrupt: evaluate_topic.Interrupt) -> Evalu
                 print(f"{spec}: {note}")
     if args.delay:
         description += f", labels {args.delay:,} examples late"
-    every = args.every if args.every is not None else max(1, length // 100)
-    results = []
+    # a hundredth of the stream; a live stream's curve starts at every example, coarsening
+    every = args.every or (1 if length is None else max(1, length // 100))
     info: dict = {
         "data": description,
         "drift_at": data.drift_at,
@@ -318,67 +245,66 @@ def _run(args: argparse.Namespace, interrupt: evaluate_topic.Interrupt) -> Evalu
         "engine": river_cw.ENGINE,
     }
     size = 0
-    if args.tune:
-        size = args.tune_size if args.tune_size is not None else max(1, len(examples) // 10)
-        if not 0 < size < len(examples):
-            raise ValueError(f"--tune-size must be between 1 and {len(examples) - 1}, got {size}")
-        info["tune_size"] = size
-    if live is None and args.delay >= len(examples) - size:
-        raise ValueError(
-            f"--delay {args.delay:,} is not shorter than the {len(examples) - size:,} examples "
-            "scored: no label would arrive before the stream ends"
-        )
+    if length is not None:  # what a live stream cannot know (--follow refuses --tune)
+        if args.tune:
+            size = args.tune_size if args.tune_size is not None else max(1, length // 10)
+            if not 0 < size < length:
+                raise ValueError(f"--tune-size must be between 1 and {length - 1}, got {size}")
+            info["tune_size"] = size
+        if args.delay >= length - size:
+            raise ValueError(
+                f"--delay {args.delay:,} is not shorter than the {length - size:,} examples "
+                "scored: no label would arrive before the stream ends"
+            )
+    examples = iter(data.examples)
+    prefix = list(itertools.islice(examples, size))  # --tune's prefix, the rest scored after it
+    levels = []
     for rate in args.noise:
         noise = LabelNoise(noise_rate(rate, classes or []), classes=classes, seed=args.seed)
-        models, stream = {spec: build(spec) for spec in specs}, live or examples
+        models = {spec: build(spec) for spec in specs}
         if args.tune:
-            chosen, _ = tune(specs, examples[:size], build, noise, metric)
-            models, stream = (
-                {name: build(chosen[spec]) for spec, name in _tuned_names(chosen)},
-                examples[size:],
-            )
+            chosen, _ = tune(specs, prefix, build, noise, metric)
+            models = {name: build(chosen[spec]) for spec, name in _tuned_names(chosen)}
             info.setdefault("tuned", {})[noise.name] = chosen
-        models = _sharded(models, args)
-        table = None if args.quiet else RunningTable([BASELINE, *models], metric_name(metric))
-        if table:
-            table.start(f"{description}, label noise {noise.name}")
-        for result in iter_evaluate(
-            models,
-            stream,
-            noise,
-            every=every,
-            total=len(stream) if isinstance(stream, list) else None,
-            delay=args.delay,
-            metric=metric,
-            baseline=True,
-            answers=answers is not None,
-        ):
-            if table:
-                table.update(result)
-        if table:
-            table.finish(result)
-        if args.shards:
-            info.setdefault("mixing", {})[noise.name] = mixing_rounds(models)
-        results.append(result)
-    if live is not None:  # known once read
-        _skipped(data.readers)
-        info["examples"] = answers.asked if answers is not None else result.records[-1]["step"]
-    if answers is not None:
-        info["unlabelled"] = answers.unlabelled
+        levels.append((noise, _sharded(models, args)))
+    del prefix
+    names = [BASELINE, *levels[0][1]]
+    table = None if args.quiet else RunningTable(names, metric_name(metric), len(levels))
+    if table:
+        table.start(f"{description}, label noise {', '.join(n.name for n, _ in levels)}")
+    if length is None or data.labels is None:  # a live stream's length is not known
+        total = None
+    elif data.answers:  # a question and an answer per labelled example
+        total = length + data.labels.total()
+    else:
+        total = length - size
+    result = Evaluation([], info, metric_name(metric), metric.bigger_is_better)
+    for result in iter_levels(
+        levels,
+        examples,
+        every=every,
+        total=total,
+        delay=args.delay,
+        metric=metric,
+        baseline=True,
+        answers=data.answers,
+    ):
+        if table and result.records:
+            table.update(result)
+    if live:
+        report_skipped(data.readers)
+    if not result.records:  # a live stream stopped before the first label came
+        raise ValueError("no example got its label: nothing to score")
+    if table:
+        table.finish(result)
+    info.update(result.info)  # the questions asked and left unanswered, with answers
+    if live and not data.answers:
+        info["examples"] = result.records[-1]["step"]
+    if args.shards:
+        info["mixing"] = {noise.name: mixing_rounds(models) for noise, models in levels}
     if args.tune:
         info["data"] += f"; parameters tuned on the first {size:,}, scored on the rest"
-    return Evaluation.concat([*results, Evaluation([], info)])
-
-
-def _skipped(readers: list) -> None:
-    """Say on stderr how many malformed lines (or records) each reader skipped."""
-    for reader in readers:
-        if reader.n_skipped:
-            print(
-                f"skipped {reader.n_skipped:,} malformed lines or records in {reader.source}; "
-                f"first: {reader.errors[0]}",
-                file=sys.stderr,
-            )
+    return Evaluation(result.records, info, result.metric, result.bigger_is_better)
 
 
 def engine_line() -> str:

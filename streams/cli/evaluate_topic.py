@@ -2,27 +2,35 @@
 
 The topic holds the server's messages (`streams.kafka.messages`); `streams.kafka.examples`
 reads its committed records in a repeatable order (`streams.kafka.ordered`: by timestamp, then
-partition and offset) up to the end it had at the start, or, with ``--follow``, on as they come
-until Ctrl-C or ``--idle-timeout``. Labels may come on ``--labels-topic``, joined by id: each
-example is then predicted when it arrives and learned when its label does (the real delay).
+by the sequence number `river-cw produce` writes, then partition and offset) up to the end it
+had at the start, or, with ``--follow``, on as they come until Ctrl-C or ``--idle-timeout``.
+Labels may come on ``--labels-topic``, joined by id: each example is then predicted when it
+arrives and learned when its label does (the real delay).
 
-A followed stream is read once, as it comes: its classes are not known in advance (each model
-learns them as they come: a river binary classifier is wrapped in river's OneVsRestClassifier),
-and what needs the whole stream first (--shuffle, --tune, --drift, several --noise rates, a
-metric of one class) is refused before the run, in one line.
+A topic read to its end is a stream like a file's (`streams.cli.evaluate_input`): read twice,
+counted then scored, each pass from the beginning to the ends the first one found, so that
+the command takes the same memory whatever the topic's length and its numbers are those of a
+file holding the same records. A followed topic is read once, as it comes, and not counted:
+its classes are not known in advance (each model learns them as they come: a river binary
+classifier is wrapped in river's OneVsRestClassifier), its learning curve starts at every
+example (unless ``--every``) and coarsens as it grows, and what needs the classes or the
+whole stream first (--shuffle, --tune, --drift flip, class-conditional --noise, a metric of one
+class) is refused before the run, in one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import signal
+from collections.abc import Iterable, Iterator
 
 from streams.cli import records
-from streams.cli.evaluate_input import Stream
+from streams.cli.evaluate_input import Replay, Stream
 from streams.cli.security import add_connection_arguments
 
-__all__ = ["Answers", "Interrupt", "add_arguments", "check", "errors", "load"]
+__all__ = ["Interrupt", "add_arguments", "check", "errors", "load"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--follow",
         action="store_true",
         help="then keep reading new records, the running table updating, until Ctrl-C or "
-        "--idle-timeout, and print the final table (the stream is read once: one --noise "
-        "rate, no --shuffle, --tune or --drift; the classes are learned as they come)",
+        "--idle-timeout, and print the final table (the stream is read once and not counted: "
+        "the classes are learned as they come, the curve starts at every example unless "
+        "--every; no --shuffle, --tune, --drift, class-conditional --noise or metric of one "
+        "class)",
     )
     group.add_argument(
         "--idle-timeout",
@@ -83,7 +93,11 @@ def check(args: argparse.Namespace) -> None:
     if args.labels_topic:
         if args.delay:
             raise ValueError("--labels-topic brings the real delays: --delay must be 0")
-        for option, given in (("--shuffle", args.shuffle), ("--tune", args.tune)):
+        for option, given in (
+            ("--shuffle", args.shuffle),
+            ("--tune", args.tune),
+            ("--drift flip", args.drift),
+        ):
             if given:
                 raise ValueError(f"{option} needs the labels with the examples, not --labels-topic")
     if args.follow:
@@ -91,10 +105,13 @@ def check(args: argparse.Namespace) -> None:
             ("--shuffle", args.shuffle),
             ("--tune", args.tune),
             ("--drift", args.drift),
-            ("several --noise rates", len(args.noise) > 1),
+            ("class-conditional --noise", any("=" in rate for rate in args.noise)),
         ):
             if given:
-                raise ValueError(f"--follow reads the stream once, as it comes: no {option}")
+                raise ValueError(
+                    f"--follow reads the stream once, as it comes, without counting it first: "
+                    f"no {option}"
+                )
     elif args.idle_timeout is not None:
         raise ValueError("--idle-timeout needs --follow")
 
@@ -126,10 +143,11 @@ class Interrupt:
         signal.signal(signal.SIGTERM, stop)
 
 
-def load(args: argparse.Namespace, interrupt: Interrupt) -> Stream:
-    """The topic's stream, as `streams.cli.evaluate_input.load` makes a file's (shuffled,
-    flipped, limited); with --follow an iterator reading on (`Stream.live`); with
-    --labels-topic river's questions and answers (`Stream.answers`, counted by `Answers`)."""
+def load(args: argparse.Namespace, stack: contextlib.ExitStack, interrupt: Interrupt) -> Stream:
+    """The topic's stream, as `streams.cli.evaluate_input.load` makes a file's (flipped,
+    limited; shuffled in memory), each pass reading the topic from its beginning to the ends
+    the first pass found; with --follow read once, as it comes (`Stream.live`); with
+    --labels-topic river's questions and answers (`Stream.answers`)."""
     from streams.cli.evaluate_input import load as load_files
     from streams.cli.security import kafka_settings
     from streams.kafka.examples import TopicExamples
@@ -149,35 +167,30 @@ def load(args: argparse.Namespace, interrupt: Interrupt) -> Stream:
     if not args.labels_topic:
         if args.follow:
             live = itertools.islice(reader, args.limit)
-            return Stream([], f"{reader.source}, followed", [reader], live=live)
-        return load_files(args, [reader])
-    answers = Answers(reader.answers(), args.limit)
+            return Stream.live(live, f"{reader.source}, followed", [reader])
+        return load_files(args, stack, [reader])
     name = f"{reader.source}, labels as they arrive"
     if args.follow:
-        return Stream([], f"{name}, followed", [reader], live=answers, answers=answers)
-    return Stream(list(answers), name, [reader], answers=answers)
+        events = _first(reader.answers(), args.limit)
+        return Stream.live(events, f"{name}, followed", [reader], answers=True)
+    answers = Replay(lambda: _first(reader.answers(), args.limit))
+    return Stream.count(answers, name, [reader], None, answers=True)
 
 
-class Answers:
-    """River's questions and answers, counted: `asked` examples, `answered` of them; with
-    `limit`, those of the first `limit` examples, up to the next example's arrival."""
-
-    def __init__(self, events, limit: int | None = None):
-        self.events = events
-        self.limit = limit
-        self.asked = self.answered = 0
-
-    def __iter__(self):
-        for event in self.events:
-            if event[2] is None:
-                if self.asked == self.limit:
-                    return
-                self.asked += 1
-            else:
-                self.answered += 1
-            yield event
-
-    @property
-    def unlabelled(self) -> int:
-        """Examples predicted whose label never came."""
-        return self.asked - self.answered
+def _first(events: Iterable[tuple], limit: int | None) -> Iterator[tuple]:
+    """River's questions and answers of the first `limit` examples (all without a limit): the
+    later examples' are left out, and the events end when each of the first has its answer (or
+    the topic ends), as `--limit` cuts a file before `--delay` delays its labels."""
+    if limit is None:
+        yield from events
+        return
+    waiting, asked = 0, False  # of the first examples: those not answered yet, all asked?
+    for event in events:
+        i, _, y = event
+        if i >= limit:
+            continue
+        waiting += 1 if y is None else -1
+        asked = asked or i == limit - 1
+        yield event
+        if asked and not waiting:
+            return

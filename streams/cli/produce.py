@@ -1,8 +1,9 @@
 """`river-cw produce`: replay a stream onto a Kafka topic, in the server's message format.
 
 It reads any stream `river-cw evaluate` reads (files, standard input, the bundled SMS data, the
-synthetic drift streams; shuffled, drifted and cut by the same options, `streams.cli.evaluate_input`)
-and sends example i as ``{"id": i, "x": ... or "text": ..., "label": ...}`` keyed by its id
+synthetic drift streams; shuffled, drifted and cut by the same options, `streams.cli.evaluate_input`),
+as evaluate does in memory that does not grow with the stream (counted first, for the classes of
+``--noise``, then read again and sent), and sends example i as ``{"id": i, "x": ... or "text": ..., "label": ...}`` keyed by its id
 (`streams.kafka.writer`). ``--noise`` flips the labels sent as `evaluate --noise` flips the labels
 its models learn (the same `LabelNoise`, seed and order). With ``--labels-topic`` the labels go
 there, ``{"id": i, "label": ...}``, each just before the example ``--label-delay`` N later (so
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import sys
 import time
 
-from streams.cli.evaluate import _count, add_stream_arguments
+from streams.cli.evaluate_input import add_stream_arguments, at_least
 from streams.cli.security import add_connection_arguments
 
 
@@ -39,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     delays = parser.add_mutually_exclusive_group()
     delays.add_argument(
         "--label-delay",
-        type=_count(0),
+        type=at_least(0),
         default=0,
         metavar="N",
         help="with --labels-topic, send each label just before the example N later, so that "
@@ -87,30 +89,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:  # a copy of standard input lives as long as the run
+        return _produce(args, stack)
+
+
+def _produce(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from river_cw.labels import order_key
-    from streams.cli.evaluate_input import load, noise_rate
+    from streams.cli.evaluate_input import load, noise_rate, report_skipped
     from streams.cli.security import kafka_settings
     from streams.evaluate.noise import LabelNoise
     from streams.kafka.writer import ExampleWriter
 
     settings = kafka_settings(args)
-    data = load(args)
-    for reader in data.readers:
-        if reader.n_skipped:
-            print(
-                f"skipped {reader.n_skipped:,} malformed lines in {reader.source}; "
-                f"first: {reader.errors[0]}",
-                file=sys.stderr,
-            )
-    examples = data.examples
-    classes = sorted({y for _, y in examples}, key=order_key)
+    data = load(args, stack)  # counted (the classes of --noise), then read again to be sent
+    report_skipped(data.readers)
+    classes = sorted(data.labels or (), key=order_key)  # a file's stream is always counted
     noise = LabelNoise(noise_rate(args.noise, classes), classes=classes, seed=args.seed)
     writer = ExampleWriter(settings, args.topic, args.labels_topic)
     labels = _Labels(writer, args.label_delay, args.label_delay_seconds)
     interrupted = False
     start = time.monotonic()
     try:
-        for i, (x, y) in enumerate(_progress(examples)):
+        for i, (x, y) in enumerate(_progress(data.examples, data.length)):
             if args.rate is not None:
                 time.sleep(max(0.0, start + i / args.rate - time.monotonic()))
             labels.before(i)
@@ -159,13 +159,13 @@ class _Labels:
             self.writer.label(id_, label)
 
 
-def _progress(examples):
+def _progress(examples, total: int | None):
     """A tqdm bar on stderr over the examples, or none without the ``[progress]`` extra."""
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return examples
-    return tqdm(examples, unit="ex", delay=1.0, leave=False)
+    return tqdm(examples, total=total, unit="ex", delay=1.0, leave=False)
 
 
 def _summary(writer, what: str, interrupted: bool) -> str:

@@ -8,6 +8,8 @@ from streams.evaluate.results import Evaluation
 
 __all__ = ["RunningTable", "short_name"]
 
+NOISE_WIDTH = 5  # the noise column, with several levels: "0%", "10%", "spam 30%, ham 5%"
+
 
 class RunningTable:
     """A row at doubling intervals of the learning curve (its first point, then twice as many
@@ -15,16 +17,20 @@ class RunningTable:
 
     Each row gives the examples answered and, per model, the metric so far and, in parentheses,
     the accuracy since the previous row (so drift shows), both over the examples the model
-    scored, by river's rules (`streams.evaluate.progressive`); "-" where it scored none.
+    scored, by river's rules (`streams.evaluate.progressive`); "-" where it scored none. With
+    several noise levels (run in the same pass), each point has a row per level, the level
+    first; the columns are the models of the first level, in order (with `--tune`, each level's
+    picks; the lines after the final table name them).
     """
 
-    def __init__(self, names: list[str], metric: str):
+    def __init__(self, names: list[str], metric: str, levels: int = 1):
         self.names = names
         self.metric = metric
+        self.levels = levels
         self.widths = [max(13, len(short_name(name))) for name in names]
         self.next_step = 0
         self.last_step = 0
-        self.previous: dict[str, tuple[int, int]] = {}  # model -> (scored, mistakes) at last row
+        self.previous: dict[tuple, tuple[int, int]] = {}  # model -> (scored, mistakes) at last row
 
     def start(self, description: str) -> None:
         self.next_step = self.last_step = 0
@@ -36,7 +42,8 @@ class RunningTable:
         )
         self._print(f"Progressive validation on {description}: {what}")
         cells = [short_name(name).ljust(width) for name, width in zip(self.names, self.widths)]
-        self._print("  ".join(["examples".rjust(10), *cells]).rstrip())
+        noise = ["noise".ljust(NOISE_WIDTH)] if self.levels > 1 else []
+        self._print("  ".join(["examples".rjust(10), *noise, *cells]).rstrip())
 
     def update(self, partial: Evaluation) -> None:
         step = partial.records[-1]["step"]
@@ -50,17 +57,22 @@ class RunningTable:
             self._row(result, step)
 
     def _row(self, partial: Evaluation, step: int) -> None:
-        latest = {r["model"]: r for r in partial.records[-len(self.names) :]}
-        cells = []
-        for name, width in zip(self.names, self.widths):
-            record = latest[name]
-            last_scored, last_mistakes = self.previous.get(name, (0, 0))
-            scored = record["scored"] - last_scored
-            recent = 1.0 - (record["mistakes"] - last_mistakes) / scored if scored else None
-            cells.append(f"{_cell(record['metric'])} ({_cell(recent)})".ljust(width))
-            self.previous[name] = (record["scored"], record["mistakes"])
+        latest = [r for r in partial.records if r["step"] == step]  # level by level
+        size = len(self.names)
+        for start in range(0, len(latest), size):
+            cells = []
+            for column, (record, width) in enumerate(
+                zip(latest[start : start + size], self.widths)
+            ):
+                key = (record["noise"], column)
+                last_scored, last_mistakes = self.previous.get(key, (0, 0))
+                scored = record["scored"] - last_scored
+                recent = 1.0 - (record["mistakes"] - last_mistakes) / scored if scored else None
+                cells.append(f"{_cell(record['metric'])} ({_cell(recent)})".ljust(width))
+                self.previous[key] = (record["scored"], record["mistakes"])
+            noise = [latest[start]["noise"].ljust(NOISE_WIDTH)] if self.levels > 1 else []
+            self._print("  ".join([f"{step:>10,}", *noise, *cells]).rstrip())
         self.last_step = step
-        self._print("  ".join([f"{step:>10,}", *cells]).rstrip())
 
     @staticmethod
     def _print(line: str) -> None:

@@ -46,8 +46,8 @@ def add_connection_arguments(parser: argparse._ActionsContainer) -> None:
         "--committed-reads",
         choices=COMMITTED_READS,
         default="auto",
-        help="how records of committed transactions are read back (the state topic, and "
-        "tail's predictions): broker: librdkafka's read_committed, for brokers that list "
+        help="how records of committed transactions are read back (the state topic, tail's "
+        "predictions, evaluate's topics): broker: librdkafka's read_committed, for brokers that list "
         "aborted transactions (Apache Kafka); client: a client-side filter of the commit and "
         "abort markers, for brokers that do not (Tansu); auto: client on the demo broker "
         "(recognised by Tansu's cluster id), else broker (default: %(default)s)",

@@ -29,7 +29,8 @@ class LabelNoise:
     Every call draws two uniform numbers, one to decide the flip and one to choose the new
     class, whatever happens. So with the same seed and stream, the examples flipped at a low
     rate are a subset of those flipped at a higher rate: comparisons across noise levels
-    differ only by the noise added.
+    differ only by the noise added. (A noise whose rates are all 0 flips nothing and draws
+    nothing.)
 
     Parameters
     ----------
@@ -72,6 +73,7 @@ class LabelNoise:
         self._rng = random.Random(seed)
         self.n_seen = 0
         self.n_flipped = 0
+        self._silent = not any(rates)  # nothing can flip: the draws would change nothing
 
     def __repr__(self) -> str:
         return f"LabelNoise({self.name})"
@@ -99,6 +101,9 @@ class LabelNoise:
             if self.classes is not None:
                 raise ValueError(f"label {y!r} is not one of the classes {self.classes}")
             self._known.append(y)
+        if self._silent:
+            self.n_seen += 1
+            return y
         flip, choice = self._rng.random(), self._rng.random()
         self.n_seen += 1
         others = [c for c in self._known if c != y]

@@ -18,7 +18,11 @@ through its own shallow copy of `x` (so that no model can change what another se
 the same labels, those of the stream or, with `noise`, the noisy ones, while every score is
 against the clean label (a simulation river's function does not offer; without noise the numbers
 are river's). It yields the results so far at every point of the learning curve (to watch
-curves grow in a notebook); `evaluate` returns the last of them. The columns of each record
+curves grow in a notebook); `evaluate` returns the last of them. It reads the stream once and
+holds none of it: a stream of any length takes the same memory, and a curve keeps at most
+`points` points (past them, every other is dropped and the resolution halves; a kept point's
+"recent" columns cover the examples before it at the resolution of its time). `iter_levels`
+runs several noise levels, each with its own models, in the same pass. The columns of each record
 (`streams.evaluate.results.COLUMNS`), per model:
 
 * `step`: the examples whose labels have arrived (river's step);
@@ -53,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import pathlib
 import sys
 import typing
@@ -63,11 +68,11 @@ from river import base, compose, dummy, metrics
 
 from river_cw.text import TextClassifier
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.results import BASELINE, Evaluation
+from streams.evaluate.results import BASELINE, POINTS, Evaluation
 from streams.evaluate.scoring import metric_name
 from streams.evaluate.track import Track
 
-__all__ = ["evaluate", "iter_evaluate"]
+__all__ = ["evaluate", "iter_evaluate", "iter_levels"]
 
 
 def iter_evaluate(
@@ -80,6 +85,7 @@ def iter_evaluate(
     delay: int = 0,
     metric: metrics.base.Metric | None = None,
     baseline: bool = False,
+    points: int = POINTS,
     answers: bool = False,
 ) -> Iterator[Evaluation]:
     """Progressive validation of several models side by side, yielding the results so far.
@@ -87,14 +93,15 @@ def iter_evaluate(
     Every `every` examples answered (and at the end) it yields an `Evaluation` holding every
     record so far, so a notebook can redraw the curves as they grow; the last one is the result.
     Without `noise`, each model's numbers are those of river's ``progressive_val_score(stream,
-    model, metric, delay=delay)`` (see the module docstring).
+    model, metric, delay=delay)`` (see the module docstring). `iter_levels` runs several noise
+    levels in the same pass.
 
     Parameters
     ----------
     models
         Classifiers by name, or a list (named by their class, numbered if repeated).
     stream
-        The (x, y) pairs; `y` is the clean label every model is scored against.
+        The (x, y) pairs, read once; `y` is the clean label every model is scored against.
     noise
         Applied once per example, in stream order, to the label the models learn from.
     every
@@ -116,12 +123,17 @@ def iter_evaluate(
     baseline
         Add river's `dummy.PriorClassifier` (it predicts the majority class so far) as a
         model named `BASELINE`.
+    points
+        The most points a model's learning curve keeps (an even number): when a stream outgrows
+        ``points * every`` examples, every other point is dropped and `every` doubles, so a
+        stream of any length keeps a curve of bounded size.
     answers
         `stream` holds the questions and answers themselves, in river's `simulate_qa` form:
         ``(i, x, None)`` when example i arrives (every model predicts it) and ``(i, x, y)``
         when its label does (scored, then learned), in the order they happened, as labels
         arriving on their own give them (a Kafka labels topic); `delay` must then be 0. An
-        example whose label never comes is predicted and never scored.
+        example whose label never comes is predicted and never scored; each result's `info`
+        then holds ``examples`` (the questions so far) and ``unlabelled`` (those not answered).
 
     Examples
     --------
@@ -134,63 +146,204 @@ def iter_evaluate(
     100 0.97
 
     """
+    return iter_levels(
+        [(noise, models)], stream, every, total, progress, delay, metric, baseline, points, answers
+    )
+
+
+def iter_levels(
+    levels: Sequence[
+        tuple[LabelNoise | None, Mapping[str, base.Classifier] | Sequence[base.Classifier]]
+    ],
+    stream: Iterable[tuple[dict, typing.Hashable]],
+    every: int = 1000,
+    total: int | None = None,
+    progress: bool | None = None,
+    delay: int = 0,
+    metric: metrics.base.Metric | None = None,
+    baseline: bool = False,
+    points: int = POINTS,
+    answers: bool = False,
+) -> Iterator[Evaluation]:
+    """`iter_evaluate` for several noise levels at once, each with its own models, in one pass.
+
+    Each example is predicted by every model of every level, then learned by each with its
+    level's label; each level's numbers are those `iter_evaluate` gives its models alone with its
+    noise. The records come level by level, in the order of `levels`, as
+    `Evaluation.concat` of one run per level would hold them.
+
+    Parameters
+    ----------
+    levels
+        (noise, models) pairs: a `LabelNoise` or None, and the models as `iter_evaluate` takes
+        them; every level's models are distinct objects.
+    stream
+        The (x, y) pairs, read once (with `answers`, river's questions and answers).
+    every
+        Record the learning curves every `every` examples answered (and at the end).
+    total
+        The length of the stream, if known, for the progress bar.
+    progress
+        Show a progress bar, as in `iter_evaluate`.
+    delay
+        Labels arrive `delay` examples late, as in `iter_evaluate`.
+    metric
+        A river classification metric (default: accuracy).
+    baseline
+        Add the majority class (river's `dummy.PriorClassifier`) to each level's models.
+    points
+        The most points a model's learning curve keeps, as in `iter_evaluate`.
+    answers
+        `stream` holds river's questions and answers as they happened, as in `iter_evaluate`;
+        each level's noise is drawn as the labels arrive.
+
+    Examples
+    --------
+
+    >>> from river import linear_model
+    >>> stream = [({"a": float(i % 2)}, i % 2 == 1) for i in range(100)]
+    >>> noisy = LabelNoise(0.2, classes=[False, True], seed=1)
+    >>> levels = [(None, [linear_model.LogisticRegression()])]
+    >>> levels.append((noisy, [linear_model.LogisticRegression()]))
+    >>> result = list(iter_levels(levels, stream, every=100))[-1]
+    >>> [(r["noise"], r["flipped"], r["metric"]) for r in result.records]
+    [('0%', 0, 0.97), ('20%', 22, 0.51)]
+
+    """
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every!r}")
     if delay < 0:
         raise ValueError(f"delay must be >= 0, got {delay!r}")
     if answers and delay:
         raise ValueError("a stream of answers brings its own delays: delay must be 0")
-    if not isinstance(models, Mapping):
-        models = _name(models)
-    if not models:
-        raise ValueError("no models to evaluate")
+    if points < 2 or points % 2:
+        raise ValueError(f"points must be an even number >= 2, got {points!r}")
     metric = metric if metric is not None else metrics.Accuracy()
     if not isinstance(metric, metrics.base.ClassificationMetric):
         raise ValueError(f"{metric_name(metric)} is not a classification metric")
-    for name, model in models.items():
-        if not metric.works_with(model):  # river's own check
-            raise ValueError(f"{metric_name(metric)} does not work with {name}")
-    if baseline:
-        models = {BASELINE: dummy.PriorClassifier(), **models}
-    noise_name = noise.name if noise is not None else "0%"
+    if not levels:
+        raise ValueError("no models to evaluate")
+    named = []
+    for noise, models in levels:
+        models = models if isinstance(models, Mapping) else _name(models)
+        if not models:
+            raise ValueError("no models to evaluate")
+        for name, model in models.items():
+            if not metric.works_with(model):  # river's own check
+                raise ValueError(f"{metric_name(metric)} does not work with {name}")
+        if baseline:
+            models = {BASELINE: dummy.PriorClassifier(), **models}
+        named.append((noise, models))
     with _progress_bar(stream, total, progress) as bar:
-        examples = iter(bar)
+        examples = iter(bar if bar is not stream and not bar.disable else stream)
         first = next(examples, None)
         if first is None:
             return
-        tracks = [
-            Track(name, model, metric, first[1] if answers else first[0])
-            for name, model in models.items()
+        runs = [
+            _Level(noise, models, metric, first[1 if answers else 0]) for noise, models in named
         ]
-        qa: Iterator[tuple]
-        if answers:
-            qa = (
-                (i, x, y, None if y is None else {"learn": noise(y) if noise else y})
-                for i, x, y in _chain(first, examples)
-            )
+        tracks = [track for run in runs for track in run.tracks]
+        arrived = itertools.chain([first], examples)
+        questions = _Questions(arrived, tracks) if answers else None
+        labelled: Iterable[tuple[int, dict, typing.Hashable]]
+        if questions is not None:
+            labelled = questions
+        elif delay:
+            labelled = _delayed(arrived, tracks, delay)
         else:
-            arrivals = (
-                (x, y, {"learn": noise(y) if noise else y}) for x, y in _chain(first, examples)
-            )
-            # river's annotation omits the third field (the keyword arguments) it passes on
-            qa = _simulate_qa()(arrivals, None, delay or None, copy=False)
-        records: list[dict] = []
-        step = flipped = 0
-        for i, x, y, labels in qa:
-            if y is None:  # a question: every model predicts the example as it arrives
-                for track in tracks:
-                    track.ask(i, x)
-                continue
-            for track in tracks:  # its label: scored, then learned (the noisy one, if any)
-                track.answer(i, x, y, labels["learn"])
+            labelled = _at_once(arrived, tracks)
+        step = 0
+        for i, x, y in labelled:  # example i's label has arrived
+            for run in runs:  # each model scores its prediction, then learns (a noisy label?)
+                y_learn = run.noise(y) if run.noise is not None else y
+                run.flipped += y_learn != y
+                for track in run.tracks:
+                    track.learn(i, x, y, y_learn)
             step += 1
-            flipped += labels["learn"] != y
-            if step % every == 0:
-                records += [track.record(noise_name, step, flipped) for track in tracks]
-                yield Evaluation(list(records), {}, metric_name(metric), metric.bigger_is_better)
+            if step % every:
+                continue
+            if len(runs[0].curve) == points:  # keep every other point; `step` is no longer one
+                for run in runs:
+                    run.curve = run.curve[1::2]
+                every *= 2
+                continue
+            for run in runs:
+                run.write(step)
+            yield _result(runs, metric, questions, step)
     if step % every:
-        records += [track.record(noise_name, step, flipped) for track in tracks]
-        yield Evaluation(list(records), {}, metric_name(metric), metric.bigger_is_better)
+        for run in runs:
+            run.write(step)
+    if step % every or questions is not None:  # questions may have come after the last point
+        yield _result(runs, metric, questions, step)
+
+
+class _Level:
+    """One noise level of a side-by-side run: its noise, its models' tracks, its curves."""
+
+    def __init__(self, noise: LabelNoise | None, models: Mapping, metric, x: dict):
+        self.noise = noise
+        self.name = noise.name if noise is not None else "0%"
+        self.tracks = [Track(name, model, metric, x) for name, model in models.items()]
+        self.flipped = 0
+        self.curve: list[list[dict]] = []  # one list of records (a model each) per point
+
+    def write(self, step: int) -> None:
+        self.curve.append([track.record(self.name, step, self.flipped) for track in self.tracks])
+
+
+def _at_once(stream, tracks: list[Track]):
+    """(i, x, y) of every example i, predicted by every track just before: river's
+    `simulate_qa` without a delay (each question, then its answer) without its bookkeeping."""
+    for i, (x, y) in enumerate(stream):
+        for track in tracks:
+            track.predict(i, x)
+        yield i, x, y
+
+
+def _delayed(stream, tracks: list[Track], delay: int):
+    """(i, x, y) of every example i when its label arrives, `delay` examples late, in river's
+    `simulate_qa` order: every track predicts an example when it arrives, and example t is
+    learned just before example t + delay is predicted."""
+    for i, x, y in _simulate_qa()(stream, None, delay, copy=False):
+        if y is None:  # a question: every model predicts the example as it arrives
+            for track in tracks:
+                track.predict(i, x)
+        else:
+            yield i, x, y
+
+
+class _Questions:
+    """The answers of a stream of river's questions and answers, as they come: every track
+    predicts each question (``(i, x, None)``) when it arrives; `asked` counts them."""
+
+    def __init__(self, events: Iterable[tuple], tracks: list[Track]):
+        self.events = events
+        self.tracks = tracks
+        self.asked = 0
+
+    def __iter__(self) -> Iterator[tuple[int, dict, typing.Hashable]]:
+        waiting = self.tracks[0].pending  # the questions not answered yet, by example
+        for i, x, y in self.events:
+            if y is not None:
+                if i not in waiting:
+                    raise ValueError(f"example {i} answered before it was asked, or twice")
+                yield i, x, y
+                continue
+            if i in waiting:
+                raise ValueError(f"example {i} asked twice")
+            self.asked += 1
+            for track in self.tracks:
+                track.predict(i, x)
+
+
+def _result(runs: list[_Level], metric, questions: _Questions | None, step: int) -> Evaluation:
+    records = [record for run in runs for point in run.curve for record in point]
+    info = (
+        {}
+        if questions is None
+        else {"examples": questions.asked, "unlabelled": questions.asked - step}
+    )
+    return Evaluation(records, info, metric_name(metric), metric.bigger_is_better)
 
 
 def _simulate_qa() -> Callable[..., Iterator[tuple]]:
@@ -208,11 +361,6 @@ def _simulate_qa() -> Callable[..., Iterator[tuple]]:
     qa = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(qa)
     return qa.simulate_qa
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
 
 
 def _progress_bar(stream, total: int | None, progress: bool | None):
@@ -238,6 +386,8 @@ def evaluate(
     delay: int = 0,
     metric: metrics.base.Metric | None = None,
     baseline: bool = False,
+    points: int = POINTS,
+    answers: bool = False,
 ) -> Evaluation:
     """Progressive validation of several models side by side, in one pass over `stream`.
 
@@ -265,6 +415,10 @@ def evaluate(
         A river classification metric (default: accuracy), e.g. `OneClass(metrics.F1(), "spam")`.
     baseline
         Add the majority class (river's `dummy.PriorClassifier`) as a model named `BASELINE`.
+    points
+        The most points a model's learning curve keeps, as in `iter_evaluate`.
+    answers
+        `stream` holds river's questions and answers as they happened, as in `iter_evaluate`.
 
     Examples
     --------
@@ -283,7 +437,7 @@ def evaluate(
     """
     result = Evaluation([])
     for result in iter_evaluate(  # noqa: B007 - the last one is the answer
-        models, stream, noise, every, total, progress, delay, metric, baseline
+        models, stream, noise, every, total, progress, delay, metric, baseline, points, answers
     ):
         pass
     return result

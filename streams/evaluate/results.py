@@ -13,7 +13,7 @@ import html
 import json
 from collections.abc import Iterable, Sequence
 
-__all__ = ["BASELINE", "COLUMNS", "Evaluation"]
+__all__ = ["BASELINE", "COLUMNS", "POINTS", "Evaluation"]
 
 COLUMNS = (
     "noise",
@@ -33,6 +33,9 @@ COLUMNS = (
 
 # the name of the majority-class baseline (river's PriorClassifier) of `iter_evaluate(baseline=True)`
 BASELINE = "majority class"
+
+# the most points a learning curve keeps per model (`iter_evaluate`'s `points`)
+POINTS = 1000
 
 
 @dataclasses.dataclass(repr=False)

@@ -148,7 +148,7 @@ class FileStream(abc.ABC):
             yield from self._examples(self._lines(fh))
 
     def _open(self) -> typing.ContextManager[io.BufferedReader]:
-        if self.source == "<stdin>":
+        if str(self.path) == STDIN:
             # not closed after reading; a BufferedReader, which typeshed calls a BinaryIO
             return contextlib.nullcontext(typing.cast(io.BufferedReader, sys.stdin.buffer))
         return self.path.open("rb")

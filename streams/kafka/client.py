@@ -9,8 +9,8 @@ Two clients, each where it is the right one (measured: benchmarks/README.md):
 - kafka-python reads transactional topics record by record, control markers included, which
   librdkafka never shows its caller: `streams.kafka.committed` applies the commit/abort markers
   itself on brokers that do not list aborted transactions (the demo broker), for the state and
-  models topics, `river-cw tail` and the tests; on the others librdkafka's read_committed
-  serves. kafka-python also looks at logs here (`log_reaches`, `topic_partitions`); librdkafka's
+  models topics, `river-cw tail`, `river-cw evaluate --topic` and the tests; on the others
+  librdkafka's read_committed serves. kafka-python also looks at logs here (`log_reaches`, `topic_partitions`); librdkafka's
   admin client creates topics (with the broker's default replication factor, `create_topics`).
 
 `KafkaSettings.librdkafka` and `KafkaSettings.kafka_python` are the only places that turn the

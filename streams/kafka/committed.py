@@ -21,9 +21,9 @@ pyproject.toml pins kafka-python to `KAFKA_PYTHON_TESTED`, the versions this pat
 on, and why `committed_consumer` refuses any other version (tests/kafka/test_kafka_committed.py
 fails on one too). The broker path uses no private name.
 
-`KafkaSettings.committed_reads` (``river-cw serve|tail|inspect --committed-reads``) picks a path;
-``"auto"`` takes the client path on the demo broker, recognised by the cluster id Tansu gives
-itself unless told otherwise (`DEMO_CLUSTER_IDS`), the broker path elsewhere.
+`KafkaSettings.committed_reads` (``river-cw serve|tail|inspect|evaluate --committed-reads``)
+picks a path; ``"auto"`` takes the client path on the demo broker, recognised by the cluster id
+Tansu gives itself unless told otherwise (`DEMO_CLUSTER_IDS`), the broker path elsewhere.
 
 >>> consumer = committed_consumer(bootstrap_servers="127.0.0.1:1", api_version=(3, 0))
 >>> consumer.config["isolation_level"]
@@ -42,6 +42,7 @@ their marker comes, if it does.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
@@ -52,7 +53,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord, Fetcher
 
-from streams.kafka.client import KafkaSettings, TopicError, check_connection
+from streams.kafka.client import BrokerUnavailable, KafkaSettings, TopicError, check_connection
 from streams.kafka.config import COMMITTED_READS
 
 __all__ = ["CommittedReader", "committed_consumer", "committed_reads"]
@@ -61,6 +62,8 @@ log = logging.getLogger(__name__)
 
 DEMO_CLUSTER_IDS = frozenset({"tansu_cluster"})  # Tansu's own cluster id
 KAFKA_PYTHON_TESTED = ("3.0.12",)  # the versions the client path was tested on (pyproject.toml)
+POLL_MS = 100
+WHOLE_FETCH = 1 << 30  # kafka-python's max_poll_records: a poll returns whole fetches
 
 READS = {  # each path, as the server's start says it
     "broker": "librdkafka's read_committed (a broker that lists aborted transactions)",
@@ -106,7 +109,8 @@ def committed_reads(settings: KafkaSettings) -> str:
 
 @dataclass(frozen=True)
 class Record:
-    """A committed record as `CommittedReader.poll` returns it, whichever client read it."""
+    """A committed record as `CommittedReader.poll` returns it, whichever client read it
+    (`timestamp`: milliseconds since the epoch, as its producer or the broker stamped it)."""
 
     topic: str
     partition: int
@@ -114,21 +118,28 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: list
+    timestamp: int
 
 
 class CommittedReader:
-    """Committed records of partitions of one topic, by the path `committed_reads` chooses.
+    """Committed records of partitions of one topic or more, by the path `committed_reads`
+    chooses.
+
+    A partition is named by its number (one of `topic`'s) or by a ``(topic, partition)`` pair
+    (kafka-python's `TopicPartition` is one), in the arguments and in `seek`, `position`,
+    `at_end`, `read_only` and `ends`.
 
     Parameters
     ----------
     settings
         The connection.
     topic
-        The topic read.
+        The topic whose partitions are named by number (None: every partition is a pair).
     partitions
-        Its partitions read, each from its beginning until `seek` says otherwise.
+        The partitions read, each from its beginning until `seek` says otherwise.
     fetch_bytes
-        The most bytes fetched at once from a partition (at least its largest record).
+        The most bytes fetched at once (at least the largest record), and on the broker path
+        about the most held ahead of `poll` per partition.
 
     Examples
     --------
@@ -137,7 +148,7 @@ class CommittedReader:
 
     ```python
     reader = CommittedReader(KafkaSettings("127.0.0.1:9092"), "examples.predictions", [0])
-    for record in reader.poll(1000):  # `Record`s: topic, partition, offset, key, value, headers
+    for record in reader.poll(1000):  # `Record`s: topic, partition, offset, key, value, ...
         print(record.offset, json.loads(record.value))
     reader.close()
     ```
@@ -147,15 +158,18 @@ class CommittedReader:
     def __init__(
         self,
         settings: KafkaSettings,
-        topic: str,
-        partitions: Iterable[int],
+        topic: str | None,
+        partitions: Iterable,
         fetch_bytes: int = 1 << 20,
     ):
         self.path = committed_reads(settings)
         self.topic = topic
-        self.partitions = sorted(partitions)
-        self._next = dict.fromkeys(self.partitions, 0)  # the offset after the last one read
-        self._ended: set[int] = set()  # read up to the end the broker reported last (librdkafka)
+        self.partitions = sorted(self._key(p) for p in partitions)
+        self._next = dict.fromkeys(self.partitions, 0)  # the offset after the last one passed
+        self._pending = dict.fromkeys(self.partitions, OFFSET_BEGINNING)  # where to start, once
+        self._wanted = set(self.partitions)  # read from the next poll (`read_only`)
+        self._assigned: set = set()
+        self._ended: set = set()  # read up to the end the broker reported last (librdkafka)
         if self.path == "broker":
             self._consumer = Consumer(
                 settings.librdkafka(
@@ -166,10 +180,11 @@ class CommittedReader:
                         "enable.partition.eof": True,
                         "fetch.wait.max.ms": settings.fetch_max_wait_ms,
                         "max.partition.fetch.bytes": fetch_bytes,
+                        "fetch.max.bytes": fetch_bytes,
+                        "queued.max.messages.kbytes": max(fetch_bytes >> 10, 1),
                     }
                 )
             )
-            self._starts: dict[int, int] | None = dict.fromkeys(self.partitions, OFFSET_BEGINNING)
         else:
             self._kafka = committed_consumer(
                 **settings.kafka_python(
@@ -177,14 +192,23 @@ class CommittedReader:
                     auto_offset_reset="earliest",
                     fetch_max_wait_ms=settings.fetch_max_wait_ms,
                     max_partition_fetch_bytes=fetch_bytes,
+                    fetch_max_bytes=fetch_bytes,
+                    max_poll_records=WHOLE_FETCH,
                 )
             )
-            self._kafka.assign([TopicPartition(topic, p) for p in self.partitions])
             self._still = dict.fromkeys(self.partitions, 0)  # polls without moving, at the end
-            self._moved: dict[int, bool] = {}  # whether the last poll moved each partition
-            self._end: dict[int, int | None] = {}  # the end offsets asked since the last seek
+            self._moved: dict = {}  # whether the last poll moved each partition
+            self._end: dict = {}  # the end offsets asked since the last seek
 
-    def seek(self, partition: int, offset: int) -> None:
+    def _key(self, partition) -> tuple[str, int]:
+        if isinstance(partition, int):
+            if self.topic is None:
+                raise TypeError(f"partition {partition}: name it (topic, partition)")
+            return (self.topic, partition)
+        topic, number = partition
+        return (topic, number)
+
+    def seek(self, partition, offset: int) -> None:
         """Read `partition` from `offset` next.
 
         Parameters
@@ -194,29 +218,69 @@ class CommittedReader:
         offset
             The first offset to read.
         """
-        self._next[partition] = offset
-        self._ended.discard(partition)
-        if self.path == "broker":
-            self._seek(partition, offset)
+        key = self._key(partition)
+        self._next[key] = offset
+        self._ended.discard(key)
+        if key not in self._assigned:
+            self._pending[key] = offset
+        elif self.path == "broker":
+            self._consumer.seek(Partition(*key, offset))
         else:
-            self._kafka.seek(TopicPartition(self.topic, partition), offset)
-            self._end[partition] = None
-            self._still[partition] = 0
+            self._kafka.seek(TopicPartition(*key), offset)
+            self._end[key] = None
+            self._still[key] = 0
 
     def seek_to_end(self) -> None:
         """Read only records written from now on."""
-        if self.path == "broker":
-            for p in self.partitions:
-                self._seek(p, OFFSET_END)
-        else:
-            self._kafka.seek_to_end(*(TopicPartition(self.topic, p) for p in self.partitions))
+        for key in self.partitions:
+            self._ended.discard(key)
+            if key not in self._assigned:
+                self._pending[key] = OFFSET_END
+            elif self.path == "broker":
+                self._consumer.seek(Partition(*key, OFFSET_END))
+            else:
+                self._kafka.seek_to_end(TopicPartition(*key))
 
-    def _seek(self, partition: int, offset: int) -> None:
-        """librdkafka seeks assigned partitions only: before the first poll, where it starts."""
-        if self._starts is not None:
-            self._starts[partition] = offset
+    def read_only(self, partitions: Iterable) -> None:
+        """Fetch only `partitions` (some of those read) from now on: the others keep their
+        positions, read on from there once given back; what was fetched of them and not yet
+        polled is dropped, so that records are held for the partitions read only.
+
+        Parameters
+        ----------
+        partitions
+            The partitions to fetch.
+        """
+        self._wanted = {self._key(p) for p in partitions}
+
+    def _sync(self) -> None:
+        """Assign the partitions wanted, each from its pending start or where it was left
+        (at each poll: librdkafka seeks assigned partitions only, so a `seek` before the first
+        poll is where it starts)."""
+        dropped, added = self._assigned - self._wanted, self._wanted - self._assigned
+        if not dropped and not added:
+            return
+        if self.path == "broker":
+            if dropped:
+                self._consumer.incremental_unassign([Partition(*k) for k in dropped])
+            starts = [Partition(*k, self._pending.pop(k, self._next[k])) for k in added]
+            if starts:
+                self._consumer.incremental_assign(starts)
         else:
-            self._consumer.seek(Partition(self.topic, partition, offset))
+            for key in dropped:
+                self._next[key] = self._kafka.position(TopicPartition(*key))
+            self._kafka.assign([TopicPartition(*k) for k in self._wanted])
+            for key in added:
+                tp, start = TopicPartition(*key), self._pending.pop(key, self._next[key])
+                if start == OFFSET_BEGINNING:
+                    self._kafka.seek_to_beginning(tp)
+                elif start == OFFSET_END:
+                    self._kafka.seek_to_end(tp)
+                else:
+                    self._kafka.seek(tp, start)
+                self._end[key] = None
+                self._still[key] = 0
+        self._assigned = set(self._wanted)
 
     def poll(self, timeout_ms: int) -> list[Record]:
         """The committed records ready (`Record`s), waiting up to `timeout_ms` for some.
@@ -226,59 +290,79 @@ class CommittedReader:
         timeout_ms
             How long to wait for a first record.
         """
+        self._sync()
         if self.path == "broker":
             return self._poll_broker(timeout_ms)
         return self._poll_client(timeout_ms)
 
     def _poll_broker(self, timeout_ms: int) -> list[Record]:
-        if self._starts is not None:
-            starts, self._starts = self._starts, None
-            self._consumer.assign([Partition(self.topic, p, o) for p, o in starts.items()])
         messages = self._consumer.consume(1000, timeout_ms / 1000)
         records = []
         for message in messages:
-            error, p, offset = message.error(), message.partition(), message.offset()
-            if error is not None:  # an event: the end reached, or a fault librdkafka retries
-                if error.code() == KafkaError._PARTITION_EOF and p is not None:
-                    self._ended.add(p)
-                elif error.fatal() or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise TopicError(f"reading {self.topic}: {error.str()}")
+            error, topic, p, offset = (
+                message.error(),
+                message.topic(),
+                message.partition(),
+                message.offset(),
+            )
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                if error.fatal() or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise TopicError(f"reading {topic or self.topic}: {error.str()}")
+                continue  # a fault librdkafka retries
+            if topic is None or p is None or offset is None:
                 continue
-            if p is None or offset is None:
+            key = (topic, p)
+            if key not in self._assigned or offset < self._next[key]:
+                continue  # fetched before a `read_only` or a `seek`
+            if error is not None:  # the end reached, control markers passed
+                self._ended.add(key)
+                self._next[key] = offset
                 continue
-            self._ended.discard(p)
-            self._next[p] = offset + 1
+            self._ended.discard(key)
+            self._next[key] = offset + 1
             headers = message.headers() or []
             records.append(
-                Record(self.topic, p, offset, message.key(), message.value(), list(headers))
+                Record(
+                    topic,
+                    p,
+                    offset,
+                    message.key(),
+                    message.value(),
+                    list(headers),
+                    message.timestamp()[1],
+                )
             )
         return records
 
     def _poll_client(self, timeout_ms: int) -> list[Record]:
-        before = {p: self.position(p) for p in self.partitions}
+        before = {k: self.position(k) for k in self._assigned}
         records = []
         for batch in self._kafka.poll(timeout_ms=timeout_ms).values():
             for r in batch:
                 records.append(
-                    Record(r.topic, r.partition, r.offset, r.key, r.value, list(r.headers))
+                    Record(
+                        r.topic, r.partition, r.offset, r.key, r.value, list(r.headers), r.timestamp
+                    )
                 )
-        for p in self.partitions:  # control markers move the position without records
-            self._moved[p] = self.position(p) != before[p]
+        for key in self._assigned:  # control markers move the position without records
+            self._moved[key] = self.position(key) != before[key]
         return records
 
-    def position(self, partition: int) -> int:
-        """The offset after the last record of `partition` read or passed.
+    def position(self, partition) -> int:
+        """The offset after the last record of `partition` read or passed (where it starts,
+        before the first poll that reads it: 0 for its beginning).
 
         Parameters
         ----------
         partition
             One of the partitions read.
         """
-        if self.path == "broker":
-            return self._next[partition]
-        return self._kafka.position(TopicPartition(self.topic, partition))
+        key = self._key(partition)
+        if self.path == "client" and key in self._assigned:
+            return self._kafka.position(TopicPartition(*key))
+        return max(self._next[key], 0)
 
-    def at_end(self, partition: int) -> bool:
+    def at_end(self, partition) -> bool:
         """Whether `partition` was read up to its end as the broker reports it (call it after
         each `poll`: on the client path, the end is past once three polls have not moved).
 
@@ -287,18 +371,65 @@ class CommittedReader:
         partition
             One of the partitions read.
         """
+        key = self._key(partition)
         if self.path == "broker":
-            return partition in self._ended
+            return key in self._ended
         # Tansu's ListOffsets answers the base offset of the log's last batch + 1: read at least
         # up to it, then until the position stops moving (markers move it without records)
-        end = self._end.get(partition)
+        end = self._end.get(key)
         if end is None:  # asked only by a reader that looks for the end
-            tp = TopicPartition(self.topic, partition)
-            end = self._end[partition] = self._kafka.end_offsets([tp])[tp]
-        behind = self.position(partition) < end
-        moved = self._moved.pop(partition, False)
-        self._still[partition] = 0 if moved or behind else self._still[partition] + 1
-        return self._still[partition] >= 3
+            tp = TopicPartition(*key)
+            end = self._end[key] = self._kafka.end_offsets([tp])[tp]
+        behind = self.position(key) < end
+        moved = self._moved.pop(key, False)
+        self._still[key] = 0 if moved or behind else self._still[key] + 1
+        return self._still[key] >= 3
+
+    def ends(self, timeout_ms: int) -> dict[tuple[str, int], int]:
+        """Where a read of each partition up to now stops (then `seek` where to read): on the
+        broker path the last stable offset, before any transaction still open (librdkafka's
+        read_committed returns nothing past it until that transaction ends); on the client
+        path the log's end, control markers included (the records of a transaction open now
+        are held until its marker, past that end). `BrokerUnavailable` past `timeout_ms`.
+
+        The offsets Kafka lists are exact. The demo broker's understate them: it lists the
+        base offset of the log's last batch + 1 (under read_committed, 0 while a transaction is
+        open), so each partition is read from the offset listed - 1 up to where the reader
+        stops: the end of its fetch (client path), the end librdkafka reports (broker path).
+
+        Parameters
+        ----------
+        timeout_ms
+            How long to wait for the last records.
+        """
+        self.read_only(self.partitions)
+        if self.path == "broker":
+            listed = {
+                k: self._consumer.get_watermark_offsets(
+                    Partition(*k), timeout=timeout_ms / 1000, cached=False
+                )[1]
+                for k in self.partitions
+            }
+        else:
+            tps = [TopicPartition(*k) for k in self.partitions]
+            listed = {tuple(tp): end for tp, end in self._kafka.end_offsets(tps).items()}
+        for key in self.partitions:
+            self.seek(key, max(listed[key] - 1, 0))
+        if self.path == "broker":
+            waiting = set(self.partitions)
+            done = lambda key: key in self._ended  # noqa: E731
+        else:  # a poll returns whole fetches, so the position passes the last batch at once
+            waiting = {k for k in self.partitions if listed[k] > 0}
+            done = lambda key: self.position(key) >= listed[key]  # noqa: E731
+        deadline = time.monotonic() + timeout_ms / 1000
+        while waiting:
+            self.poll(POLL_MS)
+            waiting = {k for k in waiting if not done(k)}
+            if waiting and time.monotonic() > deadline:
+                raise BrokerUnavailable(
+                    f"cannot read the last records of {sorted(waiting)} within {timeout_ms} ms"
+                )
+        return {k: self.position(k) for k in self.partitions}
 
     def close(self) -> None:
         if self.path == "broker":

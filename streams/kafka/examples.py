@@ -7,13 +7,19 @@ hold strings as in a file. A record that is not an example raises `BadRecord`, n
 partition and offset, or with ``on_error="skip"`` is skipped and counted (`n_skipped`, the first
 errors kept in `errors`), as a malformed line of a file is.
 
+Every read starts at the beginning of the topics and stops at the ends they had when the first
+read started (with `follow`, the first read alone goes on past them): a second pass gives the
+same records in the same order, so that `river-cw evaluate` can count a topic before it scores
+it, as it does a file, without holding its records.
+
 Iterating gives ``(x, y)`` pairs, every example with its label; `answers` gives river's
 questions and answers (`river.stream.simulate_qa`'s form) when labels come on a topic of their
 own: ``(i, x, None)`` when example i arrives and ``(i, x, y)`` when its label does, joined by id
 as the server joins them (`streams.kafka.learner`): a label that comes first waits for its
 example, an example that carries its label is answered at once, and an example whose label never
-comes is asked and never answered. The examples waiting for a label are kept until it comes; a
-second example with the same id replaces the first, which is then never answered.
+comes is asked and never answered. The examples waiting for a label are kept until it comes (to
+the end of the read, for one whose label never comes); a second example with the same id
+replaces the first, which is then never answered.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 from streams.io.schema import SCHEMA, Schema, SchemaError, loads
 from streams.kafka.client import KafkaSettings
-from streams.kafka.ordered import ordered_records
+from streams.kafka.ordered import every_partition, log_ends, ordered_records
 
 __all__ = ["BadRecord", "TopicExamples"]
 
@@ -70,7 +76,7 @@ class TopicExamples:
         ``"raise"`` a `BadRecord` at the first bad record, or ``"skip"`` and count it.
     follow
         After the records the topics held at the start, read those written since, until
-        `stopped()` or `idle_timeout` seconds without a record.
+        `stopped()` or `idle_timeout` seconds without a record (the first read only).
     idle_timeout
         With `follow`, stop after that many seconds without a record (None: never).
     stopped
@@ -113,6 +119,7 @@ class TopicExamples:
         self.idle_timeout = idle_timeout
         self.stopped = stopped
         self.source = f"topic {topic!r}" + (f" and {labels_topic!r}" if labels_topic else "")
+        self.ends: dict | None = None  # where every read stops: the ends at the first one
         self._reset()
 
     def __repr__(self) -> str:
@@ -167,10 +174,14 @@ class TopicExamples:
 
     def _records(self) -> Iterator:
         topics = [self.topic] + ([self.labels_topic] if self.labels_topic else [])
+        first = self.ends is None
+        if first:
+            self.ends = log_ends(self.settings, every_partition(self.settings, topics))
         for record in ordered_records(
             self.settings,
             topics,
-            follow=self.follow,
+            ends=self.ends,
+            follow=self.follow and first,
             idle_timeout=self.idle_timeout,
             stopped=self.stopped,
         ):

@@ -1,19 +1,32 @@
 """The committed records of whole topics, in one deterministic order: what a replay reads.
 
 `ordered_records` reads every partition of some topics from the beginning through the committed
-path (`streams.kafka.committed`: records of aborted transactions never come out) and yields the
-records in the order of their keys (`order_key`): timestamp, then topic (in the order given),
-then partition, then offset. On a topic of one partition that is the log's order; across
-partitions and topics it is the order in which they were written, as their producer stamped them
-(`river-cw produce` stamps its records with strictly increasing times, so they come back in
-the order it wrote them); records stamped alike fall back on topic, partition and offset. A read
-is repeatable: it stops at the end each partition had when it started (`log_ends`).
+path (`streams.kafka.committed.CommittedReader`, on the path `committed_reads` chooses once at
+the start: librdkafka's read_committed on a broker that lists aborted transactions, the
+client-side filter on the demo broker; records of aborted transactions never come out) and
+yields the records in the order of their keys (`order_key`): timestamp, then the sequence number
+of the `SEQUENCE_HEADER` header, then topic (in the order given), then partition, then offset.
+On a topic of one partition that is the log's order; across partitions and topics it is the
+order in which they were written, as their producer stamped them: `river-cw produce`
+(`streams.kafka.writer`) stamps its records with the clock's time and numbers them in the order
+it sends them, so they come back in that order, however many share a millisecond; records of
+other producers, without the header, stamped alike fall back on topic, partition and offset. A
+read is repeatable: it stops at the end each partition had when it started (`log_ends`), or at
+the ends it is given (those of a previous read, so that a second pass reads the same records).
+Both paths give the same records in the same order, but for transactions open at the start:
+librdkafka's read_committed ends a partition before the first of them (its last stable offset),
+the client-side filter at the log's end, records written outside transactions after them
+included.
 
 With `follow`, the records written after that end come next, as they arrive (sorted by key within
 each fetch), until `stopped()` says so or nothing has come for `idle_timeout` seconds.
 
-Memory is bounded: a partition whose buffered records run more than `BUFFERED` ahead of the
-others is paused until they catch up.
+Memory is bounded: a fetch brings at most `FETCH_BYTES` (the demo broker fills Kafka's default
+of 50 MB, and a long topic then took 40 MB more than a short one), and a partition whose
+buffered records run more than `BUFFERED` ahead of the others is left out of the reader's
+assignment until they catch up, then read on from where it was (`CommittedReader.read_only`; not
+with kafka-python's `pause`: in 3.0.12 a partition resumed while another is paused can stay
+parked forever behind the fetcher's in-line records, and the read then stalls).
 """
 
 from __future__ import annotations
@@ -21,56 +34,99 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from kafka import TopicPartition
 
-from streams.kafka.client import BrokerUnavailable, KafkaSettings, topic_partitions
-from streams.kafka.committed import committed_consumer
+from streams.kafka.client import KafkaSettings, topic_partitions
+from streams.kafka.committed import CommittedReader
 
-__all__ = ["log_ends", "order_key", "ordered_records"]
+__all__ = ["SEQUENCE_HEADER", "every_partition", "log_ends", "order_key", "ordered_records"]
 
-BUFFERED = 10_000  # records held per partition before it is paused
+SEQUENCE_HEADER = "river-cw-sequence"
+"""The header of a record's number among those its producer sent (decimal ASCII), which orders
+records stamped in the same millisecond."""
+BUFFERED = 10_000  # records held per partition before it is left out
+FETCH_BYTES = 1 << 20  # a fetch's most bytes (Kafka's default, 50 MB, the demo broker fills)
 POLL_MS = 100
-WHOLE_FETCH = 1 << 30  # max_poll_records: no limit
 
 
-def order_key(record, topics: Sequence[str]) -> tuple[int, int, int, int]:
-    """Where a record comes in a replay: (timestamp, topic's rank in `topics`, partition,
-    offset).
+def order_key(record, topics: Sequence[str]) -> tuple[int, int, int, int, int]:
+    """Where a record comes in a replay: (timestamp, sequence number, topic's rank in `topics`,
+    partition, offset); the sequence number is that of the `SEQUENCE_HEADER` header, -1 for a
+    record without it.
 
     Parameters
     ----------
     record
-        A record (kafka-python's `ConsumerRecord`).
+        A record (`streams.kafka.committed.Record`, or kafka-python's `ConsumerRecord`).
     topics
         The topics read, in the order that breaks ties.
 
     Examples
     --------
 
-    >>> from kafka.consumer.fetcher import ConsumerRecord
-    >>> record = ConsumerRecord("sms", 2, -1, 41, 1700000000000, 0, b"7", b"{}", [], None, 1, 2, -1)
+    >>> from streams.kafka.committed import Record
+    >>> headers = [(SEQUENCE_HEADER, b"17")]
+    >>> record = Record("sms", 2, 41, b"7", b"{}", headers, timestamp=1700000000000)
     >>> order_key(record, ["sms.labels", "sms"])
-    (1700000000000, 1, 2, 41)
+    (1700000000000, 17, 1, 2, 41)
     """
-    return (record.timestamp, topics.index(record.topic), record.partition, record.offset)
+    return (
+        record.timestamp,
+        _sequence(record),
+        topics.index(record.topic),
+        record.partition,
+        record.offset,
+    )
+
+
+def _sequence(record) -> int:
+    for key, value in record.headers or ():
+        if key == SEQUENCE_HEADER:
+            try:
+                return int(value)
+            except ValueError:
+                return -1
+    return -1
+
+
+def every_partition(settings: KafkaSettings, topics: Sequence[str]) -> list[TopicPartition]:
+    """Every partition of `topics` (kafka-python `TopicPartition`s); `TopicError` for a
+    missing topic.
+
+    Parameters
+    ----------
+    settings
+        The connection.
+    topics
+        The topics.
+
+    Examples
+    --------
+
+    With the demo broker at 127.0.0.1:9092 and a topic ``sms`` of 2 partitions:
+
+    ```python
+    every_partition(KafkaSettings("127.0.0.1:9092"), ["sms"])
+    # [TopicPartition(topic='sms', partition=0), TopicPartition(topic='sms', partition=1)]
+    ```
+    """
+    return [TopicPartition(t, p) for t in topics for p in topic_partitions(settings, t)]
 
 
 def log_ends(settings: KafkaSettings, partitions: Sequence[TopicPartition]) -> dict:
-    """The offset after the last record of each partition, now (control markers included).
-
-    Kafka's ListOffsets answers that end; the demo broker's answers the base offset of the
-    log's last batch + 1, an understatement: the last batch is fetched from there, and the
-    consumer's position after it is the end (a poll returns whole fetches: `max_poll_records`
-    would otherwise cut the batch short).
+    """Where a committed read of each partition up to now stops: the offset after its last
+    record, control markers included; on the path of librdkafka's read_committed, before the
+    first transaction still open (`streams.kafka.committed.CommittedReader.ends`, which also
+    says how the demo broker's understated offsets are made exact).
 
     Parameters
     ----------
     settings
         The connection.
     partitions
-        The partitions (kafka-python `TopicPartition`s).
+        The partitions (kafka-python `TopicPartition`s, or ``(topic, partition)`` pairs).
 
     Examples
     --------
@@ -82,52 +138,37 @@ def log_ends(settings: KafkaSettings, partitions: Sequence[TopicPartition]) -> d
     # {TopicPartition(topic='sms', partition=0): 1423}
     ```
     """
-    consumer = committed_consumer(
-        **settings.kafka_python(
-            enable_auto_commit=False,
-            fetch_max_wait_ms=settings.fetch_max_wait_ms,
-            max_poll_records=WHOLE_FETCH,
-        )
-    )
+    reader = CommittedReader(settings, None, partitions, fetch_bytes=FETCH_BYTES)
     try:
-        consumer.assign(list(partitions))
-        listed = consumer.end_offsets(list(partitions))
-        waiting = {tp for tp in partitions if listed[tp] > 0}
-        for tp in waiting:
-            consumer.seek(tp, listed[tp] - 1)
-        deadline = time.monotonic() + settings.connect_timeout_ms / 1000
-        while waiting:
-            consumer.poll(timeout_ms=POLL_MS)
-            waiting = {tp for tp in waiting if consumer.position(tp) < listed[tp]}
-            if waiting and time.monotonic() > deadline:
-                raise BrokerUnavailable(
-                    f"cannot read the last records of {sorted(map(tuple, waiting))} within "
-                    f"{settings.connect_timeout_ms} ms"
-                )
-        return {tp: consumer.position(tp) if listed[tp] > 0 else 0 for tp in partitions}
+        ends = reader.ends(settings.connect_timeout_ms)
     finally:
-        consumer.close(autocommit=False)
+        reader.close()
+    return {tp: ends[tuple(tp)] for tp in partitions}
 
 
 def ordered_records(
     settings: KafkaSettings,
     topics: Sequence[str],
     *,
+    ends: Mapping[TopicPartition, int] | None = None,
     follow: bool = False,
     idle_timeout: float | None = None,
     stopped: Callable[[], bool] = lambda: False,
 ) -> Iterator:
-    """The committed records (kafka-python `ConsumerRecord`s) of every partition of `topics`,
-    in `order_key` order up to the ends the partitions had at the start; with `follow`, then
-    the records written since, as they come. `TopicError` for a missing topic.
+    """The committed records (`streams.kafka.committed.Record`s) of every partition of `topics`,
+    in `order_key` order up to the ends the partitions had at the start (or `ends`); with
+    `follow`, then the records written since, as they come. `TopicError` for a missing topic.
 
     Parameters
     ----------
     settings
-        The connection.
+        The connection; its `committed_reads` picks the path (see the module).
     topics
-        The topics to read, every partition of each; on equal timestamps, the earlier topic's
-        record comes first.
+        The topics to read, every partition of each; on equal timestamps and sequence numbers,
+        the earlier topic's record comes first.
+    ends
+        Where to stop in each partition of `topics` (`log_ends` of an earlier read, so that
+        this one reads the same records); default: the ends now.
     follow
         After the end each partition had at the start, go on with the records written since.
     idle_timeout
@@ -146,62 +187,51 @@ def ordered_records(
     ```
     """
     topics = list(topics)
-    partitions = [TopicPartition(t, p) for t in topics for p in topic_partitions(settings, t)]
-    ends = log_ends(settings, partitions)
-    consumer = committed_consumer(
-        **settings.kafka_python(
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=settings.fetch_max_wait_ms,
-        )
-    )
+    if ends is None:
+        ends = log_ends(settings, every_partition(settings, topics))
+    ends = {(tp[0], tp[1]): end for tp, end in ends.items()}
+    reader = CommittedReader(settings, None, ends, fetch_bytes=FETCH_BYTES)
     try:
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        yield from _history(consumer, topics, partitions, ends, stopped)
+        yield from _history(reader, topics, ends, stopped)
         if follow:
-            for tp in partitions:  # a fetch may have gone past the end: read on from it
-                consumer.seek(tp, ends[tp])
-            consumer.resume(*partitions)
-            yield from _live(consumer, topics, idle_timeout, stopped)
+            reader.read_only(ends)
+            for tp, end in ends.items():  # a fetch may have gone past the end: read on from it
+                reader.seek(tp, end)
+            yield from _live(reader, topics, idle_timeout, stopped)
     finally:
-        consumer.close(autocommit=False)
+        reader.close()
 
 
-def _history(consumer, topics, partitions, ends, stopped) -> Iterator:
+def _history(reader: CommittedReader, topics, ends, stopped) -> Iterator:
     """The records before `ends`, merged by key: the smallest head is taken while every
-    partition still being read has one (its next record may come first otherwise)."""
-    buffers: dict = {tp: deque() for tp in partitions}
-    reading = {tp for tp in partitions if ends[tp] > 0}
+    partition still being read has one (its next record may come first otherwise). A partition
+    is read while it has `BUFFERED` records or fewer waiting and has not reached its end."""
+    buffers: dict = {tp: deque() for tp in ends}
+    reading = {tp for tp, end in ends.items() if end > 0}
     heads: list = []  # (key, tp) of each partition's first buffered record
     while not stopped():
-        while heads and all(buffers[tp] for tp in reading):
+        reading = {tp for tp in reading if reader.position(tp) < ends[tp]}
+        while heads and all(buffers[tp] for tp in reading):  # all, once none is read further
             _, tp = heapq.heappop(heads)
             yield buffers[tp].popleft()
             if buffers[tp]:
                 heapq.heappush(heads, (order_key(buffers[tp][0], topics), tp))
         if not reading:
             return
-        for tp, records in consumer.poll(timeout_ms=POLL_MS).items():
-            kept = [r for r in records if r.offset < ends[tp]]
-            if kept and not buffers[tp]:
-                heapq.heappush(heads, (order_key(kept[0], topics), tp))
-            buffers[tp].extend(kept)
-        for tp in list(reading):
-            if consumer.position(tp) >= ends[tp]:
-                reading.discard(tp)
-                consumer.pause(tp)
-            elif len(buffers[tp]) > BUFFERED:
-                consumer.pause(tp)
-            else:
-                consumer.resume(tp)
+        reader.read_only(tp for tp in reading if len(buffers[tp]) <= BUFFERED)
+        for record in reader.poll(POLL_MS):
+            tp = (record.topic, record.partition)
+            if record.offset < ends[tp]:
+                if not buffers[tp]:
+                    heapq.heappush(heads, (order_key(record, topics), tp))
+                buffers[tp].append(record)
 
 
-def _live(consumer, topics, idle_timeout, stopped) -> Iterator:
+def _live(reader: CommittedReader, topics, idle_timeout, stopped) -> Iterator:
     """The records written after the start, fetch by fetch, until stopped or idle."""
     last = time.monotonic()
     while not stopped():
-        fetched = [r for records in consumer.poll(timeout_ms=POLL_MS).values() for r in records]
+        fetched = reader.poll(POLL_MS)
         now = time.monotonic()
         if fetched:
             last = now

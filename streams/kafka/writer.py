@@ -3,11 +3,13 @@
 `ExampleWriter` sends each example (`streams.kafka.messages.encode_example`) and each label
 (`encode_label`) keyed by its id, so that a label lands in its example's partition (the Java
 client's partitioner, murmur2, as kafka-python's), through an idempotent librdkafka producer: no
-record is written twice or out of order within a partition. Every record is stamped with a
-strictly increasing time (the clock, or a millisecond after the previous record when it comes
-sooner), so that a replay ordered by timestamp (`streams.kafka.ordered`) reads them back in the
-order they were sent, across partitions and topics. `written` counts what the broker
-acknowledged, per topic and partition, with the first and last offsets.
+record is written twice or out of order within a partition. Every record is stamped with the
+clock's time (never earlier than the previous record's) and numbered in the order sent, in the
+header `streams.kafka.ordered.SEQUENCE_HEADER`, so that a replay ordered by timestamp and then
+that number (`streams.kafka.ordered`) reads them back in the order they were sent, across
+partitions and topics, however fast they were sent: no record is stamped ahead of the clock,
+which a broker may refuse (Kafka's ``message.timestamp.after.max.ms``). `written` counts what
+the broker acknowledged, per topic and partition, with the first and last offsets.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from confluent_kafka import Producer
 
 from streams.kafka.client import KafkaSettings, TopicError, topic_partitions
 from streams.kafka.messages import encode_example, encode_label
+from streams.kafka.ordered import SEQUENCE_HEADER
 
 __all__ = ["DeliveryFailed", "ExampleWriter", "Written"]
 
@@ -104,7 +107,8 @@ class ExampleWriter:
         self.labels_topic = labels_topic
         self.written: dict[tuple[str, int], Written] = {}
         self._failures: list[str] = []
-        self._stamp = 0
+        self._stamp = 0  # the previous record's time (ms) and number
+        self._sequence = -1
         self._producer = Producer(
             settings.librdkafka(
                 **{
@@ -165,7 +169,8 @@ class ExampleWriter:
             raise DeliveryFailed(f"not every record was written: {self._failures[0]}")
 
     def _send(self, topic: str, id, value: bytes) -> None:
-        self._stamp = max(time.time_ns() // 1_000_000, self._stamp + 1)
+        self._stamp = max(time.time_ns() // 1_000_000, self._stamp)
+        self._sequence += 1
         while True:
             try:
                 self._producer.produce(
@@ -173,6 +178,7 @@ class ExampleWriter:
                     value=value,
                     key=str(id).encode("utf-8"),
                     timestamp=self._stamp,
+                    headers=[(SEQUENCE_HEADER, str(self._sequence).encode("ascii"))],
                     on_delivery=self._delivered,
                 )
                 break

@@ -1,5 +1,5 @@
-"""The covariance engines: the diagonal (`river_cw/_diagonal.c`, `_batch.h`, `_steps.h`,
-`_exact.h`), the arrowhead (`river_cw/_arrowhead.c`) and voted RDA's (`river_cw/_rda.c`), each
+"""The covariance engines: the diagonal (`river_cw/_engines/_diagonal.c`, `_batch.h`, `_steps.h`,
+`_exact.h`), the arrowhead (`river_cw/_engines/_arrowhead.c`) and voted RDA's (`river_cw/_engines/_rda.c`), each
 against its pure-Python engine and its formulas.
 
 - test_diagonal.py, test_arrowhead.py: each covariance family's update against the dense

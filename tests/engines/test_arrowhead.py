@@ -4,7 +4,7 @@ Every rule's update is the paper's full-covariance step from the family's own Si
 onto the family (`tests.support.reference.arrowhead_projection`, written from its definition); the
 projections are the KL minimisers the derivation says; the engine keeps its guarantees (exact sums,
 nothing grows, one feature is full covariance, no intercept is the diagonal model). The compiled
-engine (`river_cw/_arrowhead.c`) against the Python one: test_compiled_vs_python.py."""
+engine (`river_cw/_engines/_arrowhead.c`) against the Python one: test_compiled_vs_python.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import INTERCEPT, arrowhead
+from river_cw import INTERCEPT
+from river_cw._engines import arrowhead
 from streams.evaluate.synthetic import uniform_threshold
 from tests.conftest import examples, outcome
 from tests.support import reference

@@ -1,8 +1,8 @@
 """`learn_many` over sequences of dicts and scipy.sparse CSR matrices is the `learn_one` loop, bit
 for bit, on every model, and so are `predict_many` and `predict_proba_many` (issue 10).
 
-The compiled engines learn such batches in C (`river_cw/_batch.h`, with the diagonal's hooks in
-`river_cw/_diagonal.c` and the arrowhead's, the default model's, in `river_cw/_arrowhead.c`);
+The compiled engines learn such batches in C (`river_cw/_engines/_batch.h`, with the diagonal's hooks in
+`river_cw/_engines/_diagonal.c` and the arrowhead's, the default model's, in `river_cw/_engines/_arrowhead.c`);
 `tests/engines/test_rerun_on_other_engine.py` runs this module again on the pure-Python engine,
 whose `learn_many` is the plain loop.
 """
@@ -425,7 +425,7 @@ def test_a_step_that_replaces_the_margin_is_refused_as_learn_one_refuses_it(cova
     assert state(many) == state(one)
 
 
-# -- predictions in one call (`score_rows`, river_cw/_batch.h and river_cw/_arrowhead.c) --------
+# -- predictions in one call (`score_rows`, river_cw/_engines/_batch.h and river_cw/_engines/_arrowhead.c) --------
 
 COVARIANCES = ["diagonal", "arrowhead"]  # the compiled engines with a score_rows kernel
 
@@ -539,7 +539,7 @@ def test_the_kernel_runs_where_it_can_and_a_model_needs_it(covariance):
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
 
 
-# -- the CSR columns kept across batches (river_cw/_batch.h's BatchCache) ---------------------
+# -- the CSR columns kept across batches (river_cw/_engines/_batch.h's BatchCache) ---------------------
 
 POOL = ["w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"]
 WIDTH = 6  # the vocabulary's columns

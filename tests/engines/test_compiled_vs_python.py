@@ -1,9 +1,9 @@
-"""The compiled Gaussian engines (`river_cw/_diagonal.c`, `river_cw/_arrowhead.c`) against the
+"""The compiled Gaussian engines (`river_cw/_engines/_diagonal.c`, `river_cw/_engines/_arrowhead.c`) against the
 pure-Python references: the same numbers, bit for bit.
 
 Both engines run side by side in one process: the model's Gaussian is swapped for the
-pure-Python engine (`river_cw.diagonal.PythonDiagonalGaussian`, or
-`river_cw.arrowhead.PythonArrowheadGaussian` for ``covariance="arrowhead"``). Skipped when the
+pure-Python engine (`river_cw._engines.diagonal.PythonDiagonalGaussian`, or
+`river_cw._engines.arrowhead.PythonArrowheadGaussian` for ``covariance="arrowhead"``). Skipped when the
 extensions are not built (or RIVER_CW_PURE_PYTHON is set): the rest of the suite then runs on
 pure Python.
 """
@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import INTERCEPT, arrowhead, diagonal
+from river_cw import INTERCEPT
+from river_cw._engines import arrowhead, diagonal
 from tests.conftest import examples
 from tests.support.bits import assert_same, assert_same_bound, bits, state
 
@@ -216,7 +217,7 @@ def test_reentry_from_a_key_is_refused(make):
 
 
 def test_exactly_rounded_sums_match_math_fsum():
-    from river_cw import _diagonal
+    from river_cw._engines import _diagonal
 
     rng = random.Random(0)
     for _ in range(2000):
@@ -256,9 +257,9 @@ cancelling = st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=20).flatmap(
 @settings(max_examples=examples(500), deadline=None)
 @given(terms=st.one_of(near_ties, cancelling, st.lists(st.floats(-1e300, 1e300), max_size=40)))
 def test_the_certified_sums_are_math_fsum(terms):
-    """The double-double accumulator's bound (Ogita, Rump and Oishi's Sum2, river_cw/_fsum.h)
+    """The double-double accumulator's bound (Ogita, Rump and Oishi's Sum2, river_cw/_engines/_fsum.h)
     certifies only sums it rounds as math.fsum does: sums that cancel, ties, subnormals."""
-    from river_cw import _diagonal
+    from river_cw._engines import _diagonal
 
     for order in (terms, terms[::-1]):
         assert bits(_diagonal.fsum(order)) == bits(math.fsum(order))

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import diagonal
+from river_cw._engines import diagonal
 from river_cw.cw import exact_stdev_step, exact_var_alpha
 from tests.conftest import examples
 from tests.models.test_full_covariance_vs_papers import NAMES, as_dict, library_state, random_stream

@@ -23,7 +23,8 @@ PACKAGE = ROOT / "river_cw"
 REPORT = """
 import json
 import river_cw
-from river_cw import arrowhead, cw, diagonal, engine, full, rda, text, validation
+from river_cw import cw, engine, rda, text, validation
+from river_cw._engines import arrowhead, diagonal, full
 print(json.dumps({
     "ENGINE": river_cw.ENGINE,
     "diagonal": diagonal.DiagonalGaussian is not diagonal.PythonDiagonalGaussian,
@@ -56,7 +57,7 @@ def test_switch_0_serves_every_part_from_one_engine_the_compiled_one_where_built
     report = parts(engines_under("0"))
     compiled = report.pop("ENGINE") == "c"
     assert report == dict.fromkeys(report, compiled), report
-    built = all(find_spec(f"river_cw.{name}") for name in river_cw.engine.EXTENSIONS)
+    built = all(find_spec(f"river_cw._engines.{name}") for name in river_cw.engine.EXTENSIONS)
     assert compiled == built
 
 
@@ -131,7 +132,7 @@ def refused(names: tuple[str, ...], switch: str | None) -> dict:
     env.pop("RIVER_CW_PURE_PYTHON", None)
     if switch is not None:
         env["RIVER_CW_PURE_PYTHON"] = switch
-    code = REFUSED.format(refused=tuple(f"river_cw.{name}" for name in names))
+    code = REFUSED.format(refused=tuple(f"river_cw._engines.{name}" for name in names))
     run = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT
     )
@@ -143,7 +144,7 @@ def refused(names: tuple[str, ...], switch: str | None) -> dict:
 @pytest.mark.parametrize("names", [river_cw.engine.EXTENSIONS, ("_text",)])
 def test_a_fallback_nobody_asked_for_warns_once_naming_the_extension_why_and_the_cost(names):
     report = refused(names, None)
-    first = f"river_cw.{names[0]}"
+    first = f"river_cw._engines.{names[0]}"
     reason = f"{first} did not import (no compiled module {first})"
     assert report == {
         "ENGINE": "python",

@@ -1,5 +1,5 @@
-"""The full-covariance engine's compiled kernels (river_cw/_full.c) against the pure-Python
-reference (`river_cw.full.PythonFullGaussian`), bit for bit: the triangular solves and the
+"""The full-covariance engine's compiled kernels (river_cw/_engines/_full.c) against the pure-Python
+reference (`river_cw._engines.full.PythonFullGaussian`), bit for bit: the triangular solves and the
 rank-one update on their own, and whole models through the one-call paths (``learn_native``,
 ``score_native``) and the general path (new features, several labels, forgetting, sample
 weights); a step float64 cannot express is refused alike, leaving the factor as it was."""
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import river_cw
-from river_cw.full import FACTOR_BOUND, FullGaussian, PythonFullGaussian
+from river_cw._engines.full import FACTOR_BOUND, FullGaussian, PythonFullGaussian
 from tests.conftest import unavailable
 from tests.support.bits import bits
 
@@ -30,7 +30,7 @@ RULES = [
 @pytest.fixture(autouse=True)
 def compiled():
     if FullGaussian is PythonFullGaussian:
-        unavailable("the compiled engine (river_cw._full) is not built")
+        unavailable("the compiled engine (river_cw._engines._full) is not built")
 
 
 def array_bits(a: np.ndarray) -> list[str]:

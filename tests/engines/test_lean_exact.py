@@ -21,11 +21,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import diagonal
+from river_cw._engines import diagonal
 from river_cw.base import LinearClassifier
 from tests.support.bits import assert_same, assert_same_bound, bits, bits_of, state
 
-_diagonal = pytest.importorskip("river_cw._diagonal", reason="the compiled engine is not built")
+_diagonal = pytest.importorskip(
+    "river_cw._engines._diagonal", reason="the compiled engine is not built"
+)
 pytestmark = pytest.mark.skipif(
     river_cw.ENGINE != "c", reason="the compiled engine is not built or RIVER_CW_PURE_PYTHON is set"
 )

@@ -21,7 +21,8 @@ import pytest
 from scipy import sparse
 
 import river_cw
-from river_cw import INTERCEPT, arrowhead, diagonal
+from river_cw import INTERCEPT
+from river_cw._engines import arrowhead, diagonal
 from river_cw.text import TextClassifier
 from tests.engines.test_compiled_vs_python import CONFIGS, IDS, stream
 from tests.support.bits import bits, state

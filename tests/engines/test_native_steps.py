@@ -1,4 +1,4 @@
-"""The rules' steps in C (river_cw/_steps.h) against their Python `_step`, bit for bit.
+"""The rules' steps in C (river_cw/_engines/_steps.h) against their Python `_step`, bit for bit.
 
 The compiled engine's lean `learn_one` takes each rule's step in C, named by its `_native_step`;
 here every rule's C step gives what its Python `_step` gives on hypothesis-drawn margins (m, v)
@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 import river_cw
 from tests.support.bits import bits_of
 
-_diagonal = pytest.importorskip("river_cw._diagonal", reason="the compiled engine is not built")
+_diagonal = pytest.importorskip(
+    "river_cw._engines._diagonal", reason="the compiled engine is not built"
+)
 
 RULES = [
     river_cw.AROW(),
@@ -53,7 +55,7 @@ weights = st.one_of(
 
 
 def python_step(rule, m: float, v: float, w: float):
-    """`_step` as the engine takes it (river_cw.gaussian._learn): None, (alpha, gamma) or False."""
+    """`_step` as the engine takes it (river_cw._engines.gaussian._learn): None, (alpha, gamma) or False."""
     try:
         step = rule._step(m, v, w)
     except (ZeroDivisionError, OverflowError):

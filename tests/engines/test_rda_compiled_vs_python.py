@@ -1,4 +1,4 @@
-"""Voted RDA's compiled engine (`river_cw._rda`) against its Python engine: the same numbers.
+"""Voted RDA's compiled engine (`river_cw._engines._rda`) against its Python engine: the same numbers.
 
 Two models learn the same stream in one process, one on the compiled engine and one built with
 it switched off (``river_cw.rda._compiled = None``: a model picks its engine when it is built or
@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 
 import river_cw
 from river_cw import rda
-from river_cw.rda_engine import PythonRDA
+from river_cw._engines.rda_engine import PythonRDA
 from tests.conftest import examples
 from tests.engines.test_compiled_vs_python import Hostile
 
 pytestmark = pytest.mark.skipif(
-    rda._compiled is None, reason="river_cw._rda is not built or RIVER_CW_PURE_PYTHON is set"
+    rda._compiled is None,
+    reason="river_cw._engines._rda is not built or RIVER_CW_PURE_PYTHON is set",
 )
 
 CONFIGS = [

@@ -1,8 +1,8 @@
 """The compiled engines hold no reference and no memory they should let go (issue 33).
 
 Each test runs one workload of a compiled engine (the diagonal Gaussian engine,
-`river_cw/_diagonal.c` with `_batch.h`; the arrowhead's, `river_cw/_arrowhead.c`; voted RDA's,
-`river_cw/_rda.c`) many times over the same objects after a warm-up: learning (the lean path and
+`river_cw/_engines/_diagonal.c` with `_batch.h`; the arrowhead's, `river_cw/_engines/_arrowhead.c`; voted RDA's,
+`river_cw/_engines/_rda.c`) many times over the same objects after a warm-up: learning (the lean path and
 the general one), the engine's margin() and update() called apart, predicting, mini-batches of
 dicts and of CSR arrays, text, pickling, a changelog's marks (mark, changed, set_weights), and
 the error paths (bad values, a key whose ``==``
@@ -35,8 +35,9 @@ import pytest
 from scipy import sparse
 
 import river_cw
-from river_cw import arrowhead, rda, text
-from river_cw.rda_engine import PythonRDA
+from river_cw import rda, text
+from river_cw._engines import arrowhead
+from river_cw._engines.rda_engine import PythonRDA
 
 pytestmark = [
     pytest.mark.slow,

@@ -22,7 +22,7 @@ MODULES = [
     "tests/models/test_hostile_input.py",
     "tests/text/test_text_classifier.py",
     "tests/engines/test_batch_kernels.py",  # learn_many is the plain loop there
-    "tests/models/test_voted_rda.py",  # voted RDA's loops are compiled too (river_cw._rda)
+    "tests/models/test_voted_rda.py",  # voted RDA's loops are compiled too (river_cw._engines._rda)
     "tests/models/test_predict_is_most_probable.py",  # predict and probabilities agree on either engine
     "tests/models/test_positive_label.py",  # and the binary weights' orientation too
     "river_cw",
@@ -44,7 +44,7 @@ DESELECT = [
 
 @pytest.mark.slow
 def test_the_other_engine_passes_the_engine_sensitive_tests():
-    if importlib.util.find_spec("river_cw._diagonal") is None:
+    if importlib.util.find_spec("river_cw._engines._diagonal") is None:
         pytest.skip("the compiled engine is not built: the whole suite ran on pure Python")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if river_cw.ENGINE == "c":

@@ -127,7 +127,7 @@ def build_sanitized(source: Path) -> None:
         capture_output=True,
         text=True,
     )
-    built = {path.name.split(".")[0] for path in (source / "river_cw").glob("_*.so")}
+    built = {path.name.split(".")[0] for path in (source / "river_cw" / "_engines").glob("_*.so")}
     # setup.py marks the extensions optional: a failed build would only fall back to Python
     assert build.returncode == 0 and built == set(EXTENSIONS), (
         f"built {sorted(built)}\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"

@@ -515,3 +515,12 @@ def test_a_binary_river_model_on_three_labels_is_one_per_label(tmp_path, capsys)
     out = capsys.readouterr().out
     assert f"{spec}: a binary classifier, one per label (river's OneVsRestClassifier)" in out
     assert "AROW():" not in out  # river_cw's models take any labels as they are
+
+
+def test_noise_levels_share_one_pass_and_the_running_table_has_a_row_per_level(capsys):
+    assert run("--limit", 400, "--every", 100, "--noise", 0, 0.2, "--model", "AROW()") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].endswith("label noise 0%, 20%: accuracy so far (since the previous row)")
+    assert out[2].split() == ["examples", "noise", "majority", "class", "AROW()"]
+    rows = [row.split()[:2] for row in out[3 : out.index("")]]
+    assert rows == [[step, level] for step in ("100", "200", "400") for level in ("0%", "20%")]

@@ -8,15 +8,17 @@ import math
 import pytest
 from river import base, datasets, linear_model, metrics
 from river import evaluate as river_evaluate
+from river import stream as river_stream
 
 import river_cw
 from streams.evaluate.noise import LabelNoise
-from streams.evaluate.progressive import evaluate, iter_evaluate
+from streams.evaluate.progressive import evaluate, iter_evaluate, iter_levels
 from streams.evaluate.results import BASELINE, COLUMNS, Evaluation
 from streams.evaluate.scoring import OneClass
 from streams.evaluate.track import ModelError
 from streams.evaluate.tuning import candidates, tune
 from streams.models.specs import parse, prepare
+from tests.support.bits import bits_of
 
 
 class Probe(base.Classifier):
@@ -377,3 +379,169 @@ def test_a_model_that_raises_is_named_with_the_example_and_its_strings():
         evaluate({"AROW": river_cw.AROW()}, stream)
     with pytest.raises(ModelError, match="model LR failed on example 1: TypeError"):
         evaluate({"LR": linear_model.LogisticRegression()}, stream)
+
+
+class Distributions(base.Classifier):
+    """Answers a fixed sequence of distributions (clamped, missing the label, of int keys ...)
+    and the label of largest probability."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.n = 0
+
+    def learn_one(self, x, y):
+        self.n += 1
+
+    def predict_proba_one(self, x):
+        return self.answers[self.n % len(self.answers)]
+
+
+def test_the_running_counts_are_rivers_accuracy_and_cross_entropy_to_the_bit():
+    """The tracks keep river's Accuracy and CrossEntropy as the numbers they amount to
+    (`streams.evaluate.track`): the same bits as river's objects, record by record, clamped
+    probabilities, labels missing from the distribution and an empty answer included."""
+    answers = [
+        {"a": 0.7, "b": 0.3},
+        {"a": 1.0, "b": 0.0},
+        {"a": 0.0, "b": 1.0},
+        {"b": 1.0},
+        {},
+        {"a": 1e-300, "b": 1.0 - 1e-17},
+        {"a": 0.5, "b": 0.5},
+        {"a": 1, "b": 0},
+    ]
+    stream = [({"i": i}, "ab"[i * 5 % 7 % 2]) for i in range(500)]
+    ours = evaluate([Distributions(answers)], stream, every=7).records
+    model, accuracy, loss = Distributions(answers), metrics.Accuracy(), metrics.CrossEntropy()
+    recent = metrics.Accuracy()
+    theirs = []
+    for i, (x, y) in enumerate(stream):
+        proba, label = model.predict_proba_one(x), model.predict_one(x)
+        if label is not None:
+            accuracy.update(y, label)
+            recent.update(y, label)
+        if proba:
+            loss.update(y, proba)
+        model.learn_one(x, y)
+        if (i + 1) % 7 == 0 or i + 1 == len(stream):
+            theirs.append((accuracy.get(), recent.get(), loss.get()))
+            recent = metrics.Accuracy()
+    assert [bits_of((r["metric"], r["recent_metric"], r["log_loss"])) for r in ours] == [
+        bits_of(numbers) for numbers in theirs
+    ]
+
+
+def test_noise_levels_in_one_pass_are_the_runs_of_each_level_alone():
+    stream = labelled_stream(900)
+    rates = [0.0, 0.2, {"a": 0.5}]
+
+    def noise(rate):
+        return LabelNoise(rate, classes="abc", seed=3)
+
+    together = list(
+        iter_levels(
+            [(noise(r), [river_cw.AROW(), Probe()]) for r in rates],
+            (({"i": float(x["i"] % 5)}, y) for x, y in stream),
+            every=200,
+            delay=4,
+            baseline=True,
+        )
+    )[-1]
+    alone = Evaluation.concat(
+        evaluate(
+            [river_cw.AROW(), Probe()],
+            [({"i": float(x["i"] % 5)}, y) for x, y in stream],
+            noise(r),
+            every=200,
+            delay=4,
+            baseline=True,
+        )
+        for r in rates
+    )
+    timeless = [
+        {k: v for k, v in r.items() if k not in ("seconds", "throughput")} for r in alone.records
+    ]
+    assert [
+        bits_of({k: v for k, v in r.items() if k not in ("seconds", "throughput")})
+        for r in together.records
+    ] == [bits_of(r) for r in timeless]
+
+
+def test_a_curve_keeps_at_most_its_points_whatever_the_length():
+    stream = labelled_stream(1000)
+    result = evaluate([Probe()], stream, every=10, points=8)
+    # 80 examples fill 8 points; at the next, every other is dropped and `every` doubles, at 180
+    # again (every 40), at 360 (80) and at 720 (160); the end is a point of its own
+    steps = [r["step"] for r in result.records]
+    assert steps == [160, 320, 480, 640, 800, 960, 1000]
+    full = {r["step"]: r for r in evaluate([Probe()], stream, every=10).records}
+    assert all(
+        (r["metric"], r["scored"], r["mistakes"])
+        == (full[r["step"]]["metric"], full[r["step"]]["scored"], full[r["step"]]["mistakes"])
+        for r in result.records
+    )
+    with pytest.raises(ValueError, match="points must be an even number >= 2, got 7"):
+        evaluate([Probe()], stream, points=7)
+
+
+def timeless(records: list[dict]) -> list:
+    """The records' bits, without the time the models took (not the same twice)."""
+    return [
+        bits_of({k: v for k, v in r.items() if k not in ("seconds", "throughput")}) for r in records
+    ]
+
+
+def test_answers_as_they_happened_score_as_that_delay_with_every_noise_level():
+    """A stream of river's questions and answers (a labels topic's) scores, level by level, as
+    the (x, y) stream with the delay those answers had, to the bit."""
+    stream = [({"i": float(x["i"] % 5)}, y) for x, y in labelled_stream(600)]
+    events = list(river_stream.simulate_qa(stream, None, 9))
+
+    def run(source, **kw):
+        levels = [
+            (LabelNoise(rate, classes="abc", seed=3), [river_cw.AROW(), Probe()])
+            for rate in (0.0, 0.2)
+        ]
+        return list(iter_levels(levels, source, every=100, baseline=True, **kw))[-1]
+
+    answered, delayed = run(events, answers=True), run(stream, delay=9)
+    assert timeless(answered.records) == timeless(delayed.records)
+    assert answered.info == {"examples": 600, "unlabelled": 0}
+
+
+class Learned(base.Classifier):
+    """Predicts how many labels it has learned so far (so it shows when it was asked)."""
+
+    def __init__(self):
+        self.learned = []
+
+    def learn_one(self, x, y):
+        self.learned.append(x["i"])
+
+    def predict_one(self, x):
+        return len(self.learned)
+
+
+def test_answers_come_in_any_order_and_examples_never_answered_are_counted_not_scored():
+    model = Learned()
+    asked = [(i, {"i": i}, None) for i in range(50)]
+    answers = [(i, {"i": i}, 0) for i in range(48, -1, -2)]  # the even ones, last first
+    results = list(iter_evaluate([model], asked + answers, every=10, answers=True))
+    assert model.learned == list(range(48, -1, -2))
+    final = results[-1]
+    assert final.info == {"examples": 50, "unlabelled": 25}
+    # each example was predicted on arrival, before any label came: 0 learned, right each time
+    assert [(r["step"], r["scored"], r["mistakes"]) for r in final.records] == [
+        (10, 10, 0),
+        (20, 20, 0),
+        (25, 25, 0),
+    ]
+    questions_after = asked[:3] + [(0, {"i": 0}, 0)] + asked[3:]
+    last = list(iter_evaluate([Learned()], questions_after, every=100, answers=True))[-1]
+    assert last.info == {"examples": 50, "unlabelled": 49}  # counted after the last answer
+    with pytest.raises(ValueError, match="example 3 answered before it was asked, or twice"):
+        evaluate([Learned()], asked[:3] + [(3, {"i": 3}, 0)], answers=True)
+    with pytest.raises(ValueError, match="example 1 asked twice"):
+        evaluate([Learned()], asked[:2] + asked[1:2], answers=True)
+    with pytest.raises(ValueError, match="brings its own delays: delay must be 0"):
+        evaluate([Learned()], asked, answers=True, delay=3)

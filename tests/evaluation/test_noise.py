@@ -65,3 +65,13 @@ def test_errors():
         LabelNoise({"a": -0.1})
     with pytest.raises(ValueError, match="not one of the classes"):
         LabelNoise(0.1, classes=["a", "b"])("c")
+
+
+@pytest.mark.parametrize("p", [0.0, {"a": 0.0, "b": 0.0}])
+def test_a_noise_that_flips_nothing_checks_its_labels_and_draws_nothing(p):
+    noise = LabelNoise(p, classes=["a", "b"], seed=4)
+    state = noise._rng.getstate()
+    assert [noise(y) for y in "abba"] == list("abba") and noise.n_seen == 4
+    assert noise._rng.getstate() == state  # no draw: the evaluation's cost of no noise
+    with pytest.raises(ValueError, match="not one of the classes"):
+        noise("c")

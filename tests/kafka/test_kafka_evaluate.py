@@ -6,6 +6,8 @@ produce's simulators (noise, drift) equal to evaluate's."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import subprocess
 import sys
@@ -21,7 +23,8 @@ from streams.evaluate.noise import LabelNoise
 from streams.kafka.client import KafkaSettings, create_topics
 from streams.kafka.examples import TopicExamples
 from streams.kafka.messages import encode_example
-from streams.kafka.ordered import ordered_records
+from streams.kafka.ordered import BUFFERED, every_partition, log_ends, ordered_records
+from streams.kafka.outputs import Outputs
 from tests.kafka.kafka_support import REPO, produce
 
 MODELS = ["--model", "AROW()", "--model", "river.linear_model.PAClassifier()"]
@@ -78,6 +81,9 @@ def test_a_topic_scores_as_the_file_it_was_produced_from(topics, tmp_path, capsy
     written = capsys.readouterr().out
     records = list(ordered_records(KafkaSettings(servers), [topic]))
     assert len(records) == 600
+    # stamped by the clock, never ahead of it, many in one millisecond: their numbers order them
+    assert max(r.timestamp for r in records) <= time.time() * 1000
+    assert len({r.timestamp for r in records}) < 600
     for p in range(3):  # what it printed is what the topic holds
         mine = [r.offset for r in records if r.partition == p]
         assert f"{topic} partition {p}: {len(mine):,} records, offsets 0-{max(mine)}" in written
@@ -106,6 +112,130 @@ def test_labels_from_a_labels_topic_score_as_the_delay_they_were_sent_with(topic
         file_run = evaluate(tmp_path, "--limit", 400, *MODELS, "--metric", metric, "--delay", 25)
         assert_same_scores(topic_run, file_run)
     assert topic_run["info"]["unlabelled"] == 0
+    # --limit cuts the examples, and their labels still come, as on the file before the delay
+    topic_run = evaluate(tmp_path, *source, *MODELS, "--limit", 300, "--noise", 0, 0.2)
+    file_run = evaluate(tmp_path, "--limit", 300, *MODELS, "--delay", 25, "--noise", 0, 0.2)
+    assert_same_scores(topic_run, file_run)
+    assert (topic_run["info"]["examples"], topic_run["info"]["unlabelled"]) == (300, 0)
+
+
+@pytest.mark.kafka
+def test_a_followed_labels_topic_scores_as_the_topic_read_to_its_end(topics, tmp_path):
+    """--follow reads once without counting: river's questions and answers as they come, every
+    noise level in the one pass; the models of a followed run learn the classes as they come,
+    which river_cw's (and the baseline) take as they are."""
+    make, servers = topics
+    topic, labels = make("sms", "sms.labels")
+    produce_args = ["--topic", topic, "--labels-topic", labels, "--bootstrap-servers", servers]
+    assert river_cw("produce", *produce_args, "--limit", 300, "--label-delay", 10) == 0
+    source = ["--topic", topic, "--labels-topic", labels, "--bootstrap-servers", servers]
+    options = ["--model", "AROW()", "--every", 50, "--noise", 0, 0.1]
+    path = tmp_path / "follow.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "evaluate", *map(str, source + options)]
+        + ["--follow", "--idle-timeout", "2", "--quiet", "--json", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    followed = json.loads(path.read_text())
+    whole = evaluate(tmp_path, *source, *options)
+    assert (followed["info"]["examples"], followed["info"]["unlabelled"]) == (300, 0)
+    assert {r["noise"] for r in followed["records"]} == {"0%", "10%"}
+    clean = [r for r in followed["records"] if r["noise"] == "0%"]
+    assert_same_scores({"records": clean}, {"records": whole["records"][: len(clean)]})
+    assert max(r["flipped"] for r in followed["records"]) > 10
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("path", ["client", "broker"])
+def test_a_topic_longer_than_the_read_buffers_comes_back_whole_and_in_order(topics, tmp_path, path):
+    """Past `BUFFERED` records of a partition ahead of the others, the read leaves it and comes
+    back to it: every record comes once, in the order of the keys, the last ones too, on either
+    committed path."""
+    make, servers = topics
+    (topic,) = make("long", partitions=3)
+    n = 3 * BUFFERED
+    path_ = tmp_path / "long.jsonl"
+    path_.write_text("".join(f'{{"x": {{"a": {i % 7}}}, "label": {i % 2}}}\n' for i in range(n)))
+    assert river_cw("produce", path_, "--topic", topic, "--bootstrap-servers", servers) == 0
+    records = ordered_records(KafkaSettings(servers, committed_reads=path), [topic])
+    assert [json.loads(r.value)["id"] for r in records] == list(range(n))  # as produce sent them
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("path", ["client", "broker"])
+def test_every_read_stops_at_the_ends_the_first_found_and_a_follow_reads_on(topics, path):
+    """What lets evaluate count a topic, then score it, holding none of it: every read stops
+    at the ends the first one found; a followed read then gives what was written since."""
+    make, servers = topics
+    (topic,) = make("again", partitions=2)
+    settings = KafkaSettings(servers, committed_reads=path)
+    rows = [(i, {"a": float(i % 3)}, i % 3 == 0) for i in range(90)]
+    send = lambda part: produce(  # noqa: E731
+        servers,
+        topic,
+        [encode_example(*r) for r in part],
+        [r[0] for r in part],
+        [r[0] % 2 for r in part],
+    )
+    send(rows[:40])
+    reader = TopicExamples(settings, topic)
+    first = list(reader)
+    send(rows[40:60])
+    assert list(reader) == first and len(first) == 40
+    followed = ordered_records(settings, [topic], follow=True, idle_timeout=1)
+    history = [next(followed) for _ in range(60)]  # the ends are those of now
+    send(rows[60:])
+    ids = [json.loads(r.value)["id"] for r in history + list(followed)]
+    assert sorted(ids[:60]) == list(range(60)) and sorted(ids[60:]) == list(range(60, 90))
+
+
+@pytest.mark.kafka
+def test_both_committed_paths_read_the_same_records_in_the_same_order(topics, tmp_path):
+    """librdkafka's read_committed (the path for brokers that list aborted transactions) and
+    the client-side filter (the demo broker's) read the same records, in the same order, up to
+    the same ends, and evaluate scores them alike: where no transaction was aborted (the demo
+    broker lists none, so there read_committed would return an aborted one's records)."""
+    make, servers = topics
+    topic, labels = make("paths", "paths.labels")
+    settings = KafkaSettings(servers)
+    assert (
+        river_cw(
+            *("produce", "--topic", topic, "--labels-topic", labels),
+            *("--bootstrap-servers", servers, "--limit", 200, "--label-delay", 5),
+        )
+        == 0
+    )
+    owner = Outputs(settings, transactional_id=f"{topic}-0")
+    try:  # committed transactions of several records, each partition ending with a marker
+        for i in range(1000, 1012):
+            x = {"text": f"call {i} now for a prize"}
+            owner.send(topic, encode_example(i, x, ("ham", "spam")[i % 2]), str(i).encode(), i % 3)
+            if i % 4 == 3:
+                owner.commit({}, None)
+    finally:
+        owner.close()
+    plain = [json.dumps({"id": i, "label": "spam"}).encode() for i in range(1000, 1012)]
+    produce(servers, labels, plain, list(range(1000, 1012)), [i % 3 for i in range(12)])
+    read = {}
+    for path in ("client", "broker"):
+        chosen = dataclasses.replace(settings, committed_reads=path)
+        ends = log_ends(chosen, every_partition(chosen, [topic, labels]))
+        records = ordered_records(chosen, [topic, labels])
+        fields = [(r.topic, r.partition, r.offset, r.timestamp, r.headers) for r in records]
+        source = ["--topic", topic, "--labels-topic", labels, "--bootstrap-servers", servers]
+        run = evaluate(tmp_path, *source, *MODELS, "--committed-reads", path)
+        read[path] = ends, fields, run
+    assert read["broker"][:2] == read["client"][:2]
+    ends, fields, run = read["client"]
+    assert len(fields) == 2 * 200 + 2 * 12
+    # and the commit markers of the 3 transactions, one in each of their partitions
+    assert sum(ends.values()) == len(fields) + 3 * 3
+    assert_same_scores(read["broker"][2], run)
+    assert run["info"]["examples"] == 212 and run["info"]["unlabelled"] == 0
 
 
 @pytest.mark.kafka
@@ -200,6 +330,9 @@ def test_follow_reads_live_records_until_idle_then_prints_the_final_table(topics
             "3",
             "--every",
             "50",
+            "--noise",
+            "0",
+            "0.1",
             "--json",
             str(path),
         ],
@@ -217,7 +350,7 @@ def test_follow_reads_live_records_until_idle_then_prints_the_final_table(topics
     assert "Final scores" in out
     document = json.loads(path.read_text())
     assert document["info"]["examples"] == 300
-    assert {r["step"] for r in document["summary"]} == {300}
+    assert {(r["noise"], r["step"]) for r in document["summary"]} == {("0%", 300), ("10%", 300)}
 
 
 @pytest.mark.kafka
@@ -229,14 +362,16 @@ def test_produce_sends_the_labels_evaluate_noise_and_drift_would_make(topics, ca
     assert river_cw("produce", *produce_args, *options) == 0
     parser = argparse.ArgumentParser()
     evaluate_cli.add_arguments(parser)
-    stream = load(parser.parse_args(list(map(str, options))))
-    classes = sorted({y for _, y in stream.examples}, key=order_key)
+    with contextlib.ExitStack() as stack:
+        stream = load(parser.parse_args(list(map(str, options))), stack)
+        examples = list(stream.examples)
+    classes = sorted(stream.labels, key=order_key)
     noise = LabelNoise(0.2, classes=classes, seed=3)
     # what evaluate's models learn; feature names are strings in JSON (SEA's are 0, 1, 2)
-    expected = [({str(k): v for k, v in x.items()}, noise(y)) for x, y in stream.examples]
+    expected = [({str(k): v for k, v in x.items()}, noise(y)) for x, y in examples]
     got = list(TopicExamples(KafkaSettings(servers), topic))
     assert got == expected
-    assert sum(y != noisy for (_, y), (_, noisy) in zip(stream.examples, got)) > 50
+    assert sum(y != noisy for (_, y), (_, noisy) in zip(examples, got)) > 50
 
 
 @pytest.mark.kafka
@@ -260,7 +395,10 @@ def test_produce_refuses_topics_a_label_could_not_follow_its_example_into(topics
         (["data.jsonl", "--topic", "t"], "give data files or --topic, not both"),
         (["--topic", "t", "--labels-topic", "l", "--delay", "3"], "--delay must be 0"),
         (["--topic", "t", "--drift", "sudden"], "river-cw produce FILES --drift sudden"),
-        (["--topic", "t", "--follow", "--noise", "0", "0.1"], "no several --noise rates"),
+        (["--topic", "t", "--follow", "--noise", "spam=0.1"], "no class-conditional --noise"),
+        (["--topic", "t", "--follow", "--tune"], "no --tune"),
+        (["--topic", "t", "--labels-topic", "l", "--drift", "flip"], "--drift flip needs the"),
+        (["--topic", "t", "--follow", "--metric", "f1"], "a metric of one class needs them"),
         (["--topic", "t", "--idle-timeout", "3"], "--idle-timeout needs --follow"),
     ],
 )

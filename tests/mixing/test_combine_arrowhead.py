@@ -2,7 +2,7 @@
 
 The arrowhead's precision is an arrowhead matrix and natural parameters add entry by entry, so
 the delta rule (and the product) of arrowhead models is in the family: the mixed model's whole
-covariance matrix, read from its public views, must be the dense rule's (river_cw/combine_arrowhead.py).
+covariance matrix, read from its public views, must be the dense rule's (river_cw/_engines/combine_arrowhead.py).
 Where that rule would be less certain than a member (the projected step's change of the
 intercept's row is not always evidence), the base's discount keeps a valid Gaussian that meets
 the floors. The moment analogue keeps the averaged moments of the intercept and of every
@@ -87,7 +87,7 @@ def assert_dense_rule(merged, members, base, labels):
     that rule is at least as certain as the most certain member that changed each factor (a
     feature's conditional precision ``P_jj``, the intercept's marginal precision ``1/Sigma_bb``),
     as it is when every member's change is evidence; elsewhere the base's discount: a positive
-    definite Gaussian that meets those floors (river_cw/combine_arrowhead.py)."""
+    definite Gaussian that meets those floors (river_cw/_engines/combine_arrowhead.py)."""
     assert merged.classes_ == labels
     every = members if base is None else [base, *members]
     keys = keys_of([*every, merged], labels)

@@ -313,7 +313,7 @@ def test_mixing_the_changes_is_mixing_the_models(method):
 
 def holding(blocks: list[dict], labels: list):
     """An AROW holding the diagonal Gaussian `blocks` ({feature: (mean, variance)}) as is."""
-    gaussian = river_cw.diagonal.DiagonalGaussian(1.0)
+    gaussian = river_cw._engines.diagonal.DiagonalGaussian(1.0)
     gaussian.blocks = [{f: list(pair) for f, pair in block.items()} for block in blocks]
     gaussian.reset_bound()
     model = river_cw.AROW(**DIAGONAL)

@@ -10,7 +10,7 @@ forgetting, 1 to 5 members, random shard sizes. After every round:
 - combining raises nothing (the members started from the base);
 - the result is a proper Gaussian: finite means, every variance positive and finite, and with
   full or arrowhead covariance a positive definite matrix (the arrowhead's: every latent
-  variance positive, river_cw/arrowhead.py);
+  variance positive, river_cw/_engines/arrowhead.py);
 - ``"l2"`` gives every weight the base's mean plus the members' changes of it;
 - mixing unchanged copies of the mix returns it;
 - and at the end the KL mix of binary models is about as accurate on held-out examples as its

@@ -79,7 +79,7 @@ def name(model):
     return repr(model).replace("\n", "").replace(" ", "")
 
 
-# The full-covariance models share one engine (river_cw/full.py, held to the dense reference for
+# The full-covariance models share one engine (river_cw/_engines/full.py, held to the dense reference for
 # every rule by tests/models/test_full_covariance_vs_papers.py) and differ only by their step, which
 # river's checks meet for every rule on the other covariances: AROW's stand for the others, each
 # full model taking seconds of numpy on river's data sets. Beside ALL_CONFIGS' defaults: the papers'

@@ -1,5 +1,5 @@
 """Forgetting: the precision of the weights an example touches relaxes toward the prior's
-(directional, stabilised forgetting; see `river_cw.gaussian_model.GaussianModel`)."""
+(directional, stabilised forgetting; see `river_cw.gaussian_classifier.GaussianClassifier`)."""
 
 from __future__ import annotations
 

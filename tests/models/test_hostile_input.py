@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import INTERCEPT, arrowhead, diagonal
+from river_cw import INTERCEPT
+from river_cw._engines import arrowhead, diagonal
 from tests.conftest import examples
 from tests.models.test_classifiers import ALL_CONFIGS, name
 

@@ -1,5 +1,9 @@
 """`predict_one` is the label of largest `predict_proba_one`, for every classifier configuration.
 
+Built in: every model's `predict_one` and `predict_many` go through
+`river_cw.probabilities.most_probable`, whose docstring holds the argument; it is checked here
+against each probability model on random scores, then on the models themselves.
+
 One definition of "most likely": the best score (the papers' rule), with probabilities that rank the
 labels as the scores do (`river_cw.probabilities`, `river_cw.VotedRDA`). Among labels of equal
 probability the prediction is the one of larger score (then the first in ``classes_``). Checked at
@@ -13,12 +17,15 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import datasets
 
 import river_cw
+from river_cw import probabilities
+from river_cw.rda import _softmax
 from tests.conftest import examples
 
 GAUSSIAN = (river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP)
@@ -70,6 +77,40 @@ def assert_most_likely(model, x: dict) -> None:
     scores = scores_by_label(model, x)
     best = max(scores[label] for label in tied)
     assert predicted == next(label for label in tied if scores[label] == best), (proba, scores)
+
+
+def argmax_by_probability(classes: list, proba: dict, scores: list[float]):
+    """The label of largest probability, ties to the larger score (then the first label)."""
+    top = max(proba.values())
+    tied = [k for k, label in enumerate(classes) if proba[label] == top]
+    return classes[max(tied, key=scores.__getitem__)]
+
+
+SCORES = st.floats(-1e6, 1e6) | st.sampled_from([0.0, 1.0, -1.0, 1e-300, 1e300])
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    scores=st.lists(SCORES, min_size=3, max_size=6),
+    spread=st.lists(st.floats(1e-6, 1e6), min_size=6, max_size=6),
+    temperature=st.floats(0.05, 20.0),
+)
+def test_most_probable_is_the_argmax_of_every_probability_model(scores, spread, temperature):
+    """Binary Phi, the multi-class pairwise margins on one scale (a diagonal covariance of any
+    spread), voted RDA's softmax: `most_probable` is the label of largest probability."""
+    classes = list("abcdef"[: len(scores)])
+    cov = np.diag(spread[: len(scores)])
+    multi = probabilities.multiclass(probabilities.pairwise(scores, cov), temperature, classes)
+    softmax = dict(zip(classes, _softmax(np.array(scores), temperature).tolist()))
+    for proba in (multi, softmax):
+        assert probabilities.most_probable(classes, scores) == argmax_by_probability(
+            classes, proba, scores
+        )
+    m, v = scores[0], spread[0]
+    binary = probabilities.binary(m, v, temperature, classes[:2])
+    assert probabilities.most_probable(classes[:2], [m]) == argmax_by_probability(
+        classes[:2], binary, [0.0, m]
+    )
 
 
 @st.composite

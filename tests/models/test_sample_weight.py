@@ -2,8 +2,8 @@
 
 Two paths learn a weighted example. On the compiled engine, a binary model with diagonal or
 arrowhead covariance (no calibration, no forgetting) learns an example with a known label and a
-`float` weight > 0 in one call of the engine, the rule's step in C (river_cw/_steps.h; voted
-RDA's in river_cw/_rda.c). Any other weight (an `int`, a numpy float, 0) takes the general path, the
+`float` weight > 0 in one call of the engine, the rule's step in C (river_cw/_engines/_steps.h; voted
+RDA's in river_cw/_engines/_rda.c). Any other weight (an `int`, a numpy float, 0) takes the general path, the
 rule's Python `_step`. So every property here is checked on `int` weights and on `float` ones,
 whole and fractional (`WEIGHTS`);
 `test_float_weights_reach_the_compiled_step_and_int_weights_the_python_one` keeps that premise

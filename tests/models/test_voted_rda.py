@@ -16,8 +16,8 @@ from scipy import optimize, special
 
 import river_cw
 from river_cw import rda
+from river_cw._engines.rda_engine import PythonRDA
 from river_cw.base import LinearClassifier
-from river_cw.rda_engine import PythonRDA
 from tests.conftest import examples, read_jsonl, shuffled
 
 
@@ -30,7 +30,7 @@ def make_rda(engine: str, **params) -> river_cw.VotedRDA:
         finally:
             rda._compiled = compiled
     if rda._compiled is None:
-        pytest.skip("river_cw._rda is not built or RIVER_CW_PURE_PYTHON is set")
+        pytest.skip("river_cw._engines._rda is not built or RIVER_CW_PURE_PYTHON is set")
     return river_cw.VotedRDA(**params)
 
 

@@ -76,9 +76,9 @@ SELECTION = {
         "tests/models/test_full_covariance_vs_papers.py::test_sop_matches_the_papers_b_and_A_form",  # its prior a I
     ],
     "river_cw/combine.py": COMBINE,
-    "river_cw/combine_diagonal.py": COMBINE,
-    "river_cw/combine_full.py": COMBINE,
-    "river_cw/combine_arrowhead.py": ["tests/mixing/test_combine_arrowhead.py"],
+    "river_cw/_engines/combine_diagonal.py": COMBINE,
+    "river_cw/_engines/combine_full.py": COMBINE,
+    "river_cw/_engines/combine_arrowhead.py": ["tests/mixing/test_combine_arrowhead.py"],
     "river_cw/covariances.py": [
         "tests/models/test_covariance_contract.py",
         "tests/models/test_hyperparameters.py",
@@ -88,18 +88,22 @@ SELECTION = {
         "tests/models/test_hostile_input.py",
         "tests/engines/test_compiled_vs_python.py",
     ],
-    "river_cw/gaussian.py": ENGINE,
-    "river_cw/diagonal.py": ENGINE,
-    "river_cw/full.py": ENGINE,
+    "river_cw/_engines/gaussian.py": ENGINE,
+    "river_cw/_engines/diagonal.py": ENGINE,
+    "river_cw/_engines/full.py": ENGINE,
     "river_cw/base.py": MODEL,
-    "river_cw/gaussian_model.py": MODEL,
     "river_cw/gaussian_classifier.py": MODEL,
+    "river_cw/_one_call.py": [
+        "tests/models/test_mini_batch.py",
+        "tests/engines/test_batch_kernels.py",
+    ],
+    "river_cw/_engines/arrowhead.py": ENGINE,
     "river_cw/probabilities.py": [*MODEL, "tests/models/test_views.py"],
     "river_cw/rda.py": [
         "tests/models/test_voted_rda.py",
         "tests/engines/test_rda_compiled_vs_python.py",
     ],
-    "river_cw/rda_engine.py": [
+    "river_cw/_engines/rda_engine.py": [
         "tests/models/test_voted_rda.py",
         "tests/engines/test_rda_compiled_vs_python.py",
     ],
@@ -303,7 +307,7 @@ def checkout_copy() -> Path:
     tracked = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
     ).stdout.split(b"\0")
-    built = [p.relative_to(ROOT) for p in (ROOT / "river_cw").glob("*.so")]
+    built = [p.relative_to(ROOT) for p in (ROOT / "river_cw" / "_engines").glob("*.so")]
     copy = Path(tempfile.mkdtemp(prefix="river-cw-mutation-"))
     for name in [os.fsdecode(n) for n in tracked if n] + [str(p) for p in built]:
         target = copy / name

@@ -49,8 +49,9 @@ def test_the_wheel_built_from_the_sdist_holds_every_compiled_engine_and_runs_in_
     wheel, tmp_path
 ):
     names = zipfile.ZipFile(wheel).namelist()
-    built = {name.split("/")[-1].split(".")[0] for name in names if name.endswith((".so", ".pyd"))}
-    assert built == EXTENSIONS, f"the wheel's compiled modules: {sorted(built)}"
+    built = {name.split(".")[0] for name in names if name.endswith((".so", ".pyd"))}
+    wanted = {f"river_cw/_engines/{name}" for name in EXTENSIONS}  # the engines' private package
+    assert built == wanted, f"the wheel's compiled modules: {sorted(built)}"
     # the version has one source (river_cw.__version__), the licence and the bundled data ship
     assert wheel.name.startswith(f"river_cw-{river_cw.__version__}-"), wheel.name
     assert any(
@@ -196,7 +197,10 @@ def distributions(python: Path) -> dict[str, str]:
         "import importlib.metadata as m, json\n"
         "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
     )
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    # isolated (-I): not the working directory, whose river_cw.egg-info an editable install made
+    out = subprocess.run(
+        [str(python), "-I", "-c", code], capture_output=True, text=True, check=True
+    )
     return {canonicalize_name(name): version for name, version in json.loads(out.stdout).items()}
 
 

@@ -1,5 +1,6 @@
-"""Every shell and Python block of README.md and docs/getting-started.md runs as written, in
-order, in a temporary directory, as a reader runs them in one terminal (issue 42).
+"""Every shell and Python block of README.md, docs/getting-started.md and the Kafka guide
+(docs/guide/kafka.md) runs as written, in order, in a temporary directory, as a reader runs them
+in one terminal.
 
 `Terminal` feeds the blocks' commands one at a time to one bash session (a Python block as
 ``python3 -`` reading the block), and each must exit with status 0. The runner adds only what a
@@ -50,7 +51,9 @@ import pytest
 from tests.conftest import require_broker_package, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = ["README.md", "docs/getting-started.md"]
+DOCUMENTS = ["README.md", "docs/getting-started.md", "docs/guide/kafka.md"]
+QUICKSTARTS = ["README.md", "docs/getting-started.md"]  # the documents showing the quickstart
+ON_A_BROKER = {"README.md", "docs/guide/kafka.md"}  # slow: they start a broker and servers
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 RUN = {"sh", "python"}  # the blocks a reader runs
 SHOWN = {"text"}  # the blocks that show what a command prints
@@ -117,7 +120,7 @@ def test_every_block_is_run_or_shows_output(document):
     assert {b.language for b in blocks(document)} <= RUN | SHOWN
 
 
-@pytest.mark.parametrize("document", DOCUMENTS)
+@pytest.mark.parametrize("document", QUICKSTARTS)
 def test_the_quickstart_shown_is_examples_quickstart(document):
     """The README and getting-started say "this is `examples/quickstart.py`", the script
     tests/project/test_examples.py runs and checks."""
@@ -469,8 +472,10 @@ def run_as_written(document: str, cwd: Path) -> None:
 
 @pytest.mark.parametrize(
     "document",
-    [pytest.param("README.md", marks=[pytest.mark.slow, pytest.mark.kafka])]
-    + [d for d in DOCUMENTS if d != "README.md"],
+    [
+        pytest.param(d, marks=[pytest.mark.slow, pytest.mark.kafka]) if d in ON_A_BROKER else d
+        for d in DOCUMENTS
+    ],
 )
 def test_every_block_runs_as_written_in_order(document, tmp_path):
     run_as_written(document, tmp_path)

@@ -115,7 +115,7 @@ class SecondOrderPerceptron:
 def arrowhead_projection(mu, S, roots, scheme):
     """The Gaussian of the arrowhead family nearest N(mu, S), written from its definition.
 
-    The family (river_cw/arrowhead.py): weights in blocks, each block's weights independent given
+    The family (river_cw/_engines/arrowhead.py): weights in blocks, each block's weights independent given
     its root (the intercept), blocks independent. `roots` maps each weight's index to its
     block's root index (a root maps to itself). Both projections keep mu, every root's
     variance and every weight's regression on its root, ``k_j = S_jr / S_rr``; the variance of

@@ -24,7 +24,9 @@ CORPORA = [
     "enron_spam_lbjava_subset.jsonl.gz",
 ]
 
-compiled = pytest.mark.skipif(not text.COMPILED, reason="the river_cw._text extension is not built")
+compiled = pytest.mark.skipif(
+    not text.COMPILED, reason="the river_cw._engines._text extension is not built"
+)
 
 
 def assert_same_counts(ours: dict, rivers: dict):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from river import checks, feature_extraction, linear_model
 
 import river_cw
-from river_cw import diagonal
+from river_cw._engines import diagonal
 from river_cw.text import BagOfWords, TextClassifier
 from tests.conftest import examples, read_jsonl, shuffled
 from tests.support.bits import bits_of, public_state
@@ -117,7 +117,7 @@ def test_pickles_forget_the_last_text_and_continue_alike():
 
 
 class Spying:
-    """`river_cw._text.count` (or `count_tokens`) that keeps the dict of each count it hands out
+    """`river_cw._engines._text.count` (or `count_tokens`) that keeps the dict of each count it hands out
     (a `TokenCounts`' `as_dict()`), with a copy of it as it was."""
 
     def __init__(self, count):
@@ -130,7 +130,9 @@ class Spying:
         return counts
 
 
-@pytest.mark.skipif(not river_cw.text.COMPILED, reason="the river_cw._text extension is not built")
+@pytest.mark.skipif(
+    not river_cw.text.COMPILED, reason="the river_cw._engines._text extension is not built"
+)
 @pytest.mark.parametrize("engine", ["compiled", "python"])
 @pytest.mark.parametrize(
     "make, options, without_dicts",

@@ -1,4 +1,4 @@
-"""Voted RDA's engine in Python: the readable reference of the compiled `river_cw._rda.Engine`.
+"""Voted RDA's engine in Python: the readable reference of the compiled `river_cw._engines._rda.Engine`.
 
 `river_cw.rda.VotedRDA` keeps its state in an engine, this one or the compiled one, which have
 the same methods and give the same numbers to the bit (tests/engines/test_rda_compiled_vs_python.py); the compiled
@@ -25,11 +25,13 @@ from array import array
 
 import numpy as np
 
-from .validation import check_features
+from ..validation import check_features
 
 __all__ = ["STATE", "PythonRDA", "logits", "raise_bad_input"]
 
-QUEUE_ROWS = 256  # calibration rows before the model is asked to add them up, as river_cw._rda
+QUEUE_ROWS = (
+    256  # calibration rows before the model is asked to add them up, as river_cw._engines._rda
+)
 
 # The engine's state, in the order a pickle holds it; the compiled engine exports and loads
 # these attributes, so pickles do not know which engine wrote them.

@@ -1,9 +1,9 @@
-/* The full-covariance engine's kernels (river_cw.full): the precision's Cholesky factor R
+/* The full-covariance engine's kernels (river_cw._engines.full): the precision's Cholesky factor R
  * (Sigma^-1 = R'R, upper triangular, a C-order float64 matrix held by the Python engine), its
  * two triangular solves, its rank-one update by Givens rotations, and the common cases of
  * learn_one and predict_one in one call each.
  *
- * Each kernel is river_cw.full.PythonFullGaussian's method of the same name transcribed
+ * Each kernel is river_cw._engines.full.PythonFullGaussian's method of the same name transcribed
  * operation for operation, in the same order (element-wise operations, each rounded once; the
  * sums mu . d and |z|^2 exactly rounded, _fsum.h), so that compiled with -ffp-contract=off it
  * gives the same numbers to the bit (tests/engines/test_compiled_vs_python.py). The matrices
@@ -25,10 +25,10 @@
 #include "_input.h"
 #include "_steps.h"
 
-/* river_cw.full.FACTOR_BOUND: the largest entry of R an update writes */
+/* river_cw._engines.full.FACTOR_BOUND: the largest entry of R an update writes */
 #define RCW_FACTOR_BOUND 1e150
 
-/* learn's outcomes: river_cw.gaussian's NOTHING, APPLIED (both 0 here: learned) and SKIPPED,
+/* learn's outcomes: river_cw._engines.gaussian's NOTHING, APPLIED (both 0 here: learned) and SKIPPED,
  * and the general path's case */
 enum { LEARNED = 0, SKIPPED = 2, GENERAL = -1 };
 
@@ -109,7 +109,7 @@ static void backward(const double *R, Py_ssize_t n, double *t, double *s) {
     }
 }
 
-/* river_cw.full._hypot: sqrt(a^2 + b^2) as big sqrt(1 + (small / big)^2), b != 0 */
+/* river_cw._engines.full._hypot: sqrt(a^2 + b^2) as big sqrt(1 + (small / big)^2), b != 0 */
 static inline double hypot_of(double a, double b) {
     double big, small, ratio;
     a = fabs(a);
@@ -612,8 +612,8 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "river_cw._full",
-    "The full-covariance engine's kernels (river_cw.full): solves, the rank-one update of the "
+    PyModuleDef_HEAD_INIT, "river_cw._engines._full",
+    "The full-covariance engine's kernels (river_cw._engines.full): solves, the rank-one update of the "
     "precision's factor, and the one-call learn and score.",
     -1, module_methods};
 

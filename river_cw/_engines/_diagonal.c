@@ -1,5 +1,5 @@
 /* The compiled diagonal Gaussian engine: the same interface and the same numbers as
- * river_cw.diagonal.PythonDiagonalGaussian (the readable reference), bit for bit.
+ * river_cw._engines.diagonal.PythonDiagonalGaussian (the readable reference), bit for bit.
  *
  * Each weight block is an insertion-ordered open-addressing table (CPython's compact dict
  * layout): an index of int32 slots probed with the key's hash, and a dense array of entries
@@ -49,7 +49,7 @@ static inline void table_append(Table *t, PyObject *key, Py_hash_t hash, double 
 /* ---------------------------------------------------------------------------------------- */
 /* the per-coordinate formulas: one home each                                                */
 
-#define SAFE_BOUND 1e300 /* river_cw.diagonal._SAFE: far enough from float64's limit */
+#define SAFE_BOUND 1e300 /* river_cw._engines.diagonal._SAFE: far enough from float64's limit */
 
 enum { SCHEME_PROJECT, SCHEME_DROP, SCHEME_HERDING, SCHEME_CALLABLE };
 
@@ -126,8 +126,8 @@ typedef struct {
     LeanSpec lean;            /* the lean cache */                                               \
     struct BatchCache *batch; /* the batch cache: learn_rows' CSR columns (_batch.h), or NULL */
 #define RCW_ENGINE_NAME "diagonal"
-#define RCW_MODULE_NAME "river_cw._diagonal"
-#define RCW_BAD_INPUT_VALUE_ERROR 0 /* river_cw.diagonal lets math.fsum's ValueError through */
+#define RCW_MODULE_NAME "river_cw._engines._diagonal"
+#define RCW_BAD_INPUT_VALUE_ERROR 0 /* river_cw._engines.diagonal lets math.fsum's ValueError through */
 /* beyond raise_bad_input: NHERD's scheme type, whose instances update_core runs in C; the
  * general case of as_floats (module_as_floats); TokenCounts' type (_token_counts.h) */
 #define RCW_ENGINE_HOOKS(X)                                                                      \
@@ -346,7 +346,7 @@ static int coords_reserve(Diagonal *self, Py_ssize_t n) {
 }
 
 /* forgetting: a learned variance relaxed toward the prior, 1/s <- keep/s + rest (see
- * river_cw.gaussian.forget); keep == 1 leaves it as it is */
+ * river_cw._engines.gaussian.forget); keep == 1 leaves it as it is */
 static inline double forget(double s, double keep, double rest) {
     return keep == 1.0 ? s : s / (keep + rest * s);
 }
@@ -729,7 +729,7 @@ fail:
 /* learn: margin, the rule's step and update in one call                                      */
 
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2:
- * river_cw.diagonal.PythonDiagonalGaussian.learn (the reference): margin, the rule's step (Python,
+ * river_cw._engines.diagonal.PythonDiagonalGaussian.learn (the reference): margin, the rule's step (Python,
  * called with the engine free, as between margin() and update()) and update */
 static PyObject *engine_learn(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *x, *terms = NULL, *update_scheme = NULL;
@@ -1584,13 +1584,13 @@ static PyGetSetDef engine_getset[] = {
     {NULL},
 };
 
-RCW_SHELL_TYPE(DiagonalType, "river_cw._diagonal.Diagonal", Py_TPFLAGS_BASETYPE,
-               "The compiled diagonal Gaussian engine (see river_cw.diagonal.DiagonalGaussian).");
+RCW_SHELL_TYPE(DiagonalType, "river_cw._engines._diagonal.Diagonal", Py_TPFLAGS_BASETYPE,
+               "The compiled diagonal Gaussian engine (see river_cw._engines.diagonal.DiagonalGaussian).");
 
 /* ---------------------------------------------------------------------------------------- */
 
 RCW_SHELL_MODULE("The compiled diagonal Gaussian engine of river_cw (optional; see "
-                 "river_cw.diagonal), and utilities of the models (_utilities.h).",
+                 "river_cw._engines.diagonal), and utilities of the models (_utilities.h).",
                  RCW_UTILITY_METHODS);
 
 PyMODINIT_FUNC PyInit__diagonal(void) {

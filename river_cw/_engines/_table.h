@@ -1,4 +1,4 @@
-/* The feature table of the compiled engines (river_cw/_diagonal.c, _arrowhead.c, _rda.c), one per
+/* The feature table of the compiled engines (river_cw/_engines/_diagonal.c, _arrowhead.c, _rda.c), one per
  * weight block; an engine's blocks (their order and layout, Blocks) and its marks (what was
  * written since a point in time). A table is open addressing keyed by the feature object and its
  * hash, entries kept in insertion order (the order of a dict, and of the Python engines' dicts),
@@ -515,7 +515,7 @@ static inline long long *order_ids(const Blocks *b, PyObject *order, Py_ssize_t 
 
 /* ---------------------------------------------------------------------------------------- */
 /* marks: the entries written since a point in time, for an engine's `mark` and `changed` (see
- * river_cw.gaussian.DiagonalGaussian.changed). After a mark, each table notes the entries it
+ * river_cw._engines.gaussian.DiagonalGaussian.changed). After a mark, each table notes the entries it
  * writes (table_note, at every write); the next mark copies only those and the entries appended
  * since, and `changed` compares only those with the copy, so that both cost in proportion to the
  * entries written, not to the model. A mark holds while the blocks keep their layout: the engine

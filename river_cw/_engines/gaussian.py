@@ -9,8 +9,8 @@ Every rule of the family (CW, AROW, NHERD, SOP, SCW) updates along a difference 
 
 with the margin mean ``m = mu . d`` and variance ``v = d' Sigma d``. A rule only maps
 ``(m, v)`` to ``(alpha, gamma)``; the sparse loops live in the engines, once, for every rule:
-`river_cw.diagonal` (independent weights), `river_cw.arrowhead` (independent given the
-intercept) and `river_cw.full` (one joint Gaussian). This module holds what their Python
+`river_cw._engines.diagonal` (independent weights), `river_cw._engines.arrowhead` (independent given the
+intercept) and `river_cw._engines.full` (one joint Gaussian). This module holds what their Python
 engines share: one update (`_learn`: margin, the rule's step, update, and its outcomes), the
 forgetting of a variance (`forget`), exactly rounded sums (`_total`) and the error that names a
 bad feature (`_raise_bad_input`, also the compiled engines' hook).
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from math import fsum
 
-from .validation import check_features
+from ..validation import check_features
 
 __all__ = ["APPLIED", "NOTHING", "SKIPPED", "check_pairs", "forget"]
 

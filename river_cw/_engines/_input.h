@@ -1,4 +1,4 @@
-/* The input layer of the compiled engines (river_cw/_diagonal.c, _arrowhead.c, _rda.c): how an
+/* The input layer of the compiled engines (river_cw/_engines/_diagonal.c, _arrowhead.c, _rda.c): how an
  * example reaches them and how a bad one is told apart. A feature's key hashed (key_hash) and its
  * value read (plain_value on the fast paths, value_of on the general path, as float(value)); x
  * taken as a dict (as_dict), or as a TokenCounts (_token_counts.h); the pairs of a difference
@@ -125,7 +125,7 @@ static inline int value_of(PyObject *v, double *out) {
 /* a difference vector's pairs, a sequence of at most two (block, sign) over nblocks blocks (a
  * negative block counts from the end, as a list index), into block[] and sign[]: how many, or -1
  * with an error (ValueError for a block named twice: the engines read and write each pair's
- * block as its label's alone, as river_cw.gaussian.check_pairs) */
+ * block as its label's alone, as river_cw._engines.gaussian.check_pairs) */
 static inline int rcw_pairs(PyObject *pairs, Py_ssize_t nblocks, Py_ssize_t *block, double *sign) {
     Py_ssize_t npairs, k;
     if ((pairs = PySequence_Fast(pairs, "pairs must be a sequence of (block, sign)")) == NULL)

@@ -224,7 +224,7 @@ static PyObject *engine_learn_rows(Engine *self, PyObject *args);
 
 /* The step of the engine's last margin: BATCH_UPDATE with alpha, gamma, the scheme's kind and C
  * (batch_scheme) and a new reference to the scheme (None from the lean spec), or BATCH_NONE,
- * BATCH_SKIP, BATCH_ERROR (raised). The Python step (rule_step) runs as river_cw.gaussian._learn
+ * BATCH_SKIP, BATCH_ERROR (raised). The Python step (rule_step) runs as river_cw._engines.gaussian._learn
  * runs it. An exact rule whose lean spec steps it in C (batch_lean_step: the diagonal's CW
  * solver, NHERD's step with its herding shrink) takes that step, as the lean path does; where the
  * solver errs the Python step runs and raises. */

@@ -1,4 +1,4 @@
-/* river_cw._text: river's BagOfWords token counts, in C.
+/* river_cw._engines._text: river's BagOfWords token counts, in C.
  *
  * count(text, lowercase, strip_accents) returns the dict {token: count} that river's
  * feature_extraction.BagOfWords(lowercase=lowercase, strip_accents=strip_accents) returns for
@@ -133,7 +133,7 @@ static PyMethodDef token_counts_methods[] = {
 static PySequenceMethods token_counts_as_sequence = {.sq_length = (lenfunc)token_counts_length};
 
 static PyTypeObject TokenCountsType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._text.TokenCounts",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._engines._text.TokenCounts",
     .tp_doc = "A text's token counts as count() gives them, without the dict: the compiled "
               "engines read its (token, count) pairs in count()'s order; as_dict() is the dict.",
     .tp_basicsize = offsetof(RcwTokenCounts, pairs),
@@ -261,7 +261,7 @@ static PyObject *strip_non_ascii(PyObject *text)
 {
     PyObject *args[2] = {nfkd, text}, *out = NULL;
     if (!normalize || !combining) {
-        PyErr_SetString(PyExc_RuntimeError, "river_cw._text: unicodedata's functions are not "
+        PyErr_SetString(PyExc_RuntimeError, "river_cw._engines._text: unicodedata's functions are not "
                                             "connected (importing river_cw connects them)");
         return NULL;
     }
@@ -531,7 +531,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "river_cw._text", "river's BagOfWords token counts, in C.", -1, methods,
+    PyModuleDef_HEAD_INIT, "river_cw._engines._text", "river's BagOfWords token counts, in C.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__text(void)

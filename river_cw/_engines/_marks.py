@@ -3,7 +3,7 @@
 A mark copies the numbers of every weight, per block; `since` lists per block the weights added
 after it, or whose numbers differ from the copy bit for bit. A new layout of the blocks leaves no
 mark (`Blocks`, the layout operations the Python engines share). The compiled engines give the
-same answers by noting the entries they write after a mark (river_cw/_table.h), so that theirs
+same answers by noting the entries they write after a mark (river_cw/_engines/_table.h), so that theirs
 cost in proportion to what was written.
 """
 

@@ -2,12 +2,12 @@
 kept as a Cholesky factor.
 
 The papers' models with ``covariance="full"`` (Crammer, Dredze and Pereira, JMLR 2012): the
-update form of `river_cw.gaussian` on the whole matrix, O(d^2) per example: two triangular
+update form of `river_cw._engines.gaussian` on the whole matrix, O(d^2) per example: two triangular
 solves and a rank-one update of the factor by Givens rotations (Golub and Van Loan, Matrix
 Computations, section 6.5.4).
 
 `PythonFullGaussian` is the readable reference; `FullGaussian` is the engine that serves: where
-`river_cw._full` is built, the same class with its kernels compiled (the solves, the rank-one
+`river_cw._engines._full` is built, the same class with its kernels compiled (the solves, the rank-one
 update, and the common case of ``learn_one`` and ``predict_one`` in one call), the same numbers
 bit for bit. The kernels are written as sequences of element-wise operations in one order (each
 rounded once, as IEEE 754 rounds them), never as a library's dot product or triangular solve,
@@ -22,16 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
+from .. import engine
+from ..validation import check_features
 from .gaussian import _learn, _raise_bad_input, _total
-from .validation import check_features
 
 __all__ = ["FACTOR_BOUND", "FullGaussian", "PythonFullGaussian"]
 
 FACTOR_BOUND = 1e150
 """The largest entry of the precision's factor R an update writes: the precision R'R sums their
 products, and the views invert it; a step that would go beyond is refused, as one float64
-cannot express (river_cw/_full.c's RCW_FACTOR_BOUND)."""
+cannot express (river_cw/_engines/_full.c's RCW_FACTOR_BOUND)."""
 
 
 class PythonFullGaussian:
@@ -356,14 +356,14 @@ def _solve(chol: np.ndarray, b: np.ndarray, trans: str = "N") -> np.ndarray:
     return solve_triangular(chol, b, trans=trans, check_finite=False)
 
 
-# The full engine that serves: the compiled kernels where river_cw._full is built, else the
+# The full engine that serves: the compiled kernels where river_cw._engines._full is built, else the
 # Python engine. Its type is the Python engine's: the compiled one has its interface and numbers.
 FullGaussian: type[PythonFullGaussian] = PythonFullGaussian
 if engine.full is not None:
     _full: Any = engine.full  # a compiled module: nothing a type checker reads
 
     class CompiledFullGaussian(PythonFullGaussian):
-        """`PythonFullGaussian` with its kernels compiled (`river_cw._full`): the solves, the
+        """`PythonFullGaussian` with its kernels compiled (`river_cw._engines._full`): the solves, the
         rank-one update, and learn_one's and predict_one's common cases in one call
         (``learn_native``, ``score_native``), the same numbers bit for bit. The one call
         updates the factor into a spare matrix of the same shape and swaps the two, so that a

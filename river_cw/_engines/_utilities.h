@@ -1,4 +1,4 @@
-/* Utilities of other code that the compiled diagonal module serves (river_cw._diagonal's
+/* Utilities of other code that the compiled diagonal module serves (river_cw._engines._diagonal's
  * functions beside its engine; Python code calls them by these names): `as_floats`, the fast
  * paths of river_cw.validation.as_floats for every model's input; `fsum`, math.fsum as the
  * engines compute it (_fsum.h); the exact CW solvers of river_cw.cw on a margin's Terms
@@ -47,7 +47,7 @@ static PySequenceMethods terms_as_sequence = {
 };
 
 static PyTypeObject TermsType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._diagonal.Terms",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "river_cw._engines._diagonal.Terms",
     .tp_basicsize = sizeof(Terms) - sizeof(double),
     .tp_itemsize = sizeof(double),
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -1,6 +1,6 @@
-/* A text's token counts without a dict: river_cw._text.TokenCounts, read by the compiled engines.
+/* A text's token counts without a dict: river_cw._engines._text.TokenCounts, read by the compiled engines.
  *
- * count_tokens(text, ...) (river_cw._text) returns the (token, count) pairs the dict of count()
+ * count_tokens(text, ...) (river_cw._engines._text) returns the (token, count) pairs the dict of count()
  * holds, in its order (first occurrence first), as one object: no dict is built for a text that a
  * binary model predicts and learns, where building it cost more than the engine's work on it
  * (issue 29). The engines' lean paths (`learn_native`, `score_native`) take x if rcw_x_readable
@@ -8,7 +8,7 @@
  * dict: called through its address, a loop over a dict costs what it cost before), so the
  * numbers are the dict's to the bit; anything else still needs the dict (`as_dict()`).
  *
- * river_cw._text defines the type; river_cw._tokens hands it to each engine (connect, as every
+ * river_cw._engines._text defines the type; river_cw._tokens hands it to each engine (connect, as every
  * hook: the C imports no Python module), so that its check is one pointer comparison.
  */
 #ifndef RIVER_CW_TOKEN_COUNTS_H
@@ -33,7 +33,7 @@ static inline int rcw_token_counts_connect(PyObject *type)
     if (!PyType_Check(type) ||
         ((PyTypeObject *)type)->tp_basicsize != offsetof(RcwTokenCounts, pairs) ||
         ((PyTypeObject *)type)->tp_itemsize != 2 * sizeof(PyObject *)) {
-        PyErr_SetString(PyExc_TypeError, "token_counts must be river_cw._text.TokenCounts");
+        PyErr_SetString(PyExc_TypeError, "token_counts must be river_cw._engines._text.TokenCounts");
         return -1;
     }
     Py_XSETREF(rcw_token_counts_type, (PyTypeObject *)Py_NewRef(type));

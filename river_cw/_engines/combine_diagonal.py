@@ -1,4 +1,4 @@
-"""Mixing diagonal Gaussians (`river_cw.diagonal`): the rules of `river_cw.combine`, weight by
+"""Mixing diagonal Gaussians (`river_cw._engines.diagonal`): the rules of `river_cw.combine`, weight by
 weight.
 
 Every weight is its own Gaussian ``(mean, variance)``. The paper's combinations of models
@@ -10,7 +10,7 @@ analogue each member's change of the mean, and of the variance in the log domain
 the derivations are `river_cw.combine`'s). A variance that underflowed to 0 is a point mass,
 whose mean wins; a weight one member changed alone takes that member's value exactly.
 
-The delta rule's fallback, the base's discount (`river_cw.combine_arrowhead` derives it for the
+The delta rule's fallback, the base's discount (`river_cw._engines.combine_arrowhead` derives it for the
 arrowhead, of which this is the one-weight case): a member that forgot (``forgetting > 0``) can
 hold less precision than the base, and the delta rule ``P = P0 + sum_i (P_i - P0)`` then counts
 the base's forgotten precision once per member and can fall below every member's, or below 0.

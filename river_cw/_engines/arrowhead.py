@@ -78,7 +78,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _marks, engine
+from .. import engine
+from . import _marks
 from .gaussian import _learn, _raise_bad_input, _total, check_pairs, forget
 
 __all__ = ["ArrowheadGaussian", "PythonArrowheadGaussian"]
@@ -380,7 +381,7 @@ if engine.arrowhead is not None:
     _Arrowhead: Any = engine.arrowhead.Arrowhead  # a compiled type: nothing a type checker reads
 
     class CompiledArrowheadGaussian(_Arrowhead):
-        """The compiled engine (`river_cw._arrowhead`): `PythonArrowheadGaussian`'s interface
+        """The compiled engine (`river_cw._engines._arrowhead`): `PythonArrowheadGaussian`'s interface
         and numbers, bit for bit; ``blocks`` returns copies."""
 
         def score_covariance(self, x: dict) -> np.ndarray:

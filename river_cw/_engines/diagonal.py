@@ -4,10 +4,10 @@ It offers the three diagonal schemes of Crammer, Dredze and Pereira (JMLR 2012, 
 ``project`` (their "KL": ``1/s_j <- 1/s_j + gamma d_j^2``), ``drop`` (their "L2": ``s_j <- s_j
 - beta (s_j d_j)^2``), and, for the "exact" variants, any per-coordinate function ``s_j <-
 shrink(s_j, d_j^2)`` a rule supplies (NHERD's `HerdingShrink`). The update form they share is
-`river_cw.gaussian`'s.
+`river_cw._engines.gaussian`'s.
 
 `PythonDiagonalGaussian` is the readable reference; `DiagonalGaussian` is the engine that
-serves, the compiled one (`river_cw._diagonal`) where it is built, with the same interface and
+serves, the compiled one (`river_cw._engines._diagonal`) where it is built, with the same interface and
 numbers, bit for bit. A pickle names neither: it unpickles into the engine that serves.
 """
 
@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _marks, engine
+from .. import engine
+from . import _marks
 from .gaussian import _learn, _raise_bad_input, _total, check_pairs, forget
 
 __all__ = ["DiagonalGaussian", "HerdingShrink", "PythonDiagonalGaussian"]
@@ -312,7 +313,7 @@ if engine.diagonal is not None:
     _Diagonal: Any = engine.diagonal.Diagonal  # a compiled type: nothing a type checker reads
 
     class CompiledDiagonalGaussian(_Diagonal):
-        """The compiled engine (`river_cw._diagonal`): `PythonDiagonalGaussian`'s interface
+        """The compiled engine (`river_cw._engines._diagonal`): `PythonDiagonalGaussian`'s interface
         and numbers, bit for bit; ``blocks`` returns copies."""
 
         def score_covariance(self, x: dict) -> np.ndarray:

@@ -1,4 +1,4 @@
-/* The shell of the compiled engines (river_cw/_diagonal.c, _arrowhead.c, _rda.c): the engine
+/* The shell of the compiled engines (river_cw/_engines/_diagonal.c, _arrowhead.c, _rda.c): the engine
  * object's common head and every method that is not mathematics, written once. An engine is its
  * payload (the fields it adds to the head) and its kernels (margin, update, the lean path,
  * scores); the shell holds the rest: re-entry (enter, leave), the hooks Python hands over
@@ -11,7 +11,7 @@
  * defines, before including this header:
  * - RCW_ENGINE_PAYLOAD: the fields of its object after the head (as RCW_ENTRY_PAYLOAD, the
  *   fields of a table's entry);
- * - RCW_ENGINE_NAME ("diagonal": the messages') and RCW_MODULE_NAME ("river_cw._diagonal");
+ * - RCW_ENGINE_NAME ("diagonal": the messages') and RCW_MODULE_NAME ("river_cw._engines._diagonal");
  * - RCW_BAD_INPUT_VALUE_ERROR: 1 where its Python reference names the bad feature of x on a
  *   ValueError too, 0 where it lets it propagate (bad_input_error);
  * - RCW_ENGINE_HOOKS(X), optional: its Python hooks beyond raise_bad_input, X(name, check) each,
@@ -129,7 +129,7 @@ static void payload_replaced(Engine *self);
  * arrowhead's root); an entry's mean or (`variance`) marginal variance */
 static void view_context(const Engine *self, const Table *t, double *ctx);
 static double entry_view(const Engine *self, const Entry *e, const double *ctx, int variance);
-/* the kernels: every Gaussian engine's methods (river_cw.gaussian's engines), whose
+/* the kernels: every Gaussian engine's methods (river_cw._engines.gaussian's engines), whose
  * arguments and results are the same in each engine; see the engines */
 static PyObject *engine_scores(Engine *self, PyObject *x);
 static PyObject *engine_score_variances(Engine *self, PyObject *x);
@@ -216,8 +216,8 @@ static PyObject *raise_bad_input(PyObject *x) {
 /* Whether the pending error, raised in a pass over x, is one the engine's Python reference
  * catches around its sums and turns into the error naming x's bad feature: a TypeError or an
  * OverflowError in every engine, and a ValueError (math.fsum of inf and -inf) where
- * RCW_BAD_INPUT_VALUE_ERROR says the reference catches it too (river_cw.arrowhead and
- * river_cw.rda_engine do; river_cw.diagonal does not, so a diagonal engine lets fsum's
+ * RCW_BAD_INPUT_VALUE_ERROR says the reference catches it too (river_cw._engines.arrowhead and
+ * river_cw._engines.rda_engine do; river_cw._engines.diagonal does not, so a diagonal engine lets fsum's
  * ValueError through, as its reference does) */
 static inline int bad_input_error(void) {
     return PyErr_ExceptionMatches(PyExc_TypeError) ||
@@ -562,7 +562,7 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* marks: the entries written since a point in time (river_cw.gaussian's `mark`)              */
+/* marks: the entries written since a point in time (river_cw._engines.gaussian's `mark`)              */
 
 /* mark(): remember every entry's numbers as they are now (blocks_mark: a mark and `changed`
  * cost in proportion to the entries written since, not to the model) */
@@ -682,7 +682,7 @@ done:
     Py_RETURN_NONE;
 }
 
-/* learn's outcomes: river_cw.gaussian's NOTHING, APPLIED and SKIPPED */
+/* learn's outcomes: river_cw._engines.gaussian's NOTHING, APPLIED and SKIPPED */
 enum { LEARN_NOTHING = 0, LEARN_APPLIED = 1, LEARN_SKIPPED = 2 };
 
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0)'s arguments checked, keep and rest read
@@ -701,7 +701,7 @@ static int learn_args(PyObject *const *args, Py_ssize_t nargs, double *keep, dou
 }
 
 /* the rule's step(m, v, w), or step(m, v, u, w) for an exact scheme (scheme None; the terms u
- * then), as river_cw.gaussian._learn calls it, with the engine free: LEARN_APPLIED with *alpha,
+ * then), as river_cw._engines.gaussian._learn calls it, with the engine free: LEARN_APPLIED with *alpha,
  * *gamma and a new reference to the scheme to update with, LEARN_NOTHING, LEARN_SKIPPED
  * (float64 cannot express the step), or -1 with an error */
 static int rule_step(PyObject *step, PyObject *scheme, double m, double v, PyObject *terms,

@@ -1,4 +1,4 @@
-"""Mixing full-covariance Gaussians (`river_cw.full`): the rules of `river_cw.combine` on the
+"""Mixing full-covariance Gaussians (`river_cw._engines.full`): the rules of `river_cw.combine` on the
 whole matrices.
 
 The members' Gaussians meet on the union of their weights, a weight a member never learned at
@@ -9,7 +9,7 @@ forgetting each member's change is positive semi-definite and the delta rule is 
 certain as every member (``P - P_i = sum_(l != i) (P_l - P0)``); a member that forgot holds
 less, and the base's weight becomes ``-lambda (n - 1)`` with the largest lambda in [0, 1] that
 keeps ``P >= P_i`` for every member (found by bisection; at 0, ``P = sum_i P_i``, it holds), the
-arrowhead's and diagonal's fallback on the whole matrix (`river_cw.combine_arrowhead`).
+arrowhead's and diagonal's fallback on the whole matrix (`river_cw._engines.combine_arrowhead`).
 
 "L2" averages the means and the covariance matrices; from a base, the mean is the base's plus
 the members' changes of the mean, and the covariance changes add in the log domain of the

@@ -1,4 +1,4 @@
-/* Exactly rounded sums for the compiled engines (river_cw._diagonal, _arrowhead, _rda): the
+/* Exactly rounded sums for the compiled engines (river_cw._engines._diagonal, _arrowhead, _rda): the
  * result of math.fsum, bit for bit, with its errors. Include after Python.h. */
 #ifndef RIVER_CW_FSUM_H
 #define RIVER_CW_FSUM_H

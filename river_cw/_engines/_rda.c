@@ -1,9 +1,9 @@
-/* river_cw._rda: voted RDA's compiled engine (river_cw.rda.VotedRDA, "average" and "last").
+/* river_cw._engines._rda: voted RDA's compiled engine (river_cw.rda.VotedRDA, "average" and "last").
  *
- * The model's state lives here in C arrays: one feature table per block (river_cw/_table.h, as
- * river_cw/_diagonal.c's), a store of
+ * The model's state lives here in C arrays: one feature table per block (river_cw/_engines/_table.h, as
+ * river_cw/_engines/_diagonal.c's), a store of
  * records (s, first, closed, inv0, sqr0 and, once cut, inv1, sqr1: the fields of the Python
- * engine's record lists, see river_cw/rda_engine.py), the heap of pending cuts (heapq's algorithm,
+ * engine's record lists, see river_cw/_engines/rda_engine.py), the heap of pending cuts (heapq's algorithm,
  * entry for entry, so that its order is the Python engine's), and the counters. The formulas are
  * the Python engine's, in the same order, with math.fsum's exactly rounded sums (_fsum.h), so
  * both engines give the same numbers to the bit; `export`/`load` convert the state to and from
@@ -118,8 +118,8 @@ typedef struct {
     double *queue;                                                                               \
     Py_ssize_t nqueue, width;
 #define RCW_ENGINE_NAME "voted RDA"
-#define RCW_MODULE_NAME "river_cw._rda"
-#define RCW_BAD_INPUT_VALUE_ERROR 1 /* river_cw.rda_engine catches ValueError around its sums */
+#define RCW_MODULE_NAME "river_cw._engines._rda"
+#define RCW_BAD_INPUT_VALUE_ERROR 1 /* river_cw._engines.rda_engine catches ValueError around its sums */
 #include "_shell.h"
 
 static void release_feats(Engine *self) {
@@ -181,7 +181,7 @@ static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* the closed forms (river_cw.rda_engine.PythonRDA._newest / _totals), with the counters bound */
+/* the closed forms (river_cw._engines.rda_engine.PythonRDA._newest / _totals), with the counters bound */
 
 typedef struct {
     int totals;
@@ -216,7 +216,7 @@ static inline double weight_of(const Weight *w, const Rec *r) {
 
 /* weight_of / divisor; where the total overflows float64 and the average need not (a sum near
  * the limit, carried over many predictors), the same closed form with each term divided first
- * (river_cw.rda_engine.PythonRDA.weight_blocks) */
+ * (river_cw._engines.rda_engine.PythonRDA.weight_blocks) */
 static double averaged_weight(const Weight *w, const Rec *r, double divisor) {
     double v = weight_of(w, r), inv1, sqr1;
     if (!w->totals || isfinite(v)) return v / divisor;
@@ -307,7 +307,7 @@ static int block_score(Engine *self, Py_ssize_t b, const Weight *w, double *out)
     return 0;
 }
 
-/* w_b . x / divisor into zs[0..nblocks), checked as river_cw.rda_engine.PythonRDA._dot checks them
+/* w_b . x / divisor into zs[0..nblocks), checked as river_cw._engines.rda_engine.PythonRDA._dot checks them
  * (their fsum finite); 0, -1 (bad input), -2 (error) */
 static int scores_into(Engine *self, const Weight *w, double divisor, double *zs) {
     Py_ssize_t b;
@@ -328,7 +328,7 @@ static int scores_into(Engine *self, const Weight *w, double divisor, double *zs
     return isfinite(total) ? 0 : -1;
 }
 
-/* the weight and divisor predictions use (river_cw.rda_engine.PythonRDA._weight) */
+/* the weight and divisor predictions use (river_cw._engines.rda_engine.PythonRDA._weight) */
 static double prediction_weight(const Engine *self, Weight *w) {
     if (self->last) {
         newest(self, w);
@@ -339,7 +339,7 @@ static double prediction_weight(const Engine *self, Weight *w) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* learning (river_cw.rda_engine.PythonRDA.update, _plan, _step, _schedule_cut) */
+/* learning (river_cw._engines.rda_engine.PythonRDA.update, _plan, _step, _schedule_cut) */
 
 typedef struct {
     Py_ssize_t block[2];
@@ -680,7 +680,7 @@ static PyObject *engine_take_calibration(Engine *self, PyObject *unused) {
 /* the predictor's weights                                                                   */
 
 /* weight_blocks() -> per block {feature: weight} of the predictor predictions use, the
- * non-zero ones (river_cw.rda_engine.PythonRDA.weight_blocks) */
+ * non-zero ones (river_cw._engines.rda_engine.PythonRDA.weight_blocks) */
 static PyObject *engine_weight_blocks(Engine *self, PyObject *unused) {
     PyObject *out;
     Weight w;
@@ -967,7 +967,7 @@ static PyGetSetDef engine_getset[] = {
     {NULL},
 };
 
-RCW_SHELL_TYPE(EngineType, "river_cw._rda.Engine", 0,
+RCW_SHELL_TYPE(EngineType, "river_cw._engines._rda.Engine", 0,
                "Voted RDA's compiled engine (see river_cw.rda.VotedRDA).");
 
 RCW_SHELL_MODULE("Voted RDA's compiled engine (optional; see river_cw.rda).");

@@ -1,4 +1,4 @@
-"""Mixing arrowhead Gaussians (`river_cw.arrowhead`): the rules of `river_cw.combine`, block by
+"""Mixing arrowhead Gaussians (`river_cw._engines.arrowhead`): the rules of `river_cw.combine`, block by
 block, in the family's own parameters.
 
 The family. Per block, ``b ~ N(mu_b, S)`` (the intercept, the *root*) and ``w_j = a_j + k_j b +
@@ -42,7 +42,7 @@ update adds, only when the root's gain pays for the loadings' moves::
 
     1/S_i - 1/S0 >= sum_j (k_ij - k0_j)^2 / (c0_j - c_ij)
 
-The dense rule's step ensures that; the arrowhead's projected step (`river_cw.arrowhead`) grows
+The dense rule's step ensures that; the arrowhead's projected step (`river_cw._engines.arrowhead`) grows
 the latent precisions but not this sum, and neither does forgetting (which lowers precisions).
 The delta rule then subtracts more precision of the intercept than the members added: with the
 default model on text, t fell below 0 within a few rounds.
@@ -66,7 +66,7 @@ changed the root). Then
 - it reduces to the delta rule where that is a combination of evidence: when every member's
   change is positive semi-definite, ``P = P_i + sum_(l != i) (P_l - P0) >= P_i`` for each member,
   so ``r_j >= r_ij`` and ``t >= 1/S_i`` (a marginal precision grows with the joint one), and
-  lambda is 1. The diagonal covariance's rule is this one per weight (`river_cw.combine_diagonal`).
+  lambda is 1. The diagonal covariance's rule is this one per weight (`river_cw._engines.combine_diagonal`).
 
 The moment analogue. Without a base it averages the members' means and covariances and keeps
 what the family keeps, ``S``, ``Sigma_bj = k_j S`` and ``Sigma_jj = c_j + k_j^2 S`` (the

@@ -1,5 +1,5 @@
 /* The compiled arrowhead Gaussian engine: the interface and the numbers of
- * river_cw.arrowhead.ArrowheadGaussian (the readable reference, with the derivation), bit for
+ * river_cw._engines.arrowhead.ArrowheadGaussian (the readable reference, with the derivation), bit for
  * bit.
  *
  * Each weight block is a feature table (_table.h) whose entries hold a feature's (a_j, k_j, c_j):
@@ -97,8 +97,8 @@ typedef struct {
     const double *row_data;                                                                      \
     Py_ssize_t row_n;
 #define RCW_ENGINE_NAME "arrowhead"
-#define RCW_MODULE_NAME "river_cw._arrowhead"
-#define RCW_BAD_INPUT_VALUE_ERROR 1 /* river_cw.arrowhead names fsum's ValueError (inf - inf) */
+#define RCW_MODULE_NAME "river_cw._engines._arrowhead"
+#define RCW_BAD_INPUT_VALUE_ERROR 1 /* river_cw._engines.arrowhead names fsum's ValueError (inf - inf) */
 #define RCW_ENGINE_HOOKS(X) X(token_counts, hook_token_counts) /* TokenCounts' type */
 #define RCW_SHELL_WEIGHTS
 #define RCW_NUMBERS_DOC "{feature: (a, k, c)} and {root: (mu_b, S)}"
@@ -132,7 +132,7 @@ typedef struct {
 
 /* the batch kernel's hooks are defined below, with the predictions */
 
-/* river_cw.gaussian.forget: 1/s <- keep/s + rest */
+/* river_cw._engines.gaussian.forget: 1/s <- keep/s + rest */
 static inline double forget(double s, double keep, double rest) {
     return s / (keep + rest * s);
 }
@@ -588,7 +588,7 @@ static RCW_ALWAYS_INLINE void row_step(Arrowhead *self, Table *t, const PairStep
     }
 }
 
-/* The step (alpha, gamma) on the last margin (see the module docstring of river_cw.arrowhead):
+/* The step (alpha, gamma) on the last margin (see the module docstring of river_cw._engines.arrowhead):
  * per pair the root's new (mu_b, S) and every coordinate's new (a, k, c), written only if all are
  * finite. 1 applied, 0 refused (float64 cannot express it: nothing written), -1 an error (memory).
  *
@@ -732,7 +732,7 @@ static int scheme_drop(PyObject *scheme) {
 }
 
 /* learn(x, pairs, step, scheme, w, keep=1.0, rest=0.0) -> 0, 1 or 2: the reference's learn
- * (river_cw.gaussian._learn): margin, the rule's step (Python, called with the engine free)
+ * (river_cw._engines.gaussian._learn): margin, the rule's step (Python, called with the engine free)
  * and update with `scheme`, "project" or "drop" (the arrowhead has no exact scheme: the
  * models refuse one, and so does the engine) */
 static PyObject *engine_learn(Arrowhead *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1484,11 +1484,11 @@ static PyGetSetDef engine_getset[] = {
     {NULL},
 };
 
-RCW_SHELL_TYPE(ArrowheadType, "river_cw._arrowhead.Arrowhead", Py_TPFLAGS_BASETYPE,
-               "The compiled arrowhead Gaussian engine (see river_cw.arrowhead).");
+RCW_SHELL_TYPE(ArrowheadType, "river_cw._engines._arrowhead.Arrowhead", Py_TPFLAGS_BASETYPE,
+               "The compiled arrowhead Gaussian engine (see river_cw._engines.arrowhead).");
 
 RCW_SHELL_MODULE(
-    "The compiled arrowhead Gaussian engine of river_cw (optional; see river_cw.arrowhead).");
+    "The compiled arrowhead Gaussian engine of river_cw (optional; see river_cw._engines.arrowhead).");
 
 PyMODINIT_FUNC PyInit__arrowhead(void) {
     return shell_module(&moduledef, &ArrowheadType, "Arrowhead");
