@@ -968,6 +968,7 @@ static PyObject *engine_score_native(Arrowhead *self, PyObject *const *args,
     }
     if ((variance = PyObject_IsTrue(args[2])) < 0) return NULL;
     if (!rcw_x_readable(args[0]) || self->blocks.n != 1) Py_RETURN_NONE;
+    if (rcw_is_token_counts(args[0])) table_prefetch_tokens(&self->blocks.table[0], args[0]);
     if (enter(self) < 0) return NULL;
     r = score_dict(self, args[0], args[1], &m, variance ? &v : NULL);
     leave(self);

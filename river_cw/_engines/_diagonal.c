@@ -1059,6 +1059,7 @@ static int score_binary(Diagonal *self, PyObject *x, PyObject *intercept, double
     Table *t;
     if (!rcw_x_readable(x) || self->blocks.n != 1) return 0;
     t = &self->blocks.table[0];
+    if (rcw_is_token_counts(x)) table_prefetch_tokens(t, x);
     ddpair_init(&acc);
     const rcw_next_item next = rcw_x_next(x);
     while (next(x, &pos, &key, &value)) {
