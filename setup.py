@@ -36,12 +36,13 @@ setup(
             "_shell.h",
             "_token_counts.h",
             "_steps.h",
+            "_calibration.h",
             "_exact.h",
             "_utilities.h",
             "_csr.h",
             "_batch.h",
         ),
-        extension("_full", "_fsum.h", "_input.h", "_steps.h", "_token_counts.h"),
+        extension("_full", "_fsum.h", "_input.h", "_steps.h", "_calibration.h", "_token_counts.h"),
         extension(
             "_rda", "_inline.h", "_fsum.h", "_input.h", "_table.h", "_shell.h", "_token_counts.h"
         ),
@@ -54,6 +55,7 @@ setup(
             "_shell.h",
             "_token_counts.h",
             "_steps.h",
+            "_calibration.h",
             "_csr.h",
             "_batch.h",
         ),

@@ -37,6 +37,20 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SCALES = ("own", "decision", "mean")
 
 
+def probit_losses(t: np.ndarray, label: int) -> np.ndarray:
+    """Log loss at `label` of the pairwise Gaussian probabilities ``P(z) ~ prod_{k != z}
+    Phi(a t[z, k])`` for every temperature a of `calibration.TEMPERATURES` (the grid the
+    Gaussian classifiers calibrated on when this study ran)."""
+    k = len(t)
+    off = ~np.eye(k, dtype=bool)
+    with np.errstate(all="ignore"):
+        logp = np.where(off, log_ndtr(calibration.TEMPERATURES[:, None, None] * t), 0.0).sum(axis=2)
+        if k == 2:  # Phi(a t) and Phi(-a t) already sum to 1
+            return -logp[:, label]
+        top = logp.max(axis=1)
+        return top + np.log(np.exp(logp - top[:, None]).sum(axis=1)) - logp[:, label]
+
+
 def standardised(s: np.ndarray, cov: np.ndarray) -> dict:
     """The matrices of standardised pairwise margins ``t[z, k]`` of every scale."""
     margins = s[:, None] - s[None, :]
@@ -92,7 +106,7 @@ def run(model, stream) -> dict:
                     calibrated[scale] -= math.log(min(max(pc[k], 1e-15), 1 - 1e-15))
             for scale, t in ts.items():  # the progressive log loss, before learning
                 with np.errstate(all="ignore"):
-                    total = sums[scale] + calibration.probit_losses(t, k)
+                    total = sums[scale] + probit_losses(t, k)
                 if np.isfinite(total).all():
                     sums[scale] = total
         model.learn_one(x, y)

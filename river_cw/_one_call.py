@@ -47,14 +47,23 @@ def score_rows(model, rows: Rows, proba: bool) -> list | None:
         return None
     batch = rows.dicts if rows.csr is None else rows.csr
     # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
-    spec = (*model.classes_, model.temperature, math.erfc) if proba else None
+    spec = (*model.classes_, model.temperature, model.margin_noise, math.erfc) if proba else None
     return engine.score_rows(batch, INTERCEPT if model.learn_intercept else None, spec)
+
+
+def kernel_calibrates(model) -> bool:
+    """Whether the batch kernel can learn for `model` as `learn_one` would: it takes the
+    calibration's Newton step of a binary model (`river_cw.calibration.newton_step`, in C), not
+    the multi-class one."""
+    return model._temperature is None or len(model.classes_) <= 2
 
 
 def learn_rows(model, engine, rows: Rows, labels: list, weights: list) -> None:
     """`learn_many`'s loop in `engine`'s batch kernel: it learns row after row as `learn_one`
     would and stops at a row it leaves to `learn_one` (a new label, a weight of 0, a value other
-    than a float, a bool or an int within float64, a bad row), which then runs here."""
+    than a float, a bool or an int within float64, a bad row), which then runs here; once a new
+    label makes a calibrating model multi-class (`kernel_calibrates`), `learn_one` takes the
+    rest."""
     kernel = engine.learn_rows
     step, scheme = model._rule()
     native = None if scheme is None else model._native_step_of_step()
@@ -63,6 +72,10 @@ def learn_rows(model, engine, rows: Rows, labels: list, weights: list) -> None:
     spec = lean(model)
     i, n = 0, len(rows)
     while i < n:
+        if not kernel_calibrates(model):
+            model._learn_row(rows, i, labels[i], weights[i])
+            i += 1
+            continue
         stats = [i, 0]
         try:
             kernel(
@@ -78,6 +91,7 @@ def learn_rows(model, engine, rows: Rows, labels: list, weights: list) -> None:
                 stats,
                 native,
                 spec,
+                model._calibration(),
             )
         except (TypeError, ValueError) as error:  # raised by the rule's step
             raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error

@@ -1,20 +1,47 @@
 """Online temperature scaling: one home for the calibration of probabilities.
 
-A model whose scores fix a label's rank but not how sure it is (voted RDA's hinge scores, a
-Gaussian classifier's standardised margins under noise) gets its probabilities from the scores
-times a temperature ``a``. ``a`` is fitted online: before each update the model scores the
-example and adds its log loss under every candidate temperature (a log grid, 4 per octave,
-2^-32 .. 2^16) to running sums; the temperature with the least cumulative log loss on these
-progressive predictions wins (Guo, Pleiss, Sun and Weinberger 2017, temperature scaling, fitted
-on the stream instead of a held-out set). A grid rather than gradient steps: no learning rate,
-and the choice is the exact minimiser of the progressive log loss among the candidates.
+A model whose scores fix a label's rank but not how sure it is gets its probabilities from the
+scores times a temperature ``a > 0``, fitted online on the progressive log loss: before each
+update the model scores the example, and ``a`` moves toward the value that would have predicted
+the examples so far best (Guo, Pleiss, Sun and Weinberger 2017, temperature scaling, fitted on
+the stream instead of a held-out set). A temperature never changes which label is most probable.
+
+The Gaussian classifiers (``calibrate=True``, their default) take one Newton step per example
+(`newton_step`, `newton_step_multiclass`). Their probability of the label is
+``Phi(a s)`` with s the label's standardised margin (`river_cw.probabilities`); the loss
+``-log Phi(a s)`` is convex in a, with gradient ``g = -s lambda`` and curvature
+``h = s^2 lambda (z + lambda)``, where ``z = a s`` and ``lambda = phi(z) / Phi(z)`` (the inverse
+Mills ratio). The step is the online Newton step in one dimension (recursive least squares on the
+log loss): ``H <- H + h``, ``a <- a - g / H`` from ``a = H = 1``, the new a clipped to
+``[1e-6, 1e3]``, a step float64 cannot express skipped. It has no step size, the scale of the
+margins does not matter, and two floats hold its state, ``(a, H)``. It follows the exact minimiser
+of the cumulative loss closely (benchmarks/README.md, "Drift and calibration defaults").
+
+Voted RDA calibrates its hinge scores on a grid (`softmax_losses`): before each update it adds
+the example's log loss under every candidate temperature (a log grid, 4 per octave, 2^-32 ..
+2^16) to running sums, and the temperature of least cumulative loss wins (`best`): no learning
+rate, and the choice is the exact minimiser among the candidates.
 """
 
 from __future__ import annotations
 
+import math
+from array import array
+
 import numpy as np
 
-__all__ = ["TEMPERATURES", "best", "probit_losses", "softmax_losses", "start"]
+from .probabilities import normal_log_cdf
+
+__all__ = [
+    "TEMPERATURES",
+    "best",
+    "inverse_mills",
+    "mix",
+    "newton_step",
+    "newton_step_multiclass",
+    "softmax_losses",
+    "start",
+]
 
 TEMPERATURES = 2.0 ** np.arange(-32.0, 16.25, 0.25)
 
@@ -86,19 +113,130 @@ def _binary_losses(rows: np.ndarray, labels: np.ndarray, losses: np.ndarray) -> 
     losses -= picked
 
 
-def probit_losses(t: np.ndarray, label: int) -> np.ndarray:
-    """Log loss at `label` of the Gaussian margins' probabilities (`river_cw.probabilities`)
-    with the standardised margins scaled by a, for every temperature a of the grid.
+# -- the Newton temperature of the Gaussian classifiers -------------------------------------
 
-    `t` is the matrix of standardised pairwise margins ``t[z, k]`` (its diagonal unused): binary
-    ``[[0, -t], [t, 0]]``, where ``P(z) ~ prod_{k != z} Phi(a t[z, k])``."""
-    from scipy.special import log_ndtr  # scipy.special only where a model calibrates
+LOWEST, HIGHEST = 1e-6, 1e3  # the range of the Newton temperature
+_SQRT2 = math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
-    k = len(t)
-    off = ~np.eye(k, dtype=bool)
-    with np.errstate(all="ignore"):
-        logp = np.where(off, log_ndtr(TEMPERATURES[:, None, None] * t), 0.0).sum(axis=2)
-        if k == 2:  # Phi(a t) and Phi(-a t) already sum to 1
-            return -logp[:, label]
-        top = logp.max(axis=1)
-        return top + np.log(np.exp(logp - top[:, None]).sum(axis=1)) - logp[:, label]
+
+def inverse_mills(z: float) -> float:
+    """``lambda(z) = phi(z) / Phi(z)``, the derivative of ``log Phi(z)``, for the standard normal:
+    from ``erfc`` where Phi does not underflow, else the asymptotic series
+    ``-z / (1 - 1/z^2 + 3/z^4)`` (z <= -30, relative error below 1e-8). The compiled engines
+    transcribe it operation for operation (river_cw/_engines/_calibration.h).
+
+    >>> inverse_mills(0.0) == math.sqrt(2.0 / math.pi)
+    True
+    >>> round(inverse_mills(-40.0), 6), inverse_mills(40.0)
+    (40.024969, 0.0)
+
+    """
+    if z > -30.0:
+        return _SQRT_2_OVER_PI * math.exp(-0.5 * z * z) / math.erfc(-z / _SQRT2)
+    r = 1.0 / (z * z)
+    return -z / (1.0 - r + 3.0 * r * r)
+
+
+def newton_step(state, s: float, w: float) -> None:
+    """One Newton step of the temperature ``state = [a, H]`` (a mutable pair, updated in place)
+    on the loss ``-log Phi(a s)`` of an example whose label has the standardised margin `s`,
+    with sample weight `w` (the loss counted w times; ``w == 1`` to the bit). A step that is not
+    finite changes nothing. The compiled engines take the same step, bit for bit
+    (`rcw_newton_step`).
+
+    >>> state = [1.0, 1.0]
+    >>> newton_step(state, -2.0, 1.0)  # a confident mistake: the temperature drops
+    >>> state[0] < 1.0 < state[1]
+    True
+
+    """
+    a, H = state[0], state[1]
+    z = a * s
+    lam = inverse_mills(z)
+    g = -s * lam
+    h = s * s * lam * (z + lam)
+    if w != 1.0:
+        g, h = w * g, w * h
+    H = H + h
+    a = a - g / H
+    if not (math.isfinite(a) and math.isfinite(H)):
+        return
+    state[0] = min(max(a, LOWEST), HIGHEST)
+    state[1] = H
+
+
+def newton_step_multiclass(state, t: list[list[float]], label: int, w: float) -> None:
+    """`newton_step` for three labels or more: the loss ``-log P(label)`` of the pairwise
+    probabilities ``P(z) ~ prod_{k != z} Phi(a t_zk)`` (`river_cw.probabilities.multiclass`),
+    from the standardised pairwise margins `t`. With ``l_z = sum_k log Phi(a t_zk)``, its
+    derivatives ``d_z`` and ``e_z`` in a and P the probabilities: ``g = -d_label + E_P[d]`` and
+    ``h = -e_label + E_P[e] + Var_P[d]``, the curvature taken as 0 where it is negative (the loss
+    need not be convex in a once there are more than two labels)."""
+    a = state[0]
+    logp, d, e = [], [], []
+    for z, row in enumerate(t):
+        lz = dz = ez = 0.0
+        for k, t_zk in enumerate(row):
+            if k == z:
+                continue
+            u = a * t_zk
+            lam = inverse_mills(u)
+            lz += normal_log_cdf(u)
+            dz += t_zk * lam
+            ez -= t_zk * t_zk * lam * (u + lam)
+        logp.append(lz)
+        d.append(dz)
+        e.append(ez)
+    top = max(logp)
+    if not math.isfinite(top):
+        return
+    weights = [math.exp(lp - top) for lp in logp]
+    total = sum(weights)
+    p = [wz / total for wz in weights]
+    mean_d = sum(pz * dz for pz, dz in zip(p, d))
+    g = -d[label] + mean_d
+    h = -e[label] + sum(pz * ez for pz, ez in zip(p, e))
+    h += sum(pz * (dz - mean_d) * (dz - mean_d) for pz, dz in zip(p, d))  # no ** : it raises
+    h = max(h, 0.0)
+    if w != 1.0:
+        g, h = w * g, w * h
+    H = state[1] + h
+    a = a - g / H
+    if not (math.isfinite(a) and math.isfinite(H)):
+        return
+    state[0] = min(max(a, LOWEST), HIGHEST)
+    state[1] = H
+
+
+def mix(members: list, base=None):
+    """The Newton temperature ``[a, H]`` of a mix of models (`river_cw.combine`), from the
+    members' temperatures and their common start's (`base`; None: models trained from the
+    start ``[1, 1]``): H is the curvature the members' examples added, as a precision, and
+    ``a H`` as a precision-weighted mean, so the delta rule of the Gaussians applies, each
+    member's change counted once, ``H = H0 + sum_i (H_i - H0)`` and ``a H = a0 H0 + sum_i
+    (a_i H_i - a0 H0)``. The curvature never falls below a member's, a is clipped to the range
+    of the Newton temperature, and, as for the weights, members that changed nothing leave the
+    base's temperature and a single member that changed gives its own. None where the members
+    do not calibrate.
+
+    Two shards, each of which drew a from 1 to 0.5, draw it further together:
+
+    >>> list(mix([array("d", (0.5, 3.0)), array("d", (0.5, 3.0))]))
+    [0.4, 5.0]
+
+    """
+    if any(member is None for member in members):
+        return None
+    start = array("d", (1.0, 1.0)) if base is None else base
+    changed = [member for member in members if list(member) != list(start)]
+    if len(changed) <= 1:
+        return array("d", changed[0] if changed else start)
+    a0, H0 = start
+    H = H0 + math.fsum(member[1] - H0 for member in changed)
+    weighted = a0 * H0 + math.fsum(member[0] * member[1] - a0 * H0 for member in changed)
+    H = max(H, *(member[1] for member in changed))
+    a = weighted / H
+    if not math.isfinite(a):  # beyond float64: the members' mean
+        a = math.fsum(member[0] for member in changed) / len(changed)
+    return array("d", (min(max(a, LOWEST), HIGHEST), H))

@@ -66,7 +66,8 @@ the base's label list (as a model that started from it does); a base that knew e
 and learned from it cannot be aligned with members that learned different second labels.
 
 An intercept (a classifier's bias weight) is a weight of the Gaussian like any other and is
-mixed with the others. Pipelines mix their last step, a Gaussian classifier; the other steps
+mixed with the others. The calibration's temperature is mixed by the same delta rule, its
+curvature as a precision (`river_cw.calibration.mix`). Pipelines mix their last step, a Gaussian classifier; the other steps
 must be identical in every model (stateless ones such as a bag of words). Voted RDA keeps no
 Gaussian and cannot be mixed.
 """
@@ -78,7 +79,7 @@ import pickle
 
 from river import compose
 
-from . import covariances
+from . import calibration, covariances
 from .gaussian_classifier import GaussianClassifier
 from .labels import order_key
 from .text import TextClassifier
@@ -197,6 +198,9 @@ def combine(models: list, method: str = "kl", base=None):
     skipped = [model.n_skipped_updates for model in models]
     mixer = covariances.of(first).mixer
     forgets = first.forgetting > 0  # a member's variances may then grow
+    merged._temperature = calibration.mix(
+        [model._temperature for model in models], None if base is None else base._temperature
+    )
     if base is None:
         merged.set_gaussian(mixer.mix(gaussians, method, None, forgets), labels)
         merged.n_skipped_updates = sum(skipped)
@@ -257,6 +261,7 @@ def changes(model, base):
         for block, start in zip(gaussian.blocks, _aligned(base, labels).blocks)
     ]
     out = copy.copy(model)
+    out._temperature = copy.copy(model._temperature)  # its own: the copy shares no state
     out.set_gaussian(only(gaussian, changed), labels)
     return out
 

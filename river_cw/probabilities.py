@@ -13,8 +13,12 @@ probabilities rank the labels as their mean scores do: `most_probable`, which ev
 `predict_one` is, says why in one place.
 Before any label is seen the distribution is empty; with one label it is certain.
 
-A temperature ``a`` scales every standardised margin, ``Phi(a m / sqrt(v))``: 1 unless the
-model calibrates (`river_cw.calibration`).
+Calibrated (``calibrate=True``, the default), a temperature ``a`` scales every standardised
+margin and the margin's variance takes a noise term r, the rule's `margin_noise`:
+``Phi(a m / sqrt(v + r))``. The temperature is fitted online (`river_cw.calibration`); the noise
+term keeps the probabilities finite where the variances collapse (a margin measured with
+variance near 0 is no certainty about the label: labels are noisy). Uncalibrated, ``a = 1`` and
+``r = 0``: the papers' probabilities.
 """
 
 from __future__ import annotations
@@ -73,19 +77,19 @@ def binary(m: float, v: float, temperature: float, classes: list) -> dict:
     return {classes[0]: 1.0 - p, classes[1]: p}
 
 
-def pairwise(scores: list[float], cov: np.ndarray) -> list[list[float]]:
+def pairwise(scores: list[float], cov: np.ndarray, noise: float = 0.0) -> list[list[float]]:
     """The standardised pairwise margins ``t[z][k] = m_zk / s`` of the block scores `scores`
     (one block while binary: two labels, ``[negative, positive]``; the diagonal is 0), given
     their covariance `cov`: s is the standard deviation of the margin between the two
-    best-scoring labels, one scale for every pair, so each row's terms grow with its label's
-    score."""
+    best-scoring labels plus the noise term `noise` (``s^2 = v + noise``), one scale for every
+    pair, so each row's terms grow with its label's score."""
     if len(scores) == 1:
-        t = _standardised(scores[0], cov[0, 0])
+        t = _standardised(scores[0], cov[0, 0] + noise)
         return [[0.0, -t], [t, 0.0]]
     cov = cov.tolist()  # Python floats: an overflow is inf, silently, as in the binary case
     best = max(range(len(scores)), key=scores.__getitem__)
     second = max((k for k in range(len(scores)) if k != best), key=scores.__getitem__)
-    v = cov[best][best] + cov[second][second] - 2.0 * cov[best][second]
+    v = cov[best][best] + cov[second][second] - 2.0 * cov[best][second] + noise
     return [
         [_standardised(s_z - s_k, v) if k != z else 0.0 for k, s_k in enumerate(scores)]
         for z, s_z in enumerate(scores)

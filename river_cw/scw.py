@@ -49,9 +49,11 @@ class SCW(GaussianClassifier):
         learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
         Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
     calibrate
-        Fit a temperature ``a`` of the standardised margins, ``Phi(a m / sqrt(v))``, online on
-        the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
-        `predict_one` does not change.
+        Calibrated probabilities (the default): ``Phi(a m / sqrt(v + r))``, the margin's
+        variance plus a noise term r = 1 and a temperature a fitted online by one Newton
+        step per example on the progressive log loss (`river_cw.calibration`). False gives the
+        paper's ``Phi(m / sqrt(v))``, overconfident once the variances shrink. `predict_one`
+        is the same either way.
     initial_intercept_variance
         The intercept's prior variance with ``covariance="arrowhead"`` (the other covariances
         give the intercept `initial_variance`, as every weight; None, the default: here too).
@@ -103,7 +105,7 @@ class SCW(GaussianClassifier):
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
         forgetting: float = 0.0,
-        calibrate: bool = False,
+        calibrate: bool = True,
         initial_intercept_variance: float | None = None,
     ):
         if not C > 0:

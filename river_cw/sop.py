@@ -36,9 +36,12 @@ class SOP(GaussianClassifier):
         learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
         Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
     calibrate
-        Fit a temperature ``a`` of the standardised margins, ``Phi(a m / sqrt(v))``, online on
-        the progressive log loss (`river_cw.calibration`), for probabilities a service can use;
-        `predict_one` does not change.
+        Calibrated probabilities (the default): ``Phi(a m / sqrt(v))`` with a temperature a
+        fitted online by one Newton step per example on the progressive log loss
+        (`river_cw.calibration`); no noise term (``margin_noise`` is 0: SOP's margins are on
+        the scale of its mistakes' sums, not of a step aiming at margin 1). False gives
+        ``a = 1``, overconfident once the variances shrink. `predict_one` is the same either
+        way.
     initial_intercept_variance
         The intercept's prior variance with ``covariance="arrowhead"`` (default: ``1 / a``, as
         every weight's). Wide (100) on uncentred features, whose boundary lies far from the
@@ -67,6 +70,7 @@ class SOP(GaussianClassifier):
     """
 
     _diagonal_schemes = ("project", "drop")
+    _MARGIN_NOISE = 0.0  # its margins are sums over its mistakes, on no fixed scale
 
     def __init__(
         self,
@@ -75,7 +79,7 @@ class SOP(GaussianClassifier):
         diagonal: str = "project",
         learn_intercept: bool = True,
         forgetting: float = 0.0,
-        calibrate: bool = False,
+        calibrate: bool = True,
         initial_intercept_variance: float | None = None,
     ):
         if not a > 0:

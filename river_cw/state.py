@@ -16,21 +16,25 @@ function). Their labels, feature names and the values of their hyperparameters m
 The models' own pickles go through it (their ``__reduce_ex__`` names only `loads`), so a pickle
 of one of these models survives a release too; `copy.deepcopy` copies them as before.
 
-The layout (format 1), all integers little-endian:
+The layout (format 2), all integers little-endian:
 
-- 4 bytes ``RCWS``, then the format as a 4-byte unsigned integer (1);
+- 4 bytes ``RCWS``, then the format as a 4-byte unsigned integer (2);
 - the header's length (4 bytes) and the header, a JSON object (ASCII);
 - the arrays the header lists under ``"arrays"`` (``[type, count]``: ``"f8"`` float64, ``"i8"``
   int64, ``"u1"`` bytes), one after the other, their bytes little-endian;
 - the CRC-32 (`zlib.crc32`) of everything before it (4 bytes).
 
 The header holds ``"model"`` (the class name), ``"parameters"`` (the constructor's arguments),
-``"labels"`` (``classes_``, in order), ``"skipped_updates"``, ``"calibration"`` (the running
-losses of the temperature, an array, or null) and the engine's state: ``"gaussian"`` (its
+``"labels"`` (``classes_``, in order), ``"skipped_updates"``, the calibration (a Gaussian
+classifier's ``"temperature"``, ``[a, H]``, an array, or null; voted RDA's ``"calibration"``,
+the running losses of its temperatures, an array, or null) and the engine's state: ``"gaussian"`` (its
 ``"covariance"`` and that covariance's parts, `river_cw.covariances.Covariance.parts`) or, for
 `VotedRDA`, ``"rda"`` (the engine's attributes, `river_cw._engines.rda_engine.STATE`); a
 `TextClassifier` holds its bag-of-words parameters and its ``"classifier"``, a header of its
-own. Values are JSON of their own type (a float is written exactly, with its decimal point or
+own. Format 1 (river-cw 0.x before the Newton temperature) held a Gaussian classifier's
+calibration as voted RDA's, the running losses of a grid of temperatures: it loads with the
+grid's best temperature and a curvature of 1 (the Newton step's start), and every number else
+as it was. Values are JSON of their own type (a float is written exactly, with its decimal point or
 exponent) or tagged: ``{"tuple": [...]}``, ``{"set": [...]}``, ``{"frozenset": [...]}``,
 ``{"float": "inf"}`` for a float JSON cannot hold, ``{"river_cw": "INTERCEPT"}``. A block of
 weights is ``{"keys": [...], "widths": [[count, width], ...], "numbers": array}``: its features
@@ -60,7 +64,7 @@ The engines' parts, by covariance:
 >>> model.learn_one({"lunch": 1.0}, "ham")
 >>> data = state.dumps(model)
 >>> data[:4], state.FORMAT
-(b'RCWS', 1)
+(b'RCWS', 2)
 >>> copy = state.loads(data)
 >>> copy.weights == model.weights and copy.classes_ == model.classes_
 True
@@ -83,7 +87,7 @@ from typing import Any
 
 import numpy as np
 
-from . import covariances
+from . import calibration, covariances
 from ._engines.rda_engine import STATE
 from .arow import AROW
 from .base import INTERCEPT
@@ -107,7 +111,7 @@ __all__ = [
 ]
 
 MAGIC = b"RCWS"
-FORMAT = 1
+FORMAT = 2
 """The format `dumps` writes; `loads` reads it and every earlier one."""
 
 _GAUSSIAN = {cls.__name__: cls for cls in (AROW, CW, NHERD, SCW, SOP)}
@@ -247,6 +251,7 @@ class _Reader:
                 "is read with pickle.load"
             )
         _, version, size = _FIXED.unpack_from(data)
+        self.version = version
         if version > FORMAT:
             raise ValueError(
                 f"the state is of format {version}, newer than this river-cw reads (format "
@@ -437,11 +442,13 @@ def _model_header(writer: _Writer, model, gaussian: bool) -> dict:
         }
     if kind is VotedRDA and gaussian:
         state = model.__getstate__()  # the engine's attributes, its calibration queue added up
-        header = _labelled(writer, model, state["_calibration"])
+        header = _labelled(writer, model)
+        header["calibration"] = _array(writer, state["_calibration"])
         header["rda"] = _rda_header(writer, state)
         return header
     if _GAUSSIAN.get(kind.__name__) is kind:
-        header = _labelled(writer, model, model._calibration)
+        header = _labelled(writer, model)
+        header["temperature"] = _array(writer, model._temperature)
         header["gaussian"] = None
         if gaussian:
             entry = covariances.of(model)
@@ -455,15 +462,19 @@ def _model_header(writer: _Writer, model, gaussian: bool) -> dict:
     )
 
 
-def _labelled(writer: _Writer, model, calibration) -> dict:
-    """The header of a classifier: its class, parameters, labels, counters and calibration."""
+def _labelled(writer: _Writer, model) -> dict:
+    """The header of a classifier: its class, parameters, labels and counters."""
     return {
         "model": type(model).__name__,
         "parameters": _parameters(model, _names(type(model))),
         "labels": [to_json(label) for label in model.classes_],
         "skipped_updates": model.n_skipped_updates,
-        "calibration": None if calibration is None else writer.add("f8", calibration.tolist()),
     }
+
+
+def _array(writer: _Writer, values) -> dict | None:
+    """An array of float64 `values` (a sequence, or None: null)."""
+    return None if values is None else writer.add("f8", array("d", values))
 
 
 def _part(writer: _Writer, name: str, value):
@@ -491,9 +502,9 @@ def _model(reader: _Reader, header: dict, gaussian):
         classifier = _model(reader, header["classifier"], gaussian)
         return TextClassifier(classifier, **parameters)
     labels = [from_json(label) for label in header["labels"]]
-    ref = header["calibration"]
-    calibration = None if ref is None else np.array(reader.array(ref))
     if name == "VotedRDA":
+        ref = header["calibration"]
+        calibration = None if ref is None else np.array(reader.array(ref))
         rda = VotedRDA(**parameters)
         state = _rda_state(reader, header["rda"])
         state.update(
@@ -529,8 +540,25 @@ def _model(reader: _Reader, header: dict, gaussian):
     model._gaussian = gaussian  # set_gaussian would count the blocks through their views
     model.classes_, model._class_index = labels, {label: i for i, label in enumerate(labels)}
     model.n_skipped_updates = header["skipped_updates"]
-    model._calibration = calibration
+    model._temperature = _temperature(reader, header)
     return model
+
+
+def _temperature(reader: _Reader, header: dict):
+    """A Gaussian classifier's temperature ``[a, H]`` (an ``array('d')``), or None; format 1's
+    grid of running losses as its best temperature, with the Newton step's curvature at 1."""
+    if reader.version == 1:
+        ref = header["calibration"]
+        if ref is None:
+            return None
+        return array("d", (calibration.best(np.array(reader.array(ref))), 1.0))
+    ref = header["temperature"]
+    if ref is None:
+        return None
+    temperature = reader.array(ref)
+    if len(temperature) != 2 or temperature.typecode != "d":
+        raise ValueError(f"a temperature is [a, H], got {len(temperature)} numbers")
+    return array("d", temperature)
 
 
 # -- voted RDA --------------------------------------------------------------------------------

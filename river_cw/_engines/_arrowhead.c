@@ -41,6 +41,7 @@
 #include "_fsum.h"
 #include "_input.h"
 #include "_steps.h"
+#include "_calibration.h"
 
 /* a feature's (a_j, k_j, c_j); the root's entry holds (mu_b, S) in a and k, and 0 in c */
 #define RCW_ENTRY_PAYLOAD double a, k, c;
@@ -89,6 +90,7 @@ typedef struct {
     double params[RCW_MAX_PARAMS];                                                               \
     int drop;        /* the scheme: "drop" (1) or "project" (0) */                               \
     double lean_x_b; /* 1.0 with an intercept, else 0.0 */                                       \
+    RcwTemperature temperature; /* the spec's calibration (_calibration.h) */                    \
     /* the batch kernel's: learn_rows' CSR columns (_batch.h's batch cache), or NULL; the lean */ \
     /* CSR row whose coordinates the scratch has not laid out (pass_csr, lay_out): its stored */  \
     /* columns, values and their count (row_ind NULL: none) */                                   \
@@ -781,17 +783,18 @@ static PyObject *engine_learn(Arrowhead *self, PyObject *const *args, Py_ssize_t
 /* ---------------------------------------------------------------------------------------- */
 /* learn_native: the lean path                                                                */
 
-/* learn_native's `lean` = (step, scheme, intercept) into the lean cache: step = (name, params),
- * a rule's `_step` in C (_steps.h); scheme "project" or "drop"; intercept None or the engine's
- * root. 0, or -1 with an error */
+/* learn_native's `lean` = (step, scheme, intercept, calibration) into the lean cache: step =
+ * (name, params), a rule's `_step` in C (_steps.h); scheme "project" or "drop"; intercept None or
+ * the engine's root; calibration None or (temperature, noise) (_calibration.h). 0, or -1 with an
+ * error */
 static int parse_lean(Arrowhead *self, PyObject *lean) {
     PyObject *scheme, *intercept;
     double params[RCW_MAX_PARAMS];
     rcw_step found;
     int drop;
-    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3) {
-        PyErr_SetString(PyExc_TypeError,
-                        "learn_native's lean is ((name, (params...)), scheme, intercept)");
+    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 4) {
+        PyErr_SetString(PyExc_TypeError, "learn_native's lean is ((name, (params...)), scheme, "
+                                         "intercept, calibration)");
         return -1;
     }
     scheme = PyTuple_GET_ITEM(lean, 1);
@@ -809,6 +812,7 @@ static int parse_lean(Arrowhead *self, PyObject *lean) {
         PyErr_SetString(PyExc_ValueError, "learn_native's intercept is None or the root");
         return -1;
     }
+    if (rcw_temperature_parse(PyTuple_GET_ITEM(lean, 3), &self->temperature) < 0) return -1;
     Py_XSETREF(self->lean_spec, Py_NewRef(lean));
     self->step = found;
     memcpy(self->params, params, sizeof params);
@@ -820,23 +824,27 @@ static int parse_lean(Arrowhead *self, PyObject *lean) {
 /* The lean step on the last margin (a binary engine's, along pair 0): the native step `step`
  * (params) and the update by its scheme (drop, or project), as learn_native takes them: one home
  * for learn_native and the batch kernel's lean CSR rows (`row`: update_row). LEARN_NOTHING (learned, or nothing to
- * learn), LEARN_SKIPPED (float64 cannot express the step), PASS_ERROR (memory) */
+ * learn), LEARN_SKIPPED (float64 cannot express the step), PASS_ERROR (memory); the temperature
+ * (NULL: none) takes its Newton step on the margin (_calibration.h) */
 static RCW_ALWAYS_INLINE int lean_apply(Arrowhead *self, rcw_step step, const double *params,
-                                        int drop, double m, double w, int row) {
-    double alpha, gamma;
+                                        int drop, double m, double w, int row,
+                                        const RcwTemperature *temperature) {
+    double alpha, gamma, v = self->v;
     int r;
-    if (!(self->v > 0.0)) return LEARN_NOTHING; /* no non-zero feature, or no variance left */
-    r = step(params, m, self->v, w, &alpha, &gamma);
+    if (!(v > 0.0)) return LEARN_NOTHING; /* no non-zero feature, or no variance left */
+    r = step(params, m, v, w, &alpha, &gamma);
     if (r > 0) /* applied (1), refused (0) or an error (-1) */
         r = (row ? update_row(self, alpha, gamma, drop) : update(self, alpha, gamma, drop)) - 1;
     if (r < -1) return PASS_ERROR;
+    rcw_temperature_step(temperature, m, v, w);
     return r < 0 ? LEARN_SKIPPED : LEARN_NOTHING;
 }
 
 /* learn_native's core (entered, the lean spec parsed): x learned along pair 0 with the label's
  * sign and the weight w > 0. LEARN_NOTHING, LEARN_SKIPPED, -1 (the general path's case: nothing
- * changed, no error set) or -2 (an error raised); the batch kernel's dict rows (batch_lean_dict) */
-static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w) {
+ * changed, no error set) or -2 (an error raised); the batch kernel's dict rows (batch_lean_dict).
+ * With `calibrate` (two labels known) the spec's temperature takes its Newton step. */
+static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w, int calibrate) {
     double m;
     int outcome;
     self->pairs[0].block = 0;
@@ -845,7 +853,8 @@ static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w) {
     self->npairs = 1;
     outcome = margin_of(self, x, 1.0, 0.0, 1, &m);
     if (outcome == PASS_OK)
-        outcome = lean_apply(self, self->step, self->params, self->drop, m, w, 0);
+        outcome = lean_apply(self, self->step, self->params, self->drop, m, w, 0,
+                             calibrate ? &self->temperature : NULL);
     release_margin(self);
     return outcome == PASS_ERROR ? -2 : outcome == PASS_GENERAL ? -1 : outcome;
 }
@@ -872,7 +881,7 @@ static PyObject *engine_learn_native(Arrowhead *self, PyObject *const *args,
         return PyLong_FromLong(-1);
     }
     if (enter(self) < 0) return NULL;
-    outcome = lean_learn(self, args[0], sign, w);
+    outcome = lean_learn(self, args[0], sign, w, PyDict_GET_SIZE(args[3]) == 2);
     leave(self);
     return outcome == -2 ? NULL : PyLong_FromLong(outcome);
 }
@@ -1014,8 +1023,9 @@ static PyObject *batch_terms(Arrowhead *self) {
     return NULL;
 }
 
-static inline int batch_lean_dict(Arrowhead *self, PyObject *x, double sign, double w) {
-    return lean_learn(self, x, sign, w);
+static inline int batch_lean_dict(Arrowhead *self, PyObject *x, double sign, double w,
+                                  int calibrate) {
+    return lean_learn(self, x, sign, w, calibrate);
 }
 
 static inline int batch_score_dict(Arrowhead *self, PyObject *x, PyObject *intercept, double *m,
@@ -1232,7 +1242,7 @@ static int batch_lean_row(Arrowhead *self, const BatchColumns *c, Py_ssize_t i, 
     self->pairs[0].sign = sign;
     if ((outcome = pass_csr(self, &self->pairs[0], c, i, intercept)) == PASS_OK &&
         (outcome = margin_close(self, NULL, 1.0, 0.0, 1, &m)) == PASS_OK)
-        outcome = lean_apply(self, s->native, s->params, kind, m, w, 1);
+        outcome = lean_apply(self, s->native, s->params, kind, m, w, 1, s->temperature);
     pending = self->row_ind != NULL;
     release_margin(self);
     switch (outcome) {
@@ -1398,6 +1408,7 @@ static int payload_traverse(Arrowhead *self, visitproc visit, void *arg) {
 /* the root stays until dealloc: every method reads it */
 static void payload_clear(Arrowhead *self) {
     batch_cache_free(self);
+    rcw_temperature_release(&self->temperature);
     Py_CLEAR(self->lean_spec);
 }
 

@@ -45,6 +45,7 @@ typedef struct {
     int kind;             /* scheme's kind and C (batch_scheme), found once a call */
     double C;
     int lean;             /* exact: the engine's lean spec steps it in C (batch_lean_step) */
+    const RcwTemperature *temperature; /* stepped before the step (two labels), or NULL */
 } BatchStep;
 
 /* One row's features (the intercept last): feature j has the value x[j] and the column col[j],
@@ -159,10 +160,11 @@ static int batch_lean_step(Engine *self, double m, double v, double w, double *a
 /* the last margin's terms u_j, for an exact rule's Python step (a new reference, or NULL) */
 static PyObject *batch_terms(Engine *self);
 /* the lean path of a dict row x (learn_native's: a binary engine, entered, its lean spec
- * parsed) for a label of the given sign and a weight w > 0: LEARN_NOTHING (learned, or nothing to
+ * parsed) for a label of the given sign and a weight w > 0, its temperature stepped where
+ * `calibrate` (two labels known): LEARN_NOTHING (learned, or nothing to
  * learn), LEARN_SKIPPED, -1 (the general path's row: nothing changed, no error set), -2 (an error
  * raised) */
-static int batch_lean_dict(Engine *self, PyObject *x, double sign, double w);
+static int batch_lean_dict(Engine *self, PyObject *x, double sign, double w, int calibrate);
 /* the lean CSR row i (plain, or checked as it is read when the call is lazy) of a binary model
  * learned by the native step s with a scheme of `kind` and nothing forgotten, straight from the
  * arrays: 0 learned, nothing to learn or skipped (counted in *skipped); 1 the general path's row,
@@ -840,17 +842,18 @@ typedef struct {
     int lean_kind;        /* the lean CSR rows' built-in scheme (set by batch_call_open), or -1 */
     BatchStep step;
     double native_params[RCW_MAX_PARAMS];
+    RcwTemperature temperature; /* the model's calibration (_calibration.h) */
 } BatchCall;
 
 /* learn_rows' arguments (see engine_learn_rows) into *call, and the CSR columns' count into
  * c->csr; 0, or -1 with an error (before the engine is entered) */
 static int batch_call_parse(Engine *self, PyObject *args, BatchCall *call, BatchColumns *c) {
-    PyObject *step_fn, *scheme, *native;
+    PyObject *step_fn, *scheme, *native, *calibration;
     BatchStep *step = &call->step;
-    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OO", &call->rows, &PyList_Type, &call->labels,
+    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OOO", &call->rows, &PyList_Type, &call->labels,
                           &PyDict_Type, &call->class_index, &PyList_Type, &call->weights,
                           &call->start, &step_fn, &scheme, &call->forgetting, &call->intercept,
-                          &PyList_Type, &call->stats, &native, &call->lean))
+                          &PyList_Type, &call->stats, &native, &call->lean, &calibration))
         return -1;
     call->n_classes = PyDict_GET_SIZE(call->class_index);
     call->features = Py_None;
@@ -889,6 +892,8 @@ static int batch_call_parse(Engine *self, PyObject *args, BatchCall *call, Batch
     }
     step->lean = call->lean != Py_None && scheme == Py_None;
     if (call->csr) call->lean = Py_None; /* CSR rows keep their own path (batch_lean_row) */
+    if (rcw_temperature_parse(calibration, &call->temperature) < 0) return -1;
+    step->temperature = call->n_classes == 2 ? &call->temperature : NULL;
     return 0;
 }
 
@@ -986,12 +991,14 @@ static int batch_general_row(Engine *self, const BatchCall *call, BatchColumns *
         return ROW_FAIL;
     }
     if (outcome != BATCH_UPDATE) {
+        rcw_temperature_step(call->step.temperature, m, v, w);
         *skipped += outcome == BATCH_SKIP;
         return ROW_NEXT;
     }
     outcome = batch_update(self, r, &pairs, alpha, gamma, v, kind, C, scheme);
     Py_DECREF(scheme);
     if (outcome < 0) return ROW_FAIL;
+    rcw_temperature_step(call->step.temperature, m, v, w);
     *skipped += !outcome;
     *generation = self->generation;
     return ROW_NEXT;
@@ -1053,7 +1060,8 @@ static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
         if (call->lean != Py_None && PyDict_CheckExact(PyList_GET_ITEM(call->rows, i))) {
             /* parsed by batch_call_parse, unless a step parsed another spec since */
             if (batch_lean_spec(self, call->lean) < 0) goto done;
-            outcome = batch_lean_dict(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w);
+            outcome = batch_lean_dict(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w,
+                                      call->n_classes == 2);
             if (outcome == -2) goto done;
             if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
                 *skipped += outcome == LEARN_SKIPPED;
@@ -1094,13 +1102,15 @@ static int batch_stats(PyObject *stats, Py_ssize_t at, Py_ssize_t skipped) {
 }
 
 /* learn_rows(rows, labels, class_index, weights, start, step, scheme, forgetting, intercept,
- * stats, native, lean): the learn_one loop over rows[start:] (see the top of this file); `rows`
+ * stats, native, lean, calibration): the learn_one loop over rows[start:] (see the top of this file); `rows`
  * is a list of dicts or (data, indices, indptr, features or None, n_columns), `labels` each
  * row's label, `class_index` the model's dict of label -> block, one entry per class (a label it
  * does not hold is learn_one's: the loop stops there), `weights` the sample weight of each row,
  * `intercept` the intercept's key or None, `native` the rule's `_native_step` (then `step` is
  * not called) or None, `lean` learn_native's spec or None: while binary, a dict row goes first
- * through batch_lean_dict (learn_one's lean path), and a row it declines the way above. Sets
+ * through batch_lean_dict (learn_one's lean path), and a row it declines the way above;
+ * `calibration` the model's (_calibration.h: a binary model's temperature takes its Newton step
+ * on each row's margin, as learn_one's), or None. Sets
  * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
  * stats[1], also when a step raises. */
 static PyObject *engine_learn_rows(Engine *self, PyObject *args) {
@@ -1108,13 +1118,17 @@ static PyObject *engine_learn_rows(Engine *self, PyObject *args) {
     BatchColumns c = {0};
     Py_ssize_t at, skipped = 0;
     int status;
-    if (batch_call_parse(self, args, &call, &c) < 0 || enter(self) < 0) return NULL;
+    if (batch_call_parse(self, args, &call, &c) < 0 || enter(self) < 0) {
+        rcw_temperature_release(&call.temperature);
+        return NULL;
+    }
     at = call.start;
     status = batch_call_open(self, &call, &c);
     if (status == 0) status = learn_rows_loop(self, &call, &c, &at, &skipped);
     leave(self); /* also where a step's error or an engine changed by it stopped the loop */
     payload_drop_margin(self);
     columns_free(&c);
+    rcw_temperature_release(&call.temperature);
     if (batch_stats(call.stats, at, skipped) < 0 || status < 0) return NULL;
     Py_RETURN_NONE;
 }

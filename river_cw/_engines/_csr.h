@@ -120,9 +120,10 @@ static int rcw_csr_check_names(const RcwCsr *c, Py_ssize_t nrows, Py_ssize_t *se
     return rc;
 }
 
-/* The probabilities {first: 1 - p, second: p} of GaussianClassifier._binary_proba for the score
- * m and its variance v: p = 0.5 erfc(-(a t) / sqrt(2)), t = m / sqrt(v) (+-inf or 0 where v is
- * 0), with Python's own math.erfc (`erfc`), so the numbers are its, bit for bit. */
+/* The probabilities {first: 1 - p, second: p} of river_cw.probabilities.binary for the score m
+ * and its variance v (the noise term added): p = 0.5 erfc(-(a t) / sqrt(2)), t = m / sqrt(v)
+ * (+-inf or 0 where v is 0), with Python's own math.erfc (`erfc`), so the numbers are its, bit
+ * for bit. */
 static PyObject *rcw_binary_proba(double m, double v, PyObject *first, PyObject *second, double a,
                                   PyObject *erfc) {
     double t = v > 0.0 ? m / sqrt(v) : (m != 0.0 ? copysign(INFINITY, m) : 0.0), p;
@@ -148,11 +149,12 @@ fail:
 /* A score_rows call, score_rows(rows, intercept, proba) (_batch.h, _arrowhead.c): rows a list
  * of dicts or CSR arrays (`csr`: then viewed, their names checked as Rows.check_names, `seen`
  * ncols zeros for the kernel's use, left as zeros), proba None or (first, second, temperature,
- * erfc): the probabilities of the two labels (rcw_binary_proba) instead of the score. */
+ * noise, erfc): the probabilities of the two labels (rcw_binary_proba, of the variance plus the
+ * noise term) instead of the score. */
 typedef struct {
     PyObject *rows, *intercept;
     PyObject *first, *second, *erfc; /* erfc NULL: scores */
-    double temperature;
+    double temperature, noise;
     int is_csr;
     RcwCsr csr;
     Py_ssize_t nrows, *seen;
@@ -171,7 +173,8 @@ static int rcw_score_rows_open(PyObject *args, RcwScoreRows *s) {
     s->temperature = 1.0;
     if (!PyArg_ParseTuple(args, "OOO", &s->rows, &s->intercept, &proba)) return -1;
     if (proba != Py_None &&
-        !PyArg_ParseTuple(proba, "OOdO", &s->first, &s->second, &s->temperature, &s->erfc))
+        !PyArg_ParseTuple(proba, "OOddO", &s->first, &s->second, &s->temperature, &s->noise,
+                          &s->erfc))
         return -1;
     s->is_csr = PyTuple_Check(s->rows);
     if (!s->is_csr) {
@@ -214,7 +217,7 @@ static RCW_ALWAYS_INLINE PyObject *rcw_score_rows_list(const RcwScoreRows *s, rc
         int ok = score(engine, s, i, &m, &v);
         item = ok < 0      ? NULL
                : !ok       ? Py_NewRef(Py_None)
-               : s->erfc   ? rcw_binary_proba(m, v, s->first, s->second, s->temperature, s->erfc)
+               : s->erfc   ? rcw_binary_proba(m, v + s->noise, s->first, s->second, s->temperature, s->erfc)
                            : PyFloat_FromDouble(m);
         if (item == NULL)
             Py_CLEAR(out);

@@ -32,6 +32,7 @@
 #include "_fsum.h"
 #include "_input.h"
 #include "_steps.h"
+#include "_calibration.h"
 
 /* the feature table of one block: entries hold their (mean, variance), interleaved (one cache
  * line holds both) */
@@ -115,6 +116,7 @@ typedef struct {
     double herding_C;
     PyObject *intercept;      /* borrowed from spec; None: no intercept */
     Py_hash_t intercept_hash;
+    RcwTemperature temperature; /* the spec's calibration (_calibration.h) */
 } LeanSpec;
 
 /* the engine's payload, after the shell's head (_shell.h) */
@@ -170,6 +172,7 @@ static void batch_cache_free(Diagonal *self); /* _batch.h */
 
 static void payload_clear(Diagonal *self) {
     batch_cache_free(self);
+    rcw_temperature_release(&self->lean.temperature);
     Py_CLEAR(self->lean.spec);
 }
 
@@ -769,7 +772,8 @@ static PyObject *engine_learn(Diagonal *self, PyObject *const *args, Py_ssize_t 
     return outcome < 0 ? NULL : PyLong_FromLong(outcome);
 }
 
-/* learn_native's `lean` = (step, scheme, intercept) into self's fields: 0, -1 on error */
+/* learn_native's `lean` = (step, scheme, intercept, calibration) into self's fields: 0, -1 on
+ * error */
 static int parse_lean(Diagonal *self, PyObject *lean) {
     PyObject *scheme, *intercept;
     double params[RCW_MAX_PARAMS], C = 0.0;
@@ -777,8 +781,9 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
     exact_step exact;
     Py_hash_t h = 0;
     int kind;
-    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3) {
-        PyErr_SetString(PyExc_TypeError, "learn_native's lean is (step, scheme, intercept)");
+    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "learn_native's lean is (step, scheme, intercept, calibration)");
         return -1;
     }
     scheme = PyTuple_GET_ITEM(lean, 1);
@@ -800,6 +805,7 @@ static int parse_lean(Diagonal *self, PyObject *lean) {
         return -1;
     }
     if (intercept != Py_None && (h = PyObject_Hash(intercept)) == -1) return -1;
+    if (rcw_temperature_parse(PyTuple_GET_ITEM(lean, 3), &self->lean.temperature) < 0) return -1;
     Py_INCREF(lean);
     Py_XSETREF(self->lean.spec, lean);
     self->lean.step = step;
@@ -883,8 +889,9 @@ static inline void lean_coord(Diagonal *self, Table *t, PyObject *key, Py_hash_t
  * nothing to learn), LEARN_SKIPPED (float64 cannot express the step), -1: the general path's
  * case (x holding anything but floats, ints and bools with finite sums, or the intercept; or an
  * error of an exact solver other than a skip, which the general path raises again): nothing
- * changed, no error set; -2: an error (memory) raised. */
-static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
+ * changed, no error set; -2: an error (memory) raised. With `calibrate` (two labels known), the
+ * spec's temperature takes its Newton step on the margin first (_calibration.h). */
+static int lean_learn(Diagonal *self, PyObject *x, double sign, double w, int calibrate) {
     PyObject *intercept = self->lean.intercept, *key, *value;
     double m = 0.0, mk, v, alpha, gamma, xf;
     int outcome = LEARN_NOTHING;
@@ -942,6 +949,8 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w) {
             if (applied < 0) goto fail;
             outcome = applied ? LEARN_NOTHING : LEARN_SKIPPED;
         }
+        /* once the example is the lean path's: the general path would step it again */
+        if (calibrate) rcw_temperature_step(&self->lean.temperature, m, v, w);
     }
     release_coords(self);
     return outcome;
@@ -979,7 +988,7 @@ static PyObject *engine_learn_native(Diagonal *self, PyObject *const *args, Py_s
         return PyLong_FromLong(-1);
     }
     if (enter(self) < 0) return NULL;
-    outcome = lean_learn(self, args[0], sign, w);
+    outcome = lean_learn(self, args[0], sign, w, PyDict_GET_SIZE(args[3]) == 2);
     leave(self);
     return outcome == -2 ? NULL : PyLong_FromLong(outcome);
 }
@@ -1170,8 +1179,9 @@ static int batch_lean_step(Diagonal *self, double m, double v, double w, double 
 
 static PyObject *batch_terms(Diagonal *self) { return make_terms(self->margin.u, self->margin.nu); }
 
-static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, double w) {
-    return lean_learn(self, x, sign, w);
+static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, double w,
+                                  int calibrate) {
+    return lean_learn(self, x, sign, w, calibrate);
 }
 
 /* every key is a feature like the others */
@@ -1484,11 +1494,13 @@ static int batch_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i, i
     if (v <= 0.0) return 0; /* no non-zero feature, or all their variance is spent */
     r = s->native(s->params, m, v, w, &alpha, &gamma);
     if (r <= 0 || !(isfinite(alpha) && isfinite(gamma))) {
+        rcw_temperature_step(s->temperature, m, v, w);
         *skipped += r != 0;
         return 0;
     }
     step_bound = fabs(alpha) * sqrt(prior * v);
     if (!(self->mean_bound + step_bound < SAFE_BOUND)) return 1;
+    rcw_temperature_step(s->temperature, m, v, w); /* the row is the lean kernel's */
     if (n_new && table_reserve(t, n_new) < 0) return -1;
     entries = t->entries;
     beta = gamma / (1.0 + gamma * v);

@@ -24,6 +24,7 @@
 #include "_fsum.h"
 #include "_input.h"
 #include "_steps.h"
+#include "_calibration.h"
 
 /* river_cw._engines.full.FACTOR_BOUND: the largest entry of R an update writes */
 #define RCW_FACTOR_BOUND 1e150
@@ -484,13 +485,16 @@ fail:
 /* learn_native(engine, x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2
  * (skipped: float64 cannot express the step) or -1 (the general path's case: nothing changed,
  * no error set): PythonFullGaussian.learn of a binary model (one block) for a known label y
- * (block 1's sign is +1) and a float weight w > 0, lean = (step, scheme, intercept) naming the
- * rule's step in C (_steps.h; the scheme is ignored, as full covariance has none), x read as
- * river_cw.validation.as_floats reads it with the intercept (None: none) appended. */
+ * (block 1's sign is +1) and a float weight w > 0, lean = (step, scheme, intercept, calibration)
+ * naming the rule's step in C (_steps.h; the scheme is ignored, as full covariance has none) and
+ * the model's calibration (_calibration.h: with two labels known, its temperature takes the
+ * Newton step on the margin), x read as river_cw.validation.as_floats reads it with the
+ * intercept (None: none) appended. */
 static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *engine, *lean, *intercept, *spare = NULL, *old = NULL;
     State st;
     Py_buffer sp = {0};
+    RcwTemperature temperature = {0};
     double w, sign, params[RCW_MAX_PARAMS], m, v, alpha, gamma, root, *scratch = NULL;
     double *d, *z, *t, *s, *mean_new;
     Py_ssize_t *touched, ntouched, n, k, start;
@@ -506,9 +510,9 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
     if (!PyDict_CheckExact(args[1])) return PyLong_FromLong(GENERAL);
     if ((r = rcw_binary_case(args + 1, 1, &w, &sign)) <= 0)
         return r < 0 ? NULL : PyLong_FromLong(GENERAL);
-    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 3) {
-        PyErr_SetString(PyExc_TypeError,
-                        "learn_native's lean is ((name, (params...)), scheme, intercept)");
+    if (!PyTuple_Check(lean) || PyTuple_GET_SIZE(lean) != 4) {
+        PyErr_SetString(PyExc_TypeError, "learn_native's lean is ((name, (params...)), scheme, "
+                                         "intercept, calibration)");
         return NULL;
     }
     intercept = PyTuple_GET_ITEM(lean, 2);
@@ -517,8 +521,12 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(GENERAL);
     }
+    if (PyDict_GET_SIZE(args[4]) == 2 &&
+        rcw_temperature_parse(PyTuple_GET_ITEM(lean, 3), &temperature) < 0)
+        return NULL;
     if ((r = state_read(engine, &st, 1)) <= 0) {
         state_release(&st);
+        rcw_temperature_release(&temperature);
         return r < 0 ? NULL : PyLong_FromLong(GENERAL);
     }
     n = st.n;
@@ -555,6 +563,7 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
     outcome = LEARNED;
     if (!(v > 0.0)) goto done; /* no non-zero feature, or all their variance is spent */
     r = step(params, m, v, w, &alpha, &gamma);
+    rcw_temperature_step(&temperature, m, v, w); /* the example is the lean path's */
     if (r == 0) goto done;
     outcome = SKIPPED;
     if (r < 0) goto done;
@@ -588,12 +597,14 @@ done:
     Py_XDECREF(spare);
     Py_XDECREF(old);
     state_release(&st);
+    rcw_temperature_release(&temperature);
     return PyLong_FromLong(outcome);
 fail:
     PyMem_Free(scratch);
     Py_XDECREF(spare);
     Py_XDECREF(old);
     state_release(&st);
+    rcw_temperature_release(&temperature);
     return NULL;
 }
 

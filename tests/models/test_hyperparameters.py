@@ -72,8 +72,8 @@ def test_a_value_at_the_edge_of_a_parameters_range_is_accepted(cls, name, value)
 
 
 @pytest.mark.parametrize("cls", GAUSSIANS)
-def test_by_default_a_model_neither_calibrates_nor_forgets(cls):
-    """``calibrate`` is off by default and ``forgetting`` 0 never forgets (the papers' models;
-    see `river_cw.gaussian_classifier.GaussianClassifier`)."""
+def test_by_default_a_model_calibrates_and_never_forgets(cls):
+    """``calibrate`` is on by default (its probabilities, not its predictions) and
+    ``forgetting`` 0 never forgets (see `river_cw.gaussian_classifier.GaussianClassifier`)."""
     params = cls()._get_params()
-    assert params["calibrate"] is False and params["forgetting"] == 0
+    assert params["calibrate"] is True and params["forgetting"] == 0

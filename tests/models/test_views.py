@@ -43,8 +43,10 @@ def stream(seed, n, labels):
 
 
 def recomputed(model, x: dict) -> dict:
-    """P(label | x) from the public views alone (see `GaussianClassifier`'s docstring)."""
+    """P(label | x) from the public views alone, with the model's `temperature` a and
+    `margin_noise` r (see `GaussianClassifier`'s docstring)."""
     classes, prior = model.classes_, model.initial_variance
+    a, r = model.temperature, model.margin_noise
     binary = model.is_binary
     weights = {classes[-1]: model.weights} if binary else model.weights
     intercept = {classes[-1]: model.intercept} if binary else model.intercept
@@ -64,10 +66,10 @@ def recomputed(model, x: dict) -> dict:
                 for g, u in xs.items():
                     cov[i, j] += covariances.get((key(z, f), key(k, g)), 0.0) * v * u
     if binary:
-        p = 0.5 * math.erfc(-scores[0] / math.sqrt(cov[0, 0]) / math.sqrt(2.0))
+        p = 0.5 * math.erfc(-a * scores[0] / math.sqrt(cov[0, 0] + r) / math.sqrt(2.0))
         return {classes[0]: 1.0 - p, classes[1]: p}
     best, second = np.argsort(-np.array(scores), kind="stable")[:2]  # the decision's margin
-    scale = math.sqrt(cov[best, best] + cov[second, second] - 2 * cov[best, second])
+    scale = math.sqrt(cov[best, best] + cov[second, second] - 2 * cov[best, second] + r) / a
     logp = [
         sum(normal_log_cdf((scores[z] - scores[k]) / scale) for k in range(len(blocks)) if k != z)
         for z in range(len(blocks))
@@ -129,6 +131,7 @@ def test_set_gaussian_carries_another_models_state(model, labels):
     for x, y in data[:30]:
         trained.learn_one(x, y)
     fresh.set_gaussian(copy.deepcopy(trained.gaussian), trained.classes_)
+    fresh._temperature = copy.copy(trained._temperature)  # the model's, not the Gaussian's
     assert fresh.gaussian is not trained.gaussian
     for x, y in data[30:]:
         assert fresh.predict_proba_one(x) == trained.predict_proba_one(x)
