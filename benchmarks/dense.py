@@ -31,7 +31,11 @@ middle, threshold streams (one or three features uniform on [0, 1] or [5, 6], la
 mean above the middle), and the shared dense corpora (a9a, Spambase, shuffled with seed 1).
 
     python benchmarks/dense.py [--quick] [--part today structures noise text]
-                               [--limit 10000] [--seeds 1 2 3]
+                               [--limit 10000] [--seeds 1 2 3] [--figure docs/figures/dense.png]
+
+``--figure PATH`` (with ``today``) also writes the summary's numbers beside PATH (same name,
+``.json``) and draws them there as a dot plot, for docs/guide/dense.md; ``draw`` redraws it from
+the JSON (tests/project/test_docs_figures.py does).
 """
 
 from __future__ import annotations
@@ -324,21 +328,72 @@ SUMMARY_COLUMNS = {
 }
 
 
-def summary_table(results: dict) -> None:
+BEST_OF_RIVER = "best of river's three"
+
+
+def summary_table(results: dict) -> dict:
     """The summary of docs/guide/dense.md: the defaults of AROW (raw and scaled), NHERD and SCW,
     AROW's before issue 30 and the best of river's three per stream, a generator's seeds
-    averaged."""
+    averaged. Prints it as markdown and returns its numbers, rounded as printed: ``{"columns":
+    [...], "rows": [[stream, [accuracy per column]], ...]}``."""
     groups: dict[str, list] = {}
     for stream, row in results.items():
         name, _, seed = stream.rpartition(" s")
         groups.setdefault(name if seed.isdigit() else stream, []).append(row)
-    print("\n| stream | " + " | ".join(SUMMARY_COLUMNS) + " | best of river's three |")
-    print("|---|" + "---:|" * (len(SUMMARY_COLUMNS) + 1))
+    columns = [*SUMMARY_COLUMNS, BEST_OF_RIVER]
+    print("\n| stream | " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    table = {"columns": columns, "rows": []}
     for name, rows in groups.items():
         seeds = f", {len(rows)} seeds" if len(rows) > 1 else ""
         means = [sum(row[m][0] for row in rows) / len(rows) for m in SUMMARY_COLUMNS.values()]
         best = sum(max(row[r][0] for r in RIVER) for row in rows) / len(rows)
-        print(f"| {name}{seeds} | " + " | ".join(f"{a:.3f}" for a in [*means, best]) + " |")
+        cells = [f"{a:.3f}" for a in [*means, best]]
+        print(f"| {name}{seeds} | " + " | ".join(cells) + " |")
+        table["rows"].append([f"{name}{seeds}", [float(c) for c in cells]])
+    return table
+
+
+DRAWN = {  # the summary's columns the figure shows, and their markers
+    "AROW": "o",
+    "... after StandardScaler": "s",
+    "NHERD": "^",
+    "SCW": "D",
+}
+
+
+def draw(table: dict, out: Path) -> None:
+    """The summary as a dot plot: per stream, each model's accuracy minus the best of river's
+    three, in points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = table["columns"]
+    rows = table["rows"][::-1]  # the table's first stream at the top
+    best = columns.index(BEST_OF_RIVER)
+    fig, ax = plt.subplots(figsize=(8, 7), dpi=100)
+    ax.axvspan(-1, 1, color="0.88", zorder=0, label="within a point of river's best")
+    ax.axvline(0, color="black", lw=1, zorder=1)
+    for (model, marker), offset in zip(DRAWN.items(), (0.24, 0.08, -0.08, -0.24)):
+        k = columns.index(model)
+        xs = [100 * (values[k] - values[best]) for _, values in rows]
+        label = "AROW after StandardScaler" if model.startswith("...") else model
+        ax.scatter(xs, [i + offset for i in range(len(rows))], marker=marker, label=label, zorder=2)
+    ax.set_yticks(range(len(rows)), [name for name, _ in rows])
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_xlabel("accuracy minus river's best linear model (percentage points)")
+    ax.set_title(
+        "Dense streams, default parameters: river-cw against the best of\n"
+        "river's LogisticRegression, PAClassifier and Perceptron",
+        fontsize=11,
+    )
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
 
 
 def main(argv=None) -> None:
@@ -351,6 +406,12 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--limit", type=int, default=10000, help="examples per stream")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument(
+        "--figure",
+        type=Path,
+        metavar="PATH",
+        help="with --part today: write the summary's numbers (PATH as .json) and its dot plot",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -369,7 +430,12 @@ def main(argv=None) -> None:
     if "today" in args.part:
         results = run("Today's models", dense, today_models())
         summary(results, [m for m in today_models() if m not in RIVER])
-        summary_table(results)
+        table = summary_table(results)
+        if args.figure is not None:
+            args.figure.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(table, indent=1) + "\n"
+            args.figure.with_suffix(".json").write_text(text, encoding="utf-8")
+            draw(table, args.figure)
     if "structures" in args.part:
         results = run("Covariance structures (raw features)", dense, structure_models())
         for name, row in results.items():  # covariance="auto", derived: full where d is small

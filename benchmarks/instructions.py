@@ -17,6 +17,11 @@ exits non-zero when a ratio misses its `--require` bound (a guard CI can run).
     python benchmarks/instructions.py [--data FILE ...] [--limit 300] [--require AROW=10 ...]
     python benchmarks/instructions.py --predict   # predict_one, the stream learned first
     python benchmarks/instructions.py --text   # raw text in: predict_one and learn_one
+    python benchmarks/instructions.py --figure docs/figures/speed.png   # and a bar chart
+
+``--figure PATH`` also writes the counts per corpus beside PATH (same name, ``.json``) and draws
+each model's ratio to river's PAClassifier there as a bar chart, for docs/guide/speed.md; ``draw``
+redraws it from the JSON (tests/project/test_docs_figures.py does).
 
 Needs valgrind (`apt-get install valgrind`); without it the benchmark says so and exits 0.
 """
@@ -24,6 +29,7 @@ Needs valgrind (`apt-get install valgrind`); without it the benchmark says so an
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import shutil
 import sys
@@ -81,10 +87,11 @@ def instructions(mode: str, names: list[str], path: str, env: dict) -> dict[str,
 
 
 def count_learning(
-    mode: str, data: str, limit: int, names, required: dict, python: bool
+    mode: str, data: str, limit: int, names, required: dict, python: bool, counted: dict
 ) -> list[str]:
     """The table of `learn_one` (mode "learn") or `predict_one` ("predict") on BagOfWords'
-    dicts; the misses of `required`."""
+    dicts; the misses of `required`. Each model's instructions per feature go to
+    ``counted[data]``."""
     names = list(dict.fromkeys(["river PAClassifier", *(names or models())]))
     stream = load(data, limit + WARM_UP)
     n_features = sum(len(x) for x, _ in stream[WARM_UP:])
@@ -99,9 +106,10 @@ def count_learning(
     n = len(stream) - WARM_UP
     call = "learn_one" if mode == "learn" else "predict_one"
     title = f"{data}: {n} examples, {n_features / n:.0f} features each, {call}, callgrind"
+    counted[data] = {k: c / n_features for k, c in counts.items()}
     return table(
         title,
-        {k: c / n_features for k, c in counts.items()},
+        counted[data],
         "river PAClassifier",
         "instructions/feature",
         required,
@@ -137,6 +145,47 @@ def table(title: str, counts: dict, reference: str, unit: str, required: dict) -
     return failed
 
 
+REFERENCE = "river PAClassifier"
+CORPORA = {
+    "mdsd_sorted_acl_text.jsonl.gz": "product reviews",
+    "sms_spam_collection.jsonl.gz": "SMS",
+}
+
+
+def draw(numbers: dict, out: Path) -> None:
+    """The bar chart of `numbers` (``{"call", "limit", "corpora": {file: {model: instructions
+    per feature}}}``): each model's ratio to river's PAClassifier, per corpus."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    corpora = numbers["corpora"]
+    models = list(next(iter(corpora.values())))[::-1]  # the table's first row at the top
+    height = 0.8 / len(corpora)
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(models) + 1.6), dpi=100)
+    for i, (data, counts) in enumerate(corpora.items()):
+        ratios = [counts[REFERENCE] / counts[m] for m in models]
+        ys = [j + (len(corpora) - 1 - 2 * i) * height / 2 for j in range(len(models))]
+        bars = ax.barh(ys, ratios, height, label=CORPORA.get(data, data))
+        ax.bar_label(bars, fmt="%.1fx", fontsize=7, padding=2)
+    ax.axvline(1, color="black", lw=1)
+    ax.set_xlim(0, 1.1 * ax.get_xlim()[1])  # room for the labels of the longest bars
+    ax.set_yticks(range(len(models)), models, fontsize=8)
+    ax.set_ylim(-0.6, len(models) - 0.4)
+    ax.set_xlabel("river's PAClassifier's instructions per feature / the model's (higher: faster)")
+    ax.set_title(
+        f"{numbers['call']} on bag-of-words features, against river's PAClassifier\n"
+        f"(instructions counted by callgrind, {numbers['limit']} examples per corpus)",
+        fontsize=11,
+    )
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -164,6 +213,12 @@ def main(argv=None) -> int:
         action="store_true",
         help="predict_one instead of learn_one, each model having learned the stream first",
     )
+    parser.add_argument(
+        "--figure",
+        type=Path,
+        metavar="PATH",
+        help="learn_one or --predict: write the counts (PATH as .json) and their bar chart",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -173,15 +228,22 @@ def main(argv=None) -> int:
         print("valgrind is not installed: no instruction counts (apt-get install valgrind)")
         return 0
     required = {name: float(ratio) for name, ratio in (r.rsplit("=", 1) for r in args.require)}
-    failed = []
+    failed, counted = [], {}
     for data in args.data:
         if args.text:
             failed += count_text(data, args.limit, required)
         else:
             mode = "predict" if args.predict else "learn"
             failed += count_learning(
-                mode, data, args.limit, args.models, required, not args.no_python
+                mode, data, args.limit, args.models, required, not args.no_python, counted
             )
+    if args.figure is not None and counted:
+        call = "predict_one" if args.predict else "learn_one"
+        numbers = {"call": call, "limit": args.limit, "corpora": counted}
+        args.figure.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(numbers, indent=1) + "\n"
+        args.figure.with_suffix(".json").write_text(text, encoding="utf-8")
+        draw(numbers, args.figure)
     for line in failed:
         print("FAILED", line)
     return 1 if failed else 0

@@ -70,8 +70,12 @@ class GaussianClassifier(LinearClassifier):
     ``gamma x_j^2 / f`` instead of growing without bound. With a sample weight w the example
     forgets w times: ``(1 - f)^w``. With ``covariance="full"``, ``Sigma^-1 <- S Sigma^-1 S +
     (f/a) E`` with ``S = diag(sqrt(1 - f))`` on the touched coordinates and E the identity there;
-    with ``covariance="arrowhead"``, coordinate-wise in its latent coordinates (the intercept and
-    each feature given it; see `river_cw._engines.arrowhead`), each toward its prior.
+    with ``covariance="arrowhead"``, Kulhavy and Zarrop's ``Sigma^-1 <- (1 - f) Sigma^-1 + f
+    Sigma0^-1`` (its precision is an arrowhead too) on the touched weights given the intercept,
+    and on the whole label's block, the intercept's variance with it, where x touches the
+    intercept and every weight of the label (every example of a dense stream); otherwise the
+    intercept's variance stays, as the variances of the weights x does not touch hang on it
+    (see `river_cw._engines.arrowhead`).
     The forgetting of a valid example is kept even when its step is not taken.
 
     The defaults (issue 30). Every rule's default covariance is ``"arrowhead"``

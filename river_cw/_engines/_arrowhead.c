@@ -65,7 +65,10 @@ typedef struct {
     double sign;
     Py_ssize_t first, end, nseen, nnew; /* its coordinates [first, end): learned, new */
     Py_ssize_t root;                    /* the root's entry, -1 while not stored */
-    double x_b, mu_b, S, G, score;      /* S forgotten where x_b is non-zero */
+    double x_b, mu_b, S, G, score;      /* S forgotten where forgets_root */
+    double keep, rest;   /* the forgetting of its pass (keep 1.0: none), for coord_term */
+    Py_ssize_t touched;  /* its learned coordinates of non-zero value: forgotten ones */
+    int forgets_root;    /* whether its pass forgot the root (forgot_root) */
 } Pair;
 
 /* the engine's payload, after the shell's head (_shell.h) */
@@ -134,10 +137,7 @@ typedef struct {
 
 /* the batch kernel's hooks are defined below, with the predictions */
 
-/* river_cw._engines.gaussian.forget: 1/s <- keep/s + rest */
-static inline double forget(double s, double keep, double rest) {
-    return s / (keep + rest * s);
-}
+static void entry_written(Arrowhead *self, const Entry *e);
 
 /* the keys of the coordinates from `first` on released */
 static RCW_NOINLINE void drop_keys(Arrowhead *self, Py_ssize_t first) {
@@ -166,18 +166,46 @@ static inline void release_margin(Arrowhead *self) {
 /* ---------------------------------------------------------------------------------------- */
 /* a pass over x for one block: its coordinates and its three sums                            */
 
-/* the terms of a pass's sums: a coordinate's a_j x_j (the score's) and k_j x_j (G's), learned
- * coordinates only, and c_j x_j^2 (the variance's) */
-enum { TERM_A, TERM_K, TERM_C };
+/* river_cw._engines.arrowhead._forget: a touched feature's (a, k, c) forgotten into out, with
+ * the root's mean mu_b: 1/c <- keep/c + rest, k/c <- keep k/c, its mean a + k mu_b kept */
+static inline void forget_entry(const Entry *e, double keep, double rest, double mu_b,
+                                double *out) {
+    double d = keep + rest * e->c, k = keep * e->k / d;
+    out[0] = e->a + (e->k - k) * mu_b;
+    out[1] = k;
+    out[2] = e->c / d;
+}
 
-/* 1 with coordinate c's `which` term (of block t) into *term, 0 where it has none */
-static inline int coord_term(const Table *t, const Coord *c, int which, double *term) {
-    if (which == TERM_C)
+/* whether a pass of pair p forgets coordinate c: learned, of non-zero value, p forgetting */
+static inline int coord_forgotten(const Pair *p, const Coord *c) {
+    return p->keep != 1.0 && c->ix >= 0 && c->x != 0.0;
+}
+
+/* the terms of a pass's sums: a coordinate's a_j x_j (the score's) and k_j x_j (G's), learned
+ * coordinates only, and c_j x_j^2 (the variance's); k_j k_j' of the forgotten coordinates (the
+ * root's forgetting: forgot_root) */
+enum { TERM_A, TERM_K, TERM_C, TERM_KK };
+
+/* 1 with coordinate c's `which` term (of pair p, block t) into *term, 0 where it has none; the
+ * numbers the pass read (forgotten where it forgets them) */
+static inline int coord_term(const Table *t, const Pair *p, const Coord *c, int which,
+                             double *term) {
+    double f[3];
+    if (which == TERM_C) {
         *term = c->c * (c->x * c->x);
-    else if (c->ix < 0)
-        return 0;
-    else
+        return 1;
+    }
+    if (c->ix < 0) return 0;
+    if (!coord_forgotten(p, c)) {
+        if (which == TERM_KK) return 0;
         *term = (which == TERM_K ? t->entries[c->ix].k : t->entries[c->ix].a) * c->x;
+        return 1;
+    }
+    forget_entry(&t->entries[c->ix], p->keep, p->rest, p->mu_b, f);
+    if (which == TERM_KK)
+        *term = t->entries[c->ix].k * f[1];
+    else
+        *term = (which == TERM_K ? f[1] : f[0]) * c->x;
     return 1;
 }
 
@@ -200,14 +228,16 @@ static int coords_fsum(Arrowhead *self, const Pair *pairs, int npairs, int which
     sum3_init(&s3);
     for (k = 0; k < npairs; k++)
         for (i = pairs[k].first; i < pairs[k].end; i++)
-            if (coord_term(&self->blocks.table[pairs[k].block], &self->coords[i], which, &term))
+            if (coord_term(&self->blocks.table[pairs[k].block], &pairs[k], &self->coords[i],
+                           which, &term))
                 sum3_add(&s3, term);
     for (k = 0; k < more; k++) sum3_add(&s3, last[k]);
     if (sum3_certified(&s3, out)) return 0;
     msum_init(&s);
     for (k = 0; k < npairs; k++)
         for (i = pairs[k].first; i < pairs[k].end; i++)
-            if (coord_term(&self->blocks.table[pairs[k].block], &self->coords[i], which, &term) &&
+            if (coord_term(&self->blocks.table[pairs[k].block], &pairs[k], &self->coords[i],
+                           which, &term) &&
                 msum_add(&s, term) < 0)
                 goto fail;
     for (k = 0; k < more; k++)
@@ -258,6 +288,36 @@ static RCW_ALWAYS_INLINE void coord_learned(Coord *c, Py_ssize_t ix, const Entry
     c->x = xf;
 }
 
+/* coord_learned in a pass that forgets (p->keep < 1, p->mu_b the root's mean): a feature of
+ * non-zero value forgotten first (forget_entry; its term k_j k_j' added to *kk and counted in
+ * p->touched), of zero value as it is */
+static RCW_ALWAYS_INLINE void coord_forgetting(Pair *p, Coord *c, Py_ssize_t ix, const Entry *e,
+                                               double xf, DdPair *ak, DdPair *cs, DdSum *kk) {
+    double f[3];
+    if (xf == 0.0) {
+        coord_learned(c, ix, e, xf, e->c, ak, cs);
+        return;
+    }
+    forget_entry(e, p->keep, p->rest, p->mu_b, f);
+    ddpair_add(ak, f[0] * xf, f[1] * xf);
+    ddlane_add(cs, f[2] * (xf * xf));
+    ddsum_add(kk, e->k * f[1]);
+    p->touched++;
+    c->ix = ix;
+    c->c = f[2];
+    c->key = NULL;
+    c->x = xf;
+}
+
+/* the root's mean in table t (0 where it is not stored) into p->mu_b, before a pass that
+ * forgets; 0, or -1 with table_find's error */
+static inline int pass_root_mean(Arrowhead *self, Pair *p, Table *t) {
+    Py_ssize_t ix = table_find(t, self->root, self->root_hash);
+    if (ix == -2) return -1;
+    p->mu_b = ix < 0 ? 0.0 : t->entries[ix].a;
+    return 0;
+}
+
 /* new_terms with, where they are not zero, its coordinate appended at c (a new reference to the
  * key, with its hash h, and the prior's variance); how many (0 or 1) */
 static RCW_ALWAYS_INLINE int coord_new(Arrowhead *self, Coord *c, PyObject *key, Py_hash_t h,
@@ -299,16 +359,34 @@ static RCW_NOINLINE int lay_out(Arrowhead *self) {
     return 0;
 }
 
+/* The root's variance forgotten (the reference's _root), p's pass having forgotten every feature
+ * its block has learned: 1/S <- keep/S + rest a / a_b + rest sum_j k_j k_j', the sum exactly
+ * rounded (kk: its p->touched terms, else coords_fsum). 0, or -1 with fsum's error */
+static int forget_root(Arrowhead *self, Pair *p, const DdSum *kk) {
+    double sum;
+    if (!ddsum_certified(kk, p->touched, &sum) &&
+        coords_fsum(self, p, 1, TERM_KK, NULL, 0, &sum) < 0)
+        return -1;
+    p->S = p->S / (p->keep + p->S * (p->rest * (self->prior / self->root_variance) +
+                                     p->rest * sum));
+    p->forgets_root = 1;
+    return 0;
+}
+
 /* The end of a pass for the pair p, its coordinates [first, end) counted and its root's entry
- * p->root (-1: not stored) set: the root's (mu_b, S), S forgotten where x holds the root, G and
- * the score from the terms in *ak. 0, or -1 with fsum's error. */
+ * p->root (-1: not stored) set: the root's (mu_b, S), S forgotten where the pass forgets (kk, the
+ * terms k_j k_j' of the features it forgot; NULL: it forgets nothing), x holds the root and the
+ * pass forgot every feature the block has learned (forget_root), G and the score from the terms
+ * in *ak. 0, or -1 with fsum's error. */
 static RCW_ALWAYS_INLINE int pair_close(Arrowhead *self, Pair *p, const Table *t, const DdPair *ak,
-                                        double keep, double rest) {
+                                        const DdSum *kk) {
     DdSum a_acc, k_acc;
     p->mu_b = p->root < 0 ? 0.0 : t->entries[p->root].a;
     p->S = p->root < 0 ? self->root_variance : t->entries[p->root].k;
-    if (keep != 1.0 && p->x_b != 0.0)
-        p->S = forget(p->S, keep, rest * (self->prior / self->root_variance));
+    p->forgets_root = 0;
+    if (kk != NULL && p->x_b != 0.0 && p->touched == t->used - (p->root >= 0) &&
+        forget_root(self, p, kk) < 0)
+        return -1;
     ddpair_split(ak, &a_acc, &k_acc);
     if (pair_sum(self, p, &k_acc, TERM_K, p->x_b, &p->G) < 0 ||
         pair_sum(self, p, &a_acc, TERM_A, p->G * p->mu_b, &p->score) < 0)
@@ -318,8 +396,8 @@ static RCW_ALWAYS_INLINE int pair_close(Arrowhead *self, Pair *p, const Table *t
 
 /* One pass over x (a dict, or in the lean mode a TokenCounts: _token_counts.h) for the pair p
  * (its block and sign set): its coordinates appended to the scratch, the terms c_j x_j^2 added
- * to *c_acc, G and the score, the root's (mu_b, S) with S forgotten where x holds the root
- * (nothing is written). lean: x's values read as plain values (_table.h; any other value, or the
+ * to *c_acc, G and the score, the root's (mu_b, S); with keep < 1 the learned features of
+ * non-zero value forgotten (coord_forgetting) and S where pair_close says (nothing is written). lean: x's values read as plain values (_table.h; any other value, or the
  * root among x's keys, is the general path's case) and the root's value x_b as the caller set it
  * in p; else x_b is the root's value in x, 0 without it. PASS_OK; PASS_ERROR with the error (a
  * bad x named; the coordinates dropped); PASS_GENERAL (lean only): the general path's case, no
@@ -333,6 +411,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     double xf, unknown = 0.0;
     DdPair ak; /* the terms a_j x_j and k_j x_j */
     DdPair cs; /* the terms c_j x_j^2 (its lane), in a local (registers) until the end */
+    DdSum kk;  /* the terms k_j k_j' of the forgotten features */
     Coord *coords;
     int forgetting = keep != 1.0;
     if (rcw_grow((void **)&self->coords, &self->coords_cap, first + rcw_x_size(x),
@@ -340,9 +419,14 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
         return PASS_ERROR;
     coords = self->coords;
     p->first = first;
+    p->keep = keep;
+    p->rest = rest;
+    p->touched = 0;
     if (!lean) p->x_b = 0.0;
     ddpair_init(&ak);
     ddlane_of(&cs, c_acc);
+    ddsum_init(&kk);
+    if (forgetting && pass_root_mean(self, p, t) < 0) goto bad;
     const rcw_next_item next = rcw_x_next(x);
     while (next(x, &pos, &key, &value)) {
         if (key == root) {
@@ -359,8 +443,10 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
             n += coord_new(self, &coords[n], key, h, xf, &unknown, &cs);
         else {
             const Entry *e = &t->entries[ix];
-            coord_learned(&coords[n++], ix, e, xf,
-                          forgetting && xf != 0.0 ? forget(e->c, keep, rest) : e->c, &ak, &cs);
+            if (forgetting)
+                coord_forgetting(p, &coords[n++], ix, e, xf, &ak, &cs, &kk);
+            else
+                coord_learned(&coords[n++], ix, e, xf, e->c, &ak, &cs);
             nseen++;
         }
     }
@@ -369,7 +455,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     p->nseen = nseen;
     p->nnew = n - first - nseen;
     if ((p->root = table_find(t, root, self->root_hash)) == -2 ||
-        pair_close(self, p, t, &ak, keep, rest) < 0)
+        pair_close(self, p, t, &ak, forgetting ? &kk : NULL) < 0)
         goto bad;
     if (!isfinite(p->score + unknown)) {
         if (lean) goto general;
@@ -428,8 +514,9 @@ static inline Py_ssize_t margin_terms(const Arrowhead *self) {
 static inline double root_term(const Pair *p) { return p->G * p->G * p->S; }
 
 /* The margin from the pairs' passes (every pair's coordinates and sums in the scratch): m = the
- * exactly rounded sum of sign * score, and v; with forgetting, the forgotten variances written
- * (the rows were valid), the root's entry inserted where it is new (p->root then names it). One
+ * exactly rounded sum of sign * score, and v; with forgetting, the forgotten numbers written
+ * (the rows were valid: forget_entry again, the same numbers), the root's where the pass forgot
+ * it, its entry inserted where it is new (p->root then names it). One
  * home for every margin (margin_of over a dict, the batch kernel's rows). PASS_OK with the margin
  * numbered; PASS_ERROR with the error, nothing changed; PASS_GENERAL (lean): the general path's
  * case; else (x, not lean) x is named. The scratch is released unless PASS_OK. */
@@ -459,10 +546,10 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
         if (!lean) raise_bad_input(x);
         goto fail;
     }
-    if (keep != 1.0) { /* the forgotten variances, the root's inserted where it is new */
+    if (keep != 1.0) { /* the forgotten numbers, the root's inserted where it is new */
         for (k = 0; k < self->npairs; k++) {
             Pair *p = &self->pairs[k];
-            if (p->x_b != 0.0 && p->root < 0 &&
+            if (p->forgets_root && p->root < 0 &&
                 table_reserve(&self->blocks.table[p->block], 1) < 0) {
                 r = PASS_ERROR;
                 goto fail;
@@ -473,11 +560,17 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
             Table *t = &self->blocks.table[p->block];
             Py_ssize_t i;
             for (i = p->first; i < p->end; i++)
-                if (self->coords[i].ix >= 0) {
-                    t->entries[self->coords[i].ix].c = self->coords[i].c;
+                if (coord_forgotten(p, &self->coords[i])) {
+                    Entry *e = &t->entries[self->coords[i].ix];
+                    double f[3];
+                    forget_entry(e, p->keep, p->rest, p->mu_b, f);
+                    e->a = f[0];
+                    e->k = f[1];
+                    e->c = f[2];
+                    entry_written(self, e);
                     table_note(t, self->coords[i].ix);
                 }
-            if (p->x_b != 0.0) {
+            if (p->forgets_root) {
                 if (p->root < 0) {
                     Entry *e = table_push(t, self->root, self->root_hash);
                     e->a = p->mu_b;
@@ -1044,7 +1137,7 @@ static Py_ssize_t row_root_column(const Arrowhead *self, const BatchRow *r) {
 
 /* pass_pair's pass over a resolved row r for the pair p (its block and sign set): the column the
  * root names (the intercept's) gives x_b and the root's entry, every other column a coordinate,
- * learned (forgotten with keep and rest) or new. PASS_OK; PASS_GENERAL (learn_one judges the
+ * learned (forgotten as pass_pair forgets) or new. PASS_OK; PASS_GENERAL (learn_one judges the
  * row: a sum math.fsum raises on, a score beyond float64; no error set, the coordinates
  * dropped); PASS_ERROR with the error. */
 static int pass_row(Arrowhead *self, Pair *p, const BatchRow *r, double keep, double rest,
@@ -1054,13 +1147,23 @@ static int pass_row(Arrowhead *self, Pair *p, const BatchRow *r, double keep, do
     Py_ssize_t j, first = self->ncoords, n = first, nseen = 0;
     double unknown = 0.0;
     DdPair ak, cs;
+    DdSum kk;
     int forgetting = keep != 1.0, rooted = 0;
     if (rcw_grow((void **)&self->coords, &self->coords_cap, first + r->n, sizeof(Coord)) < 0)
         return PASS_ERROR;
     p->first = first;
     p->x_b = 0.0;
+    p->keep = keep;
+    p->rest = rest;
+    p->touched = 0;
     ddpair_init(&ak);
     ddlane_of(&cs, c_acc);
+    ddsum_init(&kk);
+    if (forgetting && pass_root_mean(self, p, t) < 0) {
+        if (!rcw_error_recoverable()) return PASS_ERROR;
+        PyErr_Clear(); /* learn_one meets it again and raises it */
+        return PASS_GENERAL;
+    }
     for (j = 0; j < r->n; j++) {
         Py_ssize_t l = r->col[j], ix = slot[l];
         double xf = r->x[j];
@@ -1072,8 +1175,10 @@ static int pass_row(Arrowhead *self, Pair *p, const BatchRow *r, double keep, do
             n += coord_new(self, &self->coords[n], r->keys[l], r->hashes[l], xf, &unknown, &cs);
         else {
             const Entry *e = &t->entries[ix];
-            coord_learned(&self->coords[n++], ix, e, xf,
-                          forgetting && xf != 0.0 ? forget(e->c, keep, rest) : e->c, &ak, &cs);
+            if (forgetting)
+                coord_forgetting(p, &self->coords[n++], ix, e, xf, &ak, &cs, &kk);
+            else
+                coord_learned(&self->coords[n++], ix, e, xf, e->c, &ak, &cs);
             nseen++;
         }
     }
@@ -1082,7 +1187,7 @@ static int pass_row(Arrowhead *self, Pair *p, const BatchRow *r, double keep, do
     p->nseen = nseen;
     p->nnew = n - first - nseen;
     if ((!rooted && (p->root = table_find(t, self->root, self->root_hash)) == -2) ||
-        pair_close(self, p, t, &ak, keep, rest) < 0) {
+        pair_close(self, p, t, &ak, forgetting ? &kk : NULL) < 0) {
         drop_coords(self, first);
         if (!rcw_error_recoverable()) return PASS_ERROR;
         PyErr_Clear(); /* learn_one meets it again and raises it */
@@ -1207,8 +1312,10 @@ static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColum
     p->nseen = nseen;
     p->nnew = nnew;
     p->x_b = intercept ? 1.0 : 0.0;
+    p->keep = 1.0;
+    p->touched = 0;
     p->root = intercept ? slot[cache->ncols] : table_find(t, self->root, self->root_hash);
-    if (p->root == -2 || pair_close(self, p, t, &ak, 1.0, 0.0) < 0) {
+    if (p->root == -2 || pair_close(self, p, t, &ak, NULL) < 0) {
         release_margin(self);
         if (!rcw_error_recoverable()) return PASS_ERROR;
         PyErr_Clear(); /* learn_one meets it again and raises it */

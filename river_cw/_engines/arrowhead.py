@@ -64,10 +64,46 @@ centred (full covariance with an intercept variance of 100 reads 0.989 on [5, 6]
 arrowhead approximates that posterior; a wide finite variance stands for the flat prior, which
 no rule's step can take (CW's steps diverge as the variance grows without bound).
 
+Forgetting (``forgetting = f``, ``keep = 1 - f``, ``rest = f / a``, ``rest_b = f / a_b``). The
+stabilised forgetting of Kulhavy and Zarrop (1993) relaxes the precision toward the prior's, ``P
+<- keep P + (1 - keep) P0``, so that a variance never exceeds its prior; the engines forget only
+what an example touches (directional forgetting), at O(nnz). Relaxing each latent variance
+toward its prior (``1/S <- keep/S + rest_b``, ``1/c_j <- keep/c_j + rest``, k_j kept) does not
+keep that bound: a weight's variance is ``c_j + k_j^2 S``, and with ``c_j`` back near ``a`` or
+``S`` grown toward a wide ``a_b`` it exceeds ``a`` (by hundreds of times on hostile streams). The
+precision of the family is itself an arrowhead, ``P_bb = 1/S + sum_j k_j^2/c_j``, ``P_bj =
+-k_j/c_j``, ``P_jj = 1/c_j``, so Kulhavy and Zarrop's step stays in the family, entry by entry::
+
+    c_j' = c_j / (keep + rest c_j)       k_j'/c_j' = keep k_j/c_j       (P_jj, P_bj)
+    1/S' = keep/S + rest_b + rest sum_j k_j k_j'                         (P_bb's Schur complement)
+
+and the means stay (``a_j' = a_j + (k_j - k_j') mu_b``): the precision is relaxed, not the
+evidence of the mean, as the diagonal engine does. It is exact for a block whose features x all
+touches; a feature x does not touch keeps its ``(k_j, c_j)``, and its variance ``c_j + k_j^2 S``
+would grow with S: the root's variance is forgotten only when x holds the root and touches
+every feature the block has learned (every example of a dense stream), and otherwise stays. The
+bound holds weight by weight on any stream, from ``c_j + k_j^2 S <= a`` before (``u = c_j/a``,
+``z = k_j^2 S / a <= 1 - u``, ``t = keep + (1 - keep) u``, so ``c_j' = a u / t``, ``k_j' = keep
+k_j / t``):
+
+- S forgotten: ``S' <= S / (keep + rest S k_j k_j')`` (the other terms are >= 0), and
+  ``(c_j' + k_j'^2 S') / a - 1 <= keep (z - (1 - u)) / (t + (1 - keep) z) <= 0``;
+- S kept: ``(c_j' + k_j'^2 S) / a = u/t + keep^2 z / t^2 <= 1``, since ``t (t - u) = t keep (1 -
+  u) >= keep^2 (1 - u)``;
+- a feature not touched keeps its numbers, and S only shrinks (``S' = S``, or an update).
+
+The root's own variance ``S' <= S / (keep + rest_b S) <= a_b`` for ``S <= a_b``. A variance
+already over its prior by a rounding comes back toward it (the first case contracts the excess
+by ``keep``): the engines' numbers stay within an ulp or two of the prior, the rounding of
+``c_j / (keep + rest c_j)`` at ``c_j = a``. Every forgotten member is a proper Gaussian (S and
+the c_j positive), and the step costs the diagonal engine's per touched feature plus one
+exactly rounded sum.
+
 References: Crammer, Dredze and Pereira 2012 (JMLR 13), section 6, the diagonal projections;
 Dempster, A. P., 1972. Covariance selection. Biometrics 28(1), 157-175 (the maximum-entropy
 completion); Wainwright, M. J. and Jordan, M. I., 2008. Graphical models, exponential families,
-and variational inference, section 5.5 (structured mean field).
+and variational inference, section 5.5 (structured mean field); Kulhavy, R. and Zarrop, M. B.,
+1993. On a general concept of forgetting. International Journal of Control 58(4), 905-924.
 """
 
 from __future__ import annotations
@@ -80,7 +116,7 @@ import numpy as np
 
 from .. import engine
 from . import _marks
-from .gaussian import _learn, _raise_bad_input, _total, check_pairs, forget
+from .gaussian import _learn, _raise_bad_input, _total, check_pairs
 
 __all__ = ["ArrowheadGaussian", "PythonArrowheadGaussian"]
 
@@ -209,14 +245,20 @@ class PythonArrowheadGaussian(_marks.Blocks):
     # -- the margin's sums ------------------------------------------------------------------
 
     def _sums(self, b: int, x: dict, keep: float = 1.0, rest: float = 0.0):
-        """One pass over x for block b: ``(score, G, v_terms, seen, unseen, x_b)`` with ``score
-        = mu . x``, ``G = x_b + sum_j k_j x_j`` (the root's coefficient in ``x . w``; times the
-        sign, g), the terms ``c_j x_j^2`` of the features' variance, and x's learned and new
-        features for `update`. Forgetting (``keep < 1``) relaxes the c_j it reads (`forget`);
-        nothing is written here. Raises on a bad `x`."""
+        """One pass over x for block b: ``(score, G, v_terms, seen, unseen, x_b, forgotten)``
+        with ``score = mu . x``, ``G = x_b + sum_j k_j x_j`` (the root's coefficient in ``x .
+        w``; times the sign, g), the terms ``c_j x_j^2`` of the features' variance, and x's
+        learned and new features for `update`. Forgetting (``keep < 1``) relaxes the
+        ``(a_j, k_j, c_j)`` it reads (`_forget`); `forgotten` is then ``(triples, kk, whole)``:
+        the touched entries with their new triples, the terms ``k_j k_j'`` of the root's
+        forgetting, and whether x touches every feature the block has learned (else None).
+        Nothing is written here. Raises on a bad `x`."""
         prior, root = self.initial_variance, self.root
-        get = self.blocks[b].get
+        block = self.blocks[b]
+        get = block.get
+        mu_b = get(root, (0.0, 0.0))[0]
         a_terms, k_terms, v_terms, seen, unseen = [], [], [], [], []
+        triples, kk = [], []
         x_b = unknown = 0.0
         forgetting = keep != 1.0
         try:
@@ -231,15 +273,18 @@ class PythonArrowheadGaussian(_marks.Blocks):
                     if x2:  # a zero feature value teaches nothing: store nothing
                         v_terms.append(prior * x2)
                         unseen.append((f, xf))
-                else:
-                    c = forget(w[2], keep, rest) if forgetting and xf else w[2]
-                    a_terms.append(w[0] * xf)
-                    k_terms.append(w[1] * xf)
-                    v_terms.append(c * (xf * xf))
-                    seen.append((w, xf, c))
+                    continue
+                a, k, c = w
+                if forgetting and xf:
+                    a, k, c = new = _forget(w, keep, rest, mu_b)
+                    triples.append((w, new))
+                    kk.append(w[1] * k)
+                a_terms.append(a * xf)
+                k_terms.append(k * xf)
+                v_terms.append(c * (xf * xf))
+                seen.append((w, xf, c))
             k_terms.append(x_b)
             g = fsum(k_terms)
-            mu_b = get(root, (0.0, 0.0))[0]
             a_terms.append(g * mu_b)
             score = fsum(a_terms)
             ok = math.isfinite(score + unknown)
@@ -247,14 +292,21 @@ class PythonArrowheadGaussian(_marks.Blocks):
             ok = False
         if not ok:
             _raise_bad_input(x)
-        return score, g, v_terms, seen, unseen, x_b
+        forgotten = None
+        if forgetting:
+            whole = len(triples) == len(block) - (root in block)
+            forgotten = (triples, kk, whole)
+        return score, g, v_terms, seen, unseen, x_b, forgotten
 
-    def _root(self, b: int, x_b: float, keep: float, rest: float):
-        """``(mu_b, S)`` of block b's root, its variance forgotten when x holds the root: its
-        precision relaxed toward its own prior's, ``1/S <- keep/S + rest a / a_b``."""
+    def _root(self, b: int, x_b: float, keep: float = 1.0, rest: float = 0.0, kk=None):
+        """``(mu_b, S)`` of block b's root, S forgotten when x holds the root and `kk` (the
+        terms ``k_j k_j'`` of the features x touches, every feature the block has learned) is
+        given: ``1/S <- keep/S + rest a / a_b + rest sum_j k_j k_j'`` (the module docstring)."""
         mu_b, s = self.blocks[b].get(self.root, (0.0, self.root_variance))
-        if keep != 1.0 and x_b:
-            s = forget(s, keep, rest * (self.initial_variance / self.root_variance))
+        if kk is not None and x_b:
+            s = s / (
+                keep + s * (rest * (self.initial_variance / self.root_variance) + rest * fsum(kk))
+            )
         return mu_b, s
 
     def scores(self, x: dict) -> list[float]:
@@ -266,8 +318,8 @@ class PythonArrowheadGaussian(_marks.Blocks):
         sum_j c_j x_j^2``."""
         out = []
         for b in range(len(self.blocks)):
-            _, g, v_terms, _, _, x_b = self._sums(b, x)
-            _, s = self._root(b, x_b, 1.0, 0.0)
+            _, g, v_terms, _, _, x_b, _ = self._sums(b, x)
+            _, s = self._root(b, x_b)
             v_terms.append(g * g * s)
             out.append(_total(v_terms))
         return np.diag(out)
@@ -275,30 +327,33 @@ class PythonArrowheadGaussian(_marks.Blocks):
     def margin(self, x: dict, pairs, keep: float = 1.0, rest: float = 0.0):
         """``m = mu . d``, ``v = d' Sigma d`` and the entries of `update` (no per-coordinate
         terms: the exact diagonal schemes are the diagonal engine's). With ``keep < 1`` the
-        variances of the root and of d's learned features are forgotten first, toward their
-        priors: ``1/c_j <- keep/c_j + rest`` and ``1/S <- keep/S + rest a / a_b`` (`forget`,
-        in the latent coordinates (b, e), where the family is diagonal; ``rest = (1 - keep) /
-        a``), written once x is known to be valid. Each pair names another block (the labels
-        of a difference vector are distinct): ValueError otherwise."""
+        block is forgotten first, toward its prior (``rest = (1 - keep) / a``; the module
+        docstring, "Forgetting"): each learned feature x touches by `_forget`, and the root's
+        variance where x holds the root and touches every feature the block has learned,
+        ``1/S <- keep/S + rest a / a_b + rest sum_j k_j k_j'``; written once x is known to be
+        valid. Each pair names another block (the labels of a difference vector are distinct):
+        ValueError otherwise."""
         check_pairs(pairs, len(self.blocks))
-        m_terms, feature_terms, root_terms, entries = [], [], [], []
+        m_terms, feature_terms, root_terms, entries, writes = [], [], [], [], []
         for b, sign in pairs:
-            score, g, v_terms, seen, unseen, x_b = self._sums(b, x, keep, rest)
-            mu_b, s = self._root(b, x_b, keep, rest)
+            score, g, v_terms, seen, unseen, x_b, forgotten = self._sums(b, x, keep, rest)
+            kk = forgotten[1] if forgotten is not None and forgotten[2] else None
+            mu_b, s = self._root(b, x_b, keep, rest, kk)
             m_terms.append(sign * score)
             feature_terms += v_terms
             root_terms.append(g * g * s)
             entries.append((b, sign, g, mu_b, s, x_b, seen, unseen))
+            if forgotten is not None:
+                writes.append((b, forgotten[0], bool(x_b) and kk is not None, mu_b, s))
         m = fsum(m_terms)
         v = _total(feature_terms + root_terms)
         if not (math.isfinite(m) and math.isfinite(v)):
             _raise_bad_input(x)
-        if keep != 1.0:
-            for b, _, _, mu_b, s, x_b, seen, _ in entries:
-                for w, _, c in seen:
-                    w[2] = c
-                if x_b:
-                    self.blocks[b][self.root] = [mu_b, s]
+        for b, triples, root_forgotten, mu_b, s in writes:
+            for w, new in triples:
+                w[:] = new
+            if root_forgotten:
+                self.blocks[b][self.root] = [mu_b, s]
         return m, v, None, (entries, feature_terms, root_terms)
 
     learn = _learn
@@ -354,6 +409,16 @@ class PythonArrowheadGaussian(_marks.Blocks):
             self.root_variance,
             self.blocks,
         )
+
+
+def _forget(w: list, keep: float, rest: float, mu_b: float) -> list:
+    """A touched feature's ``[a_j, k_j, c_j]`` forgotten (the module docstring, "Forgetting"):
+    ``1/c_j <- keep/c_j + rest`` (`river_cw._engines.gaussian.forget`), ``k_j/c_j <- keep
+    k_j/c_j`` and its mean ``a_j + k_j mu_b`` kept."""
+    a, k, c = w
+    d = keep + rest * c
+    k_new = keep * k / d
+    return [a + (k - k_new) * mu_b, k_new, c / d]
 
 
 _WEIGHT = "a weight is (a, k, c), the root's (mu_b, S)"  # what set_weights takes (both engines)

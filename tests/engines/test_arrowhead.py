@@ -297,26 +297,52 @@ def test_feature_order_never_changes_a_result_and_no_variance_grows(stream, sche
     assert forward.n_skipped_updates == backward.n_skipped_updates
 
 
-def test_forgetting_relaxes_the_latent_precisions_toward_their_priors():
-    """A touch without an update (SOP learns on mistakes only): the root's precision and those
-    of the touched features given the root relax toward their priors', ``1/S <- (1 - f)/S +
-    f/a_b`` and ``1/c_j <- (1 - f)/c_j + f/a``; means, loadings and untouched weights stay."""
-    f = 0.2
-    model = river_cw.SOP(covariance="arrowhead", forgetting=f, initial_intercept_variance=4.0)
-    for x, y in [
+def sop_touched_without_update(f, x, **params):
+    """A SOP model (it learns on mistakes only) after three examples, its block before and after
+    a correct example x: forgetting alone."""
+    model = river_cw.SOP(covariance="arrowhead", forgetting=f, **params)
+    for xi, y in [
         ({"a": 1.0, "b": 0.5}, True),
         ({"b": 1.0, "c": -1.0}, False),
         ({"a": -1.0}, False),
     ]:
-        model.learn_one(x, y)
-    x = {"a": 2.0, "b": 0.0}  # b: a zero value touches nothing
+        model.learn_one(xi, y)
     before = {k: list(w) for k, w in model.gaussian.blocks[0].items()}
+    means, covariance = model.weights, model.gaussian.cov
     model.learn_one(x, model.predict_one(x))  # a correct example: no update
+    assert model.n_skipped_updates == 0 and model.gaussian.blocks[0] != before
+    return model, before, means, covariance
+
+
+def test_forgetting_every_learned_weight_is_kulhavy_and_zarrops_step():
+    """x touches the intercept and every feature the block has learned: the block's precision
+    becomes ``(1 - f) P + f P0`` exactly (P0 the prior's: 1/a_b for the intercept, 1/a for the
+    features; the module docstring's derivation), the means stay."""
+    f, a_b = 0.2, 4.0
+    x = {"a": 2.0, "b": -1.0, "c": 0.5}
+    model, _, means, covariance = sop_touched_without_update(f, x, initial_intercept_variance=a_b)
+    assert [k for k in model.gaussian.index] == [(0, k) for k in [INTERCEPT, "a", "b", "c"]]
+    relaxed = (1 - f) * np.linalg.inv(covariance) + f * np.diag([1 / a_b, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(np.linalg.inv(model.gaussian.cov), relaxed, rtol=1e-12, atol=1e-12)
+    assert model.weights == pytest.approx(means, rel=1e-15, abs=1e-15)
+
+
+def test_forgetting_some_learned_weights_keeps_the_root():
+    """x misses a learned feature (b: a zero value touches nothing; c absent): each touched
+    feature's conditional precision relaxes toward the prior's, ``1/c_j <- (1 - f)/c_j + f/a``,
+    its loading with it, ``k_j/c_j <- (1 - f) k_j/c_j``, its mean stays; the intercept's
+    variance, which the untouched weights' variances ``c_j + k_j^2 S`` hang on, stays, and so
+    does everything of the untouched weights."""
+    f = 0.2
+    x = {"a": 2.0, "b": 0.0}
+    model, before, means, _ = sop_touched_without_update(f, x, initial_intercept_variance=4.0)
     after = model.gaussian.blocks[0]
-    assert 1 / after[INTERCEPT][1] == pytest.approx((1 - f) / before[INTERCEPT][1] + f / 4.0)
-    assert 1 / after["a"][2] == pytest.approx((1 - f) / before["a"][2] + f / 1.0)
-    assert after[INTERCEPT][0] == before[INTERCEPT][0] and after["a"][:2] == before["a"][:2]
-    assert after["b"] == before["b"] and after["c"] == before["c"]
+    (a, k, c), (mu_b, _) = after["a"], after[INTERCEPT]
+    assert 1 / c == pytest.approx((1 - f) / before["a"][2] + f / 1.0, rel=1e-15)
+    assert k / c == pytest.approx((1 - f) * before["a"][1] / before["a"][2], rel=1e-15)
+    assert a + k * mu_b == pytest.approx(means["a"], rel=1e-15)
+    for key in (INTERCEPT, "b", "c"):
+        assert after[key] == before[key]
 
 
 def test_the_exact_schemes_are_refused():

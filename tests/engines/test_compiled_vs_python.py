@@ -302,6 +302,50 @@ def test_the_arrowhead_sums_on_and_near_ties_are_math_fsum(k, a, c, root):
     assert_same(*models, x)
 
 
+@pytest.mark.parametrize("mu_b", [0.0, 0.75])
+def test_the_arrowhead_forgetting_sums_on_ties_are_math_fsum(mu_b):
+    """Forgetting the root sums the terms k_j k_j' of the forgotten features (the module
+    docstring of `river_cw._engines.arrowhead`). With keep = 1/2 and c_j = 0, k_j' = k_j and
+    each term is k_j^2: 1 and two 2^-54 make an exact tie, which no double-double bound
+    certifies, and so do the forgotten means' terms (a_j' = a_j where mu_b = 0): math.fsum's
+    numbers, in both engines, to the bit."""
+    block = {
+        "f0": [1.0 + 2.0**-52, 1.0, 0.0],
+        "f1": [2.0**-54, 2.0**-27, 0.0],
+        "f2": [2.0**-54, 2.0**-27, 0.0],
+        INTERCEPT: [mu_b, 1.0],
+    }
+    x = {"f0": 1.0, "f1": 1.0, "f2": 1.0}
+    models = pair(river_cw.AROW, {"forgetting": 0.5, "initial_intercept_variance": 2.0})
+    for model in models:
+        model.learn_one({"z": 1.0}, False)
+        model.learn_one({"z": 1.0}, True)
+        model.gaussian.blocks = [{key: list(w) for key, w in block.items()}]
+        model.learn_one(x, True)  # x touches every feature the block has learned
+    assert_same(*models, x)
+
+
+@pytest.mark.parametrize(
+    "cls, params", [c for c in CONFIGS if "covariance" not in c[1]], ids=lambda c: repr(c)
+)
+@pytest.mark.parametrize("n_labels", [2, 3])
+def test_forgetting_on_a_dense_stream_is_the_same(cls, params, n_labels):
+    """Dense rows touch every feature the model has learned, and the arrowhead then forgets its
+    root with them (Kulhavy and Zarrop's step on the block); a zero value now and then leaves
+    the root as it is."""
+    compiled, python = pair(cls, {**params, "forgetting": 0.1})
+    rng = random.Random(3)
+    for i in range(120):
+        x = {f"d{j}": rng.choice([1.0, 1e-3, 1e3]) * rng.gauss(0.0, 1.0) for j in range(5)}
+        if i % 4 == 3:
+            x["d0"] = 0.0
+        y = rng.randrange(n_labels)
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+        if i % 40 == 39:
+            assert_same(compiled, python, x)
+
+
 @pytest.mark.parametrize("covariance", COVARIANCES)
 def test_layout_operations_agree(covariance):
     compiled, python = pair(river_cw.AROW, {"covariance": covariance})

@@ -238,18 +238,19 @@ def test_the_arrowhead_engines_refuse_bad_changes_alike_and_whole(changes):
 @pytest.mark.parametrize("covariance", COVARIANCES)
 def test_forgetting_without_an_update_is_a_change(covariance, kind):
     """A touch that updates nothing (SOP learns on mistakes only) still forgets the variances of
-    x's weights and of the intercept (the arrowhead's root): they are written, and listed."""
+    x's weights and of the intercept (the arrowhead's root, x touching every learned weight):
+    they are written, and listed."""
     params = {"covariance": covariance, "forgetting": 0.2, "learn_intercept": True}
     model = on(kind, river_cw.SOP, params)
     for x, y in [({"a": 1.0, "b": 0.5}, True), ({"b": 1.0, "c": -1.0}, False)]:
         model.learn_one(x, y)
     model.gaussian.mark()
     before = state(model)
-    x = {"a": 2.0, "c": 1.0}
+    x = {"a": 2.0, "b": -1.0, "c": 1.0}
     model.learn_one(x, model.predict_one(x))  # a correct example: no update
     changes = model.gaussian.changed()
     assert hex_changes(changes) == moved(before, state(model))
-    assert set(changes[0]) == {"a", "c", INTERCEPT}
+    assert set(changes[0]) == {"a", "b", "c", INTERCEPT}
 
 
 @pytest.mark.parametrize("covariance", COVARIANCES)

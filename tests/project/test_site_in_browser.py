@@ -34,6 +34,8 @@ PAGES = {  # name: path on the site
     "home": "",
     "getting-started": "getting-started/",
     "which-model-when": "guide/choosing/",
+    "reading-results": "guide/reading-results/",
+    "dense-figure": "guide/dense/",
     "api-arow": "api/river_cw/AROW/",
     "cli": "api/cli/",
     "notebook": "examples/spam_live/",

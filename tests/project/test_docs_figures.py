@@ -1,0 +1,96 @@
+"""The guides' benchmark figures (docs/figures/) show the numbers of their guide's table.
+
+Each figure is written by its benchmark with `--figure`, beside a JSON file of the numbers it
+draws; the full runs take minutes, so here each figure is drawn again from its committed JSON and
+compared with the committed PNG, and the guide's table is checked against the same JSON: one set
+of numbers for the table and the figure. Two rows of the dense numbers are computed again. Each
+figure is shown in its guide with alt text.
+
+- docs/figures/dense.json, dense.png: `python benchmarks/dense.py --part today --figure
+  docs/figures/dense.png`, the summary table of docs/guide/dense.md;
+- docs/figures/speed.json, speed.png: `python benchmarks/instructions.py --figure
+  docs/figures/speed.png`, the `learn_one` table of docs/guide/speed.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.project.test_docs_generated import assert_same_figure
+
+ROOT = Path(__file__).resolve().parents[2]
+FIGURES = ROOT / "docs" / "figures"
+GUIDES = ROOT / "docs" / "guide"
+
+
+def committed(name: str) -> dict:
+    return json.loads((FIGURES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def table_after(page: Path, marker: str) -> list[list[str]]:
+    """The cells of the first markdown table after `marker` in `page`, header and rule left out."""
+    text = page.read_text(encoding="utf-8").split(marker, 1)[1]
+    block = re.search(r"((?:^\|.*\|\n)+)", text, flags=re.M)[1]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in block.splitlines()]
+    return rows[2:]
+
+
+@pytest.mark.parametrize("name", ["dense", "speed"])
+def test_each_figure_is_drawn_from_its_committed_numbers(name, tmp_path):
+    from benchmarks import dense, instructions
+
+    draw = {"dense": dense.draw, "speed": instructions.draw}[name]
+    draw(committed(name), tmp_path / f"{name}.png")
+    assert_same_figure(tmp_path / f"{name}.png", FIGURES / f"{name}.png")
+
+
+@pytest.mark.parametrize(
+    "page, name",
+    [("dense.md", "dense"), ("speed.md", "speed")],
+)
+def test_each_figure_is_in_its_guide_with_alt_text_and_its_command(page, name):
+    text = (GUIDES / page).read_text(encoding="utf-8")
+    [alt] = re.findall(rf"!\[([^\]]*)\]\(\.\./figures/{name}\.png\)", text)
+    assert len(alt.split()) >= 8, alt
+    assert f"--figure docs/figures/{name}.png" in text
+
+
+def test_the_dense_guides_table_holds_the_figures_numbers():
+    numbers = committed("dense")
+    rows = table_after(GUIDES / "dense.md", "--figure docs/figures/dense.png")
+    assert rows == [[name, *(f"{v:.3f}" for v in values)] for name, values in numbers["rows"]]
+
+
+def test_the_dense_figures_phishing_rows_are_what_the_benchmark_computes_today(capsys):
+    """The whole run takes minutes: the rows of river's Phishing, clean and with 10% label
+    noise, are computed again (in seconds) by the benchmark's own functions."""
+    from river import datasets
+
+    from benchmarks import dense
+
+    examples = dense._binary(datasets.Phishing(), 10000)
+    streams = {"Phishing": examples, dense.NOISY_PHISHING: examples}
+    table = dense.summary_table(dense.run("Phishing", streams, dense.today_models()))
+    capsys.readouterr()
+    numbers = committed("dense")
+    assert table["columns"] == numbers["columns"]
+    assert table["rows"] == [row for row in numbers["rows"] if row[0] in streams]
+
+
+def test_the_speed_guides_table_holds_the_figures_numbers():
+    """Instructions per feature and the ratio to river's PAClassifier, per corpus."""
+    numbers = committed("speed")
+    reviews, sms = numbers["corpora"].values()
+    rows = table_after(GUIDES / "speed.md", "--figure docs/figures/speed.png")
+    expected = []
+    for model in reviews:
+        cells = [model]
+        for counts in (reviews, sms):
+            ratio = counts["river PAClassifier"] / counts[model]
+            cells += [f"{counts[model]:,.0f}", f"{ratio:.2f}x"]
+        expected.append(cells)
+    assert rows == expected
