@@ -1,7 +1,8 @@
 """Probabilities a service can use: log loss (and accuracy) by progressive validation of the
-Gaussian classifiers without and with `calibrate` (an online temperature of the standardised
-margins), voted RDA (its hinge scores calibrated the same way) and river's LogisticRegression,
-on SMS spam and books (bag of words) and a9a.
+Gaussian classifiers as they come (calibrated: a Newton temperature on the margins with a noise
+term) and with ``calibrate=False`` (the papers' probabilities), voted RDA (its hinge scores
+calibrated on a grid of temperatures) and river's LogisticRegression, on SMS spam and books
+(bag of words) and a9a.
 
     python benchmarks/calibration.py [--limit 10000] [--seed 0]
 
@@ -26,8 +27,8 @@ from benchmarks.intercept import progressive, shared
 
 def models():
     for cls in (river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP):
-        for on in (False, True):
-            name = f"{cls.__name__}{' calibrated' if on else ''}"
+        for on in (True, False):
+            name = f"{cls.__name__}(){'' if on else ' calibrate=False'}"
             yield name, lambda cls=cls, on=on: cls(calibrate=on)
     yield "VotedRDA (hinge, calibrated)", river_cw.VotedRDA
     yield "river LogisticRegression", linear_model.LogisticRegression

@@ -58,7 +58,7 @@ def parse(spec: str) -> base.Estimator:
       initial_variance=1.
       learn_intercept=True
       forgetting=0.
-      calibrate=False
+      calibrate=True
       initial_intercept_variance=100.
     )
     >>> parse("os.system('ls')")
