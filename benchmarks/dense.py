@@ -222,7 +222,7 @@ def noise_models() -> dict[str, Callable]:
         "majority": dummy.PriorClassifier,
         "CW diagonal": diagonal(cw),
         "CW diagonal var": diagonal(cw, variant="var"),
-        "CW diagonal calibrate": diagonal(cw, calibrate=True),
+        "CW diagonal calibrate=False": diagonal(cw, calibrate=False),
         "CW diagonal forgetting 0.01": diagonal(cw, forgetting=0.01),
         "CW diagonal forgetting 0.05": diagonal(cw, forgetting=0.05),
         "CW (default)": cw,
