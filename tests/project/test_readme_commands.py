@@ -24,11 +24,14 @@ The session's environment is the test's without the variables a reader would not
 tests' state keys and every other ``RIVER_CW_*``), with this interpreter first on ``PATH`` (its
 ``python3`` and ``river-cw``) and ``PYTHONPATH`` naming this checkout, as the README's editable
 install does. The broker's port (9092, as the README gives it) must be free: the test fails at
-once, naming it, where something else listens there; the tests' own brokers take free ports.
+once, naming it, where something else listens there; the tests' own brokers take free ports. Two
+documents that start a broker on the same port take turns (a lock per port, held by file, so that
+two xdist workers, or two runs of the suite, wait for each other rather than fail).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
@@ -39,10 +42,12 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -450,24 +455,41 @@ def run_as_written(document: str, cwd: Path) -> None:
     brokers = [argv for argv in programs if argv[:2] == ["river-cw", "broker"]]
     if brokers:
         require_broker_package()
-    for argv in brokers:
-        if not port_is_free(bootstrap(argv)):
-            pytest.fail(
-                f"{bootstrap(argv)} is in use: {document}'s `{shlex.join(argv)}` cannot start "
-                "there (stop what listens there)",
-                pytrace=False,
-            )
     env = reader_environment()
     if shutil.which("river-cw", path=env["PATH"]) is None:
         unavailable(f"no river-cw command beside {sys.executable}: the project is not installed")
-    terminal = Terminal(cwd, env)
-    try:
-        reader = Reader(document, terminal, cwd)
-        for where, command in steps:
-            reader.run(command, where)
-        reader.stop()
-    finally:
-        terminal.close()
+    with ExitStack() as turns:
+        for address in sorted({bootstrap(argv) for argv in brokers}):
+            turns.enter_context(port_turn(address))
+        for argv in brokers:
+            if not port_is_free(bootstrap(argv)):
+                pytest.fail(
+                    f"{bootstrap(argv)} is in use: {document}'s `{shlex.join(argv)}` cannot start "
+                    "there (stop what listens there)",
+                    pytrace=False,
+                )
+        terminal = Terminal(cwd, env)
+        try:
+            reader = Reader(document, terminal, cwd)
+            for where, command in steps:
+                reader.run(command, where)
+            reader.stop()
+        finally:
+            terminal.close()
+
+
+@contextmanager
+def port_turn(address: str) -> Iterator[None]:
+    """This document's turn at the broker port of `address`: a lock on a file named by it, which
+    every process of the machine running these tests takes (blocking) before starting its broker
+    there and lets go once its broker stopped."""
+    path = Path(tempfile.gettempdir()) / f"river-cw-readme-{address.replace(':', '-')}.lock"
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.mark.parametrize(
