@@ -55,14 +55,16 @@ def outcome(learn):
     return None
 
 
-def pytest_collection_modifyitems(items):
-    """The long runs (marked slow) first, then the rest, each in the order collected. The suite
-    runs in two xdist workers with ``--dist worksteal`` (pyproject.toml's addopts): each worker
+def pytest_collection_modifyitems(config, items):
+    """In an xdist worker, the long runs (marked slow) first, then the rest, each in the order
+    collected (a run in one process keeps that order: ``-x`` stops at the first failure soonest).
+    The suite runs in two workers with ``--dist worksteal`` (pyproject.toml's addopts): each
     takes half the tests, and one that runs out takes half of the other's queue. With the long
     runs first, what is left to share at the end is short, and the workers finish together; in
-    the order collected, one worker once ran three minutes past the other, alone with the
-    sanitizer run, the other engine's run and the Kafka fault tests."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    the order collected, one worker ran three minutes past the other, alone with the sanitizer
+    run, the other engine's run and the Kafka fault tests."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def under_ci() -> bool:
