@@ -14,6 +14,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import fcntl
 import gzip
 import importlib.util
 import json
@@ -22,6 +23,8 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -123,6 +126,25 @@ def tracked_files(dest: Path) -> Path:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)
     return dest
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Held by one process of the machine at a time, which the others wait for: a lock on the
+    file `path` (two xdist workers, or two runs of the suite, sharing one thing)."""
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def shared_temp(tmp_path_factory) -> Path:
+    """The run's temporary directory that every xdist worker of it sees (each worker's own
+    lies inside it); the session's own without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def run_pytest(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:

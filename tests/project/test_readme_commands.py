@@ -31,7 +31,6 @@ two xdist workers, or two runs of the suite, wait for each other rather than fai
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import queue
@@ -46,14 +45,14 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_broker_package, unavailable
+from tests.conftest import file_lock, require_broker_package, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ["README.md", "docs/getting-started.md", "docs/guide/kafka.md"]
@@ -478,18 +477,13 @@ def run_as_written(document: str, cwd: Path) -> None:
             terminal.close()
 
 
-@contextmanager
-def port_turn(address: str) -> Iterator[None]:
-    """This document's turn at the broker port of `address`: a lock on a file named by it, which
-    every process of the machine running these tests takes (blocking) before starting its broker
-    there and lets go once its broker stopped."""
-    path = Path(tempfile.gettempdir()) / f"river-cw-readme-{address.replace(':', '-')}.lock"
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+def port_turn(address: str):
+    """This document's turn at the broker port of `address`: every process of the machine
+    running these tests takes it before starting its broker there and lets go once its broker
+    stopped."""
+    return file_lock(
+        Path(tempfile.gettempdir()) / f"river-cw-readme-{address.replace(':', '-')}.lock"
+    )
 
 
 @pytest.mark.parametrize(
