@@ -22,24 +22,27 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 import river_cw
-from tests.conftest import tracked_files, unavailable
+from tests.conftest import file_lock, shared_temp, tracked_files, unavailable
 
 EXTENSIONS = {"_diagonal", "_arrowhead", "_full", "_rda", "_text"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
     """The wheel `python -m build` makes: the sdist, then the wheel from the unpacked sdist
-    alone."""
-    build = tmp_path_factory.mktemp("build")
-    source = tracked_files(build / "source")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(build / "dist"), str(source)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+    alone. Built once per run: the xdist worker that asks first builds it, the other waits and
+    takes it."""
+    build = shared_temp(tmp_path_factory) / "wheel"
+    with file_lock(shared_temp(tmp_path_factory) / "wheel.lock"):
+        if not list(build.glob("dist/*.whl")):  # not built, or a failed build
+            source = tracked_files(build / "source")
+            subprocess.run(
+                [sys.executable, "-m", "build", "--outdir", str(build / "dist"), str(source)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
     (built,) = (build / "dist").glob("*.whl")
     return built
 

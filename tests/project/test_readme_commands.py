@@ -24,7 +24,9 @@ The session's environment is the test's without the variables a reader would not
 tests' state keys and every other ``RIVER_CW_*``), with this interpreter first on ``PATH`` (its
 ``python3`` and ``river-cw``) and ``PYTHONPATH`` naming this checkout, as the README's editable
 install does. The broker's port (9092, as the README gives it) must be free: the test fails at
-once, naming it, where something else listens there; the tests' own brokers take free ports.
+once, naming it, where something else listens there; the tests' own brokers take free ports. Two
+documents that start a broker on the same port take turns (a lock per port, held by file, so that
+two xdist workers, or two runs of the suite, wait for each other rather than fail).
 """
 
 from __future__ import annotations
@@ -39,16 +41,18 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_broker_package, unavailable
+from tests.conftest import file_lock, require_broker_package, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ["README.md", "docs/getting-started.md", "docs/guide/kafka.md"]
@@ -450,24 +454,36 @@ def run_as_written(document: str, cwd: Path) -> None:
     brokers = [argv for argv in programs if argv[:2] == ["river-cw", "broker"]]
     if brokers:
         require_broker_package()
-    for argv in brokers:
-        if not port_is_free(bootstrap(argv)):
-            pytest.fail(
-                f"{bootstrap(argv)} is in use: {document}'s `{shlex.join(argv)}` cannot start "
-                "there (stop what listens there)",
-                pytrace=False,
-            )
     env = reader_environment()
     if shutil.which("river-cw", path=env["PATH"]) is None:
         unavailable(f"no river-cw command beside {sys.executable}: the project is not installed")
-    terminal = Terminal(cwd, env)
-    try:
-        reader = Reader(document, terminal, cwd)
-        for where, command in steps:
-            reader.run(command, where)
-        reader.stop()
-    finally:
-        terminal.close()
+    with ExitStack() as turns:
+        for address in sorted({bootstrap(argv) for argv in brokers}):
+            turns.enter_context(port_turn(address))
+        for argv in brokers:
+            if not port_is_free(bootstrap(argv)):
+                pytest.fail(
+                    f"{bootstrap(argv)} is in use: {document}'s `{shlex.join(argv)}` cannot start "
+                    "there (stop what listens there)",
+                    pytrace=False,
+                )
+        terminal = Terminal(cwd, env)
+        try:
+            reader = Reader(document, terminal, cwd)
+            for where, command in steps:
+                reader.run(command, where)
+            reader.stop()
+        finally:
+            terminal.close()
+
+
+def port_turn(address: str):
+    """This document's turn at the broker port of `address`: every process of the machine
+    running these tests takes it before starting its broker there and lets go once its broker
+    stopped."""
+    return file_lock(
+        Path(tempfile.gettempdir()) / f"river-cw-readme-{address.replace(':', '-')}.lock"
+    )
 
 
 @pytest.mark.parametrize(
