@@ -9,7 +9,10 @@ figure is shown in its guide with alt text.
 - docs/figures/dense.json, dense.png: `python benchmarks/dense.py --part today --figure
   docs/figures/dense.png`, the summary table of docs/guide/dense.md;
 - docs/figures/speed.json, speed.png: `python benchmarks/instructions.py --figure
-  docs/figures/speed.png`, the `learn_one` table of docs/guide/speed.md.
+  docs/figures/speed.png`, the `learn_one` table of docs/guide/speed.md;
+- docs/figures/reliability.json, reliability.png: `python benchmarks/calibration.py --figure
+  docs/figures/reliability.png`, the reliability diagram of docs/guide/choosing.md (no table: the
+  numbers of its sample, the first 500 SMS examples for AROW(), are computed again).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import shared_file
 from tests.project.test_docs_generated import assert_same_figure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,18 +43,18 @@ def table_after(page: Path, marker: str) -> list[list[str]]:
     return rows[2:]
 
 
-@pytest.mark.parametrize("name", ["dense", "speed"])
+@pytest.mark.parametrize("name", ["dense", "speed", "reliability"])
 def test_each_figure_is_drawn_from_its_committed_numbers(name, tmp_path):
-    from benchmarks import dense, instructions
+    from benchmarks import calibration, dense, instructions
 
-    draw = {"dense": dense.draw, "speed": instructions.draw}[name]
+    draw = {"dense": dense.draw, "speed": instructions.draw, "reliability": calibration.draw}[name]
     draw(committed(name), tmp_path / f"{name}.png")
     assert_same_figure(tmp_path / f"{name}.png", FIGURES / f"{name}.png")
 
 
 @pytest.mark.parametrize(
     "page, name",
-    [("dense.md", "dense"), ("speed.md", "speed")],
+    [("dense.md", "dense"), ("speed.md", "speed"), ("choosing.md", "reliability")],
 )
 def test_each_figure_is_in_its_guide_with_alt_text_and_its_command(page, name):
     text = (GUIDES / page).read_text(encoding="utf-8")
@@ -94,3 +98,25 @@ def test_the_speed_guides_table_holds_the_figures_numbers():
             cells += [f"{counts[model]:,.0f}", f"{ratio:.2f}x"]
         expected.append(cells)
     assert rows == expected
+
+
+def test_the_reliability_figures_sample_is_what_the_benchmark_computes_today():
+    """The first 500 SMS examples, shuffled as in the full run, binned for AROW() by the
+    benchmark's own functions; and the full run's bins are consistent (ten per model, every
+    stream's examples counted once per model)."""
+    from benchmarks import calibration
+    from benchmarks.intercept import shared
+
+    numbers = committed("reliability")
+    sample = numbers["sample"]
+    assert sample["stream"] in numbers["streams"]
+    file = f"{calibration.RELIABILITY_STREAMS[sample['stream']]}.jsonl.gz"
+    shared_file(file)
+    examples = shared(file, 0, sample["limit"])
+    model = calibration.RELIABILITY_MODELS[sample["model"]]()
+    assert calibration.reliability(model, examples) == sample["bins"]
+    for run in numbers["streams"].values():
+        assert list(run["models"]) == list(calibration.RELIABILITY_MODELS)
+        for bins in run["models"].values():
+            assert len(bins) == numbers["bins"]
+            assert sum(count for count, _, _ in bins) == run["examples"]
