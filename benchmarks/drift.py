@@ -46,6 +46,14 @@ prototype wraps, and every baseline but today's default, is built with ``calibra
 calibrations compared are the study's own.
 
     python benchmarks/drift.py [--quick] [--out FILE] [--part drift stationary rules cost]
+    python benchmarks/drift.py --figure docs/figures/drift.png
+
+``--figure PATH`` writes, instead of the tables, the figure of docs/guide/choosing.md's "Drift"
+and the README: the accuracy over the last 500 predictions (prequential) every 100 examples on
+Hyperplane 0.01 (8,000 examples) and Sine reversed (7,000, reversed at 3,000), for today's
+default AROW(), AROW(forgetting=0.01) and river's LogisticRegression and PAClassifier behind
+StandardScaler; the curves go beside PATH (same name, ``.json``) and ``draw`` redraws the figure
+from them (tests/project/test_docs_figures.py does, and computes their start again). Seconds.
 
 ``--quick``: three drifting streams of 3,000 examples (Sine 2,625), four stationary dense streams
 of 2,000 and SMS, the recommended schemes only (a few seconds of CPU);
@@ -964,6 +972,101 @@ def cost_tables(costs: dict, kernel: dict) -> list[str]:
     return lines
 
 
+# -- the figure: accuracy over time -----------------------------------------------------------
+
+FIGURE_STREAMS = {"Hyperplane 0.01": None, "Sine reversed": 3000}  # name -> the reversal's example
+FIGURE_MODELS: dict[str, Callable] = {
+    "AROW() (the default)": river_cw.AROW,
+    "AROW(forgetting=0.01)": lambda: river_cw.AROW(forgetting=0.01),
+    "river LogisticRegression (scaled)": RIVER["river LR sc"],
+    "river PAClassifier (scaled)": RIVER["river PA sc"],
+}
+WINDOW = 500
+EVERY = 100
+
+
+def windowed_accuracy(model, examples: list, window: int = WINDOW, every: int = EVERY) -> list:
+    """Prequential accuracy (predict, then learn; river's ``predict_one``, as its
+    `metrics.Accuracy` scores) over the last `window` predictions (fewer at the start), after
+    every `every`-th example, rounded to 4 digits."""
+    hits: list[bool] = []
+    out = []
+    for i, (x, y) in enumerate(examples, 1):
+        hits.append(model.predict_one(x) == y)
+        model.learn_one(x, y)
+        if i % every == 0:
+            last = hits[-window:]
+            out.append(round(sum(last) / len(last), 4))
+    return out
+
+
+def figure_numbers(n: int = 8000) -> dict:
+    """The figure's numbers: per stream of `FIGURE_STREAMS` (`drifting_streams` with `n`) and
+    model of `FIGURE_MODELS`, the `windowed_accuracy` curve."""
+    streams = drifting_streams(n, set(FIGURE_STREAMS))
+    return {
+        "window": WINDOW,
+        "every": EVERY,
+        "n": n,
+        "streams": {
+            name: {
+                "examples": len(streams[name]),
+                "drift_at": at,
+                "models": {
+                    model: windowed_accuracy(make(), streams[name])
+                    for model, make in FIGURE_MODELS.items()
+                },
+            }
+            for name, at in FIGURE_STREAMS.items()
+        },
+    }
+
+
+def draw(numbers: dict, out: Path) -> None:
+    """Windowed accuracy against the example number, one panel per stream, a dotted vertical
+    line where the concept is reversed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    every, window = numbers["every"], numbers["window"]
+    streams = numbers["streams"]
+    fig, axes = plt.subplots(1, len(streams), figsize=(11, 4.6), dpi=100, sharey=True)
+    styles = ("-", "-", "--", ":")
+    titles = {
+        "Hyperplane 0.01": "river's Hyperplane, 3 of 8 features drifting (mag_change 0.01)",
+        "Sine reversed": "river's Sine, the concept reversed at 3,000",
+    }
+    for ax, (name, run) in zip(axes, streams.items()):
+        for k, (model, curve) in enumerate(run["models"].items()):
+            steps = [every * (i + 1) for i in range(len(curve))]
+            ax.plot(steps, curve, color=f"C{k}", ls=styles[k], lw=1.6, label=model)
+        if run["drift_at"] is not None:
+            ax.axvline(run["drift_at"], color="0.3", ls=":", lw=1.2)
+            ax.annotate(
+                "reversal",
+                (run["drift_at"], 0.5),
+                xytext=(-6, 0),
+                textcoords="offset points",
+                ha="right",
+                fontsize=9,
+                color="0.3",
+            )
+        ax.set_title(titles.get(name, name), fontsize=10)
+        ax.set_xlim(0, run["examples"])
+        ax.set_xlabel("example")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylim(0, 1.02)
+    axes[0].set_ylabel(f"accuracy over the last {window} predictions")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9)
+    fig.suptitle("Accuracy over time on drifting streams, prequential (predict, then learn)")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(out)
+    plt.close(fig)
+
+
 # -- main -------------------------------------------------------------------------------------
 
 
@@ -979,7 +1082,21 @@ def main(argv=None) -> dict:
         default=["drift", "stationary", "rules", "cost"],
         choices=["drift", "stationary", "rules", "cost"],
     )
+    parser.add_argument(
+        "--figure",
+        type=Path,
+        metavar="PATH",
+        help="write, instead of the tables, the accuracy-over-time figure to PATH (PNG) and its "
+        "numbers beside it (.json)",
+    )
     args = parser.parse_args(argv)
+    if args.figure is not None:
+        numbers = figure_numbers()
+        args.figure.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(numbers, indent=1) + "\n"
+        args.figure.with_suffix(".json").write_text(text, encoding="utf-8")
+        draw(numbers, args.figure)
+        return numbers
     quick = args.quick
     n = 3000 if quick else 8000
     limit = 2000 if quick else 10000

@@ -12,7 +12,10 @@ figure is shown in its guide with alt text.
   docs/figures/speed.png`, the `learn_one` table of docs/guide/speed.md;
 - docs/figures/reliability.json, reliability.png: `python benchmarks/calibration.py --figure
   docs/figures/reliability.png`, the reliability diagram of docs/guide/choosing.md (no table: the
-  numbers of its sample, the first 500 SMS examples for AROW(), are computed again).
+  numbers of its sample, the first 500 SMS examples for AROW(), are computed again);
+- docs/figures/drift.json, drift.png: `python benchmarks/drift.py --figure docs/figures/drift.png`,
+  accuracy over time on two drifting streams in docs/guide/choosing.md and the README (no table:
+  the start of every curve, the first 1,000 examples, is computed again).
 """
 
 from __future__ import annotations
@@ -43,18 +46,28 @@ def table_after(page: Path, marker: str) -> list[list[str]]:
     return rows[2:]
 
 
-@pytest.mark.parametrize("name", ["dense", "speed", "reliability"])
+@pytest.mark.parametrize("name", ["dense", "speed", "reliability", "drift"])
 def test_each_figure_is_drawn_from_its_committed_numbers(name, tmp_path):
-    from benchmarks import calibration, dense, instructions
+    from benchmarks import calibration, dense, drift, instructions
 
-    draw = {"dense": dense.draw, "speed": instructions.draw, "reliability": calibration.draw}[name]
+    draw = {
+        "dense": dense.draw,
+        "speed": instructions.draw,
+        "reliability": calibration.draw,
+        "drift": drift.draw,
+    }[name]
     draw(committed(name), tmp_path / f"{name}.png")
     assert_same_figure(tmp_path / f"{name}.png", FIGURES / f"{name}.png")
 
 
 @pytest.mark.parametrize(
     "page, name",
-    [("dense.md", "dense"), ("speed.md", "speed"), ("choosing.md", "reliability")],
+    [
+        ("dense.md", "dense"),
+        ("speed.md", "speed"),
+        ("choosing.md", "reliability"),
+        ("choosing.md", "drift"),
+    ],
 )
 def test_each_figure_is_in_its_guide_with_alt_text_and_its_command(page, name):
     text = (GUIDES / page).read_text(encoding="utf-8")
@@ -120,3 +133,31 @@ def test_the_reliability_figures_sample_is_what_the_benchmark_computes_today():
         for bins in run["models"].values():
             assert len(bins) == numbers["bins"]
             assert sum(count for count, _, _ in bins) == run["examples"]
+
+
+def test_the_readme_shows_the_drift_figure_with_alt_text():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    [alt] = re.findall(r"!\[([^\]]*)\]\(docs/figures/drift\.png\)", text)
+    assert len(alt.split()) >= 8, alt
+
+
+def test_the_drift_figures_curves_start_as_the_benchmark_computes_them_today():
+    """The first 1,000 examples of each stream, every model, by the benchmark's own functions
+    (the curves' first ten points); and the full run's curves are whole (one point per
+    `EVERY` examples, the models and the reversal of the benchmark)."""
+    from benchmarks import drift
+
+    numbers = committed("drift")
+    every, first = numbers["every"], 1000
+    streams = drift.drifting_streams(numbers["n"], set(drift.FIGURE_STREAMS))
+    assert list(numbers["streams"]) == list(drift.FIGURE_STREAMS)
+    for name, run in numbers["streams"].items():
+        assert run["examples"] == len(streams[name])
+        assert run["drift_at"] == drift.FIGURE_STREAMS[name]
+        assert list(run["models"]) == list(drift.FIGURE_MODELS)
+        for model, curve in run["models"].items():
+            assert len(curve) == run["examples"] // every
+            start = drift.windowed_accuracy(
+                drift.FIGURE_MODELS[model](), streams[name][:first], numbers["window"], every
+            )
+            assert start == curve[: first // every], (name, model)
