@@ -407,7 +407,8 @@ static int fold_text(PyObject *text, Py_UCS4 **out, size_t *length)
             buffer = p;
             cap = bigger;
         }
-        memcpy(buffer + used, fold_pool + start, count * sizeof(Py_UCS4));
+        if (count) /* a mark that strips to nothing: the pool may not exist yet (memcpy's NULL) */
+            memcpy(buffer + used, fold_pool + start, count * sizeof(Py_UCS4));
         used += count;
     }
     *out = buffer;
