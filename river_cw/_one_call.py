@@ -91,7 +91,7 @@ def learn_rows(model, engine, rows: Rows, labels: list, weights: list) -> None:
                 stats,
                 native,
                 spec,
-                model._calibration(),
+                model._calibration_spec(),
             )
         except (TypeError, ValueError) as error:  # raised by the rule's step
             raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error

@@ -151,19 +151,9 @@ def newton_step(state, s: float, w: float) -> None:
     True
 
     """
-    a, H = state[0], state[1]
-    z = a * s
+    z = state[0] * s
     lam = inverse_mills(z)
-    g = -s * lam
-    h = s * s * lam * (z + lam)
-    if w != 1.0:
-        g, h = w * g, w * h
-    H = H + h
-    a = a - g / H
-    if not (math.isfinite(a) and math.isfinite(H)):
-        return
-    state[0] = min(max(a, LOWEST), HIGHEST)
-    state[1] = H
+    _take_step(state, -s * lam, s * s * lam * (z + lam), w)
 
 
 def newton_step_multiclass(state, t: list[list[float]], label: int, w: float) -> None:
@@ -198,11 +188,17 @@ def newton_step_multiclass(state, t: list[list[float]], label: int, w: float) ->
     g = -d[label] + mean_d
     h = -e[label] + sum(pz * ez for pz, ez in zip(p, e))
     h += sum(pz * (dz - mean_d) * (dz - mean_d) for pz, dz in zip(p, d))  # no ** : it raises
-    h = max(h, 0.0)
+    _take_step(state, g, max(h, 0.0), w)
+
+
+def _take_step(state, g: float, h: float, w: float) -> None:
+    """The Newton step of `state` = [a, H] with the loss's gradient g and curvature h in a,
+    counted w times: ``H <- H + w h``, ``a <- a - w g / H``, a clipped to [LOWEST, HIGHEST];
+    nothing where the step is not finite."""
     if w != 1.0:
         g, h = w * g, w * h
     H = state[1] + h
-    a = a - g / H
+    a = state[0] - g / H
     if not (math.isfinite(a) and math.isfinite(H)):
         return
     state[0] = min(max(a, LOWEST), HIGHEST)

@@ -212,7 +212,8 @@ class GaussianClassifier(LinearClassifier):
                 self._scores(x), self._gaussian.score_covariance(x), self.margin_noise
             )
             outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
-            calibration.newton_step_multiclass(temperature, t, self._class_index_of(pairs), w)
+            label = pairs[0][0]  # the block of the label: its pair's sign is +1
+            calibration.newton_step_multiclass(temperature, t, label, w)
         else:
             if temperature is not None and len(self.classes_) == 2:
                 step = self._calibrated_step(step, scheme)
@@ -231,11 +232,6 @@ class GaussianClassifier(LinearClassifier):
             return step(m, v, *rest)
 
         return calibrated
-
-    @staticmethod
-    def _class_index_of(pairs) -> int:
-        """The block of the label of a multi-class update along `pairs` (its ``+1`` pair)."""
-        return pairs[0][0]
 
     def _rule(self):
         """The rule's step and its scheme as the engines' `learn` takes them: ``(_exact_step,
@@ -514,9 +510,9 @@ class GaussianClassifier(LinearClassifier):
             step, scheme = self._native_step_of_step(), self.diagonal
         if step is None:
             return None
-        return step, scheme, INTERCEPT if self.learn_intercept else None, self._calibration()
+        return step, scheme, INTERCEPT if self.learn_intercept else None, self._calibration_spec()
 
-    def _calibration(self):
+    def _calibration_spec(self):
         """The compiled engines' calibration: ``(temperature, noise)``, or None (see
         `_lean_spec`)."""
         temperature = self._temperature
