@@ -28,7 +28,8 @@ dumps its counters at markers (calls of `time.process_time`) around each pass, a
 has run once on a few rows, as `benchmarks/instructions.py` does: counts repeat where CPU time
 on a shared machine does not. ``--passes`` keeps only the named passes (and river's, the
 reference); ``--require PASS=RATIO`` fails (exit status 1) unless PASS's ratio to river's
-PAClassifier is at least RATIO.
+PAClassifier is at least RATIO. ``--write PATH`` also writes the corpora's tables side by side as
+one markdown table (docs/tables/batch_*.md, benchmarks/markdown.py).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from scipy import sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
-from benchmarks import callgrind
+from benchmarks import callgrind, markdown
 from benchmarks.instructions import WARM_UP
 from benchmarks.instructions import table as count_table
 from benchmarks.throughput import DATA, load
@@ -175,13 +176,16 @@ def batch_table(sizes: list, seconds: dict) -> None:
         print(f"| {pass_} | {' | '.join(f'{n / t / 1e6:.1f}M' for n, t in zip(sizes, s))} |")
 
 
-def table(name: str, n_features: int, n_rows: int, seconds: dict, warm: bool) -> None:
+def table(name: str, n_features: int, n_rows: int, seconds: dict, warm: bool) -> dict:
+    """Prints the table of features/s; returns its cells by pass."""
     pa = seconds[REFERENCE]
     print(f"\n{title(name, n_features, n_rows, warm)}\n")
     print("| pass | features/s | vs PAClassifier |")
     print("|---|---:|---:|")
-    for pass_, s in seconds.items():
-        print(f"| {pass_} | {n_features / s:,.0f} | {pa / s:.2f}x |")
+    cells = {p: [f"{n_features / s:,.0f}", f"{pa / s:.2f}x"] for p, s in seconds.items()}
+    for pass_, (rate, ratio) in cells.items():
+        print(f"| {pass_} | {rate} | {ratio} |")
+    return cells
 
 
 def title(name: str, n_features: int, n_rows: int, warm: bool) -> str:
@@ -246,6 +250,9 @@ def main(argv=None):
         metavar="PASS=RATIO",
         help="with --instructions: fail unless PASS's ratio is at least RATIO",
     )
+    parser.add_argument(
+        "--write", metavar="PATH", help="also write the tables as one markdown table"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -254,7 +261,7 @@ def main(argv=None):
         print("valgrind is not installed: no instruction counts")
         return 0
     required = {name: float(ratio) for name, ratio in (r.rsplit("=", 1) for r in args.require)}
-    failed = []
+    failed, cells = [], {}
     for name in args.data:
         if not (DATA / name).exists():
             print(f"{DATA / name} is absent: skipped")
@@ -262,13 +269,16 @@ def main(argv=None):
         dicts, labels, X, features = stream(name, args.limit)
         if args.instructions:
             count = counts(dicts, labels, X, features, args.batch, args.warm, args.passes)
+            per_feature = {k: c / X.nnz for k, c in count.items()}
             failed += count_table(
                 title(name, X.nnz, len(labels), args.warm),
-                {k: c / X.nnz for k, c in count.items()},
+                per_feature,
                 REFERENCE,
                 "instructions/feature",
                 required,
             )
+            pa = per_feature[REFERENCE]
+            cells[name] = {k: [f"{c:,.0f}", f"{pa / c:.2f}x"] for k, c in per_feature.items()}
             continue
         runs = passes(dicts, labels, X, features, args.batch, args.warm, args.passes)
         seconds = dict.fromkeys(runs, float("inf"))
@@ -283,11 +293,14 @@ def main(argv=None):
                 seconds[pass_] = min(seconds[pass_], cpu_time(make, learn, each))
                 if each is not None:
                     batches[pass_] = list(map(min, batches[pass_], each))
-        table(name, X.nnz, len(labels), seconds, args.warm)
+        cells[name] = table(name, X.nnz, len(labels), seconds, args.warm)
         if args.per_batch:
             batch_table(
                 [X[a : a + args.batch].nnz for a in range(0, len(labels), args.batch)], batches
             )
+    if args.write is not None and cells:
+        unit = "instr./feature" if args.instructions else "features/s"
+        markdown.write(args.write, markdown.wide("pass", [unit, "vs PAClassifier"], cells))
     for line in failed:
         print("FAILED", line)
     return 1 if failed else 0

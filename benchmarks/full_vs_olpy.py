@@ -19,7 +19,10 @@ The streams: Spambase (57 features, shuffled with seed 1), a9a (123 one-hot feat
 `--limit` examples, shuffled with seed 1) and a synthetic stream of 20 correlated Gaussian
 features labelled by a noisy linear concept (seed 1).
 
-    python benchmarks/full_vs_olpy.py [--repeat 5] [--limit 10000]
+    python benchmarks/full_vs_olpy.py [--repeat 5] [--limit 10000] [--write PATH]
+
+``--write PATH`` also writes the table as markdown (docs/tables/full_vs_olpy.md,
+benchmarks/markdown.py).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import river_cw
+from benchmarks import markdown
 from benchmarks.intercept import shared
 
 SYNTHETIC_FEATURES = 20
@@ -114,11 +118,23 @@ def olpy_pass(X: np.ndarray, Y: np.ndarray) -> tuple[float, float]:
     return time.process_time() - start, correct / len(Y)
 
 
-def main() -> None:
+HEADER = [
+    "stream",
+    "examples",
+    "weights",
+    "river-cw ex/s",
+    "olpy ex/s",
+    "ratio",
+    "accuracy river-cw / olpy",
+]
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds (best kept)")
     parser.add_argument("--limit", type=int, default=10_000, help="examples per stream at most")
-    args = parser.parse_args()
+    parser.add_argument("--write", metavar="PATH", help="also write the table as markdown")
+    args = parser.parse_args(argv)
     try:
         import olpy  # noqa: F401
     except ImportError:
@@ -128,10 +144,9 @@ def main() -> None:
         olpy_available = True
     print(f"engine: {river_cw.ENGINE}; load average before: {os.getloadavg()[0]:.2f}")
     print()
-    print(
-        "| stream | examples | weights | river-cw ex/s | olpy ex/s | ratio | accuracy river-cw / olpy |"
-    )
-    print("|---|---|---|---|---|---|---|")
+    print(f"| {' | '.join(HEADER)} |")
+    print(f"|{'---|' * len(HEADER)}")
+    rows = []
     for name, data in streams(args.limit).items():
         X, Y = dense(data)
         best = {"river-cw": (float("inf"), 0.0), "olpy": (float("inf"), 0.0)}
@@ -141,13 +156,22 @@ def main() -> None:
                 best["olpy"] = min(best["olpy"], olpy_pass(X, Y))
         ours, olpys = (len(data) / best[k][0] for k in ("river-cw", "olpy"))
         ratio = f"{ours / olpys:.2f}x" if olpy_available else "-"
-        print(
-            f"| {name} | {len(data):,} | {X.shape[1]} | {ours:,.0f} | "
-            f"{f'{olpys:,.0f}' if olpy_available else '-'} | {ratio} | "
-            f"{best['river-cw'][1]:.4f} / {best['olpy'][1]:.4f} |"
+        rows.append(
+            [
+                name,
+                f"{len(data):,}",
+                str(X.shape[1]),
+                f"{ours:,.0f}",
+                f"{olpys:,.0f}" if olpy_available else "-",
+                ratio,
+                f"{best['river-cw'][1]:.4f} / {best['olpy'][1]:.4f}",
+            ]
         )
+        print(f"| {' | '.join(rows[-1])} |")
     print()
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if args.write is not None:
+        markdown.write(args.write, markdown.table(HEADER, rows))
 
 
 if __name__ == "__main__":

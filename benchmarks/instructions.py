@@ -18,10 +18,12 @@ exits non-zero when a ratio misses its `--require` bound (a guard CI can run).
     python benchmarks/instructions.py --predict   # predict_one, the stream learned first
     python benchmarks/instructions.py --text   # raw text in: predict_one and learn_one
     python benchmarks/instructions.py --figure docs/figures/speed.png   # and a bar chart
+    python benchmarks/instructions.py --write docs/tables/learn_one.md   # the guide's table
 
 ``--figure PATH`` also writes the counts per corpus beside PATH (same name, ``.json``) and draws
 each model's ratio to river's PAClassifier there as a bar chart, for docs/guide/speed.md; ``draw``
-redraws it from the JSON (tests/project/test_docs_figures.py does).
+redraws it from the JSON (tests/project/test_docs_figures.py does). ``--write PATH`` writes the
+corpora's tables side by side as one markdown table (`learn_table`, benchmarks/markdown.py).
 
 Needs valgrind (`apt-get install valgrind`); without it the benchmark says so and exits 0.
 """
@@ -38,7 +40,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import callgrind, text_throughput
+from benchmarks import callgrind, markdown, text_throughput
 from benchmarks.throughput import load, models
 
 PYTHON_ROWS = ("AROW", "CW stdev exact")  # the pure-Python engine, for reference
@@ -116,8 +118,9 @@ def count_learning(
     )
 
 
-def count_text(data: str, limit: int, required: dict) -> list[str]:
-    """The table of text in -> predict_one and learn_one; the misses of `required`."""
+def count_text(data: str, limit: int, required: dict, counted: dict) -> list[str]:
+    """The table of text in -> predict_one and learn_one; the misses of `required`. Each
+    pipeline's instructions per example go to ``counted[data]``."""
     names = list(text_throughput.pipelines())
     stream = text_throughput.load(data, limit + WARM_UP)
     with tempfile.NamedTemporaryFile(suffix=".pkl") as fh:
@@ -126,9 +129,8 @@ def count_text(data: str, limit: int, required: dict) -> list[str]:
         counts = instructions("text", names, fh.name, {})
     n = len(stream) - WARM_UP
     title = f"{data}: {n} texts in, predict_one and learn_one, callgrind"
-    return table(
-        title, {k: c / n for k, c in counts.items()}, names[0], "instructions/example", required
-    )
+    counted[data] = {k: c / n for k, c in counts.items()}
+    return table(title, counted[data], names[0], "instructions/example", required)
 
 
 def table(title: str, counts: dict, reference: str, unit: str, required: dict) -> list[str]:
@@ -150,6 +152,17 @@ CORPORA = {
     "mdsd_sorted_acl_text.jsonl.gz": "product reviews",
     "sms_spam_collection.jsonl.gz": "SMS",
 }
+
+
+def learn_table(counted: dict, unit: str = "instr./feature") -> str:
+    """The markdown table of `counted` ({file: {row: instructions}}, the reference first): per
+    corpus, each row's count and the reference's count divided by it."""
+    cells = {}
+    for data, counts in counted.items():
+        reference = next(iter(counts.values()))
+        cells[data] = {k: [f"{c:,.0f}", f"{reference / c:.2f}x"] for k, c in counts.items()}
+    versus = f"vs {next(iter(next(iter(counted.values())))).removeprefix('river ')}"
+    return markdown.wide("model", [unit, versus], cells)
 
 
 def draw(numbers: dict, out: Path) -> None:
@@ -219,6 +232,9 @@ def main(argv=None) -> int:
         metavar="PATH",
         help="learn_one or --predict: write the counts (PATH as .json) and their bar chart",
     )
+    parser.add_argument(
+        "--write", metavar="PATH", help="also write the corpora's tables as one markdown table"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -231,7 +247,7 @@ def main(argv=None) -> int:
     failed, counted = [], {}
     for data in args.data:
         if args.text:
-            failed += count_text(data, args.limit, required)
+            failed += count_text(data, args.limit, required, counted)
         else:
             mode = "predict" if args.predict else "learn"
             failed += count_learning(
@@ -244,6 +260,9 @@ def main(argv=None) -> int:
         text = json.dumps(numbers, indent=1) + "\n"
         args.figure.with_suffix(".json").write_text(text, encoding="utf-8")
         draw(numbers, args.figure)
+    if args.write is not None and counted:
+        unit = "instr./example" if args.text else "instr./feature"
+        markdown.write(args.write, learn_table(counted, unit))
     for line in failed:
         print("FAILED", line)
     return 1 if failed else 0

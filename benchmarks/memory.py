@@ -6,9 +6,10 @@ dicts are built before tracing starts and stay alive, so what tracemalloc counts
 model allocated: its weights and their bookkeeping. The Gaussian models run on the engine
 of the child process it runs in (``RIVER_CW_PURE_PYTHON=1`` for the pure-Python one).
 
-    python benchmarks/memory.py [--features 1000000] [--width 100]
+    python benchmarks/memory.py [--features 1000000] [--width 100] [--write PATH]
 
-Prints a markdown table of bytes per learned feature, next to river's PAClassifier.
+Prints a markdown table of bytes per learned feature, next to river's PAClassifier; ``--write
+PATH`` also writes it to PATH (docs/tables/memory.md, benchmarks/markdown.py).
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ import os
 import subprocess
 import sys
 import tracemalloc
+from pathlib import Path
 
 from river import linear_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
+from benchmarks import markdown
 
 MODELS = {
     "river PAClassifier": linear_model.PAClassifier,
@@ -54,14 +58,17 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--features", type=int, default=1_000_000)
     parser.add_argument("--width", type=int, default=100)
+    parser.add_argument("--write", metavar="PATH", help="also write the table as markdown")
     parser.add_argument("--child", nargs=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(measure(MODELS[args.child[0]], args.features, args.width))
         return
     print(f"\n{args.features:,} distinct features, {args.width} per example, tracemalloc\n")
-    print("| model | engine | bytes per learned feature |")
+    header = ["model", "engine", "bytes per learned feature"]
+    print(f"| {' | '.join(header)} |")
     print("|---|---|---:|")
+    rows = []
     for model in MODELS:
         for engine, env in ENGINES.items():
             if model.startswith("river ") and env:
@@ -83,7 +90,10 @@ def main(argv=None) -> None:
                 env={**os.environ, **env},
             )
             label = "river" if model.startswith("river ") else engine
-            print(f"| {model} | {label} | {float(run.stdout):.0f} |")
+            rows.append([model, label, f"{float(run.stdout):.0f}"])
+            print(f"| {' | '.join(rows[-1])} |")
+    if args.write is not None:
+        markdown.write(args.write, markdown.table(header, rows))
 
 
 if __name__ == "__main__":

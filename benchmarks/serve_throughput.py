@@ -16,6 +16,10 @@ fencing the previous owners, restoring the partitions) is printed apart. The mac
 interleaved over `--rounds` rounds and each one's best round is kept.
 
     python benchmarks/serve_throughput.py [--repeat 2] [--partitions 2] [--checkpoint-every 1000]
+                                          [--write PATH]
+
+``--write PATH`` also writes the rates and their ratio to offline as a markdown table
+(docs/tables/serve_throughput.md, benchmarks/markdown.py).
 
 With `--model-features 0,100000,1000000` it measures instead what the state topic's changelog
 costs against the size of the model (exactly-once): for each size a text model that has learned
@@ -47,6 +51,7 @@ import random
 
 from kafka import KafkaProducer
 
+from benchmarks import markdown
 from river_cw import AROW
 from river_cw.text import TextClassifier
 from streams.cli.serve import build_model
@@ -243,7 +248,16 @@ def model_sizes(args, examples) -> None:
         )
 
 
-def main() -> None:
+def write_rates(path: str, best: dict) -> None:
+    """The table of `best` (messages/s of offline and of each guarantee) at `path`."""
+    rows = [["offline predict + learn (no Kafka)", f"{best['offline']:,.0f}", "1.00x"]]
+    for guarantee in GUARANTEES:
+        ratio = f"{best[guarantee] / best['offline']:.2f}x"
+        rows.append([f"`serve`, {guarantee}", f"{best[guarantee]:,.0f}", ratio])
+    markdown.write(path, markdown.table(["", "messages/s", "against offline"], rows))
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=2)
@@ -254,7 +268,8 @@ def main() -> None:
         metavar="N,N,...",
         help="measure the state changelog against models of these many words (see above)",
     )
-    args = parser.parse_args()
+    parser.add_argument("--write", metavar="PATH", help="also write the rates as markdown")
+    args = parser.parse_args(argv)
     examples = list(files.sms_spam()) * args.repeat
     if args.model_features:
         model_sizes(args, examples)
@@ -287,6 +302,8 @@ def main() -> None:
             f"({best[guarantee] / best['offline']:.2f} x offline; start-up "
             f"{min(startups[guarantee]):.2f} s)"
         )
+    if args.write is not None:
+        write_rates(args.write, best)
 
 
 if __name__ == "__main__":

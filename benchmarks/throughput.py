@@ -7,7 +7,10 @@ keeps its best CPU time.
 Prints a markdown table with examples/s, features/s and the ratio to river's PAClassifier and
 LogisticRegression measured in the same run.
 
-    python benchmarks/throughput.py [--data FILE ...] [--limit 4000] [--repeat 3]
+    python benchmarks/throughput.py [--data FILE ...] [--limit 4000] [--repeat 3] [--write PATH]
+
+``--write PATH`` also writes examples/s and the ratio to river's PAClassifier of every corpus
+side by side as one markdown table (docs/tables/throughput.md, benchmarks/markdown.py).
 
 The default streams are short SMS messages (15 tokens) and long product reviews (135 tokens).
 The Gaussian models run on the active engine (`river_cw.ENGINE`, printed with each table: the
@@ -20,12 +23,15 @@ import argparse
 import gzip
 import json
 import random
+import sys
 import time
 from pathlib import Path
 
 from river import feature_extraction, linear_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
+from benchmarks import markdown
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -81,13 +87,23 @@ def main(argv=None):
     )
     parser.add_argument("--limit", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--write", metavar="PATH", help="also write the tables as one markdown table"
+    )
     args = parser.parse_args(argv)
 
+    cells = {}
     for name in args.data:
-        report(name, load(name, args.limit), args.repeat)
+        stream = load(name, args.limit)
+        times = report(name, stream, args.repeat)
+        pa = times["river PAClassifier"]
+        cells[name] = {m: [f"{len(stream) / s:,.0f}", f"{pa / s:.2f}x"] for m, s in times.items()}
+    if args.write is not None:
+        markdown.write(args.write, markdown.wide("model", ["examples/s", "vs PAClassifier"], cells))
 
 
-def report(name: str, stream: list, repeat: int) -> None:
+def report(name: str, stream: list, repeat: int) -> dict:
+    """Prints the table of `stream`; returns each model's best CPU seconds."""
     n_features = sum(len(x) for x, _ in stream)
     times = dict.fromkeys(models(), float("inf"))
     for _ in range(repeat):  # rounds over all models, so load changes hit them alike
@@ -105,6 +121,7 @@ def report(name: str, stream: list, repeat: int) -> None:
             f"| {model} | {len(stream) / seconds:,.0f} | {n_features / seconds:,.0f} "
             f"| {pa / seconds:.2f}x | {lr / seconds:.2f}x |"
         )
+    return times
 
 
 if __name__ == "__main__":

@@ -21,7 +21,10 @@ fresh model each round, and each keeps its best time:
   batch predicted by the model of the batches before it (the first by the majority class: no
   model yet).
 
-    python benchmarks/vs_vw.py [--data FILE ...] [--limit 4000] [--repeat 5]
+    python benchmarks/vs_vw.py [--data FILE ...] [--limit 4000] [--repeat 5] [--write PATH]
+
+``--write PATH`` also writes the corpora's tables side by side as one markdown table, the ratio
+to VW logistic at ``-b 18`` in parentheses (docs/tables/vs_vw.md, benchmarks/markdown.py).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from river import feature_extraction, linear_model
 
 import river_cw
+from benchmarks import markdown
 from benchmarks.text_throughput import load
 from river_cw.text import TextClassifier
 
@@ -91,7 +95,8 @@ def sklearn_learner():
     from sklearn.linear_model import SGDClassifier
 
     def run(stream):
-        vectorizer, model, right, fitted = HashingVectorizer(), SGDClassifier(), 0, False
+        vectorizer, right, fitted = HashingVectorizer(), 0, False
+        model = SGDClassifier(random_state=0)  # partial_fit shuffles a batch: accuracy repeats
         start = time.process_time()
         for i in range(0, len(stream), BATCH):
             batch = stream[i : i + BATCH]
@@ -133,7 +138,9 @@ def learners() -> tuple[dict, str | None]:
     return runs, missing
 
 
-def report(name: str, limit: int, repeat: int) -> None:
+def report(name: str, limit: int, repeat: int) -> dict[str, list[str]]:
+    """Prints the table of the corpus `name`; returns each learner's accuracy and examples/s (the
+    ratio to VW logistic at -b 18 in parentheses, when VW ran) as cells."""
     stream = load(name, limit)
     runs, missing = learners()
     best, right = dict.fromkeys(runs, float("inf")), {}
@@ -148,11 +155,16 @@ def report(name: str, limit: int, repeat: int) -> None:
         print(f"({missing})\n")
     print("| learner | accuracy | examples/s |" + (" vs VW logistic -b 18 |" if reference else ""))
     print("|---|---:|---:|" + ("---:|" if reference else ""))
+    cells = {}
     for learner, seconds in best.items():
         row = f"| {learner} | {right[learner] / len(stream):.4f} | {len(stream) / seconds:,.0f} |"
+        rate = f"{len(stream) / seconds:,.0f}"
         if reference:
             row += f" {best[reference] / seconds:.2f}x |"
+            rate += f" ({best[reference] / seconds:.2f}x)"
         print(row)
+        cells[learner] = [f"{right[learner] / len(stream):.4f}", rate]
+    return cells
 
 
 def main(argv=None) -> None:
@@ -160,9 +172,13 @@ def main(argv=None) -> None:
     parser.add_argument("--data", nargs="+", default=STREAMS)
     parser.add_argument("--limit", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--write", metavar="PATH", help="also write the tables as one markdown table"
+    )
     args = parser.parse_args(argv)
-    for name in args.data:
-        report(name, args.limit, args.repeat)
+    cells = {name: report(name, args.limit, args.repeat) for name in args.data}
+    if args.write is not None:
+        markdown.write(args.write, markdown.wide("learner", ["accuracy", "examples/s"], cells))
 
 
 if __name__ == "__main__":
