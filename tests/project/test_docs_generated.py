@@ -119,6 +119,33 @@ def test_the_main_jobs_output_shown_is_what_it_prints(document, capsys):
     assert positions == sorted(positions)
 
 
+@pytest.mark.parametrize("document", ["README.md", "docs/getting-started.md"])
+def test_the_share_of_ham_quoted_is_the_majority_class_accuracy_shown(document):
+    """ "86.6% of the messages are ham": the majority class's accuracy in the output shown (it
+    answers ham throughout, the most frequent label from the first message on)."""
+    [majority] = [line for line in shown_output(document) if re.match(r"0%\s+majority class", line)]
+    text = " ".join((ROOT / document).read_text(encoding="utf-8").split())
+    [share] = re.findall(r"([0-9.]+)% of the messages are ham", text)
+    assert share == f"{float(majority.split()[4]) * 100:.1f}"
+
+
+def test_getting_starteds_prose_quotes_the_output_it_shows():
+    """The baseline's score, the models' range on the curve's last line, and the mistakes."""
+    lines = shown_output("docs/getting-started.md")
+    [last] = [line for line in lines if line.split()[:1] == ["5,574"]]
+    baseline, *models = (float(a) for a in re.findall(r"(\d\.\d{3}) \(", last))
+    final = {
+        line.split("%", 1)[1].rsplit(None, 5)[0].strip(): line.split()
+        for line in lines
+        if re.match(r"\d+%\s", line)
+    }
+    text = " ".join((ROOT / "docs/getting-started.md").read_text(encoding="utf-8").split())
+    assert f"it scores {baseline:.3f} by saying" in text
+    assert f"the models' {min(models):.3f}-{max(models):.3f} is" in text
+    cw, majority = final["CW()"][-2], final["majority class"][-2]
+    assert f"CW makes {cw} mistakes where the baseline makes {majority}" in text
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "script, table, data",

@@ -43,3 +43,12 @@ def test_the_quickstarts_last_line_shown_is_what_it_prints(document, quickstart)
     printed = ast.literal_eval(quickstart[-1])
     rounded = {k: round(v, n) for (k, v), n in zip(printed.items(), digits)}
     assert ast.literal_eval(shown) == rounded, f"{document} shows {shown}, the quickstart {rounded}"
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/getting-started.md"])
+def test_the_quickstarts_accuracy_quoted_is_what_it_prints(document, quickstart):
+    """ "97.7% accuracy after one pass": the last accuracy printed, to the digit shown."""
+    text = " ".join((ROOT / document).read_text(encoding="utf-8").split())
+    [shown] = re.findall(r"([0-9.]+)% accuracy after one pass", text)
+    printed = float(quickstart[-3].split("Accuracy: ")[1].rstrip("%"))
+    assert shown == f"{printed:.{len(shown.split('.')[1])}f}", (document, shown, printed)

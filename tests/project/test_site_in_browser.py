@@ -36,6 +36,7 @@ PAGES = {  # name: path on the site
     "which-model-when": "guide/choosing/",
     "reading-results": "guide/reading-results/",
     "dense-figure": "guide/dense/",
+    "speed-tables": "guide/speed/",
     "api-arow": "api/river_cw/AROW/",
     "cli": "api/cli/",
     "notebook": "examples/spam_live/",
