@@ -12,11 +12,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 
-# What a reader cannot act on: a tracker's numbers, the load of the machine a number came from
+# What a reader cannot act on: a tracker's numbers, the load of the machine a number came from,
+# the project's history (which default a number was measured with, what came before)
 LAB_NOTES = re.compile(
     r"\bissues?\s*#?\d+"
     r"|\bbusy\b|\b(?:2|two)[- ]cores?\b|\bloaded machine|\bquiet machine|\bunder load\b"
-    r"|\bshared machine|\bdevelopment machine|\bother (?:jobs|work)\b|\bload (?:near|of) \d",
+    r"|\bshared machine|\bdevelopment machine|\bother (?:jobs|work)\b|\bload (?:near|of) \d"
+    r"|\b(?:former|old|previous|past|earlier|today's)\s+defaults?\b|\bbecame\s+the\s+default\b"
+    r"|\bin\s+its\s+first\s+versions\b|\bused\s+to\s+be\b|\(before\)",
     re.IGNORECASE,
 )
 
@@ -33,7 +36,10 @@ def test_the_lint_finds_what_it_is_for():
         phrase
         for _, phrase in lab_notes(
             "as issue 30 showed; see issues 12 and 13; one run on the busy 2-core machine,\n"
-            "on two cores under load, while other work kept the load near 5, on a quiet machine"
+            "on two cores under load, while other work kept the load near 5, on a quiet machine;\n"
+            "measured with the former default, today's default, the old defaults; once it became\n"
+            "the default; river-cw's default in its first versions; AROW diagonal (before);\n"
+            "what it used to be"
         )
     ]
     assert found == [
@@ -46,8 +52,21 @@ def test_the_lint_finds_what_it_is_for():
         "other work",
         "load near 5",
         "quiet machine",
+        "former default",
+        "today's default",
+        "old defaults",
+        "became\nthe default",
+        "in its first versions",
+        "(before)",
+        "used to be",
     ]
-    assert lab_notes("a Kafka issue; two partitions; this machine only; a busybox") == []
+    assert (
+        lab_notes(
+            "a Kafka issue; two partitions; this machine only; a busybox; the default; before it\n"
+            "learns; the key used to sign; an earlier version's state; keeps the defaults"
+        )
+        == []
+    )
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
