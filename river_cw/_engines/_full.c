@@ -110,22 +110,6 @@ static void backward(const double *R, Py_ssize_t n, double *t, double *s) {
     }
 }
 
-/* river_cw._engines.full._hypot: sqrt(a^2 + b^2) as big sqrt(1 + (small / big)^2), b != 0 */
-static inline double hypot_of(double a, double b) {
-    double big, small, ratio;
-    a = fabs(a);
-    b = fabs(b);
-    if (a >= b) {
-        big = a;
-        small = b;
-    } else {
-        big = b;
-        small = a;
-    }
-    ratio = small / big;
-    return big * sqrt(1.0 + ratio * ratio);
-}
-
 /* whether the n entries of a row from `at` are within RCW_FACTOR_BOUND */
 static inline int bounded(const double *at, Py_ssize_t n) {
     int within = 1;
@@ -134,96 +118,92 @@ static inline int bounded(const double *at, Py_ssize_t n) {
     return within;
 }
 
-/* R'R + w w' (PythonFullGaussian._rank_one), read from `src` and written to `dst` (the same
- * matrix, or one of the same shape, upper triangular: a row no rotation changes is copied); w is
- * overwritten. Returns 1 when every entry of the new R is within RCW_FACTOR_BOUND (the
- * reference's check after its update). */
-static int rank_one(const double *src, double *dst, Py_ssize_t n, double *w) {
-    Py_ssize_t k, j, i, b, start = first_nonzero(w, n);
-    double c[BLOCK], s[BLOCK];
-    int rotates[BLOCK], within = 1;
+/* R'R + w w' given p = R^-T w (PythonFullGaussian._rank_one: method C1 of Gill, Golub, Murray
+ * and Saunders), read from `src` and written to `dst` (the same matrix, or one of the same shape,
+ * upper triangular: a row before p's first non-zero entry is copied). The scalars a_k and b_k
+ * first (O(n), the only chain of dependent operations), then the rows from the last up, in
+ * blocks of BLOCK rows: a block's triangle, then the rest of its rows, two entries of each at a
+ * time, each entry taking its rows' operations in the reference's order (the rows from the
+ * last up); u is the reference's running sum of p_i R_i, read and written once per block. a, b
+ * and u: scratch of n doubles each. Returns 1 when every entry of the new R is within
+ * RCW_FACTOR_BOUND (the reference's check after its update). */
+static int rank_one(const double *src, double *dst, Py_ssize_t n, const double *p, double *a,
+                    double *b, double *u) {
+    Py_ssize_t k, j, lo, hi, start = first_nonzero(p, n);
+    double t = 1.0;
+    int within = 1;
     v2d bound = splat(RCW_FACTOR_BOUND);
     v2i beyond = {0, 0}; /* lanes of entries beyond the bound, or NaN */
     for (k = 0; k < start; k++) {
         if (dst != src) memcpy(dst + k * n + k, src + k * n + k, (n - k) * sizeof(double));
         within &= bounded(dst + k * n + k, n - k);
     }
-    for (k = start; k < n; k += b) {
-        b = n - k < BLOCK ? n - k : BLOCK;
-        for (i = 0; i < b; i++) { /* the block's triangle */
-            Py_ssize_t kk = k + i;
-            const double *in = src + kk * n;
-            double *out = dst + kk * n, wk = w[kk], r;
-            if (!(rotates[i] = wk != 0.0)) {
-                if (dst != src) memcpy(out + kk, in + kk, (n - kk) * sizeof(double));
-                within &= bounded(out + kk, n - kk);
-                continue;
-            }
-            r = hypot_of(in[kk], wk);
-            c[i] = in[kk] / r;
-            s[i] = wk / r;
-            out[kk] = r;
-            within &= r <= RCW_FACTOR_BOUND;
-            for (j = kk + 1; j < k + b; j++) {
-                double rj = in[j], wj = w[j], o = c[i] * rj + s[i] * wj;
+    for (k = start; k < n; k++) {
+        double tk = t + p[k] * p[k];
+        a[k] = sqrt(tk / t);
+        b[k] = p[k] / (t * a[k]);
+        t = tk;
+    }
+    memset(u, 0, n * sizeof(double));
+    for (hi = n; hi > start; hi = lo) { /* rows lo .. hi - 1 */
+        lo = hi - BLOCK > start ? hi - BLOCK : start;
+        for (k = hi - 1; k >= lo; k--) { /* the block's triangle */
+            const double *in = src + k * n;
+            double *out = dst + k * n;
+            for (j = k; j < hi; j++) {
+                double r = in[j], o = a[k] * r + b[k] * u[j];
                 out[j] = o;
-                w[j] = c[i] * wj - s[i] * rj;
+                u[j] = u[j] + p[k] * r;
                 within &= fabs(o) <= RCW_FACTOR_BOUND;
             }
         }
-        j = k + b;
-        if (b == BLOCK && rotates[0] && rotates[1] && rotates[2] && rotates[3]) {
-            /* the common case, unrolled: four rotations of each pair of entries */
-            const double *in0 = src + k * n, *in1 = in0 + n, *in2 = in1 + n, *in3 = in2 + n;
-            double *out0 = dst + k * n, *out1 = out0 + n, *out2 = out1 + n, *out3 = out2 + n;
-            v2d c0 = splat(c[0]), c1 = splat(c[1]), c2 = splat(c[2]), c3 = splat(c[3]);
-            v2d s0 = splat(s[0]), s1 = splat(s[1]), s2 = splat(s[2]), s3 = splat(s[3]);
+        j = hi;
+        if (hi - lo == BLOCK) { /* the common case, unrolled: four rows of each pair of entries */
+            const double *in0 = src + lo * n, *in1 = in0 + n, *in2 = in1 + n, *in3 = in2 + n;
+            double *out0 = dst + lo * n, *out1 = out0 + n, *out2 = out1 + n, *out3 = out2 + n;
+            v2d a0 = splat(a[lo]), a1 = splat(a[lo + 1]), a2 = splat(a[lo + 2]),
+                a3 = splat(a[lo + 3]), b0 = splat(b[lo]), b1 = splat(b[lo + 1]),
+                b2 = splat(b[lo + 2]), b3 = splat(b[lo + 3]), p0 = splat(p[lo]),
+                p1 = splat(p[lo + 1]), p2 = splat(p[lo + 2]), p3 = splat(p[lo + 3]);
             for (; j + 2 <= n; j += 2) {
-                v2d wj = load2(w + j), r0 = load2(in0 + j), r1 = load2(in1 + j),
+                v2d uj = load2(u + j), r0 = load2(in0 + j), r1 = load2(in1 + j),
                     r2 = load2(in2 + j), r3 = load2(in3 + j), o0, o1, o2, o3;
-                o0 = c0 * r0 + s0 * wj;
-                wj = c0 * wj - s0 * r0;
-                o1 = c1 * r1 + s1 * wj;
-                wj = c1 * wj - s1 * r1;
-                o2 = c2 * r2 + s2 * wj;
-                wj = c2 * wj - s2 * r2;
-                o3 = c3 * r3 + s3 * wj;
-                wj = c3 * wj - s3 * r3;
+                o3 = a3 * r3 + b3 * uj;
+                uj = uj + p3 * r3;
+                o2 = a2 * r2 + b2 * uj;
+                uj = uj + p2 * r2;
+                o1 = a1 * r1 + b1 * uj;
+                uj = uj + p1 * r1;
+                o0 = a0 * r0 + b0 * uj;
+                uj = uj + p0 * r0;
                 store2(out0 + j, o0);
                 store2(out1 + j, o1);
                 store2(out2 + j, o2);
                 store2(out3 + j, o3);
-                store2(w + j, wj);
+                store2(u + j, uj);
                 beyond |= ~((o0 <= bound) & (o0 >= -bound) & (o1 <= bound) & (o1 >= -bound) &
                             (o2 <= bound) & (o2 >= -bound) & (o3 <= bound) & (o3 >= -bound));
             }
         }
         for (; j + 2 <= n; j += 2) {
-            v2d wj = load2(w + j);
-            for (i = 0; i < b; i++) {
-                const double *in = src + (k + i) * n + j;
-                v2d rj, o;
-                if (!rotates[i]) continue; /* its row copied above */
-                rj = load2(in);
-                o = splat(c[i]) * rj + splat(s[i]) * wj;
-                store2(dst + (k + i) * n + j, o);
-                wj = splat(c[i]) * wj - splat(s[i]) * rj;
-                beyond |= (o < -bound) | (o > bound) | (o != o);
+            v2d uj = load2(u + j);
+            for (k = hi - 1; k >= lo; k--) {
+                v2d r = load2(src + k * n + j), o = splat(a[k]) * r + splat(b[k]) * uj;
+                store2(dst + k * n + j, o);
+                uj = uj + splat(p[k]) * r;
+                beyond |= ~((o <= bound) & (o >= -bound));
             }
-            store2(w + j, wj);
+            store2(u + j, uj);
         }
         for (; j < n; j++) {
-            double wj = w[j];
-            for (i = 0; i < b; i++) {
-                double rj, o;
-                if (!rotates[i]) continue;
-                rj = src[(k + i) * n + j];
-                o = c[i] * rj + s[i] * wj;
-                dst[(k + i) * n + j] = o;
-                wj = c[i] * wj - s[i] * rj;
+            double uj = u[j];
+            for (k = hi - 1; k >= lo; k--) {
+                double r = src[k * n + j], o = a[k] * r + b[k] * uj;
+                dst[k * n + j] = o;
+                uj = uj + p[k] * r;
                 within &= fabs(o) <= RCW_FACTOR_BOUND;
             }
-            w[j] = wj;
+            u[j] = uj;
         }
     }
     return within && !(beyond[0] | beyond[1]);
@@ -305,15 +285,24 @@ static PyObject *module_backward(PyObject *module, PyObject *const *args, Py_ssi
     Py_RETURN_NONE;
 }
 
-/* rank_one(chol, w): R'R + w w' in place of R'R, w overwritten */
+/* rank_one(chol, p): R'R + w w' in place of R'R, p = R^-T w */
 static PyObject *module_rank_one(PyObject *module, PyObject *args) {
-    PyObject *chol, *w;
-    Py_buffer r, wv;
-    if (!PyArg_ParseTuple(args, "OO", &chol, &w)) return NULL;
-    if (matrix_and_vector(chol, w, &r, &wv, "w") < 0) return NULL;
-    rank_one(r.buf, r.buf, r.shape[0], wv.buf);
+    PyObject *chol, *p;
+    Py_buffer r, pv;
+    double *scratch;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OO", &chol, &p)) return NULL;
+    if (matrix_and_vector(chol, p, &r, &pv, "p") < 0) return NULL;
+    n = r.shape[0];
+    if ((scratch = PyMem_Malloc((3 * n + 1) * sizeof(double))) == NULL) {
+        PyBuffer_Release(&r);
+        PyBuffer_Release(&pv);
+        return PyErr_NoMemory();
+    }
+    rank_one(r.buf, r.buf, n, pv.buf, scratch, scratch + n, scratch + 2 * n);
+    PyMem_Free(scratch);
     PyBuffer_Release(&r);
-    PyBuffer_Release(&wv);
+    PyBuffer_Release(&pv);
     Py_RETURN_NONE;
 }
 
@@ -360,126 +349,125 @@ static int state_read(PyObject *engine, State *st, int factor) {
     return 1;
 }
 
-/* A pass over x for block 0 with `sign`: d[row] = sign x_f for each non-zero x_f and the
- * intercept (x_f = 1.0; None: none), touched[] the rows in x's order (*ntouched of them).
+/* A pass over x for block 0 with `sign`: sign x_f for each non-zero x_f and the intercept (x_f
+ * = 1.0; None: none) in values[], their rows in touched[] (*ntouched of them, in x's order),
+ * and in d[row] when d is not NULL (with `known` 0, a feature not learned is skipped: its mean
+ * is 0).
  * 1, 0 (the general path's case: a value other than a float, an int or a bool, a non-finite
- * one, a feature not learned, the intercept among x's keys, an error of a key's hash or ==) or
- * -1 with an error that must propagate */
-static int read_x(const State *st, PyObject *x, PyObject *intercept, double sign, double *d,
-                  Py_ssize_t *touched, Py_ssize_t *ntouched) {
+ * one, a feature not learned where `known`, the intercept among x's keys, an error of a key's
+ * hash or ==) or -1 with an error that must propagate */
+static int read_x(const State *st, PyObject *x, PyObject *intercept, double sign, int known,
+                  double *d, double *values, Py_ssize_t *touched, Py_ssize_t *ntouched) {
     PyObject *key, *value, *row;
     Py_ssize_t pos = 0, i;
     double xf;
+    int after = 0; /* x read: the intercept's turn */
     *ntouched = 0;
-    while (PyDict_Next(x, &pos, &key, &value)) {
-        if (key == intercept || plain_value(value, &xf) != 0 || !isfinite(xf)) return 0;
-        if (xf == 0.0) continue;
+    while (!after) {
+        if (PyDict_Next(x, &pos, &key, &value)) {
+            if (key == intercept || plain_value(value, &xf) != 0 || !isfinite(xf)) return 0;
+            if (xf == 0.0) continue;
+        } else if (intercept != Py_None) {
+            key = intercept;
+            xf = 1.0;
+            after = 1;
+        } else
+            break;
         if ((row = PyDict_GetItemWithError(st->block, key)) == NULL) {
             if (!rcw_error_recoverable()) return -1;
-            PyErr_Clear();
-            return 0; /* a new feature, or a key the general path judges */
+            if (PyErr_Occurred() || known) {
+                PyErr_Clear();
+                return 0; /* a new feature, or a key the general path judges */
+            }
+        } else {
+            if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st->n) {
+                PyErr_Clear();
+                return 0;
+            }
+            if (d != NULL) d[i] = sign * xf;
+            values[*ntouched] = sign * xf;
+            touched[(*ntouched)++] = i;
         }
-        if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st->n) {
-            PyErr_Clear();
-            return 0;
-        }
-        d[i] = sign * xf;
-        touched[(*ntouched)++] = i;
-    }
-    if (intercept != Py_None) {
-        if ((row = PyDict_GetItemWithError(st->block, intercept)) == NULL) {
-            if (!rcw_error_recoverable()) return -1;
-            PyErr_Clear();
-            return 0;
-        }
-        if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st->n) {
-            PyErr_Clear();
-            return 0;
-        }
-        d[i] = sign * 1.0;
-        touched[(*ntouched)++] = i;
     }
     return 1;
 }
 
-/* mu . d over the touched rows, exactly rounded: 1 with *m finite, 0 (a product or the sum
- * beyond float64: the general path raises), -1 with an error */
-static int score_of(const double *mean, const double *d, const Py_ssize_t *touched,
-                    Py_ssize_t ntouched, double *m) {
-    Fsum sum;
+/* The exactly rounded sum of the products x[rows[k]] y[k], k = 0 .. count - 1 (rows NULL: x[k]
+ * y[k]), math.fsum's result: the double-double accumulator kept in registers over the arrays,
+ * and math.fsum's own algorithm over the same terms in the same order where it cannot certify
+ * (the terms are read again rather than kept; a certified sum had only finite ones). 1 with
+ * *out finite, 0 (a product or the sum beyond float64: the general path raises), -1 with an
+ * error. */
+static int exact_dot(const double *x, const Py_ssize_t *rows, const double *y, Py_ssize_t count,
+                     double *out) {
+    DdSum acc;
+    Msum slow;
     Py_ssize_t k;
-    fsum_init(&sum);
-    for (k = 0; k < ntouched; k++) {
-        double p = mean[touched[k]] * d[touched[k]];
-        if (!isfinite(p)) {
-            fsum_free(&sum);
+    ddsum_init(&acc);
+    for (k = 0; k < count; k++) ddsum_add(&acc, x[rows != NULL ? rows[k] : k] * y[k]);
+    if (ddsum_certified(&acc, count, out)) return 1;
+    msum_init(&slow);
+    for (k = 0; k < count; k++) {
+        double term = x[rows != NULL ? rows[k] : k] * y[k];
+        if (!isfinite(term)) {
+            msum_free(&slow);
             return 0;
         }
-        if (fsum_add(&sum, p) < 0) return -1;
+        if (msum_add(&slow, term) < 0) {
+            msum_free(&slow);
+            return -1;
+        }
     }
-    if (fsum_result(&sum, m) < 0) {
+    if (msum_result(&slow, out) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
         PyErr_Clear();
         return 0;
     }
-    return isfinite(*m) ? 1 : 0;
+    return isfinite(*out) ? 1 : 0;
 }
 
-/* score_native(engine, x, intercept) -> m, mu . x of a binary engine (one block) with the
- * intercept appended as GaussianClassifier._features appends it: `scores(x)[0]`. None where
- * the general path serves (as read_x; a new feature is fine here: its mean is 0). */
-static PyObject *module_score_native(PyObject *module, PyObject *args) {
-    PyObject *engine, *x, *intercept, *key, *value, *row, *result = NULL;
+/* score_native(engine, x, intercept, variance) -> m, mu . x of a binary engine (one block) with
+ * the intercept appended as GaussianClassifier._features appends it: `scores(x)[0]`. None where
+ * the general path serves (a variance asked for; as read_x, but a feature not learned counts
+ * 0, its mean). */
+static PyObject *module_score_native(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *result = NULL;
     State st;
-    Fsum sum;
-    Py_ssize_t pos = 0, i;
-    double xf, m;
-    int r;
-    if (!PyArg_ParseTuple(args, "OOO", &engine, &x, &intercept)) return NULL;
-    if (!PyDict_CheckExact(x)) Py_RETURN_NONE;
-    if ((r = state_read(engine, &st, 0)) <= 0) {
+    Py_ssize_t size, inline_rows[FSUM_INLINE], *rows = inline_rows, nrows;
+    double inline_values[FSUM_INLINE], *values = inline_values, m;
+    int r, variance;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "score_native(engine, x, intercept, variance)");
+        return NULL;
+    }
+    if ((variance = PyObject_IsTrue(args[3])) != 0 || !PyDict_CheckExact(args[1])) {
+        if (variance < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    if ((r = state_read(args[0], &st, 0)) <= 0) {
         state_release(&st);
         if (r < 0) return NULL;
         Py_RETURN_NONE;
     }
-    fsum_init(&sum);
-    while (PyDict_Next(x, &pos, &key, &value)) {
-        if (key == intercept || plain_value(value, &xf) != 0 || !isfinite(xf)) goto general;
-        if (xf == 0.0) continue;
-        if ((row = PyDict_GetItemWithError(st.block, key)) == NULL) {
-            if (PyErr_Occurred()) goto error;
-            continue; /* not learned: its mean is 0 */
+    if ((size = PyDict_GET_SIZE(args[1]) + 1) > FSUM_INLINE) {
+        rows = PyMem_Malloc(size * sizeof(Py_ssize_t));
+        values = PyMem_Malloc(size * sizeof(double));
+        if (rows == NULL || values == NULL) {
+            PyErr_NoMemory();
+            goto released;
         }
-        if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st.n) goto general;
-        if (fsum_add(&sum, ((double *)st.m.buf)[i] * xf) < 0) goto fail;
     }
-    if (intercept != Py_None) {
-        if ((row = PyDict_GetItemWithError(st.block, intercept)) != NULL) {
-            if (!PyLong_CheckExact(row) || (i = PyLong_AsSsize_t(row)) < 0 || i >= st.n)
-                goto general;
-            if (fsum_add(&sum, ((double *)st.m.buf)[i] * 1.0) < 0) goto fail;
-        } else if (PyErr_Occurred())
-            goto error;
-    }
-    if (fsum_result(&sum, &m) < 0) {
-        PyErr_Clear(); /* beyond float64: scores() raises what it raises */
-        goto released;
-    }
-    if (isfinite(m)) result = PyFloat_FromDouble(m);
-    goto released;
-error:
-    if (!rcw_error_recoverable()) goto fail;
-general:
-    PyErr_Clear();
-    fsum_free(&sum);
+    r = read_x(&st, args[1], args[2], 1.0, 0, NULL, values, rows, &nrows);
+    if (r > 0) r = exact_dot(st.m.buf, rows, values, nrows, &m);
+    if (r > 0)
+        result = PyFloat_FromDouble(m);
+    else if (r == 0)
+        result = Py_NewRef(Py_None);
 released:
+    if (rows != inline_rows) PyMem_Free(rows);
+    if (values != inline_values) PyMem_Free(values);
     state_release(&st);
-    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
     return result;
-fail:
-    fsum_free(&sum);
-    state_release(&st);
-    return NULL;
 }
 
 /* learn_native(engine, x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2
@@ -496,11 +484,10 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
     Py_buffer sp = {0};
     RcwTemperature temperature = {0};
     double w, sign, params[RCW_MAX_PARAMS], m, v, alpha, gamma, root, *scratch = NULL;
-    double *d, *z, *t, *s, *mean_new;
+    double *d, *z, *t, *s, *mean_new, *a, *b, *values;
     Py_ssize_t *touched, ntouched, n, k, start;
     rcw_step step;
     int outcome = GENERAL, r;
-    Fsum sum;
     if (nargs != 6 || !PyDict_Check(args[4])) {
         PyErr_SetString(PyExc_TypeError, "learn_native(engine, x, y, w, class_index, lean)");
         return NULL;
@@ -530,8 +517,8 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
         return r < 0 ? NULL : PyLong_FromLong(GENERAL);
     }
     n = st.n;
-    /* d, z, t, s, the new mean, and the touched rows */
-    if ((scratch = PyMem_Calloc(5 * n + n + 1, sizeof(double))) == NULL) {
+    /* d, z, t, s, the new mean, the rank-one update's a and b, and x's values and rows */
+    if ((scratch = PyMem_Calloc(7 * n + 2 * (n + 1), sizeof(double))) == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -540,26 +527,25 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
     t = z + n;
     s = t + n;
     mean_new = s + n;
-    touched = (Py_ssize_t *)(mean_new + n);
-    if ((r = read_x(&st, args[1], intercept, sign, d, touched, &ntouched)) < 0) goto fail;
+    a = mean_new + n;
+    b = a + n;
+    values = b + n;
+    touched = (Py_ssize_t *)(values + n + 1);
+    if ((r = read_x(&st, args[1], intercept, sign, 1, d, values, touched, &ntouched)) < 0)
+        goto fail;
     if (r == 0) goto done;
-    /* the margin (PythonFullGaussian.margin) */
-    if ((r = score_of(st.m.buf, d, touched, ntouched, &m)) <= 0) {
+    /* the margin (PythonFullGaussian.margin); beyond float64, the general path raises */
+    if ((r = exact_dot(st.m.buf, touched, values, ntouched, &m)) <= 0) {
         if (r < 0) goto fail;
         goto done;
     }
     memcpy(t, d, n * sizeof(double));
     forward(st.r.buf, n, t, z);
     start = first_nonzero(d, n);
-    fsum_init(&sum);
-    for (k = start; k < n; k++)
-        if (fsum_add(&sum, z[k] * z[k]) < 0) goto fail;
-    if (fsum_result(&sum, &v) < 0) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) goto fail;
-        PyErr_Clear();
-        goto done; /* v beyond float64: the general path raises */
+    if ((r = exact_dot(z + start, NULL, z + start, n - start, &v)) <= 0) {
+        if (r < 0) goto fail;
+        goto done;
     }
-    if (!isfinite(v)) goto done;
     outcome = LEARNED;
     if (!(v > 0.0)) goto done; /* no non-zero feature, or all their variance is spent */
     r = step(params, m, v, w, &alpha, &gamma);
@@ -583,8 +569,8 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
         r &= isfinite(mean_new[k]) != 0;
     }
     root = sqrt(gamma);
-    for (k = 0; k < n; k++) d[k] = root * d[k];
-    r &= rank_one(st.r.buf, sp.buf, n, d);
+    for (k = 0; k < n; k++) d[k] = root * z[k]; /* R^-T (sqrt(gamma) d) */
+    r &= rank_one(st.r.buf, sp.buf, n, d, a, b, t);
     PyBuffer_Release(&sp);
     if (!r) goto done; /* refused: nothing written */
     memcpy(st.m.buf, mean_new, n * sizeof(double));
@@ -612,10 +598,10 @@ static PyMethodDef module_methods[] = {
     {"forward", (PyCFunction)(void (*)(void))module_forward, METH_FASTCALL, "forward(chol, d, z): z = R^-T d; d overwritten."},
     {"backward", (PyCFunction)(void (*)(void))module_backward, METH_FASTCALL, "backward(chol, z, s): s = R^-1 z; z overwritten."},
     {"rank_one", module_rank_one, METH_VARARGS,
-     "rank_one(chol, w): R with R'R + w w' in place of R'R; w overwritten."},
-    {"score_native", module_score_native, METH_VARARGS,
-     "score_native(engine, x, intercept): a binary engine's score of x; None: the general "
-     "path's."},
+     "rank_one(chol, p): R with R'R + w w' in place of R'R, given p = R^-T w."},
+    {"score_native", (PyCFunction)(void (*)(void))module_score_native, METH_FASTCALL,
+     "score_native(engine, x, intercept, variance): a binary engine's score of x; None: the "
+     "general path's."},
     {"learn_native", (PyCFunction)(void (*)(void))module_learn_native, METH_FASTCALL,
      "learn_native(engine, x, y, w, class_index, lean): learn of a binary model with the rule's "
      "step in C; -1: the general path's case."},
@@ -628,11 +614,30 @@ static struct PyModuleDef moduledef = {
     "precision's factor, and the one-call learn and score.",
     -1, module_methods};
 
+/* The module with `learn_native_method` and `score_native_method`: learn_native and
+ * score_native as methods of the class that holds them (instancemethod: the engine its first
+ * argument, as a Python method's self, without a Python frame between); NULL with an error */
+static PyObject *methods_added(PyObject *module) {
+    static const char *names[][2] = {{"learn_native", "learn_native_method"},
+                                     {"score_native", "score_native_method"}};
+    size_t k;
+    for (k = 0; module != NULL && k < sizeof names / sizeof names[0]; k++) {
+        PyObject *function = PyObject_GetAttrString(module, names[k][0]), *method;
+        method = function != NULL ? PyInstanceMethod_New(function) : NULL;
+        Py_XDECREF(function);
+        if (method == NULL || PyModule_AddObject(module, names[k][1], method) < 0) {
+            Py_XDECREF(method);
+            Py_CLEAR(module);
+        }
+    }
+    return module;
+}
+
 PyMODINIT_FUNC PyInit__full(void) {
     if ((ROWS = PyUnicode_InternFromString("rows")) == NULL ||
         (MEAN = PyUnicode_InternFromString("mean")) == NULL ||
         (CHOL = PyUnicode_InternFromString("chol")) == NULL ||
         (SPARE = PyUnicode_InternFromString("_spare")) == NULL)
         return NULL;
-    return PyModule_Create(&moduledef);
+    return methods_added(PyModule_Create(&moduledef));
 }

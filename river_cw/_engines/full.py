@@ -3,8 +3,8 @@ kept as a Cholesky factor.
 
 The papers' models with ``covariance="full"`` (Crammer, Dredze and Pereira, JMLR 2012): the
 update form of `river_cw._engines.gaussian` on the whole matrix, O(d^2) per example: two triangular
-solves and a rank-one update of the factor by Givens rotations (Golub and Van Loan, Matrix
-Computations, section 6.5.4).
+solves and a rank-one update of the factor (Gill, Golub, Murray and Saunders 1974, method C1),
+which reuses the first solve.
 
 `PythonFullGaussian` is the readable reference; `FullGaussian` is the engine that serves: where
 `river_cw._engines._full` is built, the same class with its kernels compiled (the solves, the rank-one
@@ -40,7 +40,7 @@ class PythonFullGaussian:
     Each weight has a row: ``rows[b][feature]``, in the order the weights arrived. The precision
     is kept as its Cholesky factor, ``Sigma^-1 = R' R`` with R upper triangular (`chol`, C
     order). Every rule only adds to the precision (``gamma d d'``, gamma >= 0), a rank-one
-    Cholesky update by Givens rotations that keeps every diagonal entry of R at least ``1 /
+    Cholesky update (`_rank_one`) that keeps every diagonal entry of R at least ``1 /
     sqrt(initial_variance)``: Sigma stays symmetric positive definite under any input, where the
     Woodbury downdate of Sigma itself loses definiteness to cancellation (features spanning
     1e-8..1e8). ``Sigma d`` costs two triangular solves, ``d' Sigma d = |R^-T d|^2 >= 0``.
@@ -232,22 +232,24 @@ class PythonFullGaussian:
     def update(self, entries: tuple, alpha: float, gamma: float, v: float, scheme=None) -> bool:
         """Apply one step (full covariance has no diagonal scheme: `scheme` is ignored):
         ``mu += alpha Sigma d`` and ``R' R += gamma d d'``, computed first, written only if every
-        number is finite and R within `FACTOR_BOUND`."""
+        number is finite and R within `FACTOR_BOUND`. The update takes ``R^-T sqrt(gamma) d`` as
+        ``sqrt(gamma) z``: the margin's forward solve serves it too."""
         d, z, unseen = entries
         n, k = len(self.mean), len(unseen)
         sigma_d = self._backward(self.chol, z)  # R^-1 R^-T d
         chol, mean = self.chol.copy(), self.mean
-        if k:
+        if k:  # the new weights' rows: the prior's diagonal, no correlation
             new_d = np.array([value for _, value in unseen])
-            d = np.concatenate([d, new_d])
+            root = 1.0 / math.sqrt(self.initial_variance)
+            z = np.concatenate([z, new_d / root])  # the forward solve on their rows
             sigma_d = np.concatenate([sigma_d, self.initial_variance * new_d])
             chol = np.zeros((n + k, n + k))
             chol[:n, :n] = self.chol
-            chol[range(n, n + k), range(n, n + k)] = 1.0 / math.sqrt(self.initial_variance)
+            chol[range(n, n + k), range(n, n + k)] = root
             mean = np.concatenate([mean, np.zeros(k)])
         with np.errstate(all="ignore"):
             mean = mean + alpha * sigma_d
-            self._rank_one(chol, math.sqrt(gamma) * d)
+            self._rank_one(chol, math.sqrt(gamma) * z)  # R^-T (sqrt(gamma) d)
         if not (np.isfinite(mean).all() and (np.abs(chol) <= FACTOR_BOUND).all()):
             return False
         self.mean, self.chol = mean, chol
@@ -264,7 +266,7 @@ class PythonFullGaussian:
         for j in rows:
             e = np.zeros(len(chol))
             e[j] = math.sqrt(rest)
-            self._rank_one(chol, e)
+            self._rank_one(chol, self._forward(chol, e))
         return chol
 
     @staticmethod
@@ -288,24 +290,32 @@ class PythonFullGaussian:
         return s
 
     @staticmethod
-    def _rank_one(chol: np.ndarray, w: np.ndarray) -> None:
-        """R with ``R' R + w w'`` in place of ``R' R``, in place, R upper triangular (Givens
-        rotations; `w` is overwritten).
+    def _rank_one(chol: np.ndarray, p: np.ndarray) -> None:
+        """R with ``R' R + w w'`` in place of ``R' R``, in place, R upper triangular, given ``p =
+        R^-T w`` (the forward solve that the margin has made already).
 
-        Each diagonal entry becomes ``hypot(R_kk, w_k) >= R_kk``, so R stays non-singular. The
-        rotation has ``c, s = R_kk / r, w_k / r`` (both at most 1) and reads the row before it
-        is rotated: the form with ``1 / c`` cancels catastrophically when ``w_k >> R_kk``."""
-        for k in range(_first_nonzero(w), len(w)):
-            w_k = float(w[k])
-            if w_k == 0.0:
-                continue
-            r_kk = float(chol[k, k])
-            r = _hypot(r_kk, w_k)
-            c, s = r_kk / r, w_k / r
-            chol[k, k] = r
-            row = chol[k, k + 1 :].copy()
-            chol[k, k + 1 :] = c * row + s * w[k + 1 :]
-            w[k + 1 :] = c * w[k + 1 :] - s * row
+        The new factor is ``M R``, M the upper triangular factor of ``I + p p'``, applied without
+        forming it (Gill, Golub, Murray and Saunders, Methods for modifying matrix
+        factorizations, Math. Comp. 28, 1974, method C1, in R's form): with ``t_k = 1 + p_1^2 +
+        ... + p_k^2``, row k becomes ``a_k R_k + b_k u_k``, ``a_k = sqrt(t_k / t_(k-1))``, ``b_k
+        = p_k / (t_(k-1) a_k)`` and ``u_k`` the sum of ``p_i R_i`` over the rows below it. The
+        scalars come first (an O(d) recurrence, the only sequential part); the rows then go
+        from the last up, each entry a few independent operations. ``u_k`` is 0 in column k, so
+        each diagonal entry becomes ``a_k R_kk >= R_kk`` (``t_k >= t_(k-1)``): R stays
+        non-singular, the precision positive definite."""
+        n, start = len(p), _first_nonzero(p)
+        a, b, t = np.ones(n), np.zeros(n), 1.0
+        for k in range(start, n):
+            p_k = float(p[k])
+            t_k = t + p_k * p_k
+            a[k] = math.sqrt(t_k / t)
+            b[k] = p_k / (t * a[k])
+            t = t_k
+        u = np.zeros(n)
+        for k in range(n - 1, start - 1, -1):
+            row = chol[k, k:].copy()
+            chol[k, k:] = a[k] * row + b[k] * u[k:]
+            u[k:] = u[k:] + p[k] * row
 
     @staticmethod
     def _values(x: dict) -> dict:
@@ -325,16 +335,6 @@ def _restore_full(initial_variance: float, rows: list[dict], mean, chol):
 def _first_nonzero(v: np.ndarray) -> int:
     nonzero = np.flatnonzero(v)
     return int(nonzero[0]) if len(nonzero) else len(v)
-
-
-def _hypot(a: float, b: float) -> float:
-    """``sqrt(a^2 + b^2)`` without overflow, ``big sqrt(1 + (small / big)^2)``: a few
-    correctly rounded operations (math.hypot's algorithm varies with Python's version, libm's
-    with the platform), so that the compiled engine computes the same number; b != 0."""
-    a, b = abs(a), abs(b)
-    big, small = (a, b) if a >= b else (b, a)
-    ratio = small / big
-    return big * math.sqrt(1.0 + ratio * ratio)
 
 
 def _row_order(entry) -> tuple:
@@ -372,17 +372,15 @@ if engine.full is not None:
 
         _spare = None  # the matrix the next one-call update writes into, then `chol`
 
-        def learn_native(self, x, y, w, class_index, lean) -> int:
-            """`learn` of a binary model with a known label and the rule's step in C: 0
-            (learned, or nothing to learn), 2 (skipped) or -1 (the general path's case: a new
-            feature, a value other than a float, an int or a bool, a bad value, another model,
-            label or weight; nothing changed)."""
-            return _full.learn_native(self, x, y, w, class_index, lean)
-
-        def score_native(self, x, intercept, variance):
-            """A binary model's score of x with `intercept` appended (`scores`), or None where
-            the general path serves (a variance, a value to judge, several blocks)."""
-            return None if variance else _full.score_native(self, x, intercept)
+        # learn_native(x, y, w, class_index, lean): `learn` of a binary model with a known label
+        # and the rule's step in C: 0 (learned, or nothing to learn), 2 (skipped) or -1 (the
+        # general path's case: a new feature, a value other than a float, an int or a bool, a
+        # bad value, another model, label or weight; nothing changed). score_native(x,
+        # intercept, variance): a binary model's score of x with `intercept` appended
+        # (`scores`), or None where the general path serves (a variance, a value to judge,
+        # several blocks). Both C functions bound as methods: no Python frame between.
+        learn_native = _full.learn_native_method
+        score_native = _full.score_native_method
 
         def score_rows(self, rows, intercept, proba):
             """None: the rows go one by one (`score_native`)."""

@@ -64,9 +64,9 @@ def test_the_solves_and_the_rank_one_update_are_the_references(n):
             reference = getattr(PythonFullGaussian, kernel)(chol, d)
             assert array_bits(ours) == array_bits(reference), (kernel, trial)
         ours, reference = chol.copy(), chol.copy()
-        w = sparse_vector(n, rng)
-        FullGaussian._rank_one(ours, w.copy())
-        PythonFullGaussian._rank_one(reference, w.copy())
+        p = sparse_vector(n, rng)
+        FullGaussian._rank_one(ours, p)
+        PythonFullGaussian._rank_one(reference, p)
         assert array_bits(ours) == array_bits(reference), trial
         assert np.array_equal(ours, np.triu(ours)) and (np.diag(ours) >= np.diag(chol)).all()
 
