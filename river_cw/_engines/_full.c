@@ -98,17 +98,45 @@ KERNEL static void forward(const double *R, Py_ssize_t n, double *t, double *z) 
     for (k = 0; k < start; k++) z[k] = 0.0;
     for (k = start; k < n; k += b) {
         b = n - k < BLOCK ? n - k : BLOCK;
-        for (i = 0; i < b; i++) { /* the block's triangle */
-            const double *row = R + (k + i) * n;
-            double zk = t[k + i] / row[k + i];
-            z[k + i] = zk;
-            for (j = k + i + 1; j < k + b; j++) t[j] = t[j] - zk * row[j];
-        }
         j = k + b;
-        for (; j + 4 <= n; j += 4) {
-            v4d tj = load4(t + j);
-            for (i = 0; i < b; i++) tj = tj - splat4(z[k + i]) * load4(R + (k + i) * n + j);
-            store4(t + j, tj);
+        if (b == BLOCK) { /* the common case, unrolled: the triangle in registers */
+            const double *r0 = R + k * n, *r1 = r0 + n, *r2 = r1 + n, *r3 = r2 + n;
+            double t0 = t[k], t1 = t[k + 1], t2 = t[k + 2], t3 = t[k + 3];
+            v4d z0, z1, z2, z3;
+            t0 = t0 / r0[k];
+            t1 = t1 - t0 * r0[k + 1];
+            t2 = t2 - t0 * r0[k + 2];
+            t3 = t3 - t0 * r0[k + 3];
+            t1 = t1 / r1[k + 1];
+            t2 = t2 - t1 * r1[k + 2];
+            t3 = t3 - t1 * r1[k + 3];
+            t2 = t2 / r2[k + 2];
+            t3 = t3 - t2 * r2[k + 3];
+            t3 = t3 / r3[k + 3];
+            z[k] = t0;
+            z[k + 1] = t1;
+            z[k + 2] = t2;
+            z[k + 3] = t3;
+            z0 = splat4(t0);
+            z1 = splat4(t1);
+            z2 = splat4(t2);
+            z3 = splat4(t3);
+            for (; j + 4 <= n; j += 4) {
+                v4d tj = load4(t + j);
+                tj = tj - z0 * load4(r0 + j);
+                tj = tj - z1 * load4(r1 + j);
+                tj = tj - z2 * load4(r2 + j);
+                tj = tj - z3 * load4(r3 + j);
+                store4(t + j, tj);
+            }
+        } else { /* the last rows: nothing after the triangle */
+            for (i = 0; i < b; i++) {
+                const double *row = R + (k + i) * n;
+                double zk = t[k + i] / row[k + i];
+                z[k + i] = zk;
+                for (j = k + i + 1; j < k + b; j++) t[j] = t[j] - zk * row[j];
+            }
+            break;
         }
         for (; j + 2 <= n; j += 2) {
             v2d tj = load2(t + j);
@@ -131,30 +159,51 @@ KERNEL static void backward(const double *R, Py_ssize_t n, double *t, double *s)
     Py_ssize_t k, j, i, b;
     for (k = n - 1; k >= 0; k -= b) { /* columns k, k - 1, ..., k - b + 1 */
         b = k + 1 < BLOCK ? k + 1 : BLOCK;
-        for (i = 0; i < b; i++) { /* the block's triangle */
-            Py_ssize_t c = k - i;
-            double sk = t[c] / R[c * n + c];
-            s[c] = sk;
-            for (j = k - b + 1; j < c; j++) t[j] = t[j] - sk * R[j * n + c];
-        }
         j = 0;
-        if (b == BLOCK) {
-            v4d s0 = splat4(s[k]), s1 = splat4(s[k - 1]), s2 = splat4(s[k - 2]),
-                s3 = splat4(s[k - 3]);
+        if (b == BLOCK) { /* the common case, unrolled: the triangle in registers */
+            const double *r3 = R + (k - 3) * n, *r2 = r3 + n, *r1 = r2 + n, *r0 = r1 + n;
+            double t0 = t[k], t1 = t[k - 1], t2 = t[k - 2], t3 = t[k - 3];
+            v4d s0, s1, s2, s3;
+            t0 = t0 / r0[k];
+            t1 = t1 - t0 * r1[k];
+            t2 = t2 - t0 * r2[k];
+            t3 = t3 - t0 * r3[k];
+            t1 = t1 / r1[k - 1];
+            t2 = t2 - t1 * r2[k - 1];
+            t3 = t3 - t1 * r3[k - 1];
+            t2 = t2 / r2[k - 2];
+            t3 = t3 - t2 * r3[k - 2];
+            t3 = t3 / r3[k - 3];
+            s[k] = t0;
+            s[k - 1] = t1;
+            s[k - 2] = t2;
+            s[k - 3] = t3;
+            s0 = splat4(t0);
+            s1 = splat4(t1);
+            s2 = splat4(t2);
+            s3 = splat4(t3);
             for (; j + 4 <= k - 3; j += 4) {
                 const double *at = R + j * n + k - 3; /* row j's columns k - 3 .. k */
-                v4d r0 = load4(at), r1 = load4(at + n), r2 = load4(at + 2 * n),
-                    r3 = load4(at + 3 * n), tj = load4(t + j);
-                v4d e0 = __builtin_shuffle(r0, r1, (v4i){0, 4, 2, 6}),
-                    e1 = __builtin_shuffle(r0, r1, (v4i){1, 5, 3, 7}),
-                    e2 = __builtin_shuffle(r2, r3, (v4i){0, 4, 2, 6}),
-                    e3 = __builtin_shuffle(r2, r3, (v4i){1, 5, 3, 7});
+                v4d q0 = load4(at), q1 = load4(at + n), q2 = load4(at + 2 * n),
+                    q3 = load4(at + 3 * n), tj = load4(t + j);
+                v4d e0 = __builtin_shuffle(q0, q1, (v4i){0, 4, 2, 6}),
+                    e1 = __builtin_shuffle(q0, q1, (v4i){1, 5, 3, 7}),
+                    e2 = __builtin_shuffle(q2, q3, (v4i){0, 4, 2, 6}),
+                    e3 = __builtin_shuffle(q2, q3, (v4i){1, 5, 3, 7});
                 tj = tj - s0 * __builtin_shuffle(e1, e3, (v4i){2, 3, 6, 7}); /* column k */
                 tj = tj - s1 * __builtin_shuffle(e0, e2, (v4i){2, 3, 6, 7});
                 tj = tj - s2 * __builtin_shuffle(e1, e3, (v4i){0, 1, 4, 5});
                 tj = tj - s3 * __builtin_shuffle(e0, e2, (v4i){0, 1, 4, 5}); /* column k - 3 */
                 store4(t + j, tj);
             }
+        } else { /* the first columns: nothing above the triangle */
+            for (i = 0; i < b; i++) {
+                Py_ssize_t c = k - i;
+                double sk = t[c] / R[c * n + c];
+                s[c] = sk;
+                for (j = k - b + 1; j < c; j++) t[j] = t[j] - sk * R[j * n + c];
+            }
+            break;
         }
         for (; j < k - b + 1; j++) {
             const double *row = R + j * n;
