@@ -42,7 +42,9 @@ setup(
             "_csr.h",
             "_batch.h",
         ),
-        extension("_full", "_fsum.h", "_input.h", "_steps.h", "_calibration.h", "_token_counts.h"),
+        extension(
+            "_full", "_inline.h", "_fsum.h", "_input.h", "_steps.h", "_calibration.h", "_token_counts.h"
+        ),
         extension(
             "_rda", "_inline.h", "_fsum.h", "_input.h", "_table.h", "_shell.h", "_token_counts.h"
         ),

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "_fsum.h"
+#include "_inline.h"
 #include "_input.h"
 #include "_steps.h"
 #include "_calibration.h"
@@ -470,6 +471,13 @@ static int read_x(const State *st, PyObject *x, PyObject *intercept, double sign
     double xf;
     int after = 0; /* x read: the intercept's turn */
     *ntouched = 0;
+    /* x's key and value objects, scattered in memory, prefetched first: their loads overlap
+     * rather than wait one after the other */
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        RCW_PREFETCH(key);
+        RCW_PREFETCH(value);
+    }
+    pos = 0;
     while (!after) {
         if (PyDict_Next(x, &pos, &key, &value)) {
             if (key == intercept || plain_value(value, &xf) != 0 || !isfinite(xf)) return 0;
