@@ -43,7 +43,13 @@ setup(
             "_batch.h",
         ),
         extension(
-            "_full", "_inline.h", "_fsum.h", "_input.h", "_steps.h", "_calibration.h", "_token_counts.h"
+            "_full",
+            "_inline.h",
+            "_fsum.h",
+            "_input.h",
+            "_steps.h",
+            "_calibration.h",
+            "_token_counts.h",
         ),
         extension(
             "_rda", "_inline.h", "_fsum.h", "_input.h", "_table.h", "_shell.h", "_token_counts.h"

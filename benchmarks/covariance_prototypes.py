@@ -69,7 +69,7 @@ class BlockGaussian:
         if v <= 0.0 or (result := step(m, v, w)) is None:
             return NOTHING
         alpha, gamma = result
-        if self.full.index or full_entries[2]:
+        if self.full.index or full_entries[1]:  # (z, unseen): a weight to learn
             self.full.update(full_entries, alpha, gamma, v)
         self.diagonal.update(diagonal_entries, alpha, gamma, v, scheme)
         return APPLIED

@@ -220,7 +220,7 @@ class PythonFullGaussian:
         if not (math.isfinite(v) and math.isfinite(m)):
             _raise_bad_input(x)
         self.chol = chol
-        return m, v, None, (d, z, unseen)
+        return m, v, None, (z, unseen)
 
     learn = _learn
 
@@ -234,7 +234,7 @@ class PythonFullGaussian:
         ``mu += alpha Sigma d`` and ``R' R += gamma d d'``, computed first, written only if every
         number is finite and R within `FACTOR_BOUND`. The update takes ``R^-T sqrt(gamma) d`` as
         ``sqrt(gamma) z``: the margin's forward solve serves it too."""
-        d, z, unseen = entries
+        z, unseen = entries
         n, k = len(self.mean), len(unseen)
         sigma_d = self._backward(self.chol, z)  # R^-1 R^-T d
         chol, mean = self.chol.copy(), self.mean

@@ -44,11 +44,16 @@ SANITIZE = "-fsanitize=address,undefined"
 # -O1, the level AddressSanitizer's documentation advises: half the compile time of -O2, and
 # the run, Python's time, as long
 CFLAGS = f"{SANITIZE} -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
-# The full-covariance models run on numpy alone: nothing of theirs is compiled here. The sweeps
-# over whole corpora spend a fifth of the sanitized run in river's own tokenizer, the reference
-# they compare with, for code paths the generated texts of the same files reach (every piece of
-# ASCII and Unicode); they run on the normal build.
-DESELECT = "not full and not every_text_of_every_corpus and not every_shared_corpus"
+# The full covariance's compiled kernels and one-call paths (_full.c) run under the sanitizers in
+# test_full_compiled_vs_python; its models in the other files (hostile input at sixteen orders of
+# magnitude: the pure-Python views, numpy and LAPACK) run on the normal build. The sweeps over
+# whole corpora spend a fifth of the sanitized run in river's own tokenizer, the reference they
+# compare with, for code paths the generated texts of the same files reach (every piece of ASCII
+# and Unicode); they run on the normal build.
+DESELECT = (
+    "(not full or full_compiled_vs_python)"
+    " and not every_text_of_every_corpus and not every_shared_corpus"
+)
 # test_compiled_vs_python's two long comparisons with the pure-Python engine, step by step in each
 # of its 20 configurations of both engines, were two thirds of this run (110 of 160 s): the
 # reference engine and the comparisons are Python, slow under ASan with every allocation through
@@ -159,7 +164,8 @@ def test_engine_batch_text_and_hostile_input_tests_pass_under_asan_and_ubsan(tmp
     )
     check = (
         "import river_cw, river_cw.engine as e; "
-        "print(river_cw.ENGINE, *(m.__file__ for m in (e.diagonal, e.arrowhead, e.rda, e.text)))"
+        "print(river_cw.ENGINE, *(m.__file__ for m in (e.diagonal, e.arrowhead, e.full, e.rda, "
+        "e.text)))"
     )
     active = subprocess.run(
         [sys.executable, "-c", check], cwd=source, env=env, capture_output=True, text=True
