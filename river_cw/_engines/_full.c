@@ -92,9 +92,17 @@ static inline void store4(double *p, v4d v) { memcpy(p, &v, sizeof v); }
 
 static inline v4d splat4(double x) { return (v4d){x, x, x, x}; }
 
+/* inverse[k] = 1 / R_kk, k = 0 .. n - 1: the solves multiply by them (river_cw._engines.full.
+ * _reciprocals), a division taken off the chain from one row to the next */
+static void reciprocals(const double *R, Py_ssize_t n, double *inverse) {
+    Py_ssize_t k;
+    for (k = 0; k < n; k++) inverse[k] = 1.0 / R[k * n + k];
+}
+
 /* R^-T d: R'z = d solved row after row of R (PythonFullGaussian._forward); t holds d and is
  * overwritten, z every entry written */
-KERNEL static void forward(const double *R, Py_ssize_t n, double *t, double *z) {
+KERNEL static void forward(const double *R, Py_ssize_t n, const double *inverse, double *t,
+                           double *z) {
     Py_ssize_t k, j, i, b, start = first_nonzero(t, n);
     for (k = 0; k < start; k++) z[k] = 0.0;
     for (k = start; k < n; k += b) {
@@ -104,16 +112,16 @@ KERNEL static void forward(const double *R, Py_ssize_t n, double *t, double *z) 
             const double *r0 = R + k * n, *r1 = r0 + n, *r2 = r1 + n, *r3 = r2 + n;
             double t0 = t[k], t1 = t[k + 1], t2 = t[k + 2], t3 = t[k + 3];
             v4d z0, z1, z2, z3;
-            t0 = t0 / r0[k];
+            t0 = t0 * inverse[k];
             t1 = t1 - t0 * r0[k + 1];
             t2 = t2 - t0 * r0[k + 2];
             t3 = t3 - t0 * r0[k + 3];
-            t1 = t1 / r1[k + 1];
+            t1 = t1 * inverse[k + 1];
             t2 = t2 - t1 * r1[k + 2];
             t3 = t3 - t1 * r1[k + 3];
-            t2 = t2 / r2[k + 2];
+            t2 = t2 * inverse[k + 2];
             t3 = t3 - t2 * r2[k + 3];
-            t3 = t3 / r3[k + 3];
+            t3 = t3 * inverse[k + 3];
             z[k] = t0;
             z[k + 1] = t1;
             z[k + 2] = t2;
@@ -133,7 +141,7 @@ KERNEL static void forward(const double *R, Py_ssize_t n, double *t, double *z) 
         } else { /* the last rows: nothing after the triangle */
             for (i = 0; i < b; i++) {
                 const double *row = R + (k + i) * n;
-                double zk = t[k + i] / row[k + i];
+                double zk = t[k + i] * inverse[k + i];
                 z[k + i] = zk;
                 for (j = k + i + 1; j < k + b; j++) t[j] = t[j] - zk * row[j];
             }
@@ -156,25 +164,26 @@ KERNEL static void forward(const double *R, Py_ssize_t n, double *t, double *z) 
  * t holds z and is overwritten. The rest of a block of four columns goes four rows at a time:
  * their four entries in the block's columns, read as rows and transposed, so that each column
  * of the block is one vector over the four rows. */
-KERNEL static void backward(const double *R, Py_ssize_t n, double *t, double *s) {
+KERNEL static void backward(const double *R, Py_ssize_t n, const double *inverse, double *t,
+                            double *s) {
     Py_ssize_t k, j, i, b;
     for (k = n - 1; k >= 0; k -= b) { /* columns k, k - 1, ..., k - b + 1 */
         b = k + 1 < BLOCK ? k + 1 : BLOCK;
         j = 0;
         if (b == BLOCK) { /* the common case, unrolled: the triangle in registers */
-            const double *r3 = R + (k - 3) * n, *r2 = r3 + n, *r1 = r2 + n, *r0 = r1 + n;
+            const double *r3 = R + (k - 3) * n, *r2 = r3 + n, *r1 = r2 + n; /* rows k - 3 .. k - 1 */
             double t0 = t[k], t1 = t[k - 1], t2 = t[k - 2], t3 = t[k - 3];
             v4d s0, s1, s2, s3;
-            t0 = t0 / r0[k];
+            t0 = t0 * inverse[k];
             t1 = t1 - t0 * r1[k];
             t2 = t2 - t0 * r2[k];
             t3 = t3 - t0 * r3[k];
-            t1 = t1 / r1[k - 1];
+            t1 = t1 * inverse[k - 1];
             t2 = t2 - t1 * r2[k - 1];
             t3 = t3 - t1 * r3[k - 1];
-            t2 = t2 / r2[k - 2];
+            t2 = t2 * inverse[k - 2];
             t3 = t3 - t2 * r3[k - 2];
-            t3 = t3 / r3[k - 3];
+            t3 = t3 * inverse[k - 3];
             s[k] = t0;
             s[k - 1] = t1;
             s[k - 2] = t2;
@@ -200,7 +209,7 @@ KERNEL static void backward(const double *R, Py_ssize_t n, double *t, double *s)
         } else { /* the first columns: nothing above the triangle */
             for (i = 0; i < b; i++) {
                 Py_ssize_t c = k - i;
-                double sk = t[c] / R[c * n + c];
+                double sk = t[c] * inverse[c];
                 s[c] = sk;
                 for (j = k - b + 1; j < c; j++) t[j] = t[j] - sk * R[j * n + c];
             }
@@ -369,28 +378,40 @@ static int solve_views(PyObject *const *args, Py_ssize_t nargs, Py_buffer *r, Py
     return 0;
 }
 
+/* A solve by `kernel` (forward or backward) on the arguments (chol, a, b): b = R^-T a or R^-1 a,
+ * a overwritten; None, or NULL with an error */
+static PyObject *solve(PyObject *const *args, Py_ssize_t nargs, const char *names[2],
+                       void (*kernel)(const double *, Py_ssize_t, const double *, double *,
+                                      double *)) {
+    Py_buffer r[2], a, b;
+    double *inverse;
+    Py_ssize_t n;
+    if (solve_views(args, nargs, r, &a, &b, names) < 0) return NULL;
+    n = r[0].shape[0];
+    if ((inverse = PyMem_Malloc((n + 1) * sizeof(double))) == NULL)
+        PyErr_NoMemory();
+    else {
+        reciprocals(r[0].buf, n, inverse);
+        kernel(r[0].buf, n, inverse, a.buf, b.buf);
+        PyMem_Free(inverse);
+    }
+    PyBuffer_Release(&r[0]);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    if (inverse == NULL) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* forward(chol, d, z): z = R^-T d, d overwritten */
 static PyObject *module_forward(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    Py_buffer r[2], d, z;
     const char *names[2] = {"d", "z"};
-    if (solve_views(args, nargs, r, &d, &z, names) < 0) return NULL;
-    forward(r[0].buf, r[0].shape[0], d.buf, z.buf);
-    PyBuffer_Release(&r[0]);
-    PyBuffer_Release(&d);
-    PyBuffer_Release(&z);
-    Py_RETURN_NONE;
+    return solve(args, nargs, names, forward);
 }
 
 /* backward(chol, z, s): s = R^-1 z, z overwritten */
 static PyObject *module_backward(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    Py_buffer r[2], z, s;
     const char *names[2] = {"z", "s"};
-    if (solve_views(args, nargs, r, &z, &s, names) < 0) return NULL;
-    backward(r[0].buf, r[0].shape[0], z.buf, s.buf);
-    PyBuffer_Release(&r[0]);
-    PyBuffer_Release(&z);
-    PyBuffer_Release(&s);
-    Py_RETURN_NONE;
+    return solve(args, nargs, names, backward);
 }
 
 /* rank_one(chol, p): R'R + w w' in place of R'R, p = R^-T w */
@@ -599,7 +620,7 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
     Py_buffer sp = {0};
     RcwTemperature temperature = {0};
     double w, sign, params[RCW_MAX_PARAMS], m, v, alpha, gamma, root, *scratch = NULL;
-    double *d, *z, *t, *s, *mean_new, *a, *b, *values;
+    double *d, *z, *t, *s, *mean_new, *a, *b, *inverse, *values;
     Py_ssize_t *touched, ntouched, n, k, start;
     rcw_step step;
     int outcome = GENERAL, r;
@@ -632,19 +653,22 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
         return r < 0 ? NULL : PyLong_FromLong(GENERAL);
     }
     n = st.n;
-    /* d, z, t, s, the new mean, the rank-one update's a and b, and x's values and rows */
-    if ((scratch = PyMem_Calloc(7 * n + 2 * (n + 1), sizeof(double))) == NULL) {
+    /* d, z, t, s, the new mean, the rank-one update's a and b, R's reciprocals, and x's values
+     * and rows */
+    if ((scratch = PyMem_Malloc((8 * n + 2 * (n + 1)) * sizeof(double))) == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
     d = scratch;
+    memset(d, 0, n * sizeof(double));
     z = d + n;
     t = z + n;
     s = t + n;
     mean_new = s + n;
     a = mean_new + n;
     b = a + n;
-    values = b + n;
+    inverse = b + n;
+    values = inverse + n;
     touched = (Py_ssize_t *)(values + n + 1);
     if ((r = read_x(&st, args[1], intercept, sign, 1, d, values, touched, &ntouched)) < 0)
         goto fail;
@@ -655,7 +679,8 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
         goto done;
     }
     memcpy(t, d, n * sizeof(double));
-    forward(st.r.buf, n, t, z);
+    reciprocals(st.r.buf, n, inverse);
+    forward(st.r.buf, n, inverse, t, z);
     start = first_nonzero(d, n);
     if ((r = exact_dot(z + start, NULL, z + start, n - start, &v)) <= 0) {
         if (r < 0) goto fail;
@@ -677,7 +702,7 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
         if (spare == NULL || array_view(spare, 2, &sp, "_spare") < 0) goto fail;
     }
     memcpy(t, z, n * sizeof(double));
-    backward(st.r.buf, n, t, s);
+    backward(st.r.buf, n, inverse, t, s);
     r = 1;
     for (k = 0; k < n; k++) {
         mean_new[k] = ((double *)st.m.buf)[k] + alpha * s[k];

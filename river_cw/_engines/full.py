@@ -272,20 +272,21 @@ class PythonFullGaussian:
     @staticmethod
     def _forward(chol: np.ndarray, d: np.ndarray) -> np.ndarray:
         """``R^-T d``: R' z = d solved row after row of R (column-oriented forward
-        substitution), from d's first non-zero entry (z is 0 before it)."""
-        t, z = d.copy(), np.zeros(len(d))
+        substitution, multiplying by `_reciprocals`), from d's first non-zero entry (z is 0
+        before it)."""
+        t, z, inverse = d.copy(), np.zeros(len(d)), _reciprocals(chol)
         for k in range(_first_nonzero(d), len(d)):
-            z[k] = t[k] / chol[k, k]
+            z[k] = t[k] * inverse[k]
             t[k + 1 :] -= z[k] * chol[k, k + 1 :]
         return z
 
     @staticmethod
     def _backward(chol: np.ndarray, z: np.ndarray) -> np.ndarray:
         """``R^-1 z``: R s = z solved column after column of R, from the last (back
-        substitution)."""
-        t, s = z.copy(), np.zeros(len(z))
+        substitution, multiplying by `_reciprocals`)."""
+        t, s, inverse = z.copy(), np.zeros(len(z)), _reciprocals(chol)
         for k in range(len(z) - 1, -1, -1):
-            s[k] = t[k] / chol[k, k]
+            s[k] = t[k] * inverse[k]
             t[:k] -= s[k] * chol[:k, k]
         return s
 
@@ -335,6 +336,13 @@ def _restore_full(initial_variance: float, rows: list[dict], mean, chol):
 def _first_nonzero(v: np.ndarray) -> int:
     nonzero = np.flatnonzero(v)
     return int(nonzero[0]) if len(nonzero) else len(v)
+
+
+def _reciprocals(chol: np.ndarray) -> np.ndarray:
+    """``1 / R_kk`` for every k: the solves multiply by them, so that no division stands in the
+    chain from one row's unknown to the next (R_kk lies within [1 / sqrt(initial_variance),
+    FACTOR_BOUND]: each reciprocal is a normal float64)."""
+    return 1.0 / np.diag(chol)
 
 
 def _row_order(entry) -> tuple:
