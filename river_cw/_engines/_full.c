@@ -1,12 +1,12 @@
 /* The full-covariance engine's kernels (river_cw._engines.full): the precision's Cholesky factor R
  * (Sigma^-1 = R'R, upper triangular, a C-order float64 matrix held by the Python engine), its
- * two triangular solves, its rank-one update by Givens rotations, and the common cases of
- * learn_one and predict_one in one call each.
+ * two triangular solves, its rank-one update (Gill, Golub, Murray and Saunders' method C1), and
+ * the common cases of learn_one and predict_one in one call each.
  *
  * Each kernel is river_cw._engines.full.PythonFullGaussian's method of the same name transcribed
  * operation for operation, in the same order (element-wise operations, each rounded once; the
  * sums mu . d and |z|^2 exactly rounded, _fsum.h), so that compiled with -ffp-contract=off it
- * gives the same numbers to the bit (tests/engines/test_compiled_vs_python.py). The matrices
+ * gives the same numbers to the bit (tests/engines/test_full_compiled_vs_python.py). The matrices
  * stay numpy arrays, read through the buffer protocol; the module needs no numpy headers.
  *
  * The one-call paths take only the common case and hand every other one to the engine's general

@@ -146,6 +146,24 @@ def test_the_one_call_paths_serve_the_common_case():
     assert gaussian.score_native({**x, "bad": "text"}, river_cw.INTERCEPT, False) is None
 
 
+def test_examples_wider_than_the_stack_buffers_take_the_one_call_paths_alike():
+    """x of 100 features (the one calls read a wider x into buffers of the heap): the same
+    numbers as the reference, and the one calls serve it once its features are learned."""
+    ours, reference = pair(river_cw.AROW)
+    data = stream(40, 2, seed=3, width=100)
+    for x, y in data:
+        assert ours.predict_one(x) == reference.predict_one(x)
+        ours.learn_one(x, y)
+        reference.learn_one(x, y)
+        assert_same_engines(ours, reference)
+    gaussian, (x, y) = ours.gaussian, data[-1]
+    x = {f: float(v) for f, v in x.items() if f in gaussian.rows[0]}
+    assert len(x) > 64
+    score = gaussian.score_native(x, river_cw.INTERCEPT, False)
+    assert bits(score) == bits(reference.gaussian.scores({**x, river_cw.INTERCEPT: 1.0})[0])
+    assert gaussian.learn_native(x, y, 1.0, ours._class_index, ours._lean_spec()) == 0
+
+
 def test_a_step_beyond_the_factor_bound_is_refused_alike_and_changes_nothing():
     ours, reference = pair(river_cw.AROW)
     for model in (ours, reference):
