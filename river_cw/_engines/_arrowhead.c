@@ -19,7 +19,9 @@
  * engine's (see the glossary at the head of _shell.h): `learn`, the general path, with the
  * rule's step in Python and forgetting; `learn_native`, the lean path, a binary model's
  * learn_one with the rule's native step (_steps.h); `score_native`, a binary model's predict_one
- * and predict_proba_one in one call; and the batch kernel of _batch.h, whose hooks it defines:
+ * and predict_proba_one in one call, whose pass over a text's TokenCounts stays in the scratch
+ * (the scored pass, score_kept) for `learn_native` on the same counts, which then takes its
+ * margin without a second pass; and the batch kernel of _batch.h, whose hooks it defines:
  * `learn_rows`, learn_many in one call (its dict rows through learn_native's path, its CSR rows
  * straight from the arrays: the lean CSR row, or the general row for the rest), and
  * `score_rows`, predict_many and predict_proba_many in one call. Every pass is one pass's
