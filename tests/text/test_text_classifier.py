@@ -262,7 +262,6 @@ def test_a_text_that_is_not_a_str_raises_a_type_error_naming_its_field(text, on)
     assert public_state(model.classifier) == before
 
 
-
 POOL = ["good movie", "bad movie bad cast", "good cast", "a plot", "", "good good plot"]
 BETWEEN = ["nothing", "proba", "another text", "intercept", "scores", "set weights"]
 
