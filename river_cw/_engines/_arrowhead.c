@@ -19,7 +19,9 @@
  * engine's (see the glossary at the head of _shell.h): `learn`, the general path, with the
  * rule's step in Python and forgetting; `learn_native`, the lean path, a binary model's
  * learn_one with the rule's native step (_steps.h); `score_native`, a binary model's predict_one
- * and predict_proba_one in one call; and the batch kernel of _batch.h, whose hooks it defines:
+ * and predict_proba_one in one call, whose pass over a text's TokenCounts stays in the scratch
+ * (the scored pass, score_kept) for `learn_native` on the same counts, which then takes its
+ * margin without a second pass; and the batch kernel of _batch.h, whose hooks it defines:
  * `learn_rows`, learn_many in one call (its dict rows through learn_native's path, its CSR rows
  * straight from the arrays: the lean CSR row, or the general row for the rest), and
  * `score_rows`, predict_many and predict_proba_many in one call. Every pass is one pass's
@@ -94,6 +96,11 @@ typedef struct {
     int drop;        /* the scheme: "drop" (1) or "project" (0) */                               \
     double lean_x_b; /* 1.0 with an intercept, else 0.0 */                                       \
     RcwTemperature temperature; /* the spec's calibration (_calibration.h) */                    \
+    /* the scored pass: score_native's pass over a TokenCounts, kept in the scratch (pair 0, */ \
+    /* c_acc) for learn_native on the same x (scored_holds); NULL: none */                      \
+    PyObject *scored;                                                                            \
+    uint64_t scored_generation; /* the generation it read */                                     \
+    double scored_x_b;          /* the root's x_b it read */                                     \
     /* the batch kernel's: learn_rows' CSR columns (_batch.h's batch cache), or NULL; the lean */ \
     /* CSR row whose coordinates the scratch has not laid out (pass_csr, lay_out): its stored */  \
     /* columns, values and their count (row_ind NULL: none) */                                   \
@@ -149,10 +156,11 @@ static RCW_NOINLINE void drop_keys(Arrowhead *self, Py_ssize_t first) {
         }
 }
 
-/* the coordinates from `first` on dropped (their keys released) */
+/* the coordinates from `first` on dropped (their keys released); from 0, the scored pass too */
 static inline void drop_coords(Arrowhead *self, Py_ssize_t first) {
     if (self->nkeyed > 0) drop_keys(self, first);
     self->ncoords = first;
+    if (first == 0 && self->scored != NULL) Py_CLEAR(self->scored);
 }
 
 /* the margin scratch emptied: no margin to update */
@@ -933,6 +941,14 @@ static RCW_ALWAYS_INLINE int lean_apply(Arrowhead *self, rcw_step step, const do
     return r < 0 ? LEARN_SKIPPED : LEARN_NOTHING;
 }
 
+/* Whether the scored pass (score_kept) is x's, with the root's value x_b, on the tables as they
+ * are: its coordinates and sums in the scratch (pair 0, c_acc) are then those a lean pass over x
+ * along block 0 would make, whatever the pair's sign (which no pass reads). */
+static inline int scored_holds(const Arrowhead *self, PyObject *x, double x_b) {
+    return self->scored == x && self->scored_generation == self->generation &&
+           self->scored_x_b == x_b;
+}
+
 /* learn_native's core (entered, the lean spec parsed): x learned along pair 0 with the label's
  * sign and the weight w > 0. LEARN_NOTHING, LEARN_SKIPPED, -1 (the general path's case: nothing
  * changed, no error set) or -2 (an error raised); the batch kernel's dict rows (batch_lean_dict).
@@ -940,11 +956,15 @@ static RCW_ALWAYS_INLINE int lean_apply(Arrowhead *self, rcw_step step, const do
 static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w, int calibrate) {
     double m;
     int outcome;
-    self->pairs[0].block = 0;
     self->pairs[0].sign = sign;
-    self->pairs[0].x_b = self->lean_x_b;
     self->npairs = 1;
-    outcome = margin_of(self, x, 1.0, 0.0, 1, &m);
+    if (scored_holds(self, x, self->lean_x_b)) /* predict_one's pass over x: its margin */
+        outcome = margin_close(self, x, 1.0, 0.0, 1, &m);
+    else {
+        self->pairs[0].block = 0;
+        self->pairs[0].x_b = self->lean_x_b;
+        outcome = margin_of(self, x, 1.0, 0.0, 1, &m);
+    }
     if (outcome == PASS_OK)
         outcome = lean_apply(self, self->step, self->params, self->drop, m, w, 0,
                              calibrate ? &self->temperature : NULL);
@@ -1047,6 +1067,37 @@ static RCW_ALWAYS_INLINE int score_dict(Arrowhead *self, PyObject *x, PyObject *
     return r == PASS_OK ? 1 : r == PASS_GENERAL ? 0 : -1;
 }
 
+/* score_dict for a TokenCounts with no margin pending (token.last 0): the same numbers, its pass
+ * kept in the scratch as the scored pass (pair 0 along block 0, its sums in c_acc, a reference to
+ * x), or the scored pass read where it holds (scored_holds): learn_one after predict_one on the
+ * same text then takes its margin from it (lean_learn) without a second pass over the text. A
+ * TokenCounts never changes; any change of the tables (the generation), a margin or a dropped
+ * scratch (drop_coords) ends the scored pass. 1, 0 or -1 as score_dict. */
+static RCW_ALWAYS_INLINE int score_kept(Arrowhead *self, PyObject *x, PyObject *intercept,
+                                        double *m, double *v) {
+    Pair *p = &self->pairs[0];
+    double x_b = intercept == Py_None ? 0.0 : 1.0, root;
+    int r;
+    if (!scored_holds(self, x, x_b)) {
+        release_margin(self);
+        p->block = 0;
+        p->sign = 1.0;
+        p->x_b = x_b;
+        ddsum_init(&self->c_acc);
+        if ((r = pass_pair(self, p, x, 1.0, 0.0, 1, &self->c_acc)) != PASS_OK)
+            return r == PASS_GENERAL ? 0 : -1;
+        self->scored = Py_NewRef(x);
+        self->scored_generation = self->generation;
+        self->scored_x_b = x_b;
+    }
+    *m = p->score;
+    if (v == NULL) return 1;
+    root = root_term(p);
+    if (total(self, p, 1, self->c_acc, p->end - p->first, &root, 1, v) == 0) return 1;
+    release_margin(self);
+    return -1;
+}
+
 /* score_native(x, intercept, variance) -> m, or (m, v) when `variance` is true: the score of a
  * binary model (one block) and its variance, the numbers scores() and score_variances() give
  * for x with the intercept (None, or the root) appended as GaussianClassifier._features appends
@@ -1054,12 +1105,12 @@ static RCW_ALWAYS_INLINE int score_dict(Arrowhead *self, PyObject *x, PyObject *
  * (scores, score_variances) must serve: an engine of several blocks, x neither an exact dict
  * nor a TokenCounts (_token_counts.h), a value other than a float, an int within float64 or a
  * bool, the root among x's keys, an error of a key's hash or ==, a score beyond float64
- * (scores() raises what it raises). As Diagonal.score_native; the margin scratch is left as it
- * was. */
+ * (scores() raises what it raises). As Diagonal.score_native; a pending margin is left as it
+ * was (a TokenCounts' pass is kept as the scored pass where none is: score_kept). */
 static PyObject *engine_score_native(Arrowhead *self, PyObject *const *args,
                                      Py_ssize_t nargs) {
-    double m, v;
-    int r, variance;
+    double m = 0.0, v = 0.0; /* set where r > 0 (the compiler cannot see it through score_kept) */
+    int r, variance, tokens;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "score_native(x, intercept, variance)");
         return NULL;
@@ -1070,9 +1121,11 @@ static PyObject *engine_score_native(Arrowhead *self, PyObject *const *args,
     }
     if ((variance = PyObject_IsTrue(args[2])) < 0) return NULL;
     if (!rcw_x_readable(args[0]) || self->blocks.n != 1) Py_RETURN_NONE;
-    if (rcw_is_token_counts(args[0])) table_prefetch_tokens(&self->blocks.table[0], args[0]);
+    tokens = rcw_is_token_counts(args[0]);
+    if (tokens) table_prefetch_tokens(&self->blocks.table[0], args[0]);
     if (enter(self) < 0) return NULL;
-    r = score_dict(self, args[0], args[1], &m, variance ? &v : NULL);
+    r = tokens && self->token.last == 0 ? score_kept(self, args[0], args[1], &m, variance ? &v : NULL)
+                                        : score_dict(self, args[0], args[1], &m, variance ? &v : NULL);
     leave(self);
     if (r <= 0) return r == 0 ? Py_NewRef(Py_None) : NULL;
     return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
@@ -1509,6 +1562,7 @@ static int payload_traverse(Arrowhead *self, visitproc visit, void *arg) {
     for (i = 0; i < self->ncoords; i++) Py_VISIT(self->coords[i].key);
     Py_VISIT(self->root);
     Py_VISIT(self->lean_spec);
+    Py_VISIT(self->scored);
     return 0;
 }
 

@@ -260,3 +260,54 @@ def test_a_text_that_is_not_a_str_raises_a_type_error_naming_its_field(text, on)
         with pytest.raises(TypeError, match=f"^{field} must be a str, got {type(text).__name__}"):
             call()
     assert public_state(model.classifier) == before
+
+
+POOL = ["good movie", "bad movie bad cast", "good cast", "a plot", "", "good good plot"]
+BETWEEN = ["nothing", "proba", "another text", "intercept", "scores", "set weights"]
+
+
+@pytest.mark.skipif(
+    not river_cw.text.COMPILED, reason="the river_cw._engines._text extension is not built"
+)
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(POOL) - 1),
+            st.sampled_from(BETWEEN),
+            st.integers(0, len(POOL) - 1),
+            st.booleans(),
+            st.booleans(),
+        ),
+        max_size=12,
+    )
+)
+def test_learning_after_predicting_the_same_counts_is_learning_them_afresh(rounds):
+    """The default model keeps the pass of its prediction of a text's counts (a `TokenCounts`)
+    for learning the same counts next: whatever comes between (a probability, another text
+    predicted, the intercept switched, the general path's scores, a weight written, a label that
+    turns the binary model), and whether the text learned is the one predicted, every number
+    is that of the same model handed the counts' dicts, which it reads afresh each time."""
+    tokens = [river_cw.engine.text.count_tokens(t, True, True) for t in POOL]
+    ours, theirs = river_cw.AROW(), river_cw.AROW()
+
+    def same(call, k):
+        """call(model, text k) of both models: the same outcome, to the bit."""
+        outcomes = call(ours, tokens[k]), call(theirs, dict(tokens[k].as_dict()))
+        assert bits_of(outcomes[0]) == bits_of(outcomes[1])
+
+    for k, between, other, again, spam in rounds:
+        same(lambda m, x: m.predict_one(x), k)
+        if between == "proba":
+            same(lambda m, x: m.predict_proba_one(x), k)
+        elif between == "another text":
+            same(lambda m, x: m.predict_one(x), other)
+        elif between == "intercept":
+            ours.learn_intercept = theirs.learn_intercept = not ours.learn_intercept
+        elif between == "scores":
+            same(lambda m, x: m._scores({"plot": 2.0}), k)
+        elif between == "set weights":  # a feature of the pool's texts, known or new
+            same(lambda m, x: m.gaussian.set_weights([{"plot": (0.25, -0.5, 0.75)}]), k)
+        # "spam" after "ham": the binary model negated (`positive_label`)
+        same(lambda m, x: m.learn_one(x, "spam" if spam else "ham"), k if again else other)
+        assert public_state(ours) == public_state(theirs)
