@@ -198,6 +198,22 @@ static inline int ddsum_certified(const DdSum *s, Py_ssize_t n, double *out) {
     return 0;
 }
 
+/* 1 when the accumulator's hi + lo is exactly the sum of its n terms, judged from `tiny`, the
+ * smallest magnitude among its non-zero terms (inf: none), and then *out = hi + lo rounded once,
+ * to nearest with ties to even as math.fsum rounds: its result, ties included (a sum exactly
+ * halfway between two doubles, which no error bound certifies). Else 0. Why: every term is a
+ * multiple of q, the ulp of the smallest non-zero term (q > tiny 2^-53), and so is every hi,
+ * every TwoSum error e (exact) and lo while its additions are exact; |lo| never exceeds
+ * sum |e| <= n u (1 + n u) sum |x| (u = 2^-53), which n sum|x| 2^-51 <= tiny keeps below
+ * 2^53 q: each lo + e is then a double, the addition exact, and hi + lo the sum. A sum over
+ * two lanes (ddlanes_sum) is judged alike: its second lane's hi and lo are multiples of q too. */
+static inline int ddsum_exact(const DdSum *s, Py_ssize_t n, double tiny, double *out) {
+    if (!(s->size < 0x1p1020 && isfinite(s->hi) && isfinite(s->lo))) return 0;
+    if (!((double)n * s->size * 0x1p-51 <= tiny)) return 0;
+    *out = s->hi + s->lo;
+    return 1;
+}
+
 /* Two accumulators side by side, a margin's mean sum and its variance sum: each lane does
  * exactly ddsum_add's operations, so each ends bit for bit as its own DdSum would. With GCC's or
  * clang's vector extensions one SSE2 (or NEON) instruction does both lanes' operation; elsewhere
@@ -281,6 +297,23 @@ static inline DdSum ddlane_sum(const DdPair *s) {
     DdSum a, zero;
     ddpair_split(s, &a, &zero);
     return a;
+}
+
+/* One sum over a pair's two lanes (two of its terms per vector operation where ddlane_add takes
+ * one, each term in either lane): ddlanes_sum ends it as one DdSum, the second lane's hi and lo
+ * added to the first as two more terms (DDLANES_TERMS) and its size counted too. Its bound
+ * (ddsum_certified) given the n terms plus DDLANES_TERMS covers both lanes: the first lane took
+ * at most that many, each lane errs by at most gamma^2 times its own size, and the sizes add up;
+ * the exactly rounded sum it certifies is the sum's, whichever lane took which term. */
+#define DDLANES_TERMS 2
+
+static inline DdSum ddlanes_sum(const DdPair *s) {
+    DdSum first, second;
+    ddpair_split(s, &first, &second);
+    ddsum_add(&first, second.hi);
+    ddsum_add(&first, second.lo);
+    first.size += second.size;
+    return first;
 }
 
 #define FSUM_INLINE 64
