@@ -570,14 +570,14 @@ static inline double root_term(const Pair *p) { return p->G * p->G * p->S; }
  * home for every margin (margin_of over a dict, the batch kernel's rows). PASS_OK with the margin
  * numbered; PASS_ERROR with the error, nothing changed; PASS_GENERAL (lean): the general path's
  * case; else (x, not lean) x is named. The scratch is released unless PASS_OK. */
-static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double keep, double rest,
-                                          int lean, double *m) {
+static RCW_ALWAYS_INLINE int margin_close_n(Arrowhead *self, PyObject *x, double keep,
+                                            double rest, int lean, double *m, const int npairs) {
     double roots[2];
     int k, r;
     /* m: math.fsum of at most two finite terms is their sum rounded once, from +0.0 (fsum's
      * exact zero is +0.0), and raises where that is beyond float64 */
     *m = 0.0;
-    for (k = 0; k < self->npairs; k++) {
+    for (k = 0; k < npairs; k++) {
         *m += self->pairs[k].sign * self->pairs[k].score;
         roots[k] = root_term(&self->pairs[k]);
     }
@@ -586,8 +586,8 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
         if (!lean) PyErr_SetString(PyExc_OverflowError, "intermediate overflow in fsum");
         goto fail;
     }
-    if (total(self, self->pairs, self->npairs, self->c_acc, margin_terms(self), roots,
-              self->npairs, &self->v) < 0) {
+    if (total(self, self->pairs, npairs, self->c_acc, self->pairs[npairs - 1].end + self->c_more, roots,
+              npairs, &self->v) < 0) {
         r = PASS_ERROR;
         goto fail;
     }
@@ -597,7 +597,7 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
         goto fail;
     }
     if (keep != 1.0) { /* the forgotten numbers, the root's inserted where it is new */
-        for (k = 0; k < self->npairs; k++) {
+        for (k = 0; k < npairs; k++) {
             Pair *p = &self->pairs[k];
             if (p->forgets_root && p->root < 0 &&
                 table_reserve(&self->blocks.table[p->block], 1) < 0) {
@@ -605,7 +605,7 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
                 goto fail;
             }
         }
-        for (k = 0; k < self->npairs; k++) {
+        for (k = 0; k < npairs; k++) {
             Pair *p = &self->pairs[k];
             Table *t = &self->blocks.table[p->block];
             Py_ssize_t i;
@@ -638,6 +638,13 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
 fail:
     release_margin(self);
     return r;
+}
+
+/* margin_close with its pairs counted at compile time (one or two: both compiled) */
+static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double keep, double rest,
+                                          int lean, double *m) {
+    return self->npairs == 1 ? margin_close_n(self, x, keep, rest, lean, m, 1)
+                             : margin_close_n(self, x, keep, rest, lean, m, 2);
 }
 
 /* The margin of x along the pairs set in the scratch (self->npairs): every pair's pass, then

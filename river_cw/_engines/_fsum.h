@@ -180,6 +180,13 @@ static inline int ddsum_certified(const DdSum *s, Py_ssize_t n, double *out) {
     b = r - s->hi;
     t = (s->hi - (r - b)) + (s->lo - b);
     bound = s->size * ((double)n * (double)n) * 0x1p-105;
+    /* the common case first: both gaps are at least |r| 2^-53 (|r| = 2^k: the gap below is
+     * 2^(k-53), and the gaps only grow up to 2^(k+1); a subnormal's are 2^-1074), so this
+     * implies the test below (a t or a bound not finite fails it) */
+    if (s->size < 0x1p1020 && fabs(t) + bound < fabs(r) * 0x1p-54) {
+        *out = r;
+        return 1;
+    }
     if (s->size < 0x1p1020 && isfinite(t) && isfinite(bound)) {
         if (r == 0.0) {
             if (bound == 0.0 && t == 0.0) {
