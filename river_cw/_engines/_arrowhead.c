@@ -9,8 +9,9 @@
  * finds it with one probe. A pass over x computes three exactly rounded sums per block
  * (benchmarks/README.md, "The compiled port of the arrowhead"): G = sum k_j x_j + x_b, the score
  * sum a_j x_j + G mu_b and the features' variance sum c_j x_j^2, each a certified double-double
- * sum (_fsum.h); where its bound cannot certify one (a sum exactly halfway between two doubles,
- * say), a triple-length pass over the same terms, then math.fsum's own algorithm (coords_fsum).
+ * sum (_fsum.h); where its bound cannot certify one, the terms show whether the double-double
+ * is exact (a sum exactly halfway between two doubles, say), else a triple-length pass over them,
+ * then math.fsum's own algorithm (coords_fsum).
  * An update computes every new value first and writes them only if all are finite.
  * Compile with -ffp-contract=off: the operation order is the reference's.
  *
@@ -382,8 +383,8 @@ static RCW_ALWAYS_INLINE int coord_new(Arrowhead *self, Coord *c, PyObject *key,
 }
 
 /* The lean CSR row's coordinates (pass_csr's, pair 0) laid out in the scratch as pass_pair lays
- * a dict's out, for the paths that read them (a sum math.fsum's algorithm sums again, a checked
- * update); the row is then no longer pending. 0, or -1 (memory) */
+ * a dict's out, for a checked update, which reads them; the row is then no longer pending. 0, or
+ * -1 (memory) */
 static RCW_NOINLINE int lay_out(Arrowhead *self) {
     const BatchCache *cache = self->batch;
     const Entry *entries = self->blocks.table[0].entries;
@@ -586,8 +587,8 @@ static RCW_ALWAYS_INLINE int margin_close_n(Arrowhead *self, PyObject *x, double
         if (!lean) PyErr_SetString(PyExc_OverflowError, "intermediate overflow in fsum");
         goto fail;
     }
-    if (total(self, self->pairs, npairs, self->c_acc, self->pairs[npairs - 1].end + self->c_more, roots,
-              npairs, &self->v) < 0) {
+    if (total(self, self->pairs, npairs, self->c_acc, self->pairs[npairs - 1].end + self->c_more,
+              roots, npairs, &self->v) < 0) {
         r = PASS_ERROR;
         goto fail;
     }
@@ -1323,13 +1324,14 @@ enum { PASS_COLUMN = -3 };
 
 /* pass_pair's pass over the lean CSR row i for pair 0 (its sign set) of a binary engine, nothing
  * forgotten, straight from the arrays and the batch cache's columns, the intercept (where
- * `intercept`) as the root with x_b = 1.0: the terms (learned_terms, new_terms) into the pair's
- * sums and self->c_acc, G and the score; the coordinates counted, not laid out (the row pending:
- * lay_out lays them out for a path that reads them). PASS_OK; PASS_GENERAL (the general row's:
- * a sum math.fsum raises on, a score beyond float64, an intercept other than the root; no error
- * set); PASS_ERROR with the error; PASS_COLUMN (a lazy call: a column out of range, not resolved
- * in the epoch or stored twice; the columns are checked as they are read). The scratch is
- * released unless PASS_OK. */
+ * `intercept`) as the root with x_b = 1.0: the terms (learned_ak, new_term) into the pair's
+ * sums and self->c_acc (the terms c_j x_j^2 of two learned features side by side: ddlanes_sum),
+ * G and the score; the coordinates counted, not laid out (the row pending: coords_fsum reads its
+ * terms from the arrays, lay_out lays them out for a checked update). PASS_OK; PASS_GENERAL
+ * (the general row's: a sum math.fsum raises on, a score beyond float64, an intercept other than
+ * the root; no error set); PASS_ERROR with the error; PASS_COLUMN (a lazy call: a column out
+ * of range, not resolved in the epoch or stored twice; the columns are checked as they are
+ * read). The scratch is released unless PASS_OK. */
 static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColumns *c,
                                       Py_ssize_t i, int intercept) {
     Table *t = &self->blocks.table[0];
