@@ -869,23 +869,19 @@ def test_the_default_models_csr_rows_on_and_near_ties_are_the_learn_one_loop(k, 
     from there is learn_one's, bit for bit (hashed and named columns)."""
     n = min(len(k), len(a))
     c = [abs(t) for t in c[:n]] + [1.0] * (n - len(c))  # variances >= 0
-    block = {NAMES[j % len(NAMES)] + str(j): [a[j], k[j], c[j]] for j in range(n)}
-    block[river_cw.INTERCEPT] = list(root)  # (mu_b, S)
-    names = list(block)[:n]
+    names = [f"f{j}" for j in range(n)]
     X = sparse.csr_array((np.ones(n), np.arange(n), [0, n]), shape=(1, n))
-    for label in (False, True):
-        for features in (names, None):
-            many, one = river_cw.AROW(), river_cw.AROW()
-            for model in (many, one):
-                model.learn_one({"z": 1.0}, False)
-                model.learn_one({"z": 1.0}, True)
-                keys = names if features is not None else range(n)
-                model.gaussian.blocks = [
-                    {**dict(zip(keys, block.values())), river_cw.INTERCEPT: list(root)}
-                ]
-            many.learn_many(X, [label], features=features)
-            one.learn_one(dict(zip(keys, [1.0] * n)), label)
-            assert pickle.dumps(many) == pickle.dumps(one)
+    for label, features in itertools.product((False, True), (names, None)):
+        keys = names if features is not None else range(n)
+        many, one = river_cw.AROW(), river_cw.AROW()
+        for model in (many, one):
+            model.learn_one({"z": 1.0}, False)
+            model.learn_one({"z": 1.0}, True)
+            block = {key: [a[j], k[j], c[j]] for j, key in enumerate(keys)}
+            model.gaussian.blocks = [{**block, river_cw.INTERCEPT: list(root)}]  # (mu_b, S)
+        many.learn_many(X, [label], features=features)
+        one.learn_one(dict.fromkeys(keys, 1.0), label)
+        assert pickle.dumps(many) == pickle.dumps(one)
 
 
 def test_hashed_columns_follow_features_learned_between_batches():
