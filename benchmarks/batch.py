@@ -22,14 +22,19 @@ batch (best of the rounds): a new model's rate as its features accumulate.
     python benchmarks/batch.py --instructions   # instructions per feature, by callgrind
     python benchmarks/batch.py --instructions --warm --passes "AROW learn_many CSR hashed" \
         --require "AROW learn_many CSR hashed=25"   # a guard (tests/engines/test_instructions.py)
+    python benchmarks/batch.py --instructions --warm --passes "AROW learn_many CSR hashed" \
+        "AROW default learn_many CSR hashed" \
+        --within "AROW default learn_many CSR hashed/AROW learn_many CSR hashed=1.2"
 
 With ``--instructions`` a child process under valgrind's callgrind runs every pass once and
 dumps its counters at markers (calls of `time.process_time`) around each pass, after every pass
 has run once on a few rows, as `benchmarks/instructions.py` does: counts repeat where CPU time
 on a shared machine does not. ``--passes`` keeps only the named passes (and river's, the
 reference); ``--require PASS=RATIO`` fails (exit status 1) unless PASS's ratio to river's
-PAClassifier is at least RATIO. ``--write PATH`` also writes the corpora's tables side by side as
-one markdown table (docs/tables/batch_*.md, benchmarks/markdown.py).
+PAClassifier is at least RATIO, ``--within PASS/OTHER=RATIO`` unless PASS's instructions per
+feature are at most RATIO times OTHER's (the default model's kernel against the diagonal's).
+``--write PATH`` also writes the corpora's tables side by side as one markdown table
+(docs/tables/batch_*.md, benchmarks/markdown.py).
 """
 
 from __future__ import annotations
@@ -225,6 +230,18 @@ def counts(dicts, labels, X, features, batch, warm, only) -> dict:
     return {name: totals[1 + 2 * i] for i, name in enumerate(names)}
 
 
+def bounded(name: str, count: dict, within: list) -> list:
+    """Each (pass, other, ratio) of `within`: its ratio of instructions printed, and a failure
+    line where pass's instructions exceed ratio times other's"""
+    failed = []
+    for pass_, other, ratio in within:
+        measured = count[pass_] / count[other]
+        print(f"{pass_} / {other}: {measured:.3f} (at most {ratio})")
+        if measured > ratio:
+            failed.append(f"{name}: {pass_} at {measured:.3f}x {other}, above {ratio}x")
+    return failed
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -251,6 +268,13 @@ def main(argv=None):
         help="with --instructions: fail unless PASS's ratio is at least RATIO",
     )
     parser.add_argument(
+        "--within",
+        nargs="*",
+        default=[],
+        metavar="PASS/OTHER=RATIO",
+        help="with --instructions: fail unless PASS's instructions are at most RATIO times OTHER's",
+    )
+    parser.add_argument(
         "--write", metavar="PATH", help="also write the tables as one markdown table"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -261,6 +285,10 @@ def main(argv=None):
         print("valgrind is not installed: no instruction counts")
         return 0
     required = {name: float(ratio) for name, ratio in (r.rsplit("=", 1) for r in args.require)}
+    within = [
+        (*pair.split("/", 1), float(ratio))
+        for pair, ratio in (w.rsplit("=", 1) for w in args.within)
+    ]
     failed, cells = [], {}
     for name in args.data:
         if not (DATA / name).exists():
@@ -279,6 +307,7 @@ def main(argv=None):
             )
             pa = per_feature[REFERENCE]
             cells[name] = {k: [f"{c:,.0f}", f"{pa / c:.2f}x"] for k, c in per_feature.items()}
+            failed += bounded(name, count, within)
             continue
         runs = passes(dicts, labels, X, features, args.batch, args.warm, args.passes)
         seconds = dict.fromkeys(runs, float("inf"))

@@ -9,8 +9,9 @@
  * finds it with one probe. A pass over x computes three exactly rounded sums per block
  * (benchmarks/README.md, "The compiled port of the arrowhead"): G = sum k_j x_j + x_b, the score
  * sum a_j x_j + G mu_b and the features' variance sum c_j x_j^2, each a certified double-double
- * sum (_fsum.h); where its bound cannot certify one (a sum exactly halfway between two doubles,
- * say), a triple-length pass over the same terms, then math.fsum's own algorithm (coords_fsum).
+ * sum (_fsum.h); where its bound cannot certify one, the terms show whether the double-double
+ * is exact (a sum exactly halfway between two doubles, say), else a triple-length pass over them,
+ * then math.fsum's own algorithm (coords_fsum).
  * An update computes every new value first and writes them only if all are finite.
  * Compile with -ffp-contract=off: the operation order is the reference's.
  *
@@ -89,6 +90,7 @@ typedef struct {
     int npairs;                                                                                  \
     double v;    /* the margin's variance */                                                     \
     DdSum c_acc; /* the sum of its terms c_j x_j^2, for update's rho (variance_but_root) */      \
+    Py_ssize_t c_more; /* the terms c_acc took beyond them (a lean CSR row's: DDLANES_TERMS) */   \
     /* the lean cache: learn_native's spec, parsed while the model hands the same object */      \
     PyObject *lean_spec;                                                                         \
     rcw_step step;                                                                               \
@@ -166,6 +168,7 @@ static inline void drop_coords(Arrowhead *self, Py_ssize_t first) {
 /* the margin scratch emptied: no margin to update */
 static inline void release_margin(Arrowhead *self) {
     self->row_ind = NULL;
+    self->c_more = 0;
     drop_coords(self, 0);
     self->npairs = 0;
     token_drop(self);
@@ -217,43 +220,79 @@ static inline int coord_term(const Table *t, const Pair *p, const Coord *c, int 
     return 1;
 }
 
-static int lay_out(Arrowhead *self);
+/* 1 with the `which` term of the pending lean CSR row's stored entry q (pass_csr's: pair 0 of
+ * block 0, nothing forgotten) into *term, 0 where it has none: coord_term's numbers for the
+ * coordinate lay_out would make of it, read where the row lies */
+static inline int row_term(const Arrowhead *self, Py_ssize_t q, int which, double *term) {
+    const Entry *entries = self->blocks.table[0].entries;
+    Py_ssize_t ix = self->batch->slot[self->row_ind[q]];
+    double xf = self->row_data[q];
+    if (which == TERM_C) {
+        if (ix < 0 && xf * xf == 0.0) return 0; /* no coordinate */
+        *term = (ix < 0 ? self->prior : entries[ix].c) * (xf * xf);
+        return 1;
+    }
+    if (ix < 0 || which == TERM_KK) return 0;
+    *term = (which == TERM_K ? entries[ix].k : entries[ix].a) * xf;
+    return 1;
+}
+
+/* The `which` terms of the coordinates of pairs[0 .. npairs-1] in x's order (a pending lean CSR
+ * row's read from its arrays: row_term), then `more` terms `last`, into the scratch: how many,
+ * or -1 (memory) */
+static Py_ssize_t gather_terms(Arrowhead *self, const Pair *pairs, int npairs, int which,
+                               const double *last, int more) {
+    Py_ssize_t i, n = 0, cap = self->row_ind != NULL ? self->row_n : 0;
+    double *out;
+    int k;
+    for (k = 0; k < npairs; k++) cap += pairs[k].end - pairs[k].first;
+    if (rcw_grow((void **)&self->scratch, &self->scratch_cap, cap + more, 3 * sizeof(double)) < 0)
+        return -1;
+    out = self->scratch;
+    if (self->row_ind != NULL)
+        for (i = 0; i < self->row_n; i++) n += row_term(self, i, which, &out[n]);
+    else
+        for (k = 0; k < npairs; k++)
+            for (i = pairs[k].first; i < pairs[k].end; i++)
+                n += coord_term(&self->blocks.table[pairs[k].block], &pairs[k], &self->coords[i],
+                                which, &out[n]);
+    for (k = 0; k < more; k++) out[n++] = last[k];
+    return n;
+}
 
 /* The exactly rounded sum of the `which` terms of the coordinates of pairs[0 .. npairs-1], in
- * x's order (laid out first where they are a lean CSR row's), then of `more` terms `last`,
- * where the double-double's bound does not certify it:
- * a triple-length accumulator's sum where it certifies it (as it does for a sum exactly halfway
- * between two doubles, which a few terms often give: _fsum.h's Sum3), else math.fsum's
- * algorithm over the terms. 0, or -1 with fsum's error */
+ * x's order, then of `more` terms `last` (gather_terms), where the double-double's bound does
+ * not certify it: the accumulator's hi + lo where the terms show it exact (acc, of n terms, not
+ * NULL: ddsum_exact, as for a sum exactly halfway between two doubles, which a few terms often
+ * give), else a triple-length accumulator's sum where it certifies it (_fsum.h's Sum3), else
+ * math.fsum's algorithm over the terms. The scratch holds the terms meanwhile. 0, or -1 with
+ * fsum's error */
 static int coords_fsum(Arrowhead *self, const Pair *pairs, int npairs, int which,
-                       const double *last, int more, double *out) {
+                       const double *last, int more, const DdSum *acc, Py_ssize_t n_acc,
+                       double *out) {
     Sum3 s3;
     Msum s;
-    Py_ssize_t i;
-    double term;
-    int k;
-    if (self->row_ind != NULL && lay_out(self) < 0) return -1;
+    Py_ssize_t i, n = gather_terms(self, pairs, npairs, which, last, more);
+    const double *terms = self->scratch;
+    if (n < 0) return -1;
+    if (acc != NULL) {
+        double tiny = INFINITY;
+        for (i = 0; i < n; i++) {
+            double size = fabs(terms[i]);
+            if (size != 0.0 && size < tiny) tiny = size;
+        }
+        if (ddsum_exact(acc, n_acc, tiny, out)) return 0;
+    }
     sum3_init(&s3);
-    for (k = 0; k < npairs; k++)
-        for (i = pairs[k].first; i < pairs[k].end; i++)
-            if (coord_term(&self->blocks.table[pairs[k].block], &pairs[k], &self->coords[i],
-                           which, &term))
-                sum3_add(&s3, term);
-    for (k = 0; k < more; k++) sum3_add(&s3, last[k]);
+    for (i = 0; i < n; i++) sum3_add(&s3, terms[i]);
     if (sum3_certified(&s3, out)) return 0;
     msum_init(&s);
-    for (k = 0; k < npairs; k++)
-        for (i = pairs[k].first; i < pairs[k].end; i++)
-            if (coord_term(&self->blocks.table[pairs[k].block], &pairs[k], &self->coords[i],
-                           which, &term) &&
-                msum_add(&s, term) < 0)
-                goto fail;
-    for (k = 0; k < more; k++)
-        if (msum_add(&s, last[k]) < 0) goto fail;
+    for (i = 0; i < n; i++)
+        if (msum_add(&s, terms[i]) < 0) {
+            msum_free(&s);
+            return -1;
+        }
     return msum_result(&s, out);
-fail:
-    msum_free(&s);
-    return -1;
 }
 
 /* the exactly rounded sum of acc's n terms, the pair's `which` terms then `last` */
@@ -261,28 +300,39 @@ static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which
                            double *out) {
     ddsum_add(acc, last);
     if (ddsum_certified(acc, p->nseen + 1, out)) return 0;
-    return coords_fsum(self, p, 1, which, &last, 1, out);
+    return coords_fsum(self, p, 1, which, &last, 1, acc, p->nseen + 1, out);
 }
 
 /* The terms of a learned feature in a pass: entry e of the pair's table, the value xf and the
  * conditional variance cj the margin reads (forgotten where the pass forgets); a_j x_j and
- * k_j x_j added to *ak, c_j x_j^2 to the lane of *cs (ddlane_add). One home for every pass
- * (pass_pair over a dict, the batch kernel's rows: pass_row, pass_csr, score_rows'
- * row_score_add) */
+ * k_j x_j added to *ak, c_j x_j^2 returned (learned_ak) or added to the lane of *cs
+ * (learned_terms, ddlane_add). One home for every pass (pass_pair over a dict, the batch kernel's
+ * rows: pass_row, pass_csr, score_rows' row_score_add) */
+static RCW_ALWAYS_INLINE double learned_ak(const Entry *e, double xf, double cj, DdPair *ak) {
+    ddpair_add(ak, e->a * xf, e->k * xf);
+    return cj * (xf * xf);
+}
+
 static RCW_ALWAYS_INLINE void learned_terms(const Entry *e, double xf, double cj, DdPair *ak,
                                             DdPair *cs) {
-    ddpair_add(ak, e->a * xf, e->k * xf);
-    ddlane_add(cs, cj * (xf * xf));
+    ddlane_add(cs, learned_ak(e, xf, cj, ak));
 }
 
 /* the terms of a feature not learned yet (value xf): xf touched into *unknown (so that bad values
- * surface), the prior's term c x^2 into *cs; 0 for a zero value (it teaches nothing: no term, no
- * coordinate), else 1 */
-static RCW_ALWAYS_INLINE int new_terms(double prior, double xf, double *unknown, DdPair *cs) {
+ * surface), the prior's term c x^2 into *term (new_term) or *cs (new_terms); 0 for a zero value
+ * (it teaches nothing: no term, no coordinate), else 1 */
+static RCW_ALWAYS_INLINE int new_term(double prior, double xf, double *unknown, double *term) {
     double x2 = xf * xf;
     *unknown += xf;
     if (x2 == 0.0) return 0;
-    ddlane_add(cs, prior * x2);
+    *term = prior * x2;
+    return 1;
+}
+
+static RCW_ALWAYS_INLINE int new_terms(double prior, double xf, double *unknown, DdPair *cs) {
+    double term;
+    if (!new_term(prior, xf, unknown, &term)) return 0;
+    ddlane_add(cs, term);
     return 1;
 }
 
@@ -341,8 +391,8 @@ static RCW_ALWAYS_INLINE int coord_new(Arrowhead *self, Coord *c, PyObject *key,
 }
 
 /* The lean CSR row's coordinates (pass_csr's, pair 0) laid out in the scratch as pass_pair lays
- * a dict's out, for the paths that read them (a sum math.fsum's algorithm sums again, a checked
- * update); the row is then no longer pending. 0, or -1 (memory) */
+ * a dict's out, for a checked update, which reads them; the row is then no longer pending. 0, or
+ * -1 (memory) */
 static RCW_NOINLINE int lay_out(Arrowhead *self) {
     const BatchCache *cache = self->batch;
     const Entry *entries = self->blocks.table[0].entries;
@@ -373,7 +423,7 @@ static RCW_NOINLINE int lay_out(Arrowhead *self) {
 static int forget_root(Arrowhead *self, Pair *p, const DdSum *kk) {
     double sum;
     if (!ddsum_certified(kk, p->touched, &sum) &&
-        coords_fsum(self, p, 1, TERM_KK, NULL, 0, &sum) < 0)
+        coords_fsum(self, p, 1, TERM_KK, NULL, 0, kk, p->touched, &sum) < 0)
         return -1;
     p->S = p->S / (p->keep + p->S * (p->rest * (self->prior / self->root_variance) +
                                      p->rest * sum));
@@ -491,8 +541,8 @@ general:
 
 /* total where the bound does not certify the sum: coords_fsum, or inf beyond float64 */
 static int total_fsum(Arrowhead *self, const Pair *pairs, int npairs, const double *roots,
-                      int more, double *out) {
-    if (coords_fsum(self, pairs, npairs, TERM_C, roots, more, out) == 0) return 0;
+                      int more, const DdSum *acc, Py_ssize_t n, double *out) {
+    if (coords_fsum(self, pairs, npairs, TERM_C, roots, more, acc, n, out) == 0) return 0;
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
     PyErr_Clear(); /* the terms are >= 0: beyond float64 in any order */
     *out = INFINITY;
@@ -507,15 +557,16 @@ static RCW_ALWAYS_INLINE int total(Arrowhead *self, const Pair *pairs, int npair
     int k;
     for (k = 0; k < more; k++) ddsum_add(&acc, roots[k]);
     if (ddsum_certified(&acc, n + more, out)) return 0;
-    return total_fsum(self, pairs, npairs, roots, more, out);
+    return total_fsum(self, pairs, npairs, roots, more, &acc, n + more, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* the margin                                                                                 */
 
-/* the margin's coordinates (its terms c_j x_j^2): the pairs' from 0 on, laid out or pending */
+/* the terms of the margin's c_acc: its coordinates' (the pairs' from 0 on, laid out or pending)
+ * and the more it took */
 static inline Py_ssize_t margin_terms(const Arrowhead *self) {
-    return self->pairs[self->npairs - 1].end;
+    return self->pairs[self->npairs - 1].end + self->c_more;
 }
 
 /* a pair's root term of the margin's variance, G^2 S */
@@ -528,14 +579,14 @@ static inline double root_term(const Pair *p) { return p->G * p->G * p->S; }
  * home for every margin (margin_of over a dict, the batch kernel's rows). PASS_OK with the margin
  * numbered; PASS_ERROR with the error, nothing changed; PASS_GENERAL (lean): the general path's
  * case; else (x, not lean) x is named. The scratch is released unless PASS_OK. */
-static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double keep, double rest,
-                                          int lean, double *m) {
+static RCW_ALWAYS_INLINE int margin_close_n(Arrowhead *self, PyObject *x, double keep,
+                                            double rest, int lean, double *m, const int npairs) {
     double roots[2];
     int k, r;
     /* m: math.fsum of at most two finite terms is their sum rounded once, from +0.0 (fsum's
      * exact zero is +0.0), and raises where that is beyond float64 */
     *m = 0.0;
-    for (k = 0; k < self->npairs; k++) {
+    for (k = 0; k < npairs; k++) {
         *m += self->pairs[k].sign * self->pairs[k].score;
         roots[k] = root_term(&self->pairs[k]);
     }
@@ -544,8 +595,8 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
         if (!lean) PyErr_SetString(PyExc_OverflowError, "intermediate overflow in fsum");
         goto fail;
     }
-    if (total(self, self->pairs, self->npairs, self->c_acc, margin_terms(self), roots,
-              self->npairs, &self->v) < 0) {
+    if (total(self, self->pairs, npairs, self->c_acc, self->pairs[npairs - 1].end + self->c_more,
+              roots, npairs, &self->v) < 0) {
         r = PASS_ERROR;
         goto fail;
     }
@@ -555,7 +606,7 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
         goto fail;
     }
     if (keep != 1.0) { /* the forgotten numbers, the root's inserted where it is new */
-        for (k = 0; k < self->npairs; k++) {
+        for (k = 0; k < npairs; k++) {
             Pair *p = &self->pairs[k];
             if (p->forgets_root && p->root < 0 &&
                 table_reserve(&self->blocks.table[p->block], 1) < 0) {
@@ -563,7 +614,7 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
                 goto fail;
             }
         }
-        for (k = 0; k < self->npairs; k++) {
+        for (k = 0; k < npairs; k++) {
             Pair *p = &self->pairs[k];
             Table *t = &self->blocks.table[p->block];
             Py_ssize_t i;
@@ -596,6 +647,13 @@ static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double k
 fail:
     release_margin(self);
     return r;
+}
+
+/* margin_close with its pairs counted at compile time (one or two: both compiled) */
+static RCW_ALWAYS_INLINE int margin_close(Arrowhead *self, PyObject *x, double keep, double rest,
+                                          int lean, double *m) {
+    return self->npairs == 1 ? margin_close_n(self, x, keep, rest, lean, m, 1)
+                             : margin_close_n(self, x, keep, rest, lean, m, 2);
 }
 
 /* The margin of x along the pairs set in the scratch (self->npairs): every pair's pass, then
@@ -1319,13 +1377,14 @@ enum { PASS_COLUMN = -3 };
 
 /* pass_pair's pass over the lean CSR row i for pair 0 (its sign set) of a binary engine, nothing
  * forgotten, straight from the arrays and the batch cache's columns, the intercept (where
- * `intercept`) as the root with x_b = 1.0: the terms (learned_terms, new_terms) into the pair's
- * sums and self->c_acc, G and the score; the coordinates counted, not laid out (the row pending:
- * lay_out lays them out for a path that reads them). PASS_OK; PASS_GENERAL (the general row's:
- * a sum math.fsum raises on, a score beyond float64, an intercept other than the root; no error
- * set); PASS_ERROR with the error; PASS_COLUMN (a lazy call: a column out of range, not resolved
- * in the epoch or stored twice; the columns are checked as they are read). The scratch is
- * released unless PASS_OK. */
+ * `intercept`) as the root with x_b = 1.0: the terms (learned_ak, new_term) into the pair's
+ * sums and self->c_acc (the terms c_j x_j^2 of two learned features side by side: ddlanes_sum),
+ * G and the score; the coordinates counted, not laid out (the row pending: coords_fsum reads its
+ * terms from the arrays, lay_out lays them out for a checked update). PASS_OK; PASS_GENERAL
+ * (the general row's: a sum math.fsum raises on, a score beyond float64, an intercept other than
+ * the root; no error set); PASS_ERROR with the error; PASS_COLUMN (a lazy call: a column out
+ * of range, not resolved in the epoch or stored twice; the columns are checked as they are
+ * read). The scratch is released unless PASS_OK. */
 static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColumns *c,
                                       Py_ssize_t i, int intercept) {
     Table *t = &self->blocks.table[0];
@@ -1334,9 +1393,9 @@ static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColum
     const Py_ssize_t *ind = c->csr.indices + a;
     const double *data = c->csr.data + a, prior = self->prior;
     const Entry *entries = t->entries;
-    Py_ssize_t q, nseen = 0, nnew = 0;
-    double unknown = 0.0;
-    DdPair ak, cs;
+    Py_ssize_t q, unseen = 0, nnew = 0;
+    double unknown = 0.0, term;
+    DdPair ak, cs; /* cs: the terms c_j x_j^2 in both lanes, two learned features' at once */
     if (intercept && cache->key[cache->ncols] != self->root) return PASS_GENERAL;
     if (c->lazy) { /* the row's columns checked as columns_resolve checks them, first */
         BatchMark *marks = cache->mark;
@@ -1348,21 +1407,28 @@ static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColum
     ddpair_init(&ak);
     ddpair_init(&cs);
     for (q = 0; q < n; q++) {
-        Py_ssize_t ix = slot[ind[q]];
-        if (ix < 0)
-            nnew += new_terms(prior, data[q], &unknown, &cs);
-        else {
-            learned_terms(&entries[ix], data[q], entries[ix].c, &ak, &cs);
-            nseen++;
-        }
+        Py_ssize_t ix = slot[ind[q]], iy;
+        if (ix < 0) {
+            unseen++;
+            if (new_term(prior, data[q], &unknown, &term)) {
+                ddlane_add(&cs, term);
+                nnew++;
+            }
+        } else if (q + 1 < n && (iy = slot[ind[q + 1]]) >= 0) { /* two learned, one operation */
+            term = learned_ak(&entries[ix], data[q], entries[ix].c, &ak);
+            q++;
+            ddpair_add(&cs, term, learned_ak(&entries[iy], data[q], entries[iy].c, &ak));
+        } else
+            ddlane_add(&cs, learned_ak(&entries[ix], data[q], entries[ix].c, &ak));
     }
-    self->c_acc = ddlane_sum(&cs);
+    self->c_acc = ddlanes_sum(&cs);
+    self->c_more = DDLANES_TERMS;
     self->row_ind = ind; /* pending */
     self->row_data = data;
     self->row_n = n;
     p->first = 0;
-    p->end = nseen + nnew;
-    p->nseen = nseen;
+    p->end = n - unseen + nnew;
+    p->nseen = n - unseen;
     p->nnew = nnew;
     p->x_b = intercept ? 1.0 : 0.0;
     p->keep = 1.0;

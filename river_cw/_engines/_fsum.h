@@ -180,6 +180,13 @@ static inline int ddsum_certified(const DdSum *s, Py_ssize_t n, double *out) {
     b = r - s->hi;
     t = (s->hi - (r - b)) + (s->lo - b);
     bound = s->size * ((double)n * (double)n) * 0x1p-105;
+    /* the common case first: both gaps are at least |r| 2^-53 (|r| = 2^k: the gap below is
+     * 2^(k-53), and the gaps only grow up to 2^(k+1); a subnormal's are 2^-1074), so this
+     * implies the test below (a t or a bound not finite fails it) */
+    if (s->size < 0x1p1020 && fabs(t) + bound < fabs(r) * 0x1p-54) {
+        *out = r;
+        return 1;
+    }
     if (s->size < 0x1p1020 && isfinite(t) && isfinite(bound)) {
         if (r == 0.0) {
             if (bound == 0.0 && t == 0.0) {
@@ -196,6 +203,22 @@ static inline int ddsum_certified(const DdSum *s, Py_ssize_t n, double *out) {
         }
     }
     return 0;
+}
+
+/* 1 when the accumulator's hi + lo is exactly the sum of its n terms, judged from `tiny`, the
+ * smallest magnitude among its non-zero terms (inf: none), and then *out = hi + lo rounded once,
+ * to nearest with ties to even as math.fsum rounds: its result, ties included (a sum exactly
+ * halfway between two doubles, which no error bound certifies). Else 0. Why: every term is a
+ * multiple of q, the ulp of the smallest non-zero term (q > tiny 2^-53), and so is every hi,
+ * every TwoSum error e (exact) and lo while its additions are exact; |lo| never exceeds
+ * sum |e| <= n u (1 + n u) sum |x| (u = 2^-53), which n sum|x| 2^-51 <= tiny keeps below
+ * 2^53 q: each lo + e is then a double, the addition exact, and hi + lo the sum. A sum over
+ * two lanes (ddlanes_sum) is judged alike: its second lane's hi and lo are multiples of q too. */
+static inline int ddsum_exact(const DdSum *s, Py_ssize_t n, double tiny, double *out) {
+    if (!(s->size < 0x1p1020 && isfinite(s->hi) && isfinite(s->lo))) return 0;
+    if (!((double)n * s->size * 0x1p-51 <= tiny)) return 0;
+    *out = s->hi + s->lo;
+    return 1;
 }
 
 /* Two accumulators side by side, a margin's mean sum and its variance sum: each lane does
@@ -281,6 +304,23 @@ static inline DdSum ddlane_sum(const DdPair *s) {
     DdSum a, zero;
     ddpair_split(s, &a, &zero);
     return a;
+}
+
+/* One sum over a pair's two lanes (two of its terms per vector operation where ddlane_add takes
+ * one, each term in either lane): ddlanes_sum ends it as one DdSum, the second lane's hi and lo
+ * added to the first as two more terms (DDLANES_TERMS) and its size counted too. Its bound
+ * (ddsum_certified) given the n terms plus DDLANES_TERMS covers both lanes: the first lane took
+ * at most that many, each lane errs by at most gamma^2 times its own size, and the sizes add up;
+ * the exactly rounded sum it certifies is the sum's, whichever lane took which term. */
+#define DDLANES_TERMS 2
+
+static inline DdSum ddlanes_sum(const DdPair *s) {
+    DdSum first, second;
+    ddpair_split(s, &first, &second);
+    ddsum_add(&first, second.hi);
+    ddsum_add(&first, second.lo);
+    first.size += second.size;
+    return first;
 }
 
 #define FSUM_INLINE 64

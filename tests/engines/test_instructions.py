@@ -74,17 +74,23 @@ CSR = [
     "AROW default learn_many CSR hashed",
     "AROW default learn_many CSR vocabulary",
 ]
-# measured 49.7x and 45.5x (200 reviews, warm; 44.0x and 44.3x in issue 44's run), the
-# arrowhead's (the default model's) 34.1x and 33.8x
+# measured 46.2x and 46.2x (1,000 reviews, warm), the arrowhead's (the default model's) 39.0x
+# and 38.8x; on SMS 49.3x, 49.7x, 39.5x and 39.5x
 CSR_REQUIRE = [f"{CSR[0]}=40", f"{CSR[1]}=36", f"{CSR[2]}=30", f"{CSR[3]}=30"]
+# the default model's kernel against the diagonal's, per stored entry: issue 44's bound, 1.2x,
+# measured 1.19x on both (reviews); on SMS measured 1.25x and 1.26x, bounded where it stands
+WITHIN = {"mdsd_sorted_acl_text.jsonl.gz": 1.2, "sms_spam_collection.jsonl.gz": 1.3}
 
 
 @pytest.mark.slow
-def test_instruction_counts_keep_the_csr_kernel_ratios():
+@pytest.mark.parametrize("data", list(WITHIN))
+def test_instruction_counts_keep_the_csr_kernel_ratios(data):
     """The CSR kernel of both engines (the diagonal AROW's, and the default model's, the
     arrowhead) on models that learned the stream once (the steady state of a long stream), per
-    stored entry, next to river's PAClassifier's learn_one of the same run."""
+    stored entry, next to river's PAClassifier's learn_one of the same run; and the default
+    model's against the diagonal's (`--within`)."""
     require_the_counting()
+    shared_file(data)
     run = subprocess.run(
         [
             sys.executable,
@@ -92,13 +98,15 @@ def test_instruction_counts_keep_the_csr_kernel_ratios():
             "--instructions",
             "--warm",
             "--limit",
-            "200",
+            "1000",
             "--data",
-            "mdsd_sorted_acl_text.jsonl.gz",
+            data,
             "--passes",
             *CSR,
             "--require",
             *CSR_REQUIRE,
+            "--within",
+            *(f"{CSR[k + 2]}/{CSR[k]}={WITHIN[data]}" for k in (0, 1)),
         ],
         cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
