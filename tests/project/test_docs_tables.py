@@ -220,7 +220,7 @@ GAUSSIAN = ("AROW", "CW", "NHERD", "SOP", "SCW")
 
 def test_the_speed_guide_and_the_readme_quote_the_tables():
     """Each claim of the speed guide's opening, of the README's Speed section and of the home
-    page, against the committed tables it summarises."""
+    page, and the README's serving rate, against the committed tables it summarises."""
     learn = corpora(*read_table(TABLES / "learn_one.md"), "instr./feature")
     for counts in learn.values():
         fast = [m for m in counts if m.startswith(GAUSSIAN) and "exact" not in m and "(" not in m]
@@ -255,3 +255,10 @@ def test_the_speed_guide_and_the_readme_quote_the_tables():
                     counts[f"{m} learn_many {kind}"] for m in ("AROW default", "AROW")
                 )
                 assert diagonal < default, (name, kind)  # "a little more than the diagonal's"
+
+    header, rows = read_table(TABLES / "serve_throughput.md")
+    against = {row[0]: number(row[header.index("against offline")]) for row in rows}
+    assert 0.2 <= against["`serve`, exactly-once"] < 0.3  # "about a quarter"
+    assert "exactly-once serving runs at about a quarter of the rate" in " ".join(
+        (ROOT / "README.md").read_text(encoding="utf-8").split()
+    ).lower()
