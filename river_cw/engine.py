@@ -20,9 +20,9 @@ did not import with its `ImportError`. The extensions are `diagonal`, `arrowhead
 `rda` and `text` here, all five None when pure Python serves.
 
 A fallback nobody asked for is announced, once, at import: a `PurePythonWarning` (a
-`RuntimeWarning`) naming the extension that did not import, why, and the cost (the pure-Python
-engine is about 10x slower). ``RIVER_CW_PURE_PYTHON=1`` asks for pure Python, and warns of
-nothing.
+`RuntimeWarning`) naming the extension that did not import, why, and the cost
+(`PURE_PYTHON_COST`: the pure-Python engine's `learn_one` takes 20 to 45 times the
+instructions). ``RIVER_CW_PURE_PYTHON=1`` asks for pure Python, and warns of nothing.
 
 The compiled engines call back into Python where Python does the work (naming a bad feature in
 its error, `as_floats`' general conversion) or defines a type the C recognises (NHERD's
@@ -93,13 +93,16 @@ full: ModuleType | None = None
 rda: ModuleType | None = None
 text: ModuleType | None = None
 REASON: str | None = f"{SWITCH}=1" if PURE_PYTHON else None
+# what pure Python costs, in the fallback's warning and `river-cw evaluate`'s report
+# (docs/tables/learn_one.md: the pure-Python rows against the compiled ones)
+PURE_PYTHON_COST = "about 30x slower"
 if not PURE_PYTHON:
     _modules, REASON = _import_extensions()
     if _modules:  # all five: the compiled engine serves throughout
         diagonal, arrowhead, full, rda, text = _modules
     else:  # pure Python serves throughout, unasked: say so, once (this module runs once)
         warnings.warn(
-            f"river_cw falls back to its pure-Python engine, about 10x slower: {REASON}. "
+            f"river_cw falls back to its pure-Python engine, {PURE_PYTHON_COST}: {REASON}. "
             f"Reinstall river-cw where a C compiler is available, or set {SWITCH}=1 to choose "
             "pure Python without this warning.",
             PurePythonWarning,

@@ -318,7 +318,9 @@ def engine_line() -> str:
         return "engine: compiled (C)"
     if engine.PURE_PYTHON:
         return "engine: pure Python (RIVER_CW_PURE_PYTHON=1)"
-    return "engine: pure Python (the compiled extensions did not import; about 10x slower)"
+    return (
+        f"engine: pure Python (the compiled extensions did not import; {engine.PURE_PYTHON_COST})"
+    )
 
 
 def _tuned_names(chosen: dict[str, str]) -> list[tuple[str, str]]:

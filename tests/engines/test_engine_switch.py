@@ -152,7 +152,7 @@ def test_a_fallback_nobody_asked_for_warns_once_naming_the_extension_why_and_the
         "warnings": [
             [
                 "PurePythonWarning",
-                f"river_cw falls back to its pure-Python engine, about 10x slower: {reason}. "
+                f"river_cw falls back to its pure-Python engine, about 30x slower: {reason}. "
                 "Reinstall river-cw where a C compiler is available, or set "
                 "RIVER_CW_PURE_PYTHON=1 to choose pure Python without this warning.",
             ]

@@ -94,7 +94,7 @@ def test_end_to_end_on_a_shared_file_writes_png_csv_and_json(tmp_path, capsys):
         (
             "python",
             False,
-            "engine: pure Python (the compiled extensions did not import; about 10x slower)",
+            "engine: pure Python (the compiled extensions did not import; about 30x slower)",
         ),
     ],
 )

@@ -259,6 +259,20 @@ def test_the_speed_guide_and_the_readme_quote_the_tables():
     header, rows = read_table(TABLES / "serve_throughput.md")
     against = {row[0]: number(row[header.index("against offline")]) for row in rows}
     assert 0.2 <= against["`serve`, exactly-once"] < 0.3  # "about a quarter"
-    assert "exactly-once serving runs at about a quarter of the rate" in " ".join(
-        (ROOT / "README.md").read_text(encoding="utf-8").split()
-    ).lower()
+    assert (
+        "exactly-once serving runs at about a quarter of the rate"
+        in " ".join((ROOT / "README.md").read_text(encoding="utf-8").split()).lower()
+    )
+
+
+def test_the_pure_python_engines_cost_is_what_the_learn_one_table_counts():
+    """The fallback's warning and `river-cw evaluate` say "about 30x slower": each pure-Python
+    row of the `learn_one` table against its compiled row."""
+    from river_cw import engine
+
+    assert engine.PURE_PYTHON_COST == "about 30x slower"
+    for counts in corpora(*read_table(TABLES / "learn_one.md"), "instr./feature").values():
+        python = [m for m in counts if m.endswith(" (pure Python)")]
+        assert python
+        for row in python:
+            assert 20 <= counts[row] / counts[row.removesuffix(" (pure Python)")] <= 45, row
