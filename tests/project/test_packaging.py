@@ -253,7 +253,7 @@ def test_each_extra_package_is_in_its_extra_and_dev_and_all_hold_the_features():
     assert "tqdm" in extras["progress"]
     features = {"kafka", "plots", "progress", "broker", "pandas"}
     assert set(extras["all"]["river-cw"].extras) == features
-    assert set(extras["dev"]["river-cw"].extras) == features | {"docs"}
+    assert set(extras["dev"]["river-cw"].extras) == features | {"docs", "benchmarks"}
 
 
 def test_the_core_paths_import_and_evaluate_runs_without_any_extra(tmp_path):
