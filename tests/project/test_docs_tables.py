@@ -61,7 +61,7 @@ QUICK = {
     "throughput": {"--limit": "300", "--repeat": "1"},
     "vs_vw": {"--repeat": "1"},
     "full_vs_olpy": {"--repeat": "1"},
-    "memory": {"--features": "20000"},
+    "memory": {"--features": "2000"},
     "batch_timed": {"--limit": "200", "--repeat": "1"},
     "batch_timed_warm": {"--limit": "200", "--repeat": "1"},
     "serve_throughput": {"--repeat": "1", "--rounds": "1"},
