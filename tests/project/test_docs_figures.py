@@ -4,7 +4,8 @@ Each figure is written by its benchmark with `--figure`, beside a JSON file of t
 draws; the full runs take minutes, so here each figure is drawn again from its committed JSON and
 compared with the committed PNG, and the guide's table is checked against the same JSON: one set
 of numbers for the table and the figure. Two rows of the dense numbers are computed again. Each
-figure is shown in its guide with alt text.
+figure is shown in its guide with alt text, and the numbers the alt text and the prose around
+the figure quote are the JSON's.
 
 - docs/figures/dense.json, dense.png: `python benchmarks/dense.py --part today --figure
   docs/figures/dense.png`, the summary table of docs/guide/dense.md;
@@ -180,3 +181,62 @@ def test_the_dense_guides_scaler_claim_holds_the_figures_numbers():
         f"`StandardScaler()` gains {low} to {high} points on Hyperplane and loses "
         f"{lost_low} to {lost_high} on a9a and Spambase" in text
     ), bounds
+
+
+def alt_text(page: Path, name: str) -> str:
+    """The alt text of figure `name` on `page`, its words joined by single spaces."""
+    text = page.read_text(encoding="utf-8")
+    [alt] = re.findall(rf"!\[([^\]]*)\]\([^)]*figures/{name}\.png\)", text)
+    return " ".join(alt.split())
+
+
+def test_the_drift_figures_alt_texts_say_what_its_numbers_show():
+    """Each number of the alt texts of docs/figures/drift.png (docs/guide/choosing.md and the
+    README) against drift.json: the windowed accuracy, one point every `every` examples."""
+    numbers = committed("drift")
+    every = numbers["every"]
+    hyperplane = numbers["streams"]["Hyperplane 0.01"]["models"]
+    sine = numbers["streams"]["Sine reversed"]
+    default, forgetting = "AROW() (the default)", "AROW(forgetting=0.01)"
+    logistic, pa = "river LogisticRegression (scaled)", "river PAClassifier (scaled)"
+
+    curve = hyperplane[default]
+    peak = curve.index(max(curve))
+    after = curve[peak + 1 :]
+    low, high = round(min(after), 2), round(max(after), 2)
+    settled = {m: sum(c[len(c) // 2 :]) / (len(c) - len(c) // 2) for m, c in hyperplane.items()}
+    assert round(settled[forgetting], 2) == round(settled[logistic], 2) == 0.89
+
+    reversal = sine["drift_at"] // every  # the first point after the reversal
+    lowest = {m: min(c[reversal:]) for m, c in sine["models"].items()}
+    back = {}  # examples from the reversal until the curve is above 0.9 again
+    for model, c in sine["models"].items():
+        bottom = c.index(lowest[model], reversal)
+        up = [i for i in range(bottom, len(c)) if c[i] > 0.9]
+        back[model] = (up[0] + 1) * every - sine["drift_at"] if up else None
+    bottom = sine["models"][default].index(lowest[default], reversal)
+    assert max(lowest[default], lowest[logistic]) < 0.06  # "near 0.05"
+    assert max(back[forgetting], back[logistic]) <= 1100 and back[default] is None
+    assert max(sine["models"][default][bottom:]) < 0.12
+
+    alt = alt_text(GUIDES / "choosing.md", "drift")
+    assert f"falls from {max(curve):.2f} to between {low:.2f} and {high:.2f}" in alt
+    assert "forgetting=0.01 stays near 0.89 with LogisticRegression" in alt
+    assert "drop to near 0.05 after the reversal" in alt
+    assert f"forgetting=0.01 to {lowest[forgetting]:.2f}" in alt
+    assert "back above 0.9 within 1,100 examples" in alt
+    assert f"PAClassifier dips only to {lowest[pa]:.2f}" in alt
+    assert "the default AROW stays below 0.12 to the end" in alt
+    readme = alt_text(ROOT / "README.md", "drift")
+    assert "stays near 0.1 after the reversal" in readme
+
+
+def test_the_reliability_paragraph_says_what_its_numbers_show():
+    """choosing.md: "of the predictions near 0.55, 73% to 96% are spam", the sixth bin of SMS for
+    each model in reliability.json."""
+    models = committed("reliability")["streams"]["SMS spam (positive: spam)"]["models"]
+    sixth = [bins[5] for bins in models.values()]
+    assert all(0.5 <= mean < 0.6 for _, mean, _ in sixth)
+    low, high = (round(100 * f(frequency for _, _, frequency in sixth)) for f in (min, max))
+    text = " ".join((GUIDES / "choosing.md").read_text(encoding="utf-8").split())
+    assert f"of the predictions near 0.55, {low}% to {high}% are spam" in text
