@@ -386,3 +386,29 @@ def test_choosing_says_what_the_forgetting_and_intercept_tables_hold():
     accuracy = {m: float(cells[sea_raw].split()[0]) for m, cells in list(intercept.items())[1:]}
     assert max(accuracy, key=accuracy.get) == "SOP +b"
     assert f"an intercept on SEA ({accuracy['SOP +b']:.3f} on raw features" in text
+
+
+def test_the_mixing_guides_spambase_row_is_what_its_command_prints(capsys):
+    """The second command under the mixing guide's table of the default AROW, run as written
+    (about a second): its spambase row."""
+    file = shared_file("spambase.jsonl.gz")
+    text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
+    lines = text.replace("\\\n", " ").splitlines()
+    [command] = [
+        shlex.split(line)[2:]
+        for line in lines
+        if line.startswith("river-cw evaluate ../shared/data/spambase.jsonl.gz")
+    ]
+    assert run(file, *command[1:]) == 0
+    accuracy = {
+        line[7:].rsplit(None, 5)[0].strip(): line.split()[-4]
+        for line in capsys.readouterr().out.splitlines()
+        if re.match(r"0%\s", line)
+    }
+    names = [
+        "AROW()",
+        *(f"AROW(), 4 shards, {m} every {n}" for m in ("kl", "l2") for n in (25, 100)),
+    ]
+    [row] = [line for line in text.splitlines() if line.startswith("| spambase")]
+    cells = [c.strip() for c in row.strip("|").split("|")][1:]
+    assert cells == [accuracy[name] for name in [*names, "AROW(), 4 shards, off"]]
