@@ -245,7 +245,8 @@ def test_the_reliability_paragraph_says_what_its_numbers_show():
 def test_the_dense_guides_comparisons_with_river_hold_the_figures_numbers():
     """ "AROW is ahead of river's best on all 16 streams ...; its narrowest lead is 0.3 points,
     on Shuttle. The papers' diagonal model trails by more than a point on 7 of them. ... NHERD
-    ... within a point of river's best or ahead on all 16 (0.4 points behind on Sine)."."""
+    ... within a point of river's best or ahead on all 16 (0.4 points behind on Sine)."; the
+    README's "ahead of river's best linear model on all 16 dense streams measured"."""
     numbers = committed("dense")
     columns = numbers["columns"]
     best = columns.index("best of river's three")
@@ -261,6 +262,8 @@ def test_the_dense_guides_comparisons_with_river_hold_the_figures_numbers():
     assert min(arow.values()) > 0 and min(nherd.values()) > -1 and nherd[behind] < 0
     text = " ".join((GUIDES / "dense.md").read_text(encoding="utf-8").split())
     assert f"AROW is ahead of river's best on all {n} streams of the table" in text
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"ahead of river's best linear model on all {n} dense streams measured" in readme
     assert f"its narrowest lead is {arow[narrowest]:.1f} points, on {narrowest}." in text
     assert f"The papers' diagonal model trails by more than a point on {trailing} of them." in text
     assert f"within a point of river's best or ahead on all {n} " in text
