@@ -388,27 +388,55 @@ def test_choosing_says_what_the_forgetting_and_intercept_tables_hold():
     assert f"an intercept on SEA ({accuracy['SOP +b']:.3f} on raw features" in text
 
 
-def test_the_mixing_guides_spambase_row_is_what_its_command_prints(capsys):
-    """The second command under the mixing guide's table of the default AROW, run as written
-    (about a second): its spambase row."""
-    file = shared_file("spambase.jsonl.gz")
+def mixing_guide_command(start: str, capsys) -> dict[str, str]:
+    """Run the mixing guide's command that starts with `start` (its ../shared/data file read
+    where the tests find it), as written: {model: accuracy as printed}."""
     text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
-    lines = text.replace("\\\n", " ").splitlines()
-    [command] = [
-        shlex.split(line)[2:]
-        for line in lines
-        if line.startswith("river-cw evaluate ../shared/data/spambase.jsonl.gz")
-    ]
-    assert run(file, *command[1:]) == 0
-    accuracy = {
+    lines = [" ".join(line.split()) for line in text.replace("\\\n", " ").splitlines()]
+    [command] = [shlex.split(line)[2:] for line in lines if line.startswith(start)]
+    assert run(shared_file(Path(command[0]).name), *command[1:]) == 0
+    return {
         line[7:].rsplit(None, 5)[0].strip(): line.split()[-4]
         for line in capsys.readouterr().out.splitlines()
         if re.match(r"0%\s", line)
     }
-    names = [
-        "AROW()",
-        *(f"AROW(), 4 shards, {m} every {n}" for m in ("kl", "l2") for n in (25, 100)),
-    ]
-    [row] = [line for line in text.splitlines() if line.startswith("| spambase")]
-    cells = [c.strip() for c in row.strip("|").split("|")][1:]
-    assert cells == [accuracy[name] for name in [*names, "AROW(), 4 shards, off"]]
+
+
+def mixing_guide_row(start: str) -> list[str]:
+    """The cells after the first of the mixing guide's table row that starts with `start`."""
+    text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
+    [row] = [line for line in text.splitlines() if line.startswith(start)]
+    return [c.strip() for c in row.strip("|").split("|")][1:]
+
+
+SHARDED = [
+    "AROW()",
+    *(f"AROW(), 4 shards, {m} every {n}" for m in ("kl", "l2") for n in (25, 100)),
+    "AROW(), 4 shards, off",
+]
+
+
+def test_the_mixing_guides_spambase_row_is_what_its_command_prints(capsys):
+    """The second command under the mixing guide's table of the default AROW, run as written
+    (about a second): its spambase row."""
+    accuracy = mixing_guide_command("river-cw evaluate ../shared/data/spambase", capsys)
+    assert mixing_guide_row("| spambase") == [accuracy[name] for name in SHARDED]
+
+
+@pytest.mark.slow
+def test_the_mixing_guides_reviews_row_and_variance_steps_are_what_their_commands_print(capsys):
+    """The third command under the mixing guide's table of the default AROW (its product reviews
+    row, half a minute) and the command of its table of variance steps (a quarter of a minute),
+    run as written."""
+    command = "river-cw evaluate ../shared/data/mdsd_sorted_acl_text.jsonl.gz"
+    reviews, steps = (
+        mixing_guide_command(f"{command} --shuffle --seed 1 --limit 4000 {more}", capsys)
+        for more in ('--model "AROW()" --shards', '--model "AROW()" --model')
+    )
+    assert mixing_guide_row("| product reviews") == [reviews[name] for name in SHARDED]
+    text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
+    names = re.findall(r"^\| `(AROW\(.*?\))`", text, flags=re.M)
+    assert len(names) == 4
+    for name in names:
+        cells = [steps[name], *(steps[f"{name}, 4 shards, {m}"] for m in ("kl every 100", "off"))]
+        assert mixing_guide_row(f"| `{name}`") == [f"{float(c):.3f}" for c in cells], name
