@@ -103,6 +103,13 @@ typedef struct {
     int npairs;
     Py_ssize_t pair_block[2];
     double pair_sign[2];
+    /* the scored pass: score_native's lean pass over a TokenCounts (score_kept), its coordinates
+     * kept here (pair 0 along block 0) for learn_native on the same x (scored_holds); NULL: none */
+    PyObject *scored;
+    uint64_t scored_generation; /* the generation it read */
+    PyObject *scored_intercept; /* the intercept it appended (a reference; None: none) */
+    double scored_mk, scored_v; /* its sums: mu . x and the terms u_j's (lean_pass) */
+    int scored_finite;          /* whether mu . x plus the unseen features' values is finite */
 } Margin;
 
 /* The lean cache: learn_native's last `lean` spec (see the glossary), parsed once and kept while
@@ -144,7 +151,7 @@ typedef Engine Diagonal; /* the shell's object with the diagonal's payload */
 
 #include "_utilities.h"
 
-/* the margin scratch emptied, its keys released: no margin to update */
+/* the margin scratch emptied, its keys released: no margin to update, no scored pass */
 static void release_coords(Diagonal *self) {
     Py_ssize_t i;
     if (self->margin.nkeyed)
@@ -154,6 +161,10 @@ static void release_coords(Diagonal *self) {
     self->margin.ncoords = 0;
     self->margin.nu = 0;
     token_drop(self);
+    if (self->margin.scored != NULL) {
+        Py_CLEAR(self->margin.scored);
+        Py_CLEAR(self->margin.scored_intercept);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -164,6 +175,8 @@ static void payload_drop_margin(Diagonal *self) { release_coords(self); }
 static int payload_traverse(Diagonal *self, visitproc visit, void *arg) {
     Py_ssize_t i;
     for (i = 0; i < self->margin.ncoords; i++) Py_VISIT(self->margin.coords[i].key);
+    Py_VISIT(self->margin.scored);
+    Py_VISIT(self->margin.scored_intercept);
     Py_VISIT(self->lean.spec);
     return 0;
 }
@@ -882,19 +895,19 @@ static inline void lean_coord(Diagonal *self, Table *t, PyObject *key, Py_hash_t
     }
 }
 
-/* The lean path's core, one home for learn_native and learn_rows' dict rows: `learn` of x (a
- * dict, or a TokenCounts: _token_counts.h) on a binary engine (entered, its `lean` spec parsed) for a label of the given sign and a
- * weight w > 0, x's values read as river_cw.validation.as_floats reads them and the intercept
- * appended with value 1.0 as GaussianClassifier._features does. LEARN_NOTHING (learned, or
- * nothing to learn), LEARN_SKIPPED (float64 cannot express the step), -1: the general path's
- * case (x holding anything but floats, ints and bools with finite sums, or the intercept; or an
- * error of an exact solver other than a skip, which the general path raises again): nothing
- * changed, no error set; -2: an error (memory) raised. With `calibrate` (two labels known), the
- * spec's temperature takes its Newton step on the margin first (_calibration.h). */
-static int lean_learn(Diagonal *self, PyObject *x, double sign, double w, int calibrate) {
-    PyObject *intercept = self->lean.intercept, *key, *value;
-    double m = 0.0, mk, v, alpha, gamma, xf;
-    int outcome = LEARN_NOTHING;
+/* The lean path's pass over x (a dict, or a TokenCounts: _token_counts.h) along block 0 of a
+ * binary engine (entered), x's values read as river_cw.validation.as_floats reads them and
+ * `intercept` (None: none; h its hash) appended with value 1.0 as GaussianClassifier._features
+ * appends it: the margin scratch emptied, then x's coordinates (pair 0, nothing forgotten; the
+ * pair's sign left to the caller, as no sum reads it) and their exactly rounded sums, *mk of
+ * the terms mu_j x_j and *v of the terms u_j = s_j x_j^2. 0; -1: the general path's case (x
+ * holding anything but floats, ints and bools, or the intercept; a key's error; a sum that
+ * math.fsum refuses): the scratch emptied, no error set; -2: an error (memory) raised. One home
+ * for lean_learn and score_kept. */
+static int lean_pass(Diagonal *self, PyObject *x, PyObject *intercept, Py_hash_t intercept_hash,
+                     double *mk, double *v) {
+    PyObject *key, *value;
+    double xf;
     Py_ssize_t pos = 0, ix;
     Py_hash_t h;
     Table *t;
@@ -903,7 +916,6 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w, int ca
     release_coords(self);
     if (coords_reserve(self, rcw_x_size(x) + 1) < 0) return -2;
     self->margin.pair_block[0] = 0;
-    self->margin.pair_sign[0] = sign;
     self->margin.npairs = 1;
     t = &self->blocks.table[0];
     ddpair_init(&acc);
@@ -915,17 +927,58 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w, int ca
         lean_coord(self, t, key, h, ix, xf, &acc);
     }
     if (intercept != Py_None) {
-        h = self->lean.intercept_hash;
-        if ((ix = table_find(t, intercept, h)) == -2) goto general_error;
-        lean_coord(self, t, intercept, h, ix, 1.0, &acc);
+        if ((ix = table_find(t, intercept, intercept_hash)) == -2) goto general_error;
+        lean_coord(self, t, intercept, intercept_hash, ix, 1.0, &acc);
     }
     ddpair_split(&acc, &m_acc, &u_acc);
     /* the exactly rounded sums: certified by the bound (nearly always), else summed again by
      * math.fsum's algorithm; where that raises, the general path names the bad feature */
-    if ((!ddsum_certified(&m_acc, self->margin.ncoords, &mk) ||
-         !ddsum_certified(&u_acc, self->margin.ncoords, &v)) &&
-        coords_fsum(self, t, &mk, &v) < 0)
+    if ((!ddsum_certified(&m_acc, self->margin.ncoords, mk) ||
+         !ddsum_certified(&u_acc, self->margin.ncoords, v)) &&
+        coords_fsum(self, t, mk, v) < 0)
         goto general_error;
+    return 0;
+general_error: /* an error the general path raises again, with its message */
+    if (!rcw_error_recoverable()) {
+        release_coords(self);
+        return -2;
+    }
+    PyErr_Clear();
+general:
+    release_coords(self);
+    return -1;
+}
+
+/* Whether the scored pass (score_kept) is x's, with `intercept` appended, on the tables as they
+ * are: the margin scratch then holds the coordinates and sums lean_pass would make of x (any
+ * change of the tables bumps the generation or, learning, empties the scratch). */
+static inline int scored_holds(const Diagonal *self, PyObject *x, PyObject *intercept) {
+    return self->margin.scored == x && self->margin.scored_generation == self->generation &&
+           self->margin.scored_intercept == intercept;
+}
+
+/* The lean path's core, one home for learn_native and learn_rows' dict rows: `learn` of x (a
+ * dict, or a TokenCounts: _token_counts.h) on a binary engine (entered, its `lean` spec parsed) for a label of the given sign and a
+ * weight w > 0, x's values read as river_cw.validation.as_floats reads them and the intercept
+ * appended with value 1.0 as GaussianClassifier._features does. LEARN_NOTHING (learned, or
+ * nothing to learn), LEARN_SKIPPED (float64 cannot express the step), -1: the general path's
+ * case (x holding anything but floats, ints and bools with finite sums, or the intercept; or an
+ * error of an exact solver other than a skip, which the general path raises again): nothing
+ * changed, no error set; -2: an error (memory) raised. With `calibrate` (two labels known), the
+ * spec's temperature takes its Newton step on the margin first (_calibration.h). The pass over
+ * x is the scored pass where it holds (predict_one's of the same TokenCounts: scored_holds),
+ * else lean_pass. */
+static int lean_learn(Diagonal *self, PyObject *x, double sign, double w, int calibrate) {
+    double m = 0.0, mk, v, alpha, gamma;
+    int outcome = LEARN_NOTHING, pass;
+    Table *t = &self->blocks.table[0];
+    if (scored_holds(self, x, self->lean.intercept)) { /* predict_one's pass over x: its sums */
+        mk = self->margin.scored_mk;
+        v = self->margin.scored_v;
+    } else if ((pass = lean_pass(self, x, self->lean.intercept, self->lean.intercept_hash, &mk,
+                                 &v)) < 0)
+        return pass;
+    self->margin.pair_sign[0] = sign;
     m += sign * mk;
     if (!(isfinite(m) && isfinite(v))) goto general;
     if (v > 0.0) { /* else no non-zero feature, or all their variance is spent */
@@ -1095,18 +1148,94 @@ general_error: /* scores() meets the error again and raises it */
     return 0;
 }
 
+/* score_binary's variance from the scored pass's coordinates (score_kept): its terms
+ * s_j x_j x_j, rounded as score_binary rounds them (not as the u_j = s_j (x_j x_j) of the
+ * learning), in the same order, and their exactly rounded sum (certified, else by math.fsum's
+ * algorithm; beyond float64, inf as score_binary): 0, or -1 with an error (memory) */
+static int scored_variance(Diagonal *self, double *v) {
+    const Table *t = &self->blocks.table[0];
+    const Coord *coords = self->margin.coords;
+    Py_ssize_t i, n = self->margin.ncoords;
+    DdSum acc;
+    Fsum all;
+    ddsum_init(&acc);
+    for (i = 0; i < n; i++)
+        ddsum_add(&acc, (coords[i].ix < 0 ? self->prior : t->entries[coords[i].ix].var) *
+                            coords[i].x * coords[i].x);
+    if (ddsum_certified(&acc, n, v)) return 0;
+    fsum_init(&all);
+    for (i = 0; i < n; i++)
+        if (fsum_add(&all, (coords[i].ix < 0 ? self->prior : t->entries[coords[i].ix].var) *
+                               coords[i].x * coords[i].x) < 0) {
+            fsum_free(&all);
+            return -1;
+        }
+    if (fsum_result(&all, v) == 0) return 0;
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+    PyErr_Clear();
+    *v = INFINITY;
+    return 0;
+}
+
+/* score_binary for a TokenCounts x of a binary engine with no margin pending (token.last 0):
+ * the same numbers, from lean_pass's pass over x kept in the margin scratch as the scored pass
+ * (with a reference to x and to the intercept, and the generation it read), or from the scored
+ * pass where it holds (scored_holds): learn_one after predict_one on the same text then takes
+ * its sums from it (lean_learn) without a second pass over the text. The score is the pass's
+ * sum of the terms mu_j x_j, score_binary's terms in its order (their exactly rounded sum is
+ * the same); v is scored_variance's. A TokenCounts never changes and the scratch holds it; any
+ * change of the tables bumps the generation or, learning, empties the scratch (release_coords),
+ * as does any margin. Where lean_pass does not serve (a sum it cannot certify nor fsum, or not
+ * finite), score_binary does, and nothing is kept. 1, 0 or -1 as score_binary. */
+static int score_kept(Diagonal *self, PyObject *x, PyObject *intercept, double *m, double *v) {
+    Margin *g = &self->margin;
+    if (!scored_holds(self, x, intercept)) {
+        double unseen = 0.0; /* the unseen features' values, summed as score_binary sums them */
+        Py_hash_t h = 0;
+        Py_ssize_t i;
+        int r;
+        if (intercept != Py_None && (h = PyObject_Hash(intercept)) == -1) {
+            if (!rcw_error_recoverable()) return -1;
+            PyErr_Clear(); /* scores() meets the error again and raises it */
+            return 0;
+        }
+        table_prefetch_tokens(&self->blocks.table[0], x);
+        r = lean_pass(self, x, intercept, h, &g->scored_mk, &g->scored_v);
+        if (r == -2) return -1;
+        if (r < 0 || !(isfinite(g->scored_mk) && isfinite(g->scored_v))) {
+            double variance;
+            release_coords(self);
+            return score_binary(self, x, intercept, m, v != NULL ? v : &variance);
+        }
+        for (i = 0; i < g->ncoords; i++)
+            if (g->coords[i].ix < 0) unseen += g->coords[i].x;
+        g->scored_finite = isfinite(g->scored_mk + unseen);
+        g->scored = Py_NewRef(x);
+        g->scored_intercept = Py_NewRef(intercept);
+        g->scored_generation = self->generation;
+    }
+    if (!g->scored_finite) return 0;
+    *m = g->scored_mk;
+    return v == NULL || scored_variance(self, v) == 0 ? 1 : -1;
+}
+
 /* score_native(x, intercept, variance) -> m, or (m, v) when `variance` is true: score_binary's
  * numbers, or None where the general path (scores, score_variances) must serve (see
- * score_binary; nothing raised): predict_one and predict_proba_one in one call. */
+ * score_binary; nothing raised): predict_one and predict_proba_one in one call. A
+ * TokenCounts' pass is kept as the scored pass where no margin is pending (score_kept); a
+ * pending margin is left as it was. */
 static PyObject *engine_score_native(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
-    double m, v;
+    double m = 0.0, v = 0.0; /* set where ok > 0 (the compiler cannot see it through score_kept) */
     int ok, variance;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "score_native(x, intercept, variance)");
         return NULL;
     }
     if ((variance = PyObject_IsTrue(args[2])) < 0 || enter(self) < 0) return NULL;
-    ok = score_binary(self, args[0], args[1], &m, &v);
+    if (rcw_is_token_counts(args[0]) && self->blocks.n == 1 && self->token.last == 0)
+        ok = score_kept(self, args[0], args[1], &m, variance ? &v : NULL);
+    else
+        ok = score_binary(self, args[0], args[1], &m, &v);
     leave(self);
     if (ok <= 0) return ok < 0 ? NULL : Py_NewRef(Py_None);
     return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);
@@ -1179,8 +1308,11 @@ static int batch_lean_step(Diagonal *self, double m, double v, double w, double 
 
 static PyObject *batch_terms(Diagonal *self) { return make_terms(self->margin.u, self->margin.nu); }
 
+/* lean_learn of a batch's dict row, never from a scored pass: the lean CSR rows write the
+ * tables in place without a new generation, so that no pass is kept across a batch */
 static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, double w,
                                   int calibrate) {
+    release_coords(self);
     return lean_learn(self, x, sign, w, calibrate);
 }
 

@@ -266,9 +266,24 @@ POOL = ["good movie", "bad movie bad cast", "good cast", "a plot", "", "good goo
 BETWEEN = ["nothing", "proba", "another text", "intercept", "scores", "set weights"]
 
 
+# the models that keep a prediction's pass: the default (arrowhead); the diagonal engine's rules,
+# with an exact scheme (its step reads the pass's coordinates) and NHERD's herding shrink
+KEEPERS = {
+    "arrowhead": (river_cw.AROW, {}),
+    "diagonal": (river_cw.AROW, {"covariance": "diagonal"}),
+    "cw var exact": (
+        river_cw.CW,
+        {"covariance": "diagonal", "variant": "var", "diagonal": "exact"},
+    ),
+    "nherd exact": (river_cw.NHERD, {"covariance": "diagonal", "diagonal": "exact", "C": 0.1}),
+    "scw drop": (river_cw.SCW, {"covariance": "diagonal", "variant": "II", "diagonal": "drop"}),
+}
+
+
 @pytest.mark.skipif(
     not river_cw.text.COMPILED, reason="the river_cw._engines._text extension is not built"
 )
+@pytest.mark.parametrize("keeper", list(KEEPERS))
 @settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
@@ -282,14 +297,17 @@ BETWEEN = ["nothing", "proba", "another text", "intercept", "scores", "set weigh
         max_size=12,
     )
 )
-def test_learning_after_predicting_the_same_counts_is_learning_them_afresh(rounds):
-    """The default model keeps the pass of its prediction of a text's counts (a `TokenCounts`)
+def test_learning_after_predicting_the_same_counts_is_learning_them_afresh(keeper, rounds):
+    """The compiled engines keep the pass of a prediction of a text's counts (a `TokenCounts`)
     for learning the same counts next: whatever comes between (a probability, another text
     predicted, the intercept switched, the general path's scores, a weight written, a label that
     turns the binary model), and whether the text learned is the one predicted, every number
     is that of the same model handed the counts' dicts, which it reads afresh each time."""
+    rule, params = KEEPERS[keeper]
     tokens = [river_cw.engine.text.count_tokens(t, True, True) for t in POOL]
-    ours, theirs = river_cw.AROW(), river_cw.AROW()
+    ours, theirs = rule(**params), rule(**params)
+    # a weight's numbers: (mean, variance), or the arrowhead's three
+    weight = (0.25, 0.75) if params.get("covariance") == "diagonal" else (0.25, -0.5, 0.75)
 
     def same(call, k):
         """call(model, text k) of both models: the same outcome, to the bit."""
@@ -307,7 +325,7 @@ def test_learning_after_predicting_the_same_counts_is_learning_them_afresh(round
         elif between == "scores":
             same(lambda m, x: m._scores({"plot": 2.0}), k)
         elif between == "set weights":  # a feature of the pool's texts, known or new
-            same(lambda m, x: m.gaussian.set_weights([{"plot": (0.25, -0.5, 0.75)}]), k)
+            same(lambda m, x: m.gaussian.set_weights([{"plot": weight}]), k)
         # "spam" after "ham": the binary model negated (`positive_label`)
         same(lambda m, x: m.learn_one(x, "spam" if spam else "ham"), k if again else other)
         assert public_state(ours) == public_state(theirs)
