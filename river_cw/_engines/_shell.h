@@ -47,9 +47,13 @@
  *   engine free, and what it changes is checked afterwards (the margin token, the generation).
  * - margin token: the number of the last margin, which update takes only with the tables as
  *   that margin left them (token_holds); 0: no margin to update.
- * - generation: counts every change of the tables (appends of new features included);
- *   `reshaped` counts every change but appends (entries moved or rewritten, as by negate; blocks
- *   added, replaced or reordered): reshape() bumps both and drops the last margin.
+ * - generation: counts the changes of the tables that add or move entries (appends of new
+ *   features, set_weights, reshapes) and the arrowhead's updates; the diagonal's updates rewrite
+ *   the entries their margin read in place without it (their margin token ends with them), so
+ *   what an engine keeps of a pass for the next call on the same x (scored_holds) also ends
+ *   where the scratch is released. `reshaped` counts every change but appends (entries moved or
+ *   rewritten, as by negate; blocks added, replaced or reordered): reshape() bumps both and
+ *   drops the last margin.
  * - checked and unchecked update: the diagonal's update_core computes every new (mean,
  *   variance) first and writes them only if all are finite (checked); a built-in scheme whose
  *   means stay far from float64's limit (mean_bound, a bound of every |mean|) writes each
@@ -93,7 +97,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     Blocks blocks;       /* the weights: one table per block (_table.h) */
-    uint64_t generation; /* bumped by every change of the tables (see the glossary) */
+    uint64_t generation; /* bumped by the changes that add or move entries (see the glossary) */
     uint64_t reshaped;   /* and by every one but new entries appended (reshape) */
     Mark mark;           /* a mark (engine_mark), held by the tables (_table.h) */
     MarginToken token;   /* the last margin, for update */
