@@ -421,22 +421,3 @@ def test_the_mixing_guides_spambase_row_is_what_its_command_prints(capsys):
     (about a second): its spambase row."""
     accuracy = mixing_guide_command("river-cw evaluate ../shared/data/spambase", capsys)
     assert mixing_guide_row("| spambase") == [accuracy[name] for name in SHARDED]
-
-
-@pytest.mark.slow
-def test_the_mixing_guides_reviews_row_and_variance_steps_are_what_their_commands_print(capsys):
-    """The third command under the mixing guide's table of the default AROW (its product reviews
-    row, half a minute) and the command of its table of variance steps (a quarter of a minute),
-    run as written."""
-    command = "river-cw evaluate ../shared/data/mdsd_sorted_acl_text.jsonl.gz"
-    reviews, steps = (
-        mixing_guide_command(f"{command} --shuffle --seed 1 --limit 4000 {more}", capsys)
-        for more in ('--model "AROW()" --shards', '--model "AROW()" --model')
-    )
-    assert mixing_guide_row("| product reviews") == [reviews[name] for name in SHARDED]
-    text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
-    names = re.findall(r"^\| `(AROW\(.*?\))`", text, flags=re.M)
-    assert len(names) == 4
-    for name in names:
-        cells = [steps[name], *(steps[f"{name}, 4 shards, {m}"] for m in ("kl every 100", "off"))]
-        assert mixing_guide_row(f"| `{name}`") == [f"{float(c):.3f}" for c in cells], name

@@ -192,8 +192,9 @@ def test_an_instruction_tables_rows_are_its_benchmarks_and_its_ratios_its_counts
 @pytest.mark.slow
 def test_the_learn_one_tables_counts_are_what_callgrind_counts_today(tmp_path):
     """AROW and river's PAClassifier on SMS, counted again at the documented size. Counts shift
-    by well under 1% with what else the child has run (the heap's layout), so a count counted
-    alone is held to 2% of the committed one: a change to an engine moves it further."""
+    with what else the child has run (the heap's layout): AROW's by well under 1%, held to 2%
+    (a change to an engine moves it further); river's PAClassifier's, the reference, by up to 3%
+    (5,567 counted alone against 5,723 beside every model), held to 5%."""
     if shutil.which("valgrind") is None:
         pytest.skip("valgrind is not installed (apt-get install valgrind): nothing to count")
     shared_file("sms_spam_collection.jsonl.gz")
@@ -211,8 +212,8 @@ def test_the_learn_one_tables_counts_are_what_callgrind_counts_today(tmp_path):
     )
     counted = corpora(*read_table(tmp_path / "learn_one.md"), "instr./feature")["SMS"]
     committed = corpora(*read_table(TABLES / "learn_one.md"), "instr./feature")["SMS"]
-    for model in ("river PAClassifier", "AROW"):
-        assert abs(counted[model] / committed[model] - 1) < 0.02, (model, counted, committed)
+    for model, bound in (("river PAClassifier", 0.05), ("AROW", 0.02)):
+        assert abs(counted[model] / committed[model] - 1) < bound, (model, counted, committed)
 
 
 GAUSSIAN = ("AROW", "CW", "NHERD", "SOP", "SCW")
