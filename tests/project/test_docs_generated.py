@@ -59,15 +59,6 @@ TOLERANCE = 3.0
 TIMINGS = ("seconds", "throughput")  # columns of the records that a run's speed sets
 
 
-@pytest.fixture
-def benchmarks(monkeypatch):
-    """benchmarks/ importable, as its scripts run."""
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    yield
-    for name in ("sparsity", "mixing", "forgetting", "calibration", "intercept"):
-        sys.modules.pop(name, None)
-
-
 def assert_same_text(path: Path, committed: Path) -> None:
     assert path.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8"), (
         f"{committed.relative_to(ROOT)} is not what its command writes today: regenerate it"
@@ -167,15 +158,13 @@ def test_getting_starteds_prose_quotes_the_output_it_shows():
         ("intercept", "intercept_table.md", ["libsvm_a9a", "spambase"]),
     ],
 )
-def test_the_benchmark_tables_are_what_their_scripts_print(
-    script, table, data, benchmarks, capsys, tmp_path
-):
+def test_the_benchmark_tables_are_what_their_scripts_print(script, table, data, capsys, tmp_path):
     """The guides include these files; their scripts print them, in well under a minute each."""
     import importlib
 
     for name in data:
         shared_file(f"{name}.jsonl.gz")
-    importlib.import_module(script).main([])
+    importlib.import_module(f"benchmarks.{script}").main([])
     (tmp_path / table).write_text(capsys.readouterr().out, encoding="utf-8")
     assert_same_text(tmp_path / table, DOCS / table)
 
@@ -201,8 +190,8 @@ def test_the_guides_noise_command_writes_the_committed_table_csv_and_figure(tmp_
 
 
 @pytest.mark.slow
-def test_sparsity_writes_the_committed_numbers_and_figure(tmp_path, benchmarks, capsys):
-    import sparsity
+def test_sparsity_writes_the_committed_numbers_and_figure(tmp_path, capsys):
+    from benchmarks import sparsity
 
     shared_file("mdsd_processed_acl_books.jsonl.gz")
     sparsity.main([str(tmp_path / "sparsity.png")])
@@ -211,10 +200,10 @@ def test_sparsity_writes_the_committed_numbers_and_figure(tmp_path, benchmarks, 
 
 
 @pytest.mark.slow
-def test_mixing_draws_the_committed_figure_and_recomputes_one_period(tmp_path, benchmarks):
+def test_mixing_draws_the_committed_figure_and_recomputes_one_period(tmp_path):
     """The whole measurement takes minutes: one period (the README's served N = 25) with both
     bounds is recomputed, and the figure drawn again from the committed numbers."""
-    import mixing
+    from benchmarks import mixing
 
     committed = json.loads((DOCS / "mixing.json").read_text(encoding="utf-8"))
     stream, name = mixing.load(None, 0)  # the defaults: the bundled SMS data in its order
