@@ -235,6 +235,36 @@ def test_the_mixing_guides_offline_table_is_the_figures_numbers():
     assert f"four isolated models (no mixing): {scores[f'{shards} shards, off']:.4f}" in prose
 
 
+def mixing_guide_command(start: str, capsys) -> dict[str, str]:
+    """Run the mixing guide's command that starts with `start` (a ../shared/data file read
+    where the tests find it), as written: {model: accuracy as printed}."""
+    text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
+    lines = [" ".join(line.split()) for line in text.replace("\\\n", " ").splitlines()]
+    [command] = [shlex.split(line)[2:] for line in lines if line.startswith(start)]
+    if command[0].startswith("../shared/"):
+        command[0] = shared_file(Path(command[0]).name)
+    assert run(*command) == 0
+    return {
+        line[7:].rsplit(None, 5)[0].strip(): line.split()[-4]
+        for line in capsys.readouterr().out.splitlines()
+        if re.match(r"0%\s", line)
+    }
+
+
+def mixing_guide_row(start: str) -> list[str]:
+    """The cells after the first of the mixing guide's table row that starts with `start`."""
+    text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
+    [row] = [line for line in text.splitlines() if line.startswith(start)]
+    return [c.strip() for c in row.strip("|").split("|")][1:]
+
+
+SHARDED = [
+    "AROW()",
+    *(f"AROW(), 4 shards, {m} every {n}" for m in ("kl", "l2") for n in (25, 100)),
+    "AROW(), 4 shards, off",
+]
+
+
 @pytest.mark.slow
 def test_the_mixing_guides_sms_row_and_the_readmes_claim_are_what_evaluate_prints(capsys):
     """The first command under the mixing guide's table of the default AROW, run as written
@@ -246,20 +276,9 @@ def test_the_mixing_guides_sms_row_and_the_readmes_claim_are_what_evaluate_print
     lines = text.replace("\\\n", " ").splitlines()
     commands = [shlex.split(line) for line in lines if line.startswith("river-cw evaluate")]
     assert ["river-cw", "evaluate", *args] in commands
-    assert run(*args) == 0
-    accuracy = {
-        line[7:].rsplit(None, 5)[0].strip(): line.split()[-4]
-        for line in capsys.readouterr().out.splitlines()
-        if re.match(r"0%\s", line)
-    }
-    names = [
-        "AROW()",
-        *(f"AROW(), 4 shards, {m} every {n}" for m in ("kl", "l2") for n in (25, 100)),
-    ]
-    expected = [accuracy[name] for name in [*names, "AROW(), 4 shards, off"]]
-    [row] = [line for line in text.splitlines() if line.startswith("| SMS spam")]
-    assert [c.strip() for c in row.strip("|").split("|")][1:] == expected
-    one, kl, off = (float(accuracy[n]) for n in ("AROW()", names[2], "AROW(), 4 shards, off"))
+    accuracy = mixing_guide_command('river-cw evaluate --model "AROW()"', capsys)
+    assert mixing_guide_row("| SMS spam") == [accuracy[name] for name in SHARDED]
+    one, kl, off = (float(accuracy[n]) for n in (SHARDED[0], SHARDED[2], SHARDED[-1]))
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert "KL mixing every 100 examples per shard stays within half a point of one model" in readme
     assert one - kl < 0.005 and kl > off
@@ -341,23 +360,13 @@ def test_choosings_paper_numbers_are_the_reproductions():
     )
 
 
-def markdown_rows(text: str) -> dict[str, list[str]]:
-    """{first cell: the other cells} of every markdown table row of `text`, the header's first."""
-    rows = {}
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("|") and not line.startswith("|---"):
-            rows[cells[0]] = cells[1:]
-    return rows
-
-
 def test_choosing_says_what_the_forgetting_and_intercept_tables_hold():
     """docs/guide/choosing.md's Drift paragraph against docs/forgetting_table.md (its three
     streams: SEA, books -> kitchen, SMS with swapped labels; columns forgetting 0, 0.01, 0.05,
     DriftRetrainingClassifier), and its SOP sentence against docs/intercept_table.md."""
     text = " ".join((DOCS / "guide" / "choosing.md").read_text(encoding="utf-8").split())
     sea, topic, swap = (
-        {m: [float(c) for c in cells] for m, cells in list(markdown_rows(part).items())[1:]}
+        {m: [float(c) for c in cells.values()] for m, cells in tables_by_row(part, True).items()}
         for part in (DOCS / "forgetting_table.md").read_text(encoding="utf-8").split("**")[2::2]
     )
     assert "on SEA it lifts AROW, CW and NHERD by more than ten points" in text
@@ -369,40 +378,10 @@ def test_choosing_says_what_the_forgetting_and_intercept_tables_hold():
     assert "SOP adapts without forgetting on SEA. SCW needs `0.05` there." in text
     assert sea["SOP"][0] == max(sea["SOP"]) and sea["SCW"][2] == max(sea["SCW"])
 
-    intercept = markdown_rows((DOCS / "intercept_table.md").read_text(encoding="utf-8"))
-    header = next(iter(intercept.values()))
-    sea_raw = header.index("SEA raw (10,000)")
-    accuracy = {m: float(cells[sea_raw].split()[0]) for m, cells in list(intercept.items())[1:]}
+    intercept = tables_by_row((DOCS / "intercept_table.md").read_text(encoding="utf-8"), True)
+    accuracy = {m: float(cells["SEA raw (10,000)"].split()[0]) for m, cells in intercept.items()}
     assert max(accuracy, key=accuracy.get) == "SOP +b"
     assert f"an intercept on SEA ({accuracy['SOP +b']:.3f} on raw features" in text
-
-
-def mixing_guide_command(start: str, capsys) -> dict[str, str]:
-    """Run the mixing guide's command that starts with `start` (its ../shared/data file read
-    where the tests find it), as written: {model: accuracy as printed}."""
-    text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
-    lines = [" ".join(line.split()) for line in text.replace("\\\n", " ").splitlines()]
-    [command] = [shlex.split(line)[2:] for line in lines if line.startswith(start)]
-    assert run(shared_file(Path(command[0]).name), *command[1:]) == 0
-    return {
-        line[7:].rsplit(None, 5)[0].strip(): line.split()[-4]
-        for line in capsys.readouterr().out.splitlines()
-        if re.match(r"0%\s", line)
-    }
-
-
-def mixing_guide_row(start: str) -> list[str]:
-    """The cells after the first of the mixing guide's table row that starts with `start`."""
-    text = (DOCS / "guide" / "mixing.md").read_text(encoding="utf-8")
-    [row] = [line for line in text.splitlines() if line.startswith(start)]
-    return [c.strip() for c in row.strip("|").split("|")][1:]
-
-
-SHARDED = [
-    "AROW()",
-    *(f"AROW(), 4 shards, {m} every {n}" for m in ("kl", "l2") for n in (25, 100)),
-    "AROW(), 4 shards, off",
-]
 
 
 def test_the_mixing_guides_spambase_row_is_what_its_command_prints(capsys):
