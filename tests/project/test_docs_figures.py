@@ -40,6 +40,14 @@ def committed(name: str) -> dict:
     return json.loads((FIGURES / f"{name}.json").read_text(encoding="utf-8"))
 
 
+def alt_text(page: Path, image: str) -> str:
+    """The alt text of the one image at path `image` (as `page` writes it) on `page`, its words
+    joined by single spaces."""
+    text = page.read_text(encoding="utf-8")
+    [alt] = re.findall(rf"!\[([^\]]*)\]\({re.escape(image)}\)", text)
+    return " ".join(alt.split())
+
+
 def table_after(page: Path, marker: str) -> list[list[str]]:
     """The cells of the first markdown table after `marker` in `page`, header and rule left out."""
     text = page.read_text(encoding="utf-8").split(marker, 1)[1]
@@ -72,10 +80,8 @@ def test_each_figure_is_drawn_from_its_committed_numbers(name, tmp_path):
     ],
 )
 def test_each_figure_is_in_its_guide_with_alt_text_and_its_command(page, name):
-    text = (GUIDES / page).read_text(encoding="utf-8")
-    [alt] = re.findall(rf"!\[([^\]]*)\]\(\.\./figures/{name}\.png\)", text)
-    assert len(alt.split()) >= 8, alt
-    assert f"--figure docs/figures/{name}.png" in text
+    assert len(alt_text(GUIDES / page, f"../figures/{name}.png").split()) >= 8
+    assert f"--figure docs/figures/{name}.png" in (GUIDES / page).read_text(encoding="utf-8")
 
 
 def test_the_dense_guides_table_holds_the_figures_numbers():
@@ -133,9 +139,7 @@ def test_the_reliability_figures_sample_is_what_the_benchmark_computes_today():
 
 
 def test_the_readme_shows_the_drift_figure_with_alt_text():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    [alt] = re.findall(r"!\[([^\]]*)\]\(docs/figures/drift\.png\)", text)
-    assert len(alt.split()) >= 8, alt
+    assert len(alt_text(ROOT / "README.md", "docs/figures/drift.png").split()) >= 8
 
 
 def test_the_drift_figures_curves_start_as_the_benchmark_computes_them_today():
@@ -183,13 +187,6 @@ def test_the_dense_guides_scaler_claim_holds_the_figures_numbers():
     ), bounds
 
 
-def alt_text(page: Path, name: str) -> str:
-    """The alt text of figure `name` on `page`, its words joined by single spaces."""
-    text = page.read_text(encoding="utf-8")
-    [alt] = re.findall(rf"!\[([^\]]*)\]\([^)]*figures/{name}\.png\)", text)
-    return " ".join(alt.split())
-
-
 def test_the_drift_figures_alt_texts_say_what_its_numbers_show():
     """Each number of the alt texts of docs/figures/drift.png (docs/guide/choosing.md and the
     README) against drift.json: the windowed accuracy, one point every `every` examples."""
@@ -219,7 +216,7 @@ def test_the_drift_figures_alt_texts_say_what_its_numbers_show():
     assert max(back[forgetting], back[logistic]) <= 1100 and back[default] is None
     assert max(sine["models"][default][bottom:]) < 0.12
 
-    alt = alt_text(GUIDES / "choosing.md", "drift")
+    alt = alt_text(GUIDES / "choosing.md", "../figures/drift.png")
     assert f"falls from {max(curve):.2f} to between {low:.2f} and {high:.2f}" in alt
     assert "forgetting=0.01 stays near 0.89 with LogisticRegression" in alt
     assert "drop to near 0.05 after the reversal" in alt
@@ -227,7 +224,7 @@ def test_the_drift_figures_alt_texts_say_what_its_numbers_show():
     assert "back above 0.9 within 1,100 examples" in alt
     assert f"PAClassifier dips only to {lowest[pa]:.2f}" in alt
     assert "the default AROW stays below 0.12 to the end" in alt
-    readme = alt_text(ROOT / "README.md", "drift")
+    readme = alt_text(ROOT / "README.md", "docs/figures/drift.png")
     assert "stays near 0.1 after the reversal" in readme
 
 
