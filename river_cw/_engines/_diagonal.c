@@ -151,6 +151,13 @@ typedef Engine Diagonal; /* the shell's object with the diagonal's payload */
 
 #include "_utilities.h"
 
+/* a feature's term of the score's variance, s_j x_j x_j, rounded as the scores round it ((s x)
+ * x; the learning's u_j = s_j (x_j x_j) is rounded otherwise): ix its entry in t, -1 unseen */
+static inline double variance_term(const Diagonal *self, const Table *t, Py_ssize_t ix,
+                                   double xf) {
+    return (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf;
+}
+
 /* the margin scratch emptied, its keys released: no margin to update, no scored pass */
 static void release_coords(Diagonal *self) {
     Py_ssize_t i;
@@ -331,7 +338,7 @@ static PyObject *engine_score_variances(Diagonal *self, PyObject *x_in) {
             Py_hash_t h;
             Py_ssize_t ix;
             if (lookup(t, key, value, &xf, &h, &ix) < 0 ||
-                fsum_add(&acc, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
+                fsum_add(&acc, variance_term(self, t, ix, xf)) < 0) {
                 fsum_free(&acc);
                 Py_CLEAR(out);
                 goto done;
@@ -1055,7 +1062,7 @@ static int add_score_terms(Diagonal *self, Table *t, PyObject *key, Py_hash_t h,
     Py_ssize_t ix = table_find(t, key, h);
     if (ix == -2) return -1;
     if (ix >= 0 && fsum_add(ms, t->entries[ix].mean * xf) < 0) return -1;
-    return fsum_add(vs, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf);
+    return fsum_add(vs, variance_term(self, t, ix, xf));
 }
 
 /* add a feature's terms of the score and its variance to acc: its entry's (ix >= 0), or the
@@ -1149,9 +1156,8 @@ general_error: /* scores() meets the error again and raises it */
 }
 
 /* score_binary's variance from the scored pass's coordinates (score_kept): its terms
- * s_j x_j x_j, rounded as score_binary rounds them (not as the u_j = s_j (x_j x_j) of the
- * learning), in the same order, and their exactly rounded sum (certified, else by math.fsum's
- * algorithm; beyond float64, inf as score_binary): 0, or -1 with an error (memory) */
+ * (variance_term), in the same order, and their exactly rounded sum (certified, else by
+ * math.fsum's algorithm; beyond float64, inf as score_binary): 0, or -1 with an error (memory) */
 static int scored_variance(Diagonal *self, double *v) {
     const Table *t = &self->blocks.table[0];
     const Coord *coords = self->margin.coords;
@@ -1160,13 +1166,11 @@ static int scored_variance(Diagonal *self, double *v) {
     Fsum all;
     ddsum_init(&acc);
     for (i = 0; i < n; i++)
-        ddsum_add(&acc, (coords[i].ix < 0 ? self->prior : t->entries[coords[i].ix].var) *
-                            coords[i].x * coords[i].x);
+        ddsum_add(&acc, variance_term(self, t, coords[i].ix, coords[i].x));
     if (ddsum_certified(&acc, n, v)) return 0;
     fsum_init(&all);
     for (i = 0; i < n; i++)
-        if (fsum_add(&all, (coords[i].ix < 0 ? self->prior : t->entries[coords[i].ix].var) *
-                               coords[i].x * coords[i].x) < 0) {
+        if (fsum_add(&all, variance_term(self, t, coords[i].ix, coords[i].x)) < 0) {
             fsum_free(&all);
             return -1;
         }
@@ -1686,7 +1690,7 @@ static void row_exact_init(RowScoreExact *s) {
 static int row_exact_add(Diagonal *self, const Table *t, Py_ssize_t ix, double xf,
                          RowScoreExact *s) {
     if ((ix >= 0 && fsum_add(&s->m, t->entries[ix].mean * xf) < 0) ||
-        fsum_add(&s->v, (ix < 0 ? self->prior : t->entries[ix].var) * xf * xf) < 0) {
+        fsum_add(&s->v, variance_term(self, t, ix, xf)) < 0) {
         fsum_free(&s->m);
         fsum_free(&s->v);
         return -1;
