@@ -67,7 +67,8 @@ and learned from it cannot be aligned with members that learned different second
 
 An intercept (a classifier's bias weight) is a weight of the Gaussian like any other and is
 mixed with the others. The calibration's temperature is mixed by the same delta rule, its
-curvature as a precision (`river_cw.calibration.mix`). Pipelines mix their last step, a Gaussian classifier; the other steps
+curvature as a precision (`river_cw.calibration.mix`), and the surprise of models that set their
+own forgetting by the examples each member saw (`river_cw.surprise.mix`). Pipelines mix their last step, a Gaussian classifier; the other steps
 must be identical in every model (stateless ones such as a bag of words). Voted RDA keeps no
 Gaussian and cannot be mixed.
 """
@@ -79,7 +80,7 @@ import pickle
 
 from river import compose
 
-from . import calibration, covariances
+from . import calibration, covariances, surprise
 from .gaussian_classifier import GaussianClassifier
 from .labels import order_key
 from .text import TextClassifier
@@ -197,9 +198,12 @@ def combine(models: list, method: str = "kl", base=None):
     merged = first.clone()
     skipped = [model.n_skipped_updates for model in models]
     mixer = covariances.of(first).mixer
-    forgets = first.forgetting > 0  # a member's variances may then grow
+    forgets = first.forgetting != 0  # a member's variances may then grow ("auto" included)
     merged._temperature = calibration.mix(
         [model._temperature for model in models], None if base is None else base._temperature
+    )
+    merged._surprise = surprise.mix(
+        [model._surprise for model in models], None if base is None else base._surprise
     )
     if base is None:
         merged.set_gaussian(mixer.mix(gaussians, method, None, forgets), labels)
@@ -262,6 +266,7 @@ def changes(model, base):
     ]
     out = copy.copy(model)
     out._temperature = copy.copy(model._temperature)  # its own: the copy shares no state
+    out._surprise = copy.copy(model._surprise)
     out.set_gaussian(only(gaussian, changed), labels)
     return out
 

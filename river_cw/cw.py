@@ -181,6 +181,9 @@ class CW(GaussianClassifier):
         relaxed toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``, so that the model keeps
         learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
         Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
+        ``"auto"``: the model sets f itself, example by example, from its mistakes beyond those
+        its calibrated probabilities expect (0 while it errs as it expects, up to 0.05;
+        `river_cw.surprise`; needs ``calibrate=True``).
     calibrate
         Calibrated probabilities (the default): ``Phi(a m / sqrt(v + r))``, the margin's
         variance plus a noise term r = 1 and a temperature a fitted online by one Newton
@@ -246,7 +249,7 @@ class CW(GaussianClassifier):
         diagonal: str = "project",
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
-        forgetting: float = 0.0,
+        forgetting: float | str = 0.0,
         calibrate: bool = True,
         initial_intercept_variance: float | None = None,
     ):

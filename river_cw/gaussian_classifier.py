@@ -31,7 +31,7 @@ import sys
 from array import array
 from typing import Any, ClassVar
 
-from . import _one_call, calibration, covariances, probabilities
+from . import _one_call, calibration, covariances, probabilities, surprise
 from ._engines.gaussian import SKIPPED
 from ._one_call import STALE, hyperparameters
 from .base import INTERCEPT, LinearClassifier, without_intercept
@@ -42,6 +42,8 @@ from .probabilities import most_probable
 from .validation import is_real
 
 __all__ = ["GaussianClassifier"]
+
+_SQRT2 = math.sqrt(2.0)
 
 
 class GaussianClassifier(LinearClassifier):
@@ -78,6 +80,14 @@ class GaussianClassifier(LinearClassifier):
     (see `river_cw._engines.arrowhead`).
     The forgetting of a valid example is kept even when its step is not taken.
 
+    Forgetting set by the model (``forgetting="auto"``, `river_cw.surprise`): the rate of each
+    example's forgetting is read from the model's surprise, the excess of its mistakes over
+    those its calibrated probabilities expected, beyond a control limit (ECDD's, Ross et al.
+    2012): 0 while the model errs as it expects, so that a stationary stream's model is the one
+    that never forgets, to the bit, and up to 0.05 when the concept moves away from it. The
+    surprise is stepped on the margin the calibration's Newton step reads, before that step;
+    the rate it gives holds from the next example on. Three floats of state.
+
     The defaults (issue 30). Every rule's default covariance is ``"arrowhead"``
     (`river_cw._engines.arrowhead`): the diagonal plus the intercept's covariance with each weight, at the
     diagonal's cost per feature, so that raw, uncentred dense features are learned as well as by
@@ -113,6 +123,7 @@ class GaussianClassifier(LinearClassifier):
         "forgetting": 0.0,
         "calibrate": False,
         "_temperature": None,
+        "_surprise": None,
         "initial_intercept_variance": None,
     }
 
@@ -122,7 +133,7 @@ class GaussianClassifier(LinearClassifier):
         diagonal: str,
         initial_variance: float,
         learn_intercept: bool,
-        forgetting: float = 0.0,
+        forgetting: float | str = 0.0,
         calibrate: bool = True,
         initial_intercept_variance: float | None = None,
     ):
@@ -131,9 +142,16 @@ class GaussianClassifier(LinearClassifier):
             raise ValueError(f"calibrate must be True or False, got {calibrate!r}")
         self.calibrate = calibrate
         self._temperature = array("d", (1.0, 1.0)) if calibrate else None  # [a, H]
-        if not is_real(forgetting) or not (0.0 <= forgetting < 1.0):
-            raise ValueError(f"forgetting must be in [0, 1), got {forgetting!r}")
+        if forgetting == surprise.AUTO:
+            if not calibrate:
+                raise ValueError(
+                    'forgetting="auto" compares the mistakes with those the calibrated '
+                    "probabilities expect: it needs calibrate=True"
+                )
+        elif not is_real(forgetting) or not (0.0 <= forgetting < 1.0):
+            raise ValueError(f'forgetting must be in [0, 1) or "auto", got {forgetting!r}')
         self.forgetting = forgetting
+        self._surprise = surprise.start() if forgetting == surprise.AUTO else None
         if covariance not in COVARIANCES:
             raise ValueError(f"covariance must be one of {tuple(COVARIANCES)}, got {covariance!r}")
         if diagonal not in self._diagonal_schemes:
@@ -200,8 +218,9 @@ class GaussianClassifier(LinearClassifier):
         with sample weight w, update; a step float64 cannot express is counted in
         `n_skipped_updates` and changes nothing."""
         keep, rest = 1.0, 0.0
-        if self.forgetting:
-            keep = 1.0 - self.forgetting if w == 1.0 else (1.0 - self.forgetting) ** w
+        f = self.forgetting if self._surprise is None else surprise.rate(self._surprise)
+        if f:
+            keep = 1.0 - f if w == 1.0 else (1.0 - f) ** w
             keep = max(keep, sys.float_info.min)  # a huge w forgets all but a trace
             rest = (1.0 - keep) / self.initial_variance
         step, scheme = self._rule()
@@ -213,6 +232,11 @@ class GaussianClassifier(LinearClassifier):
             )
             outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
             label = pairs[0][0]  # the block of the label: its pair's sign is +1
+            if self._surprise is not None:
+                p = probabilities.multiclass(t, temperature[0], range(len(t)))
+                top = max(p.values())
+                others = max(q for k, q in p.items() if k != label)
+                surprise.observe(self._surprise, p[label] <= others, 1.0 - top, w)
             calibration.newton_step_multiclass(temperature, t, label, w)
         else:
             if temperature is not None and len(self.classes_) == 2:
@@ -225,10 +249,14 @@ class GaussianClassifier(LinearClassifier):
         """The rule's `step` preceded by the calibration's Newton step on its margin: the
         margin the engine computed, ``m = y mu . x`` and v, standardised with the noise term
         (``s = m / sqrt(v + r)``), as the compiled engines' lean paths take it."""
-        temperature, noise = self._temperature, self.margin_noise
+        temperature, noise, state = self._temperature, self.margin_noise, self._surprise
 
         def calibrated(m, v, *rest):
-            calibration.newton_step(temperature, m / math.sqrt(v + noise), rest[-1])
+            s = m / math.sqrt(v + noise)
+            if state is not None:
+                p = 0.5 * math.erfc(-(temperature[0] * s) / _SQRT2)  # the label's probability
+                surprise.observe(state, p <= 0.5, min(p, 1.0 - p), rest[-1])
+            calibration.newton_step(temperature, s, rest[-1])
             return step(m, v, *rest)
 
         return calibrated
@@ -530,9 +558,9 @@ class GaussianClassifier(LinearClassifier):
 
     def _learn_rows(self, rows, labels, weights):
         """The mini-batch loop in the compiled engine's batch kernel where it has one (the
-        diagonal and arrowhead covariances; a calibrating model while it is binary:
-        `river_cw._one_call.learn_rows`)."""
+        diagonal and arrowhead covariances; a calibrating model while it is binary, with no
+        forgetting or a fixed rate: `river_cw._one_call.learn_rows`)."""
         engine = covariances.of(self).native_batch(self._gaussian)
-        if engine is None or not _one_call.kernel_calibrates(self):
+        if engine is None or self._surprise is not None or not _one_call.kernel_calibrates(self):
             return super()._learn_rows(rows, labels, weights)
         _one_call.learn_rows(self, engine, rows, labels, weights)

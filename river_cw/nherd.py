@@ -40,6 +40,9 @@ class NHERD(GaussianClassifier):
         relaxed toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``, so that the model keeps
         learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
         Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
+        ``"auto"``: the model sets f itself, example by example, from its mistakes beyond those
+        its calibrated probabilities expect (0 while it errs as it expects, up to 0.05;
+        `river_cw.surprise`; needs ``calibrate=True``).
     calibrate
         Calibrated probabilities (the default): ``Phi(a m / sqrt(v + r))``, the margin's
         variance plus a noise term r = 1 and a temperature a fitted online by one Newton
@@ -81,7 +84,7 @@ class NHERD(GaussianClassifier):
         diagonal: str = "drop",
         initial_variance: float = 1.0,
         learn_intercept: bool = True,
-        forgetting: float = 0.0,
+        forgetting: float | str = 0.0,
         calibrate: bool = True,
         initial_intercept_variance: float | None = 100.0,
     ):
@@ -124,4 +127,4 @@ class NHERD(GaussianClassifier):
         yield {}
         yield {"covariance": "diagonal", "diagonal": "exact", "C": 0.1}
         yield {"covariance": "full"}
-        yield {"covariance": "diagonal", "diagonal": "project"}
+        yield {"covariance": "diagonal", "diagonal": "project", "forgetting": "auto"}

@@ -35,6 +35,9 @@ class SOP(GaussianClassifier):
         relaxed toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``, so that the model keeps
         learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
         Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
+        ``"auto"``: the model sets f itself, example by example, from its mistakes beyond those
+        its calibrated probabilities expect (0 while it errs as it expects, up to 0.05;
+        `river_cw.surprise`; needs ``calibrate=True``).
     calibrate
         Calibrated probabilities (the default): ``Phi(a m / sqrt(v))`` with a temperature a
         fitted online by one Newton step per example on the progressive log loss
@@ -78,7 +81,7 @@ class SOP(GaussianClassifier):
         covariance: str = "arrowhead",
         diagonal: str = "project",
         learn_intercept: bool = True,
-        forgetting: float = 0.0,
+        forgetting: float | str = 0.0,
         calibrate: bool = True,
         initial_intercept_variance: float | None = None,
     ):

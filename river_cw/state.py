@@ -26,7 +26,8 @@ The layout (format 2), all integers little-endian:
 
 The header holds ``"model"`` (the class name), ``"parameters"`` (the constructor's arguments),
 ``"labels"`` (``classes_``, in order), ``"skipped_updates"``, the calibration (a Gaussian
-classifier's ``"temperature"``, ``[a, H]``, an array, or null; voted RDA's ``"calibration"``,
+classifier's ``"temperature"``, ``[a, H]``, an array, or null, and, for one that sets its own
+forgetting, ``"surprise"``, ``[n, e, q_bar]``, an array: `river_cw.surprise`; voted RDA's ``"calibration"``,
 the running losses of its temperatures, an array, or null) and the engine's state: ``"gaussian"`` (its
 ``"covariance"`` and that covariance's parts, `river_cw.covariances.Covariance.parts`) or, for
 `VotedRDA`, ``"rda"`` (the engine's attributes, `river_cw._engines.rda_engine.STATE`); a
@@ -449,6 +450,8 @@ def _model_header(writer: _Writer, model, gaussian: bool) -> dict:
     if _GAUSSIAN.get(kind.__name__) is kind:
         header = _labelled(writer, model)
         header["temperature"] = _array(writer, model._temperature)
+        if model._surprise is not None:
+            header["surprise"] = _array(writer, model._surprise)
         header["gaussian"] = None
         if gaussian:
             entry = covariances.of(model)
@@ -541,6 +544,7 @@ def _model(reader: _Reader, header: dict, gaussian):
     model.classes_, model._class_index = labels, {label: i for i, label in enumerate(labels)}
     model.n_skipped_updates = header["skipped_updates"]
     model._temperature = _temperature(reader, header)
+    model._surprise = _surprise(reader, header, model)
     return model
 
 
@@ -559,6 +563,20 @@ def _temperature(reader: _Reader, header: dict):
     if len(temperature) != 2 or temperature.typecode != "d":
         raise ValueError(f"a temperature is [a, H], got {len(temperature)} numbers")
     return array("d", temperature)
+
+
+def _surprise(reader: _Reader, header: dict, model):
+    """The surprise ``[n, e, q_bar]`` of a model that sets its own forgetting
+    (`river_cw.surprise`, an ``array('d')``), or None for one that does not."""
+    ref = header.get("surprise")
+    if (ref is None) != (model._surprise is None):
+        raise ValueError(f"the state's surprise does not fit its forgetting={model.forgetting!r}")
+    if ref is None:
+        return None
+    state = reader.array(ref)
+    if len(state) != 3 or state.typecode != "d":
+        raise ValueError(f"a surprise is [n, e, q_bar], got {len(state)} numbers")
+    return array("d", state)
 
 
 # -- voted RDA --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import INTERCEPT
+from river_cw import INTERCEPT, surprise
 from river_cw._engines import arrowhead, diagonal
 from tests.conftest import examples
 from tests.support.bits import assert_same, assert_same_bound, bits, state
@@ -346,6 +346,29 @@ def test_forgetting_on_a_dense_stream_is_the_same(cls, params, n_labels):
             assert_same(compiled, python, x)
 
 
+@pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("n_labels", [2, 3])
+def test_auto_forgetting_on_a_reversed_concept_is_the_same(cls, params, n_labels):
+    """forgetting="auto" (`river_cw.surprise`): the labels turn to noise at example 300, the
+    models' mistakes exceed what they expect and they forget at rates they set themselves, the
+    same in both engines to the bit. (CW, sure of itself beyond the others, seldom errs beyond
+    its expectation's control limit here: it is compared all the same.)"""
+    compiled, python = pair(cls, {**params, "forgetting": "auto"})
+    rng = random.Random(5)
+    rates = set()
+    for i in range(600):
+        x = {f"d{j}": rng.gauss(0.0, 1.0) for j in range(4)}
+        y = int(x["d0"] > 0) + (n_labels == 3 and x["d1"] > 0.5)
+        if i >= 300:
+            y = rng.randrange(n_labels)
+        rates.add(surprise.rate(compiled._surprise))
+        compiled.learn_one(x, y)
+        python.learn_one(x, y)
+        if i % 100 == 99:
+            assert_same(compiled, python, x)
+    assert len(rates) > 1 or cls is river_cw.CW  # 0 and the rates the surprise set
+
+
 @pytest.mark.parametrize("covariance", COVARIANCES)
 def test_layout_operations_agree(covariance):
     compiled, python = pair(river_cw.AROW, {"covariance": covariance})
@@ -433,7 +456,7 @@ def test_compiled_as_floats_is_the_python_function(x):
 
 
 @pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
-@pytest.mark.parametrize("forgetting", [0.0, 0.05])
+@pytest.mark.parametrize("forgetting", [0.0, 0.05, "auto"])
 def test_same_with_intercept_sample_weights_forgetting_and_calibration(cls, params, forgetting):
     params = {**params, "learn_intercept": True, "forgetting": forgetting, "calibrate": True}
     compiled, python = pair(cls, params)

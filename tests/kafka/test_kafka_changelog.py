@@ -38,6 +38,7 @@ MODELS = {
         lambda: TextClassifier(river_cw.AROW(covariance="arrowhead"), on="text"),
         text,
     ),
+    "AROW, its own forgetting": (lambda: river_cw.AROW(forgetting="auto"), dense),
 }
 
 

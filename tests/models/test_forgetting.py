@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import INTERCEPT
+from river_cw import INTERCEPT, surprise
 from tests.conftest import examples
 from tests.models.test_sample_weight import dense
 
@@ -141,3 +141,104 @@ def test_with_forgetting_no_arrowhead_variance_exceeds_its_prior(
             for key, variance in block.items():
                 bound = root_prior if key is INTERCEPT else prior
                 assert 0.0 <= variance <= bound + ULPS * math.ulp(bound), key
+
+
+# -- forgetting="auto": the model's surprise sets the rate (river_cw.surprise) ----------------
+
+
+def test_auto_forgetting_needs_the_calibrated_probabilities():
+    with pytest.raises(ValueError, match=r'forgetting="auto".*calibrate=True'):
+        river_cw.AROW(forgetting="auto", calibrate=False)
+    with pytest.raises(ValueError, match="forgetting"):
+        river_cw.AROW(forgetting="Auto")
+
+
+def sine(position: int | None, n: int, seed: int = 1) -> list:
+    """river's Sine, its concept reversed (classification function 0, then 1) at `position`
+    (None: never)."""
+    from river.datasets import synth
+
+    first = synth.Sine(classification_function=0, seed=seed)
+    if position is None:
+        return list(itertools.islice(first, n))
+    second = synth.Sine(classification_function=1, seed=seed + 1)
+    stream = synth.ConceptDriftStream(first, second, position=position, width=50, seed=3)
+    return list(itertools.islice(stream, n))
+
+
+def prequential(model, stream, start: int = 0) -> float:
+    right = 0
+    for i, (x, y) in enumerate(stream):
+        if i >= start:
+            right += model.predict_one(x) == y
+        model.learn_one(x, y)
+    return right / (len(stream) - start)
+
+
+@pytest.mark.parametrize("covariance", ["arrowhead", "diagonal"])
+def test_auto_forgetting_follows_a_reversed_concept(covariance):
+    """A model that never forgets is too sure of the first concept to unlearn it (below 20%
+    after the reversal); one that sets its own forgetting notices its mistakes beyond those it
+    expects and learns the second (above 90%)."""
+    stream = sine(1000, 2500)
+    never = prequential(river_cw.AROW(covariance=covariance), stream, 1500)
+    auto = river_cw.AROW(covariance=covariance, forgetting="auto")
+    assert prequential(auto, stream, 1500) > 0.9 > 0.2 > never
+    # every example once the model knows both labels, and none before
+    assert len(stream) - 5 < auto._surprise[0] < len(stream)
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_where_nothing_surprises_the_model_auto_forgetting_changes_nothing(rule):
+    """On a stationary stream the mistakes stay within what the model expects: the rate stays 0
+    and the model is, to the bit, the one that never forgets (the lean path's numbers: one
+    engine contract). (CW's arrowhead does not learn raw Sine, 39% right: it is surprised
+    there, so CW takes its diagonal covariance, 96% right.)"""
+    from tests.support.bits import assert_same
+
+    stream = sine(None, 1500)
+    options = {"covariance": "diagonal"} if rule is river_cw.CW else {}
+    auto, never = rule(forgetting="auto", **options), rule(**options)
+    for x, y in stream:
+        assert surprise.rate(auto._surprise) == 0.0
+        auto.learn_one(x, y)
+        never.learn_one(x, y)
+    assert len(stream) - 5 < auto._surprise[0] < len(stream) and 0.0 <= auto._surprise[1] < 0.2
+    auto.forgetting, auto._surprise = 0.0, None  # all else is the same model
+    assert_same(auto, never, stream[0][0])
+
+
+def test_auto_forgetting_counts_a_sample_weight_as_that_many_examples():
+    one, twice = river_cw.AROW(forgetting="auto"), river_cw.AROW(forgetting="auto")
+    stream = sine(None, 80)
+    for model in (one, twice):
+        for x, y in stream[:-1]:
+            model.learn_one(x, y)
+    x, y = stream[-1]
+    one.learn_one(x, y, w=1.0)
+    twice.learn_one(x, y, w=2.0)
+    assert twice._surprise[0] == one._surprise[0] + 1.0
+    assert one._surprise[1] != twice._surprise[1] or one._surprise[2] != twice._surprise[2]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(sparse_rows, st.sampled_from(RULES), st.sampled_from(["arrowhead", "diagonal"]))
+def test_auto_forgetting_keeps_every_variance_within_its_prior_and_every_number_finite(
+    stream, rule, covariance
+):
+    """Hostile magnitudes (1e-6 to 1e6, both signs), labels that contradict each other: the
+    surprise is a share of mistakes, the rate at most `surprise.HIGHEST`, the variances within
+    their priors, every number finite."""
+    model = rule(covariance=covariance, forgetting="auto")
+    prior, root_prior = model.initial_variance, model.intercept_variance
+    for x, y in stream * 3:
+        model.learn_one(x, y)
+        _, e, q = model._surprise
+        assert 0.0 <= e <= 1.0 and 0.0 <= q < 1.0  # q = 1 - the largest probability
+        assert 0.0 <= surprise.rate(model._surprise) <= surprise.HIGHEST
+    weights, variances = model.gaussian.block_views()
+    for block in variances:
+        for key, variance in block.items():
+            bound = root_prior if key is INTERCEPT else prior
+            assert 0.0 <= variance <= bound + ULPS * math.ulp(bound), key
+    assert all(math.isfinite(w) for block in weights for w in block.values())

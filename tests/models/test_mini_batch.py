@@ -20,6 +20,7 @@ import river_cw
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = [
     river_cw.AROW(),
+    river_cw.AROW(forgetting="auto"),
     river_cw.AROW(learn_intercept=False, covariance="full"),
     river_cw.CW(covariance="diagonal", diagonal="exact"),
     river_cw.NHERD(),

@@ -58,12 +58,13 @@ def gaussian_models(draw):
     rule = RULES[name]
     covariance = draw(st.sampled_from(sorted(COVARIANCES)))
     schemes = [s for s in COVARIANCES[covariance].schemes if s in rule._diagonal_schemes]
+    calibrate = draw(st.booleans())
     return rule(
         covariance=covariance,
         diagonal=draw(st.sampled_from(schemes or ["project"])),  # full covariance takes any
         learn_intercept=draw(st.booleans()),
-        forgetting=draw(st.sampled_from([0.0, 0.01])),
-        calibrate=draw(st.booleans()),
+        forgetting=draw(st.sampled_from([0.0, 0.01, "auto"] if calibrate else [0.0, 0.01])),
+        calibrate=calibrate,
     )
 
 
