@@ -86,7 +86,7 @@ def learn_rows(model, engine, rows: Rows, labels: list, weights: list) -> None:
                 i,
                 step,
                 scheme,
-                float(model.forgetting),
+                0.0 if model._surprise is not None else float(model.forgetting),
                 intercept,
                 stats,
                 native,

@@ -523,11 +523,11 @@ class GaussianClassifier(LinearClassifier):
 
     def _lean_spec(self):
         """``(step, scheme, intercept, calibration)`` of the compiled engine's lean path, or None
-        where the model needs the general one (a covariance with no compiled engine; forgetting,
-        no native step of its own `_step`, or of its own `_exact_step` for the exact scheme).
-        `calibration` is ``(temperature, noise)``, the Newton step's state ``[a, H]`` (an
-        ``array('d')``, stepped in place) and `margin_noise`, or None."""
-        if not covariances.of(self).compiled or self.forgetting:
+        where the model needs the general one (a covariance with no compiled engine; a fixed
+        forgetting, no native step of its own `_step`, or of its own `_exact_step` for the exact
+        scheme). `calibration` is `_calibration_spec`'s: with ``forgetting="auto"`` the lean path
+        takes the examples the surprise does not make forget."""
+        if not covariances.of(self).compiled or (self.forgetting and self._surprise is None):
             return None
         if self.diagonal == "exact":
             native = self._native_of("_exact_step", "_native_exact_step")
@@ -541,14 +541,17 @@ class GaussianClassifier(LinearClassifier):
         return step, scheme, INTERCEPT if self.learn_intercept else None, self._calibration_spec()
 
     def _calibration_spec(self):
-        """The compiled engines' calibration: ``(temperature, noise)``, or None (see
-        `_lean_spec`)."""
+        """The compiled engines' calibration: ``(temperature, noise, surprise)``, the surprise
+        ``[n, e, q_bar]`` (an ``array('d')``, stepped in place) where the model sets its own
+        forgetting, else None; or None (see `_lean_spec`)."""
         temperature = self._temperature
-        return None if temperature is None else (temperature, self.margin_noise)
+        return None if temperature is None else (temperature, self.margin_noise, self._surprise)
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
-        if name == "_temperature" or name in hyperparameters(type(self)):  # the lean spec's
+        if name in ("_temperature", "_surprise") or name in hyperparameters(
+            type(self)
+        ):  # the lean spec's
             object.__setattr__(self, "_lean", STALE)
 
     def __getstate__(self) -> dict:
@@ -558,9 +561,9 @@ class GaussianClassifier(LinearClassifier):
 
     def _learn_rows(self, rows, labels, weights):
         """The mini-batch loop in the compiled engine's batch kernel where it has one (the
-        diagonal and arrowhead covariances; a calibrating model while it is binary, with no
-        forgetting or a fixed rate: `river_cw._one_call.learn_rows`)."""
+        diagonal and arrowhead covariances; a calibrating model while it is binary:
+        `river_cw._one_call.learn_rows`)."""
         engine = covariances.of(self).native_batch(self._gaussian)
-        if engine is None or self._surprise is not None or not _one_call.kernel_calibrates(self):
+        if engine is None or not _one_call.kernel_calibrates(self):
             return super()._learn_rows(rows, labels, weights)
         _one_call.learn_rows(self, engine, rows, labels, weights)

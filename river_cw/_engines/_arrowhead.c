@@ -944,7 +944,7 @@ static PyObject *engine_learn(Arrowhead *self, PyObject *const *args, Py_ssize_t
 
 /* learn_native's `lean` = (step, scheme, intercept, calibration) into the lean cache: step =
  * (name, params), a rule's `_step` in C (_steps.h); scheme "project" or "drop"; intercept None or
- * the engine's root; calibration None or (temperature, noise) (_calibration.h). 0, or -1 with an
+ * the engine's root; calibration None or (temperature, noise, surprise) (_calibration.h). 0, or -1 with an
  * error */
 static int parse_lean(Arrowhead *self, PyObject *lean) {
     PyObject *scheme, *intercept;
@@ -1051,6 +1051,8 @@ static PyObject *engine_learn_native(Arrowhead *self, PyObject *const *args,
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
     }
+    if (rcw_surprise_forgets(&self->temperature)) /* this example forgets: the general path's */
+        return PyLong_FromLong(-1);
     if (enter(self) < 0) return NULL;
     outcome = lean_learn(self, args[0], sign, w, PyDict_GET_SIZE(args[3]) == 2);
     leave(self);

@@ -1028,6 +1028,7 @@ static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
         if (k < 0 || k >= call->n_classes || !PyFloat_CheckExact(w_obj)) break;
         w = PyFloat_AS_DOUBLE(w_obj);
         if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
+        if (rcw_surprise_forgets(call->step.temperature)) break; /* the row forgets: learn_one's */
         if (self->generation != generation ||
             (call->csr && (self->batch != c->cache || c->cache->calls != epoch))) {
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");

@@ -6,9 +6,10 @@
  * are (tests/engines/test_calibration_step.py checks both on hypothesis-drawn margins).
  *
  * A calibrating binary model hands its calibration with its lean spec and to learn_rows:
- * (temperature, noise), the temperature a writable buffer of two float64, [a, H] (the model's
- * `_temperature`, an array('d')), stepped in place, and noise its `margin_noise`; or None. Each
- * learn path steps it on the margin the rule's step takes, just before that step
+ * (temperature, noise, surprise), the temperature a writable buffer of two float64, [a, H] (the
+ * model's `_temperature`, an array('d')), stepped in place, noise its `margin_noise`, and
+ * surprise None or, with forgetting="auto", the model's `_surprise` (three float64, stepped in
+ * place); or None. Each learn path steps them on the margin the rule's step takes
  * (rcw_temperature_step): s = m / sqrt(v + noise), as GaussianClassifier._calibrated_step.
  */
 #ifndef RIVER_CW_CALIBRATION_H
@@ -48,51 +49,118 @@ static inline void rcw_newton_step(double *state, double s, double w) {
     state[1] = H;
 }
 
+/* river_cw.surprise (forgetting="auto"), its constants and its two functions transcribed
+ * operation for operation: `observe` steps the surprise [n, e, q_bar] on the label's calibrated
+ * probability Phi(z), z = a s (before the Newton step moves a), and `rate` is the forgetting of
+ * the next example; the lean paths and the batch kernel take an example only while it is 0, and
+ * leave the others to the general path, which forgets. */
+#define RCW_SURPRISE_LAMBDA 0.01
+#define RCW_SURPRISE_LIMIT 2.0
+#define RCW_SURPRISE_GAIN 2.0
+#define RCW_SURPRISE_HIGHEST 0.05
+#define RCW_SURPRISE_WARM_UP 50.0
+
+static inline void rcw_surprise_observe(double *state, double z, double w) {
+    double p = 0.5 * erfc(-z / sqrt(2.0)), q = 1.0 - p, expected = q < p ? q : p;
+    double n, weight, even;
+    if (!isfinite(expected)) return;
+    n = state[0] + w;
+    weight = w == 1.0 ? RCW_SURPRISE_LAMBDA : 1.0 - pow(1.0 - RCW_SURPRISE_LAMBDA, w);
+    even = w / n;
+    if (even > weight) weight = even;
+    state[0] = n;
+    state[1] = state[1] + weight * ((p <= 0.5 ? 1.0 : 0.0) - state[1]);
+    state[2] = state[2] + weight * (expected - state[2]);
+}
+
+static inline double rcw_surprise_rate(const double *state) {
+    double p = state[2], sd, r;
+    if (state[0] < RCW_SURPRISE_WARM_UP) return 0.0;
+    if (0.01 > p) p = 0.01;
+    if (0.5 < p) p = 0.5;
+    sd = sqrt(p * (1.0 - p) * RCW_SURPRISE_LAMBDA / (2.0 - RCW_SURPRISE_LAMBDA));
+    r = RCW_SURPRISE_GAIN * (state[1] - state[2] - RCW_SURPRISE_LIMIT * sd);
+    if (0.0 > r) r = 0.0;
+    return RCW_SURPRISE_HIGHEST < r ? RCW_SURPRISE_HIGHEST : r;
+}
+
 /* A model's calibration as the engine holds it: the temperature's buffer (held while the
- * calibration is) and the noise term; state NULL: no calibration */
+ * calibration is), the noise term and, for a model that sets its own forgetting, the surprise's
+ * buffer (else NULL); state NULL: no calibration */
 typedef struct {
     Py_buffer view;
     double *state;
     double noise;
+    Py_buffer surprise_view;
+    double *surprise;
 } RcwTemperature;
 
 static void rcw_temperature_release(RcwTemperature *t) {
     if (t->state != NULL) PyBuffer_Release(&t->view);
+    if (t->surprise != NULL) PyBuffer_Release(&t->surprise_view);
     t->state = NULL;
+    t->surprise = NULL;
 }
 
-/* `calibration`, None or (temperature, noise), into *t (its previous buffer released); 0, or -1
- * with an error, *t unchanged */
+/* A writable buffer of `count` float64 into *view; 0, or -1 with a TypeError naming `what` */
+static int rcw_float64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t count, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0) return -1;
+    if (view->len != count * (Py_ssize_t)sizeof(double) || view->format == NULL ||
+        strcmp(view->format, "d") != 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, what);
+        return -1;
+    }
+    return 0;
+}
+
+/* `calibration`, None or (temperature, noise, surprise), surprise None or the model's
+ * [n, e, q_bar], into *t (its previous buffers released); 0, or -1 with an error, *t unchanged */
 static int rcw_temperature_parse(PyObject *calibration, RcwTemperature *t) {
     RcwTemperature parsed;
     memset(&parsed, 0, sizeof parsed);
     if (calibration != Py_None) {
-        if (!PyTuple_Check(calibration) || PyTuple_GET_SIZE(calibration) != 2) {
-            PyErr_SetString(PyExc_TypeError, "a calibration is (temperature, noise) or None");
+        PyObject *surprise;
+        if (!PyTuple_Check(calibration) || PyTuple_GET_SIZE(calibration) != 3) {
+            PyErr_SetString(PyExc_TypeError,
+                            "a calibration is (temperature, noise, surprise) or None");
             return -1;
         }
         parsed.noise = PyFloat_AsDouble(PyTuple_GET_ITEM(calibration, 1));
         if (parsed.noise == -1.0 && PyErr_Occurred()) return -1;
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(calibration, 0), &parsed.view,
-                               PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
+        if (rcw_float64_buffer(PyTuple_GET_ITEM(calibration, 0), &parsed.view, 2,
+                               "a temperature is two float64, [a, H]") < 0)
             return -1;
-        if (parsed.view.len != 2 * (Py_ssize_t)sizeof(double) || parsed.view.format == NULL ||
-            strcmp(parsed.view.format, "d") != 0) {
-            PyBuffer_Release(&parsed.view);
-            PyErr_SetString(PyExc_TypeError, "a temperature is two float64, [a, H]");
-            return -1;
-        }
         parsed.state = parsed.view.buf;
+        surprise = PyTuple_GET_ITEM(calibration, 2);
+        if (surprise != Py_None) {
+            if (rcw_float64_buffer(surprise, &parsed.surprise_view, 3,
+                                   "a surprise is three float64, [n, e, q_bar]") < 0) {
+                PyBuffer_Release(&parsed.view);
+                return -1;
+            }
+            parsed.surprise = parsed.surprise_view.buf;
+        }
     }
     rcw_temperature_release(t);
     *t = parsed;
     return 0;
 }
 
+/* Whether the calibration t (NULL: none) sets the next example's forgetting above 0: the
+ * general path's example then */
+static inline int rcw_surprise_forgets(const RcwTemperature *t) {
+    return t != NULL && t->surprise != NULL && rcw_surprise_rate(t->surprise) > 0.0;
+}
+
 /* the Newton step on the margin the rule's step takes (m, v > 0), where t calibrates (t not
- * NULL, a state held) */
+ * NULL, a state held), the surprise's step before it */
 static inline void rcw_temperature_step(const RcwTemperature *t, double m, double v, double w) {
-    if (t != NULL && t->state != NULL) rcw_newton_step(t->state, m / sqrt(v + t->noise), w);
+    double s;
+    if (t == NULL || t->state == NULL) return;
+    s = m / sqrt(v + t->noise);
+    if (t->surprise != NULL) rcw_surprise_observe(t->surprise, t->state[0] * s, w);
+    rcw_newton_step(t->state, s, w);
 }
 
 #endif

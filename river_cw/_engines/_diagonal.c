@@ -1047,6 +1047,8 @@ static PyObject *engine_learn_native(Diagonal *self, PyObject *const *args, Py_s
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
     }
+    if (rcw_surprise_forgets(&self->lean.temperature)) /* this example forgets: the general path's */
+        return PyLong_FromLong(-1);
     if (enter(self) < 0) return NULL;
     outcome = lean_learn(self, args[0], sign, w, PyDict_GET_SIZE(args[3]) == 2);
     leave(self);

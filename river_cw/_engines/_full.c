@@ -647,6 +647,10 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
     if (PyDict_GET_SIZE(args[4]) == 2 &&
         rcw_temperature_parse(PyTuple_GET_ITEM(lean, 3), &temperature) < 0)
         return NULL;
+    if (rcw_surprise_forgets(&temperature)) { /* this example forgets: the general path's */
+        rcw_temperature_release(&temperature);
+        return PyLong_FromLong(GENERAL);
+    }
     if ((r = state_read(engine, &st, 1)) <= 0) {
         state_release(&st);
         rcw_temperature_release(&temperature);
