@@ -22,18 +22,20 @@
 #define RCW_LOWEST_TEMPERATURE 1e-6 /* river_cw.calibration.LOWEST, HIGHEST */
 #define RCW_HIGHEST_TEMPERATURE 1e3
 
-/* river_cw.calibration.inverse_mills: phi(z) / Phi(z) */
-static inline double rcw_inverse_mills(double z) {
+/* river_cw.calibration.inverse_mills: phi(z) / Phi(z), given tail = erfc(-z / sqrt(2)) (that
+ * is 2 Phi(z), read where z > -30: the one erfc of an example, which the surprise reads too) */
+static inline double rcw_inverse_mills(double z, double tail) {
     double r;
-    if (z > -30.0) return sqrt(2.0 / M_PI) * exp(-0.5 * z * z) / erfc(-z / sqrt(2.0));
+    if (z > -30.0) return sqrt(2.0 / M_PI) * exp(-0.5 * z * z) / tail;
     r = 1.0 / (z * z);
     return -z / (1.0 - r + 3.0 * r * r);
 }
 
 /* river_cw.calibration.newton_step: state = [a, H], stepped on the standardised margin s with
- * sample weight w; a step that is not finite changes nothing */
-static inline void rcw_newton_step(double *state, double s, double w) {
-    double a = state[0], H = state[1], z = a * s, lam = rcw_inverse_mills(z), g, h;
+ * sample weight w, z = a s and tail = erfc(-z / sqrt(2)) given; a step that is not finite
+ * changes nothing */
+static inline void rcw_newton_step(double *state, double s, double w, double z, double tail) {
+    double a = state[0], H = state[1], lam = rcw_inverse_mills(z, tail), g, h;
     g = -s * lam;
     h = s * s * lam * (z + lam);
     if (w != 1.0) {
@@ -60,8 +62,8 @@ static inline void rcw_newton_step(double *state, double s, double w) {
 #define RCW_SURPRISE_HIGHEST 0.05
 #define RCW_SURPRISE_WARM_UP 50.0
 
-static inline void rcw_surprise_observe(double *state, double z, double w) {
-    double p = 0.5 * erfc(-z / sqrt(2.0)), q = 1.0 - p, expected = q < p ? q : p;
+static inline void rcw_surprise_observe(double *state, double tail, double w) {
+    double p = 0.5 * tail, q = 1.0 - p, expected = q < p ? q : p; /* tail = erfc(-z / sqrt(2)) */
     double n, weight, even;
     if (!isfinite(expected)) return;
     n = state[0] + w;
@@ -156,11 +158,13 @@ static inline int rcw_surprise_forgets(const RcwTemperature *t) {
 /* the Newton step on the margin the rule's step takes (m, v > 0), where t calibrates (t not
  * NULL, a state held), the surprise's step before it */
 static inline void rcw_temperature_step(const RcwTemperature *t, double m, double v, double w) {
-    double s;
+    double s, z, tail;
     if (t == NULL || t->state == NULL) return;
     s = m / sqrt(v + t->noise);
-    if (t->surprise != NULL) rcw_surprise_observe(t->surprise, t->state[0] * s, w);
-    rcw_newton_step(t->state, s, w);
+    z = t->state[0] * s;
+    tail = t->surprise != NULL || z > -30.0 ? erfc(-z / sqrt(2.0)) : 0.0;
+    if (t->surprise != NULL) rcw_surprise_observe(t->surprise, tail, w);
+    rcw_newton_step(t->state, s, w, z, tail);
 }
 
 #endif
