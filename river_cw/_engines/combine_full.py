@@ -101,7 +101,15 @@ def _discounted(precisions: list, means: list, precision0, mean0):
     def at(lam):
         return total - lam * k * precision0, weighted - lam * k * (precision0 @ mean0)
 
+    floor = max(np.linalg.eigvalsh(p)[0] for p in precisions)  # P >= P_i bounds P's least
+
     def certain(precision) -> bool:
+        # P >= P_i, to a tolerance scaled to the largest entry, and, on the scale of the least
+        # precision, what it implies, P's least eigenvalue at least each member's: the first
+        # alone passes a direction of small precision that lost it all (raw features' precisions
+        # span ten orders of magnitude), where a Cholesky factor fails
+        if np.linalg.eigvalsh(precision)[0] < floor * (1.0 - 1e-9):
+            return False
         tolerance = 1e-9 * np.abs(precision).max()
         return all(np.linalg.eigvalsh(precision - p)[0] >= -tolerance for p in precisions)
 
