@@ -156,8 +156,9 @@ def scaled(factory: Callable) -> Callable:
 
 
 def diagonal(cls=river_cw.AROW, **params):
-    """The default before issue 30: diagonal covariance, the papers' scheme ("project")."""
-    return lambda: cls(covariance="diagonal", diagonal="project", **params)
+    """The default before issue 30: diagonal covariance, the papers' scheme ("project"), no
+    forgetting."""
+    return lambda: cls(covariance="diagonal", diagonal="project", forgetting=0.0, **params)
 
 
 def arrowhead(cls=river_cw.AROW, scheme="project"):

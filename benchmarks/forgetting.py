@@ -1,6 +1,8 @@
 """Keeping up with concept drift: accuracy over the 2,000 examples after the drift, for each
-Gaussian rule without and with forgetting, beside river's `drift.DriftRetrainingClassifier`
-(ADWIN on the errors; a new model trained in the background) around the same model.
+Gaussian rule without forgetting, with fixed rates and with the rate its surprise sets
+(``forgetting="auto"``, the default of AROW, NHERD and SCW), beside river's
+`drift.DriftRetrainingClassifier` (ADWIN on the errors; a new model trained in the background)
+around the model that never forgets.
 
 The project's drift simulators (`streams.evaluate.drift`): SEA's threshold moving at example 5,000
 (standardised features), books reviews followed by kitchen reviews (bag of words), and SMS spam
@@ -79,7 +81,7 @@ def main(argv=None) -> None:
     data = streams(args.seed)
     rules = [river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP]
     columns = ["forgetting 0"] + [f"forgetting {f:g}" for f in args.forgetting]
-    columns.append("DriftRetrainingClassifier")
+    columns += ['"auto"', "DriftRetrainingClassifier"]
     print(
         f"engine: {river_cw.ENGINE}; accuracy over the {AFTER:,} examples after the drift",
         file=sys.stderr,
@@ -90,9 +92,9 @@ def main(argv=None) -> None:
         print("|---|" + "---:|" * len(columns))
         for rule in rules:
             cells = []
-            for f in [0.0, *args.forgetting]:
+            for f in [0.0, *args.forgetting, "auto"]:
                 cells.append(after_drift(prepare() | rule(forgetting=f), examples, position))
-            retrain = river_drift.DriftRetrainingClassifier(rule())
+            retrain = river_drift.DriftRetrainingClassifier(rule(forgetting=0.0))
             cells.append(after_drift(prepare() | retrain, examples, position))
             row = " | ".join(f"{c:.3f}" for c in cells)
             print(f"| {rule.__name__} | {row} |", flush=True)

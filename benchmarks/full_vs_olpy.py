@@ -7,8 +7,9 @@ examples/s counts the prediction and the update by CPU time. They run in interle
 (`--repeat`), a fresh model each round, and each keeps its best time; BLAS runs one thread (an
 idle BLAS thread spinning would bill the next contender).
 
-- river-cw: ``AROW(covariance="full")`` (r = 1, every prior variance 1, the intercept's too),
-  ``predict_one`` then ``learn_one`` on the example's dict of floats;
+- river-cw: ``AROW(covariance="full", forgetting=0)`` (r = 1, every prior variance 1, the
+  intercept's too, no forgetting: the paper's AROW, as olpy's), ``predict_one`` then
+  ``learn_one`` on the example's dict of floats;
 - olpy (``pip install -e ".[benchmarks]"``; without it the olpy rows are skipped, and the run
   says so): ``olpy.classifiers.AROW(r=1)``, the same model (its Sigma starts at the identity),
   on the example as a dense numpy row with a constant 1 for the intercept: the sign of
@@ -91,8 +92,9 @@ def dense(data: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def river_cw_pass(data: list) -> tuple[float, float]:
-    """CPU seconds and accuracy of one progressive pass of a fresh ``AROW(covariance="full")``."""
-    model = river_cw.AROW(covariance="full")
+    """CPU seconds and accuracy of one progressive pass of a fresh
+    ``AROW(covariance="full", forgetting=0)``."""
+    model = river_cw.AROW(covariance="full", forgetting=0.0)
     correct = 0
     gc.collect()
     start = time.process_time()

@@ -87,7 +87,13 @@ def perceptron():
 
 # The papers' models: diagonal covariance (the paper's scheme unless named), no intercept; one
 # row adds the intercept to AROW's (the diagonal defaults before issue 30).
-PAPER = {"learn_intercept": False, "covariance": "diagonal", "diagonal": "project"}
+# the papers' models: the diagonal, no intercept, and no forgetting
+PAPER = {
+    "learn_intercept": False,
+    "covariance": "diagonal",
+    "diagonal": "project",
+    "forgetting": 0.0,
+}
 
 # name -> (constructor, fixed parameters, tuning grid of streams.evaluate.tuning.GRIDS or None)
 MODELS = {

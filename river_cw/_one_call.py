@@ -86,7 +86,7 @@ def learn_rows(model, engine, rows: Rows, labels: list, weights: list) -> None:
                 i,
                 step,
                 scheme,
-                0.0 if model._surprise is not None else float(model.forgetting),
+                float(model._fixed_rate()),
                 intercept,
                 stats,
                 native,

@@ -183,7 +183,7 @@ class CW(GaussianClassifier):
         Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
         ``"auto"``: the model sets f itself, example by example, from its mistakes beyond those
         its calibrated probabilities expect (0 while it errs as it expects, up to 0.05;
-        `river_cw.surprise`; needs ``calibrate=True``).
+        `river_cw.surprise`; without calibration it never forgets).
     calibrate
         Calibrated probabilities (the default): ``Phi(a m / sqrt(v + r))``, the margin's
         variance plus a noise term r = 1 and a temperature a fitted online by one Newton

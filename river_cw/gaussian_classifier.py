@@ -57,7 +57,7 @@ class GaussianClassifier(LinearClassifier):
     ``P(positive label) = Phi(m / sqrt(v))`` while binary, pairwise margins on one scale once
     multi-class, so that `predict_one` is the label of largest probability.
 
-    Forgetting (``forgetting = f > 0``; off by default, the papers' models never forget). Every
+    Forgetting (``forgetting = f > 0``; the papers' models never forget). Every
     rule only adds precision, so after concept drift the variances stay small and the model
     barely moves (CW's reach 1e-193 on SEA). With forgetting, each example first relaxes the
     precision of the weights it touches toward the prior's, ``1/s_j <- (1 - f)/s_j + f/a``
@@ -80,13 +80,15 @@ class GaussianClassifier(LinearClassifier):
     (see `river_cw._engines.arrowhead`).
     The forgetting of a valid example is kept even when its step is not taken.
 
-    Forgetting set by the model (``forgetting="auto"``, `river_cw.surprise`): the rate of each
+    Forgetting set by the model (``forgetting="auto"``, the default of AROW, NHERD and SCW;
+    `river_cw.surprise`): the rate of each
     example's forgetting is read from the model's surprise, the excess of its mistakes over
     those its calibrated probabilities expected, beyond a control limit (ECDD's, Ross et al.
     2012): 0 while the model errs as it expects, so that a stationary stream's model is the one
     that never forgets, to the bit, and up to 0.05 when the concept moves away from it. The
     surprise is stepped on the margin the calibration's Newton step reads, before that step;
-    the rate it gives holds from the next example on. Three floats of state.
+    the rate it gives holds from the next example on. Three floats of state. Without
+    calibration there is no expectation to compare with, and ``"auto"`` never forgets.
 
     The defaults (issue 30). Every rule's default covariance is ``"arrowhead"``
     (`river_cw._engines.arrowhead`): the diagonal plus the intercept's covariance with each weight, at the
@@ -142,16 +144,13 @@ class GaussianClassifier(LinearClassifier):
             raise ValueError(f"calibrate must be True or False, got {calibrate!r}")
         self.calibrate = calibrate
         self._temperature = array("d", (1.0, 1.0)) if calibrate else None  # [a, H]
-        if forgetting == surprise.AUTO:
-            if not calibrate:
-                raise ValueError(
-                    'forgetting="auto" compares the mistakes with those the calibrated '
-                    "probabilities expect: it needs calibrate=True"
-                )
-        elif not is_real(forgetting) or not (0.0 <= forgetting < 1.0):
+        if forgetting != surprise.AUTO and not (
+            is_real(forgetting) and 0.0 <= float(forgetting) < 1.0
+        ):
             raise ValueError(f'forgetting must be in [0, 1) or "auto", got {forgetting!r}')
         self.forgetting = forgetting
-        self._surprise = surprise.start() if forgetting == surprise.AUTO else None
+        # [n, e, q_bar]: "auto" reads the calibrated probabilities; without them it never forgets
+        self._surprise = surprise.start() if forgetting == surprise.AUTO and calibrate else None
         if covariance not in COVARIANCES:
             raise ValueError(f"covariance must be one of {tuple(COVARIANCES)}, got {covariance!r}")
         if diagonal not in self._diagonal_schemes:
@@ -218,7 +217,7 @@ class GaussianClassifier(LinearClassifier):
         with sample weight w, update; a step float64 cannot express is counted in
         `n_skipped_updates` and changes nothing."""
         keep, rest = 1.0, 0.0
-        f = self.forgetting if self._surprise is None else surprise.rate(self._surprise)
+        f = self._rate()
         if f:
             keep = 1.0 - f if w == 1.0 else (1.0 - f) ** w
             keep = max(keep, sys.float_info.min)  # a huge w forgets all but a trace
@@ -233,7 +232,7 @@ class GaussianClassifier(LinearClassifier):
             outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
             label = pairs[0][0]  # the block of the label: its pair's sign is +1
             if self._surprise is not None:
-                p = probabilities.multiclass(t, temperature[0], range(len(t)))
+                p = probabilities.multiclass(t, temperature[0], list(range(len(t))))
                 top = max(p.values())
                 others = max(q for k, q in p.items() if k != label)
                 surprise.observe(self._surprise, p[label] <= others, 1.0 - top, w)
@@ -245,11 +244,23 @@ class GaussianClassifier(LinearClassifier):
         if outcome == SKIPPED:
             self.n_skipped_updates += 1
 
+    def _rate(self) -> float:
+        """The forgetting of the example at hand: `forgetting`, or with ``"auto"`` the rate the
+        surprise sets (`river_cw.surprise.rate`; 0 without calibration)."""
+        if self._surprise is not None:
+            return surprise.rate(self._surprise)
+        return self._fixed_rate()
+
+    def _fixed_rate(self) -> float:
+        """`forgetting` where it is a number, 0 where the surprise sets it (``"auto"``)."""
+        return 0.0 if self.forgetting == surprise.AUTO else float(self.forgetting)
+
     def _calibrated_step(self, step, scheme):
         """The rule's `step` preceded by the calibration's Newton step on its margin: the
         margin the engine computed, ``m = y mu . x`` and v, standardised with the noise term
         (``s = m / sqrt(v + r)``), as the compiled engines' lean paths take it."""
         temperature, noise, state = self._temperature, self.margin_noise, self._surprise
+        assert temperature is not None  # a calibrating model's step
 
         def calibrated(m, v, *rest):
             s = m / math.sqrt(v + noise)
@@ -527,7 +538,7 @@ class GaussianClassifier(LinearClassifier):
         forgetting, no native step of its own `_step`, or of its own `_exact_step` for the exact
         scheme). `calibration` is `_calibration_spec`'s: with ``forgetting="auto"`` the lean path
         takes the examples the surprise does not make forget."""
-        if not covariances.of(self).compiled or (self.forgetting and self._surprise is None):
+        if not covariances.of(self).compiled or self._fixed_rate():
             return None
         if self.diagonal == "exact":
             native = self._native_of("_exact_step", "_native_exact_step")

@@ -37,7 +37,7 @@ class SOP(GaussianClassifier):
         Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
         ``"auto"``: the model sets f itself, example by example, from its mistakes beyond those
         its calibrated probabilities expect (0 while it errs as it expects, up to 0.05;
-        `river_cw.surprise`; needs ``calibrate=True``).
+        `river_cw.surprise`; without calibration it never forgets).
     calibrate
         Calibrated probabilities (the default): ``Phi(a m / sqrt(v))`` with a temperature a
         fitted online by one Newton step per example on the progressive log loss
@@ -112,3 +112,4 @@ class SOP(GaussianClassifier):
         yield {}
         yield {"covariance": "full", "a": 0.5}
         yield {"covariance": "diagonal", "diagonal": "drop", "a": 0.5}
+        yield {"forgetting": "auto"}

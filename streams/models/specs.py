@@ -57,7 +57,7 @@ def parse(spec: str) -> base.Estimator:
       diagonal="drop"
       initial_variance=1.
       learn_intercept=True
-      forgetting=0.
+      forgetting="auto"
       calibrate=True
       initial_intercept_variance=100.
     )

@@ -66,9 +66,15 @@ def sop_step(mu, S, x, y):
     return reference.arow(mu, S, x, y, 1.0) if y * mu @ x <= 0 else (mu, S)
 
 
-RULES = [
-    (lambda **k: river_cw.AROW(r=0.5, **k), lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5)),
-    (lambda **k: river_cw.NHERD(C=0.3, **k), lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3)),
+RULES = [  # the papers' models: they never forget
+    (
+        lambda **k: river_cw.AROW(r=0.5, forgetting=0.0, **k),
+        lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5),
+    ),
+    (
+        lambda **k: river_cw.NHERD(C=0.3, forgetting=0.0, **k),
+        lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3),
+    ),
     (
         lambda **k: river_cw.CW(variant="var", **k),
         lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9),
@@ -78,11 +84,11 @@ RULES = [
         lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.8),
     ),
     (
-        lambda **k: river_cw.SCW(C=0.5, **k),
+        lambda **k: river_cw.SCW(C=0.5, forgetting=0.0, **k),
         lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I"),
     ),
     (
-        lambda **k: river_cw.SCW(C=0.5, variant="II", **k),
+        lambda **k: river_cw.SCW(C=0.5, variant="II", forgetting=0.0, **k),
         lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II"),
     ),
     (lambda **k: river_cw.SOP(**k), sop_step),

@@ -285,8 +285,11 @@ def test_l2_from_a_base_adds_the_changes_of_the_mean(start, shards):
 
 
 def test_a_member_that_did_not_start_from_the_base_is_refused():
-    base = started(MODELS["AROW drop wide"](), [({"a": 5.0}, 1), ({"a": 6.0}, 0)], "xy")
-    stranger = started(MODELS["AROW drop wide"](), [], "xy")  # its variances above the base's
+    """Told by its variances above the base's: a model that never forgets (one that may, as
+    with ``forgetting="auto"``, can grow them)."""
+    never = MODELS["AROW drop wide"]().clone({"forgetting": 0.0})
+    base = started(never.clone(), [({"a": 5.0}, 1), ({"a": 6.0}, 0)], "xy")
+    stranger = started(never.clone(), [], "xy")  # its variances above the base's
     with pytest.raises(ValueError, match="did not start from the base"):
         river_cw.combine([stranger, base], base=base)
 

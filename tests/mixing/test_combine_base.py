@@ -261,16 +261,17 @@ def test_skipped_updates_since_the_base_are_counted_once():
 
 
 def test_models_that_cannot_be_mixed_are_refused():
-    base = learned(river_cw.AROW(), [({"a": 1.0}, 0), ({"b": 1.0}, 1)], "xy")
+    # a stranger is told by its variances above the base's: models that never forget
+    base = learned(river_cw.AROW(forgetting=0.0), [({"a": 1.0}, 0), ({"b": 1.0}, 1)], "xy")
     member = learned(base, [({"c": 1.0}, 0)], "xy")
     with pytest.raises(ValueError, match="only Gaussian classifiers"):
         river_cw.combine([river_cw.VotedRDA(), river_cw.VotedRDA()])
     with pytest.raises(ValueError, match="hyper-parameters"):
         river_cw.combine([member], base=river_cw.AROW(r=2.0))
-    stranger = learned(river_cw.AROW(), [({"c": 1.0}, 1)], "yx")
+    stranger = learned(river_cw.AROW(forgetting=0.0), [({"c": 1.0}, 1)], "yx")
     with pytest.raises(ValueError, match="did not start from the base"):
         river_cw.combine([member, stranger], base=base)
-    grown = learned(river_cw.AROW(), [({"a": 1.0}, 0), ({"b": 2.0}, 1)], "xy")
+    grown = learned(river_cw.AROW(forgetting=0.0), [({"a": 1.0}, 0), ({"b": 2.0}, 1)], "xy")
     with pytest.raises(ValueError, match="grew from the base"):
         river_cw.combine([member, base], base=grown)
     one = learned(river_cw.AROW(), [({"a": 1.0}, 0)], "x")

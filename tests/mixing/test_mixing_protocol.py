@@ -110,8 +110,9 @@ class Partition:
 def run(seed: int, n: int, partitions: int, every: int, method: str = "kl", labels=("ham", "spam")):
     rng = random.Random(seed)
     examples = stream(rng, n, labels)
-    # the diagonal with AROW's own scheme: every example adds x_j^2 / r to a weight's precision
-    model = river_cw.AROW(r=R, covariance="diagonal", diagonal="project")
+    # the diagonal with AROW's own scheme, never forgetting: every example adds x_j^2 / r to a
+    # weight's precision
+    model = river_cw.AROW(r=R, covariance="diagonal", diagonal="project", forgetting=0.0)
     records = [[] for _ in range(partitions)]
     for i, x, y in examples:
         records[rng.randrange(partitions)].append(encode_example(i, x, y))

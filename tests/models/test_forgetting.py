@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import pickle
 
 import numpy as np
 import pytest
@@ -76,14 +75,6 @@ def test_a_weight_forgets_w_times():
     assert twice.variances["a"] == pytest.approx(one.variances["a"], rel=1e-12)
 
 
-def test_without_forgetting_nothing_changes():
-    a, b = river_cw.AROW(), river_cw.AROW(forgetting=0.0)
-    for x, y in [({"a": 1.0}, True), ({"a": -1.0, "b": 2.0}, False)] * 5:
-        a.learn_one(x, y)
-        b.learn_one(x, y)
-    assert pickle.dumps(a) == pickle.dumps(b)
-
-
 def test_forgetting_keeps_learning_after_sudden_drift():
     """SEA's threshold moves at example 5,000: a model that forgets follows it."""
     from river import metrics, preprocessing
@@ -146,9 +137,20 @@ def test_with_forgetting_no_arrowhead_variance_exceeds_its_prior(
 # -- forgetting="auto": the model's surprise sets the rate (river_cw.surprise) ----------------
 
 
-def test_auto_forgetting_needs_the_calibrated_probabilities():
-    with pytest.raises(ValueError, match=r'forgetting="auto".*calibrate=True'):
-        river_cw.AROW(forgetting="auto", calibrate=False)
+def test_without_calibration_auto_forgetting_never_forgets():
+    """ "auto" compares the mistakes with those the calibrated probabilities expect: the papers'
+    probabilities (``calibrate=False``) give it nothing to compare with, and the model is the
+    one that never forgets, in the lean path."""
+    from tests.support.bits import assert_same
+
+    auto = river_cw.AROW(calibrate=False)
+    never = river_cw.AROW(calibrate=False, forgetting=0.0)
+    assert auto.forgetting == "auto" and auto._surprise is None and auto._lean_spec() is not None
+    for x, y in sine(1000, 2000):
+        auto.learn_one(x, y)
+        never.learn_one(x, y)
+    auto.forgetting = 0.0
+    assert_same(auto, never)
     with pytest.raises(ValueError, match="forgetting"):
         river_cw.AROW(forgetting="Auto")
 
@@ -181,7 +183,7 @@ def test_auto_forgetting_follows_a_reversed_concept(covariance):
     after the reversal); one that sets its own forgetting notices its mistakes beyond those it
     expects and learns the second (above 90%)."""
     stream = sine(1000, 2500)
-    never = prequential(river_cw.AROW(covariance=covariance), stream, 1500)
+    never = prequential(river_cw.AROW(covariance=covariance, forgetting=0.0), stream, 1500)
     auto = river_cw.AROW(covariance=covariance, forgetting="auto")
     assert prequential(auto, stream, 1500) > 0.9 > 0.2 > never
     # every example once the model knows both labels, and none before
@@ -198,7 +200,7 @@ def test_where_nothing_surprises_the_model_auto_forgetting_changes_nothing(rule)
 
     stream = sine(None, 1500)
     options = {"covariance": "diagonal"} if rule is river_cw.CW else {}
-    auto, never = rule(forgetting="auto", **options), rule(**options)
+    auto, never = rule(forgetting="auto", **options), rule(forgetting=0.0, **options)
     for x, y in stream:
         assert surprise.rate(auto._surprise) == 0.0
         auto.learn_one(x, y)

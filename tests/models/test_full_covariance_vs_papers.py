@@ -39,7 +39,7 @@ def library_state(model):
     return mu, S
 
 
-CASES = [
+CASES = [  # the papers' models: they never forget
     (
         river_cw.CW(learn_intercept=False, variant="var", covariance="full"),
         lambda mu, S, x, y: reference.cw_var(mu, S, x, y, 0.9),
@@ -49,19 +49,19 @@ CASES = [
         lambda mu, S, x, y: reference.cw_stdev(mu, S, x, y, 0.8),
     ),
     (
-        river_cw.AROW(learn_intercept=False, r=0.5, covariance="full"),
+        river_cw.AROW(learn_intercept=False, r=0.5, covariance="full", forgetting=0.0),
         lambda mu, S, x, y: reference.arow(mu, S, x, y, 0.5),
     ),
     (
-        river_cw.NHERD(learn_intercept=False, C=0.3, covariance="full"),
+        river_cw.NHERD(learn_intercept=False, C=0.3, covariance="full", forgetting=0.0),
         lambda mu, S, x, y: reference.nherd(mu, S, x, y, 0.3),
     ),
     (
-        river_cw.SCW(learn_intercept=False, C=0.5, variant="I", covariance="full"),
+        river_cw.SCW(learn_intercept=False, C=0.5, variant="I", covariance="full", forgetting=0.0),
         lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "I"),
     ),
     (
-        river_cw.SCW(learn_intercept=False, C=0.5, variant="II", covariance="full"),
+        river_cw.SCW(learn_intercept=False, C=0.5, variant="II", covariance="full", forgetting=0.0),
         lambda mu, S, x, y: reference.scw(mu, S, x, y, 0.5, 0.9, "II"),
     ),
 ]
@@ -122,7 +122,7 @@ def test_multiclass_full_covariance_matches_the_joint_feature_space():
     Dredze, Kulesza 2009), best-scoring wrong label, from the third label on; binary before."""
     rng = np.random.default_rng(7)
     K, r = 4, 0.8
-    model = river_cw.AROW(learn_intercept=False, r=r, covariance="full")
+    model = river_cw.AROW(learn_intercept=False, r=r, covariance="full", forgetting=0.0)
     w, Sw = np.zeros(D), np.eye(D)  # binary phase: labels 0 (-1) and 1 (+1)
     labels = [0, 1, 2] + [int(z) for z in rng.integers(0, K, size=80)]
     for i, label in enumerate(labels):

@@ -72,8 +72,11 @@ def test_a_value_at_the_edge_of_a_parameters_range_is_accepted(cls, name, value)
 
 
 @pytest.mark.parametrize("cls", GAUSSIANS)
-def test_by_default_a_model_calibrates_and_never_forgets(cls):
-    """``calibrate`` is on by default (its probabilities, not its predictions) and
-    ``forgetting`` 0 never forgets (see `river_cw.gaussian_classifier.GaussianClassifier`)."""
+def test_by_default_a_model_calibrates_and_forgets_as_its_surprise_says(cls):
+    """``calibrate`` is on by default (its probabilities, not its predictions); AROW, NHERD and
+    SCW set their own forgetting by default (``"auto"``, `river_cw.surprise`), CW and SOP never
+    forget (see `river_cw.gaussian_classifier.GaussianClassifier`)."""
     params = cls()._get_params()
-    assert params["calibrate"] is True and params["forgetting"] == 0
+    forgets = cls in (river_cw.AROW, river_cw.NHERD, river_cw.SCW)
+    assert params["calibrate"] is True
+    assert params["forgetting"] == ("auto" if forgets else 0.0)
