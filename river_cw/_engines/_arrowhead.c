@@ -10,7 +10,8 @@
  * (benchmarks/README.md, "The compiled port of the arrowhead"): G = sum k_j x_j + x_b, the score
  * sum a_j x_j + G mu_b and the features' variance sum c_j x_j^2, each a certified double-double
  * sum (_fsum.h); where its bound cannot certify one, the terms show whether the double-double
- * is exact (a sum exactly halfway between two doubles, say), else a triple-length pass over them,
+ * is exact (a sum exactly halfway between two doubles, say; the lean CSR pass keeps their least
+ * magnitudes, which show it without reading them again), else a triple-length pass over them,
  * then math.fsum's own algorithm (coords_fsum).
  * An update computes every new value first and writes them only if all are finite.
  * Compile with -ffp-contract=off: the operation order is the reference's.
@@ -295,27 +296,46 @@ static int coords_fsum(Arrowhead *self, const Pair *pairs, int npairs, int which
     return msum_result(&s, out);
 }
 
-/* the exactly rounded sum of acc's n terms, the pair's `which` terms then `last` */
-static inline int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which, double last,
-                           double *out) {
-    ddsum_add(acc, last);
+/* pair_sum where the bound does not certify the sum: the accumulator's hi + lo where the terms'
+ * least magnitude `least` (0: not kept) shows it exact (ddsum_exact), else coords_fsum. A
+ * function of its own, its accumulator passed by value: its callers keep theirs in registers. */
+static RCW_NOINLINE int pair_sum_fsum(Arrowhead *self, const Pair *p, DdSum acc, int which,
+                                      double last, double least, double *out) {
+    if (ddsum_exact(&acc, p->nseen + 1, last != 0.0 && fabs(last) < least ? fabs(last) : least,
+                    out))
+        return 0;
+    return coords_fsum(self, p, 1, which, &last, 1, &acc, p->nseen + 1, out);
+}
+
+/* the exactly rounded sum of acc's n terms, the pair's `which` terms then `last` (`added`: acc
+ * took it already, as its first term: the same exactly rounded sum); `least` (NULL: not kept)
+ * the smallest magnitude among the pair's terms, which shows the sum exact without reading them
+ * again where the bound does not certify it */
+static RCW_ALWAYS_INLINE int pair_sum(Arrowhead *self, const Pair *p, DdSum *acc, int which,
+                                      double last, int added, const double *least, double *out) {
+    if (!added) ddsum_add(acc, last);
     if (ddsum_certified(acc, p->nseen + 1, out)) return 0;
-    return coords_fsum(self, p, 1, which, &last, 1, acc, p->nseen + 1, out);
+    return pair_sum_fsum(self, p, *acc, which, last, least != NULL ? *least : 0.0, out);
 }
 
 /* The terms of a learned feature in a pass: entry e of the pair's table, the value xf and the
  * conditional variance cj the margin reads (forgotten where the pass forgets); a_j x_j and
- * k_j x_j added to *ak, c_j x_j^2 returned (learned_ak) or added to the lane of *cs
- * (learned_terms, ddlane_add). One home for every pass (pass_pair over a dict, the batch kernel's
- * rows: pass_row, pass_csr, score_rows' row_score_add) */
-static RCW_ALWAYS_INLINE double learned_ak(const Entry *e, double xf, double cj, DdPair *ak) {
-    ddpair_add(ak, e->a * xf, e->k * xf);
+ * k_j x_j added to *ak (their least magnitudes kept in *least where it is not NULL:
+ * ddpair_least_add), c_j x_j^2 returned (learned_ak) or added to the lane of *cs (learned_terms,
+ * ddlane_add). One home for every pass (pass_pair over a dict, the batch kernel's rows:
+ * pass_row, pass_csr, score_rows' row_score_add) */
+static RCW_ALWAYS_INLINE double learned_ak(const Entry *e, double xf, double cj, DdPair *ak,
+                                           DdLeast *least) {
+    if (least != NULL)
+        ddpair_least_add(ak, least, e->a * xf, e->k * xf);
+    else
+        ddpair_add(ak, e->a * xf, e->k * xf);
     return cj * (xf * xf);
 }
 
 static RCW_ALWAYS_INLINE void learned_terms(const Entry *e, double xf, double cj, DdPair *ak,
                                             DdPair *cs) {
-    ddlane_add(cs, learned_ak(e, xf, cj, ak));
+    ddlane_add(cs, learned_ak(e, xf, cj, ak, NULL));
 }
 
 /* the terms of a feature not learned yet (value xf): xf touched into *unknown (so that bad values
@@ -435,10 +455,12 @@ static int forget_root(Arrowhead *self, Pair *p, const DdSum *kk) {
  * p->root (-1: not stored) set: the root's (mu_b, S), S forgotten where the pass forgets (kk, the
  * terms k_j k_j' of the features it forgot; NULL: it forgets nothing), x holds the root and the
  * pass forgot every feature the block has learned (forget_root), G and the score from the terms
- * in *ak. 0, or -1 with fsum's error. */
+ * in *ak (their least magnitudes in *least, NULL where not kept; `rooted`: G's lane took x_b
+ * first, ddpair_start). 0, or -1 with fsum's error. */
 static RCW_ALWAYS_INLINE int pair_close(Arrowhead *self, Pair *p, const Table *t, const DdPair *ak,
-                                        const DdSum *kk) {
+                                        const DdLeast *least, int rooted, const DdSum *kk) {
     DdSum a_acc, k_acc;
+    double a_least, k_least;
     p->mu_b = p->root < 0 ? 0.0 : t->entries[p->root].a;
     p->S = p->root < 0 ? self->root_variance : t->entries[p->root].k;
     p->forgets_root = 0;
@@ -446,8 +468,10 @@ static RCW_ALWAYS_INLINE int pair_close(Arrowhead *self, Pair *p, const Table *t
         forget_root(self, p, kk) < 0)
         return -1;
     ddpair_split(ak, &a_acc, &k_acc);
-    if (pair_sum(self, p, &k_acc, TERM_K, p->x_b, &p->G) < 0 ||
-        pair_sum(self, p, &a_acc, TERM_A, p->G * p->mu_b, &p->score) < 0)
+    if (least != NULL) ddleast_split(least, &a_least, &k_least);
+    if (pair_sum(self, p, &k_acc, TERM_K, p->x_b, rooted, least ? &k_least : NULL, &p->G) < 0 ||
+        pair_sum(self, p, &a_acc, TERM_A, p->G * p->mu_b, 0, least ? &a_least : NULL,
+                 &p->score) < 0)
         return -1;
     return 0;
 }
@@ -513,7 +537,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
     p->nseen = nseen;
     p->nnew = n - first - nseen;
     if ((p->root = table_find(t, root, self->root_hash)) == -2 ||
-        pair_close(self, p, t, &ak, forgetting ? &kk : NULL) < 0)
+        pair_close(self, p, t, &ak, NULL, 0, forgetting ? &kk : NULL) < 0)
         goto bad;
     if (!isfinite(p->score + unknown)) {
         if (lean) goto general;
@@ -539,10 +563,12 @@ general:
     return PASS_GENERAL;
 }
 
-/* total where the bound does not certify the sum: coords_fsum, or inf beyond float64 */
-static int total_fsum(Arrowhead *self, const Pair *pairs, int npairs, const double *roots,
-                      int more, const DdSum *acc, Py_ssize_t n, double *out) {
-    if (coords_fsum(self, pairs, npairs, TERM_C, roots, more, acc, n, out) == 0) return 0;
+/* total where the bound does not certify the sum: coords_fsum, or inf beyond float64 (its
+ * accumulator passed by value, as pair_sum_fsum's) */
+static RCW_NOINLINE int total_fsum(Arrowhead *self, const Pair *pairs, int npairs,
+                                   const double *roots, int more, DdSum acc, Py_ssize_t n,
+                                   double *out) {
+    if (coords_fsum(self, pairs, npairs, TERM_C, roots, more, &acc, n, out) == 0) return 0;
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
     PyErr_Clear(); /* the terms are >= 0: beyond float64 in any order */
     *out = INFINITY;
@@ -557,7 +583,7 @@ static RCW_ALWAYS_INLINE int total(Arrowhead *self, const Pair *pairs, int npair
     int k;
     for (k = 0; k < more; k++) ddsum_add(&acc, roots[k]);
     if (ddsum_certified(&acc, n + more, out)) return 0;
-    return total_fsum(self, pairs, npairs, roots, more, &acc, n + more, out);
+    return total_fsum(self, pairs, npairs, roots, more, acc, n + more, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1300,7 +1326,7 @@ static int pass_row(Arrowhead *self, Pair *p, const BatchRow *r, double keep, do
     p->nseen = nseen;
     p->nnew = n - first - nseen;
     if ((!rooted && (p->root = table_find(t, self->root, self->root_hash)) == -2) ||
-        pair_close(self, p, t, &ak, forgetting ? &kk : NULL) < 0) {
+        pair_close(self, p, t, &ak, NULL, 0, forgetting ? &kk : NULL) < 0) {
         drop_coords(self, first);
         if (!rcw_error_recoverable()) return PASS_ERROR;
         PyErr_Clear(); /* learn_one meets it again and raises it */
@@ -1380,8 +1406,9 @@ enum { PASS_COLUMN = -3 };
 /* pass_pair's pass over the lean CSR row i for pair 0 (its sign set) of a binary engine, nothing
  * forgotten, straight from the arrays and the batch cache's columns, the intercept (where
  * `intercept`) as the root with x_b = 1.0: the terms (learned_ak, new_term) into the pair's
- * sums and self->c_acc (the terms c_j x_j^2 of two learned features side by side: ddlanes_sum),
- * G and the score; the coordinates counted, not laid out (the row pending: coords_fsum reads its
+ * sums (G's taking x_b first: ddpair_start; their least magnitudes kept: ddpair_least_add) and
+ * self->c_acc (the terms c_j x_j^2 of two learned features side by side: ddlanes_sum), G and
+ * the score; the coordinates counted, not laid out (the row pending: coords_fsum reads its
  * terms from the arrays, lay_out lays them out for a checked update). PASS_OK; PASS_GENERAL
  * (the general row's: a sum math.fsum raises on, a score beyond float64, an intercept other than
  * the root; no error set); PASS_ERROR with the error; PASS_COLUMN (a lazy call: a column out
@@ -1398,16 +1425,20 @@ static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColum
     Py_ssize_t q, unseen = 0, nnew = 0;
     double unknown = 0.0, term;
     DdPair ak, cs; /* cs: the terms c_j x_j^2 in both lanes, two learned features' at once */
+    DdLeast least; /* ak's least magnitudes */
     if (intercept && cache->key[cache->ncols] != self->root) return PASS_GENERAL;
     if (c->lazy) { /* the row's columns checked as columns_resolve checks them, first */
         BatchMark *marks = cache->mark;
         const size_t ncols = (size_t)cache->ncols;
         const int64_t epoch = cache->calls, row = ++cache->rows;
-        for (q = 0; q < n; q++)
-            if (mark_take(marks, ind[q], ncols, epoch, row) <= 0) return PASS_COLUMN;
+        const Py_ssize_t *l, *end = ind + n;
+        for (l = ind; l != end; l++) /* one induction variable, no count */
+            if (mark_take(marks, *l, ncols, epoch, row) <= 0) return PASS_COLUMN;
     }
-    ddpair_init(&ak);
+    p->x_b = intercept ? 1.0 : 0.0;
+    ddpair_start(&ak, 0.0, p->x_b); /* G's sum takes x_b first (pair_close's `rooted`) */
     ddpair_init(&cs);
+    ddleast_init(&least);
     for (q = 0; q < n; q++) {
         Py_ssize_t ix = slot[ind[q]], iy;
         if (ix < 0) {
@@ -1417,11 +1448,11 @@ static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColum
                 nnew++;
             }
         } else if (q + 1 < n && (iy = slot[ind[q + 1]]) >= 0) { /* two learned, one operation */
-            term = learned_ak(&entries[ix], data[q], entries[ix].c, &ak);
+            term = learned_ak(&entries[ix], data[q], entries[ix].c, &ak, &least);
             q++;
-            ddpair_add(&cs, term, learned_ak(&entries[iy], data[q], entries[iy].c, &ak));
+            ddpair_add(&cs, term, learned_ak(&entries[iy], data[q], entries[iy].c, &ak, &least));
         } else
-            ddlane_add(&cs, learned_ak(&entries[ix], data[q], entries[ix].c, &ak));
+            ddlane_add(&cs, learned_ak(&entries[ix], data[q], entries[ix].c, &ak, &least));
     }
     self->c_acc = ddlanes_sum(&cs);
     self->c_more = DDLANES_TERMS;
@@ -1432,11 +1463,10 @@ static RCW_ALWAYS_INLINE int pass_csr(Arrowhead *self, Pair *p, const BatchColum
     p->end = n - unseen + nnew;
     p->nseen = n - unseen;
     p->nnew = nnew;
-    p->x_b = intercept ? 1.0 : 0.0;
     p->keep = 1.0;
     p->touched = 0;
     p->root = intercept ? slot[cache->ncols] : table_find(t, self->root, self->root_hash);
-    if (p->root == -2 || pair_close(self, p, t, &ak, NULL) < 0) {
+    if (p->root == -2 || pair_close(self, p, t, &ak, &least, 1, NULL) < 0) {
         release_margin(self);
         if (!rcw_error_recoverable()) return PASS_ERROR;
         PyErr_Clear(); /* learn_one meets it again and raises it */
@@ -1464,7 +1494,8 @@ static int batch_lean_row(Arrowhead *self, const BatchColumns *c, Py_ssize_t i, 
     Py_ssize_t used = t->used, *slot = c->cache->slot, next, q;
     double m;
     int outcome, pending;
-    release_margin(self);
+    if (self->ncoords > 0 || self->scored != NULL) /* the rows before released their margins */
+        release_margin(self);
     self->npairs = 1;
     self->pairs[0].block = 0;
     self->pairs[0].sign = sign;

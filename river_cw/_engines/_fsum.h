@@ -5,6 +5,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ---------------------------------------------------------------------------------------- */
 /* exactly rounded sums: math.fsum's algorithm (Shewchuk's partials), the fallback             */
@@ -206,14 +209,15 @@ static inline int ddsum_certified(const DdSum *s, Py_ssize_t n, double *out) {
 }
 
 /* 1 when the accumulator's hi + lo is exactly the sum of its n terms, judged from `tiny`, the
- * smallest magnitude among its non-zero terms (inf: none), and then *out = hi + lo rounded once,
- * to nearest with ties to even as math.fsum rounds: its result, ties included (a sum exactly
- * halfway between two doubles, which no error bound certifies). Else 0. Why: every term is a
- * multiple of q, the ulp of the smallest non-zero term (q > tiny 2^-53), and so is every hi,
- * every TwoSum error e (exact) and lo while its additions are exact; |lo| never exceeds
- * sum |e| <= n u (1 + n u) sum |x| (u = 2^-53), which n sum|x| 2^-51 <= tiny keeps below
- * 2^53 q: each lo + e is then a double, the addition exact, and hi + lo the sum. A sum over
- * two lanes (ddlanes_sum) is judged alike: its second lane's hi and lo are multiples of q too. */
+ * smallest magnitude among its non-zero terms (inf: none; a smaller one, as ddpair_least_add's
+ * may be, only refuses more), and then *out = hi + lo rounded once, to nearest with ties to even
+ * as math.fsum rounds: its result, ties included (a sum exactly halfway between two doubles,
+ * which no error bound certifies). Else 0. Why: every term is a multiple of q, the ulp of the
+ * smallest non-zero term (q > tiny 2^-53), and so is every hi, every TwoSum error e (exact) and
+ * lo while its additions are exact; |lo| never exceeds sum |e| <= n u (1 + n u) sum |x|
+ * (u = 2^-53), which n sum|x| 2^-51 <= tiny keeps below 2^53 q: each lo + e is then a double,
+ * the addition exact, and hi + lo the sum. A sum over two lanes (ddlanes_sum) is judged alike:
+ * its second lane's hi and lo are multiples of q too. */
 static inline int ddsum_exact(const DdSum *s, Py_ssize_t n, double tiny, double *out) {
     if (!(s->size < 0x1p1020 && isfinite(s->hi) && isfinite(s->lo))) return 0;
     if (!((double)n * s->size * 0x1p-51 <= tiny)) return 0;
@@ -235,6 +239,16 @@ typedef struct {
 
 static inline void ddpair_init(DdPair *s) {
     s->hi = s->lo = s->size = (rcw_v2d){0.0, 0.0};
+}
+
+/* two accumulators started with the terms a and b: ddpair_init then ddpair_add(s, a, b), bit for
+ * bit where they are finite (TwoSum of 0.0 and x is 0.0 + x, with the error +0.0) */
+static inline void ddpair_start(DdPair *s, double a, double b) {
+    const rcw_v2i magnitude = {INT64_MAX, INT64_MAX};
+    rcw_v2d x = {a, b};
+    s->hi = (rcw_v2d){0.0, 0.0} + x;
+    s->lo = (rcw_v2d){0.0, 0.0};
+    s->size = (rcw_v2d)((rcw_v2i)x & magnitude);
 }
 
 /* add the terms a (to the first sum) and b (to the second) */
@@ -262,6 +276,32 @@ static inline void ddpair_join(DdPair *s, const DdSum *a, const DdSum *b) {
     s->lo = (rcw_v2d){a->lo, b->lo};
     s->size = (rcw_v2d){a->size, b->size};
 }
+
+/* The smallest magnitude among the terms of each of a pair's sums (ddsum_exact's tiny), kept
+ * beside them: ddpair_least_add is ddpair_add that keeps it too (one SSE2 minpd). A zero term
+ * makes its lane's 0, which ddsum_exact refuses (the terms are then read again); after a NaN
+ * term a lane's may exceed its least, but the sum's size is then NaN, which it refuses too. */
+typedef rcw_v2d DdLeast;
+
+static inline void ddleast_init(DdLeast *l) { *l = (rcw_v2d){INFINITY, INFINITY}; }
+
+static inline void ddpair_least_add(DdPair *s, DdLeast *l, double a, double b) {
+    const rcw_v2i magnitude = {INT64_MAX, INT64_MAX};
+    rcw_v2d size = (rcw_v2d)((rcw_v2i)(rcw_v2d){a, b} & magnitude); /* ddpair_add's too */
+    ddpair_add(s, a, b);
+#if defined(__SSE2__)
+    *l = (rcw_v2d)_mm_min_pd((__m128d)*l, (__m128d)size);
+#else
+    rcw_v2i less = size < *l;
+    *l = (rcw_v2d)(((rcw_v2i)size & less) | ((rcw_v2i)*l & ~less));
+#endif
+}
+
+/* the two lanes' least magnitudes, apart */
+static inline void ddleast_split(const DdLeast *l, double *a, double *b) {
+    *a = (*l)[0];
+    *b = (*l)[1];
+}
 #else
 typedef struct {
     DdSum a, b;
@@ -277,6 +317,11 @@ static inline void ddpair_add(DdPair *s, double a, double b) {
     ddsum_add(&s->b, b);
 }
 
+static inline void ddpair_start(DdPair *s, double a, double b) {
+    ddpair_init(s);
+    ddpair_add(s, a, b);
+}
+
 static inline void ddpair_split(const DdPair *s, DdSum *a, DdSum *b) {
     *a = s->a;
     *b = s->b;
@@ -285,6 +330,23 @@ static inline void ddpair_split(const DdPair *s, DdSum *a, DdSum *b) {
 static inline void ddpair_join(DdPair *s, const DdSum *a, const DdSum *b) {
     s->a = *a;
     s->b = *b;
+}
+
+typedef struct {
+    double a, b;
+} DdLeast;
+
+static inline void ddleast_init(DdLeast *l) { l->a = l->b = INFINITY; }
+
+static inline void ddpair_least_add(DdPair *s, DdLeast *l, double a, double b) {
+    ddpair_add(s, a, b);
+    if (fabs(a) < l->a) l->a = fabs(a);
+    if (fabs(b) < l->b) l->b = fabs(b);
+}
+
+static inline void ddleast_split(const DdLeast *l, double *a, double *b) {
+    *a = l->a;
+    *b = l->b;
 }
 #endif
 
@@ -307,18 +369,21 @@ static inline DdSum ddlane_sum(const DdPair *s) {
 }
 
 /* One sum over a pair's two lanes (two of its terms per vector operation where ddlane_add takes
- * one, each term in either lane): ddlanes_sum ends it as one DdSum, the second lane's hi and lo
- * added to the first as two more terms (DDLANES_TERMS) and its size counted too. Its bound
- * (ddsum_certified) given the n terms plus DDLANES_TERMS covers both lanes: the first lane took
- * at most that many, each lane errs by at most gamma^2 times its own size, and the sizes add up;
- * the exactly rounded sum it certifies is the sum's, whichever lane took which term. */
+ * one, each term in either lane): ddlanes_sum ends it as one DdSum, the second lane's hi added
+ * to the first as one more term, its lo to the first's lo, and its size counted too. Its bound
+ * (ddsum_certified) given the n terms plus DDLANES_TERMS covers both lanes: hi + lo differs
+ * from the sum only by the roundings in lo, which adds up every TwoSum error of both lanes and
+ * of the merge (at most n + 1 numbers, of magnitudes summing to at most gamma_n times the
+ * sizes) in a tree of additions instead of a chain, which errs by at most gamma_n times their
+ * magnitudes as the chain does; the exactly rounded sum it certifies is the sum's, whichever
+ * lane took which term. */
 #define DDLANES_TERMS 2
 
 static inline DdSum ddlanes_sum(const DdPair *s) {
     DdSum first, second;
     ddpair_split(s, &first, &second);
     ddsum_add(&first, second.hi);
-    ddsum_add(&first, second.lo);
+    first.lo += second.lo;
     first.size += second.size;
     return first;
 }

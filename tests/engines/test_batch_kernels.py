@@ -864,9 +864,10 @@ near_ties = st.lists(  # terms of one size whose errors land on and near a round
 def test_the_default_models_csr_rows_on_and_near_ties_are_the_learn_one_loop(k, a, c, root):
     """The arrowhead's lean CSR row (the default model's) sums G, the score and the variance
     where they fall on or a hair from the midpoint of two doubles: its variance sum over both
-    lanes of a vector, a sum recognised exact from its terms, the triple-length pass and
-    math.fsum's algorithm over the row's arrays give learn_one's numbers, and the step learned
-    from there is learn_one's, bit for bit (hashed and named columns)."""
+    lanes of a vector, a sum recognised exact from its terms (their least magnitude, which the
+    pass keeps), the triple-length pass and math.fsum's algorithm over the row's arrays give
+    learn_one's numbers, and the step learned from there is learn_one's, bit for bit (hashed and
+    named columns)."""
     n = min(len(k), len(a))
     c = [abs(t) for t in c[:n]] + [1.0] * (n - len(c))  # variances >= 0
     names = [f"f{j}" for j in range(n)]
