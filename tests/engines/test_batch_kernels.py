@@ -135,6 +135,35 @@ def test_learn_many_on_csr_is_the_learn_one_loop(model, parts, hashed):
             assert many.predict_many(X, features=features) == [one.predict_one(x) for x in named]
 
 
+@pytest.mark.parametrize("covariance", ["arrowhead", "diagonal"])
+@pytest.mark.parametrize("rows", ["dicts", "csr"])
+def test_batches_whose_surprise_forgets_are_the_learn_one_loop(covariance, rows):
+    """forgetting="auto" (`river_cw.surprise`): the kernel learns a row while the surprise's
+    rate is 0 and leaves a row that forgets to `learn_one`; the labels turn to noise half way,
+    so that many rows do, and the batches are the loop's to the bit."""
+    rng = np.random.default_rng(4)
+    dicts, labels = [], []
+    for i in range(800):
+        x = {f: float(v) for f, v in zip(NAMES, rng.normal(size=len(NAMES))) if v > -0.5}
+        x.setdefault("a", 1.0)
+        dicts.append(x)
+        labels.append(bool(x["a"] > 0) if i < 400 else bool(rng.random() < 0.5))
+    many = river_cw.AROW(covariance=covariance, forgetting="auto")
+    one = many.clone()
+    rates = set()
+    for start in range(0, 800, 100):
+        batch, ys = dicts[start : start + 100], labels[start : start + 100]
+        for x, y in zip(batch, ys):
+            rates.add(river_cw.surprise.rate(one._surprise))
+            one.learn_one(x, y)
+        if rows == "csr":
+            many.learn_many(csr_of(batch), np.array(ys), features=NAMES)
+        else:
+            many.learn_many(batch, ys)
+        assert_same(many, one)
+    assert len(rates) > 10  # 0, and the rates that many rows forgot at
+
+
 EXACT = [
     river_cw.CW(covariance="diagonal", diagonal="exact"),
     river_cw.CW(variant="var", covariance="diagonal", diagonal="exact", learn_intercept=False),

@@ -131,6 +131,22 @@ def test_models_learn_and_predict_as_on_the_reference(rule, labels, params):
     assert ours.predict_proba_one(x) == reference.predict_proba_one(x)
 
 
+def test_auto_forgetting_is_the_references_when_the_labels_turn_to_noise():
+    """forgetting="auto" (`river_cw.surprise`): the one-call path steps the surprise and hands
+    each example that forgets to the general path, as the reference forgets it."""
+    ours, reference = pair(river_cw.AROW, forgetting="auto")
+    rng = random.Random(5)
+    rates = set()
+    for i, (x, y) in enumerate(stream(500, 2, seed=2)):
+        if i >= 250:
+            y = rng.random() < 0.5
+        rates.add(river_cw.surprise.rate(ours._surprise))
+        ours.learn_one(x, y)
+        reference.learn_one(x, y)
+        assert_same_engines(ours, reference)
+    assert list(ours._surprise) == list(reference._surprise) and len(rates) > 10
+
+
 def test_the_one_call_paths_serve_the_common_case():
     model = river_cw.AROW(covariance="full")
     data = stream(60, 2, seed=1)

@@ -80,6 +80,13 @@ KEPT_COMPARISONS = {
             "NHERD{'covariance': 'diagonal', 'diagonal': 'exact', 'C': 0.1}",
             "AROW{'diagonal': 'project', 'initial_intercept_variance': None}",
         ],
+        "auto": [],  # three labels: the surprise's rate forgets as 0.05 does, on the same path
+    },
+    "test_auto_forgetting_on_a_reversed_concept_is_the_same": {
+        # two labels: the lean path's surprise (its step, and the examples it hands over to the
+        # general path) in each engine; three labels add nothing compiled
+        2: ["AROW{'covariance': 'diagonal', 'diagonal': 'project'}", "AROW{}"],
+        3: [],
     },
 }
 REPORTS = ("ERROR: AddressSanitizer", "runtime error:")
