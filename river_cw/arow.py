@@ -36,14 +36,11 @@ class AROW(GaussianClassifier):
     learn_intercept
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
     forgetting
-        ``"auto"`` (the default): the model sets its own rate of forgetting, example by example,
-        from its mistakes beyond those its calibrated probabilities expect: 0 while it errs as
-        it expects (on a stationary stream it is the model that never forgets, to the bit), up
-        to 0.05 while the concept moves away from it (`river_cw.surprise`); without calibration
-        (``calibrate=False``) it never forgets. A number f in [0, 1) forgets at that rate: before
-        each update, the precision of every weight the example touches is relaxed toward the
-        prior's, ``1/s_j <- (1 - f)/s_j + f/a`` (directional, stabilised forgetting: Kulhavy and
-        Karny 1984, Kulhavy and Zarrop 1993); 0 never forgets (the papers' models).
+        ``"auto"`` (the default): the model sets its own rate of forgetting from its mistakes
+        beyond those its calibrated probabilities expect, 0 where nothing drifts, up to 0.05
+        (`river_cw.surprise`). A number f in [0, 1) forgets at that rate, directional and
+        stabilised (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993; `GaussianClassifier`); 0 never
+        forgets (the papers' models).
     calibrate
         Calibrated probabilities (the default): ``Phi(a m / sqrt(v + r))``, the margin's
         variance plus a noise term r = 1 and a temperature a fitted online by one Newton

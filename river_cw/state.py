@@ -27,8 +27,9 @@ The layout (format 2), all integers little-endian:
 The header holds ``"model"`` (the class name), ``"parameters"`` (the constructor's arguments),
 ``"labels"`` (``classes_``, in order), ``"skipped_updates"``, the calibration (a Gaussian
 classifier's ``"temperature"``, ``[a, H]``, an array, or null, and, for one that sets its own
-forgetting, ``"surprise"``, ``[n, e, q_bar]``, an array: `river_cw.surprise`; voted RDA's ``"calibration"``,
-the running losses of its temperatures, an array, or null) and the engine's state: ``"gaussian"`` (its
+forgetting, ``"surprise"``, ``[n, e, q_bar]``, an array: `river_cw.surprise`; voted RDA's
+``"calibration"``, the running losses of its temperatures, an array, or null) and the engine's
+state: ``"gaussian"`` (its
 ``"covariance"`` and that covariance's parts, `river_cw.covariances.Covariance.parts`) or, for
 `VotedRDA`, ``"rda"`` (the engine's attributes, `river_cw._engines.rda_engine.STATE`); a
 `TextClassifier` holds its bag-of-words parameters and its ``"classifier"``, a header of its
@@ -556,13 +557,7 @@ def _temperature(reader: _Reader, header: dict):
         if ref is None:
             return None
         return array("d", (calibration.best(np.array(reader.array(ref))), 1.0))
-    ref = header["temperature"]
-    if ref is None:
-        return None
-    temperature = reader.array(ref)
-    if len(temperature) != 2 or temperature.typecode != "d":
-        raise ValueError(f"a temperature is [a, H], got {len(temperature)} numbers")
-    return array("d", temperature)
+    return _numbers(reader, header["temperature"], "a temperature is [a, H]", 2)
 
 
 def _surprise(reader: _Reader, header: dict, model):
@@ -571,12 +566,18 @@ def _surprise(reader: _Reader, header: dict, model):
     ref = header.get("surprise")
     if (ref is None) != (model._surprise is None):
         raise ValueError(f"the state's surprise does not fit its forgetting={model.forgetting!r}")
+    return _numbers(reader, ref, "a surprise is [n, e, q_bar]", 3)
+
+
+def _numbers(reader: _Reader, ref, what: str, count: int):
+    """The array `ref` names, `count` float64 (an ``array('d')``), or None for null; else a
+    ValueError saying `what` it must be."""
     if ref is None:
         return None
-    state = reader.array(ref)
-    if len(state) != 3 or state.typecode != "d":
-        raise ValueError(f"a surprise is [n, e, q_bar], got {len(state)} numbers")
-    return array("d", state)
+    numbers = reader.array(ref)
+    if len(numbers) != count or numbers.typecode != "d":
+        raise ValueError(f"{what}, got {len(numbers)} numbers")
+    return array("d", numbers)
 
 
 # -- voted RDA --------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The model's surprise, and the forgetting it sets (``forgetting="auto"``): one home for its control chart.
+"""The model's surprise and the forgetting it sets (``forgetting="auto"``): its control chart.
 
 A Gaussian model's confidence only grows, so when the concept moves it stops learning; a fixed
 forgetting rate follows drift but costs accuracy where nothing drifts, and which rate suits a
