@@ -18,9 +18,9 @@ the first WARM_UP examples. This is the control chart of ECDD (Ross, Adams, Taso
 2012, EWMA charts for concept drift detection), with the model's own calibrated expectation as
 the in-control level rather than its past error rate: a model that is still learning expects
 many mistakes and forgets nothing, and so does one whose labels are noisy, since its
-calibration expects their mistakes too. The measurements behind the constants, and the
-alternatives compared (fixed rates, detectors, rates competing, a pair of models):
-benchmarks/README.md, "Drift and calibration defaults: the study".
+calibration expects their mistakes too. The alternatives compared (fixed rates, detectors, rates competing, a pair
+of models) are in benchmarks/README.md, "Drift and calibration defaults: the study"; the
+measurements behind the constants, in its section on "the default's own forgetting".
 
 The state is three floats, ``[n, e, q_bar]`` (`start`); `observe` steps it, `rate` reads the
 next example's forgetting from it, and `mix` merges the states of models `river_cw.combine`
