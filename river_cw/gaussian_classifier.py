@@ -43,7 +43,7 @@ from .validation import is_real
 
 __all__ = ["GaussianClassifier"]
 
-_SQRT2 = math.sqrt(2.0)
+_LEAN_STATE = ("_temperature", "_surprise")  # arrays the lean spec holds (`_calibration_spec`)
 
 
 class GaussianClassifier(LinearClassifier):
@@ -265,8 +265,7 @@ class GaussianClassifier(LinearClassifier):
         def calibrated(m, v, *rest):
             s = m / math.sqrt(v + noise)
             if state is not None:
-                p = 0.5 * math.erfc(-(temperature[0] * s) / _SQRT2)  # the label's probability
-                surprise.observe(state, p <= 0.5, min(p, 1.0 - p), rest[-1])
+                surprise.observe_binary(state, temperature[0] * s, rest[-1])
             calibration.newton_step(temperature, s, rest[-1])
             return step(m, v, *rest)
 
@@ -560,9 +559,7 @@ class GaussianClassifier(LinearClassifier):
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
-        if name in ("_temperature", "_surprise") or name in hyperparameters(
-            type(self)
-        ):  # the lean spec's
+        if name in _LEAN_STATE or name in hyperparameters(type(self)):  # the lean spec's
             object.__setattr__(self, "_lean", STALE)
 
     def __getstate__(self) -> dict:

@@ -45,6 +45,7 @@ __all__ = [
     "WARM_UP",
     "mix",
     "observe",
+    "observe_binary",
     "rate",
     "start",
 ]
@@ -56,6 +57,7 @@ LIMIT = 2.0  # the control limit, in the EWMA's standard deviations
 GAIN = 2.0  # forgetting per unit of excess mistake rate
 HIGHEST = 0.05  # the highest rate of forgetting
 WARM_UP = 50  # examples before any forgetting
+_SQRT2 = math.sqrt(2.0)
 
 
 def start() -> array:
@@ -82,6 +84,22 @@ def observe(state, mistake: bool, expected: float, w: float) -> None:
     state[0] = n
     state[1] += weight * (float(mistake) - state[1])
     state[2] += weight * (expected - state[2])
+
+
+def observe_binary(state, z: float, w: float) -> None:
+    """`observe` for a binary model's example whose label has the calibrated standardised margin
+    `z` (``a m / sqrt(v + r)``): its probability ``Phi(z)``, a mistake where it is at most 1/2,
+    the expected mistake the smaller of ``Phi(z)`` and ``1 - Phi(z)``. The compiled engines
+    transcribe it with the erfc the Newton step reads (`rcw_surprise_observe`).
+
+    >>> state = start()
+    >>> observe_binary(state, 0.0, 1.0)
+    >>> list(state)
+    [1.0, 1.0, 0.5]
+
+    """
+    p = 0.5 * math.erfc(-z / _SQRT2)
+    observe(state, p <= 0.5, min(p, 1.0 - p), w)
 
 
 def rate(state) -> float:

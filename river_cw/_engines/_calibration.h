@@ -51,8 +51,8 @@ static inline void rcw_newton_step(double *state, double s, double w, double z, 
     state[1] = H;
 }
 
-/* river_cw.surprise (forgetting="auto"), its constants and its two functions transcribed
- * operation for operation: `observe` steps the surprise [n, e, q_bar] on the label's calibrated
+/* river_cw.surprise (forgetting="auto"), its constants and its functions transcribed operation
+ * for operation: `observe_binary` steps the surprise [n, e, q_bar] on the label's calibrated
  * probability Phi(z), z = a s (before the Newton step moves a), and `rate` is the forgetting of
  * the next example; the lean paths and the batch kernel take an example only while it is 0, and
  * leave the others to the general path, which forgets. */
