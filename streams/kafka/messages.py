@@ -17,9 +17,13 @@ a one-line reason for bad UTF-8, bad JSON, over-long integers, NaN or infinite n
 surrogates, wrong types and unknown schemas.
 
 The server decodes and encodes every message, so the common forms take short paths that give
-the same results: an example whose fields are plainly valid (ASCII ids, labels and feature
-names, finite numbers) skips the schema's field-by-field checks, which decide everything else;
-a prediction of plain values is written by a template, the same bytes as the JSON encoder.
+the same results: an object of plain UTF-8 JSON is read by orjson, and an example whose fields
+are plainly valid (ASCII ids, labels and feature names, finite numbers below 2**63) skips the
+schema's field-by-field checks; anything else (a fault to name, a byte-order mark, a lone
+surrogate, an integer beyond 64 bits, which orjson reads as a float) is read again by
+`streams.io.schema.loads` and the schema decides. A prediction of plain values (string labels, float probabilities) is written by orjson: compact
+JSON in UTF-8, each probability the shortest text that reads back as the same float, a
+non-finite one as null; anything else by the standard JSON encoder, as ASCII.
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ import json
 import math
 from dataclasses import dataclass
 from functools import partial
-from json.encoder import encode_basestring_ascii
 from typing import NamedTuple
 
 import numpy as np
+import orjson
 
 from streams.io.schema import SCHEMA, SchemaError, loads
 
@@ -69,6 +73,7 @@ class LabelMessage:
 
 
 def _load_object(value: bytes | None):
+    """The JSON value of a record by `streams.io.schema.loads`, which names every fault."""
     if value is None:
         raise InvalidMessage("empty message (no value)")
     try:
@@ -77,16 +82,29 @@ def _load_object(value: bytes | None):
         raise InvalidMessage(str(error)) from None
 
 
+def _plain_object(value) -> dict | None:
+    """orjson's reading of a record that is a JSON object in UTF-8 bytes, or None (see the
+    module: the record is then read again, by `_load_object`)."""
+    if type(value) is bytes:
+        try:
+            record = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+        if type(record) is dict:
+            return record
+    return None
+
+
 def decode_example(value: bytes | None) -> ExampleMessage:
     """Parse and validate a message of the examples topic (an id is required).
 
-    A plainly valid record is taken at once: an object with an integer id or an ASCII one (a
-    lone surrogate comes from an escape only), no label or a boolean, an integer or an ASCII
-    string, and exactly one of a text string and features with ASCII names and finite numbers
-    (`math.fsum` of anything else raises, or sums to an infinity). The schema decides the rest.
+    A plainly valid record is taken at once: an object with an integer id or an ASCII one, no
+    label or a boolean, an integer or an ASCII string, and exactly one of a text string and
+    features with ASCII names and finite numbers (`math.fsum` of anything else raises, or sums
+    to an infinity). The schema decides the rest, on the record read again (see the module).
     """
-    record = _load_object(value)
-    if type(record) is dict:
+    record = _plain_object(value)
+    if record is not None:
         id, label, x = record.get("id"), record.get("label"), record.get("x")
         if type(id) is int:
             id = str(id)
@@ -101,10 +119,11 @@ def decode_example(value: bytes | None) -> ExampleMessage:
                     return _example((id, {"text": text}, label))
             elif type(x) is dict and "text" not in record and "".join(x).isascii():
                 try:
-                    if math.isfinite(math.fsum(x.values())):
+                    if math.isfinite(math.fsum(x.values())) and _within_64_bits(x):
                         return _example((id, x, label))
                 except (TypeError, ValueError, OverflowError):
                     pass
+    record = _load_object(value)
     try:
         example = SCHEMA.parse(record, need_id=True)
         return ExampleMessage(SCHEMA.parse_id(record), example.x, example.label)
@@ -112,6 +131,13 @@ def decode_example(value: bytes | None) -> ExampleMessage:
         raise InvalidMessage(str(error)) from None
 
 
+def _within_64_bits(x: dict) -> bool:
+    """Whether every number of `x` is below 2**63 in magnitude: orjson reads an integer beyond
+    64 bits as a float, which the standard decoder reads as an int."""
+    return not x or max(map(abs, x.values())) < _BEYOND_64_BITS
+
+
+_BEYOND_64_BITS = 2.0**63
 _PLAIN_LABELS = (bool, int)
 # an `ExampleMessage` of a tuple at the cost of a tuple (its class's __new__ is Python)
 _example = partial(tuple.__new__, ExampleMessage)
@@ -149,20 +175,20 @@ def encode_prediction(
     id: Id, prediction, probabilities: dict, model_version: int, partition: int
 ) -> bytes:
     """The message for a prediction; non-finite probabilities become null, numpy scalars
-    (as some models predict) plain numbers."""
-    write_id, write = _WRITERS.get(type(id)), _WRITERS.get(type(prediction))
-    if write_id is not None and write is not None and type(model_version) is type(partition) is int:
-        # the encoder's bytes, by a template: each label's name once (the last one's number)
-        items = {}
-        for label, p in probabilities.items():
-            name = str(label)
-            number = float.__repr__(float(p)) if math.isfinite(p) else "null"
-            items[name] = f"{encode_basestring_ascii(name)}: {number}"
-        return (
-            f'{{"id": {write_id(id)}, "prediction": {write(prediction)}, "probabilities": '
-            f'{{{", ".join(items.values())}}}, "model_version": {model_version}, '
-            f'"partition": {partition}}}'
-        ).encode("ascii")
+    (as some models predict) plain numbers, labels their `str`."""
+    if _FLOATS.issuperset(map(type, probabilities.values())):
+        try:  # string labels and values orjson writes as they are (see the module)
+            return orjson.dumps(
+                {
+                    "id": id,
+                    "prediction": prediction,
+                    "probabilities": probabilities,
+                    "model_version": model_version,
+                    "partition": partition,
+                }
+            )
+        except orjson.JSONEncodeError:  # a label not a str, numpy, a lone surrogate, a big int
+            pass
     probabilities = {
         str(label): (float(p) if math.isfinite(p) else None) for label, p in probabilities.items()
     }
@@ -177,6 +203,9 @@ def encode_prediction(
     ).encode("utf-8")
 
 
+_FLOATS = frozenset([float])
+
+
 def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
@@ -184,10 +213,3 @@ def _plain(value):
 
 
 _ENCODER = json.JSONEncoder(allow_nan=False, default=_plain)
-# what the encoder writes for a value of each plain type (exactly these types: not a subclass)
-_WRITERS = {
-    str: encode_basestring_ascii,
-    int: int.__repr__,
-    bool: lambda value: "true" if value else "false",
-    type(None): lambda value: "null",
-}

