@@ -71,8 +71,8 @@ KEPT_COMPARISONS = {
         4: ["AROW{'covariance': 'diagonal', 'diagonal': 'project'}", "AROW{}"],
     },
     "test_same_with_intercept_sample_weights_forgetting_and_calibration": {
-        # calibration keeps every case on the general path, three labels: forgetting's
-        # relaxation of the variances with the intercept and sample weights, in each engine (the
+        # three labels keep every case on the general path: forgetting's relaxation of the
+        # variances with the intercept, sample weights and calibration, in each engine (the
         # diagonal with NHERD's exact scheme, the herding update of update_core; the arrowhead
         # with a flat intercept prior); without forgetting, nothing more is reached
         0.0: [],

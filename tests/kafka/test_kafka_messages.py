@@ -222,9 +222,9 @@ NUMBERS = st.one_of(
     st.sampled_from([2**63, -(2**63), 2**64 - 1, 2**64, 9.3e18, 1e308, 5e-324, -0.0]),
     st.integers(min_value=2**63, max_value=2**70).flatmap(lambda n: st.sampled_from([n, -n])),
     # decimal texts: digits past a double's precision, exponents past its range
-    st.from_regex(r"-?(0|[1-9][0-9]{0,40})(\.[0-9]{1,40})?([eE][+-]?[0-9]{1,3})?", fullmatch=True).map(
-        Digits
-    ),
+    st.from_regex(
+        r"-?(0|[1-9][0-9]{0,40})(\.[0-9]{1,40})?([eE][+-]?[0-9]{1,3})?", fullmatch=True
+    ).map(Digits),
 )
 NAMES = st.one_of(st.text("abc", max_size=2), st.text(max_size=6))  # and surrogates
 VALUES = st.one_of(NUMBERS, st.booleans(), st.none(), NAMES)
@@ -234,7 +234,9 @@ def write(value, ascii: bool) -> str:
     if isinstance(value, Digits):
         return value
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{write(k, ascii)}: {write(v, ascii)}" for k, v in value.items()) + "}"
+        return (
+            "{" + ", ".join(f"{write(k, ascii)}: {write(v, ascii)}" for k, v in value.items()) + "}"
+        )
     return json.dumps(value, ensure_ascii=ascii)
 
 
@@ -353,7 +355,10 @@ def test_any_prediction_reads_back_as_the_json_encoders(id, prediction, probabil
 
 def test_a_plain_prediction_is_compact_utf8_json():
     message = encode_prediction("é1", "spam", {"spam": 0.75, "ham": 1e-05}, 12, 3)
-    assert message == (
-        '{"id":"é1","prediction":"spam","probabilities":{"spam":0.75,"ham":0.00001},'
-        '"model_version":12,"partition":3}'
-    ).encode("utf-8")
+    assert (
+        message
+        == (
+            '{"id":"é1","prediction":"spam","probabilities":{"spam":0.75,"ham":0.00001},'
+            '"model_version":12,"partition":3}'
+        ).encode()
+    )
