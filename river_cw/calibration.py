@@ -30,13 +30,15 @@ from array import array
 
 import numpy as np
 
-from .probabilities import normal_log_cdf
+from . import probabilities, surprise
+from .probabilities import normal_log_cdf, normalised, sum_of_logs
 
 __all__ = [
     "TEMPERATURES",
     "best",
     "inverse_mills",
     "mix",
+    "multiclass_step",
     "newton_step",
     "newton_step_multiclass",
     "softmax_losses",
@@ -156,39 +158,80 @@ def newton_step(state, s: float, w: float) -> None:
     _take_step(state, -s * lam, s * s * lam * (z + lam), w)
 
 
-def newton_step_multiclass(state, t: list[list[float]], label: int, w: float) -> None:
+def newton_step_multiclass(
+    state, t: list[list[float]], label: int, w: float, observed=None
+) -> None:
     """`newton_step` for three labels or more: the loss ``-log P(label)`` of the pairwise
     probabilities ``P(z) ~ prod_{k != z} Phi(a t_zk)`` (`river_cw.probabilities.multiclass`),
     from the standardised pairwise margins `t`. With ``l_z = sum_k log Phi(a t_zk)``, its
     derivatives ``d_z`` and ``e_z`` in a and P the probabilities: ``g = -d_label + E_P[d]`` and
     ``h = -e_label + E_P[e] + Var_P[d]``, the curvature taken as 0 where it is negative (the loss
-    need not be convex in a once there are more than two labels)."""
+    need not be convex in a once there are more than two labels).
+
+    With `observed` (a model's surprise, ``forgetting="auto"``), steps it first on the same
+    probabilities, as `river_cw.probabilities.multiclass` gives them (`river_cw.surprise.observe`:
+    a mistake where the label's is at most another's). Each pair's ``Phi(a t_zk)`` is read once,
+    from one erfc, for the three. The compiled engines take the same steps, bit for bit
+    (`rcw_newton_step_multiclass`)."""
     a = state[0]
-    logp, d, e = [], [], []
+    logs, logp, d, e = [], [], [], []
     for z, row in enumerate(t):
+        terms = []
         lz = dz = ez = 0.0
         for k, t_zk in enumerate(row):
             if k == z:
                 continue
             u = a * t_zk
-            lam = inverse_mills(u)
-            lz += normal_log_cdf(u)
+            if u > -30.0:  # normal_log_cdf and inverse_mills, on their common erfc
+                tail = math.erfc(-u / _SQRT2)
+                log_phi = math.log(0.5 * tail)
+                lam = _SQRT_2_OVER_PI * math.exp(-0.5 * u * u) / tail
+            else:
+                log_phi, lam = normal_log_cdf(u), inverse_mills(u)
+            terms.append(log_phi)
+            lz += log_phi
             dz += t_zk * lam
             ez -= t_zk * t_zk * lam * (u + lam)
+        logs.append(terms)
         logp.append(lz)
         d.append(dz)
         e.append(ez)
+    if observed is not None:
+        p = normalised([sum_of_logs(terms) for terms in logs], range(len(t)))
+        top = max(p.values())
+        others = max(q for k, q in p.items() if k != label)
+        surprise.observe(observed, p[label] <= others, 1.0 - top, w)
     top = max(logp)
     if not math.isfinite(top):
         return
     weights = [math.exp(lp - top) for lp in logp]
-    total = sum(weights)
-    p = [wz / total for wz in weights]
-    mean_d = sum(pz * dz for pz, dz in zip(p, d))
+    total = 0.0  # sums added in order, as the compiled engines add them
+    for weight in weights:
+        total += weight
+    p = [weight / total for weight in weights]
+    mean_d = 0.0
+    for pz, dz in zip(p, d):
+        mean_d += pz * dz
+    expected_e = variance_d = 0.0
+    for pz, dz, ez in zip(p, d, e):
+        expected_e += pz * ez
+        variance_d += pz * (dz - mean_d) * (dz - mean_d)  # no ** : it raises
     g = -d[label] + mean_d
-    h = -e[label] + sum(pz * ez for pz, ez in zip(p, e))
-    h += sum(pz * (dz - mean_d) * (dz - mean_d) for pz, dz in zip(p, d))  # no ** : it raises
+    h = -e[label] + expected_e
+    h += variance_d
     _take_step(state, g, max(h, 0.0), w)
+
+
+def multiclass_step(
+    state, scores: list[float], cov, noise: float, label: int, w: float, observed=None
+):
+    """The calibration's step on an example of a model of three labels or more, from its block
+    scores before the update, their covariance and the noise term:
+    `newton_step_multiclass` on their standardised pairwise margins
+    (`river_cw.probabilities.pairwise`). The compiled engines take it in one call, bit for bit
+    (river_cw._engines._diagonal's ``multiclass_step``)."""
+    t = probabilities.pairwise(scores, cov, noise)
+    newton_step_multiclass(state, t, label, w, observed)
 
 
 def _take_step(state, g: float, h: float, w: float) -> None:

@@ -31,7 +31,7 @@ import sys
 from array import array
 from typing import Any, ClassVar
 
-from . import _one_call, calibration, covariances, probabilities, surprise
+from . import _one_call, calibration, covariances, engine, probabilities, surprise
 from ._engines.gaussian import SKIPPED
 from ._one_call import STALE, hyperparameters
 from .base import INTERCEPT, LinearClassifier, without_intercept
@@ -225,18 +225,16 @@ class GaussianClassifier(LinearClassifier):
         step, scheme = self._rule()
         temperature = self._temperature
         if temperature is not None and len(self.classes_) > 2:
-            # the pairwise margins before the update; x is valid once `learn` validated it
-            t = probabilities.pairwise(
-                self._scores(x), self._gaussian.score_covariance(x), self.margin_noise
-            )
+            # the scores before the update; x is valid once `learn` validated it
+            scores, cov = self._scores(x), self._gaussian.score_covariance(x)
             outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
             label = pairs[0][0]  # the block of the label: its pair's sign is +1
-            if self._surprise is not None:
-                p = probabilities.multiclass(t, temperature[0], list(range(len(t))))
-                top = max(p.values())
-                others = max(q for k, q in p.items() if k != label)
-                surprise.observe(self._surprise, p[label] <= others, 1.0 - top, w)
-            calibration.newton_step_multiclass(temperature, t, label, w)
+            multiclass_step = (
+                engine.diagonal.multiclass_step  # type: ignore[union-attr]
+                if isinstance(self._gaussian, COMPILED)
+                else calibration.multiclass_step
+            )
+            multiclass_step(temperature, scores, cov, self.margin_noise, label, w, self._surprise)
         else:
             if temperature is not None and len(self.classes_) == 2:
                 step = self._calibrated_step(step, scheme)
@@ -418,6 +416,9 @@ class GaussianClassifier(LinearClassifier):
         noise = self.margin_noise
         if self.is_binary:
             return probabilities.binary(scores[0], cov[0, 0] + noise, self.temperature, classes)
+        if isinstance(self._gaussian, COMPILED):
+            compiled = engine.diagonal.multiclass_probabilities  # type: ignore[union-attr]
+            return dict(zip(classes, compiled(scores, cov, noise, self.temperature)))
         t = probabilities.pairwise(scores, cov, noise)
         return probabilities.multiclass(t, self.temperature, classes)
 

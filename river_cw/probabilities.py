@@ -27,7 +27,15 @@ import math
 
 import numpy as np
 
-__all__ = ["binary", "most_probable", "multiclass", "normal_log_cdf", "pairwise"]
+__all__ = [
+    "binary",
+    "most_probable",
+    "multiclass",
+    "normal_log_cdf",
+    "normalised",
+    "pairwise",
+    "sum_of_logs",
+]
 
 
 def most_probable(classes: list, scores):
@@ -100,12 +108,21 @@ def multiclass(t: list[list[float]], temperature: float, classes: list) -> dict:
     """``{label: probability}`` of three labels or more, ``P(z) ~ prod_{k != z} Phi(a t_zk)``
     normalised, from their standardised pairwise margins `t` (`pairwise`), a the temperature."""
     logp = [  # exactly rounded sums: a larger score never gets a smaller log-probability
-        _sum_of_logs([normal_log_cdf(temperature * t_zk) for k, t_zk in enumerate(row) if k != z])
+        sum_of_logs([normal_log_cdf(temperature * t_zk) for k, t_zk in enumerate(row) if k != z])
         for z, row in enumerate(t)
     ]
+    return normalised(logp, classes)
+
+
+def normalised(logp: list[float], classes) -> dict:
+    """``{label: probability}`` from the labels' log-probabilities up to a constant (`logp`, in
+    the order of `classes`): ``exp(logp - max)`` over its sum, added in order (`multiclass`; the
+    compiled engines transcribe it, river_cw/_engines/_calibration.h)."""
     top = max(logp)
     weights = [math.exp(lp - top) for lp in logp]
-    total = sum(weights)
+    total = 0.0
+    for w in weights:
+        total += w
     return {c: w / total for c, w in zip(classes, weights)}
 
 
@@ -127,7 +144,7 @@ def normal_log_cdf(t: float) -> float:
     )
 
 
-def _sum_of_logs(terms: list[float]) -> float:
+def sum_of_logs(terms: list[float]) -> float:
     """``math.fsum`` of log-probabilities (all <= 0), or ``-inf`` where it is beyond float64."""
     try:
         return math.fsum(terms)

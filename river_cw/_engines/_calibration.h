@@ -1,9 +1,12 @@
 /* The calibration's Newton temperature in C, for the compiled engines' learn paths.
  *
- * river_cw.calibration's `inverse_mills` and `newton_step` (the readable reference) transcribed
- * operation for operation, in the same order, so that compiled with -ffp-contract=off they give
- * the same temperature to the bit; exp and erfc are the C library's, as math.exp and math.erfc
- * are (tests/engines/test_calibration_step.py checks both on hypothesis-drawn margins).
+ * river_cw.calibration's `inverse_mills`, `newton_step` and `newton_step_multiclass`, and
+ * river_cw.probabilities' `multiclass` (the readable reference) transcribed operation for
+ * operation, in the same order, so that compiled with -ffp-contract=off they give the same
+ * temperature, surprise and probabilities to the bit; exp, erfc, log and log1p are the C
+ * library's, as math's are, and a sum of logs is math.fsum's (_fsum.h). The multi-class functions
+ * are drawn against the reference in tests/engines/test_calibration_step.py, the binary step
+ * within the models (tests/engines/test_compiled_vs_python.py).
  *
  * A calibrating binary model hands its calibration with its lean spec and to learn_rows:
  * (temperature, noise, surprise), the temperature a writable buffer of two float64, [a, H] (the
@@ -31,24 +34,34 @@ static inline double rcw_inverse_mills(double z, double tail) {
     return -z / (1.0 - r + 3.0 * r * r);
 }
 
-/* river_cw.calibration.newton_step: state = [a, H], stepped on the standardised margin s with
- * sample weight w, z = a s and tail = erfc(-z / sqrt(2)) given; a step that is not finite
- * changes nothing */
-static inline void rcw_newton_step(double *state, double s, double w, double z, double tail) {
-    double a = state[0], H = state[1], lam = rcw_inverse_mills(z, tail), g, h;
-    g = -s * lam;
-    h = s * s * lam * (z + lam);
+/* river_cw.probabilities.normal_log_cdf where t <= -30 (or NaN): the asymptotic expansion */
+static inline double rcw_normal_log_cdf_tail(double t) {
+    double r = 1.0 / (t * t);
+    return -0.5 * t * t - log(-t) - 0.5 * log(2.0 * M_PI) + log1p(-r + 3.0 * r * r);
+}
+
+/* river_cw.calibration._take_step: state = [a, H] stepped with the loss's gradient g and
+ * curvature h in a, counted w times; a step that is not finite changes nothing */
+static inline void rcw_take_step(double *state, double g, double h, double w) {
+    double a, H;
     if (w != 1.0) {
         g = w * g;
         h = w * h;
     }
-    H = H + h;
-    a = a - g / H;
+    H = state[1] + h;
+    a = state[0] - g / H;
     if (!(isfinite(a) && isfinite(H))) return;
     state[0] = a < RCW_LOWEST_TEMPERATURE ? RCW_LOWEST_TEMPERATURE
                : a > RCW_HIGHEST_TEMPERATURE ? RCW_HIGHEST_TEMPERATURE
                                               : a;
     state[1] = H;
+}
+
+/* river_cw.calibration.newton_step: state = [a, H], stepped on the standardised margin s with
+ * sample weight w, z = a s and tail = erfc(-z / sqrt(2)) given */
+static inline void rcw_newton_step(double *state, double s, double w, double z, double tail) {
+    double lam = rcw_inverse_mills(z, tail);
+    rcw_take_step(state, -s * lam, s * s * lam * (z + lam), w);
 }
 
 /* river_cw.surprise (forgetting="auto"), its constants and its functions transcribed operation
@@ -62,8 +75,8 @@ static inline void rcw_newton_step(double *state, double s, double w, double z, 
 #define RCW_SURPRISE_HIGHEST 0.05
 #define RCW_SURPRISE_WARM_UP 50.0
 
-static inline void rcw_surprise_observe(double *state, double tail, double w) {
-    double p = 0.5 * tail, q = 1.0 - p, expected = q < p ? q : p; /* tail = erfc(-z / sqrt(2)) */
+/* river_cw.surprise.observe */
+static inline void rcw_surprise_step(double *state, int mistake, double expected, double w) {
     double n, weight, even;
     if (!isfinite(expected)) return;
     n = state[0] + w;
@@ -71,8 +84,14 @@ static inline void rcw_surprise_observe(double *state, double tail, double w) {
     even = w / n;
     if (even > weight) weight = even;
     state[0] = n;
-    state[1] = state[1] + weight * ((p <= 0.5 ? 1.0 : 0.0) - state[1]);
+    state[1] = state[1] + weight * ((mistake ? 1.0 : 0.0) - state[1]);
     state[2] = state[2] + weight * (expected - state[2]);
+}
+
+/* river_cw.surprise.observe_binary, given tail = erfc(-z / sqrt(2)) */
+static inline void rcw_surprise_observe(double *state, double tail, double w) {
+    double p = 0.5 * tail, q = 1.0 - p;
+    rcw_surprise_step(state, p <= 0.5, q < p ? q : p, w);
 }
 
 static inline double rcw_surprise_rate(const double *state) {
@@ -84,6 +103,127 @@ static inline double rcw_surprise_rate(const double *state) {
     r = RCW_SURPRISE_GAIN * (state[1] - state[2] - RCW_SURPRISE_LIMIT * sd);
     if (0.0 > r) r = 0.0;
     return RCW_SURPRISE_HIGHEST < r ? RCW_SURPRISE_HIGHEST : r;
+}
+
+/* The largest of values[0..K) as Python's max takes it (the first, where NaN compares false) */
+static inline double rcw_first_max(const double *values, Py_ssize_t K) {
+    double top = values[0];
+    Py_ssize_t z;
+    for (z = 1; z < K; z++)
+        if (values[z] > top) top = values[z];
+    return top;
+}
+
+/* river_cw.probabilities.normalised, in place: values[z] <- exp(values[z] - top) / their sum
+ * (added in order), top their max */
+static inline void rcw_normalised(double *values, Py_ssize_t K, double top) {
+    double total = 0.0;
+    Py_ssize_t z;
+    for (z = 0; z < K; z++) values[z] = exp(values[z] - top);
+    for (z = 0; z < K; z++) total += values[z];
+    for (z = 0; z < K; z++) values[z] = values[z] / total;
+}
+
+/* river_cw.calibration.newton_step_multiclass: state = [a, H] stepped on the standardised
+ * pairwise margins t (K rows of K, row-major; the diagonal not read) of an example of label
+ * `label` with sample weight w, and first the surprise `observed` [n, e, q_bar] (NULL: none) on
+ * the same probabilities. scratch holds 5 K doubles. 0, or -1 with the error math.fsum raises
+ * (a ValueError, a MemoryError) and nothing stepped. */
+static inline int rcw_newton_step_multiclass(double *state, const double *t, Py_ssize_t K,
+                                      Py_ssize_t label, double w, double *observed,
+                                      double *scratch) {
+    double a = state[0], *exact = scratch, *logp = scratch + K, *d = scratch + 2 * K;
+    double *e = scratch + 3 * K, *p = scratch + 4 * K;
+    double t_zk, u, tail, log_phi, lam, lz, dz, ez, top, others, mean_d, expected_e, variance_d;
+    double g, h;
+    Py_ssize_t z, k;
+    Fsum acc;
+    for (z = 0; z < K; z++) {
+        fsum_init(&acc);
+        lz = dz = ez = 0.0;
+        for (k = 0; k < K; k++) {
+            if (k == z) continue;
+            t_zk = t[z * K + k];
+            u = a * t_zk;
+            if (u > -30.0) { /* normal_log_cdf and inverse_mills, on their common erfc */
+                tail = erfc(-u / sqrt(2.0));
+                log_phi = log(0.5 * tail);
+                lam = sqrt(2.0 / M_PI) * exp(-0.5 * u * u) / tail;
+            } else {
+                log_phi = rcw_normal_log_cdf_tail(u);
+                lam = rcw_inverse_mills(u, 0.0);
+            }
+            if (observed != NULL && fsum_add(&acc, log_phi) < 0) {
+                fsum_free(&acc);
+                return -1;
+            }
+            lz += log_phi;
+            dz += t_zk * lam;
+            ez -= t_zk * t_zk * lam * (u + lam);
+        }
+        if (observed == NULL)
+            fsum_free(&acc);
+        else if (fsum_result(&acc, &exact[z]) < 0) { /* sum_of_logs: beyond float64, -inf */
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+            PyErr_Clear();
+            exact[z] = -INFINITY;
+        }
+        logp[z] = lz;
+        d[z] = dz;
+        e[z] = ez;
+    }
+    if (observed != NULL) {
+        rcw_normalised(exact, K, rcw_first_max(exact, K));
+        top = rcw_first_max(exact, K);
+        others = exact[label == 0 ? 1 : 0];
+        for (k = label == 0 ? 2 : 1; k < K; k++)
+            if (k != label && exact[k] > others) others = exact[k];
+        rcw_surprise_step(observed, exact[label] <= others, 1.0 - top, w);
+    }
+    top = rcw_first_max(logp, K);
+    if (!isfinite(top)) return 0;
+    memcpy(p, logp, K * sizeof(double));
+    rcw_normalised(p, K, top);
+    mean_d = 0.0;
+    for (z = 0; z < K; z++) mean_d += p[z] * d[z];
+    expected_e = variance_d = 0.0;
+    for (z = 0; z < K; z++) {
+        expected_e += p[z] * e[z];
+        variance_d += p[z] * (d[z] - mean_d) * (d[z] - mean_d);
+    }
+    g = -d[label] + mean_d;
+    h = -e[label] + expected_e;
+    h += variance_d;
+    rcw_take_step(state, g, 0.0 > h ? 0.0 : h, w);
+    return 0;
+}
+
+/* river_cw.probabilities.multiclass: the probabilities of K >= 3 labels (into p) from their
+ * standardised pairwise margins t (K rows of K, row-major) at the temperature a; 0, or -1 with
+ * the error math.fsum raises */
+static inline int rcw_multiclass(const double *t, Py_ssize_t K, double a, double *p) {
+    Py_ssize_t z, k;
+    double u;
+    Fsum acc;
+    for (z = 0; z < K; z++) {
+        fsum_init(&acc);
+        for (k = 0; k < K; k++) {
+            if (k == z) continue;
+            u = a * t[z * K + k];
+            if (fsum_add(&acc, u > -30.0 ? log(0.5 * erfc(-u / sqrt(2.0)))
+                                         : rcw_normal_log_cdf_tail(u)) < 0) {
+                fsum_free(&acc);
+                return -1;
+            }
+        }
+        if (fsum_result(&acc, &p[z]) < 0) { /* sum_of_logs: beyond float64, -inf */
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+            PyErr_Clear();
+            p[z] = -INFINITY;
+        }
+    }
+    rcw_normalised(p, K, rcw_first_max(p, K));
+    return 0;
 }
 
 /* A model's calibration as the engine holds it: the temperature's buffer (held while the

@@ -1,7 +1,9 @@
 /* Utilities of other code that the compiled diagonal module serves (river_cw._engines._diagonal's
  * functions beside its engine; Python code calls them by these names): `as_floats`, the fast
  * paths of river_cw.validation.as_floats for every model's input; `fsum`, math.fsum as the
- * engines compute it (_fsum.h); the exact CW solvers of river_cw.cw on a margin's Terms
+ * engines compute it (_fsum.h); `multiclass_step` and `multiclass_probabilities`, the calibration's
+ * step and the probabilities of a model of three labels or more (_calibration.h); the exact CW
+ * solvers of river_cw.cw on a margin's Terms
  * (`exact_var_alpha`, `exact_stdev_step`: _exact.h); `native_step`, a rule's C step as its
  * Python `_step` reports it (the rules' tests). Also what they share with the diagonal engine:
  * Terms, the terms u_j of a margin's variance as a read-only sequence of floats (what the
@@ -203,6 +205,127 @@ static PyObject *module_native_step(PyObject *module, PyObject *args) {
     return Py_BuildValue("dd", alpha, gamma);
 }
 
+/* river_cw.probabilities.pairwise for K >= 3 scores: t (K rows of K, row-major) from the scores,
+ * their covariance `covariance` (a K x K float64 array, any strides: the entries of the two
+ * best-scoring labels are read) and the noise term; 0, or -1 with a TypeError */
+static int rcw_pairwise(const double *scores, PyObject *covariance, Py_ssize_t K, double noise,
+                        double *t) {
+    Py_ssize_t best = 0, second, z, k;
+    double v, m, c_bb, c_ss, c_bs;
+    Py_buffer cov;
+    char *base;
+    if (PyObject_GetBuffer(covariance, &cov, PyBUF_STRIDES | PyBUF_FORMAT) < 0) return -1;
+    if (cov.ndim != 2 || cov.shape[0] != K || cov.shape[1] != K || cov.format == NULL ||
+        strcmp(cov.format, "d") != 0) {
+        PyBuffer_Release(&cov);
+        PyErr_SetString(PyExc_TypeError, "cov is the K x K float64 covariance of the scores");
+        return -1;
+    }
+    for (k = 1; k < K; k++) /* max(range(K), key=scores.__getitem__): the first largest */
+        if (scores[k] > scores[best]) best = k;
+    second = best == 0 ? 1 : 0;
+    for (k = second + 1; k < K; k++)
+        if (k != best && scores[k] > scores[second]) second = k;
+    base = cov.buf;
+    c_bb = *(double *)(base + best * cov.strides[0] + best * cov.strides[1]);
+    c_ss = *(double *)(base + second * cov.strides[0] + second * cov.strides[1]);
+    c_bs = *(double *)(base + best * cov.strides[0] + second * cov.strides[1]);
+    PyBuffer_Release(&cov);
+    v = c_bb + c_ss - 2.0 * c_bs + noise;
+    for (z = 0; z < K; z++)
+        for (k = 0; k < K; k++) {
+            m = scores[z] - scores[k];
+            t[z * K + k] = k == z        ? 0.0
+                           : v > 0.0     ? m / sqrt(v)
+                           : m != 0.0    ? copysign(INFINITY, m)
+                                         : 0.0; /* _standardised */
+        }
+    return 0;
+}
+
+/* K >= 3 scores, a list of floats, into values[0..K); K, or -1 with an error */
+static Py_ssize_t rcw_scores(PyObject *scores, double *values, Py_ssize_t K) {
+    Py_ssize_t k;
+    for (k = 0; k < K; k++) {
+        values[k] = PyFloat_AsDouble(PyList_GET_ITEM(scores, k));
+        if (values[k] == -1.0 && PyErr_Occurred()) return -1;
+    }
+    return K;
+}
+
+/* multiclass_probabilities(scores, cov, noise, temperature): river_cw.probabilities.multiclass
+ * of river_cw.probabilities.pairwise, compiled: the K >= 3 labels' probabilities, a list */
+static PyObject *module_multiclass_probabilities(PyObject *module, PyObject *args) {
+    PyObject *scores, *covariance, *out = NULL, *p;
+    Py_ssize_t K, k;
+    double noise, a, stack[16 * (16 + 2)], *values = stack; /* K <= 16: t, scores, p */
+    if (!PyArg_ParseTuple(args, "O!Odd", &PyList_Type, &scores, &covariance, &noise, &a))
+        return NULL;
+    K = PyList_GET_SIZE(scores);
+    if (K < 3) {
+        PyErr_SetString(PyExc_ValueError, "three scores or more");
+        return NULL;
+    }
+    if (K > 16 && (values = PyMem_Malloc(sizeof(double) * (size_t)K * (K + 2))) == NULL)
+        return PyErr_NoMemory();
+    if (rcw_scores(scores, values + K * K, K) < 0 ||
+        rcw_pairwise(values + K * K, covariance, K, noise, values) < 0 ||
+        rcw_multiclass(values, K, a, values + K * K + K) < 0 || (out = PyList_New(K)) == NULL)
+        goto done;
+    for (k = 0; k < K; k++) {
+        if ((p = PyFloat_FromDouble(values[K * K + K + k])) == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, k, p);
+    }
+done:
+    if (values != stack) PyMem_Free(values);
+    return out;
+}
+
+/* multiclass_step(temperature, scores, cov, noise, label, w, observed): river_cw.calibration's,
+ * compiled (rcw_pairwise, rcw_newton_step_multiclass): temperature and observed (or None)
+ * writable buffers of 2 and 3 float64, scores a list of K >= 3 floats, cov their K x K float64
+ * covariance, label in [0, K), w > 0 (a model steps on no example of weight 0) */
+static PyObject *module_multiclass_step(PyObject *module, PyObject *args) {
+    PyObject *temperature, *scores, *covariance, *observed;
+    Py_ssize_t label, K;
+    double noise, w, stack[16 * (16 + 6)], *values = stack; /* K <= 16: t, scores, scratch */
+    Py_buffer state_view, observed_view;
+    int r = -1;
+    if (!PyArg_ParseTuple(args, "OO!OdndO", &temperature, &PyList_Type, &scores, &covariance,
+                          &noise, &label, &w, &observed))
+        return NULL;
+    K = PyList_GET_SIZE(scores);
+    if (K < 3 || label < 0 || label >= K) {
+        PyErr_SetString(PyExc_ValueError, "three scores or more, and the label's index among them");
+        return NULL;
+    }
+    if (K > 16 && (values = PyMem_Malloc(sizeof(double) * (size_t)K * (K + 6))) == NULL)
+        return PyErr_NoMemory();
+    if (rcw_scores(scores, values + K * K, K) < 0 ||
+        rcw_pairwise(values + K * K, covariance, K, noise, values) < 0)
+        goto done;
+    if (rcw_float64_buffer(temperature, &state_view, 2, "a temperature is two float64, [a, H]") <
+        0)
+        goto done;
+    if (observed != Py_None &&
+        rcw_float64_buffer(observed, &observed_view, 3, "a surprise is three float64") < 0) {
+        PyBuffer_Release(&state_view);
+        goto done;
+    }
+    r = rcw_newton_step_multiclass(state_view.buf, values, K, label, w,
+                                   observed == Py_None ? NULL : observed_view.buf,
+                                   values + K * K + K);
+    if (observed != Py_None) PyBuffer_Release(&observed_view);
+    PyBuffer_Release(&state_view);
+done:
+    if (values != stack) PyMem_Free(values);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 #define RCW_UTILITY_METHODS                                                                      \
     {"exact_var_alpha", (PyCFunction)module_exact_var_alpha, METH_VARARGS,                       \
      "river_cw.cw.exact_var_alpha(m, v, phi, u) for Terms u."},                                 \
@@ -211,6 +334,10 @@ static PyObject *module_native_step(PyObject *module, PyObject *args) {
         {"as_floats", (PyCFunction)module_as_floats, METH_O,                                     \
          "river_cw.validation.as_floats, its first fast paths compiled."},                      \
         {"fsum", (PyCFunction)module_fsum, METH_O, "math.fsum, as the engine computes it."},     \
+        {"multiclass_step", (PyCFunction)module_multiclass_step, METH_VARARGS,                   \
+         "river_cw.calibration.multiclass_step, compiled."},                                    \
+        {"multiclass_probabilities", (PyCFunction)module_multiclass_probabilities, METH_VARARGS, \
+         "river_cw.probabilities.multiclass of pairwise, compiled: a list."},                   \
         {"native_step", (PyCFunction)module_native_step, METH_VARARGS,                           \
          "A rule's C step (m, v, w) or exact step (m, v, w, u) -> None, (alpha, gamma) or "     \
          "False (skipped)."},

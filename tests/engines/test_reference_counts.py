@@ -256,6 +256,43 @@ def test_arrowhead_predictions_in_one_call_keep_no_reference_nor_memory(monkeypa
     assert_no_leak("arrowhead predictions", predict, calls=calls, watched=watched)
 
 
+def test_the_multiclass_calibration_keeps_no_reference_nor_memory():
+    """The compiled calibration of three labels or more (`multiclass_step`,
+    `multiclass_probabilities`): on its stack buffers (4 labels) and on the heap (20), with and
+    without a surprise, and through its errors (a covariance of other labels, a score that is
+    not a number)."""
+    from array import array
+
+    from river_cw.engine import diagonal
+
+    few, many = VALUES[:4], VALUES * 2 + VALUES[:4]
+    covariances = {len(scores): np.eye(len(scores)) for scores in (few, many)}
+    temperature, observed = array("d", [1.0, 1.0]), array("d", [100.0, 0.1, 0.1])
+
+    def cycle():
+        for scores in (few, many):
+            cov = covariances[len(scores)]
+            diagonal.multiclass_step(temperature, scores, cov, 1.0, 1, 1.0, observed)
+            diagonal.multiclass_step(temperature, scores, cov, 1.0, 2, 0.5, None)
+            diagonal.multiclass_probabilities(scores, cov, 1.0, 1.5)
+            raises(TypeError, diagonal.multiclass_probabilities, scores, np.eye(3), 1.0, 1.0)
+            raises(
+                TypeError,
+                diagonal.multiclass_step,
+                temperature,
+                [*scores[:-1], NOT_A_NUMBER],
+                cov,
+                1.0,
+                0,
+                1.0,
+                observed,
+            )
+
+    watched = WATCHED | {f"covariance of {n}": cov for n, cov in covariances.items()}
+    watched |= {"temperature": temperature, "surprise": observed}
+    assert_no_leak("the multi-class calibration", cycle, calls=10, watched=watched)
+
+
 def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
     """The engine's margin() and update() called apart, as the Python engine's learn calls them
     (the compiled learn fuses them in C): forgetting, new features and a stale token's error."""
