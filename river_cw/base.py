@@ -148,9 +148,12 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         vars(self).update(layout)
 
     @abc.abstractmethod
-    def _update(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float) -> None:
+    def _update(
+        self, x: dict, pairs: tuple[tuple[int, int], ...], w: float, scores: list | None
+    ) -> None:
         """Learn from the difference vector ``sum(sign * f(x, block) for block, sign in pairs)``
-        with sample weight ``w > 0`` (each subclass documents what the weight means).
+        with sample weight ``w > 0`` (each subclass documents what the weight means); `scores`
+        are the `_learning_scores` of x the pairs were chosen by (None while binary).
 
         The margin along it is ``y w . x`` when binary and ``w_y . x - w_y' . x`` when
         multi-class; it is computed here, in the same pass as the update's other sums. Raise on a
@@ -200,19 +203,19 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         k = self._class_index.get(y)
         if self.is_binary and (k is not None or len(self.classes_) < 2):
             sign = 1 if (len(self.classes_) if k is None else k) == 1 else -1
-            self._update(x, ((0, sign),), w)  # validates x before anything changes
+            self._update(x, ((0, sign),), w, None)  # validates x before anything changes
             if k is None:
                 self._register(y)
             return
         scores = self._learning_scores(x)  # validates x before anything changes
         if k is not None:
-            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)), w)
+            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)), w, scores)
             return
         layout = (list(self.classes_), dict(self._class_index), self._layout())
         try:
             k = self._register(y)
             scores = self._learning_scores(x)
-            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)), w)
+            self._update(x, ((k, 1), (self._best_wrong(scores, k), -1)), w, scores)
         except BaseException:
             self.classes_, self._class_index, structure = layout
             self._restore_layout(structure)

@@ -211,11 +211,12 @@ class GaussianClassifier(LinearClassifier):
     def _restore_layout(self, layout):
         self._gaussian.restore_layout(layout)
 
-    def _update(self, x, pairs, w):
+    def _update(self, x, pairs, w, scores):
         """One step of the rule in the engine (`DiagonalGaussian.learn`): margin (after the
-        forgetting), the calibration's Newton step on it (`_calibrated_step`), the rule's step
-        with sample weight w, update; a step float64 cannot express is counted in
-        `n_skipped_updates` and changes nothing."""
+        forgetting), the calibration's Newton step on it (`_calibrated_step`; of three labels
+        or more, on the scores before the update, `scores`), the rule's step with sample
+        weight w, update; a step float64 cannot express is counted in `n_skipped_updates` and
+        changes nothing."""
         keep, rest = 1.0, 0.0
         f = self._rate()
         if f:
@@ -225,8 +226,8 @@ class GaussianClassifier(LinearClassifier):
         step, scheme = self._rule()
         temperature = self._temperature
         if temperature is not None and len(self.classes_) > 2:
-            # the scores before the update; x is valid once `learn` validated it
-            scores, cov = self._scores(x), self._gaussian.score_covariance(x)
+            # the scores' covariance before the update; x is valid once `learn` validated it
+            cov = self._gaussian.score_covariance(x)
             outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
             label = pairs[0][0]  # the block of the label: its pair's sign is +1
             multiclass_step = (

@@ -319,7 +319,9 @@ class VotedRDA(LinearClassifier):
         self._flush_calibration()
         self._engine.restore_layout(layout)
 
-    def _update(self, x: dict, pairs: tuple[tuple[int, int], ...], w: float) -> None:
+    def _update(
+        self, x: dict, pairs: tuple[tuple[int, int], ...], w: float, scores: list | None
+    ) -> None:
         calibrate = self.loss == "hinge" and self.prediction != "vote" and len(self.classes_) > 1
         self._outcome(self._engine.update(x, pairs, w, calibrate))
 

@@ -111,8 +111,8 @@ class NaiveRDA(LinearClassifier):
         rows = self.total / max(self.t, 1) if self.prediction == "average" else self.current()
         return [{f: w for f, w in enumerate(row) if w} for row in rows]
 
-    def _update(self, x, pairs, w):
-        scores = self._learning_scores(x)
+    def _update(self, x, pairs, w, scores):
+        scores = self._learning_scores(x)  # the naive reference computes them itself
         margin = sum(sign * scores[b] for b, sign in pairs)
         if not self.conservative or margin <= 0:
             if self.loss == "hinge":
