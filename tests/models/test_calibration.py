@@ -305,3 +305,19 @@ def test_binary_logits_give_the_two_label_numbers_bit_for_bit(rows, first):
         finite = np.isfinite(want)
         assert (np.isfinite(got) == finite).all()
         assert got[finite].tobytes() == want[finite].tobytes()
+
+
+def test_the_cost_benchmark_measures_every_rule_on_two_labels_and_more(capsys):
+    """benchmarks/calibration_cost.py, quickly: a row per stream and rule, with positive times
+    (the timings themselves are the maintainers' notes, not a test's)."""
+    from benchmarks import calibration_cost
+    from tests.conftest import SHARED_DATA, unavailable
+
+    if not SHARED_DATA.exists():
+        unavailable(f"{SHARED_DATA} is not here: the benchmark reads the shared data")
+    calibration_cost.main(["--limit", "40", "--repeat", "1"])
+    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines()[3:]]
+    assert [(s.strip(), r.strip()) for s, r, *_ in rows] == [
+        (stream, rule) for stream in calibration_cost.STREAMS for rule in calibration_cost.RULES
+    ]
+    assert all(float(c) > 0 for *_, default, plain, ratio in rows for c in (default, plain))
