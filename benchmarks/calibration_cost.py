@@ -35,11 +35,8 @@ STREAMS = {  # name: (file, text?)
     "20 Newsgroups (6 labels, text)": ("20news_bydate_6groups", True),
 }
 RULES = {
-    "AROW": river_cw.AROW,
-    "CW": river_cw.CW,
-    "NHERD": river_cw.NHERD,
-    "SCW": river_cw.SCW,
-    "SOP": river_cw.SOP,
+    rule.__name__: rule
+    for rule in (river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP)
 }
 
 
