@@ -197,10 +197,10 @@ def newton_step_multiclass(
         d.append(dz)
         e.append(ez)
     if observed is not None:
-        p = normalised([sum_of_logs(terms) for terms in logs], range(len(t)))
-        top = max(p.values())
-        others = max(q for k, q in p.items() if k != label)
-        surprise.observe(observed, p[label] <= others, 1.0 - top, w)
+        shares = normalised([sum_of_logs(terms) for terms in logs], range(len(t)))
+        top = max(shares.values())
+        others = max(q for k, q in shares.items() if k != label)
+        surprise.observe(observed, shares[label] <= others, 1.0 - top, w)
     top = max(logp)
     if not math.isfinite(top):
         return
