@@ -37,7 +37,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 # the runs of `run_pytest`, which repeat tests the suite has already made in full (on another
 # engine, on another build), to cover the same code paths in a fraction of the time.
 EXAMPLES_SHARE = float(os.environ.get("RIVER_CW_EXAMPLES_SHARE") or 1)
-REPEATED_EXAMPLES_SHARE = "0.25"
+REPEATED_EXAMPLES_SHARE = "0.15"
 
 
 def examples(n: int) -> int:
@@ -149,7 +149,7 @@ def shared_temp(tmp_path_factory) -> Path:
 
 def run_pytest(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     """pytest run quietly by this interpreter in a process of its own (another engine, another
-    build), stopping at the first failure, its property tests drawing a quarter of their
+    build), stopping at the first failure, its property tests drawing 15% of their
     examples (`examples`); its output captured."""
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args],

@@ -114,7 +114,7 @@ cases = st.fixed_dictionaries(
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=cases)
 def test_rounds_of_mixing_keep_a_proper_gaussian_that_predicts_as_well_as_its_members(case):
     training, held_out = STREAMS[case["stream"]]
