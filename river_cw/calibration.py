@@ -30,8 +30,8 @@ from array import array
 
 import numpy as np
 
-from . import probabilities, surprise
-from .probabilities import normal_log_cdf, normalised, sum_of_logs
+from . import surprise
+from .probabilities import normal_log_cdf, normalised, pairwise, sum_of_logs
 
 __all__ = [
     "TEMPERATURES",
@@ -201,15 +201,10 @@ def newton_step_multiclass(
         top = max(shares.values())
         others = max(q for k, q in shares.items() if k != label)
         surprise.observe(observed, shares[label] <= others, 1.0 - top, w)
-    top = max(logp)
-    if not math.isfinite(top):
+    if not math.isfinite(max(logp)):
         return
-    weights = [math.exp(lp - top) for lp in logp]
-    total = 0.0  # sums added in order, as the compiled engines add them
-    for weight in weights:
-        total += weight
-    p = [weight / total for weight in weights]
-    mean_d = 0.0
+    p = list(normalised(logp, range(len(t))).values())
+    mean_d = 0.0  # sums added in order, as the compiled engines add them
     for pz, dz in zip(p, d):
         mean_d += pz * dz
     expected_e = variance_d = 0.0
@@ -230,8 +225,7 @@ def multiclass_step(
     `newton_step_multiclass` on their standardised pairwise margins
     (`river_cw.probabilities.pairwise`). The compiled engines take it in one call, bit for bit
     (river_cw._engines._diagonal's ``multiclass_step``)."""
-    t = probabilities.pairwise(scores, cov, noise)
-    newton_step_multiclass(state, t, label, w, observed)
+    newton_step_multiclass(state, pairwise(scores, cov, noise), label, w, observed)
 
 
 def _take_step(state, g: float, h: float, w: float) -> None:

@@ -105,6 +105,16 @@ static inline double rcw_surprise_rate(const double *state) {
     return RCW_SURPRISE_HIGHEST < r ? RCW_SURPRISE_HIGHEST : r;
 }
 
+/* river_cw.probabilities.sum_of_logs: the exactly rounded sum of acc's terms (its partials
+ * freed), -inf where it is beyond float64; 0, or -1 with the other errors math.fsum raises */
+static inline int rcw_sum_of_logs(Fsum *acc, double *out) {
+    if (fsum_result(acc, out) == 0) return 0;
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+    PyErr_Clear();
+    *out = -INFINITY;
+    return 0;
+}
+
 /* The largest of values[0..K) as Python's max takes it (the first, where NaN compares false) */
 static inline double rcw_first_max(const double *values, Py_ssize_t K) {
     double top = values[0];
@@ -130,8 +140,8 @@ static inline void rcw_normalised(double *values, Py_ssize_t K, double top) {
  * the same probabilities. scratch holds 5 K doubles. 0, or -1 with the error math.fsum raises
  * (a ValueError, a MemoryError) and nothing stepped. */
 static inline int rcw_newton_step_multiclass(double *state, const double *t, Py_ssize_t K,
-                                      Py_ssize_t label, double w, double *observed,
-                                      double *scratch) {
+                                             Py_ssize_t label, double w, double *observed,
+                                             double *scratch) {
     double a = state[0], *exact = scratch, *logp = scratch + K, *d = scratch + 2 * K;
     double *e = scratch + 3 * K, *p = scratch + 4 * K;
     double t_zk, u, tail, log_phi, lam, lz, dz, ez, top, others, mean_d, expected_e, variance_d;
@@ -163,11 +173,8 @@ static inline int rcw_newton_step_multiclass(double *state, const double *t, Py_
         }
         if (observed == NULL)
             fsum_free(&acc);
-        else if (fsum_result(&acc, &exact[z]) < 0) { /* sum_of_logs: beyond float64, -inf */
-            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
-            PyErr_Clear();
-            exact[z] = -INFINITY;
-        }
+        else if (rcw_sum_of_logs(&acc, &exact[z]) < 0)
+            return -1;
         logp[z] = lz;
         d[z] = dz;
         e[z] = ez;
@@ -216,11 +223,7 @@ static inline int rcw_multiclass(const double *t, Py_ssize_t K, double a, double
                 return -1;
             }
         }
-        if (fsum_result(&acc, &p[z]) < 0) { /* sum_of_logs: beyond float64, -inf */
-            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
-            PyErr_Clear();
-            p[z] = -INFINITY;
-        }
+        if (rcw_sum_of_logs(&acc, &p[z]) < 0) return -1;
     }
     rcw_normalised(p, K, rcw_first_max(p, K));
     return 0;

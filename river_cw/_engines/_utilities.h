@@ -205,15 +205,20 @@ static PyObject *module_native_step(PyObject *module, PyObject *args) {
     return Py_BuildValue("dd", alpha, gamma);
 }
 
-/* river_cw.probabilities.pairwise for K >= 3 scores: t (K rows of K, row-major) from the scores,
- * their covariance `covariance` (a K x K float64 array, any strides: the entries of the two
- * best-scoring labels are read) and the noise term; 0, or -1 with a TypeError */
-static int rcw_pairwise(const double *scores, PyObject *covariance, Py_ssize_t K, double noise,
-                        double *t) {
+/* river_cw.probabilities.pairwise for K >= 3 scores: t (K rows of K, row-major) from the scores
+ * (a list of floats, read into `scores`), their covariance `covariance` (a K x K float64 array,
+ * any strides: the entries of the two best-scoring labels are read) and the noise term; 0, or -1
+ * with an error */
+static int rcw_pairwise(PyObject *score_list, PyObject *covariance, Py_ssize_t K, double noise,
+                        double *scores, double *t) {
     Py_ssize_t best = 0, second, z, k;
     double v, m, c_bb, c_ss, c_bs;
     Py_buffer cov;
     char *base;
+    for (k = 0; k < K; k++) {
+        scores[k] = PyFloat_AsDouble(PyList_GET_ITEM(score_list, k));
+        if (scores[k] == -1.0 && PyErr_Occurred()) return -1;
+    }
     if (PyObject_GetBuffer(covariance, &cov, PyBUF_STRIDES | PyBUF_FORMAT) < 0) return -1;
     if (cov.ndim != 2 || cov.shape[0] != K || cov.shape[1] != K || cov.format == NULL ||
         strcmp(cov.format, "d") != 0) {
@@ -243,16 +248,6 @@ static int rcw_pairwise(const double *scores, PyObject *covariance, Py_ssize_t K
     return 0;
 }
 
-/* K >= 3 scores, a list of floats, into values[0..K); K, or -1 with an error */
-static Py_ssize_t rcw_scores(PyObject *scores, double *values, Py_ssize_t K) {
-    Py_ssize_t k;
-    for (k = 0; k < K; k++) {
-        values[k] = PyFloat_AsDouble(PyList_GET_ITEM(scores, k));
-        if (values[k] == -1.0 && PyErr_Occurred()) return -1;
-    }
-    return K;
-}
-
 /* multiclass_probabilities(scores, cov, noise, temperature): river_cw.probabilities.multiclass
  * of river_cw.probabilities.pairwise, compiled: the K >= 3 labels' probabilities, a list */
 static PyObject *module_multiclass_probabilities(PyObject *module, PyObject *args) {
@@ -268,8 +263,7 @@ static PyObject *module_multiclass_probabilities(PyObject *module, PyObject *arg
     }
     if (K > 16 && (values = PyMem_Malloc(sizeof(double) * (size_t)K * (K + 2))) == NULL)
         return PyErr_NoMemory();
-    if (rcw_scores(scores, values + K * K, K) < 0 ||
-        rcw_pairwise(values + K * K, covariance, K, noise, values) < 0 ||
+    if (rcw_pairwise(scores, covariance, K, noise, values + K * K, values) < 0 ||
         rcw_multiclass(values, K, a, values + K * K + K) < 0 || (out = PyList_New(K)) == NULL)
         goto done;
     for (k = 0; k < K; k++) {
@@ -304,9 +298,7 @@ static PyObject *module_multiclass_step(PyObject *module, PyObject *args) {
     }
     if (K > 16 && (values = PyMem_Malloc(sizeof(double) * (size_t)K * (K + 6))) == NULL)
         return PyErr_NoMemory();
-    if (rcw_scores(scores, values + K * K, K) < 0 ||
-        rcw_pairwise(values + K * K, covariance, K, noise, values) < 0)
-        goto done;
+    if (rcw_pairwise(scores, covariance, K, noise, values + K * K, values) < 0) goto done;
     if (rcw_float64_buffer(temperature, &state_view, 2, "a temperature is two float64, [a, H]") <
         0)
         goto done;

@@ -21,9 +21,10 @@ the same results: an object of plain UTF-8 JSON is read by orjson, and an exampl
 are plainly valid (ASCII ids, labels and feature names, finite numbers below 2**63) skips the
 schema's field-by-field checks; anything else (a fault to name, a byte-order mark, a lone
 surrogate, an integer beyond 64 bits, which orjson reads as a float) is read again by
-`streams.io.schema.loads` and the schema decides. A prediction of plain values (string labels, float probabilities) is written by orjson: compact
-JSON in UTF-8, each probability the shortest text that reads back as the same float, a
-non-finite one as null; anything else by the standard JSON encoder, as ASCII.
+`streams.io.schema.loads` and the schema decides. A prediction of plain values (string labels,
+float probabilities) is written by orjson: compact JSON in UTF-8, each probability the shortest
+text that reads back as the same float, a non-finite one as null; anything else by the standard
+JSON encoder, as ASCII.
 """
 
 from __future__ import annotations
@@ -176,31 +177,22 @@ def encode_prediction(
 ) -> bytes:
     """The message for a prediction; non-finite probabilities become null, numpy scalars
     (as some models predict) plain numbers, labels their `str`."""
+    message = {
+        "id": id,
+        "prediction": prediction,
+        "probabilities": probabilities,
+        "model_version": model_version,
+        "partition": partition,
+    }
     if _FLOATS.issuperset(map(type, probabilities.values())):
         try:  # string labels and values orjson writes as they are (see the module)
-            return orjson.dumps(
-                {
-                    "id": id,
-                    "prediction": prediction,
-                    "probabilities": probabilities,
-                    "model_version": model_version,
-                    "partition": partition,
-                }
-            )
+            return orjson.dumps(message)
         except orjson.JSONEncodeError:  # a label not a str, numpy, a lone surrogate, a big int
             pass
-    probabilities = {
+    message["probabilities"] = {
         str(label): (float(p) if math.isfinite(p) else None) for label, p in probabilities.items()
     }
-    return _ENCODER.encode(
-        {
-            "id": id,
-            "prediction": prediction,
-            "probabilities": probabilities,
-            "model_version": model_version,
-            "partition": partition,
-        }
-    ).encode("utf-8")
+    return _ENCODER.encode(message).encode("utf-8")
 
 
 _FLOATS = frozenset([float])
