@@ -101,10 +101,15 @@ def standardised(model, x: dict, noise: float = 0.0):
     if model.learn_intercept:
         xf[INTERCEPT] = 1.0
     gaussian = model.gaussian
+    scores = gaussian.scores(xf)
     cov = gaussian.score_covariance(xf)
     if noise:
         cov = cov + noise * np.eye(len(cov))
-    return probabilities.pairwise(gaussian.scores(xf), cov), classes
+    cov = cov.tolist()
+    if len(scores) == 1:
+        return probabilities.pairwise(scores, cov[0][0]), classes
+    b, c = probabilities.top_two(scores)
+    return probabilities.pairwise(scores, cov[b][b] + cov[c][c] - 2.0 * cov[b][c]), classes
 
 
 def phi_cdf(t: float) -> float:

@@ -218,14 +218,14 @@ def newton_step_multiclass(
 
 
 def multiclass_step(
-    state, scores: list[float], cov, noise: float, label: int, w: float, observed=None
-):
+    state, scores: list[float], v: float, label: int, w: float, observed=None
+) -> None:
     """The calibration's step on an example of a model of three labels or more, from its block
-    scores before the update, their covariance and the noise term:
-    `newton_step_multiclass` on their standardised pairwise margins
+    scores before the update and v, the variance of the margin between the two best-scoring
+    labels plus the noise term: `newton_step_multiclass` on their standardised pairwise margins
     (`river_cw.probabilities.pairwise`). The compiled engines take it in one call, bit for bit
     (river_cw._engines._diagonal's ``multiclass_step``)."""
-    newton_step_multiclass(state, pairwise(scores, cov, noise), label, w, observed)
+    newton_step_multiclass(state, pairwise(scores, v), label, w, observed)
 
 
 def _take_step(state, g: float, h: float, w: float) -> None:

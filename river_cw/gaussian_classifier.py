@@ -226,8 +226,8 @@ class GaussianClassifier(LinearClassifier):
         step, scheme = self._rule()
         temperature = self._temperature
         if temperature is not None and len(self.classes_) > 2:
-            # the scores' covariance before the update; x is valid once `learn` validated it
-            cov = self._gaussian.score_covariance(x)
+            # the variance before the update; x is valid: `learn_one` scored it
+            v = self._gaussian.margin_variance(x, *probabilities.top_two(scores))
             outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
             label = pairs[0][0]  # the block of the label: its pair's sign is +1
             multiclass_step = (
@@ -235,7 +235,7 @@ class GaussianClassifier(LinearClassifier):
                 if isinstance(self._gaussian, COMPILED)
                 else calibration.multiclass_step
             )
-            multiclass_step(temperature, scores, cov, self.margin_noise, label, w, self._surprise)
+            multiclass_step(temperature, scores, v + self.margin_noise, label, w, self._surprise)
         else:
             if temperature is not None and len(self.classes_) == 2:
                 step = self._calibrated_step(step, scheme)
@@ -413,15 +413,17 @@ class GaussianClassifier(LinearClassifier):
         scores = self._scores(x)  # validates x, even before two labels are known
         if len(classes) < 2:
             return {c: 1.0 for c in classes}
-        cov = self._gaussian.score_covariance(x)
         noise = self.margin_noise
         if self.is_binary:
-            return probabilities.binary(scores[0], cov[0, 0] + noise, self.temperature, classes)
+            v = self._gaussian.score_covariance(x)[0, 0]
+            return probabilities.binary(scores[0], v + noise, self.temperature, classes)
+        v = self._gaussian.margin_variance(x, *probabilities.top_two(scores)) + noise
         if isinstance(self._gaussian, COMPILED):
             compiled = engine.diagonal.multiclass_probabilities  # type: ignore[union-attr]
-            return dict(zip(classes, compiled(scores, cov, noise, self.temperature)))
-        t = probabilities.pairwise(scores, cov, noise)
-        return probabilities.multiclass(t, self.temperature, classes)
+            return dict(zip(classes, compiled(scores, v, self.temperature)))
+        return probabilities.multiclass(
+            probabilities.pairwise(scores, v), self.temperature, classes
+        )
 
     # -- the compiled engine's one-call paths ---------------------------------------------------
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 __all__ = [
     "binary",
     "most_probable",
@@ -35,6 +33,7 @@ __all__ = [
     "normalised",
     "pairwise",
     "sum_of_logs",
+    "top_two",
 ]
 
 
@@ -85,19 +84,29 @@ def binary(m: float, v: float, temperature: float, classes: list) -> dict:
     return {classes[0]: 1.0 - p, classes[1]: p}
 
 
-def pairwise(scores: list[float], cov: np.ndarray, noise: float = 0.0) -> list[list[float]]:
+def top_two(scores: list[float]) -> tuple[int, int]:
+    """The blocks of the best and second-best of three scores or more (finite), each the first
+    of its score, as ``max(range(K), key=scores.__getitem__)`` takes it (`pairwise`'s scale is
+    their margin's).
+
+    >>> top_two([0.5, 2.0, 2.0, 1.0])
+    (1, 2)
+    """
+    best = scores.index(max(scores))  # max keeps the first of its equals, and index finds it
+    rest = scores[:best] + scores[best + 1 :]
+    second = rest.index(max(rest))
+    return best, second + (second >= best)
+
+
+def pairwise(scores: list[float], v: float) -> list[list[float]]:
     """The standardised pairwise margins ``t[z][k] = m_zk / s`` of the block scores `scores`
-    (one block while binary: two labels, ``[negative, positive]``; the diagonal is 0), given
-    their covariance `cov`: s is the standard deviation of the margin between the two
-    best-scoring labels plus the noise term `noise` (``s^2 = v + noise``), one scale for every
-    pair, so each row's terms grow with its label's score."""
+    (one block while binary: two labels, ``[negative, positive]``; the diagonal is 0), one scale
+    for every pair, so each row's terms grow with its label's score: ``s^2 = v``, the variance
+    of the margin between the two best-scoring labels (`top_two`; while binary, of the score)
+    plus the noise term."""
     if len(scores) == 1:
-        t = _standardised(scores[0], cov[0, 0] + noise)
+        t = _standardised(scores[0], v)
         return [[0.0, -t], [t, 0.0]]
-    cov = cov.tolist()  # Python floats: an overflow is inf, silently, as in the binary case
-    best = max(range(len(scores)), key=scores.__getitem__)
-    second = max((k for k in range(len(scores)) if k != best), key=scores.__getitem__)
-    v = cov[best][best] + cov[second][second] - 2.0 * cov[best][second] + noise
     return [
         [_standardised(s_z - s_k, v) if k != z else 0.0 for k, s_k in enumerate(scores)]
         for z, s_z in enumerate(scores)

@@ -1109,24 +1109,26 @@ static RCW_ALWAYS_INLINE int block_score(Arrowhead *self, Py_ssize_t b, PyObject
                                                                               : PASS_OK;
 }
 
-/* Every block's score of x (block_score) into a new list, or (variances) its variance. A bad x
- * raises, every value touched. The margin scratch is left as it was (a rule's step may predict
- * between margin and update). */
-static PyObject *per_block(Arrowhead *self, PyObject *x_in, int variances) {
+/* The score of x (block_score) of each block `selected` (select_blocks) into a new list, or
+ * (variances) its variance. A bad x raises, every value touched. The margin scratch is left as
+ * it was (a rule's step may predict between margin and update). */
+static PyObject *per_block(Arrowhead *self, PyObject *x_in, int variances,
+                           const BlockSelection *selected) {
     PyObject *x, *out = NULL, *f;
-    Py_ssize_t b, mark;
+    Py_ssize_t i, mark;
     double score, variance;
     if (enter(self) < 0) return NULL;
     mark = self->ncoords;
-    if ((x = as_dict(x_in)) == NULL || (out = PyList_New(self->blocks.n)) == NULL) goto done;
-    for (b = 0; b < self->blocks.n; b++) {
-        int r = block_score(self, b, x, 0, 0.0, &score, variances ? &variance : NULL);
+    if ((x = as_dict(x_in)) == NULL || (out = PyList_New(selected->count)) == NULL) goto done;
+    for (i = 0; i < selected->count; i++) {
+        int r = block_score(self, selected_block(selected, i), x, 0, 0.0, &score,
+                            variances ? &variance : NULL);
         drop_coords(self, mark);
         if (r != PASS_OK || (f = PyFloat_FromDouble(variances ? variance : score)) == NULL) {
             Py_CLEAR(out);
             goto done;
         }
-        PyList_SET_ITEM(out, b, f);
+        PyList_SET_ITEM(out, i, f);
     }
 done:
     Py_XDECREF(x);
@@ -1135,11 +1137,20 @@ done:
 }
 
 /* scores(x): mu_b . x for every block b */
-static PyObject *engine_scores(Arrowhead *self, PyObject *x) { return per_block(self, x, 0); }
+static PyObject *engine_scores(Arrowhead *self, PyObject *x) {
+    BlockSelection every = {.listed = NULL, .count = self->blocks.n};
+    return per_block(self, x, 0, &every);
+}
 
-/* score_variances(x): the variance of every block's score, G^2 S + sum c_j x_j^2 */
-static PyObject *engine_score_variances(Arrowhead *self, PyObject *x) {
-    return per_block(self, x, 1);
+/* score_variances(x, blocks=None): the variance of the score of every block b, or of each block
+ * listed, G^2 S + sum c_j x_j^2 */
+static PyObject *engine_score_variances(Arrowhead *self, PyObject *const *args, Py_ssize_t nargs) {
+    BlockSelection selected;
+    PyObject *out;
+    if (select_blocks(self, args, nargs, &selected) < 0) return NULL;
+    out = per_block(self, args[0], 1, &selected);
+    release_selection(&selected);
+    return out;
 }
 
 /* score_native's core (entered; a binary engine, x readable): block_score's lean numbers with

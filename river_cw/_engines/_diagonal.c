@@ -321,15 +321,21 @@ done:
     return out;
 }
 
-/* score_variances(x): x' Sigma_b x for every block (x already validated by scores) */
-static PyObject *engine_score_variances(Diagonal *self, PyObject *x_in) {
-    PyObject *x, *out = NULL, *key, *value;
-    Py_ssize_t b, pos;
-    if (enter(self) < 0) return NULL;
-    if ((x = as_dict(x_in)) == NULL) goto done;
-    if ((out = PyList_New(self->blocks.n)) == NULL) goto done;
-    for (b = 0; b < self->blocks.n; b++) {
-        Table *t = &self->blocks.table[b];
+/* score_variances(x, blocks=None): x' Sigma_b x for every block b, or each block listed (x
+ * already validated by scores) */
+static PyObject *engine_score_variances(Diagonal *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *x = NULL, *out = NULL, *key, *value;
+    Py_ssize_t i, pos;
+    BlockSelection selected;
+    if (select_blocks(self, args, nargs, &selected) < 0) return NULL;
+    if (enter(self) < 0) {
+        release_selection(&selected);
+        return NULL;
+    }
+    if ((x = as_dict(args[0])) == NULL) goto done;
+    if ((out = PyList_New(selected.count)) == NULL) goto done;
+    for (i = 0; i < selected.count; i++) {
+        Table *t = &self->blocks.table[selected_block(&selected, i)];
         Fsum acc;
         double total, xf;
         fsum_init(&acc);
@@ -352,9 +358,10 @@ static PyObject *engine_score_variances(Diagonal *self, PyObject *x_in) {
             PyErr_Clear(); /* beyond float64: inf, as the Python engine's _total */
             total = INFINITY;
         }
-        if (set_float(&out, b, total) < 0) goto done;
+        if (set_float(&out, i, total) < 0) goto done;
     }
 done:
+    release_selection(&selected);
     Py_XDECREF(x);
     leave(self);
     return out;

@@ -136,7 +136,7 @@ static double entry_view(const Engine *self, const Entry *e, const double *ctx, 
 /* the kernels: every Gaussian engine's methods (river_cw._engines.gaussian's engines), whose
  * arguments and results are the same in each engine; see the engines */
 static PyObject *engine_scores(Engine *self, PyObject *x);
-static PyObject *engine_score_variances(Engine *self, PyObject *x);
+static PyObject *engine_score_variances(Engine *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *engine_learn(Engine *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *engine_learn_native(Engine *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *engine_score_native(Engine *self, PyObject *const *args, Py_ssize_t nargs);
@@ -253,6 +253,59 @@ static int enter(Engine *self) {
 
 /* the engine free again (Python code may call it) */
 static inline void leave(Engine *self) { self->busy = 0; }
+
+#ifdef RCW_SHELL_WEIGHTS
+/* score_variances(x, blocks=None)'s arguments (args, nargs): its blocks, every block (listed
+ * NULL, count the blocks') or those a tuple or list of ints in [0, n_blocks) names, in its order
+ * (river_cw._engines.gaussian's selected_blocks, with the same refusals); read with
+ * selected_block, released with release_selection */
+typedef struct {
+    PyObject *listed; /* the blocks listed, a tuple of ints (a new reference), or NULL for all */
+    Py_ssize_t count;
+} BlockSelection;
+
+static int select_blocks(Engine *self, PyObject *const *args, Py_ssize_t nargs,
+                         BlockSelection *s) {
+    PyObject *blocks = nargs > 1 ? args[1] : Py_None;
+    Py_ssize_t i, b;
+    s->listed = NULL;
+    s->count = self->blocks.n;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "score_variances(x, blocks=None)");
+        return -1;
+    }
+    if (blocks == Py_None) return 0;
+    if (!PyTuple_Check(blocks) && !PyList_Check(blocks)) {
+        PyErr_SetString(PyExc_TypeError, "blocks is a tuple or list of block indices");
+        return -1;
+    }
+    /* a tuple: a list could change while a key's __eq__ runs */
+    if ((s->listed = PySequence_Tuple(blocks)) == NULL) return -1;
+    s->count = PyTuple_GET_SIZE(s->listed);
+    for (i = 0; i < s->count; i++) {
+        PyObject *item = PyTuple_GET_ITEM(s->listed, i);
+        if (!PyLong_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "a block index is an int");
+            break;
+        }
+        b = PyLong_AsSsize_t(item);
+        if (b == -1 && PyErr_Occurred()) PyErr_Clear();
+        if (b < 0 || b >= self->blocks.n) {
+            PyErr_SetString(PyExc_IndexError, "block index out of range");
+            break;
+        }
+    }
+    if (i == s->count) return 0;
+    Py_CLEAR(s->listed);
+    return -1;
+}
+
+static inline Py_ssize_t selected_block(const BlockSelection *s, Py_ssize_t i) {
+    return s->listed == NULL ? i : PyLong_AsSsize_t(PyTuple_GET_ITEM(s->listed, i));
+}
+
+static inline void release_selection(BlockSelection *s) { Py_CLEAR(s->listed); }
+#endif
 
 /* after the tables changed other than by learning (see the glossary: generation): the last
  * margin is dropped, and a mark taken before holds no more */
@@ -751,8 +804,9 @@ done:
 
 #define RCW_SHELL_WEIGHT_METHODS                                                                 \
     {"scores", (PyCFunction)engine_scores, METH_O, "mu_b . x for every block b."},                \
-        {"score_variances", (PyCFunction)engine_score_variances, METH_O,                          \
-         "The variance of every block's score, x' Sigma_b x."},                                  \
+        {"score_variances", (PyCFunction)(void (*)(void))engine_score_variances, METH_FASTCALL,   \
+         "score_variances(x, blocks=None): the variance of each block's score, x' Sigma_b x, "   \
+         "of every block or of those listed."},                                                  \
         {"learn", (PyCFunction)(void (*)(void))engine_learn, METH_FASTCALL,                       \
          "margin, the rule's step and update: 0 nothing to learn, 1 applied, 2 skipped."},        \
         {"learn_native", (PyCFunction)(void (*)(void))engine_learn_native, METH_FASTCALL,         \

@@ -206,37 +206,15 @@ static PyObject *module_native_step(PyObject *module, PyObject *args) {
 }
 
 /* river_cw.probabilities.pairwise for K >= 3 scores: t (K rows of K, row-major) from the scores
- * (a list of floats, read into `scores`), their covariance `covariance` (a K x K float64 array,
- * any strides: the entries of the two best-scoring labels are read) and the noise term; 0, or -1
- * with an error */
-static int rcw_pairwise(PyObject *score_list, PyObject *covariance, Py_ssize_t K, double noise,
-                        double *scores, double *t) {
-    Py_ssize_t best = 0, second, z, k;
-    double v, m, c_bb, c_ss, c_bs;
-    Py_buffer cov;
-    char *base;
+ * (a list of floats, read into `scores`) and v, the variance of the margin between the two
+ * best-scoring labels plus the noise term; 0, or -1 with an error */
+static int rcw_pairwise(PyObject *score_list, Py_ssize_t K, double v, double *scores, double *t) {
+    Py_ssize_t z, k;
+    double m;
     for (k = 0; k < K; k++) {
         scores[k] = PyFloat_AsDouble(PyList_GET_ITEM(score_list, k));
         if (scores[k] == -1.0 && PyErr_Occurred()) return -1;
     }
-    if (PyObject_GetBuffer(covariance, &cov, PyBUF_STRIDES | PyBUF_FORMAT) < 0) return -1;
-    if (cov.ndim != 2 || cov.shape[0] != K || cov.shape[1] != K || cov.format == NULL ||
-        strcmp(cov.format, "d") != 0) {
-        PyBuffer_Release(&cov);
-        PyErr_SetString(PyExc_TypeError, "cov is the K x K float64 covariance of the scores");
-        return -1;
-    }
-    for (k = 1; k < K; k++) /* max(range(K), key=scores.__getitem__): the first largest */
-        if (scores[k] > scores[best]) best = k;
-    second = best == 0 ? 1 : 0;
-    for (k = second + 1; k < K; k++)
-        if (k != best && scores[k] > scores[second]) second = k;
-    base = cov.buf;
-    c_bb = *(double *)(base + best * cov.strides[0] + best * cov.strides[1]);
-    c_ss = *(double *)(base + second * cov.strides[0] + second * cov.strides[1]);
-    c_bs = *(double *)(base + best * cov.strides[0] + second * cov.strides[1]);
-    PyBuffer_Release(&cov);
-    v = c_bb + c_ss - 2.0 * c_bs + noise;
     for (z = 0; z < K; z++)
         for (k = 0; k < K; k++) {
             m = scores[z] - scores[k];
@@ -248,14 +226,13 @@ static int rcw_pairwise(PyObject *score_list, PyObject *covariance, Py_ssize_t K
     return 0;
 }
 
-/* multiclass_probabilities(scores, cov, noise, temperature): river_cw.probabilities.multiclass
- * of river_cw.probabilities.pairwise, compiled: the K >= 3 labels' probabilities, a list */
+/* multiclass_probabilities(scores, v, temperature): river_cw.probabilities.multiclass of
+ * river_cw.probabilities.pairwise, compiled: the K >= 3 labels' probabilities, a list */
 static PyObject *module_multiclass_probabilities(PyObject *module, PyObject *args) {
-    PyObject *scores, *covariance, *out = NULL, *p;
+    PyObject *scores, *out = NULL, *p;
     Py_ssize_t K, k;
-    double noise, a, stack[16 * (16 + 2)], *values = stack; /* K <= 16: t, scores, p */
-    if (!PyArg_ParseTuple(args, "O!Odd", &PyList_Type, &scores, &covariance, &noise, &a))
-        return NULL;
+    double v, a, stack[16 * (16 + 2)], *values = stack; /* K <= 16: t, scores, p */
+    if (!PyArg_ParseTuple(args, "O!dd", &PyList_Type, &scores, &v, &a)) return NULL;
     K = PyList_GET_SIZE(scores);
     if (K < 3) {
         PyErr_SetString(PyExc_ValueError, "three scores or more");
@@ -263,7 +240,7 @@ static PyObject *module_multiclass_probabilities(PyObject *module, PyObject *arg
     }
     if (K > 16 && (values = PyMem_Malloc(sizeof(double) * (size_t)K * (K + 2))) == NULL)
         return PyErr_NoMemory();
-    if (rcw_pairwise(scores, covariance, K, noise, values + K * K, values) < 0 ||
+    if (rcw_pairwise(scores, K, v, values + K * K, values) < 0 ||
         rcw_multiclass(values, K, a, values + K * K + K) < 0 || (out = PyList_New(K)) == NULL)
         goto done;
     for (k = 0; k < K; k++) {
@@ -278,18 +255,19 @@ done:
     return out;
 }
 
-/* multiclass_step(temperature, scores, cov, noise, label, w, observed): river_cw.calibration's,
- * compiled (rcw_pairwise, rcw_newton_step_multiclass): temperature and observed (or None)
- * writable buffers of 2 and 3 float64, scores a list of K >= 3 floats, cov their K x K float64
- * covariance, label in [0, K), w > 0 (a model steps on no example of weight 0) */
+/* multiclass_step(temperature, scores, v, label, w, observed): river_cw.calibration's, compiled
+ * (rcw_pairwise, rcw_newton_step_multiclass): temperature and observed (or None) writable
+ * buffers of 2 and 3 float64, scores a list of K >= 3 floats, v the variance of the margin
+ * between the two best-scoring labels plus the noise term, label in [0, K), w > 0 (a model
+ * steps on no example of weight 0) */
 static PyObject *module_multiclass_step(PyObject *module, PyObject *args) {
-    PyObject *temperature, *scores, *covariance, *observed;
+    PyObject *temperature, *scores, *observed;
     Py_ssize_t label, K;
-    double noise, w, stack[16 * (16 + 6)], *values = stack; /* K <= 16: t, scores, scratch */
+    double v, w, stack[16 * (16 + 6)], *values = stack; /* K <= 16: t, scores, scratch */
     Py_buffer state_view, observed_view;
     int r = -1;
-    if (!PyArg_ParseTuple(args, "OO!OdndO", &temperature, &PyList_Type, &scores, &covariance,
-                          &noise, &label, &w, &observed))
+    if (!PyArg_ParseTuple(args, "OO!dndO", &temperature, &PyList_Type, &scores, &v, &label, &w,
+                          &observed))
         return NULL;
     K = PyList_GET_SIZE(scores);
     if (K < 3 || label < 0 || label >= K) {
@@ -298,7 +276,7 @@ static PyObject *module_multiclass_step(PyObject *module, PyObject *args) {
     }
     if (K > 16 && (values = PyMem_Malloc(sizeof(double) * (size_t)K * (K + 6))) == NULL)
         return PyErr_NoMemory();
-    if (rcw_pairwise(scores, covariance, K, noise, values + K * K, values) < 0) goto done;
+    if (rcw_pairwise(scores, K, v, values + K * K, values) < 0) goto done;
     if (rcw_float64_buffer(temperature, &state_view, 2, "a temperature is two float64, [a, H]") <
         0)
         goto done;

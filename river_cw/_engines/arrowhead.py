@@ -116,12 +116,19 @@ import numpy as np
 
 from .. import engine
 from . import _marks
-from .gaussian import _learn, _raise_bad_input, _total, check_pairs
+from .gaussian import (
+    IndependentBlocks,
+    _learn,
+    _raise_bad_input,
+    _total,
+    check_pairs,
+    selected_blocks,
+)
 
 __all__ = ["ArrowheadGaussian", "PythonArrowheadGaussian"]
 
 
-class PythonArrowheadGaussian(_marks.Blocks):
+class PythonArrowheadGaussian(IndependentBlocks, _marks.Blocks):
     """Per block, N(mu_b, S) over the root (the intercept) and the features given the root.
 
     Each block maps a feature to ``[a_j, k_j, c_j]`` (see the module docstring) and the root to
@@ -313,16 +320,16 @@ class PythonArrowheadGaussian(_marks.Blocks):
         """``mu_b . x`` for every block b; raises on a bad `x` (every value is touched)."""
         return [self._sums(b, x)[0] for b in range(len(self.blocks))]
 
-    def score_covariance(self, x: dict) -> np.ndarray:
-        """The covariance of the block scores: diagonal (blocks are independent), each ``G^2 S +
-        sum_j c_j x_j^2``."""
+    def score_variances(self, x: dict, blocks=None) -> list[float]:
+        """The variance of every block's score, or of each block `blocks` lists
+        (`selected_blocks`): ``G^2 S + sum_j c_j x_j^2``."""
         out = []
-        for b in range(len(self.blocks)):
+        for b in selected_blocks(blocks, len(self.blocks)):
             _, g, v_terms, _, _, x_b, _ = self._sums(b, x)
             _, s = self._root(b, x_b)
             v_terms.append(g * g * s)
             out.append(_total(v_terms))
-        return np.diag(out)
+        return out
 
     def margin(self, x: dict, pairs, keep: float = 1.0, rest: float = 0.0):
         """``m = mu . d``, ``v = d' Sigma d`` and the entries of `update` (no per-coordinate
@@ -445,12 +452,9 @@ if engine.arrowhead is not None:
     engine.arrowhead.connect(raise_bad_input=_raise_bad_input)
     _Arrowhead: Any = engine.arrowhead.Arrowhead  # a compiled type: nothing a type checker reads
 
-    class CompiledArrowheadGaussian(_Arrowhead):
+    class CompiledArrowheadGaussian(IndependentBlocks, _Arrowhead):
         """The compiled engine (`river_cw._engines._arrowhead`): `PythonArrowheadGaussian`'s interface
         and numbers, bit for bit; ``blocks`` returns copies."""
-
-        def score_covariance(self, x: dict) -> np.ndarray:
-            return np.diag(self.score_variances(x))
 
         index = PythonArrowheadGaussian.index
         cov = PythonArrowheadGaussian.cov

@@ -17,11 +17,17 @@ import math
 from math import fsum
 from typing import Any
 
-import numpy as np
-
 from .. import engine
 from . import _marks
-from .gaussian import _learn, _raise_bad_input, _total, check_pairs, forget
+from .gaussian import (
+    IndependentBlocks,
+    _learn,
+    _raise_bad_input,
+    _total,
+    check_pairs,
+    forget,
+    selected_blocks,
+)
 
 __all__ = ["DiagonalGaussian", "HerdingShrink", "PythonDiagonalGaussian"]
 
@@ -29,7 +35,7 @@ __all__ = ["DiagonalGaussian", "HerdingShrink", "PythonDiagonalGaussian"]
 _SAFE = 1e300  # far enough from float64's limit for a step's rounding
 
 
-class PythonDiagonalGaussian(_marks.Blocks):
+class PythonDiagonalGaussian(IndependentBlocks, _marks.Blocks):
     """Independent weights: each block maps a feature to ``[mean, variance]``.
 
     Absent features have mean 0 and the prior variance; they are stored only once learned.
@@ -137,18 +143,18 @@ class PythonDiagonalGaussian(_marks.Blocks):
             scores.append(score)
         return scores
 
-    def score_covariance(self, x: dict) -> np.ndarray:
-        """The covariance of the block scores: diagonal, ``x' Sigma_b x``, blocks are independent."""
+    def score_variances(self, x: dict, blocks=None) -> list[float]:
+        """``x' Sigma_b x`` for every block b, or each block `blocks` lists (`selected_blocks`)."""
         prior = self.initial_variance
         out = []
-        for block in self.blocks:
-            get = block.get
+        for b in selected_blocks(blocks, len(self.blocks)):
+            get = self.blocks[b].get
             terms = []
             for f, xf in x.items():
                 w = get(f)
                 terms.append((prior if w is None else w[1]) * xf * xf)
             out.append(_total(terms))
-        return np.diag(out)
+        return out
 
     def margin(
         self, x: dict, pairs, keep: float = 1.0, rest: float = 0.0
@@ -312,12 +318,9 @@ if engine.diagonal is not None:
     engine.diagonal.connect(raise_bad_input=_raise_bad_input, herding_shrink=HerdingShrink)
     _Diagonal: Any = engine.diagonal.Diagonal  # a compiled type: nothing a type checker reads
 
-    class CompiledDiagonalGaussian(_Diagonal):
+    class CompiledDiagonalGaussian(IndependentBlocks, _Diagonal):
         """The compiled engine (`river_cw._engines._diagonal`): `PythonDiagonalGaussian`'s interface
         and numbers, bit for bit; ``blocks`` returns copies."""
-
-        def score_covariance(self, x: dict) -> np.ndarray:
-            return np.diag(self.score_variances(x))
 
         __reduce__ = PythonDiagonalGaussian.__reduce__  # a pickle names no engine
 

@@ -178,6 +178,12 @@ class PythonFullGaussian:
         with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: inf, as diagonal
             return z.T @ z + np.diag(prior)
 
+    def margin_variance(self, x: dict, b: int, c: int) -> float:
+        """The variance of ``score_b - score_c`` (b and c distinct blocks), from the scores'
+        covariance: ``C_bb + C_cc - 2 C_bc`` (`river_cw.probabilities.pairwise`)."""
+        cov = self.score_covariance(x).tolist()  # Python floats: an overflow is inf, silently
+        return cov[b][b] + cov[c][c] - 2.0 * cov[b][c]
+
     def margin(
         self, x: dict, pairs, keep: float = 1.0, rest: float = 0.0
     ) -> tuple[float, float, None, tuple]:

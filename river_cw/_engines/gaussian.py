@@ -12,8 +12,9 @@ with the margin mean ``m = mu . d`` and variance ``v = d' Sigma d``. A rule only
 `river_cw._engines.diagonal` (independent weights), `river_cw._engines.arrowhead` (independent given the
 intercept) and `river_cw._engines.full` (one joint Gaussian). This module holds what their Python
 engines share: one update (`_learn`: margin, the rule's step, update, and its outcomes), the
-forgetting of a variance (`forget`), exactly rounded sums (`_total`) and the error that names a
-bad feature (`_raise_bad_input`, also the compiled engines' hook).
+forgetting of a variance (`forget`), exactly rounded sums (`_total`), the error that names a
+bad feature (`_raise_bad_input`, also the compiled engines' hook), and what an engine of
+independent blocks derives from its scores' variances (`IndependentBlocks`).
 
 Weights come in blocks: one block while the model is binary, one per label once it is
 multi-class (see `river_cw.base`). A difference vector is given as ``x`` and ``pairs``, a tuple
@@ -25,9 +26,19 @@ from __future__ import annotations
 import math
 from math import fsum
 
+import numpy as np
+
 from ..validation import check_features
 
-__all__ = ["APPLIED", "NOTHING", "SKIPPED", "check_pairs", "forget"]
+__all__ = [
+    "APPLIED",
+    "NOTHING",
+    "SKIPPED",
+    "IndependentBlocks",
+    "check_pairs",
+    "forget",
+    "selected_blocks",
+]
 
 NOTHING, APPLIED, SKIPPED = 0, 1, 2  # the outcomes of an engine's `learn` (`_learn`)
 
@@ -96,3 +107,37 @@ def check_pairs(pairs, n_blocks: int) -> None:
                 "of distinct labels"
             )
         blocks.append(b % n_blocks)
+
+
+def selected_blocks(blocks, n_blocks: int) -> list[int]:
+    """The blocks `score_variances(x, blocks)` reads: every one of the `n_blocks` (None), or those
+    a tuple or list of ints in ``[0, n_blocks)`` names, in its order; TypeError or IndexError
+    otherwise (the compiled engines' select_blocks refuses alike)."""
+    if blocks is None:
+        return list(range(n_blocks))
+    if not isinstance(blocks, (tuple, list)):
+        raise TypeError("blocks is a tuple or list of block indices")
+    for b in blocks:
+        if not isinstance(b, int):
+            raise TypeError("a block index is an int")
+        if not 0 <= b < n_blocks:
+            raise IndexError("block index out of range")
+    return list(blocks)
+
+
+class IndependentBlocks:
+    """What an engine whose blocks are independent (the diagonal's, the arrowhead's: the scores'
+    covariance is diagonal) derives from its ``score_variances(x, blocks=None)``, the variance of
+    each block's score (x already validated by `scores`)."""
+
+    __slots__ = ()
+
+    def score_covariance(self, x: dict) -> np.ndarray:
+        """The covariance of the block scores: diagonal, blocks are independent."""
+        return np.diag(self.score_variances(x))  # type: ignore[attr-defined]
+
+    def margin_variance(self, x: dict, b: int, c: int) -> float:
+        """The variance of ``score_b - score_c`` (b and c distinct blocks): the two scores'
+        variances, added, and no other block read (`river_cw.probabilities.pairwise`)."""
+        v_b, v_c = self.score_variances(x, (b, c))  # type: ignore[attr-defined]
+        return v_b + v_c

@@ -4,11 +4,12 @@ served by `river_cw._engines._diagonal`) against its Python reference, bit for b
 `multiclass_step` (`river_cw.calibration.multiclass_step`: the pairwise margins of the scores,
 the surprise's step and the Newton temperature's, on one erfc a pair) and
 `multiclass_probabilities` (`river_cw.probabilities.multiclass` of `pairwise`) are drawn on
-scores and covariances of every magnitude, infinities and NaN included, ties, a covariance of
-zeros, up to twenty labels (beyond the compiled functions' stack buffers), with and without a
-surprise: the temperature, the surprise and the probabilities must be the same floats to the
+scores and margin variances of every magnitude, infinities and NaN included, ties, a variance of
+0 or below, up to twenty labels (beyond the compiled functions' stack buffers), with and without
+a surprise: the temperature, the surprise and the probabilities must be the same floats to the
 bit, and an error the same error. The models built on them are compared with the pure-Python
-engine in tests/engines/test_compiled_vs_python.py.
+engine in tests/engines/test_compiled_vs_python.py; the engines' margin variances in
+tests/engines/test_margin_variance.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import math
 from array import array
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -46,22 +46,13 @@ def numbers(draw, n: int) -> list[float]:
 
 @st.composite
 def examples(draw):
-    """Scores of K labels, their covariance (positive semi-definite, or any matrix, or zeros),
-    the noise term, the temperature state [a, H], the label, a weight > 0 and a surprise."""
+    """Scores of K labels, the variance of the margin between the two best plus the noise term,
+    the temperature state [a, H], the label, a weight > 0 and a surprise."""
     K = draw(st.one_of(st.integers(3, 5), st.integers(3, 20)))
     scores = numbers(draw, K)
     if draw(st.booleans()):  # ties
         scores[draw(st.integers(0, K - 1))] = scores[draw(st.integers(0, K - 1))]
-    entries = np.array(numbers(draw, K * K)).reshape(K, K)
-    kind = draw(st.sampled_from(["psd", "any", "zeros", "transposed"]))
-    with np.errstate(all="ignore"):
-        cov = {  # any strides: the transpose of a matrix is read in its memory's order
-            "psd": entries @ entries.T,
-            "any": entries,
-            "zeros": np.zeros((K, K)),
-            "transposed": entries.T,
-        }[kind]
-    noise = draw(st.sampled_from([0.0, 0.5, 1.0]))
+    v = draw(st.one_of(st.floats(0.1, 10.0), NUMBERS))
     a = draw(st.one_of(st.sampled_from([1.0, 1e-6, 1e3]), st.floats(1e-6, 1e3)))
     H = draw(st.one_of(st.just(1.0), st.floats(1.0, 1e6)))
     label = draw(st.integers(0, K - 1))
@@ -72,15 +63,14 @@ def examples(draw):
             st.tuples(st.floats(1.0, 1e4), st.floats(0.0, 1.0), st.floats(0.0, 1.0)),
         )
     )
-    return scores, cov, noise, [a, H], label, w, observed
+    return scores, v, [a, H], label, w, observed
 
 
-def outcome(step, scores, cov, noise, temperature, label, w, observed):
+def outcome(step, scores, v, temperature, label, w, observed):
     state = array("d", temperature)
     surprise = None if observed is None else array("d", observed)
     try:
-        with np.errstate(all="ignore"):
-            step(state, scores, cov, noise, label, w, surprise)
+        step(state, scores, v, label, w, surprise)
     except Exception as error:
         return type(error).__name__
     return [bits(x) for x in state], None if surprise is None else [bits(x) for x in surprise]
@@ -95,11 +85,11 @@ def test_the_compiled_multiclass_step_is_the_references(example):
 
 @given(examples())
 def test_the_compiled_multiclass_probabilities_are_the_references(example):
-    scores, cov, noise, (a, _), *_ = example
-    with np.errstate(all="ignore"):
-        t = probabilities.pairwise(scores, cov, noise)
-    reference = probabilities.multiclass(t, a, list(range(len(scores))))
-    assert [bits(p) for p in compiled.multiclass_probabilities(scores, cov, noise, a)] == [
+    scores, v, (a, _), *_ = example
+    reference = probabilities.multiclass(
+        probabilities.pairwise(scores, v), a, list(range(len(scores)))
+    )
+    assert [bits(p) for p in compiled.multiclass_probabilities(scores, v, a)] == [
         bits(p) for p in reference.values()
     ]
 
@@ -107,7 +97,7 @@ def test_the_compiled_multiclass_probabilities_are_the_references(example):
 @pytest.mark.parametrize("label", [0, 1, 2])
 def test_a_label_that_is_not_the_most_probable_is_a_mistake_in_both(label):
     # probabilities ranked 1, 2, 0: the label 2 is a mistake against the label 1 alone
-    example = ([0.0, 1.0, 0.5], np.eye(3), 1.0, [1.0, 1.0], label, 1.0, (100.0, 0.5, 0.5))
+    example = ([0.0, 1.0, 0.5], 3.0, [1.0, 1.0], label, 1.0, (100.0, 0.5, 0.5))
     expected = outcome(calibration.multiclass_step, *example)
     assert outcome(compiled.multiclass_step, *example) == expected
     assert float.fromhex(expected[1][1]) == (0.495 if label == 1 else 0.505)
@@ -115,25 +105,25 @@ def test_a_label_that_is_not_the_most_probable_is_a_mistake_in_both(label):
 
 def test_a_step_far_in_the_tails_moves_the_temperature_and_the_surprise_alike():
     # every pair beyond -30 standard deviations takes the asymptotic branches
-    scores, cov = [0.0, 40.0, -40.0, 80.0], np.eye(4)
+    scores = [0.0, 40.0, -40.0, 80.0]
     for step in (compiled.multiclass_step, calibration.multiclass_step):
         state, surprise = array("d", [1.0, 1.0]), array("d", [60.0, 0.0, 0.0])
-        step(state, scores, cov, 1.0, 0, 1.0, surprise)
+        step(state, scores, 1.0, 0, 1.0, surprise)
         assert surprise[0] == 61.0 and math.isfinite(state[0]) and state[0] < 1.0
 
 
 @pytest.mark.parametrize(
     "args, error",
     [
-        (([1.0, 2.0], np.eye(2), 1.0, 1.0), ValueError),  # two labels: the binary formulas
-        (([1.0, 2.0, 3.0], np.eye(4), 1.0, 1.0), TypeError),  # a covariance of other labels
-        (([1.0, 2.0, 3.0], np.eye(3, dtype=np.float32), 1.0, 1.0), TypeError),
-        (([1.0, "2", 3.0], np.eye(3), 1.0, 1.0), TypeError),
+        (([1.0, 2.0], 1.0, 1.0), ValueError),  # two labels: the binary formulas
+        (([1.0, "2", 3.0], 1.0, 1.0), TypeError),
+        (((1.0, 2.0, 3.0), 1.0, 1.0), TypeError),  # the scores are a list
+        (([1.0, 2.0, 3.0], "1", 1.0), TypeError),
     ],
 )
 def test_the_compiled_functions_refuse_what_they_do_not_take(args, error):
     with pytest.raises(error):
         compiled.multiclass_probabilities(*args)
-    scores, cov, noise, _ = args
+    scores, v, _ = args
     with pytest.raises(error):
-        compiled.multiclass_step(array("d", [1.0, 1.0]), scores, cov, noise, 0, 1.0, None)
+        compiled.multiclass_step(array("d", [1.0, 1.0]), scores, v, 0, 1.0, None)

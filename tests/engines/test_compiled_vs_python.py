@@ -552,7 +552,9 @@ def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch, co
     engine = ENGINES[covariance]
     for name in ("scores", "score_variances"):
         general = getattr(engine, name)
-        spy = lambda self, x, general=general, name=name: calls.append(name) or general(self, x)  # noqa: E731
+        spy = lambda self, x, *blocks, general=general, name=name: (  # noqa: E731
+            calls.append(name) or general(self, x, *blocks)
+        )
         monkeypatch.setattr(engine, name, spy)
     model = river_cw.AROW(covariance=covariance, learn_intercept=True)
     assert type(model.gaussian) is engine

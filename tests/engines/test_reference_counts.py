@@ -259,38 +259,57 @@ def test_arrowhead_predictions_in_one_call_keep_no_reference_nor_memory(monkeypa
 def test_the_multiclass_calibration_keeps_no_reference_nor_memory():
     """The compiled calibration of three labels or more (`multiclass_step`,
     `multiclass_probabilities`): on its stack buffers (4 labels) and on the heap (20), with and
-    without a surprise, and through its errors (a covariance of other labels, a score that is
-    not a number)."""
+    without a surprise, and through its errors (a score that is not a number, a temperature that
+    is not two float64)."""
     from array import array
 
     from river_cw.engine import diagonal
 
     few, many = VALUES[:4], VALUES * 2 + VALUES[:4]
-    covariances = {len(scores): np.eye(len(scores)) for scores in (few, many)}
     temperature, observed = array("d", [1.0, 1.0]), array("d", [100.0, 0.1, 0.1])
 
     def cycle():
         for scores in (few, many):
-            cov = covariances[len(scores)]
-            diagonal.multiclass_step(temperature, scores, cov, 1.0, 1, 1.0, observed)
-            diagonal.multiclass_step(temperature, scores, cov, 1.0, 2, 0.5, None)
-            diagonal.multiclass_probabilities(scores, cov, 1.0, 1.5)
-            raises(TypeError, diagonal.multiclass_probabilities, scores, np.eye(3), 1.0, 1.0)
+            diagonal.multiclass_step(temperature, scores, 2.0, 1, 1.0, observed)
+            diagonal.multiclass_step(temperature, scores, 3.0, 2, 0.5, None)
+            diagonal.multiclass_probabilities(scores, 2.0, 1.5)
+            bad = [*scores[:-1], NOT_A_NUMBER]
+            raises(TypeError, diagonal.multiclass_probabilities, bad, 2.0, 1.0)
+            raises(TypeError, diagonal.multiclass_step, temperature, bad, 2.0, 0, 1.0, observed)
             raises(
                 TypeError,
                 diagonal.multiclass_step,
-                temperature,
-                [*scores[:-1], NOT_A_NUMBER],
-                cov,
-                1.0,
+                array("d", [1.0]),
+                scores,
+                2.0,
                 0,
                 1.0,
                 observed,
             )
 
-    watched = WATCHED | {f"covariance of {n}": cov for n, cov in covariances.items()}
-    watched |= {"temperature": temperature, "surprise": observed}
+    watched = WATCHED | {"temperature": temperature, "surprise": observed}
     assert_no_leak("the multi-class calibration", cycle, calls=10, watched=watched)
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
+def test_score_variances_of_listed_blocks_keep_no_reference_nor_memory(covariance):
+    """`score_variances(x, blocks)` (what `margin_variance` reads): blocks in a tuple and in a
+    list, and its refusals (an index out of range, not an int, not a sequence)."""
+    model = learned(river_cw.AROW(**(DIAGONAL if covariance == "diagonal" else ARROWHEAD)), LABELS)
+    engine = model._gaussian
+    x = model._features(X[0])
+    listed = [2, 0]
+
+    def cycle():
+        engine.score_variances(x, (0, 1))
+        engine.score_variances(x, listed)
+        engine.score_variances(x, None)
+        raises(IndexError, engine.score_variances, x, (0, len(LABELS)))
+        raises(TypeError, engine.score_variances, x, (0, 1.0))
+        raises(TypeError, engine.score_variances, x, iter((0, 1)))
+
+    watched = WATCHED | {"example dict": x, "listed blocks": listed}
+    assert_no_leak("score_variances of listed blocks", cycle, calls=10, watched=watched)
 
 
 def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():

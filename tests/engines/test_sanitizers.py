@@ -32,6 +32,7 @@ from tests.engines.test_compiled_vs_python import IDS as CONFIG_IDS
 TESTS = [
     "tests/engines/test_compiled_vs_python.py",
     "tests/engines/test_calibration_step.py",
+    "tests/engines/test_margin_variance.py",
     "tests/engines/test_arrowhead.py",
     "tests/engines/test_full_compiled_vs_python.py",
     "tests/engines/test_rda_compiled_vs_python.py",

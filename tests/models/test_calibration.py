@@ -177,9 +177,10 @@ def test_a_multiclass_model_steps_on_its_pairwise_probabilities():
     before = model.temperature
     x, y = stream[300]
     features = model._features(x)
-    t = probabilities.pairwise(
-        model.gaussian.scores(features), model.gaussian.score_covariance(features), 1.0
-    )
+    scores = model.gaussian.scores(features)
+    cov = model.gaussian.score_covariance(features).tolist()
+    best, second = probabilities.top_two(scores)
+    t = probabilities.pairwise(scores, cov[best][best] + cov[second][second] + 1.0)
     expected = list(model._temperature)
     calibration.newton_step_multiclass(expected, t, model.classes_.index(y), 1.0)
     model.learn_one(x, y)

@@ -99,8 +99,9 @@ def test_most_probable_is_the_argmax_of_every_probability_model(scores, spread, 
     """Binary Phi, the multi-class pairwise margins on one scale (a diagonal covariance of any
     spread), voted RDA's softmax: `most_probable` is the label of largest probability."""
     classes = list("abcdef"[: len(scores)])
-    cov = np.diag(spread[: len(scores)])
-    multi = probabilities.multiclass(probabilities.pairwise(scores, cov), temperature, classes)
+    best, second = probabilities.top_two(scores)
+    v = spread[best] + spread[second]
+    multi = probabilities.multiclass(probabilities.pairwise(scores, v), temperature, classes)
     softmax = dict(zip(classes, _softmax(np.array(scores), temperature).tolist()))
     for proba in (multi, softmax):
         assert probabilities.most_probable(classes, scores) == argmax_by_probability(
