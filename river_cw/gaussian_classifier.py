@@ -540,7 +540,8 @@ class GaussianClassifier(LinearClassifier):
         where the model needs the general one (a covariance with no compiled engine; a fixed
         forgetting, no native step of its own `_step`, or of its own `_exact_step` for the exact
         scheme). `calibration` is `_calibration_spec`'s: with ``forgetting="auto"`` the lean path
-        takes the examples the surprise does not make forget."""
+        takes the examples the surprise does not make forget, and on the arrowhead those it
+        does too (forgotten as `_update` forgets them)."""
         if not covariances.of(self).compiled or self._fixed_rate():
             return None
         if self.diagonal == "exact":

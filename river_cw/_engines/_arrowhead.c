@@ -1034,20 +1034,23 @@ static inline int scored_holds(const Arrowhead *self, PyObject *x, double x_b) {
 }
 
 /* learn_native's core (entered, the lean spec parsed): x learned along pair 0 with the label's
- * sign and the weight w > 0. LEARN_NOTHING, LEARN_SKIPPED, -1 (the general path's case: nothing
- * changed, no error set) or -2 (an error raised); the batch kernel's dict rows (batch_lean_dict).
- * With `calibrate` (two labels known) the spec's temperature takes its Newton step. */
+ * sign and the weight w > 0, forgotten first as the spec's surprise says (forgetting="auto":
+ * rcw_surprise_forgetting). LEARN_NOTHING, LEARN_SKIPPED, -1 (the general path's case: nothing
+ * changed, no error set) or -2 (an error raised); the batch kernel's dict rows
+ * (batch_lean_dict). With `calibrate` (two labels known) the spec's temperature takes its
+ * Newton step. */
 static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w, int calibrate) {
-    double m;
+    double m, keep, rest;
     int outcome;
+    rcw_surprise_forgetting(&self->temperature, w, self->prior, &keep, &rest);
     self->pairs[0].sign = sign;
     self->npairs = 1;
-    if (scored_holds(self, x, self->lean_x_b)) /* predict_one's pass over x: its margin */
+    if (keep == 1.0 && scored_holds(self, x, self->lean_x_b)) /* predict_one's pass: its margin */
         outcome = margin_close(self, x, 1.0, 0.0, 1, &m);
     else {
         self->pairs[0].block = 0;
         self->pairs[0].x_b = self->lean_x_b;
-        outcome = margin_of(self, x, 1.0, 0.0, 1, &m);
+        outcome = margin_of(self, x, keep, rest, 1, &m);
     }
     if (outcome == PASS_OK)
         outcome = lean_apply(self, self->step, self->params, self->drop, m, w, 0,
@@ -1077,8 +1080,6 @@ static PyObject *engine_learn_native(Arrowhead *self, PyObject *const *args,
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
     }
-    if (rcw_surprise_forgets(&self->temperature)) /* this example forgets: the general path's */
-        return PyLong_FromLong(-1);
     if (enter(self) < 0) return NULL;
     outcome = lean_learn(self, args[0], sign, w, PyDict_GET_SIZE(args[3]) == 2);
     leave(self);

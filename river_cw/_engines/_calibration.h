@@ -19,6 +19,7 @@
 #define RIVER_CW_CALIBRATION_H
 
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -67,8 +68,10 @@ static inline void rcw_newton_step(double *state, double s, double w, double z, 
 /* river_cw.surprise (forgetting="auto"), its constants and its functions transcribed operation
  * for operation: `observe_binary` steps the surprise [n, e, q_bar] on the label's calibrated
  * probability Phi(z), z = a s (before the Newton step moves a), and `rate` is the forgetting of
- * the next example; the lean paths and the batch kernel take an example only while it is 0, and
- * leave the others to the general path, which forgets. */
+ * the next example (rcw_surprise_forgetting: keep and rest, as GaussianClassifier._update sets
+ * them). The arrowhead's lean path forgets as the general path does; the diagonal's and the full
+ * engine's lean paths, and the batch kernel's rows, take an example only while the rate is 0 and
+ * leave the others to learn_one (rcw_surprise_forgets). */
 #define RCW_SURPRISE_LAMBDA 0.01
 #define RCW_SURPRISE_LIMIT 2.0
 #define RCW_SURPRISE_GAIN 2.0
@@ -293,9 +296,24 @@ static int rcw_temperature_parse(PyObject *calibration, RcwTemperature *t) {
 }
 
 /* Whether the calibration t (NULL: none) sets the next example's forgetting above 0: the
- * general path's example then */
+ * general path's example then, where a lean path does not forget */
 static inline int rcw_surprise_forgets(const RcwTemperature *t) {
     return t != NULL && t->surprise != NULL && rcw_surprise_rate(t->surprise) > 0.0;
+}
+
+/* The forgetting of the next example of sample weight w, as GaussianClassifier._update sets it
+ * from the surprise of the calibration t (NULL, or no surprise: none), the prior variance a:
+ * keep = 1 - f (w == 1) or (1 - f)^w, at least the least normal float64, rest = (1 - keep) / a;
+ * keep 1 and rest 0 where the rate f is 0 */
+static inline void rcw_surprise_forgetting(const RcwTemperature *t, double w, double prior,
+                                           double *keep, double *rest) {
+    double f = t != NULL && t->surprise != NULL ? rcw_surprise_rate(t->surprise) : 0.0;
+    *keep = 1.0;
+    *rest = 0.0;
+    if (f == 0.0) return;
+    *keep = w == 1.0 ? 1.0 - f : pow(1.0 - f, w);
+    if (DBL_MIN > *keep) *keep = DBL_MIN; /* max(keep, sys.float_info.min) */
+    *rest = (1.0 - *keep) / prior;
 }
 
 /* the Newton step on the margin the rule's step takes (m, v > 0), where t calibrates (t not

@@ -470,6 +470,28 @@ def test_same_with_intercept_sample_weights_forgetting_and_calibration(cls, para
     assert pickle.dumps(compiled) == pickle.dumps(python)
 
 
+@pytest.mark.parametrize("cls, params", CONFIGS, ids=IDS)
+def test_binary_models_that_forget_in_one_call_are_the_references(cls, params):
+    """With ``forgetting="auto"`` a binary model learns in one call of the compiled engine
+    (`learn_native`) the examples its surprise makes forget too, unweighted and weighted: the
+    pure-Python engine's numbers, on a stream whose concept reverses half-way."""
+    params = {**params, "forgetting": "auto"}
+    compiled, python = pair(cls, params)
+    rng = random.Random(12)
+    forgot = 0
+    for i, (x, y) in enumerate(stream(8, n=400)):
+        y = 1 - y if i >= 200 else y
+        w = rng.choice([1.0, 1.0, 0.5, 2.75])
+        if compiled._surprise is not None:
+            forgot += surprise.rate(compiled._surprise) > 0.0
+        compiled.learn_one(x, y, w)
+        python.learn_one(x, y, w)
+        assert_same_bound(compiled, python)
+    assert_same(compiled, python)
+    assert pickle.dumps(compiled) == pickle.dumps(python)
+    assert forgot >= 5 or compiled._surprise is None
+
+
 def fresh(text: str) -> str:
     """An equal str that is another object (as every call of a tokenizer makes its tokens)."""
     copy = (text + "!")[:-1]
