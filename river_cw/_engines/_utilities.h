@@ -226,32 +226,75 @@ static int rcw_pairwise(PyObject *score_list, Py_ssize_t K, double v, double *sc
     return 0;
 }
 
+/* A multi-class call's numbers (multiclass_probabilities, multiclass_step): values holds the
+ * standardised pairwise margins t (K x K, rcw_pairwise), the K scores, then `scratch` doubles
+ * per label, on the stack up to RCW_STACK_LABELS labels, else on the heap */
+#define RCW_STACK_LABELS 16
+#define RCW_MOST_SCRATCH 5 /* rcw_newton_step_multiclass's */
+typedef struct {
+    Py_ssize_t K;
+    double *values;
+    double stack[RCW_STACK_LABELS * (RCW_STACK_LABELS + 1 + RCW_MOST_SCRATCH)];
+} RcwMulticlass;
+
+/* *mc from a list of K >= 3 scores and v, the variance of the margin between the two
+ * best-scoring labels plus the noise term, with `scratch` (at most RCW_MOST_SCRATCH) doubles per
+ * label; `label` NULL, or the label's index, which must be in [0, K). 0, or -1 with an error,
+ * nothing held */
+static int rcw_multiclass_open(RcwMulticlass *mc, PyObject *scores, double v, Py_ssize_t scratch,
+                               const Py_ssize_t *label) {
+    Py_ssize_t K = PyList_GET_SIZE(scores);
+    mc->K = K;
+    mc->values = mc->stack;
+    if (K < 3 || (label != NULL && (*label < 0 || *label >= K))) {
+        PyErr_SetString(PyExc_ValueError, label == NULL ? "three scores or more"
+                                                        : "three scores or more, and the "
+                                                          "label's index among them");
+        return -1;
+    }
+    if (K > RCW_STACK_LABELS &&
+        (mc->values = PyMem_Malloc(sizeof(double) * (size_t)K * (size_t)(K + 1 + scratch))) == NULL) {
+        mc->values = mc->stack;
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rcw_pairwise(scores, K, v, mc->values + K * K, mc->values) == 0) return 0;
+    if (mc->values != mc->stack) PyMem_Free(mc->values);
+    mc->values = mc->stack;
+    return -1;
+}
+
+/* the scratch of an open *mc, after t and the scores */
+static inline double *rcw_multiclass_scratch(RcwMulticlass *mc) {
+    return mc->values + mc->K * mc->K + mc->K;
+}
+
+static void rcw_multiclass_close(RcwMulticlass *mc) {
+    if (mc->values != mc->stack) PyMem_Free(mc->values);
+    mc->values = mc->stack;
+}
+
 /* multiclass_probabilities(scores, v, temperature): river_cw.probabilities.multiclass of
  * river_cw.probabilities.pairwise, compiled: the K >= 3 labels' probabilities, a list */
 static PyObject *module_multiclass_probabilities(PyObject *module, PyObject *args) {
     PyObject *scores, *out = NULL, *p;
-    Py_ssize_t K, k;
-    double v, a, stack[16 * (16 + 2)], *values = stack; /* K <= 16: t, scores, p */
+    Py_ssize_t k;
+    double v, a, *probabilities;
+    RcwMulticlass mc;
     if (!PyArg_ParseTuple(args, "O!dd", &PyList_Type, &scores, &v, &a)) return NULL;
-    K = PyList_GET_SIZE(scores);
-    if (K < 3) {
-        PyErr_SetString(PyExc_ValueError, "three scores or more");
-        return NULL;
-    }
-    if (K > 16 && (values = PyMem_Malloc(sizeof(double) * (size_t)K * (K + 2))) == NULL)
-        return PyErr_NoMemory();
-    if (rcw_pairwise(scores, K, v, values + K * K, values) < 0 ||
-        rcw_multiclass(values, K, a, values + K * K + K) < 0 || (out = PyList_New(K)) == NULL)
+    if (rcw_multiclass_open(&mc, scores, v, 1, NULL) < 0) return NULL;
+    probabilities = rcw_multiclass_scratch(&mc);
+    if (rcw_multiclass(mc.values, mc.K, a, probabilities) < 0 || (out = PyList_New(mc.K)) == NULL)
         goto done;
-    for (k = 0; k < K; k++) {
-        if ((p = PyFloat_FromDouble(values[K * K + K + k])) == NULL) {
+    for (k = 0; k < mc.K; k++) {
+        if ((p = PyFloat_FromDouble(probabilities[k])) == NULL) {
             Py_CLEAR(out);
             goto done;
         }
         PyList_SET_ITEM(out, k, p);
     }
 done:
-    if (values != stack) PyMem_Free(values);
+    rcw_multiclass_close(&mc);
     return out;
 }
 
@@ -262,21 +305,15 @@ done:
  * steps on no example of weight 0) */
 static PyObject *module_multiclass_step(PyObject *module, PyObject *args) {
     PyObject *temperature, *scores, *observed;
-    Py_ssize_t label, K;
-    double v, w, stack[16 * (16 + 6)], *values = stack; /* K <= 16: t, scores, scratch */
+    Py_ssize_t label;
+    double v, w;
     Py_buffer state_view, observed_view;
+    RcwMulticlass mc;
     int r = -1;
     if (!PyArg_ParseTuple(args, "OO!dndO", &temperature, &PyList_Type, &scores, &v, &label, &w,
                           &observed))
         return NULL;
-    K = PyList_GET_SIZE(scores);
-    if (K < 3 || label < 0 || label >= K) {
-        PyErr_SetString(PyExc_ValueError, "three scores or more, and the label's index among them");
-        return NULL;
-    }
-    if (K > 16 && (values = PyMem_Malloc(sizeof(double) * (size_t)K * (K + 6))) == NULL)
-        return PyErr_NoMemory();
-    if (rcw_pairwise(scores, K, v, values + K * K, values) < 0) goto done;
+    if (rcw_multiclass_open(&mc, scores, v, RCW_MOST_SCRATCH, &label) < 0) return NULL;
     if (rcw_float64_buffer(temperature, &state_view, 2, "a temperature is two float64, [a, H]") <
         0)
         goto done;
@@ -285,13 +322,13 @@ static PyObject *module_multiclass_step(PyObject *module, PyObject *args) {
         PyBuffer_Release(&state_view);
         goto done;
     }
-    r = rcw_newton_step_multiclass(state_view.buf, values, K, label, w,
+    r = rcw_newton_step_multiclass(state_view.buf, mc.values, mc.K, label, w,
                                    observed == Py_None ? NULL : observed_view.buf,
-                                   values + K * K + K);
+                                   rcw_multiclass_scratch(&mc));
     if (observed != Py_None) PyBuffer_Release(&observed_view);
     PyBuffer_Release(&state_view);
 done:
-    if (values != stack) PyMem_Free(values);
+    rcw_multiclass_close(&mc);
     if (r < 0) return NULL;
     Py_RETURN_NONE;
 }

@@ -127,3 +127,11 @@ def test_the_compiled_functions_refuse_what_they_do_not_take(args, error):
     scores, v, _ = args
     with pytest.raises(error):
         compiled.multiclass_step(array("d", [1.0, 1.0]), scores, v, 0, 1.0, None)
+
+
+@pytest.mark.parametrize("label", [-1, 3, 40])
+def test_the_compiled_step_refuses_a_label_beyond_the_scores(label):
+    state = array("d", [1.0, 1.0])
+    with pytest.raises(ValueError, match="the label's index"):
+        compiled.multiclass_step(state, [1.0, 2.0, 3.0], 1.0, label, 1.0, None)
+    assert list(state) == [1.0, 1.0]
