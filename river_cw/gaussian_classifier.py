@@ -43,6 +43,20 @@ from .validation import is_real
 
 __all__ = ["GaussianClassifier"]
 
+
+class ScaledScores(list):
+    """The block scores of an example with `scale`, the variance of the margin between the two
+    best of them (`river_cw.probabilities.pairwise`'s, before the noise term), from the pass
+    that scored it (the engines' ``scores_with_scale``): what `GaussianClassifier` learns a
+    calibrating model of three labels or more by."""
+
+    __slots__ = ("scale",)
+
+    def __init__(self, scores: list[float], scale: float):
+        super().__init__(scores)
+        self.scale = scale
+
+
 _LEAN_STATE = ("_temperature", "_surprise")  # arrays the lean spec holds (`_calibration_spec`)
 
 
@@ -196,6 +210,14 @@ class GaussianClassifier(LinearClassifier):
     def _scores(self, x):
         return self._gaussian.scores(x)
 
+    def _learning_scores(self, x):
+        """The scores; of a calibrating model of three labels or more, with the scale of their
+        pairwise margins from the same pass (`ScaledScores`), which its update's calibration
+        reads."""
+        if self._temperature is None or len(self.classes_) < 3:
+            return self._gaussian.scores(x)
+        return ScaledScores(*self._gaussian.scores_with_scale(x))
+
     def _add_block(self):
         self._gaussian.add_block()
 
@@ -226,8 +248,6 @@ class GaussianClassifier(LinearClassifier):
         step, scheme = self._rule()
         temperature = self._temperature
         if temperature is not None and len(self.classes_) > 2:
-            # the variance before the update; x is valid: `learn_one` scored it
-            v = self._gaussian.margin_variance(x, *probabilities.top_two(scores))
             outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
             label = pairs[0][0]  # the block of the label: its pair's sign is +1
             multiclass_step = (
@@ -235,7 +255,8 @@ class GaussianClassifier(LinearClassifier):
                 if isinstance(self._gaussian, COMPILED)
                 else calibration.multiclass_step
             )
-            multiclass_step(temperature, scores, v + self.margin_noise, label, w, self._surprise)
+            v = scores.scale + self.margin_noise  # before the update: `_learning_scores`'
+            multiclass_step(temperature, scores, v, label, w, self._surprise)
         else:
             if temperature is not None and len(self.classes_) == 2:
                 step = self._calibrated_step(step, scheme)
@@ -410,14 +431,12 @@ class GaussianClassifier(LinearClassifier):
     def _general_predict_proba_one(self, x: dict) -> dict:
         classes = self.classes_
         x = self._features(x)
-        scores = self._scores(x)  # validates x, even before two labels are known
+        scores, v = self._gaussian.scores_with_scale(x)  # validates x, even before two labels
         if len(classes) < 2:
             return {c: 1.0 for c in classes}
-        noise = self.margin_noise
+        v += self.margin_noise
         if self.is_binary:
-            v = self._gaussian.score_covariance(x)[0, 0]
-            return probabilities.binary(scores[0], v + noise, self.temperature, classes)
-        v = self._gaussian.margin_variance(x, *probabilities.top_two(scores)) + noise
+            return probabilities.binary(scores[0], v, self.temperature, classes)
         if isinstance(self._gaussian, COMPILED):
             compiled = engine.diagonal.multiclass_probabilities  # type: ignore[union-attr]
             return dict(zip(classes, compiled(scores, v, self.temperature)))

@@ -1154,6 +1154,53 @@ static PyObject *engine_score_variances(Arrowhead *self, PyObject *const *args, 
     return out;
 }
 
+/* scores_with_scale(x) -> (scores, v): every block's score of x and v, the variance of the
+ * margin between the two best-scoring blocks (the first of each score, as
+ * river_cw.probabilities.top_two takes them), their two variances added, or of the one block's
+ * score: IndependentBlocks.scores_with_scale in one pass over the blocks (block_score gives each
+ * block's score and variance at once). A bad x raises, every value touched. */
+static PyObject *engine_scores_with_scale(Arrowhead *self, PyObject *x_in) {
+    PyObject *x, *scores = NULL, *out = NULL, *f;
+    Py_ssize_t b, n = self->blocks.n, mark, best = 0, second;
+    double score, stack[16], *variances = stack, v;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "max() arg is an empty sequence"); /* top_two's */
+        return NULL;
+    }
+    if (enter(self) < 0) return NULL;
+    mark = self->ncoords;
+    if ((x = as_dict(x_in)) == NULL) goto done;
+    if (n > 16 && (variances = PyMem_Malloc(sizeof(double) * (size_t)n)) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if ((scores = PyList_New(n)) == NULL) goto done;
+    for (b = 0; b < n; b++) {
+        int r = block_score(self, b, x, 0, 0.0, &score, &variances[b]);
+        drop_coords(self, mark);
+        if (r != PASS_OK || (f = PyFloat_FromDouble(score)) == NULL) goto done;
+        PyList_SET_ITEM(scores, b, f);
+        if (score > PyFloat_AS_DOUBLE(PyList_GET_ITEM(scores, best))) best = b;
+    }
+    if (n == 1)
+        v = variances[0];
+    else {
+        second = best == 0 ? 1 : 0;
+        for (b = second + 1; b < n; b++)
+            if (b != best && PyFloat_AS_DOUBLE(PyList_GET_ITEM(scores, b)) >
+                                 PyFloat_AS_DOUBLE(PyList_GET_ITEM(scores, second)))
+                second = b;
+        v = variances[best] + variances[second];
+    }
+    out = Py_BuildValue("(Od)", scores, v);
+done:
+    Py_XDECREF(scores);
+    if (variances != stack) PyMem_Free(variances);
+    Py_XDECREF(x);
+    leave(self);
+    return out;
+}
+
 /* score_native's core (entered; a binary engine, x readable): block_score's lean numbers with
  * the intercept (None, or the root) as the root's x_b, 1 with *m and, v not NULL, *v; 0 where
  * the general path must serve, -1 with an error. The margin scratch is left as it was. */
@@ -1757,7 +1804,11 @@ static PyObject *engine_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     return (PyObject *)self;
 }
 
-static PyMethodDef engine_methods[] = {RCW_BATCH_METHODS RCW_SHELL_METHODS{NULL}};
+static PyMethodDef engine_methods[] = {
+    {"scores_with_scale", (PyCFunction)engine_scores_with_scale, METH_O,
+     "(scores, v): every block's score of x and the variance of the margin between the two "
+     "best-scoring blocks (of the one block's score while binary), in one pass."},
+    RCW_BATCH_METHODS RCW_SHELL_METHODS{NULL}};
 
 static PyGetSetDef engine_getset[] = {
     {"root", (getter)arrowhead_get_root, NULL, "The root's feature name (the intercept).", NULL},

@@ -456,6 +456,7 @@ if engine.arrowhead is not None:
         """The compiled engine (`river_cw._engines._arrowhead`): `PythonArrowheadGaussian`'s interface
         and numbers, bit for bit; ``blocks`` returns copies."""
 
+        scores_with_scale = _Arrowhead.scores_with_scale  # in one pass, not the mixin's two
         index = PythonArrowheadGaussian.index
         cov = PythonArrowheadGaussian.cov
         _learned = PythonArrowheadGaussian._learned

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import engine
 from ..validation import check_features
-from .gaussian import _learn, _raise_bad_input, _total
+from .gaussian import _learn, _raise_bad_input, _total, scores_with_scale
 
 __all__ = ["FACTOR_BOUND", "FullGaussian", "PythonFullGaussian"]
 
@@ -177,6 +177,8 @@ class PythonFullGaussian:
         z = _solve(self.chol, embed.T, trans="T")  # R^-T E'
         with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: inf, as diagonal
             return z.T @ z + np.diag(prior)
+
+    scores_with_scale = scores_with_scale
 
     def margin_variance(self, x: dict, b: int, c: int) -> float:
         """The variance of ``score_b - score_c`` (b and c distinct blocks), from the scores'

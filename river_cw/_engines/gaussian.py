@@ -28,6 +28,7 @@ from math import fsum
 
 import numpy as np
 
+from ..probabilities import top_two
 from ..validation import check_features
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "IndependentBlocks",
     "check_pairs",
     "forget",
+    "scores_with_scale",
     "selected_blocks",
 ]
 
@@ -125,6 +127,18 @@ def selected_blocks(blocks, n_blocks: int) -> list[int]:
     return list(blocks)
 
 
+def scores_with_scale(self, x: dict) -> tuple[list[float], float]:
+    """``(scores, v)``, every block's score of x (`scores`, which validates x) and v, the
+    variance of the margin between the two best-scoring blocks (`margin_variance` of
+    `river_cw.probabilities.top_two`), or of the one block's score: the scale of a model's
+    pairwise margins (`river_cw.probabilities.pairwise`). Every engine's, the arrowhead's
+    compiled in one pass."""
+    scores = self.scores(x)
+    if len(scores) == 1:
+        return scores, float(self.score_covariance(x)[0, 0])
+    return scores, self.margin_variance(x, *top_two(scores))
+
+
 class IndependentBlocks:
     """What an engine whose blocks are independent (the diagonal's, the arrowhead's: the scores'
     covariance is diagonal) derives from its ``score_variances(x, blocks=None)``, the variance of
@@ -141,3 +155,5 @@ class IndependentBlocks:
         variances, added, and no other block read (`river_cw.probabilities.pairwise`)."""
         v_b, v_c = self.score_variances(x, (b, c))  # type: ignore[attr-defined]
         return v_b + v_c
+
+    scores_with_scale = scores_with_scale

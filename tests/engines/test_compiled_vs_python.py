@@ -572,7 +572,7 @@ def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch, co
 
     calls = []
     engine = ENGINES[covariance]
-    for name in ("scores", "score_variances"):
+    for name in ("scores", "score_variances", "scores_with_scale"):
         general = getattr(engine, name)
         spy = lambda self, x, *blocks, general=general, name=name: (  # noqa: E731
             calls.append(name) or general(self, x, *blocks)
@@ -586,7 +586,8 @@ def test_binary_predictions_take_one_call_of_the_compiled_engine(monkeypatch, co
     assert set(model.predict_proba_one({"a": 1.0})) == {"spam", "ham"}
     assert calls == []
     model.predict_proba_one({"a": np.float32(1.0)})
-    assert calls == ["scores", "score_variances"]
+    assert calls[0] == "scores_with_scale"  # the arrowhead's in one call, the diagonal's in two
+    assert calls[1:] == ([] if covariance == "arrowhead" else ["scores", "score_variances"])
     model.learn_one({"c": 1.0}, "eggs")
     calls.clear()
     model.predict_one({"a": 1.0})

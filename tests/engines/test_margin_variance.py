@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import river_cw
-from river_cw import INTERCEPT
+from river_cw import INTERCEPT, probabilities
 from river_cw._engines import arrowhead, diagonal
 from tests.support.bits import bits
 
@@ -108,3 +108,48 @@ def test_the_full_covariances_margin_variance_is_the_scores_covariance_along_the
         d[b], d[c] = 1.0, -1.0
         expected = float(sum(d[i] * cov[i, j] * d[j] for i in range(3) for j in range(3)))
         assert model.gaussian.margin_variance(features, b, c) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("covariance", list(MODELS))
+@given(x=EXAMPLES)
+def test_scores_with_scale_are_the_scores_and_the_two_best_labels_margin_variance(covariance, x):
+    """`scores_with_scale`, the arrowhead's compiled in one pass: the engine's scores and the
+    margin variance of the two best-scoring labels (`probabilities.top_two`), in both engines;
+    of the one block's score while binary; and a bad x refused as `scores` refuses it."""
+    out = []
+    for model in MODELS[covariance]:
+        features = model._features(x)
+        scores, v = model.gaussian.scores_with_scale(features)
+        assert scores == model.gaussian.scores(features)
+        expected = model.gaussian.margin_variance(features, *probabilities.top_two(scores))
+        assert bits(v) == bits(expected)
+        out.append(([bits(s) for s in scores], bits(v)))
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("engine", [diagonal.DiagonalGaussian, arrowhead.ArrowheadGaussian])
+def test_the_scale_of_tied_scores_is_the_first_two_labels_margin(engine):
+    """Three blocks that score x alike, with variances of their own: the scale is the margin
+    between the first two (`probabilities.top_two`), as the compiled pass takes it too."""
+    gaussian = engine(1.0) if engine is diagonal.DiagonalGaussian else engine(1.0, INTERCEPT, 1.0)
+    gaussian.add_block()
+    gaussian.add_block()
+    if engine is diagonal.DiagonalGaussian:
+        gaussian.set_weights([{"f": (0.0, s)} for s in (0.5, 0.25, 0.125)])
+    else:
+        gaussian.set_weights([{"f": (0.0, 0.0, s)} for s in (0.5, 0.25, 0.125)])
+    scores, v = gaussian.scores_with_scale({"f": 2.0})
+    assert scores == [0.0, 0.0, 0.0] and v == 4.0 * (0.5 + 0.25)
+    one = engine(1.0) if engine is diagonal.DiagonalGaussian else engine(1.0, INTERCEPT, 1.0)
+    assert one.scores_with_scale({"f": 2.0}) == ([0.0], 4.0)  # binary: the score's variance
+
+
+@pytest.mark.parametrize("covariance", list(MODELS))
+def test_scores_with_scale_refuses_a_bad_example_as_scores_does(covariance):
+    errors = []
+    for model in MODELS[covariance]:
+        for method in (model.gaussian.scores, model.gaussian.scores_with_scale):
+            with pytest.raises((TypeError, ValueError)) as caught:
+                method({"w1": 1.0, "w2": "three"})
+            errors.append((caught.type, str(caught.value)))
+    assert len(set(errors)) == 1, errors

@@ -24,6 +24,7 @@ cycles (`enough_cycles`) that a leak of 8 bytes per engine call would show.
 
 from __future__ import annotations
 
+import copy
 import gc
 import math
 import pickle
@@ -294,10 +295,16 @@ def test_the_multiclass_calibration_keeps_no_reference_nor_memory():
 @pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
 def test_score_variances_of_listed_blocks_keep_no_reference_nor_memory(covariance):
     """`score_variances(x, blocks)` (what `margin_variance` reads): blocks in a tuple and in a
-    list, and its refusals (an index out of range, not an int, not a sequence)."""
+    list, and its refusals (an index out of range, not an int, not a sequence); and
+    `scores_with_scale` (the arrowhead's compiled: its variances on the stack, and on the heap
+    beyond 16 blocks), through a bad example's error too."""
     model = learned(river_cw.AROW(**(DIAGONAL if covariance == "diagonal" else ARROWHEAD)), LABELS)
     engine = model._gaussian
+    many = copy.deepcopy(engine)
+    for _ in range(18):
+        many.add_block()
     x = model._features(X[0])
+    bad = {**x, fresh("bad"): NOT_A_NUMBER}
     listed = [2, 0]
 
     def cycle():
@@ -307,6 +314,9 @@ def test_score_variances_of_listed_blocks_keep_no_reference_nor_memory(covarianc
         raises(IndexError, engine.score_variances, x, (0, len(LABELS)))
         raises(TypeError, engine.score_variances, x, (0, 1.0))
         raises(TypeError, engine.score_variances, x, iter((0, 1)))
+        engine.scores_with_scale(x)
+        many.scores_with_scale(x)
+        raises(TypeError, engine.scores_with_scale, bad)
 
     watched = WATCHED | {"example dict": x, "listed blocks": listed}
     assert_no_leak("score_variances of listed blocks", cycle, calls=10, watched=watched)
