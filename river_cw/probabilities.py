@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 
+from ._engines.gaussian import top_two
+
 __all__ = [
     "binary",
     "most_probable",
@@ -82,20 +84,6 @@ def binary(m: float, v: float, temperature: float, classes: list) -> dict:
     temperature."""
     p = 0.5 * math.erfc(-(temperature * _standardised(m, v)) / math.sqrt(2.0))
     return {classes[0]: 1.0 - p, classes[1]: p}
-
-
-def top_two(scores: list[float]) -> tuple[int, int]:
-    """The blocks of the best and second-best of three scores or more (finite), each the first
-    of its score, as ``max(range(K), key=scores.__getitem__)`` takes it (`pairwise`'s scale is
-    their margin's).
-
-    >>> top_two([0.5, 2.0, 2.0, 1.0])
-    (1, 2)
-    """
-    best = scores.index(max(scores))  # max keeps the first of its equals, and index finds it
-    rest = scores[:best] + scores[best + 1 :]
-    second = rest.index(max(rest))
-    return best, second + (second >= best)
 
 
 def pairwise(scores: list[float], v: float) -> list[list[float]]:

@@ -28,7 +28,6 @@ from math import fsum
 
 import numpy as np
 
-from ..probabilities import top_two
 from ..validation import check_features
 
 __all__ = [
@@ -40,6 +39,7 @@ __all__ = [
     "forget",
     "scores_with_scale",
     "selected_blocks",
+    "top_two",
 ]
 
 NOTHING, APPLIED, SKIPPED = 0, 1, 2  # the outcomes of an engine's `learn` (`_learn`)
@@ -125,6 +125,20 @@ def selected_blocks(blocks, n_blocks: int) -> list[int]:
         if not 0 <= b < n_blocks:
             raise IndexError("block index out of range")
     return list(blocks)
+
+
+def top_two(scores: list[float]) -> tuple[int, int]:
+    """The blocks of the best and second-best of two scores or more (finite), each the first of
+    its score, as ``max(range(K), key=scores.__getitem__)`` takes it: the pair whose margin's
+    variance is the scale of a model's pairwise margins (`river_cw.probabilities.pairwise`).
+
+    >>> top_two([0.5, 2.0, 2.0, 1.0])
+    (1, 2)
+    """
+    best = scores.index(max(scores))  # max keeps the first of its equals, and index finds it
+    rest = scores[:best] + scores[best + 1 :]
+    second = rest.index(max(rest))
+    return best, second + (second >= best)
 
 
 def scores_with_scale(self, x: dict) -> tuple[list[float], float]:
