@@ -13,9 +13,9 @@ forgetting, 1 to 5 members, random shard sizes. After every round:
   variance positive, river_cw/_engines/arrowhead.py);
 - ``"l2"`` gives every weight the base's mean plus the members' changes of it;
 - mixing unchanged copies of the mix returns it;
-- and at the end the KL mix of binary models is about as accurate on held-out examples as its
-  members, for the rules of `SOFT`, where the members do not forget (with forgetting, a known
-  gap: the strict xfail `test_the_kl_mix_of_members_that_forget_is_about_as_accurate_as_they_are`). Not held here, measured in docs/guide/mixing.md: L2's sum of the members' mean
+- and at the end the KL mix of binary models of one or two members is about as accurate on
+  held-out examples as its members, for the rules of `SOFT` (three members or more from a young
+  mix overshoot: a known gap, the strict xfails at the end). Not held here, measured in docs/guide/mixing.md: L2's sum of the members' mean
   changes, and the multi-class mixes, overshoot where the members correct the same error.
 """
 
@@ -161,7 +161,7 @@ def test_rounds_of_mixing_keep_a_proper_gaussian_that_predicts_as_well_as_its_me
         case["method"] == "kl"
         and case["stream"] != "multiclass"
         and case["rule"] in SOFT
-        and not case["forgetting"]  # a known gap: see the test below
+        and case["members"] <= 2  # more from a young mix overshoot: the known gap below
     ):
         scores = [accuracy(m, held_out) for m in members]
         assert accuracy(mixed, held_out) >= min(scores) - 0.1, (accuracy(mixed, held_out), scores)
@@ -169,27 +169,28 @@ def test_rounds_of_mixing_keep_a_proper_gaussian_that_predicts_as_well_as_its_me
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap: KL mixing from a base discounts the base's evidence once for each member "
-    "that forgot it, not once for all their examples",
+    reason="known gap: the delta rule adds up the members' corrections of the same errors of a "
+    "young mix, and the KL mix of three members or more overshoots (docs/guide/mixing.md)",
 )
-def test_the_kl_mix_of_members_that_forget_is_about_as_accurate_as_they_are():
-    """Found by the property above (its case with forgetting=0.02, seed 2). Members that forget
-    each relax the base's precision toward the prior, by ``1 - keep^n_i`` of it for n_i examples;
-    the delta rule subtracts the sum of those relaxations, where one model of all the members'
-    examples relaxes it by ``1 - keep^(sum n_i)``, less. The base's evidence is forgotten about
-    once per member, and the mix of a young base (12 examples) and three members of 40 examples
-    each is 11 points less accurate than its least accurate member on held-out Phishing (0.713
-    against 0.828; 0.823 against 0.838 without forgetting). The fix is the mixers' (a base's
-    forgetting counted once for the members' examples together): not done."""
+@pytest.mark.parametrize("members, forgetting", [(5, 0.0), (3, 0.02)])
+def test_the_kl_mix_of_several_members_of_a_young_mix_is_about_as_accurate_as_they_are(
+    members, forgetting
+):
+    """Found by the property above (three members, forgetting=0.02, seed 2): from a mix of 12
+    examples, members of 40 examples each all correct its errors, the delta rule adds their
+    corrections up, and the mix falls below its least accurate member on held-out Phishing. Five
+    members: 0.568 against 0.845 (two: 0.865 against 0.850); three that forget: 0.713 against
+    0.828 (0.823 against 0.838 without forgetting). The mixing guide describes the overshoot on
+    product reviews; the property above holds the bound for one or two members."""
     training, held_out = STREAMS["dense"]
-    base = river_cw.AROW(covariance="arrowhead", forgetting=0.02)
+    base = river_cw.AROW(covariance="arrowhead", forgetting=forgetting)
     position = random.Random(2).randrange(len(training) // 2)
     for size in (4, 40):
-        members = [copy.deepcopy(base) for _ in range(3)]
-        for member in members:
+        shards = [copy.deepcopy(base) for _ in range(members)]
+        for member in shards:
             for x, y in training[position : position + size]:
                 member.learn_one(x, y)
             position = (position + size) % (len(training) - 40)
-        base, last = river_cw.combine(members, method="kl", base=base), members
-    scores = [accuracy(m, held_out) for m in last]
+        base = river_cw.combine(shards, method="kl", base=base)
+    scores = [accuracy(m, held_out) for m in shards]
     assert accuracy(base, held_out) >= min(scores) - 0.1, (accuracy(base, held_out), scores)
