@@ -1050,7 +1050,9 @@ static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w, int c
     else {
         self->pairs[0].block = 0;
         self->pairs[0].x_b = self->lean_x_b;
-        outcome = margin_of(self, x, keep, rest, 1, &m);
+        /* the constants: the pass without forgetting, compiled apart, tests none per feature */
+        outcome = keep == 1.0 ? margin_of(self, x, 1.0, 0.0, 1, &m)
+                              : margin_of(self, x, keep, rest, 1, &m);
     }
     if (outcome == PASS_OK)
         outcome = lean_apply(self, self->step, self->params, self->drop, m, w, 0,
