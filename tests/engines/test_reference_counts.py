@@ -224,6 +224,34 @@ def test_gaussian_engines_learning_and_predicting_keep_no_reference_nor_memory(
     assert_no_leak(workload, learn_and_predict(model, labels), calls=CALLS)
 
 
+def test_arrowhead_learning_that_forgets_in_one_call_keeps_no_reference_nor_memory():
+    """The default model's one-call `learn_one` on examples its surprise makes forget
+    (``forgetting="auto"`` with a rate above 0: the lean path's margin with keep < 1, its
+    forgotten entries and root written), of learned features and of an unseen one."""
+    from array import array
+
+    from river_cw import surprise
+
+    model = learned(river_cw.AROW(**ARROWHEAD))
+    drifted = array("d", [1000.0, 0.4, 0.05])  # mistakes far beyond those expected
+    unseen = {fresh("unseen"): VALUES[0], **X[0]}
+    rates = []
+
+    def cycle():
+        for x in (*X, unseen):
+            model._surprise[:] = drifted
+            rates.append(surprise.rate(model._surprise))
+            model.learn_one(x, LABELS[0])
+            model.learn_one(x, LABELS[1], 0.5)
+
+    cycle()
+    assert min(rates) == surprise.HIGHEST  # every example forgot
+    watched = WATCHED | {f"feature {name!r}": name for name in unseen} | {"example dict": unseen}
+    assert_no_leak(
+        "arrowhead learning that forgets", cycle, calls=2 * (len(X) + 1), watched=watched
+    )
+
+
 def test_arrowhead_predictions_in_one_call_keep_no_reference_nor_memory(monkeypatch):
     """The workload "AROW arrowhead (lean path) and predict" predicts in one call of the engine
     (`score_native`, and `score_rows` for a batch: its `scores` and `score_variances`, the
