@@ -210,13 +210,17 @@ class GaussianClassifier(LinearClassifier):
     def _scores(self, x):
         return self._gaussian.scores(x)
 
+    def _calibrates_pairs(self) -> bool:
+        """Whether the calibration steps on the pairwise margins: a calibrating model of three
+        labels or more (`calibration.multiclass_step`)."""
+        return self._temperature is not None and len(self.classes_) > 2
+
     def _learning_scores(self, x):
-        """The scores; of a calibrating model of three labels or more, with the scale of their
-        pairwise margins from the same pass (`ScaledScores`), which its update's calibration
-        reads."""
-        if self._temperature is None or len(self.classes_) < 3:
-            return self._gaussian.scores(x)
-        return ScaledScores(*self._gaussian.scores_with_scale(x))
+        """The scores; where the calibration steps on the pairwise margins, with their scale from
+        the same pass (`ScaledScores`), which the update's calibration reads."""
+        if self._calibrates_pairs():
+            return ScaledScores(*self._gaussian.scores_with_scale(x))
+        return self._gaussian.scores(x)
 
     def _add_block(self):
         self._gaussian.add_block()
@@ -247,7 +251,7 @@ class GaussianClassifier(LinearClassifier):
             rest = (1.0 - keep) / self.initial_variance
         step, scheme = self._rule()
         temperature = self._temperature
-        if temperature is not None and len(self.classes_) > 2:
+        if self._calibrates_pairs():
             outcome = self._gaussian.learn(x, pairs, step, scheme, w, keep, rest)  # validates x
             label = pairs[0][0]  # the block of the label: its pair's sign is +1
             multiclass_step = (

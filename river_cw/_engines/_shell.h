@@ -38,8 +38,8 @@
  *   _exact.h).
  * - lean: learn_one's one-call path for the common case, learn_native (the diagonal's
  *   lean_learn): a binary model, a known label, a float weight > 0, a dict, a native or exact
- *   step, nothing forgotten (the arrowhead's: the forgetting its surprise sets, if any). The model hands its lean spec, (step, scheme, intercept); the lean
- *   cache keeps it parsed. Each Gaussian engine's learn_rows takes the same path for a binary
+ *   step, nothing forgotten (the arrowhead's: the forgetting its surprise sets, if any). The
+ *   model hands its lean spec, (step, scheme, intercept); the lean cache keeps it parsed. Each Gaussian engine's learn_rows takes the same path for a binary
  *   model's dict rows, and its own lean CSR rows (the lean row hook of _batch.h) straight from
  *   the arrays.
  * - enter: the re-entry guard (busy). A call that holds the engine's scratch refuses to be

@@ -237,6 +237,12 @@ typedef struct {
     double stack[RCW_STACK_LABELS * (RCW_STACK_LABELS + 1 + RCW_MOST_SCRATCH)];
 } RcwMulticlass;
 
+/* *mc's buffer released (nothing held where it is the stack) */
+static void rcw_multiclass_close(RcwMulticlass *mc) {
+    if (mc->values != mc->stack) PyMem_Free(mc->values);
+    mc->values = mc->stack;
+}
+
 /* *mc from a list of K >= 3 scores and v, the variance of the margin between the two
  * best-scoring labels plus the noise term, with `scratch` (at most RCW_MOST_SCRATCH) doubles per
  * label; `label` NULL, or the label's index, which must be in [0, K). 0, or -1 with an error,
@@ -259,19 +265,13 @@ static int rcw_multiclass_open(RcwMulticlass *mc, PyObject *scores, double v, Py
         return -1;
     }
     if (rcw_pairwise(scores, K, v, mc->values + K * K, mc->values) == 0) return 0;
-    if (mc->values != mc->stack) PyMem_Free(mc->values);
-    mc->values = mc->stack;
+    rcw_multiclass_close(mc);
     return -1;
 }
 
 /* the scratch of an open *mc, after t and the scores */
 static inline double *rcw_multiclass_scratch(RcwMulticlass *mc) {
     return mc->values + mc->K * mc->K + mc->K;
-}
-
-static void rcw_multiclass_close(RcwMulticlass *mc) {
-    if (mc->values != mc->stack) PyMem_Free(mc->values);
-    mc->values = mc->stack;
 }
 
 /* multiclass_probabilities(scores, v, temperature): river_cw.probabilities.multiclass of
