@@ -972,7 +972,8 @@ static int batch_general_row(Engine *self, const BatchCall *call, BatchColumns *
         keep = w == 1.0 ? 1.0 - call->forgetting : pow(1.0 - call->forgetting, w);
         if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
         rest = (1.0 - keep) / self->prior;
-    }
+    } else /* forgetting="auto": the rate the surprise sets, 0 for most rows */
+        rcw_surprise_forgetting(call->step.temperature, w, self->prior, &keep, &rest);
     if ((outcome = batch_margin(self, r, &pairs, keep, rest, &m, &v)) < 0)
         return outcome == -2 ? ROW_FAIL : ROW_STOP; /* -2: an error to propagate as it is */
     *generation = self->generation; /* a margin that forgets writes the variances it relaxed */
@@ -1023,18 +1024,28 @@ static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
         Py_ssize_t k = label_block(call->class_index, PyList_GET_ITEM(call->labels, i), &memo);
         PyObject *w_obj = PyList_GET_ITEM(call->weights, i);
         double w;
-        int outcome;
+        int outcome, forgets;
         if (k == -2) goto done;
         if (k < 0 || k >= call->n_classes || !PyFloat_CheckExact(w_obj)) break;
         w = PyFloat_AS_DOUBLE(w_obj);
         if (!(w > 0.0 && w < INFINITY)) break; /* w = 0 only validates: learn_one's job */
-        if (rcw_surprise_forgets(call->step.temperature)) break; /* the row forgets: learn_one's */
         if (self->generation != generation ||
             (call->csr && (self->batch != c->cache || c->cache->calls != epoch))) {
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
             goto done;
         }
-        if (call->lean_kind >= 0 && (c->lazy || c->plain[i - c->start])) {
+        /* a row whose surprise forgets (forgetting="auto") takes the general row, which forgets
+         * as learn_one does, or a lean dict path that forgets (the arrowhead's); the lean CSR
+         * row does not forget, and a lazy call's general rows need their columns resolved:
+         * the call's rest is resolved from this row, as for a row the lean kernel cannot take */
+        forgets = rcw_surprise_forgets(call->step.temperature);
+        if (forgets && call->csr && c->lazy) {
+            if (columns_resolve(self, c, call->features, call->intercept, i, call->nrows,
+                                RESOLVE_REST) < 0)
+                goto done;
+            epoch = c->cache->calls;
+        }
+        if (!forgets && call->lean_kind >= 0 && (c->lazy || c->plain[i - c->start])) {
             outcome = batch_lean_row(self, c, i, call->intercept != Py_None,
                                        k == 1 ? 1.0 : -1.0, w, &call->step, call->lean_kind,
                                        skipped);

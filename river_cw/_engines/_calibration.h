@@ -69,9 +69,10 @@ static inline void rcw_newton_step(double *state, double s, double w, double z, 
  * for operation: `observe_binary` steps the surprise [n, e, q_bar] on the label's calibrated
  * probability Phi(z), z = a s (before the Newton step moves a), and `rate` is the forgetting of
  * the next example (rcw_surprise_forgetting: keep and rest, as GaussianClassifier._update sets
- * them). The arrowhead's lean path forgets as the general path does; the diagonal's and the full
- * engine's lean paths, and the batch kernel's rows, take an example only while the rate is 0 and
- * leave the others to learn_one (rcw_surprise_forgets). */
+ * them). The arrowhead's lean path and the batch kernel's general rows forget as the general
+ * path does; the diagonal's and the full engine's lean paths, and the batch kernel's lean CSR
+ * rows, take an example only while the rate is 0 and leave the others to the general path
+ * (rcw_surprise_forgets). */
 #define RCW_SURPRISE_LAMBDA 0.01
 #define RCW_SURPRISE_LIMIT 2.0
 #define RCW_SURPRISE_GAIN 2.0

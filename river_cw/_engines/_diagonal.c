@@ -1322,9 +1322,11 @@ static int batch_lean_step(Diagonal *self, double m, double v, double w, double 
 static PyObject *batch_terms(Diagonal *self) { return make_terms(self->margin.u, self->margin.nu); }
 
 /* lean_learn of a batch's dict row, never from a scored pass: the lean CSR rows write the
- * tables in place without a new generation, so that no pass is kept across a batch */
+ * tables in place without a new generation, so that no pass is kept across a batch; -1 (the
+ * general row's) for a row that forgets, as learn_native declines it */
 static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, double w,
                                   int calibrate) {
+    if (rcw_surprise_forgets(&self->lean.temperature)) return -1;
     release_coords(self);
     return lean_learn(self, x, sign, w, calibrate);
 }

@@ -136,20 +136,23 @@ def test_learn_many_on_csr_is_the_learn_one_loop(model, parts, hashed):
 
 
 @pytest.mark.parametrize("covariance", ["arrowhead", "diagonal"])
-@pytest.mark.parametrize("rows", ["dicts", "csr"])
+@pytest.mark.parametrize("rows", ["dicts", "csr", "hashed csr"])
 def test_batches_whose_surprise_forgets_are_the_learn_one_loop(covariance, rows):
-    """forgetting="auto" (`river_cw.surprise`): the kernel learns a row while the surprise's
-    rate is 0 and leaves a row that forgets to `learn_one`; the labels turn to noise half way,
-    so that many rows do, and the batches are the loop's to the bit."""
+    """forgetting="auto" (`river_cw.surprise`): the kernel learns every row, those the
+    surprise's rate makes forget too (the general row, or the arrowhead's lean dict path,
+    which forget as `learn_one` does), in one call per batch once both labels are known; the
+    labels turn to noise half way, so that many rows forget, and the batches are the loop's to
+    the bit."""
     rng = np.random.default_rng(4)
     dicts, labels = [], []
     for i in range(800):
         x = {f: float(v) for f, v in zip(NAMES, rng.normal(size=len(NAMES))) if v > -0.5}
         x.setdefault("a", 1.0)
-        dicts.append(x)
+        dicts.append(x if rows != "hashed csr" else {NAMES.index(f): v for f, v in x.items()})
         labels.append(bool(x["a"] > 0) if i < 400 else bool(rng.random() < 0.5))
     many = river_cw.AROW(covariance=covariance, forgetting="auto")
     one = many.clone()
+    calls = recording_kernel(many, 4)  # the row each call starts at
     rates = set()
     for start in range(0, 800, 100):
         batch, ys = dicts[start : start + 100], labels[start : start + 100]
@@ -158,10 +161,14 @@ def test_batches_whose_surprise_forgets_are_the_learn_one_loop(covariance, rows)
             one.learn_one(x, y)
         if rows == "csr":
             many.learn_many(csr_of(batch), np.array(ys), features=NAMES)
+        elif rows == "hashed csr":  # int columns, resolved lazily, a row at a time
+            many.learn_many(csr_of([{NAMES[j]: v for j, v in x.items()} for x in batch]), np.array(ys))
         else:
             many.learn_many(batch, ys)
         assert_same(many, one)
     assert len(rates) > 10  # 0, and the rates that many rows forgot at
+    first = labels.index(not labels[0])  # the second label, new: learn_one's
+    assert calls == [0, 1, first + 1, *([0] * 7)]
 
 
 EXACT = [

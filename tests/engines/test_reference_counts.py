@@ -367,6 +367,31 @@ def test_diagonal_engine_margin_and_update_keep_no_reference_nor_memory():
     assert_no_leak("margin and update", cycle, calls=12, watched=watched)
 
 
+@pytest.mark.parametrize("params", [DIAGONAL, ARROWHEAD], ids=["diagonal", "arrowhead"])
+def test_batches_that_forget_keep_no_reference_nor_memory(params):
+    """The batch kernel's rows that the surprise makes forget (``forgetting="auto"``, a rate
+    above 0: the general rows' margin with keep < 1, the arrowhead's lean dict path, a lazy CSR
+    call's rest resolved from such a row), on dicts, named and hashed CSR rows."""
+    from array import array
+
+    from river_cw import surprise
+
+    model = learned(river_cw.AROW(**params))
+    drifted = array("d", [1000.0, 0.4, 0.05])  # mistakes far beyond those expected
+    y = [LABELS[i % 2] for i in range(len(X))]
+    csr = sparse.csr_array(np.array([[x.get(name, 0.0) for name in FEATURES] for x in X]))
+    hashed = sparse.csr_array(csr.toarray()[:, :6])
+
+    def cycle():
+        for rows, features in ((X, None), (csr, FEATURES), (hashed, None)):
+            model._surprise[:] = drifted
+            model.learn_many(rows, y, features=features)
+
+    cycle()
+    assert surprise.rate(model._surprise) > 0.0  # the rows forgot to the last
+    assert_no_leak("learn_many, rows that forget", cycle, calls=3)
+
+
 @pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
 def test_compiled_engines_batches_of_dicts_and_csr_keep_no_reference_nor_memory(labels):
     """The batch kernels (learn_rows, score_rows) of both engines, the diagonal's and the
