@@ -162,7 +162,9 @@ def test_batches_whose_surprise_forgets_are_the_learn_one_loop(covariance, rows)
         if rows == "csr":
             many.learn_many(csr_of(batch), np.array(ys), features=NAMES)
         elif rows == "hashed csr":  # int columns, resolved lazily, a row at a time
-            many.learn_many(csr_of([{NAMES[j]: v for j, v in x.items()} for x in batch]), np.array(ys))
+            many.learn_many(
+                csr_of([{NAMES[j]: v for j, v in x.items()} for x in batch]), np.array(ys)
+            )
         else:
             many.learn_many(batch, ys)
         assert_same(many, one)
