@@ -173,6 +173,42 @@ def test_batches_whose_surprise_forgets_are_the_learn_one_loop(covariance, rows)
     assert calls == [0, 1, first + 1, *([0] * 7)]
 
 
+@pytest.mark.parametrize("covariance", ["arrowhead", "diagonal"])
+def test_a_lazy_csr_batch_resolves_the_columns_of_a_row_that_forgets(covariance):
+    """A hashed CSR batch after a first one runs lazily (its columns resolved as the lean rows
+    meet them); a row that forgets takes the general row, which reads resolved columns: the
+    batch's rest is resolved from it, a column the epoch has not seen included, and the
+    batches are the loop's to the bit."""
+    from array import array
+
+    first = [{0: 1.0, 1: -0.5}, {0: -1.0, 2: 0.5}] * 20
+    second = [{3: 2.0, 0: 1.0}, {4: -1.0, 1: 0.5}, {5: 1.5, 2: -1.0}]  # new columns
+    many = river_cw.AROW(covariance=covariance)
+    one = many.clone()
+    ys = [True, False] * 20
+    many.learn_many(csr_matrix(first), np.array(ys))
+    for x, y in zip(first, ys):
+        one.learn_one(x, y)
+    drifted = array("d", [1000.0, 0.4, 0.05])  # mistakes far beyond those expected
+    many._surprise[:] = drifted
+    one._surprise[:] = drifted
+    many.learn_many(csr_matrix(second), np.array([True, False, True]))
+    for x, y in zip(second, [True, False, True]):
+        assert river_cw.surprise.rate(one._surprise) > 0.0  # every row forgets
+        one.learn_one(x, y)
+    assert_same(many, one)
+
+
+def csr_matrix(rows: list[dict]) -> sparse.csr_array:
+    """Rows of int columns (hashed features) as a CSR matrix of 6 columns, in the dicts' order."""
+    indptr, indices, data = [0], [], []
+    for x in rows:
+        indices += list(x)
+        data += list(x.values())
+        indptr.append(len(indices))
+    return sparse.csr_array((np.array(data), np.array(indices), indptr), shape=(len(rows), 6))
+
+
 EXACT = [
     river_cw.CW(covariance="diagonal", diagonal="exact"),
     river_cw.CW(variant="var", covariance="diagonal", diagonal="exact", learn_intercept=False),
