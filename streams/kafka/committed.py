@@ -498,6 +498,9 @@ def committed_consumer(*topics: str, **config) -> KafkaConsumer:
                     ended = _ended(held, (tp, batch.producer_id), batch.base_offset)
                     if marker is not None and not marker.abort:
                         yield from ended
+                    else:
+                        for _ in ended:  # aborted: dropped
+                            pass
                 else:
                     waiting = held.setdefault((tp, batch.producer_id), {})
                     for record in _records(tp, batch, self):
@@ -522,14 +525,16 @@ def _check_kafka_python() -> None:
         )
 
 
-def _ended(held: dict, key, marker_offset: int) -> list:
-    """The records of `held[key]` before the marker at `marker_offset`, in offset order, taken
-    out of it."""
+def _ended(held: dict, key, marker_offset: int):
+    """The records of `held[key]` before the marker at `marker_offset`, in offset order, each
+    taken out of it as it is handed over. The consumer's position stays at the marker until
+    every one is, so a reader dropped part-way (its records fetched again from the marker) finds
+    the rest still held; taken out all at once, they were lost with it."""
     waiting = held.get(key, {})
-    ended = [waiting.pop(offset) for offset in sorted(o for o in waiting if o < marker_offset)]
+    for offset in sorted(o for o in waiting if o < marker_offset):
+        yield waiting.pop(offset)
     if not waiting:
         held.pop(key, None)
-    return ended
 
 
 def _batches(records):
