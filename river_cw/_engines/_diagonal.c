@@ -976,9 +976,10 @@ static inline int scored_holds(const Diagonal *self, PyObject *x, PyObject *inte
  * weight w > 0, x's values read as river_cw.validation.as_floats reads them and the intercept
  * appended with value 1.0 as GaussianClassifier._features does. LEARN_NOTHING (learned, or
  * nothing to learn), LEARN_SKIPPED (float64 cannot express the step), -1: the general path's
- * case (x holding anything but floats, ints and bools with finite sums, or the intercept; or an
- * error of an exact solver other than a skip, which the general path raises again): nothing
- * changed, no error set; -2: an error (memory) raised. With `calibrate` (two labels known), the
+ * case (an example the surprise makes forget, which this path does not; x holding anything but
+ * floats, ints and bools with finite sums, or the intercept; or an error of an exact solver
+ * other than a skip, which the general path raises again): nothing changed, no error set; -2:
+ * an error (memory) raised. With `calibrate` (two labels known), the
  * spec's temperature takes its Newton step on the margin first (_calibration.h). The pass over
  * x is the scored pass where it holds (predict_one's of the same TokenCounts: scored_holds),
  * else lean_pass. */
@@ -986,6 +987,7 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w, int ca
     double m = 0.0, mk, v, alpha, gamma;
     int outcome = LEARN_NOTHING, pass;
     Table *t = &self->blocks.table[0];
+    if (rcw_surprise_forgets(&self->lean.temperature)) return -1;
     if (scored_holds(self, x, self->lean.intercept)) { /* predict_one's pass over x: its sums */
         mk = self->margin.scored_mk;
         v = self->margin.scored_v;
@@ -1054,8 +1056,6 @@ static PyObject *engine_learn_native(Diagonal *self, PyObject *const *args, Py_s
         PyErr_Clear(); /* a parameter beyond float64: the Python step's case */
         return PyLong_FromLong(-1);
     }
-    if (rcw_surprise_forgets(&self->lean.temperature)) /* this example forgets: the general path's */
-        return PyLong_FromLong(-1);
     if (enter(self) < 0) return NULL;
     outcome = lean_learn(self, args[0], sign, w, PyDict_GET_SIZE(args[3]) == 2);
     leave(self);
@@ -1322,11 +1322,9 @@ static int batch_lean_step(Diagonal *self, double m, double v, double w, double 
 static PyObject *batch_terms(Diagonal *self) { return make_terms(self->margin.u, self->margin.nu); }
 
 /* lean_learn of a batch's dict row, never from a scored pass: the lean CSR rows write the
- * tables in place without a new generation, so that no pass is kept across a batch; -1 (the
- * general row's) for a row that forgets, as learn_native declines it */
+ * tables in place without a new generation, so that no pass is kept across a batch */
 static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, double w,
                                   int calibrate) {
-    if (rcw_surprise_forgets(&self->lean.temperature)) return -1;
     release_coords(self);
     return lean_learn(self, x, sign, w, calibrate);
 }

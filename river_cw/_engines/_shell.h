@@ -39,9 +39,9 @@
  * - lean: learn_one's one-call path for the common case, learn_native (the diagonal's
  *   lean_learn): a binary model, a known label, a float weight > 0, a dict, a native or exact
  *   step, nothing forgotten (the arrowhead's: the forgetting its surprise sets, if any). The
- *   model hands its lean spec, (step, scheme, intercept); the lean cache keeps it parsed. Each Gaussian engine's learn_rows takes the same path for a binary
- *   model's dict rows, and its own lean CSR rows (the lean row hook of _batch.h) straight from
- *   the arrays.
+ *   model hands its lean spec, (step, scheme, intercept); the lean cache keeps it parsed. Each
+ *   Gaussian engine's learn_rows takes the same path for a binary model's dict rows, and its
+ *   own lean CSR rows (the lean row hook of _batch.h) straight from the arrays.
  * - enter: the re-entry guard (busy). A call that holds the engine's scratch refuses to be
  *   re-entered from Python code it runs (a key's __eq__, a scheme); a Python step runs with the
  *   engine free, and what it changes is checked afterwards (the margin token, the generation).
