@@ -78,19 +78,21 @@ static inline void store2(double *p, v2d v) { memcpy(p, &v, sizeof v); }
 
 static inline v2d splat(double x) { return (v2d){x, x}; }
 
-/* the v4d helpers are inlined into the kernels: no v4d crosses a call (GCC's note that one
- * would change the ABI without AVX does not apply) */
+/* the v4d helpers are always inlined into the kernels, at any optimisation level: no v4d
+ * crosses a call (GCC's note that one would change the ABI without AVX does not apply). Left to
+ * the compiler, an -O0 build called them: the kernels' AVX2 clone then read a v4d from the
+ * default target's helper where it returns none, and wrote past the end of its output */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-static inline v4d load4(const double *p) {
+static RCW_ALWAYS_INLINE v4d load4(const double *p) {
     v4d v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void store4(double *p, v4d v) { memcpy(p, &v, sizeof v); }
+static RCW_ALWAYS_INLINE void store4(double *p, v4d v) { memcpy(p, &v, sizeof v); }
 
-static inline v4d splat4(double x) { return (v4d){x, x, x, x}; }
+static RCW_ALWAYS_INLINE v4d splat4(double x) { return (v4d){x, x, x, x}; }
 
 /* inverse[k] = 1 / R_kk, k = 0 .. n - 1: the solves multiply by them (river_cw._engines.full.
  * _reciprocals), a division taken off the chain from one row to the next */

@@ -43,9 +43,12 @@ TESTS = [
     "tests/engines/test_marks_and_changes.py",
 ]
 SANITIZE = "-fsanitize=address,undefined"
-# -O1, the level AddressSanitizer's documentation advises: half the compile time of -O2, and
-# the run, Python's time, as long
-CFLAGS = f"{SANITIZE} -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
+# -O0: no function is inlined but where the code asks for it, so the build also checks that the
+# engines' numbers never rest on the optimiser (at -O1 and above GCC inlined the full engine's
+# vector helpers; at -O0 its AVX2 kernels called them across two ABIs and computed wrong numbers,
+# which test_arrowhead's comparison with the full covariance caught). A quarter of -O1's compile
+# time (7 s against 27), and the run, Python's time, as long (90 s against 102)
+CFLAGS = f"{SANITIZE} -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O0"
 # The full covariance's compiled kernels and one-call paths (_full.c) run under the sanitizers in
 # test_full_compiled_vs_python; its models in the other files (hostile input at sixteen orders of
 # magnitude: the pure-Python views, numpy and LAPACK) run on the normal build. The sweeps over
