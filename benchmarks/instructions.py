@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import callgrind, markdown, text_throughput
+from benchmarks import callgrind, markdown
 from benchmarks.throughput import load, models
 
 PYTHON_ROWS = ("AROW", "CW stdev exact")  # the pure-Python engine, for reference
@@ -67,6 +67,8 @@ def child(mode: str, path: str, names: list[str]) -> None:
     with open(path, "rb") as fh:
         stream = pickle.load(fh)
     if mode == "text":
+        from benchmarks import text_throughput  # river's text features: see throughput.load
+
         makers, run = text_throughput.pipelines(), predict_and_learn
     else:
         makers, run = models(), learn if mode == "learn" else predict
@@ -121,6 +123,8 @@ def count_learning(
 def count_text(data: str, limit: int, required: dict, counted: dict) -> list[str]:
     """The table of text in -> predict_one and learn_one; the misses of `required`. Each
     pipeline's instructions per example go to ``counted[data]``."""
+    from benchmarks import text_throughput
+
     names = list(text_throughput.pipelines())
     stream = text_throughput.load(data, limit + WARM_UP)
     with tempfile.NamedTemporaryFile(suffix=".pkl") as fh:
