@@ -1,0 +1,129 @@
+"""The arrowhead in centred coordinates (issue 41), a dense prototype: does learning on features
+centred by their running means close the default model's gap on dense streams?
+
+The arrowhead family (river_cw/_engines/arrowhead.py) keeps each weight's covariance with the
+intercept and drops the covariances between weights. On features far from zero those are large
+(on U[0, 1] features, E[x_i x_j] = 1/4 against E[x_i^2] = 1/3), so the family is a coarse
+approximation there, where the full covariance, invariant to shifts of the features, is not.
+The prototype learns AROW on ``[1, x - m]`` (m: the features' running means), projects each step
+onto the family (the dense transcription the tests hold the engines to,
+`tests.support.reference`), and after each example moves the centre: ``m += (x - m) / n``, and
+the Gaussian by the exact affine map that keeps the margins (the intercept takes ``w . delta``),
+then projects onto the family again. Next to it: the same prototype uncentred (which must be the
+library's model, a check of the prototype), the library's ``AROW(forgetting=0,
+calibrate=False)`` and ``covariance="full"``; every model without forgetting or calibration
+(accuracy only: calibration leaves predictions as they are).
+
+Streams: benchmarks/drift.py's, the stationary dense ones (seed 1) and the drifting ones, binary,
+at most 130 features (the prototype is dense numpy, O(d^3) a step). Prints a markdown table;
+benchmarks/README.md ("The arrowhead in centred coordinates") has the numbers and what they mean.
+
+    python benchmarks/centred_arrowhead.py [--limit 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import river_cw
+from benchmarks.drift import drifting_streams, stationary_streams
+from tests.support.reference import arow, arrowhead_projection
+
+MAX_FEATURES = 130
+
+
+class DenseArrowhead:
+    """AROW on the arrowhead family, dense, in coordinates centred on the running means of the
+    features (`centred`) or not; the library's defaults: r 1, weights' prior variance 1, the
+    intercept's 100, the "drop" scheme."""
+
+    def __init__(self, names: list, centred: bool, r: float = 1.0):
+        self.index = {name: i for i, name in enumerate(names)}
+        self.mu = np.zeros(len(names) + 1)
+        self.S = np.diag([100.0] + [1.0] * len(names))
+        self.centre = np.zeros(len(names))
+        self.seen = 0
+        self.centred, self.r = centred, r
+        self.roots = [0] * (len(names) + 1)  # every weight's block: the intercept's
+
+    def _features(self, x: dict) -> np.ndarray:
+        z = np.zeros(len(self.index))
+        for name, value in x.items():
+            z[self.index[name]] = value
+        return z
+
+    def predict_one(self, x: dict) -> bool:
+        return self.margin(x) > 0
+
+    def learn_one(self, x: dict, y: bool) -> None:
+        z = self._features(x)
+        step = arow(
+            self.mu, self.S, np.concatenate(([1.0], z - self.centre)), 1 if y else -1, self.r
+        )
+        self.mu, self.S = arrowhead_projection(*step, self.roots, "drop")
+        if self.centred:
+            self.move_centre(z)
+
+    def move_centre(self, z: np.ndarray) -> None:
+        """The centre to the running means with `z`, the Gaussian by the affine map that keeps
+        every margin (the intercept takes ``w . delta``), then onto the family (which keeps the
+        mean: the margins stay)."""
+        self.seen += 1
+        delta = (z - self.centre) / self.seen
+        self.centre += delta
+        shift = np.eye(len(self.mu))
+        shift[0, 1:] = delta
+        self.mu, self.S = arrowhead_projection(
+            shift @ self.mu, shift @ self.S @ shift.T, self.roots, "drop"
+        )
+
+    def margin(self, x: dict) -> float:
+        return float(self.mu @ np.concatenate(([1.0], self._features(x) - self.centre)))
+
+
+def accuracy(model, examples: list) -> float:
+    right = 0
+    for x, y in examples:
+        right += model.predict_one(x) == y
+        model.learn_one(x, y)
+    return right / len(examples)
+
+
+def rows(streams: dict) -> list[str]:
+    out = []
+    for name, examples in streams.items():
+        labels = sorted({y for _, y in examples}, key=str)
+        names = sorted({k for x, _ in examples for k in x}, key=str)
+        if len(labels) != 2 or len(names) > MAX_FEATURES:
+            continue
+        binary = [(x, y == labels[-1]) for x, y in examples]
+        library = accuracy(river_cw.AROW(forgetting=0, calibrate=False), binary)
+        uncentred = accuracy(DenseArrowhead(names, centred=False), binary)
+        centred = accuracy(DenseArrowhead(names, centred=True), binary)
+        full = accuracy(river_cw.AROW(covariance="full", forgetting=0, calibrate=False), binary)
+        line = (
+            f"| {name} | {library:.4f} | {uncentred:.4f} | {centred:.4f} "
+            f"({100 * (centred - uncentred):+.2f}) | {full:.4f} ({100 * (full - uncentred):+.2f}) |"
+        )
+        print(line, flush=True)
+        out.append(line)
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=5000, help="examples per stream")
+    args = parser.parse_args(argv)
+    print("| stream | library arrowhead | prototype | centred (points) | full (points) |")
+    print("|---|---:|---:|---:|---:|")
+    rows(stationary_streams(args.limit, [1], args.limit))
+    rows(drifting_streams(args.limit))
+
+
+if __name__ == "__main__":
+    main()
