@@ -4,6 +4,7 @@ moving its centre leaves every margin as it was (the affine map it claims)."""
 
 import random
 
+import numpy as np
 import pytest
 
 import river_cw
@@ -25,7 +26,7 @@ def uncentred_stream(n: int, seed: int) -> list:
 
 def test_uncentred_the_prototype_learns_the_library_models_weights():
     library = river_cw.AROW(forgetting=0, calibrate=False)
-    dense = DenseArrowhead(NAMES, centred=False)
+    dense = DenseArrowhead(NAMES, None)
     for x, y in uncentred_stream(300, seed=1):
         library.learn_one(x, y)
         dense.learn_one(x, y)
@@ -35,7 +36,7 @@ def test_uncentred_the_prototype_learns_the_library_models_weights():
 
 
 def test_moving_the_centre_keeps_every_margin():
-    model = DenseArrowhead(NAMES, centred=True)
+    model = DenseArrowhead(NAMES, "all")
     stream = uncentred_stream(200, seed=2)
     probes = [x for x, _ in uncentred_stream(20, seed=3)]
     for x, y in stream[:100]:
@@ -46,3 +47,24 @@ def test_moving_the_centre_keeps_every_margin():
         model.move_centre(model._features(x))
         assert (model.centre != centre).any()
         assert [model.margin(p) for p in probes] == pytest.approx(before, rel=1e-12, abs=1e-12)
+
+
+def test_a_feature_an_example_lacks_goes_back_to_zero_for_good_keeping_every_margin():
+    model = DenseArrowhead(NAMES, "present")
+    stream = uncentred_stream(120, seed=4)
+    probes = [x for x, _ in uncentred_stream(20, seed=5)]
+    for i, (x, y) in enumerate(stream):
+        if i == 60:
+            x = {k: v for k, v in x.items() if k != "c"}  # the first example without "c"
+        model.learn_one(x, y)
+        assert model.centre[2] != 0 if i < 60 else model.centre[2] == 0
+        assert model.centre[0] != 0  # the others stay centred
+    model = DenseArrowhead(NAMES, "present")  # the move back alone, against the margins
+    for x, y in stream[:60]:
+        model.learn_one(x, y)
+    before = [model.margin(p) for p in probes]
+    lacking = {k: v for k, v in stream[60][0].items() if k != "c"}
+    present = np.array([name in lacking for name in NAMES])
+    model.move_centre(model._features(lacking), present)
+    assert model.centre[2] == 0 and not model.centred[2]
+    assert [model.margin(p) for p in probes] == pytest.approx(before, rel=1e-12, abs=1e-12)
