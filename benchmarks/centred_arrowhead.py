@@ -159,8 +159,8 @@ def forgetting_rows(streams: dict) -> None:
     models = {
         "`AROW()`": river_cw.AROW,
         "centred `AROW()`": centring(river_cw.AROW),
-        "centred, surprise at 1 sd": centring(controllers["surprise +N c=1"]),
-        "centred, surprise on raw probabilities": centring(controllers["surprise raw +N"]),
+        "centred, surprise, no limit, gain 1": centring(controllers["surprise +N c=1"]),
+        "centred, surprise, no limit, raw probabilities": centring(controllers["surprise raw +N"]),
         "centred, one-step rates": centring(controllers["one-step rates +N"]),
         "centred, `forgetting=0.01`": centring(lambda: river_cw.AROW(forgetting=0.01)),
     }
