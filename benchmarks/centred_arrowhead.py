@@ -42,7 +42,15 @@ from river import preprocessing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
-from benchmarks.drift import candidates, drifting_streams, run, stationary_streams
+from benchmarks.drift import (
+    NewtonTemperature,
+    Watched,
+    adaptive,
+    candidates,
+    drifting_streams,
+    run,
+    stationary_streams,
+)
 from tests.support.reference import arow, arrowhead_projection
 
 MAX_FEATURES = 130
@@ -162,6 +170,10 @@ def forgetting_rows(streams: dict) -> None:
         "centred, surprise, no limit, gain 1": centring(controllers["surprise +N c=1"]),
         "centred, surprise, no limit, raw probabilities": centring(controllers["surprise raw +N"]),
         "centred, one-step rates": centring(controllers["one-step rates +N"]),
+        # the library's rule (gain 2, a control limit of two standard deviations), its limit at one
+        "centred, limit at 1 sd": centring(
+            adaptive(lambda: Watched(c=2.0, k=1.0), NewtonTemperature)
+        ),
         "centred, `forgetting=0.01`": centring(lambda: river_cw.AROW(forgetting=0.01)),
     }
     print("| stream | " + " | ".join(models) + " |")
