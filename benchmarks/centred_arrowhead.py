@@ -78,7 +78,7 @@ class DenseArrowhead:
         self.rule, self.r = centring, r
         self.roots = [0] * (len(names) + 1)  # every weight's block: the intercept's
 
-    def _features(self, x: dict) -> np.ndarray:
+    def features(self, x: dict) -> np.ndarray:
         z = np.zeros(len(self.index))
         for name, value in x.items():
             z[self.index[name]] = value
@@ -88,24 +88,22 @@ class DenseArrowhead:
         return self.margin(x) > 0
 
     def learn_one(self, x: dict, y: bool) -> None:
-        z = self._features(x)
-        step = arow(
-            self.mu, self.S, np.concatenate(([1.0], z - self.centre)), 1 if y else -1, self.r
+        xt = np.concatenate(([1.0], self.features(x) - self.centre))
+        self.mu, self.S = arrowhead_projection(
+            *arow(self.mu, self.S, xt, 1 if y else -1, self.r), self.roots, "drop"
         )
-        self.mu, self.S = arrowhead_projection(*step, self.roots, "drop")
         if self.rule is not None:
-            present = np.zeros(len(z), bool)
-            present[[self.index[name] for name in x]] = True
-            self.move_centre(z, present if self.rule == "present" else None)
+            self.move_centre(x)
 
-    def move_centre(self, z: np.ndarray, present: np.ndarray | None = None) -> None:
-        """Each centred feature's centre to its running mean with `z` (one absent from
-        `present` back to zero, for good), the Gaussian by the affine map that keeps every margin
+    def move_centre(self, x: dict) -> None:
+        """Each centred feature's centre to its running mean with `x` (under "present", one `x`
+        lacks back to zero, for good), the Gaussian by the affine map that keeps every margin
         (the intercept takes ``w . delta``), then onto the family (which keeps the mean: the
         margins stay)."""
+        z = self.features(x)
         self.seen += 1
-        if present is not None:
-            self.centred &= present
+        if self.rule == "present":
+            self.centred[[i for name, i in self.index.items() if name not in x]] = False
         target = np.where(self.centred, self.centre + (z - self.centre) / self.seen, 0.0)
         delta = target - self.centre
         self.centre = target
@@ -116,7 +114,7 @@ class DenseArrowhead:
         )
 
     def margin(self, x: dict) -> float:
-        return float(self.mu @ np.concatenate(([1.0], self._features(x) - self.centre)))
+        return float(self.mu @ np.concatenate(([1.0], self.features(x) - self.centre)))
 
 
 def accuracy(model, examples: list) -> float:
