@@ -31,33 +31,60 @@ river's best there, from benchmarks/drift_tables.md, and log loss) and the stati
 With ``--part sparse``, the lower control limits uncentred, where the "present" rule would leave
 the model as it is (a9a, Spambase, the text corpora, 10,000 examples) and on Bananas.
 
-    python benchmarks/centred_arrowhead.py [--limit 5000] [--part centring forgetting sparse]
+With ``--part controller``, the answer measured without river's centring: `Calibrated` is the
+prototype as a default model, the centre moved with it, the library's forgetting (the prototype
+uncentred forgets as the library does, tested) and its calibrated probabilities with drift.py's
+Newton temperature, its forgetting set by a drift.py controller: the library's surprise, its limit
+lower, and the log score (`LogScore`). On the drifting streams with drift.py's seeds and two
+others (8,000 examples, river's models in the same run), the stationary dense streams (5,000, seed
+1, a9a and Spambase included: the "present" rule) and the text corpora (10,000, uncentred as that
+rule leaves them).
+
+    python benchmarks/centred_arrowhead.py [--limit 5000]
+                                           [--part centring forgetting sparse controller]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
-from river import preprocessing
+from river import base, preprocessing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
 from benchmarks.drift import (
+    RIVER,
+    Adaptive,
+    LogScore,
     NewtonTemperature,
     Watched,
     adaptive,
     candidates,
     drifting_streams,
+    phi_cdf,
     run,
     stationary_streams,
     text_streams,
 )
-from tests.support.reference import arow, arrowhead_projection
+from tests.support.reference import arow
 
 MAX_FEATURES = 130
+
+
+def arrowhead(mu: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Gaussian of the arrowhead family (one block, the intercept first) nearest N(mu, S)
+    under the "drop" scheme: `tests.support.reference.arrowhead_projection`, the transcription
+    the tests hold the engines to, in numpy's vector form (the same numbers, tested); it keeps mu,
+    the intercept's variance S_00 and each weight's regression on it, ``k_j = S_j0 / S_00``, and
+    the weight's variance given the intercept, ``S_jj - k_j^2 S_00``."""
+    k = S[0] / S[0, 0]
+    conditional = np.diag(S) - k * k * S[0, 0]
+    conditional[0] = 0.0
+    return mu, S[0, 0] * np.outer(k, k) + np.diag(conditional)
 
 
 class DenseArrowhead:
@@ -76,7 +103,8 @@ class DenseArrowhead:
         self.centred = np.full(len(names), centring is not None)
         self.seen = 0
         self.rule, self.r = centring, r
-        self.roots = [0] * (len(names) + 1)  # every weight's block: the intercept's
+        self.forgetting = 0.0  # the library's, before each update (`forget`)
+        self.learned = np.zeros(len(names), dtype=bool)  # features an update has touched
 
     def features(self, x: dict) -> np.ndarray:
         z = np.zeros(len(self.index))
@@ -87,13 +115,40 @@ class DenseArrowhead:
     def predict_one(self, x: dict) -> bool:
         return self.margin(x) > 0
 
+    def coordinates(self, x: dict) -> np.ndarray:
+        """``[1, x - m]``: the intercept's input and the centred features."""
+        return np.concatenate(([1.0], self.features(x) - self.centre))
+
     def learn_one(self, x: dict, y: bool) -> None:
-        xt = np.concatenate(([1.0], self.features(x) - self.centre))
-        self.mu, self.S = arrowhead_projection(
-            *arow(self.mu, self.S, xt, 1 if y else -1, self.r), self.roots, "drop"
-        )
+        xt = self.coordinates(x)
+        if self.forgetting:
+            self.forget(xt[1:])
+        self.mu, self.S = arrowhead(*arow(self.mu, self.S, xt, 1 if y else -1, self.r))
+        self.learned |= xt[1:] != 0
         if self.rule is not None:
             self.move_centre(x)
+
+    def forget(self, z: np.ndarray) -> None:
+        """The library's forgetting (river_cw/_engines/arrowhead.py, its module docstring), in
+        the family's terms: the weights ``w_j = k_j b + e_j`` (b the intercept, of variance S,
+        e_j of variance c_j), each feature `z` touches relaxed toward the prior, ``c_j <- c_j /
+        (keep + rest c_j)``, ``k_j <- keep k_j / (keep + rest c_j)``, and S when z touches every
+        feature learned, ``1/S <- keep/S + rest_b + rest sum_j k_j k_j'``; the means stay."""
+        keep, rest, rest_b = 1.0 - self.forgetting, self.forgetting, self.forgetting / 100.0
+        s = self.S[0, 0]
+        k = self.S[0, 1:] / s
+        c = np.diag(self.S)[1:] - k * k * s
+        touched = (z != 0) & self.learned
+        relax = keep + rest * c[touched]
+        k_new, c_new = k.copy(), c.copy()
+        c_new[touched] = c[touched] / relax
+        k_new[touched] = keep * k[touched] / relax
+        if np.all(touched | ~self.learned):
+            s = s / (keep + s * (rest_b + rest * math.fsum(k[touched] * k_new[touched])))
+        self.S = np.empty_like(self.S)
+        self.S[0, 0] = s
+        self.S[0, 1:] = self.S[1:, 0] = k_new * s
+        self.S[1:, 1:] = np.outer(k_new, k_new) * s + np.diag(c_new)
 
     def move_centre(self, x: dict) -> None:
         """Each centred feature's centre to its running mean with `x` (under "present", one `x`
@@ -106,15 +161,76 @@ class DenseArrowhead:
             self.centred[[i for name, i in self.index.items() if name not in x]] = False
         target = np.where(self.centred, self.centre + (z - self.centre) / self.seen, 0.0)
         delta = target - self.centre
+        if not delta.any():
+            return
         self.centre = target
         shift = np.eye(len(self.mu))
         shift[0, 1:] = delta
-        self.mu, self.S = arrowhead_projection(
-            shift @ self.mu, shift @ self.S @ shift.T, self.roots, "drop"
-        )
+        self.mu, self.S = arrowhead(shift @ self.mu, shift @ self.S @ shift.T)
 
     def margin(self, x: dict) -> float:
-        return float(self.mu @ np.concatenate(([1.0], self.features(x) - self.centre)))
+        return float(self.mu @ self.coordinates(x))
+
+    def margin_and_variance(self, x: dict) -> tuple[float, float]:
+        xt = self.coordinates(x)
+        return float(self.mu @ xt), float(xt @ self.S @ xt)
+
+
+class Calibrated(base.Classifier):
+    """The prototype as a default model: the library's calibrated probabilities, ``Phi(a m /
+    sqrt(v + noise))`` (the library's `noise` is its r, 1; drift.py's controllers read theirs
+    with 0), a the `NewtonTemperature` of drift.py, and forgetting set before each update by a
+    drift.py `controller` (None: `forgetting`, fixed). The controller reads the probabilities
+    with the noise term `read` (None: `noise`), a temperature of their own where it differs.
+    Binary, labels False and True."""
+
+    def __init__(
+        self, names, centring="present", controller=None, forgetting=0.0, noise=1.0, read=None
+    ):
+        self.names, self.centring, self.noise = names, centring, noise
+        self.read = noise if read is None else read
+        self.controller, self.forgetting = controller, forgetting
+        self.model = DenseArrowhead(names, centring)
+        self.model.forgetting = forgetting
+        self.temperature = NewtonTemperature()
+        self.read_temperature = self.temperature if self.read == noise else NewtonTemperature()
+        self.labels: set = set()
+
+    def _standardised(self, x: dict, noise: float) -> float:
+        m, v = self.model.margin_and_variance(x)
+        return m / math.sqrt(v + noise)
+
+    @staticmethod
+    def _proba(t: float, temperature) -> dict:
+        p = phi_cdf(temperature.a * t)
+        return {False: 1.0 - p, True: p}
+
+    def predict_proba_one(self, x: dict) -> dict:
+        if len(self.labels) < 2:
+            return {}
+        return self._proba(self._standardised(x, self.noise), self.temperature)
+
+    def predict_one(self, x: dict):
+        if len(self.labels) < 2:
+            return next(iter(self.labels), None)
+        return self.model.margin(x) > 0
+
+    def learn_one(self, x: dict, y: bool) -> None:
+        if len(self.labels) == 2:
+            t = self._standardised(x, self.noise)
+            read = t if self.read == self.noise else self._standardised(x, self.read)
+            if self.controller is not None:
+                proba = self._proba(read, self.read_temperature)
+                best = max(proba, key=proba.get)
+                loss = -math.log(max(proba[y], 1e-15))
+                self.model.forgetting = self.controller.rate(
+                    best != y, proba[y], proba[best], loss, proba
+                )
+            self.temperature.learn({1: {0: t}}, [False, True], y)
+            if self.read_temperature is not self.temperature:
+                self.read_temperature.learn({1: {0: read}}, [False, True], y)
+        self.labels.add(y)
+        self.model.learn_one(x, y)
 
 
 def accuracy(model, examples: list) -> float:
@@ -210,11 +326,112 @@ def forgetting_rows(streams: dict) -> None:
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
+SEEDS = (None, 7, 13)  # the drifting streams' seeds for --part controller: drift.py's, then two
+
+
+def controlled(names: list) -> dict:
+    """--part controller's models for a stream with these features: `Calibrated` prototypes,
+    "centred" under the "present" rule; "without r" reads ``Phi(a m / sqrt(v))``, as drift.py's
+    controllers do, where the library reads ``Phi(a m / sqrt(v + r))``; and the library's full
+    covariance, as it is and with the log score (drift.py's `Adaptive`)."""
+    return {
+        "today's rule": lambda: Calibrated(names, None, Watched(c=2.0, k=2.0)),
+        "centred": lambda: Calibrated(names, "present", Watched(c=2.0, k=2.0)),
+        "centred, without r": lambda: Calibrated(
+            names, "present", Watched(c=2.0, k=2.0), noise=0.0
+        ),
+        "centred, limit at 1 sd, without r": lambda: Calibrated(
+            names, "present", Watched(c=2.0, k=1.0), noise=0.0
+        ),
+        "centred, log score": lambda: Calibrated(names, "present", LogScore(c=2.0, k=2.5)),
+        "centred, log score, without r": lambda: Calibrated(
+            names, "present", LogScore(c=2.0, k=2.5), noise=0.0
+        ),
+        "centred, log score read without r, scored with r": lambda: Calibrated(
+            names, "present", LogScore(c=2.0, k=2.5), read=0.0
+        ),
+        "centred, `forgetting=0.01`, without r": lambda: Calibrated(
+            names, "present", None, 0.01, noise=0.0
+        ),
+        # the covariance the centred arrowhead approximates, invariant to shifts of the features
+        '`covariance="full"`': lambda: river_cw.AROW(covariance="full"),
+        '`covariance="full"`, log score, without r': lambda: Adaptive(
+            river_cw.AROW(covariance="full", calibrate=False),
+            LogScore(c=2.0, k=2.5),
+            temperature=NewtonTemperature(),
+        ),
+    }
+
+
+def controller_rows(streams: dict, against_river: bool) -> None:
+    """One row a stream: accuracy (points against river's best on the stream, or against
+    "today's rule") / log loss of each `controlled` model; with `against_river`, river's best
+    accuracy / LR's best log loss (raw or scaled) first, and the count of streams each model is
+    within a point of river's best on, and at or below LR's log loss."""
+    names = list(controlled([]))
+    print("| stream | " + ("river: best / LR's log loss | " if against_river else ""), end="")
+    print(" | ".join(names) + " |")
+    print("|---|" + "---:|" * (len(names) + against_river))
+    within, below = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
+    for name, examples in streams.items():
+        features = sorted({k for x, _ in examples for k in x}, key=str)
+        models = controlled(features) | (RIVER if against_river else {})
+        row = run({name: examples}, models)[name]
+        if against_river:
+            best = max(row[m][0] for m in RIVER)
+            logistic = min(row[m][1] for m in RIVER if m.startswith("river LR"))
+        else:
+            best = row["today's rule"][0]
+        cells = []
+        for m in names:
+            accuracy, loss, _ = row[m]
+            cells.append(f"{accuracy:.3f} ({100 * (accuracy - best):+.1f}) / {loss:.3f}")
+            if against_river:
+                within[m] += accuracy >= best - 0.01
+                below[m] += loss <= logistic
+        head = f"{best:.3f} / {logistic:.3f} | " if against_river else ""
+        print(f"| {name} | {head}" + " | ".join(cells) + " |", flush=True)
+    if against_river:
+        n = len(streams)
+        print(
+            "| within a point of river's best | | "
+            + " | ".join(f"{within[m]} of {n}" for m in names)
+            + " |"
+        )
+        print(
+            "| log loss at or below LR's | | "
+            + " | ".join(f"{below[m]} of {n}" for m in names)
+            + " |"
+        )
+
+
+def text_rows(limit: int) -> None:
+    """The text corpora, uncentred as the "present" rule leaves them: the library's `AROW()`,
+    and drift.py's prototype of its rule and of the log score (`Adaptive`, probabilities read
+    without r): accuracy (points against `AROW()`) / log loss."""
+    models = {
+        "`AROW()`": river_cw.AROW,
+        "today's rule": limited(2.0),
+        "log score": adaptive(lambda: LogScore(c=2.0, k=2.5), NewtonTemperature),
+    }
+    print("| stream | " + " | ".join(models) + " |")
+    print("|---|" + "---:|" * len(models))
+    for name, row in run(text_streams(limit), models).items():
+        reference = row["`AROW()`"][0]
+        cells = [
+            f"{a:.4f} ({100 * (a - reference):+.2f}) / {loss:.3f}" for a, loss, _ in row.values()
+        ]
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=5000, help="examples per stream")
     parser.add_argument(
-        "--part", nargs="+", choices=["centring", "forgetting", "sparse"], default=["centring"]
+        "--part",
+        nargs="+",
+        choices=["centring", "forgetting", "sparse", "controller"],
+        default=["centring"],
     )
     args = parser.parse_args(argv)
     if "centring" in args.part:
@@ -231,6 +448,16 @@ def main(argv=None) -> None:
         forgetting_rows({k: v for k, v in dense.items() if k not in ("a9a", "Spambase")})
     if "sparse" in args.part:
         sparse_rows()
+    if "controller" in args.part:
+        drifting = {}
+        for seed in SEEDS:
+            found = drifting_streams(8000, seed=seed)
+            drifting |= {
+                name + ("" if seed is None else f" s{seed}"): v for name, v in found.items()
+            }
+        controller_rows(drifting, against_river=True)
+        controller_rows(stationary_streams(args.limit, [1], args.limit), against_river=False)
+        text_rows(10000)
 
 
 if __name__ == "__main__":

@@ -241,6 +241,9 @@ class GridTemperature:
 
 
 # -- forgetting controllers ---------------------------------------------------------------------
+# Each has ``rate(mistake, p_true, p_best, loss, proba)``: before an update, whether the label
+# was a mistake, its probability, the largest probability, its log loss and the probabilities
+# themselves ({label: p}); it returns the forgetting of the update.
 
 
 class Surprise:
@@ -253,7 +256,7 @@ class Surprise:
         self.c, self.lam, self.fmax = c, lam, fmax
         self.err = self.expected = 0.0
 
-    def rate(self, mistake, p_true, p_best, loss):
+    def rate(self, mistake, p_true, p_best, loss, proba):
         self.err += self.lam * (mistake - self.err)
         self.expected += self.lam * ((1.0 - p_best) - self.expected)
         return min(self.fmax, max(0.0, self.c * (self.err - self.expected)))
@@ -271,7 +274,7 @@ class Watched:
         self.err = self.expected = 0.0
         self.n = 0
 
-    def rate(self, mistake, p_true, p_best, loss):
+    def rate(self, mistake, p_true, p_best, loss, proba):
         self.n += 1
         step = max(self.lam, 1.0 / self.n)
         self.err += step * (mistake - self.err)
@@ -282,6 +285,43 @@ class Watched:
         e0 = min(max(self.expected, 0.01), 0.5)
         sd = math.sqrt(e0 * (1 - e0) * self.lam / (2 - self.lam))
         return min(self.fmax, max(0.0, self.c * (self.err - self.expected - self.k * sd)))
+
+
+class LogScore:
+    """Forgetting from the log score against what the model expects of its own log score: the
+    surprise of `Watched` with the log loss in place of the 0-1 loss. Under the model's
+    probabilities p, the log loss of the next label has mean the entropy ``H = -sum_k p_k log
+    p_k`` and variance ``sum_k p_k (log p_k)^2 - H^2``; Seillier-Moiseiwitsch and Dawid (1993)
+    test sequential probability forecasts by the score's excess over that mean in units of that
+    variance. Here EWMAs (rate `lam`, the first examples averaged evenly) of the log loss L
+    (capped at `cap`), of H and of the variance V, and ``f = clip(c (L - H - k sd), 0, fmax)``,
+    ``sd = sqrt(V lam / (2 - lam))``. Where the 0-1 surprise counts mistakes, this one weighs
+    them by the confidence they were made with: a model near chance (Bananas) has little room
+    between its log loss and its entropy, and its mistakes cost little; a confident model that
+    the concept has left pays for each mistake in full.
+
+    Seillier-Moiseiwitsch, F. and Dawid, A. P., 1993. On testing the validity of sequential
+    probability forecasts. Journal of the American Statistical Association 88(421), 355-359."""
+
+    def __init__(self, c=1.0, k=2.5, lam=0.01, fmax=0.05, warm=50, cap=10.0):
+        self.c, self.k, self.lam, self.fmax, self.warm, self.cap = c, k, lam, fmax, warm, cap
+        self.loss = self.entropy = self.variance = 0.0
+        self.n = 0
+
+    def rate(self, mistake, p_true, p_best, loss, proba):
+        logs = [(p, math.log(p)) for p in proba.values() if p > 0.0]
+        entropy = -math.fsum(p * lp for p, lp in logs)
+        variance = max(math.fsum(p * lp * lp for p, lp in logs) - entropy * entropy, 0.0)
+        self.n += 1
+        step = max(self.lam, 1.0 / self.n)
+        self.loss += step * (min(loss, self.cap) - self.loss)
+        self.entropy += step * (entropy - self.entropy)
+        self.variance += step * (variance - self.variance)
+        if self.n < self.warm:
+            return 0.0
+        sd = math.sqrt(self.variance * self.lam / (2 - self.lam))
+        excess = self.loss - self.entropy - self.k * sd
+        return min(self.fmax, max(0.0, self.c * excess))
 
 
 class FastSlow:
@@ -300,7 +340,7 @@ class FastSlow:
         self.mean = 0.0
         self.n = 0
 
-    def rate(self, mistake, p_true, p_best, loss):
+    def rate(self, mistake, p_true, p_best, loss, proba):
         self.n += 1
         self.ewma += self.fast * (mistake - self.ewma)
         # the long-run mean: exact mean for the first 1/slow examples, then an EMA
@@ -328,7 +368,7 @@ class Detector:
         self.left = 0
         self.alarms = 0
 
-    def rate(self, mistake, p_true, p_best, loss):
+    def rate(self, mistake, p_true, p_best, loss, proba):
         self.detector.update(float(mistake) if self.on == "mistake" else min(loss, 10.0))
         if self.detector.drift_detected:
             self.left = self.hold
@@ -390,7 +430,7 @@ class Adaptive(base.Classifier):
                 best = max(proba, key=proba.get)
                 p_true = proba[y]
                 f = self.controller.rate(
-                    best != y, p_true, proba[best], -math.log(max(p_true, 1e-15))
+                    best != y, p_true, proba[best], -math.log(max(p_true, 1e-15)), proba
                 )
                 if f != self.model.forgetting:
                     self.model.forgetting = f
@@ -494,7 +534,7 @@ class OneStep:
             out.append(seen[0])
         return out
 
-    def rate(self, mistake, p_true, p_best, loss):
+    def rate(self, mistake, p_true, p_best, loss, proba):
         margins = self.margins(self.model, self.x, self.y)
         for k, (m, v) in enumerate(margins):
             ll = log_phi(self.a * m / math.sqrt(v)) if v > 0 else (0.0 if m > 0 else -30.0)
@@ -522,49 +562,54 @@ def _take(source, n: int) -> list:
     return [(x, bool(y)) for x, y in itertools.islice(source, n)]
 
 
-def _switch(first, second, position: int, width: int):
-    return synth.ConceptDriftStream(first, second, position=position, width=width, seed=3)
+def _switch(first, second, position: int, width: int, seed: int = 3):
+    return synth.ConceptDriftStream(first, second, position=position, width=width, seed=seed)
 
 
-def drifting_streams(n: int, names=None) -> dict[str, list]:
-    """name -> examples (materialised: every model sees the same ones)."""
+def drifting_streams(n: int, names=None, seed: int | None = None) -> dict[str, list]:
+    """name -> examples (materialised: every model sees the same ones). `seed` None: the
+    study's seeds (Hyperplane's 42; each switch from a concept seeded 1 to one seeded 2, the
+    switch itself 3; RandomRBFDrift's model 1, its sample 2); s: every one from s (Hyperplane s;
+    s, s + 1 and s + 2 for a switch; s and s + 1 for RandomRBFDrift)."""
+    a, b, c = (1, 2, 3) if seed is None else (seed, seed + 1, seed + 2)
+    plane = 42 if seed is None else seed
     sources: dict[str, Callable] = {
-        "Hyperplane 0.001": lambda: synth.Hyperplane(
-            seed=42, n_features=8, n_drift_features=3, mag_change=0.001
-        ),
-        "Hyperplane 0.01": lambda: synth.Hyperplane(
-            seed=42, n_features=8, n_drift_features=3, mag_change=0.01
-        ),
-        "Hyperplane 0.05": lambda: synth.Hyperplane(
-            seed=42, n_features=8, n_drift_features=3, mag_change=0.05
-        ),
+        **{
+            f"Hyperplane {change:g}": lambda change=change: synth.Hyperplane(
+                seed=plane, n_features=8, n_drift_features=3, mag_change=change
+            )
+            for change in (0.001, 0.01, 0.05)
+        },
         "SEA abrupt": lambda: _switch(
-            synth.SEA(variant=0, seed=1), synth.SEA(variant=3, seed=2), n // 2, 50
+            synth.SEA(variant=0, seed=a), synth.SEA(variant=3, seed=b), n // 2, 50, c
         ),
         "SEA gradual": lambda: _switch(
-            synth.SEA(variant=0, seed=1), synth.SEA(variant=3, seed=2), n // 2, 1000
+            synth.SEA(variant=0, seed=a), synth.SEA(variant=3, seed=b), n // 2, 1000, c
         ),
         "Agrawal abrupt": lambda: _switch(
-            synth.Agrawal(classification_function=0, seed=1),
-            synth.Agrawal(classification_function=2, seed=2),
+            synth.Agrawal(classification_function=0, seed=a),
+            synth.Agrawal(classification_function=2, seed=b),
             n // 2,
             50,
+            c,
         ),
         "Agrawal gradual": lambda: _switch(
-            synth.Agrawal(classification_function=0, seed=1),
-            synth.Agrawal(classification_function=2, seed=2),
+            synth.Agrawal(classification_function=0, seed=a),
+            synth.Agrawal(classification_function=2, seed=b),
             n // 2,
             1000,
+            c,
         ),
         "Sine reversed": lambda: _switch(
-            synth.Sine(classification_function=0, seed=1),
-            synth.Sine(classification_function=1, seed=2),
+            synth.Sine(classification_function=0, seed=a),
+            synth.Sine(classification_function=1, seed=b),
             n * 3 // 8,
             50,
+            c,
         ),
         "RandomRBFDrift": lambda: synth.RandomRBFDrift(
-            seed_model=1,
-            seed_sample=2,
+            seed_model=a,
+            seed_sample=b,
             n_classes=2,
             n_features=10,
             n_centroids=50,

@@ -1,13 +1,18 @@
 """benchmarks/centred_arrowhead.py, the prototype of the arrowhead in centred coordinates (issue
-41): uncentred, it is the library's model (so that its table measures the centring alone), and
-moving its centre leaves every margin as it was (the affine map it claims)."""
+41): uncentred, it is the library's model, its forgetting included (so that its tables measure the
+centring alone), and moving its centre leaves every margin as it was (the affine map it claims);
+and benchmarks/drift.py's `LogScore`, the controller its last table chooses."""
 
+import math
 import random
 
+import numpy as np
 import pytest
 
 import river_cw
-from benchmarks.centred_arrowhead import DenseArrowhead
+from benchmarks.centred_arrowhead import Calibrated, DenseArrowhead, arrowhead
+from benchmarks.drift import LogScore
+from tests.support.reference import arrowhead_projection
 
 NAMES = ["a", "b", "c", "d"]
 
@@ -23,6 +28,18 @@ def uncentred_stream(n: int, seed: int) -> list:
     return out
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_the_prototypes_projection_is_the_references(seed):
+    rng = np.random.default_rng(seed)
+    root = rng.normal(size=(6, 6))
+    S = root @ root.T + 0.1 * np.eye(6)
+    mu = rng.normal(size=6)
+    expected = arrowhead_projection(mu, S, [0] * 6, "drop")
+    found = arrowhead(mu, S)
+    assert np.array_equal(found[0], expected[0])
+    np.testing.assert_allclose(found[1], expected[1], rtol=1e-12, atol=1e-14)
+
+
 def test_uncentred_the_prototype_learns_the_library_models_weights():
     library = river_cw.AROW(forgetting=0, calibrate=False)
     dense = DenseArrowhead(NAMES, None)
@@ -32,6 +49,29 @@ def test_uncentred_the_prototype_learns_the_library_models_weights():
         assert dense.mu[0] == pytest.approx(library.intercept, rel=1e-9, abs=1e-12)
         for i, name in enumerate(NAMES, 1):
             assert dense.mu[i] == pytest.approx(library.weights[name], rel=1e-9, abs=1e-12)
+
+
+def test_uncentred_the_prototype_forgets_as_the_library_does():
+    """Rows that lack a feature now and then: forgetting then leaves the intercept's variance
+    (the example does not touch every feature learned), which the others relax."""
+    library = river_cw.AROW(forgetting=0.02, calibrate=False)
+    dense = DenseArrowhead(NAMES, None)
+    dense.forgetting = 0.02
+    rng = random.Random(6)
+    for i, (x, y) in enumerate(uncentred_stream(300, seed=6)):
+        if i % 3 == 0:
+            x = {k: v for k, v in x.items() if k != rng.choice(NAMES)}
+        library.learn_one(x, y)
+        dense.learn_one(x, y)
+        if len(library.classes_) < 2:  # the sign of a one-label model is its own
+            continue
+        assert dense.mu[0] == pytest.approx(library.intercept, rel=1e-9, abs=1e-12)
+        for j, name in enumerate(NAMES, 1):
+            assert dense.mu[j] == pytest.approx(library.weights[name], rel=1e-9, abs=1e-12)
+    for x, _ in uncentred_stream(20, seed=8):  # the score's variance too (what is calibrated)
+        xf = {**x, river_cw.INTERCEPT: 1.0}
+        v = library.gaussian.score_covariance(xf)[0][0]
+        assert dense.margin_and_variance(x)[1] == pytest.approx(v, rel=1e-9)
 
 
 def test_moving_the_centre_keeps_every_margin():
@@ -65,3 +105,53 @@ def test_a_feature_an_example_lacks_goes_back_to_zero_for_good_keeping_every_mar
     model.move_centre({k: v for k, v in stream[60][0].items() if k != "c"})
     assert model.centre[2] == 0 and not model.centred[2]
     assert [model.margin(p) for p in probes] == pytest.approx(before, rel=1e-12, abs=1e-12)
+
+
+def test_the_calibrated_prototype_forgets_after_the_concept_turns_and_not_before():
+    stream = uncentred_stream(1600, seed=7)
+    turned = [(x, not y) for x, y in stream[800:]]
+    model = Calibrated(NAMES, "all", LogScore())
+    rates = []
+    for x, y in stream[:800] + turned:
+        model.learn_one(x, y)
+        rates.append(model.model.forgetting)
+    assert sum(f > 0 for f in rates[100:800]) < 0.05 * 700
+    assert max(rates[800:900]) == LogScore().fmax
+
+
+def calibrated_forecasts(n: int, seed: int, turned: bool = False):
+    """Binary forecasts p of the label True, the label drawn with probability p (or 1 - p:
+    forecasts the concept has left)."""
+    rng = random.Random(seed)
+    for _ in range(n):
+        p = rng.uniform(0.05, 0.95)
+        y = rng.random() < (1.0 - p if turned else p)
+        yield {True: p, False: 1.0 - p}, y
+
+
+def rates(controller, forecasts) -> list:
+    out = []
+    for proba, y in forecasts:
+        best = max(proba, key=proba.get)
+        loss = -math.log(proba[y])
+        out.append(controller.rate(best != y, proba[y], proba[best], loss, proba))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_log_score_forgets_almost_nothing_while_the_forecasts_are_right_about_themselves(
+    seed,
+):
+    controller = LogScore()
+    found = rates(controller, calibrated_forecasts(5000, seed))
+    assert sum(f > 0 for f in found) < 0.02 * len(found)  # 0.06% to 1% in these five
+    assert max(found) < 0.5 * controller.fmax
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_log_score_forgets_at_its_highest_rate_once_the_concept_has_left(seed):
+    controller = LogScore()
+    rates(controller, calibrated_forecasts(1000, seed))
+    found = rates(controller, calibrated_forecasts(300, seed + 100, turned=True))
+    assert found[-1] == controller.fmax
+    assert all(f == controller.fmax for f in found[100:])
