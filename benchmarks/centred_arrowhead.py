@@ -38,10 +38,11 @@ Newton temperature, its forgetting set by a drift.py controller: the library's s
 lower, and the log score (`LogScore`). On the drifting streams with drift.py's seeds and two
 others (8,000 examples, river's models in the same run), the stationary dense streams (5,000, seed
 1, a9a and Spambase included: the "present" rule) and the text corpora (10,000, uncentred as that
-rule leaves them).
+rule leaves them). With ``--part rules``, the same log score on every rule's full covariance
+(the covariance the centred arrowhead approximates), on the same streams.
 
     python benchmarks/centred_arrowhead.py [--limit 5000]
-                                           [--part centring forgetting sparse controller]
+                                           [--part centring forgetting sparse controller rules]
 """
 
 from __future__ import annotations
@@ -424,13 +425,53 @@ def text_rows(limit: int) -> None:
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
+RULES = ("AROW", "CW", "NHERD", "SCW", "SOP")
+
+
+def rule_rows(drifting: dict, stationary: dict) -> None:
+    """Per rule, its full covariance as it is and with the log score read without r (the
+    constants chosen on AROW): on how many drifting streams each is within a point of river's
+    best, and its largest loss where nothing drifts against the full covariance as it is."""
+    models = dict(RIVER)
+    for name in RULES:
+        rule = getattr(river_cw, name)
+        models[f"{name} full"] = lambda rule=rule: rule(covariance="full")
+        models[f"{name} log score"] = lambda rule=rule: Adaptive(
+            rule(covariance="full", calibrate=False),
+            LogScore(c=2.0, k=2.5),
+            temperature=NewtonTemperature(),
+        )
+    found = run(drifting | stationary, models)
+    print(
+        "| rule | within a point: as it is | with the log score | largest loss where nothing drifts |"
+    )
+    print("|---|---:|---:|---:|")
+    for name in RULES:
+        within = dict.fromkeys(("full", "log score"), 0)
+        for stream in drifting:
+            best = max(found[stream][m][0] for m in RIVER)
+            for kind in within:
+                within[kind] += found[stream][f"{name} {kind}"][0] >= best - 0.01
+        losses = {
+            stream: found[stream][f"{name} log score"][0] - found[stream][f"{name} full"][0]
+            for stream in stationary
+        }
+        worst = min(losses, key=losses.get)
+        n = len(drifting)
+        print(
+            f"| {name} | {within['full']} of {n} | {within['log score']} of {n} "
+            f"| {100 * losses[worst]:+.2f} ({worst}) |",
+            flush=True,
+        )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=5000, help="examples per stream")
     parser.add_argument(
         "--part",
         nargs="+",
-        choices=["centring", "forgetting", "sparse", "controller"],
+        choices=["centring", "forgetting", "sparse", "controller", "rules"],
         default=["centring"],
     )
     args = parser.parse_args(argv)
@@ -448,16 +489,20 @@ def main(argv=None) -> None:
         forgetting_rows({k: v for k, v in dense.items() if k not in ("a9a", "Spambase")})
     if "sparse" in args.part:
         sparse_rows()
-    if "controller" in args.part:
+    if "controller" in args.part or "rules" in args.part:
         drifting = {}
         for seed in SEEDS:
             found = drifting_streams(8000, seed=seed)
             drifting |= {
                 name + ("" if seed is None else f" s{seed}"): v for name, v in found.items()
             }
+        stationary = stationary_streams(args.limit, [1], args.limit)
+    if "controller" in args.part:
         controller_rows(drifting, against_river=True)
-        controller_rows(stationary_streams(args.limit, [1], args.limit), against_river=False)
+        controller_rows(stationary, against_river=False)
         text_rows(10000)
+    if "rules" in args.part:
+        rule_rows(drifting, stationary)
 
 
 if __name__ == "__main__":
