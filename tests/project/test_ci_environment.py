@@ -34,6 +34,11 @@ NEEDS = {
         "valgrind is not installed: the instruction-count guard (tests/engines/test_instructions.py) "
         "cannot run",
     ),
+    "chromium": (
+        lambda: shutil.which("chromium") is not None,
+        "Debian's chromium is not installed: the site is not checked in a browser "
+        "(tests/project/test_site_in_browser.py)",
+    ),
 }
 
 
