@@ -344,12 +344,12 @@ def controlled(names: list) -> dict:
         "centred, limit at 1 sd, without r": lambda: Calibrated(
             names, "present", Watched(c=2.0, k=1.0), noise=0.0
         ),
-        "centred, log score": lambda: Calibrated(names, "present", LogScore(c=2.0, k=2.5)),
+        "centred, log score": lambda: Calibrated(names, "present", LogScore()),
         "centred, log score, without r": lambda: Calibrated(
-            names, "present", LogScore(c=2.0, k=2.5), noise=0.0
+            names, "present", LogScore(), noise=0.0
         ),
         "centred, log score read without r, scored with r": lambda: Calibrated(
-            names, "present", LogScore(c=2.0, k=2.5), read=0.0
+            names, "present", LogScore(), read=0.0
         ),
         "centred, `forgetting=0.01`, without r": lambda: Calibrated(
             names, "present", None, 0.01, noise=0.0
@@ -358,7 +358,7 @@ def controlled(names: list) -> dict:
         '`covariance="full"`': lambda: river_cw.AROW(covariance="full"),
         '`covariance="full"`, log score, without r': lambda: Adaptive(
             river_cw.AROW(covariance="full", calibrate=False),
-            LogScore(c=2.0, k=2.5),
+            LogScore(),
             temperature=NewtonTemperature(),
         ),
     }
@@ -413,7 +413,7 @@ def text_rows(limit: int) -> None:
     models = {
         "`AROW()`": river_cw.AROW,
         "today's rule": limited(2.0),
-        "log score": adaptive(lambda: LogScore(c=2.0, k=2.5), NewtonTemperature),
+        "log score": adaptive(LogScore, NewtonTemperature),
     }
     print("| stream | " + " | ".join(models) + " |")
     print("|---|" + "---:|" * len(models))
@@ -438,7 +438,7 @@ def rule_rows(drifting: dict, stationary: dict) -> None:
         models[f"{name} full"] = lambda rule=rule: rule(covariance="full")
         models[f"{name} log score"] = lambda rule=rule: Adaptive(
             rule(covariance="full", calibrate=False),
-            LogScore(c=2.0, k=2.5),
+            LogScore(),
             temperature=NewtonTemperature(),
         )
     found = run(drifting | stationary, models)

@@ -293,17 +293,19 @@ class LogScore:
     probabilities p, the log loss of the next label has mean the entropy ``H = -sum_k p_k log
     p_k`` and variance ``sum_k p_k (log p_k)^2 - H^2``; Seillier-Moiseiwitsch and Dawid (1993)
     test sequential probability forecasts by the score's excess over that mean in units of that
-    variance. Here EWMAs (rate `lam`, the first examples averaged evenly) of the log loss L
-    (capped at `cap`), of H and of the variance V, and ``f = clip(c (L - H - k sd), 0, fmax)``,
-    ``sd = sqrt(V lam / (2 - lam))``. Where the 0-1 surprise counts mistakes, this one weighs
-    them by the confidence they were made with: a model near chance (Bananas) has little room
-    between its log loss and its entropy, and its mistakes cost little; a confident model that
-    the concept has left pays for each mistake in full.
+    variance. Here EWMAs (rate `lam`, the first examples averaged evenly) of the log loss L, of
+    H and of the variance V, and ``f = clip(c (L - H - k sd), 0, fmax)``, ``sd = sqrt(V lam /
+    (2 - lam))``. Where the 0-1 surprise counts mistakes, this one weighs them by the confidence
+    they were made with: a model near chance (Bananas) has little room between its log loss and
+    its entropy, and its mistakes cost little; a confident model that the concept has left pays
+    for each mistake in full. Each log loss is capped at `cap` nats (a label given less than
+    0.7%), so that one label, a flipped one say, moves L by at most ``lam cap``: drift shows as
+    many mistakes, noise as a few very confident ones.
 
     Seillier-Moiseiwitsch, F. and Dawid, A. P., 1993. On testing the validity of sequential
     probability forecasts. Journal of the American Statistical Association 88(421), 355-359."""
 
-    def __init__(self, c=1.0, k=2.5, lam=0.01, fmax=0.05, warm=50, cap=10.0):
+    def __init__(self, c=2.0, k=2.5, lam=0.01, fmax=0.05, warm=50, cap=5.0):
         self.c, self.k, self.lam, self.fmax, self.warm, self.cap = c, k, lam, fmax, warm, cap
         self.loss = self.entropy = self.variance = 0.0
         self.n = 0
