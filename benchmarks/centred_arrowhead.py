@@ -91,10 +91,12 @@ def arrowhead(mu: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class DenseArrowhead:
     """AROW on the arrowhead family, dense, with the library's defaults (r 1, the weights' prior
     variance 1, the intercept's 100, the "drop" scheme), in coordinates centred on the running
-    means of the features: none (`centring` None), every feature ("all"), or each feature while
+    means of the features: none (`centring` None), every feature ("all"), each feature while
     it has been in every example so far ("present": a feature an example lacks is moved back to
     zero once, and stays there; sparse input, text or one-hot, is then not centred at all, and
-    the cost is a step on the example's own features)."""
+    the cost is a step on the example's own features), or every feature while every example has
+    had every feature ("dense": the first example that lacks one moves every centre back to
+    zero, for good; a block is then centred whole or not at all)."""
 
     def __init__(self, names: list, centring: str | None, r: float = 1.0):
         self.index = {name: i for i, name in enumerate(names)}
@@ -153,13 +155,16 @@ class DenseArrowhead:
 
     def move_centre(self, x: dict) -> None:
         """Each centred feature's centre to its running mean with `x` (under "present", one `x`
-        lacks back to zero, for good), the Gaussian by the affine map that keeps every margin
-        (the intercept takes ``w . delta``), then onto the family (which keeps the mean: the
-        margins stay)."""
+        lacks back to zero, for good; under "dense", every one once `x` lacks one), the Gaussian
+        by the affine map that keeps every margin (the intercept takes ``w . delta``), then onto
+        the family (which keeps the mean: the margins stay)."""
         z = self.features(x)
         self.seen += 1
+        lacking = [i for name, i in self.index.items() if name not in x]
         if self.rule == "present":
-            self.centred[[i for name, i in self.index.items() if name not in x]] = False
+            self.centred[lacking] = False
+        elif self.rule == "dense" and lacking:
+            self.centred[:] = False
         target = np.where(self.centred, self.centre + (z - self.centre) / self.seen, 0.0)
         delta = target - self.centre
         if not delta.any():
@@ -351,6 +356,7 @@ def controlled(names: list) -> dict:
         "centred, log score read without r, scored with r": lambda: Calibrated(
             names, "present", LogScore(), read=0.0
         ),
+        'the same, centred under "dense"': lambda: Calibrated(names, "dense", LogScore(), read=0.0),
         "centred, `forgetting=0.01`, without r": lambda: Calibrated(
             names, "present", None, 0.01, noise=0.0
         ),

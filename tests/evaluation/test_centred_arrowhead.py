@@ -107,6 +107,22 @@ def test_a_feature_an_example_lacks_goes_back_to_zero_for_good_keeping_every_mar
     assert [model.margin(p) for p in probes] == pytest.approx(before, rel=1e-12, abs=1e-12)
 
 
+def test_under_dense_one_example_lacking_a_feature_uncentres_every_feature_keeping_every_margin():
+    model = DenseArrowhead(NAMES, "dense")
+    stream = uncentred_stream(80, seed=9)
+    probes = [x for x, _ in uncentred_stream(20, seed=10)]
+    for x, y in stream[:60]:
+        model.learn_one(x, y)
+    assert model.centred.all() and (model.centre != 0).all()
+    before = [model.margin(p) for p in probes]
+    model.move_centre({k: v for k, v in stream[60][0].items() if k != "b"})
+    assert not model.centred.any() and (model.centre == 0).all()
+    assert [model.margin(p) for p in probes] == pytest.approx(before, rel=1e-12, abs=1e-12)
+    for x, y in stream[61:]:  # and for good
+        model.learn_one(x, y)
+        assert (model.centre == 0).all()
+
+
 def test_the_calibrated_prototype_forgets_after_the_concept_turns_and_not_before():
     stream = uncentred_stream(1600, seed=7)
     turned = [(x, not y) for x, y in stream[800:]]
