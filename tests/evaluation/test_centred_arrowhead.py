@@ -74,50 +74,53 @@ def test_uncentred_the_prototype_forgets_as_the_library_does():
         assert dense.margin_and_variance(x)[1] == pytest.approx(v, rel=1e-9)
 
 
-def test_moving_the_centre_keeps_every_margin():
-    model = DenseArrowhead(NAMES, "all")
-    stream = uncentred_stream(200, seed=2)
-    probes = [x for x, _ in uncentred_stream(20, seed=3)]
-    for x, y in stream[:100]:
+def learned(rule: str, examples: list) -> DenseArrowhead:
+    model = DenseArrowhead(NAMES, rule)
+    for x, y in examples:
         model.learn_one(x, y)
+    return model
+
+
+def margins(model: DenseArrowhead, seed: int) -> list:
+    """The model's margins on 20 examples of the stream with this seed."""
+    return [model.margin(x) for x, _ in uncentred_stream(20, seed)]
+
+
+def test_moving_the_centre_keeps_every_margin():
+    stream = uncentred_stream(200, seed=2)
+    model = learned("all", stream[:100])
     for x, _ in stream[100:]:
-        before = [model.margin(p) for p in probes]
+        before = margins(model, seed=3)
         centre = model.centre.copy()
         model.move_centre(x)
         assert (model.centre != centre).any()
-        assert [model.margin(p) for p in probes] == pytest.approx(before, rel=1e-12, abs=1e-12)
+        assert margins(model, seed=3) == pytest.approx(before, rel=1e-12, abs=1e-12)
 
 
 def test_a_feature_an_example_lacks_goes_back_to_zero_for_good_keeping_every_margin():
-    model = DenseArrowhead(NAMES, "present")
     stream = uncentred_stream(120, seed=4)
-    probes = [x for x, _ in uncentred_stream(20, seed=5)]
+    model = DenseArrowhead(NAMES, "present")
     for i, (x, y) in enumerate(stream):
         if i == 60:
             x = {k: v for k, v in x.items() if k != "c"}  # the first example without "c"
         model.learn_one(x, y)
         assert model.centre[2] != 0 if i < 60 else model.centre[2] == 0
         assert model.centre[0] != 0  # the others stay centred
-    model = DenseArrowhead(NAMES, "present")  # the move back alone, against the margins
-    for x, y in stream[:60]:
-        model.learn_one(x, y)
-    before = [model.margin(p) for p in probes]
+    model = learned("present", stream[:60])  # the move back alone, against the margins
+    before = margins(model, seed=5)
     model.move_centre({k: v for k, v in stream[60][0].items() if k != "c"})
     assert model.centre[2] == 0 and not model.centred[2]
-    assert [model.margin(p) for p in probes] == pytest.approx(before, rel=1e-12, abs=1e-12)
+    assert margins(model, seed=5) == pytest.approx(before, rel=1e-12, abs=1e-12)
 
 
 def test_under_dense_one_example_lacking_a_feature_uncentres_every_feature_keeping_every_margin():
-    model = DenseArrowhead(NAMES, "dense")
     stream = uncentred_stream(80, seed=9)
-    probes = [x for x, _ in uncentred_stream(20, seed=10)]
-    for x, y in stream[:60]:
-        model.learn_one(x, y)
+    model = learned("dense", stream[:60])
     assert model.centred.all() and (model.centre != 0).all()
-    before = [model.margin(p) for p in probes]
+    before = margins(model, seed=10)
     model.move_centre({k: v for k, v in stream[60][0].items() if k != "b"})
     assert not model.centred.any() and (model.centre == 0).all()
-    assert [model.margin(p) for p in probes] == pytest.approx(before, rel=1e-12, abs=1e-12)
+    assert margins(model, seed=10) == pytest.approx(before, rel=1e-12, abs=1e-12)
     for x, y in stream[61:]:  # and for good
         model.learn_one(x, y)
         assert (model.centre == 0).all()
