@@ -48,6 +48,7 @@ rule leaves them). With ``--part rules``, the same log score on every rule's ful
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 from pathlib import Path
@@ -59,7 +60,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
 from benchmarks.drift import (
     RIVER,
-    Adaptive,
     LogScore,
     NewtonTemperature,
     Watched,
@@ -67,6 +67,7 @@ from benchmarks.drift import (
     candidates,
     drifting_streams,
     phi_cdf,
+    rate_of,
     run,
     stationary_streams,
     text_streams,
@@ -160,11 +161,12 @@ class DenseArrowhead:
         the family (which keeps the mean: the margins stay)."""
         z = self.features(x)
         self.seen += 1
-        lacking = [i for name, i in self.index.items() if name not in x]
-        if self.rule == "present":
-            self.centred[lacking] = False
-        elif self.rule == "dense" and lacking:
-            self.centred[:] = False
+        if self.rule in ("present", "dense"):
+            lacking = [i for name, i in self.index.items() if name not in x]
+            if self.rule == "present":
+                self.centred[lacking] = False
+            elif lacking:
+                self.centred[:] = False
         target = np.where(self.centred, self.centre + (z - self.centre) / self.seen, 0.0)
         delta = target - self.centre
         if not delta.any():
@@ -227,11 +229,7 @@ class Calibrated(base.Classifier):
             read = t if self.read == self.noise else self._standardised(x, self.read)
             if self.controller is not None:
                 proba = self._proba(read, self.read_temperature)
-                best = max(proba, key=proba.get)
-                loss = -math.log(max(proba[y], 1e-15))
-                self.model.forgetting = self.controller.rate(
-                    best != y, proba[y], proba[best], loss, proba
-                )
+                self.model.forgetting = rate_of(self.controller, proba, y)
             self.temperature.learn({1: {0: t}}, [False, True], y)
             if self.read_temperature is not self.temperature:
                 self.read_temperature.learn({1: {0: read}}, [False, True], y)
@@ -332,6 +330,11 @@ def forgetting_rows(streams: dict) -> None:
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
+def full_log_score(rule):
+    """`rule`'s full covariance with the log score, read without r (drift.py's `Adaptive`)."""
+    return adaptive(LogScore, NewtonTemperature, rule=functools.partial(rule, covariance="full"))
+
+
 SEEDS = (None, 7, 13)  # the drifting streams' seeds for --part controller: drift.py's, then two
 
 
@@ -362,11 +365,7 @@ def controlled(names: list) -> dict:
         ),
         # the covariance the centred arrowhead approximates, invariant to shifts of the features
         '`covariance="full"`': lambda: river_cw.AROW(covariance="full"),
-        '`covariance="full"`, log score, without r': lambda: Adaptive(
-            river_cw.AROW(covariance="full", calibrate=False),
-            LogScore(),
-            temperature=NewtonTemperature(),
-        ),
+        '`covariance="full"`, log score, without r': full_log_score(river_cw.AROW),
     }
 
 
@@ -442,11 +441,7 @@ def rule_rows(drifting: dict, stationary: dict) -> None:
     for name in RULES:
         rule = getattr(river_cw, name)
         models[f"{name} full"] = lambda rule=rule: rule(covariance="full")
-        models[f"{name} log score"] = lambda rule=rule: Adaptive(
-            rule(covariance="full", calibrate=False),
-            LogScore(),
-            temperature=NewtonTemperature(),
-        )
+        models[f"{name} log score"] = full_log_score(rule)
     found = run(drifting | stationary, models)
     print(
         "| rule | within a point: as it is | with the log score | largest loss where nothing drifts |"

@@ -243,7 +243,15 @@ class GridTemperature:
 # -- forgetting controllers ---------------------------------------------------------------------
 # Each has ``rate(mistake, p_true, p_best, loss, proba)``: before an update, whether the label
 # was a mistake, its probability, the largest probability, its log loss and the probabilities
-# themselves ({label: p}); it returns the forgetting of the update.
+# themselves ({label: p}); it returns the forgetting of the update (`rate_of` reads them).
+
+
+def rate_of(controller, proba: dict, y) -> float:
+    """The forgetting `controller` sets before the model learns label `y`, to which it gave the
+    probabilities `proba`."""
+    best = max(proba, key=proba.get)
+    p_true = proba[y]
+    return controller.rate(best != y, p_true, proba[best], -math.log(max(p_true, 1e-15)), proba)
 
 
 class Surprise:
@@ -429,11 +437,7 @@ class Adaptive(base.Classifier):
                     proba = proba_at(*standardised(self.model, x), 1.0)
                 else:
                     proba = proba_at(t, classes, self._a)
-                best = max(proba, key=proba.get)
-                p_true = proba[y]
-                f = self.controller.rate(
-                    best != y, p_true, proba[best], -math.log(max(p_true, 1e-15)), proba
-                )
+                f = rate_of(self.controller, proba, y)
                 if f != self.model.forgetting:
                     self.model.forgetting = f
             if self.temperature is not None:

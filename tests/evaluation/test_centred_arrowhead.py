@@ -3,7 +3,6 @@
 centring alone), and moving its centre leaves every margin as it was (the affine map it claims);
 and benchmarks/drift.py's `LogScore`, the controller its last table chooses."""
 
-import math
 import random
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 
 import river_cw
 from benchmarks.centred_arrowhead import Calibrated, DenseArrowhead, arrowhead
-from benchmarks.drift import LogScore, Watched
+from benchmarks.drift import LogScore, Watched, rate_of
 from tests.support.reference import arrowhead_projection
 
 NAMES = ["a", "b", "c", "d"]
@@ -26,6 +25,12 @@ def uncentred_stream(n: int, seed: int) -> list:
         x = {"a": rng.random(), "b": rng.random(), "c": 5 + rng.random(), "d": 5 + rng.random()}
         out.append((x, x["a"] + x["c"] - 5 + 0.2 * rng.gauss(0, 1) > 1))
     return out
+
+
+def assert_the_same_weights(dense: DenseArrowhead, library) -> None:
+    assert dense.mu[0] == pytest.approx(library.intercept, rel=1e-9, abs=1e-12)
+    for i, name in enumerate(NAMES, 1):
+        assert dense.mu[i] == pytest.approx(library.weights[name], rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -46,9 +51,7 @@ def test_uncentred_the_prototype_learns_the_library_models_weights():
     for x, y in uncentred_stream(300, seed=1):
         library.learn_one(x, y)
         dense.learn_one(x, y)
-        assert dense.mu[0] == pytest.approx(library.intercept, rel=1e-9, abs=1e-12)
-        for i, name in enumerate(NAMES, 1):
-            assert dense.mu[i] == pytest.approx(library.weights[name], rel=1e-9, abs=1e-12)
+        assert_the_same_weights(dense, library)
 
 
 def test_uncentred_the_prototype_forgets_as_the_library_does():
@@ -65,9 +68,7 @@ def test_uncentred_the_prototype_forgets_as_the_library_does():
         dense.learn_one(x, y)
         if len(library.classes_) < 2:  # the sign of a one-label model is its own
             continue
-        assert dense.mu[0] == pytest.approx(library.intercept, rel=1e-9, abs=1e-12)
-        for j, name in enumerate(NAMES, 1):
-            assert dense.mu[j] == pytest.approx(library.weights[name], rel=1e-9, abs=1e-12)
+        assert_the_same_weights(dense, library)
     for x, _ in uncentred_stream(20, seed=8):  # the score's variance too (what is calibrated)
         xf = {**x, river_cw.INTERCEPT: 1.0}
         v = library.gaussian.score_covariance(xf)[0][0]
@@ -149,12 +150,7 @@ def calibrated_forecasts(n: int, seed: int, turned: bool = False):
 
 
 def rates(controller, forecasts) -> list:
-    out = []
-    for proba, y in forecasts:
-        best = max(proba, key=proba.get)
-        loss = -math.log(proba[y])
-        out.append(controller.rate(best != y, proba[y], proba[best], loss, proba))
-    return out
+    return [rate_of(controller, proba, y) for proba, y in forecasts]
 
 
 @pytest.mark.parametrize("seed", range(5))
