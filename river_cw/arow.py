@@ -53,6 +53,9 @@ class AROW(GaussianClassifier):
         too). Wide by default, a flat prior's stand-in: a boundary far from the origin then
         costs nothing, and where the features are centred does not change the predictions (see
         `river_cw._engines.arrowhead`).
+    centre
+        Learn dense features centred at their means (the default; `GaussianClassifier`,
+        `river_cw.centring`); sparse input (text) is never centred.
 
     Notes
     -----
@@ -71,7 +74,7 @@ class AROW(GaussianClassifier):
 
     >>> model = river_cw.AROW(r=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 88.95%
+    Accuracy: 89.51%
 
     References
     ----------
@@ -92,6 +95,7 @@ class AROW(GaussianClassifier):
         forgetting: float | str = "auto",
         calibrate: bool = True,
         initial_intercept_variance: float | None = 100.0,
+        centre: bool = True,
     ):
         if not r > 0:
             raise ValueError(f"r must be positive, got {r!r}")
@@ -103,6 +107,7 @@ class AROW(GaussianClassifier):
             forgetting,
             calibrate,
             initial_intercept_variance,
+            centre,
         )
         self.r = r
 

@@ -19,6 +19,7 @@ as the `learn_one` loop over its rows (`river_cw.base.LinearClassifier`); the co
 
 from __future__ import annotations
 
+import builtins
 import sys
 from itertools import repeat
 
@@ -59,15 +60,28 @@ class Rows:
             row[name] = row[name] + value if name in row else value  # a repeated entry: summed
         return row
 
+    def slice(self, first: int, last: int | None = None) -> Rows:
+        """The rows from `first` to `last` (None: to the end), with their names."""
+        if first == 0 and last is None:
+            return self
+        rows = builtins.slice(first, last)
+        if self.dicts is not None:
+            return Rows(self.index[rows], dicts=self.dicts[rows], frame=self.frame)
+        data, indices, indptr, keys, n_columns = self.csr
+        ends = builtins.slice(first, None if last is None else last + 1)
+        return Rows(self.index[rows], csr=(data, indices, indptr[ends], keys, n_columns))
+
     def check_names(self) -> None:
         """`ValueError` when two columns of the batch are named alike (the compiled loop checks
         this itself, in `river_cw/_engines/_batch.h`); names that cannot be hashed are left to the rows."""
         if self.csr is None or self.csr[3] is None:
             return
-        _, indices, indptr, keys, _ = self.csr
+        _, indices, indptr, keys, n_columns = self.csr
         _, first = np.unique(indices[indptr[0] : indptr[-1]], return_index=True)
         seen: dict = {}
         for j in indices[indptr[0] + np.sort(first)].tolist():  # in order of appearance
+            if len(keys) != n_columns:  # a name's hash changed the list: the kernel's refusal
+                raise RuntimeError("features changed size during learn_many")
             try:
                 other = seen.setdefault(keys[j], j)
             except TypeError:

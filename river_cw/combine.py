@@ -80,7 +80,7 @@ import pickle
 
 from river import compose
 
-from . import calibration, covariances, surprise
+from . import calibration, centring, covariances, surprise
 from .gaussian_classifier import GaussianClassifier
 from .labels import order_key
 from .text import TextClassifier
@@ -194,8 +194,13 @@ def combine(models: list, method: str = "kl", base=None):
         labels = list(first.classes_)  # a binary model's two labels are in their order
     else:
         labels = _extended_labels(models, base)
-    gaussians = [_aligned(model, labels) for model in models]
+    # the coordinates the Gaussians meet in, where the models centre their features
+    frame, merged_centring = centring.common_frame(
+        [model._centring for model in models], base and base._centring, base is not None
+    )
+    gaussians = [_framed(model, labels, frame) for model in models]
     merged = first.clone()
+    merged._centring = merged_centring
     skipped = [model.n_skipped_updates for model in models]
     mixer = covariances.of(first).mixer
     forgets = first.forgetting != 0  # a member's variances may then grow ("auto" included)
@@ -209,7 +214,8 @@ def combine(models: list, method: str = "kl", base=None):
         merged.set_gaussian(mixer.mix(gaussians, method, None, forgets), labels)
         merged.n_skipped_updates = sum(skipped)
     else:
-        merged.set_gaussian(mixer.mix(gaussians, method, _aligned(base, labels), forgets), labels)
+        start = _framed(base, labels, frame)
+        merged.set_gaussian(mixer.mix(gaussians, method, start, forgets), labels)
         merged.n_skipped_updates = base.n_skipped_updates + sum(
             s - base.n_skipped_updates for s in skipped
         )
@@ -257,8 +263,8 @@ def changes(model, base):
         return model.clone({"classifier": changes(model.classifier, base.classifier)})
     labels = _extended_labels([model], base)
     only = covariances.of(model).only
-    if only is None:  # its weights are not held apart: all of them
-        return copy.deepcopy(model)
+    if only is None or _centre_of(model) != _centre_of(base):
+        return copy.deepcopy(model)  # its weights are not held apart, or moved: all of them
     gaussian = _aligned(model, labels)
     changed = [
         {f: w for f, w in block.items() if start.get(f) != w}
@@ -267,6 +273,7 @@ def changes(model, base):
     out = copy.copy(model)
     out._temperature = copy.copy(model._temperature)  # its own: the copy shares no state
     out._surprise = copy.copy(model._surprise)
+    out._centring = copy.deepcopy(model._centring)
     out.set_gaussian(only(gaussian, changed), labels)
     return out
 
@@ -340,6 +347,29 @@ def _extended_labels(models: list, base) -> list:
 def _binary_order(labels: list) -> list:
     """Two labels as a binary model holds them, ``[negative, positive]``; more as they are."""
     return sorted(labels, key=order_key) if len(labels) == 2 else labels
+
+
+def _centre_of(model: GaussianClassifier) -> dict:
+    """The centre of the model's coordinates (`river_cw.centring`; ``{}``: raw)."""
+    return (
+        {} if model._centring is None or model._centring.centre is None else model._centring.centre
+    )
+
+
+def _framed(model: GaussianClassifier, labels: list, frame: dict):
+    """`_aligned`, in coordinates centred at `frame` (``{}``: raw; `river_cw.centring.shift`):
+    itself where the model's are those, else a copy."""
+    gaussian = _aligned(model, labels)
+    own = _centre_of(model)
+    delta = {f: frame.get(f, 0.0) - own.get(f, 0.0) for f in frame.keys() | own.keys()}
+    delta = {f: d for f, d in delta.items() if d != 0.0}
+    if not delta:
+        return gaussian
+    kind = covariances.of(model)
+    blocks = kind.shift(gaussian, delta)  # type: ignore[misc]
+    if blocks is None:
+        raise ValueError("cannot mix these models: moving one to the others' centre overflows")
+    return kind.only(gaussian, blocks)  # type: ignore[misc]
 
 
 def _aligned(model: GaussianClassifier, labels: list):

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from . import centring
 from ._engines import combine_arrowhead, combine_diagonal, combine_full
 from ._engines.arrowhead import ArrowheadGaussian, PythonArrowheadGaussian
 from ._engines.diagonal import DiagonalGaussian, PythonDiagonalGaussian
@@ -79,6 +80,11 @@ class Covariance:
         ``{key: list of floats}``, in order); read, not copied.
     assemble
         ``assemble(parts)``: an engine of `serving` holding `parts` (the inverse of `parts`).
+    shift
+        ``shift(gaussian, delta)``: per block, the entries of `gaussian` in coordinates whose
+        origin moved by `delta` (``{feature: offset}``; `river_cw.centring.shift`), what
+        ``set_weights`` and `only` take, or None where a number would not be finite; None
+        where the model learns its features as they are (no centring).
 
     Examples
     --------
@@ -106,6 +112,7 @@ class Covariance:
     batch_kernel: bool
     parts: Callable[[Any], dict]
     assemble: Callable[[dict], Gaussian]
+    shift: Callable[[Any, dict], list[dict] | None] | None
 
     @property
     def engines(self) -> tuple[type[Gaussian], ...]:
@@ -183,6 +190,9 @@ COVARIANCES: dict[str, Covariance] = {
             "blocks": g.blocks,
         },
         assemble=lambda parts: _arrowhead(**parts),
+        shift=lambda g, delta: centring.shift(
+            g.blocks, g.root, delta, g.initial_variance, g.root_variance
+        ),
     ),
     "diagonal": Covariance(
         name="diagonal",
@@ -198,6 +208,7 @@ COVARIANCES: dict[str, Covariance] = {
         batch_kernel=True,
         parts=lambda g: {"initial_variance": g.initial_variance, "blocks": g.blocks},
         assemble=lambda parts: _diagonal(**parts),
+        shift=None,
     ),
     "full": Covariance(
         name="full",
@@ -219,6 +230,7 @@ COVARIANCES: dict[str, Covariance] = {
             "chol": g.chol,
         },
         assemble=lambda parts: _full(**parts),
+        shift=None,
     ),
 }
 """Every covariance, by the name a model's ``covariance`` gives."""

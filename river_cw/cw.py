@@ -195,6 +195,9 @@ class CW(GaussianClassifier):
         give the intercept `initial_variance`, as every weight; None, the default: here too).
         Wide (100) on uncentred features, whose boundary lies far from the origin (see
         `river_cw._engines.arrowhead`).
+    centre
+        Learn dense features centred at their means (the default; `GaussianClassifier`,
+        `river_cw.centring`); sparse input (text) is never centred.
 
     Notes
     -----
@@ -252,6 +255,7 @@ class CW(GaussianClassifier):
         forgetting: float | str = 0.0,
         calibrate: bool = True,
         initial_intercept_variance: float | None = None,
+        centre: bool = True,
     ):
         if not 0.5 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0.5, 1), got {confidence!r}")
@@ -265,6 +269,7 @@ class CW(GaussianClassifier):
             forgetting,
             calibrate,
             initial_intercept_variance,
+            centre,
         )
         self.confidence = confidence
         self.variant = variant

@@ -36,10 +36,11 @@ from ._engines.gaussian import SKIPPED
 from ._one_call import STALE, hyperparameters
 from .base import INTERCEPT, LinearClassifier, without_intercept
 from .batch import Rows
+from .centring import Centring
 from .covariances import COMPILED, COVARIANCES, Gaussian
 from .labels import order_key
 from .probabilities import most_probable
-from .validation import is_real
+from .validation import as_floats, is_real
 
 __all__ = ["GaussianClassifier"]
 
@@ -114,6 +115,13 @@ class GaussianClassifier(LinearClassifier):
     ``covariance="full"``, or ``covariance="diagonal"`` with the paper's scheme, and
     ``learn_intercept=False``.
 
+    Centred features (``centre=True``, the default; `river_cw.centring`). With the arrowhead
+    covariance and an intercept, a model whose first 200 examples all have the same features
+    moves to coordinates centred at their means, for good, by the change of coordinates that
+    keeps every prediction; it then learns and scores ``x - m``, and shows its weights in the
+    raw coordinates (`centre_`: the centre). Sparse input, whose examples differ in their
+    features, is never centred.
+
     Calibration (``calibrate=True``, the default). The margins' own probabilities,
     ``Phi(m / sqrt(v))``, are overconfident: the variance v measures what the model does not
     know about its weights, not the noise of the labels, and it only shrinks (AROW on SMS: log
@@ -141,6 +149,8 @@ class GaussianClassifier(LinearClassifier):
         "_temperature": None,
         "_surprise": None,
         "initial_intercept_variance": None,
+        "centre": False,  # a model pickled before centring never centres
+        "_centring": None,
     }
 
     def __init__(
@@ -152,6 +162,7 @@ class GaussianClassifier(LinearClassifier):
         forgetting: float | str = 0.0,
         calibrate: bool = True,
         initial_intercept_variance: float | None = None,
+        centre: bool = True,
     ):
         super().__init__(learn_intercept)
         if not isinstance(calibrate, bool):
@@ -194,6 +205,11 @@ class GaussianClassifier(LinearClassifier):
         self.initial_intercept_variance = initial_intercept_variance
         self._gaussian: Gaussian = kind.prior(initial_variance, initial_intercept_variance)
         self.n_skipped_updates = 0  # steps float64 could not express (see `_update`)
+        if not isinstance(centre, bool):
+            raise ValueError(f"centre must be True or False, got {centre!r}")
+        self.centre = centre
+        # deciding, then centred (`river_cw.centring`); None: the model learns x as it is
+        self._centring = Centring() if centre and kind.shift and learn_intercept else None
 
     @abc.abstractmethod
     def _step(self, m: float, v: float, w: float) -> tuple[float, float] | None:
@@ -304,7 +320,7 @@ class GaussianClassifier(LinearClassifier):
         return self._step, self.diagonal
 
     def _weight_blocks(self):
-        return self._gaussian.block_views()[0]
+        return self._raw_gaussian().block_views()[0]
 
     # -- public state -------------------------------------------------------------------------
 
@@ -355,7 +371,7 @@ class GaussianClassifier(LinearClassifier):
     def variances(self) -> dict:
         """The (marginal) variances of the learned weights, laid out as `weights`; features
         never learned have variance `initial_variance`. A copy."""
-        return self._by_label(without_intercept(self._gaussian.block_views()[1]))
+        return self._by_label(without_intercept(self._raw_gaussian().block_views()[1]))
 
     @property
     def intercept_variance(self):
@@ -367,7 +383,7 @@ class GaussianClassifier(LinearClassifier):
             prior = self.initial_variance
             if covariances.of(self).intercept_prior and self.initial_intercept_variance is not None:
                 prior = self.initial_intercept_variance
-        blocks = self._gaussian.block_views()[1]
+        blocks = self._raw_gaussian().block_views()[1]
         return self._by_label([block.get(INTERCEPT, prior) for block in blocks])
 
     @property
@@ -383,7 +399,7 @@ class GaussianClassifier(LinearClassifier):
         absent: independent of everything, variance `initial_variance`.
         (The constructor's `covariance` names the kind of matrix; this is the matrix.)
         """
-        gaussian: Any = self._gaussian  # with `correlates`, an engine with `index` and `cov`
+        gaussian: Any = self._raw_gaussian()  # with `correlates`, an engine with `index` and `cov`
         if covariances.of(self).correlates:
             keys = [self._public_key(b, f) for b, f in gaussian.index]
             rows = gaussian.cov.tolist() if keys else []
@@ -424,6 +440,9 @@ class GaussianClassifier(LinearClassifier):
         x
             The features, ``{name: number}``.
         """
+        centring = self._centring
+        if centring is not None and centring.centre is not None:
+            x = centring.centred(x)
         native = self._native_score(x, True)  # as predict_one, with the score's variance
         if native is None:
             return self._general_predict_proba_one(x)
@@ -495,6 +514,12 @@ class GaussianClassifier(LinearClassifier):
             unweighted rule to the bit.
 
         """
+        centring = self._centring
+        if centring is not None:
+            if centring.centre is None:
+                self._learn_deciding(centring, x, y, w)
+                return
+            x = centring.centred(x)
         # The common case in one call of the compiled engine (`learn_native`: a binary
         # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
         # the rule's C step, update): the general path's numbers. Any other case, and any x
@@ -511,6 +536,67 @@ class GaussianClassifier(LinearClassifier):
                 return
         LinearClassifier.learn_one(self, x, y, w)
 
+    # -- centring (`river_cw.centring`) -------------------------------------------------------
+
+    def _learn_deciding(self, centring: Centring, x, y, w) -> None:
+        """`learn_one` while the model decides whether to centre: `x` learned as it is, then
+        counted (`_decide`)."""
+        self._centring = None  # this class's learn_one, plain, then the decision
+        try:
+            GaussianClassifier.learn_one(self, x, y, w)
+        finally:
+            self._centring = centring
+        self._decide(centring, x, w)
+
+    def _decide(self, centring: Centring, x, w) -> None:
+        """Count the example `x`, just learned with sample weight `w` (`Centring.observe`: a
+        dict; any other input, a text's token counts, never centres; ``w=0`` learned
+        nothing), and centre the model at the `river_cw.centring.WARM_UP`-th of a dense
+        stream."""
+        if type(x) is not dict:
+            self._centring = None
+            return
+        if w:
+            decided = centring.observe(as_floats(x))
+            if decided is None:
+                self._centring = None
+            elif decided:
+                self._centre(centring)
+
+    def _centre(self, centring: Centring) -> None:
+        """Move the model to coordinates centred at `centring`'s means, for good; or, where the
+        means are all 0, the shift is not finite or the intercept's variance would exceed its
+        prior, never centre."""
+        means = centring.means
+        assert means is not None, "deciding"
+        gaussian: Any = self._gaussian
+        shift = covariances.of(self).shift
+        blocks = shift(gaussian, means) if any(means.values()) else None  # type: ignore[misc]
+        if blocks is None or any(block[INTERCEPT][1] > gaussian.root_variance for block in blocks):
+            self._centring = None
+            return
+        gaussian.set_weights(blocks)
+        centring.centre_at(means)
+
+    @property
+    def centre_(self) -> dict:
+        """The point the model's features are centred at, ``{feature: mean}``: the means of its
+        first `river_cw.centring.WARM_UP` examples where those all had the same features, and
+        `centre` is True; else empty (the features as they are).
+        The weights (`weights`, `variances`, ...) are shown in the raw coordinates either way."""
+        centring = self._centring
+        return {} if centring is None or centring.centre is None else dict(centring.centre)
+
+    def _raw_gaussian(self):
+        """The engine holding the Gaussian in the raw coordinates, for the views: the model's
+        own, or where it centres, a copy shifted back (`river_cw.centring.shift`)."""
+        centring = self._centring
+        if centring is None or centring.centre is None:
+            return self._gaussian
+        kind = covariances.of(self)
+        back = kind.shift(self._gaussian, {f: -m for f, m in centring.centre.items()})  # type: ignore[misc]
+        return kind.only(self._gaussian, back)  # type: ignore[misc]
+
     def predict_one(self, x: dict):  # type: ignore[override]  # no **kwargs, as river's own models
         """`LinearClassifier.predict_one`: the label of largest `predict_proba_one`
         (`river_cw.probabilities.most_probable`), a binary model's score taken in one call of the
@@ -521,6 +607,9 @@ class GaussianClassifier(LinearClassifier):
         x
             The features, ``{name: number}``.
         """
+        centring = self._centring
+        if centring is not None and centring.centre is not None:
+            x = centring.centred(x)
         engine: Any = self._gaussian
         if isinstance(engine, COMPILED):
             score = engine.score_native(x, INTERCEPT if self.learn_intercept else None, False)
@@ -530,6 +619,8 @@ class GaussianClassifier(LinearClassifier):
         return most_probable(self.classes_, self._scores(self._features(x)))
 
     def _predict_rows(self, rows: Rows) -> list:
+        if self.centre_:  # each row centred by `predict_one`
+            return super()._predict_rows(rows)
         scores = _one_call.score_rows(self, rows, False)
         if scores is None:
             return super()._predict_rows(rows)
@@ -540,7 +631,11 @@ class GaussianClassifier(LinearClassifier):
         ]
 
     def _predict_proba_rows(self, rows: Rows) -> list[dict]:
-        if len(self.classes_) != 2 or (probas := _one_call.score_rows(self, rows, True)) is None:
+        if (
+            len(self.classes_) != 2
+            or self.centre_  # each row centred by `predict_proba_one`
+            or (probas := _one_call.score_rows(self, rows, True)) is None
+        ):
             return super()._predict_proba_rows(rows)
         return [
             proba if proba is not None else self.predict_proba_one(rows.row(i))
@@ -598,7 +693,31 @@ class GaussianClassifier(LinearClassifier):
     def _learn_rows(self, rows, labels, weights):
         """The mini-batch loop in the compiled engine's batch kernel where it has one (the
         diagonal and arrowhead covariances; a calibrating model while it is binary:
-        `river_cw._one_call.learn_rows`)."""
+        `river_cw._one_call.learn_rows`); while the model decides whether to centre, row by
+        row (each in the kernel, as it would be learned in a batch), and once centred, by
+        `learn_one`."""
+        centring = self._centring
+        if centring is not None and centring.centre is None:
+            rows.check_names()
+            first = 0
+            while first < len(rows) and self._centring is centring and centring.centre is None:
+                self._centring = None  # the row learned as it is, then counted
+                try:
+                    self._learn_rows_as_they_are(
+                        rows.slice(first, first + 1),
+                        labels[first : first + 1],
+                        weights[first : first + 1],
+                    )
+                finally:
+                    self._centring = centring
+                self._decide(centring, rows.row(first), weights[first])
+                first += 1
+            rows, labels, weights = rows.slice(first), labels[first:], weights[first:]
+        if self._centring is not None:
+            return super()._learn_rows(rows, labels, weights)  # centred: each row by learn_one
+        self._learn_rows_as_they_are(rows, labels, weights)
+
+    def _learn_rows_as_they_are(self, rows, labels, weights):
         engine = covariances.of(self).native_batch(self._gaussian)
         if engine is None or not _one_call.kernel_calibrates(self):
             return super()._learn_rows(rows, labels, weights)

@@ -60,6 +60,9 @@ class SCW(GaussianClassifier):
         give the intercept `initial_variance`, as every weight; None, the default: here too).
         Wide (100) on uncentred features, whose boundary lies far from the origin (see
         `river_cw._engines.arrowhead`).
+    centre
+        Learn dense features centred at their means (the default; `GaussianClassifier`,
+        `river_cw.centring`); sparse input (text) is never centred.
 
     Notes
     -----
@@ -108,6 +111,7 @@ class SCW(GaussianClassifier):
         forgetting: float | str = "auto",
         calibrate: bool = True,
         initial_intercept_variance: float | None = None,
+        centre: bool = True,
     ):
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")
@@ -123,6 +127,7 @@ class SCW(GaussianClassifier):
             forgetting,
             calibrate,
             initial_intercept_variance,
+            centre,
         )
         self.C = C
         self.confidence = confidence

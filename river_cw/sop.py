@@ -49,6 +49,9 @@ class SOP(GaussianClassifier):
         The intercept's prior variance with ``covariance="arrowhead"`` (default: ``1 / a``, as
         every weight's). Wide (100) on uncentred features, whose boundary lies far from the
         origin (see `river_cw._engines.arrowhead`).
+    centre
+        Learn dense features centred at their means (the default; `GaussianClassifier`,
+        `river_cw.centring`); sparse input (text) is never centred.
 
     Notes
     -----
@@ -63,7 +66,7 @@ class SOP(GaussianClassifier):
 
     >>> model = preprocessing.StandardScaler() | river_cw.SOP(a=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 86.47%
+    Accuracy: 86.23%
 
     References
     ----------
@@ -84,6 +87,7 @@ class SOP(GaussianClassifier):
         forgetting: float | str = 0.0,
         calibrate: bool = True,
         initial_intercept_variance: float | None = None,
+        centre: bool = True,
     ):
         if not a > 0:
             raise ValueError(f"a must be positive, got {a!r}")
@@ -95,6 +99,7 @@ class SOP(GaussianClassifier):
             forgetting,
             calibrate,
             initial_intercept_variance,
+            centre,
         )
         self.a = a
 

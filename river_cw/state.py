@@ -27,7 +27,11 @@ The layout (format 2), all integers little-endian:
 The header holds ``"model"`` (the class name), ``"parameters"`` (the constructor's arguments),
 ``"labels"`` (``classes_``, in order), ``"skipped_updates"``, the calibration (a Gaussian
 classifier's ``"temperature"``, ``[a, H]``, an array, or null, and, for one that sets its own
-forgetting, ``"surprise"``, ``[n, e, q_bar]``, an array: `river_cw.surprise`; voted RDA's
+forgetting, ``"surprise"``, ``[n, e, q_bar]``, an array: `river_cw.surprise`; where its
+features are centred, ``"centring"``, null for a model that learns them as they are (and for a
+state written before centring, which restores such a model), ``{"seen": n, "means": block}``
+while it decides, ``{"centre": block}`` once centred, a block of one number per feature:
+`river_cw.centring`; voted RDA's
 ``"calibration"``, the running losses of its temperatures, an array, or null) and the engine's
 state: ``"gaussian"`` (its
 ``"covariance"`` and that covariance's parts, `river_cw.covariances.Covariance.parts`) or, for
@@ -93,6 +97,7 @@ from . import calibration, covariances
 from ._engines.rda_engine import STATE
 from .arow import AROW
 from .base import INTERCEPT
+from .centring import WARM_UP, Centring
 from .cw import CW
 from .labels import order_key
 from .nherd import NHERD
@@ -453,6 +458,7 @@ def _model_header(writer: _Writer, model, gaussian: bool) -> dict:
         header["temperature"] = _array(writer, model._temperature)
         if model._surprise is not None:
             header["surprise"] = _array(writer, model._surprise)
+        header["centring"] = _centring_header(writer, model._centring)
         header["gaussian"] = None
         if gaussian:
             entry = covariances.of(model)
@@ -546,7 +552,43 @@ def _model(reader: _Reader, header: dict, gaussian):
     model.n_skipped_updates = header["skipped_updates"]
     model._temperature = _temperature(reader, header)
     model._surprise = _surprise(reader, header, model)
+    model._centring = _centring(reader, header, model)
     return model
+
+
+def _centring_header(writer: _Writer, centring) -> dict | None:
+    """Where a model's features are centred (`river_cw.centring.Centring`): null for a model
+    that learns them as they are; ``{"centre": block}`` once centred; ``{"seen": n, "means":
+    block}`` while deciding (a block of one number per feature)."""
+    if centring is None:
+        return None
+    if centring.centre is not None:
+        return {"centre": writer.blocks([{f: (m,) for f, m in centring.centre.items()}])[0]}
+    means = writer.blocks([{f: (m,) for f, m in centring.means.items()}])[0]
+    return {"seen": centring.seen, "means": means}
+
+
+def _centring(reader: _Reader, header: dict, model):
+    """The model's `Centring`, or None: a state written before centring (no ``"centring"``)
+    restores a model that learns its features as they are, as it did."""
+    found = header.get("centring")
+    if found is None:
+        return None
+    if model._centring is None:
+        raise ValueError(f"the state centres the features of a model that does not ({model!r})")
+    if type(found) is not dict or found.keys() not in ({"centre"}, {"seen", "means"}):
+        raise ValueError("a centring is {centre} or {seen, means}")
+    key = "centre" if "centre" in found else "means"
+    block = reader.blocks([found[key]])[0]
+    if any(len(numbers) != 1 for numbers in block.values()):
+        raise ValueError("a centring holds one number per feature")
+    values = {f: numbers[0] for f, numbers in block.items()}
+    if key == "centre":
+        return Centring(WARM_UP, centre=values)
+    seen = found["seen"]
+    if type(seen) is not int or not 0 <= seen < WARM_UP or (seen == 0) != (not values):
+        raise ValueError(f"a deciding centring has seen 0 to {WARM_UP - 1} examples, got {seen!r}")
+    return Centring(seen, values)
 
 
 def _temperature(reader: _Reader, header: dict):

@@ -150,7 +150,8 @@ def test_batches_whose_surprise_forgets_are_the_learn_one_loop(covariance, rows)
         x.setdefault("a", 1.0)
         dicts.append(x if rows != "hashed csr" else {NAMES.index(f): v for f, v in x.items()})
         labels.append(bool(x["a"] > 0) if i < 400 else bool(rng.random() < 0.5))
-    many = river_cw.AROW(covariance=covariance, forgetting="auto")
+    # centre=False: the kernel's calls alone (a deciding model's first rows go one by one)
+    many = river_cw.AROW(covariance=covariance, forgetting="auto", centre=False)
     one = many.clone()
     calls = recording_kernel(many, 4)  # the row each call starts at
     rates = set()
@@ -608,11 +609,18 @@ def recording_kernel(model, position: int) -> list:
 
 @pytest.mark.parametrize("covariance", ["diagonal", "arrowhead"])
 def test_the_kernel_runs_where_it_can_and_a_model_needs_it(covariance):
-    """The compiled engine learns a batch in one call per run of known labels."""
-    model = river_cw.AROW(covariance=covariance)
+    """The compiled engine learns a batch in one call per run of known labels; while the
+    model decides whether to centre its features (`river_cw.centring`), one call per row."""
+    model = river_cw.AROW(covariance=covariance, centre=False)
     calls = recording_kernel(model, 4)  # the row it starts at
     model.learn_many([{"a": 1.0}] * 5 + [{"b": 1.0}] * 5, [1] * 5 + [0] * 5)
     assert calls == [0, 1, 6]  # label 1 is new at row 0, label 0 at row 5
+    deciding = river_cw.AROW(covariance=covariance)
+    calls = recording_kernel(deciding, 4)
+    deciding.learn_many([{"a": 1.0}] * 3 + [{"b": 1.0}] * 5, [1] * 3 + [0] * 5)
+    # rows 0 to 3 one by one (row 3, new features, decides: never), then the rest at once
+    expected = [0, 0, 0, 0, 0] if covariance == "arrowhead" else [0, 1, 4]
+    assert calls == expected
 
 
 # -- the CSR columns kept across batches (river_cw/_engines/_batch.h's BatchCache) ---------------------

@@ -46,7 +46,7 @@ def test_the_prototypes_projection_is_the_references(seed):
 
 
 def test_uncentred_the_prototype_learns_the_library_models_weights():
-    library = river_cw.AROW(forgetting=0, calibrate=False)
+    library = river_cw.AROW(forgetting=0, calibrate=False, centre=False)
     dense = DenseArrowhead(NAMES, None)
     for x, y in uncentred_stream(300, seed=1):
         library.learn_one(x, y)
@@ -57,7 +57,7 @@ def test_uncentred_the_prototype_learns_the_library_models_weights():
 def test_uncentred_the_prototype_forgets_as_the_library_does():
     """Rows that lack a feature now and then: forgetting then leaves the intercept's variance
     (the example does not touch every feature learned), which the others relax."""
-    library = river_cw.AROW(forgetting=0.02, calibrate=False)
+    library = river_cw.AROW(forgetting=0.02, calibrate=False, centre=False)
     dense = DenseArrowhead(NAMES, None)
     dense.forgetting = 0.02
     rng = random.Random(6)

@@ -147,8 +147,9 @@ def test_the_binary_probability_is_the_calibrated_margin():
     for x, y in noisy_stream(4, n=200):
         model.learn_one(x, y)
     x = {"f0": 0.4, "f1": -1.2}
-    m = model.gaussian.scores(model._features(x))[0]
-    v = model.gaussian.score_covariance(model._features(x))[0, 0]
+    z = model._features(model._centring.centred(x) if model.centre_ else x)  # its coordinates
+    m = model.gaussian.scores(z)[0]
+    v = model.gaussian.score_covariance(z)[0, 0]
     p = 0.5 * math.erfc(-(model.temperature * m / math.sqrt(v + 1.0)) / math.sqrt(2.0))
     assert bits(model.predict_proba_one(x)[True]) == bits(p)
 
@@ -176,7 +177,7 @@ def test_a_multiclass_model_steps_on_its_pairwise_probabilities():
         model.learn_one(x, y)
     before = model.temperature
     x, y = stream[300]
-    features = model._features(x)
+    features = model._features(model._centring.centred(x) if model.centre_ else x)
     scores = model.gaussian.scores(features)
     cov = model.gaussian.score_covariance(features).tolist()
     best, second = probabilities.top_two(scores)

@@ -165,26 +165,21 @@ def test_the_drift_figures_curves_start_as_the_benchmark_computes_them_today():
 
 
 def test_the_dense_guides_scaler_claim_holds_the_figures_numbers():
-    """ "`StandardScaler()` gains 2 to 3 points on Hyperplane and loses 8 to 16 on a9a and
-    Spambase": AROW after the scaler against AROW, in points, rounded down and up."""
-    import math
-
+    """ "`StandardScaler()` gains at most 0.3 points on any stream (Sine) and loses 8.1 and 15.7
+    on a9a and Spambase": AROW after the scaler against AROW, in points."""
     numbers = committed("dense")
     arow, scaled = (
         numbers["columns"].index("AROW"),
         numbers["columns"].index("... after StandardScaler"),
     )
     gain = {name: 100 * (v[scaled] - v[arow]) for name, v in numbers["rows"]}
-    hyperplane = [g for name, g in gain.items() if name.startswith("Hyperplane")]
-    loss = [-gain["a9a"], -gain["Spambase"]]
-    bounds = [math.floor(min(hyperplane)), math.ceil(max(hyperplane))]
-    bounds += [math.floor(min(loss)), math.ceil(max(loss))]
+    most = max(gain, key=gain.get)
     text = " ".join((GUIDES / "dense.md").read_text(encoding="utf-8").split())
-    low, high, lost_low, lost_high = bounds
     assert (
-        f"`StandardScaler()` gains {low} to {high} points on Hyperplane and loses "
-        f"{lost_low} to {lost_high} on a9a and Spambase" in text
-    ), bounds
+        f"`StandardScaler()` gains at most {gain[most]:.1f} points on any stream "
+        f"({most.split(',')[0]}) and loses {-gain['a9a']:.1f} and {-gain['Spambase']:.1f} on a9a "
+        "and Spambase" in text
+    ), gain
 
 
 def test_the_drift_figures_alt_texts_say_what_its_numbers_show():
@@ -207,9 +202,8 @@ def test_the_drift_figures_alt_texts_say_what_its_numbers_show():
         bottom = c.index(lowest[model], reversal)
         up = [i for i in range(bottom, len(c)) if c[i] > 0.9]
         back[model] = (up[0] + 1) * every - sine["drift_at"] if up else None
-    bottom = sine["models"][never].index(lowest[never], reversal)
-    assert lowest[logistic] < 0.06 and back[never] is None  # "near 0.05"
-    assert max(sine["models"][never][bottom:]) < 0.12
+    assert lowest[logistic] < 0.06  # "near 0.05"
+    assert back[never] > 2 * back[logistic]  # too confident to unlearn soon
 
     alt = alt_text(GUIDES / "choosing.md", "../figures/drift.png")
     assert (
@@ -222,10 +216,10 @@ def test_the_drift_figures_alt_texts_say_what_its_numbers_show():
         f"0.9 within {back[default]:,} examples, LogisticRegression drops to near 0.05 and takes "
         f"{back[logistic]:,}, PAClassifier dips only to {lowest[pa]:.2f}"
     ) in alt
-    assert "without adaptation AROW stays below 0.12 to the end" in alt
+    assert f"without adaptation AROW falls to {lowest[never]:.2f} and takes {back[never]:,}" in alt
     readme = alt_text(ROOT / "README.md", "docs/figures/drift.png")
     assert f"back above 0.9 within {back[default]:,} examples of the reversal" in readme
-    assert "stays near 0.1 after the reversal" in readme
+    assert f"falls to {lowest[never]:.2f} after the reversal and takes {back[never]:,}" in readme
 
 
 def test_the_reliability_paragraph_says_what_its_numbers_show():
@@ -240,9 +234,9 @@ def test_the_reliability_paragraph_says_what_its_numbers_show():
 
 
 def test_the_dense_guides_comparisons_with_river_hold_the_figures_numbers():
-    """ "AROW is ahead of river's best on all 16 streams ...; its narrowest lead is 0.3 points,
+    """ "AROW is ahead of river's best on all 16 streams ...; its narrowest lead is 0.4 points,
     on Shuttle. The papers' diagonal model trails by more than a point on 7 of them. ... NHERD
-    ... within a point of river's best or ahead on all 16 (0.4 points behind on Sine)."; the
+    is ahead of river's best on all 16 too (its narrowest lead 0.4 points, on Shuttle)."; the
     README's "ahead of river's best linear model on all 16 dense streams measured"."""
     numbers = committed("dense")
     columns = numbers["columns"]
@@ -254,14 +248,14 @@ def test_the_dense_guides_comparisons_with_river_hold_the_figures_numbers():
     n = len(numbers["rows"])
     arow, nherd, diagonal = lead["AROW"], lead["NHERD"], lead["AROW diagonal (before)"]
     narrowest = min(arow, key=arow.get)
-    behind = min(nherd, key=nherd.get)
+    closest = min(nherd, key=nherd.get)
     trailing = sum(v < -1 for v in diagonal.values())
-    assert min(arow.values()) > 0 and min(nherd.values()) > -1 and nherd[behind] < 0
+    assert min(arow.values()) > 0 and min(nherd.values()) > 0
     text = " ".join((GUIDES / "dense.md").read_text(encoding="utf-8").split())
     assert f"AROW is ahead of river's best on all {n} streams of the table" in text
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert f"ahead of river's best linear model on all {n} dense streams measured" in readme
     assert f"its narrowest lead is {arow[narrowest]:.1f} points, on {narrowest}." in text
     assert f"The papers' diagonal model trails by more than a point on {trailing} of them." in text
-    assert f"within a point of river's best or ahead on all {n} " in text
-    assert f"({-nherd[behind]:.1f} points behind on {behind.split(',')[0]})" in text
+    assert f"NHERD is ahead of river's best on all {n} too" in text
+    assert f"(its narrowest lead {nherd[closest]:.1f} points, on {closest.split(',')[0]})" in text

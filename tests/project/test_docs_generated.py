@@ -383,12 +383,13 @@ def test_choosing_says_what_the_forgetting_and_intercept_tables_hold():
     assert all(cells[-1] == max(cells) for cells in swap.values())
     assert "CW's variances collapse, and its own forgetting does not move it" in text
     assert abs(sea["CW"][auto] - sea["CW"][never]) < 0.01
-    assert "SOP adapts without forgetting on SEA. SCW needs `0.05` there." in text
-    assert sea["SOP"][never] == max(sea["SOP"]) and sea["SCW"][2] == max(sea["SCW"])
+    assert "SOP adapts without forgetting on SEA. SCW needs `0.05` there, or a retraining." in text
+    assert sea["SOP"][never] == max(sea["SOP"]) and sea["SCW"][2] == max(sea["SCW"][:4])
+    assert sea["SCW"][-1] >= sea["SCW"][2] - 0.005
 
     intercept = tables_by_row((DOCS / "intercept_table.md").read_text(encoding="utf-8"), True)
     accuracy = {m: float(cells["SEA raw (10,000)"].split()[0]) for m, cells in intercept.items()}
-    assert max(accuracy, key=accuracy.get) == "SOP +b"
+    assert max(accuracy.values()) - accuracy["SOP +b"] < 0.01  # "within a point of the best"
     assert f"an intercept on SEA ({accuracy['SOP +b']:.3f} on raw features" in text
 
 
