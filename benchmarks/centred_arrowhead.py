@@ -31,6 +31,11 @@ river's best there, from benchmarks/drift_tables.md, and log loss) and the stati
 With ``--part sparse``, the lower control limits uncentred, where the "present" rule would leave
 the model as it is (a9a, Spambase, the text corpora, 10,000 examples) and on Bananas.
 
+With ``--part library``, what the library's centring gives (`river_cw.centring`, the "dense"
+rule, its centre set once at the 200th example): every rule's default against the same with
+``centre=False``, on the drifting streams of ``--part controller`` (river's models in the same
+run), the stationary dense ones and the text corpora.
+
 With ``--part controller``, the answer measured without river's centring: `Calibrated` is the
 prototype as a default model, the centre moved with it, the library's forgetting (the prototype
 uncentred forgets as the library does, tested) and its calibrated probabilities with drift.py's
@@ -42,7 +47,8 @@ rule leaves them). With ``--part rules``, the same log score on every rule's ful
 (the covariance the centred arrowhead approximates), on the same streams.
 
     python benchmarks/centred_arrowhead.py [--limit 5000]
-                                           [--part centring forgetting sparse controller rules]
+                                           [--part centring forgetting sparse controller rules
+                                                   library]
 """
 
 from __future__ import annotations
@@ -252,7 +258,7 @@ def rows(streams: dict) -> None:
         if len(labels) != 2 or len(names) > MAX_FEATURES:
             continue
         binary = [(x, y == labels[-1]) for x, y in examples]
-        library = accuracy(river_cw.AROW(forgetting=0, calibrate=False), binary)
+        library = accuracy(river_cw.AROW(forgetting=0, calibrate=False, centre=False), binary)
         uncentred = accuracy(DenseArrowhead(names, None), binary)
         centred = [accuracy(DenseArrowhead(names, rule), binary) for rule in ("all", "present")]
         full = accuracy(river_cw.AROW(covariance="full", forgetting=0, calibrate=False), binary)
@@ -318,7 +324,9 @@ def forgetting_rows(streams: dict) -> None:
         # the library's rule as drift.py prototypes it (gain 2, a control limit of two standard
         # deviations), its limit lower
         **{f"centred, limit at {k} sd": centring(limited(k)) for k in LIMITS},
-        "centred, `forgetting=0.01`": centring(lambda: river_cw.AROW(forgetting=0.01)),
+        "centred, `forgetting=0.01`": centring(
+            lambda: river_cw.AROW(forgetting=0.01, centre=False)
+        ),
     }
     print("| stream | " + " | ".join(models) + " |")
     print("|---|" + "---:|" * len(models))
@@ -369,29 +377,27 @@ def controlled(names: list) -> dict:
     }
 
 
-def controller_rows(streams: dict, against_river: bool) -> None:
+def compared_rows(streams: dict, models_for, against_river: bool, reference) -> None:
     """One row a stream: accuracy (points against river's best on the stream, or against
-    "today's rule") / log loss of each `controlled` model; with `against_river`, river's best
-    accuracy / LR's best log loss (raw or scaled) first, and the count of streams each model is
-    within a point of river's best on, and at or below LR's log loss."""
-    names = list(controlled([]))
+    ``reference(row, model)``) / log loss of each model of ``models_for(examples)``; with
+    `against_river`, river's best accuracy / LR's best log loss (raw or scaled) first, and the
+    count of streams each model is within a point of river's best on, and at or below LR's log
+    loss."""
+    names = list(models_for([]))
     print("| stream | " + ("river: best / LR's log loss | " if against_river else ""), end="")
     print(" | ".join(names) + " |")
     print("|---|" + "---:|" * (len(names) + against_river))
     within, below = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
     for name, examples in streams.items():
-        features = sorted({k for x, _ in examples for k in x}, key=str)
-        models = controlled(features) | (RIVER if against_river else {})
-        row = run({name: examples}, models)[name]
+        row = run({name: examples}, models_for(examples) | (RIVER if against_river else {}))[name]
         if against_river:
             best = max(row[m][0] for m in RIVER)
             logistic = min(row[m][1] for m in RIVER if m.startswith("river LR"))
-        else:
-            best = row["today's rule"][0]
         cells = []
         for m in names:
             accuracy, loss, _ = row[m]
-            cells.append(f"{accuracy:.3f} ({100 * (accuracy - best):+.1f}) / {loss:.3f}")
+            against = best if against_river else reference(row, m)
+            cells.append(f"{accuracy:.3f} ({100 * (accuracy - against):+.1f}) / {loss:.3f}")
             if against_river:
                 within[m] += accuracy >= best - 0.01
                 below[m] += loss <= logistic
@@ -399,16 +405,21 @@ def controller_rows(streams: dict, against_river: bool) -> None:
         print(f"| {name} | {head}" + " | ".join(cells) + " |", flush=True)
     if against_river:
         n = len(streams)
-        print(
-            "| within a point of river's best | | "
-            + " | ".join(f"{within[m]} of {n}" for m in names)
-            + " |"
-        )
-        print(
-            "| log loss at or below LR's | | "
-            + " | ".join(f"{below[m]} of {n}" for m in names)
-            + " |"
-        )
+        for what, counts in (
+            ("within a point of river's best", within),
+            ("log loss at or below LR's", below),
+        ):
+            print(f"| {what} | | " + " | ".join(f"{counts[m]} of {n}" for m in names) + " |")
+
+
+def controller_rows(streams: dict, against_river: bool) -> None:
+    """`compared_rows` of the `controlled` models (against "today's rule" where not against
+    river)."""
+
+    def models_for(examples):
+        return controlled(sorted({k for x, _ in examples for k in x}, key=str))
+
+    compared_rows(streams, models_for, against_river, lambda row, m: row["today's rule"][0])
 
 
 def text_rows(limit: int) -> None:
@@ -466,13 +477,29 @@ def rule_rows(drifting: dict, stationary: dict) -> None:
         )
 
 
+def library_rows(streams: dict, against_river: bool, rules=("AROW",)) -> None:
+    """The library's centring (`river_cw.centring`): `compared_rows` of each rule's default
+    and the same with ``centre=False`` (against which each is measured where not against
+    river)."""
+    models = {}
+    for name in rules:
+        rule = getattr(river_cw, name)
+        models[f"`{name}()`"] = rule
+        models[f"`{name}(centre=False)`"] = functools.partial(rule, centre=False)
+
+    def uncentred(row, m):
+        return row[m if m.endswith("(centre=False)`") else m[:-3] + "(centre=False)`"][0]
+
+    compared_rows(streams, lambda examples: models, against_river, uncentred)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=5000, help="examples per stream")
     parser.add_argument(
         "--part",
         nargs="+",
-        choices=["centring", "forgetting", "sparse", "controller", "rules"],
+        choices=["centring", "forgetting", "sparse", "controller", "rules", "library"],
         default=["centring"],
     )
     args = parser.parse_args(argv)
@@ -490,7 +517,7 @@ def main(argv=None) -> None:
         forgetting_rows({k: v for k, v in dense.items() if k not in ("a9a", "Spambase")})
     if "sparse" in args.part:
         sparse_rows()
-    if "controller" in args.part or "rules" in args.part:
+    if any(part in args.part for part in ("controller", "rules", "library")):
         drifting = {}
         for seed in SEEDS:
             found = drifting_streams(8000, seed=seed)
@@ -504,6 +531,10 @@ def main(argv=None) -> None:
         text_rows(10000)
     if "rules" in args.part:
         rule_rows(drifting, stationary)
+    if "library" in args.part:
+        library_rows(drifting, True, RULES)
+        library_rows(stationary, False, RULES)
+        library_rows(text_streams(10000), False)
 
 
 if __name__ == "__main__":

@@ -461,7 +461,10 @@ class Competing(base.Classifier):
     def __init__(self, make=river_cw.AROW, rates=RATES, share=0.001, members=None):
         if members is None:
             members = [
-                Adaptive(make(forgetting=f, calibrate=False), temperature=NewtonTemperature())
+                Adaptive(
+                    make(forgetting=f, calibrate=False, centre=False),
+                    temperature=NewtonTemperature(),
+                )
                 for f in rates
             ]
         self.models = members
@@ -685,10 +688,12 @@ RIVER |= {
 }
 DEFAULT = "AROW(calibrate=False)"  # the default when the study ran: the papers' probabilities
 FORGETTING = "AROW(forgetting=0.01, calibrate=False)"
-CALIBRATED = "AROW(forgetting=0)"  # the study's calibration, in the engines, and no forgetting
-SHIPPED = "AROW()"  # today's default: that calibration, and the forgetting its surprise sets
+CALIBRATED = "AROW(forgetting=0, centre=False)"  # the study's calibration, and no forgetting
+SHIPPED = "AROW(centre=False)"  # the study's outcome: that calibration, the surprise's forgetting
+CENTRED = "AROW()"  # today's default: the same on centred features (`river_cw.centring`)
+NEVER = "AROW(forgetting=0)"  # today's model that never forgets (centred)
 GRID = "grid (calibrate=True then)"
-STILL_BASELINES = (DEFAULT, FORGETTING, GRID, CALIBRATED, SHIPPED)
+STILL_BASELINES = (DEFAULT, FORGETTING, GRID, CALIBRATED, SHIPPED, NEVER, CENTRED)
 CHOSEN = "pair, noise term"  # what the design note recommends (benchmarks/README.md)
 NEWTON = "Newton temperature (N)"
 NEWTON_NOISE = "N on the noise term"  # the calibration the design note recommends
@@ -701,14 +706,16 @@ def river_logistic(multi: bool) -> Callable:
 
 
 def baselines() -> dict[str, Callable]:
-    out: dict[str, Callable] = {DEFAULT: lambda: river_cw.AROW(calibrate=False)}
+    out: dict[str, Callable] = {DEFAULT: lambda: river_cw.AROW(calibrate=False, centre=False)}
     for f in (0.001, 0.003, 0.01, 0.03):
         out[f"AROW(forgetting={f:g}, calibrate=False)"] = lambda f=f: river_cw.AROW(
-            forgetting=f, calibrate=False
+            forgetting=f, calibrate=False, centre=False
         )
     out[GRID] = adaptive(None, GridTemperature)
-    out[CALIBRATED] = lambda: river_cw.AROW(forgetting=0.0)
-    out[SHIPPED] = river_cw.AROW
+    out[CALIBRATED] = lambda: river_cw.AROW(forgetting=0.0, centre=False)
+    out[SHIPPED] = lambda: river_cw.AROW(centre=False)
+    out[NEVER] = lambda: river_cw.AROW(forgetting=0.0)
+    out[CENTRED] = river_cw.AROW
     return out
 
 
@@ -716,7 +723,7 @@ def adaptive(controller=None, temperature=None, rule=river_cw.AROW, **options) -
     """``rule(calibrate=False)`` in an `Adaptive` wrapper: `controller` and `temperature` are
     classes (or None)."""
     return lambda: Adaptive(
-        rule(calibrate=False),
+        rule(calibrate=False, centre=False),
         controller and controller(),
         temperature=temperature and temperature(),
         **options,
@@ -729,9 +736,11 @@ def pair(rule=river_cw.AROW, noise: float = 0.0) -> Competing:
     `Surprise` on its own (raw) probabilities."""
     return Competing(
         members=[
-            Adaptive(rule(calibrate=False), temperature=NewtonTemperature(), noise=noise),
             Adaptive(
-                rule(calibrate=False),
+                rule(calibrate=False, centre=False), temperature=NewtonTemperature(), noise=noise
+            ),
+            Adaptive(
+                rule(calibrate=False, centre=False),
                 Surprise(),
                 temperature=NewtonTemperature(),
                 noise=noise,
@@ -770,7 +779,7 @@ def candidates() -> dict[str, Callable]:
         ),
         "ADWIN reset +N": adaptive(lambda: Detector(detectors.ADWIN, burst=0.99), n),
         "one-step rates +N": lambda: OneStepAdaptive(
-            river_cw.AROW(calibrate=False), OneStep(), temperature=NewtonTemperature()
+            river_cw.AROW(calibrate=False, centre=False), OneStep(), temperature=NewtonTemperature()
         ),
         "competing rates (5 models)": Competing,
         "pair: none + surprise": pair,
@@ -785,8 +794,10 @@ def rule_models() -> dict[str, Callable]:
     out: dict[str, Callable] = {}
     for rule in (river_cw.AROW, river_cw.CW, river_cw.NHERD, river_cw.SCW, river_cw.SOP):
         name = rule.__name__
-        out[f"{name}(calibrate=False)"] = lambda rule=rule: rule(calibrate=False)
-        out[f"{name} forgetting=0.01"] = lambda rule=rule: rule(forgetting=0.01, calibrate=False)
+        out[f"{name}(calibrate=False)"] = lambda rule=rule: rule(calibrate=False, centre=False)
+        out[f"{name} forgetting=0.01"] = lambda rule=rule: rule(
+            forgetting=0.01, calibrate=False, centre=False
+        )
         out[f"{name} +N"] = adaptive(None, NewtonTemperature, rule=rule)
         out[f"{name} +N noise"] = adaptive(None, NewtonTemperature, rule=rule, noise=1.0)
         out[f"{name} pair"] = lambda rule=rule: pair(rule, noise=1.0)
@@ -840,7 +851,9 @@ def kernel_forgetting_cost(examples: list, repeat: int = 5) -> tuple[float, floa
     for f in (0.0, 0.01):
         best = math.inf
         for _ in range(repeat):
-            model = river_cw.AROW(covariance="diagonal", forgetting=f, calibrate=False)
+            model = river_cw.AROW(
+                covariance="diagonal", forgetting=f, calibrate=False, centre=False
+            )
             start = time.process_time()
             model.learn_many(xs, ys)
             best = min(best, time.process_time() - start)
