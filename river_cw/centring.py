@@ -22,7 +22,9 @@ one-hot) whose examples differ in their features is never centred and costs one 
 example until it decides (at its second example, for text). Measured against centring at
 running means moved with every example (the prototype of benchmarks/centred_arrowhead.py): the
 same accuracy to 0.1-0.3 points on the drifting and stationary dense streams, with no shift per
-example; a centred model pays the subtraction, a dict built per call (`Centring.centred`).
+example. A centred model pays the subtraction: the compiled engines' one-call paths take the
+centre and subtract in their pass over x (about 13% more instructions on eight features); the
+general path learns `Centring.centred`'s dict, the same numbers.
 
 `shift` is exact where the family allows: the mean (so every margin), the intercept's variance,
 and each weight's variance and covariance with the intercept are those of the mapped Gaussian
@@ -139,7 +141,8 @@ def shift(blocks: list[dict], root, delta: dict, initial_variance: float, root_v
     exactly rounded, so the features' order changes nothing.
 
     >>> from river_cw import INTERCEPT
-    >>> [block] = shift([{INTERCEPT: [0.0, 1.0], "x": [2.0, 0.0, 1.0]}], INTERCEPT, {"x": 1.0}, 1.0, 100.0)
+    >>> blocks = [{INTERCEPT: [0.0, 1.0], "x": [2.0, 0.0, 1.0]}]
+    >>> [block] = shift(blocks, INTERCEPT, {"x": 1.0}, 1.0, 100.0)
     >>> block[INTERCEPT], block["x"]  # b' = b + w: mean 2, variance 2; w's regression on b' 1/2
     ([2.0, 2.0], [1.0, 0.5, 0.5])
     """
@@ -175,8 +178,8 @@ def common_frame(members: list, base=None, based: bool = False) -> tuple[dict, C
       is shifted there, and the mix is centred there.
     - Members all deciding are counted as one stream, by the delta rule (each member's
       examples since the base once, ``n = n0 + sum_i (n_i - n0)``, and each member's sum of
-      values since the base once in the means); where they saw different features the mix never centres, and where the count
-      reaches `WARM_UP` it centres at the means.
+      values since the base once in the means); where they saw different features the mix
+      never centres, and where the count reaches `WARM_UP` it centres at the means.
 
     >>> base = Centring(50, {"x": 2.0})
     >>> common_frame([Centring(100, {"x": 1.0}), Centring(60, {"x": 3.0})], base, True)

@@ -25,10 +25,11 @@ descend from the base: the rule is always a proper Gaussian. With diagonal covar
 per weight; with full covariance for the matrices.
 
 Where a member's change is not evidence. An exact update only adds precision, so the delta rule
-is then at least as certain as every member (``P - P_i = sum_(l != i) (P_l - P0) >= 0``). Two
-things break that: forgetting (``forgetting > 0`` lowers precisions) and the arrowhead's
+is then at least as certain as every member (``P - P_i = sum_(l != i) (P_l - P0) >= 0``). Three
+things break that: forgetting (``forgetting > 0`` lowers precisions), the arrowhead's
 projected step (its change of the intercept's row can be indefinite: the derivation is in
-`river_cw._engines.combine_arrowhead`). The delta rule could then be less certain than a member, or no
+`river_cw._engines.combine_arrowhead`), and a member moved to the others' centre
+(`river_cw.centring`: the shift's projection onto the family). The delta rule could then be less certain than a member, or no
 Gaussian at all. The fallback, the same for every covariance, is the base's discount: each
 factor's base weight ``-(n - 1)`` becomes ``-lambda (n - 1)``, lambda the largest in [0, 1] that
 keeps the mix at least as certain as the most certain member (lambda = 0, the product of the
@@ -203,7 +204,10 @@ def combine(models: list, method: str = "kl", base=None):
     merged._centring = merged_centring
     skipped = [model.n_skipped_updates for model in models]
     mixer = covariances.of(first).mixer
-    forgets = first.forgetting != 0  # a member's variances may then grow ("auto" included)
+    # a member's variances may grow from the base's where it forgets ("auto" included), or where
+    # it was moved to the frame from another centre than the base's (the shift's projection)
+    moved = any(_centre_of(model) != frame for model in [*models, *([base] if base else [])])
+    forgets = first.forgetting != 0 or moved
     merged._temperature = calibration.mix(
         [model._temperature for model in models], None if base is None else base._temperature
     )

@@ -440,12 +440,9 @@ class GaussianClassifier(LinearClassifier):
         x
             The features, ``{name: number}``.
         """
-        centring = self._centring
-        if centring is not None and centring.centre is not None:
-            x = centring.centred(x)
         native = self._native_score(x, True)  # as predict_one, with the score's variance
         if native is None:
-            return self._general_predict_proba_one(x)
+            return self._general_predict_proba_one(self._in_coordinates(x))
         if len(self.classes_) < 2:
             return {c: 1.0 for c in self.classes_}
         m, v = native
@@ -514,26 +511,33 @@ class GaussianClassifier(LinearClassifier):
             unweighted rule to the bit.
 
         """
-        centring = self._centring
+        centring, centre = self._centring, None
         if centring is not None:
-            if centring.centre is None:
+            centre = centring.centre
+            if centre is None:
                 self._learn_deciding(centring, x, y, w)
                 return
-            x = centring.centred(x)
         # The common case in one call of the compiled engine (`learn_native`: a binary
-        # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
-        # the rule's C step, update): the general path's numbers. Any other case, and any x
-        # it does not take as it is (to name a bad feature), goes the general way.
+        # model, a known label, a float weight > 0; x read as `as_floats` reads it, less its
+        # centre where the model centres, margin, the rule's C step, update): the general
+        # path's numbers. Any other case, and any x it does not take as it is (to name a bad
+        # feature), goes the general way.
         lean = self._lean
         if lean is STALE:
             lean = self._lean = self._lean_spec()
         if lean is not None:  # none without a compiled engine (`_lean_spec`)
-            outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
+            engine: Any = self._gaussian
+            if centre is None:
+                outcome = engine.learn_native(x, y, w, self._class_index, lean)
+            else:
+                outcome = engine.learn_native(x, y, w, self._class_index, lean, centre)
             if not outcome:  # learned (or nothing to learn)
                 return
             if outcome == SKIPPED:
                 self.n_skipped_updates += 1
                 return
+        if centre is not None:
+            x = centring.centred(x)  # type: ignore[union-attr]  # centred: x - m
         LinearClassifier.learn_one(self, x, y, w)
 
     # -- centring (`river_cw.centring`) -------------------------------------------------------
@@ -553,7 +557,7 @@ class GaussianClassifier(LinearClassifier):
         dict; any other input, a text's token counts, never centres; ``w=0`` learned
         nothing), and centre the model at the `river_cw.centring.WARM_UP`-th of a dense
         stream."""
-        if type(x) is not dict:
+        if not isinstance(x, dict):
             self._centring = None
             return
         if w:
@@ -587,6 +591,11 @@ class GaussianClassifier(LinearClassifier):
         centring = self._centring
         return {} if centring is None or centring.centre is None else dict(centring.centre)
 
+    def _in_coordinates(self, x):
+        """`x` in the model's coordinates: ``x - m`` where it centres (`Centring.centred`)."""
+        centring = self._centring
+        return x if centring is None or centring.centre is None else centring.centred(x)
+
     def _raw_gaussian(self):
         """The engine holding the Gaussian in the raw coordinates, for the views: the model's
         own, or where it centres, a copy shifted back (`river_cw.centring.shift`)."""
@@ -607,16 +616,17 @@ class GaussianClassifier(LinearClassifier):
         x
             The features, ``{name: number}``.
         """
-        centring = self._centring
-        if centring is not None and centring.centre is not None:
-            x = centring.centred(x)
         engine: Any = self._gaussian
         if isinstance(engine, COMPILED):
-            score = engine.score_native(x, INTERCEPT if self.learn_intercept else None, False)
+            intercept, centring = INTERCEPT if self.learn_intercept else None, self._centring
+            if centring is None or centring.centre is None:
+                score = engine.score_native(x, intercept, False)
+            else:
+                score = engine.score_native(x, intercept, False, centring.centre)
             if score is not None:  # `most_probable`'s binary case, inlined: the common case
                 classes = self.classes_
                 return (classes[-1] if score > 0 else classes[0]) if classes else None
-        return most_probable(self.classes_, self._scores(self._features(x)))
+        return most_probable(self.classes_, self._scores(self._features(self._in_coordinates(x))))
 
     def _predict_rows(self, rows: Rows) -> list:
         if self.centre_:  # each row centred by `predict_one`
@@ -649,7 +659,10 @@ class GaussianClassifier(LinearClassifier):
         engine: Any = self._gaussian
         if not isinstance(engine, COMPILED):
             return None
-        return engine.score_native(x, INTERCEPT if self.learn_intercept else None, variance)
+        intercept, centring = INTERCEPT if self.learn_intercept else None, self._centring
+        if centring is None or centring.centre is None:
+            return engine.score_native(x, intercept, variance)
+        return engine.score_native(x, intercept, variance, centring.centre)  # x - m, in C
 
     _lean = STALE  # `_lean_spec`, built by the first learn_one after a hyperparameter is set
 

@@ -99,6 +99,9 @@ typedef struct {
     int drop;        /* the scheme: "drop" (1) or "project" (0) */                               \
     double lean_x_b; /* 1.0 with an intercept, else 0.0 */                                       \
     RcwTemperature temperature; /* the spec's calibration (_calibration.h) */                    \
+    /* the centre of a lean call's x (score_native's, learn_native's: river_cw.centring), a */    \
+    /* dict {feature: mean} borrowed for the call, or NULL: x's values as they are */             \
+    PyObject *centre;                                                                            \
     /* the scored pass: score_native's pass over a TokenCounts, kept in the scratch (pair 0, */ \
     /* c_acc) for learn_native on the same x (scored_holds); NULL: none */                      \
     PyObject *scored;                                                                            \
@@ -481,14 +484,16 @@ static RCW_ALWAYS_INLINE int pair_close(Arrowhead *self, Pair *p, const Table *t
  * to *c_acc, G and the score, the root's (mu_b, S); with keep < 1 the learned features of
  * non-zero value forgotten (coord_forgetting) and S where pair_close says (nothing is written). lean: x's values read as plain values (_table.h; any other value, or the
  * root among x's keys, is the general path's case) and the root's value x_b as the caller set it
- * in p; else x_b is the root's value in x, 0 without it. PASS_OK; PASS_ERROR with the error (a
- * bad x named; the coordinates dropped); PASS_GENERAL (lean only): the general path's case, no
- * error set. */
+ * in p; else x_b is the root's value in x, 0 without it. A lean pass with the call's centre
+ * (self->centre) reads each value less its feature's mean, as river_cw.centring.Centring.centred
+ * subtracts it; x lacking a centred feature, or a mean not a float, is the general path's case.
+ * PASS_OK; PASS_ERROR with the error (a bad x named; the coordinates dropped); PASS_GENERAL
+ * (lean only): the general path's case, no error set. */
 static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep,
                                        double rest, int lean, DdSum *c_acc) {
     Table *t = &self->blocks.table[p->block];
     PyObject *key, *value, *root = self->root;
-    Py_ssize_t pos = 0, ix, first = self->ncoords, n = first, nseen = 0;
+    Py_ssize_t pos = 0, ix, first = self->ncoords, n = first, nseen = 0, centred = 0;
     Py_hash_t h;
     double xf, unknown = 0.0;
     DdPair ak; /* the terms a_j x_j and k_j x_j */
@@ -518,6 +523,15 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
         }
         if (lean) {
             if (plain_value(value, &xf)) goto general;
+            if (self->centre != NULL) {
+                PyObject *mean = PyDict_GetItemWithError(self->centre, key);
+                if (mean != NULL) {
+                    if (!PyFloat_CheckExact(mean)) goto general;
+                    xf = xf - PyFloat_AS_DOUBLE(mean);
+                    centred++;
+                } else if (PyErr_Occurred())
+                    goto bad;
+            }
         } else if (value_of(value, &xf) < 0)
             goto bad;
         if ((h = key_hash(key)) == -1 || (ix = table_find(t, key, h)) == -2) goto bad;
@@ -532,6 +546,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
             nseen++;
         }
     }
+    if (lean && self->centre != NULL && centred != PyDict_GET_SIZE(self->centre)) goto general;
     *c_acc = ddlane_sum(&cs);
     self->ncoords = p->end = n;
     p->nseen = nseen;
@@ -1045,7 +1060,8 @@ static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w, int c
     rcw_surprise_forgetting(&self->temperature, w, self->prior, &keep, &rest);
     self->pairs[0].sign = sign;
     self->npairs = 1;
-    if (keep == 1.0 && scored_holds(self, x, self->lean_x_b)) /* predict_one's pass: its margin */
+    if (keep == 1.0 && self->centre == NULL && scored_holds(self, x, self->lean_x_b))
+        /* predict_one's pass: its margin */
         outcome = margin_close(self, x, 1.0, 0.0, 1, &m);
     else {
         self->pairs[0].block = 0;
@@ -1061,20 +1077,35 @@ static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w, int c
     return outcome == PASS_ERROR ? -2 : outcome == PASS_GENERAL ? -1 : outcome;
 }
 
-/* learn_native(x, y, w, class_index, lean) -> 0 (learned, or nothing to learn), 2 (skipped:
- * float64 cannot express the step) or -1 (the general path's case: nothing changed, no error
- * set): `learn` of a binary model (one block) for a known label y (block 1's sign is +1) and a
- * float weight w > 0, x's values read as river_cw.validation.as_floats reads them and the
+/* The centre argument of score_native and learn_native (args[i] where nargs > i): NULL (none,
+ * or None), or an exact dict; -1 with a TypeError for anything else. */
+static int centre_argument(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t i,
+                           PyObject **centre) {
+    *centre = nargs > i && args[i] != Py_None ? args[i] : NULL;
+    if (*centre != NULL && !PyDict_CheckExact(*centre)) {
+        PyErr_SetString(PyExc_TypeError, "a centre is a dict {feature: mean}, or None");
+        return -1;
+    }
+    return 0;
+}
+
+/* learn_native(x, y, w, class_index, lean, centre=None) -> 0 (learned, or nothing to learn), 2
+ * (skipped: float64 cannot express the step) or -1 (the general path's case: nothing changed, no
+ * error set): `learn` of a binary model (one block) for a known label y (block 1's sign is +1)
+ * and a float weight w > 0, x's values read as river_cw.validation.as_floats reads them, less
+ * their means in `centre` where given (river_cw.centring: every centred feature in x), and the
  * intercept (when lean names it) as the root with x_b = 1.0, as GaussianClassifier._features
  * appends it; the rule's step in C. -1 as well for any other model, label, weight or x. */
 static PyObject *engine_learn_native(Arrowhead *self, PyObject *const *args,
                                      Py_ssize_t nargs) {
     double w, sign;
     int outcome;
-    if (nargs != 5 || !PyDict_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean)");
+    PyObject *centre;
+    if ((nargs != 5 && nargs != 6) || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "learn_native(x, y, w, class_index, lean, centre=None)");
         return NULL;
     }
+    if (centre_argument(args, nargs, 5, &centre) < 0) return NULL;
     if ((outcome = rcw_binary_case(args, self->blocks.n, &w, &sign)) <= 0)
         return outcome < 0 ? NULL : PyLong_FromLong(-1);
     if (args[4] != self->lean_spec && parse_lean(self, args[4]) < 0) {
@@ -1083,7 +1114,9 @@ static PyObject *engine_learn_native(Arrowhead *self, PyObject *const *args,
         return PyLong_FromLong(-1);
     }
     if (enter(self) < 0) return NULL;
+    self->centre = centre;
     outcome = lean_learn(self, args[0], sign, w, PyDict_GET_SIZE(args[3]) == 2);
+    self->centre = NULL;
     leave(self);
     return outcome == -2 ? NULL : PyLong_FromLong(outcome);
 }
@@ -1245,9 +1278,10 @@ static RCW_ALWAYS_INLINE int score_kept(Arrowhead *self, PyObject *x, PyObject *
     return -1;
 }
 
-/* score_native(x, intercept, variance) -> m, or (m, v) when `variance` is true: the score of a
- * binary model (one block) and its variance, the numbers scores() and score_variances() give
- * for x with the intercept (None, or the root) appended as GaussianClassifier._features appends
+/* score_native(x, intercept, variance, centre=None) -> m, or (m, v) when `variance` is true: the
+ * score of a binary model (one block) and its variance, the numbers scores() and
+ * score_variances() give for x (less its means in `centre` where given, as learn_native reads
+ * it) with the intercept (None, or the root) appended as GaussianClassifier._features appends
  * it: predict_one and predict_proba_one in one call. None, nothing raised, where the general path
  * (scores, score_variances) must serve: an engine of several blocks, x neither an exact dict
  * nor a TokenCounts (_token_counts.h), a value other than a float, an int within float64 or a
@@ -1258,10 +1292,12 @@ static PyObject *engine_score_native(Arrowhead *self, PyObject *const *args,
                                      Py_ssize_t nargs) {
     double m = 0.0, v = 0.0; /* set where r > 0 (the compiler cannot see it through score_kept) */
     int r, variance, tokens;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "score_native(x, intercept, variance)");
+    PyObject *centre;
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "score_native(x, intercept, variance, centre=None)");
         return NULL;
     }
+    if (centre_argument(args, nargs, 3, &centre) < 0) return NULL;
     if (args[1] != Py_None && args[1] != self->root) {
         PyErr_SetString(PyExc_ValueError, "score_native's intercept is None or the root");
         return NULL;
@@ -1271,8 +1307,11 @@ static PyObject *engine_score_native(Arrowhead *self, PyObject *const *args,
     tokens = rcw_is_token_counts(args[0]);
     if (tokens) table_prefetch_tokens(&self->blocks.table[0], args[0]);
     if (enter(self) < 0) return NULL;
-    r = tokens && self->token.last == 0 ? score_kept(self, args[0], args[1], &m, variance ? &v : NULL)
-                                        : score_dict(self, args[0], args[1], &m, variance ? &v : NULL);
+    self->centre = centre;
+    r = tokens && self->token.last == 0 && centre == NULL
+            ? score_kept(self, args[0], args[1], &m, variance ? &v : NULL)
+            : score_dict(self, args[0], args[1], &m, variance ? &v : NULL);
+    self->centre = NULL;
     leave(self);
     if (r <= 0) return r == 0 ? Py_NewRef(Py_None) : NULL;
     return variance ? Py_BuildValue("dd", m, v) : PyFloat_FromDouble(m);

@@ -208,7 +208,7 @@ class PythonArrowheadGaussian(IndependentBlocks, _marks.Blocks):
             else:
                 w[:] = numbers
 
-    def learn_native(self, x, y, w, class_index, lean) -> int:
+    def learn_native(self, x, y, w, class_index, lean, centre=None) -> int:
         """No compiled path: -1, the general one (`GaussianClassifier.learn_one`) serves."""
         return -1
 

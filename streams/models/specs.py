@@ -60,6 +60,7 @@ def parse(spec: str) -> base.Estimator:
       forgetting="auto"
       calibrate=True
       initial_intercept_variance=100.
+      centre=True
     )
     >>> parse("os.system('ls')")
     Traceback (most recent call last):

@@ -2,8 +2,8 @@
 
 The extensions are built with ``-fsanitize=address,undefined`` from a copy of the project's tracked
 files (into a temporary directory: the checkout's own build stays as it is), and the tests of the
-engines (diagonal, arrowhead, full, voted RDA), of their marks, of batches, text and hostile input run
-against that build (of the comparisons with the pure-Python engine, the cases that reach compiled
+engines (diagonal, arrowhead, full, voted RDA), of their marks, of batches, text, hostile input
+and centring run against that build (of the comparisons with the pure-Python engine, the cases that reach compiled
 code a case kept does not: `KEPT_COMPARISONS`, `FULL_GENERAL_PATH`). Python itself is not
 instrumented, so the ASan runtime is preloaded (``LD_PRELOAD``), Python's allocator hands every request to malloc
 (``PYTHONMALLOC=malloc``, so that ASan sees the engines' `PyMem` buffers) and leak detection is off
@@ -41,6 +41,7 @@ TESTS = [
     "tests/text/test_text_classifier.py",
     "tests/models/test_hostile_input.py",
     "tests/engines/test_marks_and_changes.py",
+    "tests/models/test_centring.py",
 ]
 SANITIZE = "-fsanitize=address,undefined"
 # -O0: no function is inlined but where the code asks for it, so the build also checks that the

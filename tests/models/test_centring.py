@@ -174,6 +174,23 @@ def test_both_engines_centre_bit_for_bit():
     assert compiled.predict_proba_one(stream[0][0]) == reference.predict_proba_one(stream[0][0])
 
 
+class Row(dict):
+    """A dict the compiled one-call paths do not take: the general path, x centred in Python."""
+
+
+def test_the_compiled_one_call_paths_centre_as_the_general_path():
+    """`learn_native` and `score_native` subtract the centre in C (the engine's lean pass);
+    the general path learns `Centring.centred`'s dict: the same numbers, to the bit."""
+    stream = dense_stream(WARM_UP + 150, seed=10)
+    lean, general = river_cw.AROW(), river_cw.AROW()
+    for x, y in stream:
+        lean.learn_one(x, y)
+        general.learn_one(Row(x), y)
+        assert lean.predict_proba_one(x) == general.predict_proba_one(Row(x))
+        assert lean.predict_one(x) == general.predict_one(Row(x))
+    assert lean.centre_ and lean._gaussian.blocks == general._gaussian.blocks
+
+
 def test_bad_input_leaves_a_deciding_and_a_centred_model_unchanged():
     stream = dense_stream(WARM_UP + 5)
     model = river_cw.AROW()
