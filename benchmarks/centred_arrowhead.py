@@ -36,6 +36,10 @@ rule, its centre set once at the 200th example): every rule's default against th
 ``centre=False``, on the drifting streams of ``--part controller`` (river's models in the same
 run), the stationary dense ones and the text corpora.
 
+With ``--part plan``, the plan for the default's forgetting on top of the library's centring
+(`Switching`): today's rule until the model centres, the log score read without r once it has;
+a model that never centres keeps today's rule. On the drifting and the stationary dense streams.
+
 With ``--part controller``, the answer measured without river's centring: `Calibrated` is the
 prototype as a default model, the centre moved with it, the library's forgetting (the prototype
 uncentred forgets as the library does, tested) and its calibrated probabilities with drift.py's
@@ -48,7 +52,7 @@ rule leaves them). With ``--part rules``, the same log score on every rule's ful
 
     python benchmarks/centred_arrowhead.py [--limit 5000]
                                            [--part centring forgetting sparse controller rules
-                                                   library]
+                                                   library plan]
 """
 
 from __future__ import annotations
@@ -241,6 +245,66 @@ class Calibrated(base.Classifier):
                 self.read_temperature.learn({1: {0: read}}, [False, True], y)
         self.labels.add(y)
         self.model.learn_one(x, y)
+
+
+class CentredOnce(DenseArrowhead):
+    """The library's centring (`river_cw.centring`): learned as it is for the first `WARM_UP`
+    examples, their features' running means kept while every one has every feature, then the
+    Gaussian moved to coordinates centred at those means, for good."""
+
+    WARM_UP = 200
+
+    def __init__(self, names: list):
+        super().__init__(names, "dense")
+        self.means = np.zeros(len(names))
+
+    def move_centre(self, x: dict) -> None:
+        if self.seen >= self.WARM_UP:
+            return
+        self.seen += 1
+        if any(name not in x for name in self.index):
+            self.centred[:] = False
+        self.means += (self.features(x) - self.means) / self.seen
+        if self.seen == self.WARM_UP and self.centred.all():
+            self.centre = self.means.copy()
+            shift = np.eye(len(self.mu))
+            shift[0, 1:] = self.centre
+            self.mu, self.S = arrowhead(shift @ self.mu, shift @ self.S @ shift.T)
+
+
+class Switching(Calibrated):
+    """The plan for the default's forgetting: the library's centring (`CentredOnce`), today's
+    rule reading the library's probabilities until the model centres, and once centred the log
+    score reading ``Phi(a' m / sqrt(v))`` with a temperature of its own. A model that never
+    centres (sparse input, one-hot) keeps today's rule."""
+
+    def __init__(self, names: list):
+        super().__init__(names, "dense", Watched(c=2.0, k=2.0))
+        self.model = CentredOnce(names)
+        self.log_score, self.read_temperature = LogScore(), NewtonTemperature()
+
+    def learn_one(self, x: dict, y: bool) -> None:
+        if len(self.labels) == 2:
+            t, t0 = self._standardised(x, self.noise), self._standardised(x, 0.0)
+            if self.model.centre.any():
+                proba = self._proba(t0, self.read_temperature)
+                self.model.forgetting = rate_of(self.log_score, proba, y)
+            else:
+                proba = self._proba(t, self.temperature)
+                self.model.forgetting = rate_of(self.controller, proba, y)
+            self.temperature.learn({1: {0: t}}, [False, True], y)
+            self.read_temperature.learn({1: {0: t0}}, [False, True], y)
+        self.labels.add(y)
+        self.model.learn_one(x, y)
+
+
+def planned(names: list) -> dict:
+    """--part plan's models: today's rule uncentred (the library's `AROW()` before centring),
+    and `Switching`."""
+    return {
+        "today's rule": lambda: Calibrated(names, None, Watched(c=2.0, k=2.0)),
+        "centred once, log score once centred": lambda: Switching(names),
+    }
 
 
 def accuracy(model, examples: list) -> float:
@@ -493,13 +557,23 @@ def library_rows(streams: dict, against_river: bool, rules=("AROW",)) -> None:
     compared_rows(streams, lambda examples: models, against_river, uncentred)
 
 
+def plan_rows(streams: dict, against_river: bool) -> None:
+    """`compared_rows` of the `planned` models (against "today's rule" where not against
+    river)."""
+
+    def models_for(examples):
+        return planned(sorted({k for x, _ in examples for k in x}, key=str))
+
+    compared_rows(streams, models_for, against_river, lambda row, m: row["today's rule"][0])
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=5000, help="examples per stream")
     parser.add_argument(
         "--part",
         nargs="+",
-        choices=["centring", "forgetting", "sparse", "controller", "rules", "library"],
+        choices=["centring", "forgetting", "sparse", "controller", "rules", "library", "plan"],
         default=["centring"],
     )
     args = parser.parse_args(argv)
@@ -517,7 +591,7 @@ def main(argv=None) -> None:
         forgetting_rows({k: v for k, v in dense.items() if k not in ("a9a", "Spambase")})
     if "sparse" in args.part:
         sparse_rows()
-    if any(part in args.part for part in ("controller", "rules", "library")):
+    if any(part in args.part for part in ("controller", "rules", "library", "plan")):
         drifting = {}
         for seed in SEEDS:
             found = drifting_streams(8000, seed=seed)
@@ -531,6 +605,9 @@ def main(argv=None) -> None:
         text_rows(10000)
     if "rules" in args.part:
         rule_rows(drifting, stationary)
+    if "plan" in args.part:
+        plan_rows(drifting, True)
+        plan_rows(stationary, False)
     if "library" in args.part:
         library_rows(drifting, True, RULES)
         library_rows(stationary, False, RULES)

@@ -511,46 +511,54 @@ class GaussianClassifier(LinearClassifier):
             unweighted rule to the bit.
 
         """
-        centring, centre = self._centring, None
-        if centring is not None:
-            centre = centring.centre
-            if centre is None:
-                self._learn_deciding(centring, x, y, w)
-                return
+        if self._centring is not None:  # deciding whether to centre, or centred
+            self._learn_centring(x, y, w)
+            return
         # The common case in one call of the compiled engine (`learn_native`: a binary
-        # model, a known label, a float weight > 0; x read as `as_floats` reads it, less its
-        # centre where the model centres, margin, the rule's C step, update): the general
-        # path's numbers. Any other case, and any x it does not take as it is (to name a bad
-        # feature), goes the general way.
+        # model, a known label, a float weight > 0; x read as `as_floats` reads it, margin,
+        # the rule's C step, update): the general path's numbers. Any other case, and any x
+        # it does not take as it is (to name a bad feature), goes the general way.
         lean = self._lean
         if lean is STALE:
             lean = self._lean = self._lean_spec()
         if lean is not None:  # none without a compiled engine (`_lean_spec`)
-            engine: Any = self._gaussian
-            if centre is None:
-                outcome = engine.learn_native(x, y, w, self._class_index, lean)
-            else:
-                outcome = engine.learn_native(x, y, w, self._class_index, lean, centre)
+            outcome = self._gaussian.learn_native(x, y, w, self._class_index, lean)  # type: ignore[union-attr]
             if not outcome:  # learned (or nothing to learn)
                 return
             if outcome == SKIPPED:
                 self.n_skipped_updates += 1
                 return
-        if centre is not None:
-            x = centring.centred(x)  # type: ignore[union-attr]  # centred: x - m
         LinearClassifier.learn_one(self, x, y, w)
 
     # -- centring (`river_cw.centring`) -------------------------------------------------------
 
-    def _learn_deciding(self, centring: Centring, x, y, w) -> None:
-        """`learn_one` while the model decides whether to centre: `x` learned as it is, then
-        counted (`_decide`)."""
-        self._centring = None  # this class's learn_one, plain, then the decision
-        try:
-            GaussianClassifier.learn_one(self, x, y, w)
-        finally:
-            self._centring = centring
-        self._decide(centring, x, w)
+    def _learn_centring(self, x, y, w) -> None:
+        """`learn_one` of a model that centres. While it decides: `x` learned as it is, then
+        counted (`_decide`). Centred: ``x - m``, in one call of the compiled engine where it
+        can (`learn_native` subtracts the centre), else by the general path on
+        `Centring.centred`'s dict, the same numbers."""
+        centring: Centring = self._centring  # type: ignore[assignment]  # learn_one's check
+        centre = centring.centre
+        if centre is None:
+            self._centring = None  # this class's learn_one, plain, then the decision
+            try:
+                GaussianClassifier.learn_one(self, x, y, w)
+            finally:
+                self._centring = centring
+            self._decide(centring, x, w)
+            return
+        if self._lean is STALE:
+            self._lean = self._lean_spec()
+        engine: Any = self._gaussian
+        outcome = (
+            -1
+            if self._lean is None
+            else engine.learn_native(x, y, w, self._class_index, self._lean, centre)
+        )
+        if outcome < 0:  # the general path's case
+            LinearClassifier.learn_one(self, centring.centred(x), y, w)
+        elif outcome == SKIPPED:
+            self.n_skipped_updates += 1
 
     def _decide(self, centring: Centring, x, w) -> None:
         """Count the example `x`, just learned with sample weight `w` (`Centring.observe`: a

@@ -484,13 +484,13 @@ static RCW_ALWAYS_INLINE int pair_close(Arrowhead *self, Pair *p, const Table *t
  * to *c_acc, G and the score, the root's (mu_b, S); with keep < 1 the learned features of
  * non-zero value forgotten (coord_forgetting) and S where pair_close says (nothing is written). lean: x's values read as plain values (_table.h; any other value, or the
  * root among x's keys, is the general path's case) and the root's value x_b as the caller set it
- * in p; else x_b is the root's value in x, 0 without it. A lean pass with the call's centre
- * (self->centre) reads each value less its feature's mean, as river_cw.centring.Centring.centred
- * subtracts it; x lacking a centred feature, or a mean not a float, is the general path's case.
- * PASS_OK; PASS_ERROR with the error (a bad x named; the coordinates dropped); PASS_GENERAL
- * (lean only): the general path's case, no error set. */
-static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep,
-                                       double rest, int lean, DdSum *c_acc) {
+ * in p; else x_b is the root's value in x, 0 without it. A lean pass with a centre (not NULL:
+ * the call's, self->centre) reads each value less its feature's mean, as
+ * river_cw.centring.Centring.centred subtracts it; x lacking a centred feature, or a mean not a
+ * float, is the general path's case. PASS_OK; PASS_ERROR with the error (a bad x named; the
+ * coordinates dropped); PASS_GENERAL (lean only): the general path's case, no error set. */
+static RCW_ALWAYS_INLINE int pass_over(Arrowhead *self, Pair *p, PyObject *x, double keep,
+                                       double rest, int lean, PyObject *centre, DdSum *c_acc) {
     Table *t = &self->blocks.table[p->block];
     PyObject *key, *value, *root = self->root;
     Py_ssize_t pos = 0, ix, first = self->ncoords, n = first, nseen = 0, centred = 0;
@@ -523,8 +523,8 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
         }
         if (lean) {
             if (plain_value(value, &xf)) goto general;
-            if (self->centre != NULL) {
-                PyObject *mean = PyDict_GetItemWithError(self->centre, key);
+            if (centre != NULL) {
+                PyObject *mean = PyDict_GetItemWithError(centre, key);
                 if (mean != NULL) {
                     if (!PyFloat_CheckExact(mean)) goto general;
                     xf = xf - PyFloat_AS_DOUBLE(mean);
@@ -546,7 +546,7 @@ static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, do
             nseen++;
         }
     }
-    if (lean && self->centre != NULL && centred != PyDict_GET_SIZE(self->centre)) goto general;
+    if (lean && centre != NULL && centred != PyDict_GET_SIZE(centre)) goto general;
     *c_acc = ddlane_sum(&cs);
     self->ncoords = p->end = n;
     p->nseen = nseen;
@@ -576,6 +576,19 @@ general:
     self->ncoords = n > self->ncoords ? n : self->ncoords;
     drop_coords(self, first);
     return PASS_GENERAL;
+}
+
+/* pass_over with the call's centre, compiled apart: the pass without one tests none per feature */
+static RCW_NOINLINE int pass_centred(Arrowhead *self, Pair *p, PyObject *x, double keep,
+                                     double rest, DdSum *c_acc) {
+    return pass_over(self, p, x, keep, rest, 1, self->centre, c_acc);
+}
+
+/* pass_over, with the call's centre where a lean pass has one (pass_centred) */
+static RCW_ALWAYS_INLINE int pass_pair(Arrowhead *self, Pair *p, PyObject *x, double keep,
+                                       double rest, int lean, DdSum *c_acc) {
+    if (lean && self->centre != NULL) return pass_centred(self, p, x, keep, rest, c_acc);
+    return pass_over(self, p, x, keep, rest, lean, NULL, c_acc);
 }
 
 /* total where the bound does not certify the sum: coords_fsum, or inf beyond float64 (its
