@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 import river_cw
-from benchmarks.centred_arrowhead import Calibrated, DenseArrowhead, arrowhead
+from benchmarks.centred_arrowhead import (
+    Calibrated,
+    CentredOnce,
+    DenseArrowhead,
+    Switching,
+    arrowhead,
+)
 from benchmarks.drift import LogScore, Watched, rate_of
 from tests.support.reference import arrowhead_projection
 
@@ -52,6 +58,38 @@ def test_uncentred_the_prototype_learns_the_library_models_weights():
         library.learn_one(x, y)
         dense.learn_one(x, y)
         assert_the_same_weights(dense, library)
+
+
+def test_centred_once_the_prototype_learns_the_library_models_weights():
+    """`CentredOnce` is the library's centring (`river_cw.centring`): the same centre at the
+    200th example, then the same weights (shown raw), to 1e-9."""
+    library = river_cw.AROW(forgetting=0, calibrate=False)
+    dense = CentredOnce(NAMES)
+    for x, y in uncentred_stream(400, seed=2):
+        library.learn_one(x, y)
+        dense.learn_one(x, y)
+    assert library.centre_ == pytest.approx(dict(zip(NAMES, dense.centre)), rel=1e-12)
+    raw = np.concatenate(([dense.mu[0] - dense.mu[1:] @ dense.centre], dense.mu[1:]))
+    assert raw[0] == pytest.approx(library.intercept, rel=1e-9, abs=1e-12)
+    for i, name in enumerate(NAMES, 1):
+        assert raw[i] == pytest.approx(library.weights[name], rel=1e-9, abs=1e-12)
+
+
+def test_switching_reads_todays_rule_until_it_centres_then_the_log_score():
+    """Before the 200th example `Switching` forgets as today's rule says (the library's
+    surprise); once centred, as the log score of its own reading says; sparse rows never
+    centre."""
+    model = Switching(NAMES)
+    for x, y in uncentred_stream(199, seed=3):
+        model.learn_one(x, y)
+    assert not model.model.centre.any() and model.log_score.n == 0
+    for x, y in uncentred_stream(100, seed=4):
+        model.learn_one(x, y)
+    assert model.model.centre.any() and model.log_score.n == 99
+    sparse = Switching(NAMES)
+    for x, y in uncentred_stream(300, seed=5):
+        sparse.learn_one({k: v for k, v in x.items() if k != "a"} if y else x, y)
+    assert not sparse.model.centre.any() and sparse.log_score.n == 0
 
 
 def test_uncentred_the_prototype_forgets_as_the_library_does():
