@@ -316,3 +316,42 @@ def test_a_member_that_never_centres_keeps_the_mix_raw():
 def test_common_frame_counts_deciding_members_once():
     assert centring.common_frame([None, Centring()]) == ({}, None)
     assert centring.common_frame([Centring(3, {"a": 1.0}), Centring(2, {"b": 1.0})]) == ({}, None)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.sampled_from(RULES),
+    st.sampled_from([0.0, 0.02, "auto"]),
+    st.lists(st.integers(-6, 6), min_size=1, max_size=4),
+    st.integers(0, 2**16),
+)
+def test_centred_models_keep_their_variances_within_the_prior_on_any_scale(
+    rule, forgetting, exponents, seed
+):
+    """Dense streams of values from 1e-6 to 1e6 (each feature its own scale, far from zero or
+    not): once centred, every variance the engine holds stays within its prior (the intercept's
+    and the weights', to a few ulps, forgetting or not), every number is finite, and the two
+    engines agree to the bit."""
+    rng = random.Random(seed)
+    names = [f"x{i}" for i in range(len(exponents))]
+    options = {} if rule is river_cw.SOP else {"forgetting": forgetting}
+    compiled = rule(**options)
+    reference = rule(**options)
+    kind = COVARIANCES["arrowhead"]
+    reference._gaussian = kind.reference(
+        compiled.initial_variance, INTERCEPT, compiled._gaussian.root_variance
+    )
+    prior, root_prior = compiled.initial_variance, compiled._gaussian.root_variance
+    for _ in range(WARM_UP + 60):
+        x = {f: 10.0**e * (3.0 + rng.random()) for f, e in zip(names, exponents)}
+        y = rng.random() < 0.5 + 0.4 * math.tanh(x[names[0]] / 10.0 ** exponents[0] - 3.5)
+        compiled.learn_one(x, y)
+        reference.learn_one(x, y)
+    assert compiled._gaussian.blocks == reference._gaussian.blocks
+    assert compiled.centre_ == reference.centre_
+    for block in compiled._gaussian.block_views()[1]:
+        for key, variance in block.items():
+            bound = root_prior if key is INTERCEPT else prior
+            assert 0.0 <= variance <= bound + 4 * math.ulp(bound), key
+    assert all(math.isfinite(w) for w in compiled.weights.values())
+    assert math.isfinite(compiled.intercept)
