@@ -390,3 +390,47 @@ def test_a_multiclass_model_centres_every_label_block():
     test = [(x, "abc"[int(3 * (x["a"] - 5.0))]) for x, _ in dense_stream(300, 12)]
     centred = np.mean([loop.predict_one(x) == y for x, y in test])
     assert centred > np.mean([raw.predict_one(x) == y for x, y in test]) + 0.15  # 0.82 and 0.57
+
+
+HOSTILE = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**400), 10**400),
+    st.booleans(),
+    st.sampled_from([None, "x", b"1", [1.0], np.float64(2.5), np.int64(3), np.nan]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["a", "b", "c", "d", 7]), HOSTILE, max_size=5),
+    st.sampled_from([True, False, "third"]),
+)
+def test_a_centred_model_takes_hostile_input_as_an_uncentred_one(x, y):
+    """A centred model (either engine) given any x, values of every kind, centred features
+    missing, new ones: `learn_one`, `predict_one` and `predict_proba_one` succeed, or raise a
+    TypeError or ValueError and leave the model's state as it was, byte for byte; the two engines
+    do the same and end the same, to the bit; every number stays finite."""
+    models = []
+    for engine in ("compiled", "reference"):
+        model = river_cw.AROW()
+        if engine == "reference":
+            model._gaussian = COVARIANCES["arrowhead"].reference(1.0, INTERCEPT, 100.0)
+        for row, label in dense_stream(WARM_UP + 5, seed=13):
+            model.learn_one(row, label)
+        models.append(model)
+    outcomes = []
+    for model in models:
+        assert model.centre_
+        found = []
+        for call in (model.predict_one, model.predict_proba_one, lambda x: model.learn_one(x, y)):
+            before = state.dumps(model)
+            try:
+                found.append(("ok", call(dict(x))))
+            except (TypeError, ValueError) as error:
+                found.append((type(error).__name__, str(error)))
+                assert state.dumps(model) == before
+        means, variances = model._raw_gaussian().block_views()  # every label's, raw
+        assert all(math.isfinite(n) for block in means + variances for n in block.values())
+        outcomes.append(found)
+    assert outcomes[0] == outcomes[1]
+    assert models[0]._gaussian.blocks == models[1]._gaussian.blocks
