@@ -182,6 +182,11 @@ class DenseArrowhead:
         if not delta.any():
             return
         self.centre = target
+        self.shift_by(delta)
+
+    def shift_by(self, delta: np.ndarray) -> None:
+        """The Gaussian in coordinates whose origin moved by `delta`: the affine map that keeps
+        every margin (the intercept takes ``w . delta``), then onto the family."""
         shift = np.eye(len(self.mu))
         shift[0, 1:] = delta
         self.mu, self.S = arrowhead(shift @ self.mu, shift @ self.S @ shift.T)
@@ -267,9 +272,7 @@ class CentredOnce(DenseArrowhead):
         self.means += (self.features(x) - self.means) / self.seen
         if self.seen == self.WARM_UP and self.centred.all():
             self.centre = self.means.copy()
-            shift = np.eye(len(self.mu))
-            shift[0, 1:] = self.centre
-            self.mu, self.S = arrowhead(shift @ self.mu, shift @ self.S @ shift.T)
+            self.shift_by(self.centre)
 
 
 class Switching(Calibrated):

@@ -187,10 +187,10 @@ def common_frame(members: list, base=None, based: bool = False) -> tuple[dict, C
     >>> common_frame([Centring(150, {"x": 1.0}), Centring(150, {"x": 3.0})], base, True)
     ({'x': 2.0}, Centring(centre={'x': 2.0}))
     """
-    every = [*members, base] if based else list(members)
+    every = [base, *members] if based else list(members)  # the base's centre first
     if any(c is None for c in every):
         return {}, None
-    centred = [c.centre for c in ([base] if based else []) + list(members) if c.centre is not None]
+    centred = [c.centre for c in every if c.centre is not None]
     if centred:
         return dict(centred[0]), Centring(WARM_UP, centre=dict(centred[0]))
     origin = base if based else Centring()

@@ -206,7 +206,7 @@ def combine(models: list, method: str = "kl", base=None):
     mixer = covariances.of(first).mixer
     # a member's variances may grow from the base's where it forgets ("auto" included), or where
     # it was moved to the frame from another centre than the base's (the shift's projection)
-    moved = any(_centre_of(model) != frame for model in [*models, *([base] if base else [])])
+    moved = any(model.centre_ != frame for model in [*models, *([base] if base else [])])
     forgets = first.forgetting != 0 or moved
     merged._temperature = calibration.mix(
         [model._temperature for model in models], None if base is None else base._temperature
@@ -267,7 +267,7 @@ def changes(model, base):
         return model.clone({"classifier": changes(model.classifier, base.classifier)})
     labels = _extended_labels([model], base)
     only = covariances.of(model).only
-    if only is None or _centre_of(model) != _centre_of(base):
+    if only is None or model.centre_ != base.centre_:
         return copy.deepcopy(model)  # its weights are not held apart, or moved: all of them
     gaussian = _aligned(model, labels)
     changed = [
@@ -353,18 +353,11 @@ def _binary_order(labels: list) -> list:
     return sorted(labels, key=order_key) if len(labels) == 2 else labels
 
 
-def _centre_of(model: GaussianClassifier) -> dict:
-    """The centre of the model's coordinates (`river_cw.centring`; ``{}``: raw)."""
-    return (
-        {} if model._centring is None or model._centring.centre is None else model._centring.centre
-    )
-
-
 def _framed(model: GaussianClassifier, labels: list, frame: dict):
     """`_aligned`, in coordinates centred at `frame` (``{}``: raw; `river_cw.centring.shift`):
     itself where the model's are those, else a copy."""
     gaussian = _aligned(model, labels)
-    own = _centre_of(model)
+    own = model.centre_
     delta = {f: frame.get(f, 0.0) - own.get(f, 0.0) for f in frame.keys() | own.keys()}
     delta = {f: d for f, d in delta.items() if d != 0.0}
     if not delta:

@@ -540,12 +540,9 @@ class GaussianClassifier(LinearClassifier):
         centring: Centring = self._centring  # type: ignore[assignment]  # learn_one's check
         centre = centring.centre
         if centre is None:
-            self._centring = None  # this class's learn_one, plain, then the decision
-            try:
-                GaussianClassifier.learn_one(self, x, y, w)
-            finally:
-                self._centring = centring
-            self._decide(centring, x, w)
+            self._learned_as_it_is(
+                centring, lambda: GaussianClassifier.learn_one(self, x, y, w), x, w
+            )
             return
         if self._lean is STALE:
             self._lean = self._lean_spec()
@@ -559,6 +556,16 @@ class GaussianClassifier(LinearClassifier):
             LinearClassifier.learn_one(self, centring.centred(x), y, w)
         elif outcome == SKIPPED:
             self.n_skipped_updates += 1
+
+    def _learned_as_it_is(self, centring: Centring, learn, x, w) -> None:
+        """`learn()` with the deciding model's centring set aside (x learned as it is), then
+        `x`, with sample weight `w`, counted (`_decide`)."""
+        self._centring = None
+        try:
+            learn()
+        finally:
+            self._centring = centring
+        self._decide(centring, x, w)
 
     def _decide(self, centring: Centring, x, w) -> None:
         """Count the example `x`, just learned with sample weight `w` (`Centring.observe`: a
@@ -722,16 +729,17 @@ class GaussianClassifier(LinearClassifier):
             rows.check_names()
             first = 0
             while first < len(rows) and self._centring is centring and centring.centre is None:
-                self._centring = None  # the row learned as it is, then counted
-                try:
-                    self._learn_rows_as_they_are(
-                        rows.slice(first, first + 1),
-                        labels[first : first + 1],
-                        weights[first : first + 1],
-                    )
-                finally:
-                    self._centring = centring
-                self._decide(centring, rows.row(first), weights[first])
+                one = (
+                    rows.slice(first, first + 1),
+                    labels[first : first + 1],
+                    weights[first : first + 1],
+                )
+                self._learned_as_it_is(
+                    centring,
+                    lambda: self._learn_rows_as_they_are(*one),
+                    rows.row(first),
+                    weights[first],
+                )
                 first += 1
             rows, labels, weights = rows.slice(first), labels[first:], weights[first:]
         if self._centring is not None:
