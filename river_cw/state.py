@@ -586,7 +586,7 @@ def _centring(reader: _Reader, header: dict, model):
     if key == "centre":
         return Centring(WARM_UP, centre=values)
     seen = found["seen"]
-    if type(seen) is not int or not 0 <= seen < WARM_UP or (seen == 0) != (not values):
+    if type(seen) is not int or not 0 <= seen < WARM_UP or (seen == 0 and values):
         raise ValueError(f"a deciding centring has seen 0 to {WARM_UP - 1} examples, got {seen!r}")
     return Centring(seen, values)
 

@@ -434,3 +434,13 @@ def test_a_centred_model_takes_hostile_input_as_an_uncentred_one(x, y):
         outcomes.append(found)
     assert outcomes[0] == outcomes[1]
     assert models[0]._gaussian.blocks == models[1]._gaussian.blocks
+
+
+def test_a_deciding_model_of_featureless_examples_round_trips():
+    """Examples with no feature are counted too (their means: none): the state format reads a
+    deciding centring of seen examples and no means back."""
+    model = river_cw.AROW()
+    model.learn_one({}, "spam")
+    model.learn_one({}, "spam")
+    copied = state.loads(state.dumps(model))
+    assert copied._centring == model._centring == Centring(2, {})
