@@ -38,7 +38,15 @@ run), the stationary dense ones and the text corpora.
 
 With ``--part plan``, the plan for the default's forgetting on top of the library's centring
 (`Switching`): today's rule until the model centres, the log score read without r once it has;
-a model that never centres keeps today's rule. On the drifting and the stationary dense streams.
+a model that never centres keeps today's rule. On the drifting and the stationary dense streams,
+beside the library's `AROW()`, which builds it (`river_cw.surprise`'s log score).
+
+With ``--part log-score``, the log score per rule as the library builds it: every rule (CW and SOP
+with ``forgetting="auto"``, which is not their default) centred, forgetting by its log score,
+against the same model forgetting by its 0-1 surprise once centred (the library's default before
+the log score: `counting_mistakes`). On the drifting streams of ``--part controller`` (river's
+models in the same run) and the stationary dense ones (a9a and Spambase, which never centre,
+left out).
 
 With ``--part controller``, the answer measured without river's centring: `Calibrated` is the
 prototype as a default model, the centre moved with it, the library's forgetting (the prototype
@@ -52,7 +60,7 @@ rule leaves them). With ``--part rules``, the same log score on every rule's ful
 
     python benchmarks/centred_arrowhead.py [--limit 5000]
                                            [--part centring forgetting sparse controller rules
-                                                   library plan]
+                                                   library plan log-score]
 """
 
 from __future__ import annotations
@@ -303,10 +311,11 @@ class Switching(Calibrated):
 
 def planned(names: list) -> dict:
     """--part plan's models: today's rule uncentred (the library's `AROW()` before centring),
-    and `Switching`."""
+    `Switching`, and the library's `AROW()`, which builds it."""
     return {
         "today's rule": lambda: Calibrated(names, None, Watched(c=2.0, k=2.0)),
         "centred once, log score once centred": lambda: Switching(names),
+        "`AROW()` (built)": river_cw.AROW,
     }
 
 
@@ -570,13 +579,53 @@ def plan_rows(streams: dict, against_river: bool) -> None:
     compared_rows(streams, models_for, against_river, lambda row, m: row["today's rule"][0])
 
 
+def counting_mistakes(rule, **options):
+    """`rule(**options)` whose forgetting, once centred, is still set by its 0-1 surprise: the
+    model without its log score (a model restored from a state written before the log score
+    is the same)."""
+
+    def make():
+        model = rule(**options)
+        model._log_score = None
+        return model
+
+    return make
+
+
+def log_score_rows(streams: dict, against_river: bool) -> None:
+    """`compared_rows` of every rule with its log score and counting its mistakes once centred
+    (`counting_mistakes`; against which each is measured where not against river); CW and SOP
+    with ``forgetting="auto"``."""
+    models = {}
+    for name in RULES:
+        rule = getattr(river_cw, name)
+        options = {} if name in ("AROW", "NHERD", "SCW") else {"forgetting": "auto"}
+        shown = f"{name}({', '.join(f'{k}={v!r}' for k, v in options.items())})"
+        models[f"`{shown}`"] = functools.partial(rule, **options)
+        models[f"`{shown}` counting mistakes"] = counting_mistakes(rule, **options)
+
+    def mistakes(row, m):
+        return row[m if m.endswith(" counting mistakes") else m + " counting mistakes"][0]
+
+    compared_rows(streams, lambda examples: models, against_river, mistakes)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=5000, help="examples per stream")
     parser.add_argument(
         "--part",
         nargs="+",
-        choices=["centring", "forgetting", "sparse", "controller", "rules", "library", "plan"],
+        choices=[
+            "centring",
+            "forgetting",
+            "sparse",
+            "controller",
+            "rules",
+            "library",
+            "plan",
+            "log-score",
+        ],
         default=["centring"],
     )
     args = parser.parse_args(argv)
@@ -594,7 +643,7 @@ def main(argv=None) -> None:
         forgetting_rows({k: v for k, v in dense.items() if k not in ("a9a", "Spambase")})
     if "sparse" in args.part:
         sparse_rows()
-    if any(part in args.part for part in ("controller", "rules", "library", "plan")):
+    if any(part in args.part for part in ("controller", "rules", "library", "plan", "log-score")):
         drifting = {}
         for seed in SEEDS:
             found = drifting_streams(8000, seed=seed)
@@ -611,6 +660,9 @@ def main(argv=None) -> None:
     if "plan" in args.part:
         plan_rows(drifting, True)
         plan_rows(stationary, False)
+    if "log-score" in args.part:
+        log_score_rows(drifting, True)
+        log_score_rows({k: v for k, v in stationary.items() if k not in ("a9a", "Spambase")}, False)
     if "library" in args.part:
         library_rows(drifting, True, RULES)
         library_rows(stationary, False, RULES)

@@ -74,7 +74,7 @@ class AROW(GaussianClassifier):
 
     >>> model = river_cw.AROW(r=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 89.51%
+    Accuracy: 89.75%
 
     References
     ----------

@@ -69,8 +69,10 @@ and learned from it cannot be aligned with members that learned different second
 An intercept (a classifier's bias weight) is a weight of the Gaussian like any other and is
 mixed with the others. The calibration's temperature is mixed by the same delta rule, its
 curvature as a precision (`river_cw.calibration.mix`), and the surprise of models that set their
-own forgetting by the examples each member saw (`river_cw.surprise.mix`). Pipelines mix their last step, a Gaussian classifier; the other steps
-must be identical in every model (stateless ones such as a bag of words). Voted RDA keeps no
+own forgetting by the examples each member saw (`river_cw.surprise.mix`), their log score too
+where the mix centres (`river_cw.surprise.mix_log_score`). Pipelines mix their last step, a
+Gaussian classifier; the other steps must be identical in every model (stateless ones such as a
+bag of words). Voted RDA keeps no
 Gaussian and cannot be mixed.
 """
 
@@ -214,6 +216,13 @@ def combine(models: list, method: str = "kl", base=None):
     merged._surprise = surprise.mix(
         [model._surprise for model in models], None if base is None else base._surprise
     )
+    merged._log_score = (
+        None
+        if merged_centring is None
+        else surprise.mix_log_score(
+            [model._log_score for model in models], None if base is None else base._log_score
+        )
+    )
     if base is None:
         merged.set_gaussian(mixer.mix(gaussians, method, None, forgets), labels)
         merged.n_skipped_updates = sum(skipped)
@@ -277,6 +286,7 @@ def changes(model, base):
     out = copy.copy(model)
     out._temperature = copy.copy(model._temperature)  # its own: the copy shares no state
     out._surprise = copy.copy(model._surprise)
+    out._log_score = copy.copy(model._log_score)
     out._centring = copy.deepcopy(model._centring)
     out.set_gaussian(only(gaussian, changed), labels)
     return out

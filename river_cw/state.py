@@ -27,7 +27,9 @@ The layout (format 2), all integers little-endian:
 The header holds ``"model"`` (the class name), ``"parameters"`` (the constructor's arguments),
 ``"labels"`` (``classes_``, in order), ``"skipped_updates"``, the calibration (a Gaussian
 classifier's ``"temperature"``, ``[a, H]``, an array, or null, and, for one that sets its own
-forgetting, ``"surprise"``, ``[n, e, q_bar]``, an array: `river_cw.surprise`; where its
+forgetting, ``"surprise"``, ``[n, e, q_bar]``, an array: `river_cw.surprise`, and where it may
+centre, ``"log_score"``, ``[a', H', n, L, H, V]``, an array (absent from a state written before
+the log score, which restores a model that reads the 0-1 surprise alone); where its
 features are centred, ``"centring"``, null for a model that learns them as they are (and for a
 state written before centring, which restores such a model), ``{"seen": n, "means": block}``
 while it decides, ``{"centre": block}`` once centred, a block of one number per feature:
@@ -458,6 +460,8 @@ def _model_header(writer: _Writer, model, gaussian: bool) -> dict:
         header["temperature"] = _array(writer, model._temperature)
         if model._surprise is not None:
             header["surprise"] = _array(writer, model._surprise)
+        if model._log_score is not None:
+            header["log_score"] = _array(writer, model._log_score)
         header["centring"] = _centring_header(writer, model._centring)
         header["gaussian"] = None
         if gaussian:
@@ -553,6 +557,7 @@ def _model(reader: _Reader, header: dict, gaussian):
     model._temperature = _temperature(reader, header)
     model._surprise = _surprise(reader, header, model)
     model._centring = _centring(reader, header, model)
+    model._log_score = _log_score(reader, header, model)
     return model
 
 
@@ -609,6 +614,19 @@ def _surprise(reader: _Reader, header: dict, model):
     if (ref is None) != (model._surprise is None):
         raise ValueError(f"the state's surprise does not fit its forgetting={model.forgetting!r}")
     return _numbers(reader, ref, "a surprise is [n, e, q_bar]", 3)
+
+
+def _log_score(reader: _Reader, header: dict, model):
+    """The log score ``[a', H', n, L, H, V]`` of a model that sets its own forgetting and may
+    centre (`river_cw.surprise`, an ``array('d')``), or None: a state written before the log
+    score (none where the model keeps one) restores a model that reads the 0-1 surprise alone,
+    as it did."""
+    ref = header.get("log_score")
+    if ref is not None and (model._surprise is None or model._centring is None):
+        raise ValueError(
+            "the state's log score belongs to a model that sets its own forgetting and centres"
+        )
+    return _numbers(reader, ref, "a log score is [a', H', n, L, H, V]", 6)
 
 
 def _numbers(reader: _Reader, ref, what: str, count: int):

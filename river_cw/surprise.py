@@ -26,9 +26,33 @@ The state is three floats, ``[n, e, q_bar]`` (`start`); `observe` steps it, `rat
 next example's forgetting from it, and `mix` merges the states of models `river_cw.combine`
 mixes.
 
+The log score (a binary model whose features are centred, `river_cw.centring`). Once the model
+centres, its margins' own probabilities are read with a temperature of their own, ``p =
+Phi(a' s)``, ``s = m / sqrt(v)`` (no noise term), a' fitted by the calibration's Newton step
+(`river_cw.calibration.newton_step`) from the model's first example on. The surprise is then the
+log loss ``-log p`` (capped at LOG_SCORE_CAP nats, a label given less than 0.7%) against what
+those probabilities expect of it: its mean is their entropy ``H = -p log p - (1 - p) log(1 - p)``
+and its variance ``V = p log^2 p + (1 - p) log^2(1 - p) - H^2``, so that sequential probability
+forecasts are tested by the score's excess over its mean in units of its standard deviation
+(Seillier-Moiseiwitsch and Dawid 1993). EWMAs of the loss, H and V, weighted as above, set ``f =
+clip(GAIN (L - H - LOG_SCORE_LIMIT sd), 0, HIGHEST)``, ``sd = sqrt(V LAMBDA / (2 - LAMBDA))``,
+0 for the first WARM_UP examples since the model centred. Where the 0-1 surprise counts
+mistakes, the log score weighs them by the confidence they were made with: a model near chance
+has little room between its loss and its entropy, and a confident model the concept has left
+pays for each mistake in full; one flipped label moves the loss by at most ``LAMBDA`` times the
+cap. On centred features the margins' probabilities have the right shape (only their scale is
+off, which a' fits); on raw ones, and on sparse input, they do not, and the 0-1 surprise serves.
+Measured against the 0-1 surprise on centred features, and both against river's models:
+benchmarks/README.md, "The forgetting on the centred model".
+
+Its state is six floats, ``[a', H', n, L, H, V]`` (`start_log_score`): the temperature, stepped
+on every binary example of a model that may centre, and the averages, stepped once it has
+(`observe_log_score`); `log_score_rate` reads the forgetting and `mix_log_score` merges states.
+
 References: Ross, G. J., Adams, N. M., Tasoulis, D. K. and Hand, D. J., 2012. Exponentially
 weighted moving average charts for detecting concept drift. Pattern Recognition Letters 33(2),
-191-198.
+191-198. Seillier-Moiseiwitsch, F. and Dawid, A. P., 1993. On testing the validity of sequential
+probability forecasts. Journal of the American Statistical Association 88(421), 355-359.
 """
 
 from __future__ import annotations
@@ -36,18 +60,26 @@ from __future__ import annotations
 import math
 from array import array
 
+from . import calibration
+
 __all__ = [
     "AUTO",
     "GAIN",
     "HIGHEST",
     "LAMBDA",
     "LIMIT",
+    "LOG_SCORE_CAP",
+    "LOG_SCORE_LIMIT",
     "WARM_UP",
+    "log_score_rate",
     "mix",
+    "mix_log_score",
     "observe",
     "observe_binary",
+    "observe_log_score",
     "rate",
     "start",
+    "start_log_score",
 ]
 
 AUTO = "auto"
@@ -57,6 +89,8 @@ LIMIT = 2.0  # the control limit, in the EWMA's standard deviations
 GAIN = 2.0  # forgetting per unit of excess mistake rate
 HIGHEST = 0.05  # the highest rate of forgetting
 WARM_UP = 50  # examples before any forgetting
+LOG_SCORE_LIMIT = 2.5  # the log score's control limit, in its EWMA's standard deviations
+LOG_SCORE_CAP = 5.0  # the largest log loss an example counts, in nats
 _SQRT2 = math.sqrt(2.0)
 
 
@@ -79,11 +113,17 @@ def observe(state, mistake: bool, expected: float, w: float) -> None:
     """
     if not math.isfinite(expected):
         return
-    n = state[0] + w
+    _average(state, 0, (float(mistake), expected), w)
+
+
+def _average(state, at: int, values: tuple, w: float) -> None:
+    """Step the EWMAs ``state[at + 1:]`` toward `values` with sample weight `w`, their count
+    ``state[at]`` (n) with them: weight ``max(LAMBDA, w / n)``, LAMBDA counted w times."""
+    n = state[at] + w
     weight = max(LAMBDA if w == 1.0 else 1.0 - (1.0 - LAMBDA) ** w, w / n)
-    state[0] = n
-    state[1] += weight * (float(mistake) - state[1])
-    state[2] += weight * (expected - state[2])
+    state[at] = n
+    for i, value in enumerate(values, at + 1):
+        state[i] += weight * (value - state[i])
 
 
 def observe_binary(state, z: float, w: float) -> None:
@@ -121,6 +161,55 @@ def rate(state) -> float:
     return min(max(GAIN * (e - q - LIMIT * sd), 0.0), HIGHEST)
 
 
+def start_log_score() -> array:
+    """The log score before any example: ``[a', H', n, L, H, V]``, the temperature's start
+    ``[1, 1]`` (the calibration's) and no example averaged."""
+    return array("d", (1.0, 1.0, 0.0, 0.0, 0.0, 0.0))
+
+
+def observe_log_score(state, s: float, w: float, scored: bool) -> None:
+    """Step the log score `state` = ``[a', H', n, L, H, V]`` in place on a binary example whose
+    label has the margin standardised without noise `s` (``m / sqrt(v)``), counted with sample
+    weight `w`: where `scored` (the model is centred), first the averages on the label's
+    probability ``p = Phi(a' s)``, then a' by the Newton step. The compiled engines transcribe
+    it (`rcw_log_score_observe`).
+
+    >>> state = start_log_score()
+    >>> observe_log_score(state, 0.0, 1.0, True)  # p = 1/2: a loss of log 2, as expected
+    >>> [round(value, 6) for value in state]
+    [1.0, 1.0, 1.0, 0.693147, 0.693147, 0.0]
+
+    """
+    if scored:
+        p = 0.5 * math.erfc(-(state[0] * s) / _SQRT2)
+        if math.isfinite(p):
+            q = 1.0 - p
+            log_p = math.log(p) if p > 0.0 else -math.inf
+            log_q = math.log(q) if q > 0.0 else 0.0
+            entropy = -(p * log_p if p > 0.0 else 0.0) - q * log_q
+            spread = (p * log_p * log_p if p > 0.0 else 0.0) + q * log_q * log_q
+            loss = min(-log_p, LOG_SCORE_CAP)
+            _average(state, 2, (loss, entropy, max(spread - entropy * entropy, 0.0)), w)
+    calibration.newton_step(state, s, w)
+
+
+def log_score_rate(state) -> float:
+    """The forgetting of the next example that the log score `state` sets (see the module's
+    docstring), in [0, HIGHEST].
+
+    >>> log_score_rate(array("d", (1.0, 1.0, 1000.0, 0.9, 0.3, 0.1)))
+    0.05
+    >>> log_score_rate(array("d", (1.0, 1.0, 1000.0, 0.3, 0.3, 0.1)))
+    0.0
+
+    """
+    n, loss, entropy, variance = state[2:]
+    if n < WARM_UP:
+        return 0.0
+    sd = math.sqrt(variance * LAMBDA / (2.0 - LAMBDA))
+    return min(max(GAIN * (loss - entropy - LOG_SCORE_LIMIT * sd), 0.0), HIGHEST)
+
+
 def mix(members: list, base=None):
     """The state of a mix of models (`river_cw.combine`), from the members' states and their
     common start's (`base`; None: models trained from the start): n by the delta rule, each
@@ -135,7 +224,28 @@ def mix(members: list, base=None):
     """
     if any(member is None for member in members):
         return None
-    origin = start() if base is None else base
+    return _mixed_averages(members, start() if base is None else base)
+
+
+def mix_log_score(members: list, base=None):
+    """`mix` for the log score: its temperature as the calibration mixes one
+    (`river_cw.calibration.mix`), its averages as `mix` does. None where a member keeps none.
+
+    >>> list(mix_log_score([array("d", (0.5, 3.0, 100.0, 0.2, 0.1, 0.0)),
+    ...                     array("d", (0.5, 3.0, 300.0, 0.4, 0.1, 0.0))]))
+    [0.4, 5.0, 400.0, 0.35, 0.1, 0.0]
+
+    """
+    if any(member is None for member in members):
+        return None
+    origin = start_log_score() if base is None else base
+    temperature = calibration.mix([member[:2] for member in members], origin[:2])
+    averages = _mixed_averages([member[2:] for member in members], origin[2:])
+    return array("d", (*temperature, *averages))
+
+
+def _mixed_averages(members: list, origin):
+    """`mix`'s rule for states ``[n, averages...]`` that started from `origin`."""
     changed = [member for member in members if list(member) != list(origin)]
     if len(changed) <= 1:
         return array("d", changed[0] if changed else origin)
@@ -146,6 +256,6 @@ def mix(members: list, base=None):
         return array("d", origin)
     averages = [
         math.fsum([n0 * origin[i], *(g * member[i] for g, member in zip(gains, changed))]) / n
-        for i in (1, 2)
+        for i in range(1, len(origin))
     ]
     return array("d", (n, *averages))

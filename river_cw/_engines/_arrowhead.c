@@ -1049,7 +1049,7 @@ static RCW_ALWAYS_INLINE int lean_apply(Arrowhead *self, rcw_step step, const do
     if (r > 0) /* applied (1), refused (0) or an error (-1) */
         r = (row ? update_row(self, alpha, gamma, drop) : update(self, alpha, gamma, drop)) - 1;
     if (r < -1) return PASS_ERROR;
-    rcw_temperature_step(temperature, m, v, w);
+    rcw_temperature_step(temperature, m, v, w, self->centre != NULL);
     return r < 0 ? LEARN_SKIPPED : LEARN_NOTHING;
 }
 
@@ -1070,7 +1070,8 @@ static inline int scored_holds(const Arrowhead *self, PyObject *x, double x_b) {
 static int lean_learn(Arrowhead *self, PyObject *x, double sign, double w, int calibrate) {
     double m, keep, rest;
     int outcome;
-    rcw_surprise_forgetting(&self->temperature, w, self->prior, &keep, &rest);
+    rcw_surprise_forgetting(&self->temperature, w, self->prior, self->centre != NULL, &keep,
+                            &rest);
     self->pairs[0].sign = sign;
     self->npairs = 1;
     if (keep == 1.0 && self->centre == NULL && scored_holds(self, x, self->lean_x_b))

@@ -973,7 +973,7 @@ static int batch_general_row(Engine *self, const BatchCall *call, BatchColumns *
         if (keep < DBL_MIN) keep = DBL_MIN; /* a huge w forgets all but a trace */
         rest = (1.0 - keep) / self->prior;
     } else /* forgetting="auto": the rate the surprise sets, 0 for most rows */
-        rcw_surprise_forgetting(call->step.temperature, w, self->prior, &keep, &rest);
+        rcw_surprise_forgetting(call->step.temperature, w, self->prior, 0, &keep, &rest);
     if ((outcome = batch_margin(self, r, &pairs, keep, rest, &m, &v)) < 0)
         return outcome == -2 ? ROW_FAIL : ROW_STOP; /* -2: an error to propagate as it is */
     *generation = self->generation; /* a margin that forgets writes the variances it relaxed */
@@ -992,14 +992,14 @@ static int batch_general_row(Engine *self, const BatchCall *call, BatchColumns *
         return ROW_FAIL;
     }
     if (outcome != BATCH_UPDATE) {
-        rcw_temperature_step(call->step.temperature, m, v, w);
+        rcw_temperature_step(call->step.temperature, m, v, w, 0);
         *skipped += outcome == BATCH_SKIP;
         return ROW_NEXT;
     }
     outcome = batch_update(self, r, &pairs, alpha, gamma, v, kind, C, scheme);
     Py_DECREF(scheme);
     if (outcome < 0) return ROW_FAIL;
-    rcw_temperature_step(call->step.temperature, m, v, w);
+    rcw_temperature_step(call->step.temperature, m, v, w, 0);
     *skipped += !outcome;
     *generation = self->generation;
     return ROW_NEXT;

@@ -9,11 +9,13 @@
  * within the models (tests/engines/test_compiled_vs_python.py).
  *
  * A calibrating binary model hands its calibration with its lean spec and to learn_rows:
- * (temperature, noise, surprise), the temperature a writable buffer of two float64, [a, H] (the
- * model's `_temperature`, an array('d')), stepped in place, noise its `margin_noise`, and
- * surprise None or, with forgetting="auto", the model's `_surprise` (three float64, stepped in
- * place); or None. Each learn path steps them on the margin the rule's step takes
- * (rcw_temperature_step): s = m / sqrt(v + noise), as GaussianClassifier._calibrated_step.
+ * (temperature, noise, surprise, log_score), the temperature a writable buffer of two float64,
+ * [a, H] (the model's `_temperature`, an array('d')), stepped in place, noise its
+ * `margin_noise`, surprise None or, with forgetting="auto", the model's `_surprise` (three
+ * float64, stepped in place), and log_score None or, for such a model that centres, its
+ * `_log_score` (six float64, stepped in place); or None. Each learn path steps them on the
+ * margin the rule's step takes (rcw_temperature_step): s = m / sqrt(v + noise), and the log
+ * score's s0 = m / sqrt(v), as GaussianClassifier._calibrated_step.
  */
 #ifndef RIVER_CW_CALIBRATION_H
 #define RIVER_CW_CALIBRATION_H
@@ -79,15 +81,22 @@ static inline void rcw_newton_step(double *state, double s, double w, double z, 
 #define RCW_SURPRISE_HIGHEST 0.05
 #define RCW_SURPRISE_WARM_UP 50.0
 
-/* river_cw.surprise.observe */
-static inline void rcw_surprise_step(double *state, int mistake, double expected, double w) {
-    double n, weight, even;
-    if (!isfinite(expected)) return;
-    n = state[0] + w;
+/* river_cw.surprise._average: the weight of the next step of EWMAs whose count state[0] (n)
+ * it steps by the sample weight w */
+static inline double rcw_surprise_weight(double *count, double w) {
+    double n = *count + w, weight, even;
     weight = w == 1.0 ? RCW_SURPRISE_LAMBDA : 1.0 - pow(1.0 - RCW_SURPRISE_LAMBDA, w);
     even = w / n;
     if (even > weight) weight = even;
-    state[0] = n;
+    *count = n;
+    return weight;
+}
+
+/* river_cw.surprise.observe */
+static inline void rcw_surprise_step(double *state, int mistake, double expected, double w) {
+    double weight;
+    if (!isfinite(expected)) return;
+    weight = rcw_surprise_weight(&state[0], w);
     state[1] = state[1] + weight * ((mistake ? 1.0 : 0.0) - state[1]);
     state[2] = state[2] + weight * (expected - state[2]);
 }
@@ -105,6 +114,39 @@ static inline double rcw_surprise_rate(const double *state) {
     if (0.5 < p) p = 0.5;
     sd = sqrt(p * (1.0 - p) * RCW_SURPRISE_LAMBDA / (2.0 - RCW_SURPRISE_LAMBDA));
     r = RCW_SURPRISE_GAIN * (state[1] - state[2] - RCW_SURPRISE_LIMIT * sd);
+    if (0.0 > r) r = 0.0;
+    return RCW_SURPRISE_HIGHEST < r ? RCW_SURPRISE_HIGHEST : r;
+}
+
+/* river_cw.surprise's log score (a centred binary model's): LOG_SCORE_LIMIT, LOG_SCORE_CAP,
+ * `observe_log_score`'s averages on the label's probability p = 0.5 tail (tail = erfc(-z /
+ * sqrt(2)), z = a' s0, the Newton step's) and `log_score_rate` */
+#define RCW_LOG_SCORE_LIMIT 2.5
+#define RCW_LOG_SCORE_CAP 5.0
+
+static inline void rcw_log_score_average(double *state, double tail, double w) {
+    double p = 0.5 * tail, q, log_p, log_q, entropy, spread, loss, weight, variance;
+    if (!isfinite(p)) return;
+    q = 1.0 - p;
+    log_p = p > 0.0 ? log(p) : -INFINITY;
+    log_q = q > 0.0 ? log(q) : 0.0;
+    entropy = -(p > 0.0 ? p * log_p : 0.0) - q * log_q;
+    spread = (p > 0.0 ? p * log_p * log_p : 0.0) + q * log_q * log_q;
+    loss = -log_p;
+    if (loss > RCW_LOG_SCORE_CAP) loss = RCW_LOG_SCORE_CAP; /* min(-log_p, cap) */
+    variance = spread - entropy * entropy;
+    if (0.0 > variance) variance = 0.0;
+    weight = rcw_surprise_weight(&state[2], w);
+    state[3] = state[3] + weight * (loss - state[3]);
+    state[4] = state[4] + weight * (entropy - state[4]);
+    state[5] = state[5] + weight * (variance - state[5]);
+}
+
+static inline double rcw_log_score_rate(const double *state) {
+    double sd, r;
+    if (state[2] < RCW_SURPRISE_WARM_UP) return 0.0;
+    sd = sqrt(state[5] * RCW_SURPRISE_LAMBDA / (2.0 - RCW_SURPRISE_LAMBDA));
+    r = RCW_SURPRISE_GAIN * (state[3] - state[4] - RCW_LOG_SCORE_LIMIT * sd);
     if (0.0 > r) r = 0.0;
     return RCW_SURPRISE_HIGHEST < r ? RCW_SURPRISE_HIGHEST : r;
 }
@@ -235,20 +277,24 @@ static inline int rcw_multiclass(const double *t, Py_ssize_t K, double a, double
 
 /* A model's calibration as the engine holds it: the temperature's buffer (held while the
  * calibration is), the noise term and, for a model that sets its own forgetting, the surprise's
- * buffer (else NULL); state NULL: no calibration */
+ * buffer and, where it centres, the log score's (else NULL); state NULL: no calibration */
 typedef struct {
     Py_buffer view;
     double *state;
     double noise;
     Py_buffer surprise_view;
     double *surprise;
+    Py_buffer log_score_view;
+    double *log_score;
 } RcwTemperature;
 
 static void rcw_temperature_release(RcwTemperature *t) {
     if (t->state != NULL) PyBuffer_Release(&t->view);
     if (t->surprise != NULL) PyBuffer_Release(&t->surprise_view);
+    if (t->log_score != NULL) PyBuffer_Release(&t->log_score_view);
     t->state = NULL;
     t->surprise = NULL;
+    t->log_score = NULL;
 }
 
 /* A writable buffer of `count` float64 into *view; 0, or -1 with a TypeError naming `what` */
@@ -263,16 +309,17 @@ static int rcw_float64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t count, 
     return 0;
 }
 
-/* `calibration`, None or (temperature, noise, surprise), surprise None or the model's
- * [n, e, q_bar], into *t (its previous buffers released); 0, or -1 with an error, *t unchanged */
+/* `calibration`, None or (temperature, noise, surprise, log_score), surprise None or the
+ * model's [n, e, q_bar], log_score None or its [a', H', n, L, H, V], into *t (its previous
+ * buffers released); 0, or -1 with an error, *t unchanged */
 static int rcw_temperature_parse(PyObject *calibration, RcwTemperature *t) {
     RcwTemperature parsed;
     memset(&parsed, 0, sizeof parsed);
     if (calibration != Py_None) {
-        PyObject *surprise;
-        if (!PyTuple_Check(calibration) || PyTuple_GET_SIZE(calibration) != 3) {
+        PyObject *surprise, *log_score;
+        if (!PyTuple_Check(calibration) || PyTuple_GET_SIZE(calibration) != 4) {
             PyErr_SetString(PyExc_TypeError,
-                            "a calibration is (temperature, noise, surprise) or None");
+                            "a calibration is (temperature, noise, surprise, log_score) or None");
             return -1;
         }
         parsed.noise = PyFloat_AsDouble(PyTuple_GET_ITEM(calibration, 1));
@@ -290,6 +337,15 @@ static int rcw_temperature_parse(PyObject *calibration, RcwTemperature *t) {
             }
             parsed.surprise = parsed.surprise_view.buf;
         }
+        log_score = PyTuple_GET_ITEM(calibration, 3);
+        if (log_score != Py_None) {
+            if (rcw_float64_buffer(log_score, &parsed.log_score_view, 6,
+                                   "a log score is six float64, [a', H', n, L, H, V]") < 0) {
+                rcw_temperature_release(&parsed);
+                return -1;
+            }
+            parsed.log_score = parsed.log_score_view.buf;
+        }
     }
     rcw_temperature_release(t);
     *t = parsed;
@@ -303,12 +359,15 @@ static inline int rcw_surprise_forgets(const RcwTemperature *t) {
 }
 
 /* The forgetting of the next example of sample weight w, as GaussianClassifier._update sets it
- * from the surprise of the calibration t (NULL, or no surprise: none), the prior variance a:
- * keep = 1 - f (w == 1) or (1 - f)^w, at least the least normal float64, rest = (1 - keep) / a;
- * keep 1 and rest 0 where the rate f is 0 */
+ * from the surprise of the calibration t (NULL, or no surprise: none), read from its log score
+ * where the example is centred and t keeps one, the prior variance a: keep = 1 - f (w == 1) or
+ * (1 - f)^w, at least the least normal float64, rest = (1 - keep) / a; keep 1 and rest 0 where
+ * the rate f is 0 */
 static inline void rcw_surprise_forgetting(const RcwTemperature *t, double w, double prior,
-                                           double *keep, double *rest) {
-    double f = t != NULL && t->surprise != NULL ? rcw_surprise_rate(t->surprise) : 0.0;
+                                           int centred, double *keep, double *rest) {
+    double f = t == NULL || t->surprise == NULL       ? 0.0
+               : centred && t->log_score != NULL ? rcw_log_score_rate(t->log_score)
+                                                 : rcw_surprise_rate(t->surprise);
     *keep = 1.0;
     *rest = 0.0;
     if (f == 0.0) return;
@@ -318,14 +377,21 @@ static inline void rcw_surprise_forgetting(const RcwTemperature *t, double w, do
 }
 
 /* the Newton step on the margin the rule's step takes (m, v > 0), where t calibrates (t not
- * NULL, a state held), the surprise's step before it */
-static inline void rcw_temperature_step(const RcwTemperature *t, double m, double v, double w) {
+ * NULL, a state held), the surprise's step before it; and the log score's where t keeps one
+ * (river_cw.surprise.observe_log_score: its averages where the example is centred) */
+static inline void rcw_temperature_step(const RcwTemperature *t, double m, double v, double w,
+                                        int centred) {
     double s, z, tail;
     if (t == NULL || t->state == NULL) return;
     s = m / sqrt(v + t->noise);
     z = t->state[0] * s;
     tail = t->surprise != NULL || z > -30.0 ? erfc(-z / sqrt(2.0)) : 0.0;
     if (t->surprise != NULL) rcw_surprise_observe(t->surprise, tail, w);
+    if (t->log_score != NULL) {
+        double s0 = m / sqrt(v), z0 = t->log_score[0] * s0, tail0 = erfc(-z0 / sqrt(2.0));
+        if (centred) rcw_log_score_average(t->log_score, tail0, w);
+        rcw_newton_step(t->log_score, s0, w, z0, tail0);
+    }
     rcw_newton_step(t->state, s, w, z, tail);
 }
 

@@ -1019,7 +1019,7 @@ static int lean_learn(Diagonal *self, PyObject *x, double sign, double w, int ca
             outcome = applied ? LEARN_NOTHING : LEARN_SKIPPED;
         }
         /* once the example is the lean path's: the general path would step it again */
-        if (calibrate) rcw_temperature_step(&self->lean.temperature, m, v, w);
+        if (calibrate) rcw_temperature_step(&self->lean.temperature, m, v, w, 0);
     }
     release_coords(self);
     return outcome;
@@ -1639,13 +1639,13 @@ static int batch_lean_row(Diagonal *self, const BatchColumns *c, Py_ssize_t i, i
     if (v <= 0.0) return 0; /* no non-zero feature, or all their variance is spent */
     r = s->native(s->params, m, v, w, &alpha, &gamma);
     if (r <= 0 || !(isfinite(alpha) && isfinite(gamma))) {
-        rcw_temperature_step(s->temperature, m, v, w);
+        rcw_temperature_step(s->temperature, m, v, w, 0);
         *skipped += r != 0;
         return 0;
     }
     step_bound = fabs(alpha) * sqrt(prior * v);
     if (!(self->mean_bound + step_bound < SAFE_BOUND)) return 1;
-    rcw_temperature_step(s->temperature, m, v, w); /* the row is the lean kernel's */
+    rcw_temperature_step(s->temperature, m, v, w, 0); /* the row is the lean kernel's */
     if (n_new && table_reserve(t, n_new) < 0) return -1;
     entries = t->entries;
     beta = gamma / (1.0 + gamma * v);

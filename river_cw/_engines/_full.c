@@ -695,7 +695,7 @@ static PyObject *module_learn_native(PyObject *module, PyObject *const *args, Py
     outcome = LEARNED;
     if (!(v > 0.0)) goto done; /* no non-zero feature, or all their variance is spent */
     r = step(params, m, v, w, &alpha, &gamma);
-    rcw_temperature_step(&temperature, m, v, w); /* the example is the lean path's */
+    rcw_temperature_step(&temperature, m, v, w, 0); /* the example is the lean path's */
     if (r == 0) goto done;
     outcome = SKIPPED;
     if (r < 0) goto done;

@@ -42,6 +42,7 @@ TESTS = [
     "tests/models/test_hostile_input.py",
     "tests/engines/test_marks_and_changes.py",
     "tests/models/test_centring.py",
+    "tests/models/test_log_score.py",
 ]
 SANITIZE = "-fsanitize=address,undefined"
 # -O0: no function is inlined but where the code asks for it, so the build also checks that the

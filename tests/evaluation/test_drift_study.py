@@ -108,13 +108,17 @@ def test_the_chosen_schemes_log_loss_against_rivers_logistic_regression(quick):
 
 
 def test_the_centred_default_gains_where_it_drifts_and_loses_nothing_where_it_does_not(quick):
-    """Today's `AROW()` centres dense features (`river_cw.centring`): on the quick variant's
-    drifting streams it measures +1.7, -0.1 and +2.4 points against the same model uncentred,
-    where nothing drifts +0.6, +0.5 and +1.2 on the dense streams and 0 on a9a and SMS (sparse:
-    never centred, the same model to the bit)."""
+    """Today's `AROW()` centres dense features (`river_cw.centring`) and, once centred, forgets
+    by its log score (`river_cw.surprise`): on the quick variant's drifting streams it is within
+    a point of river's best (+0.8, -0.3 and -0.3 points; against the same model uncentred +6.8,
+    -0.5 and +4.1), where nothing drifts it gains on the dense streams and is the same model to
+    the bit on a9a and SMS (sparse: never centred)."""
     found = quick[0]
+    for stream, row in found["drift"].items():
+        best = max(row[m][0] for m in drift.RIVER)
+        assert row[drift.CENTRED][0] >= best - 0.01, stream
     gains = [row[drift.CENTRED][0] - row[drift.SHIPPED][0] for row in found["drift"].values()]
-    assert min(gains) >= -0.003 and sum(gains) > 0.03
+    assert sum(gains) > 0.03
     for stream, row in found["stationary"].items():
         assert row[drift.CENTRED][0] >= row[drift.SHIPPED][0] - 0.003, stream
         if stream in ("a9a", "SMS"):

@@ -260,9 +260,9 @@ def test_the_state_format_keeps_the_centring_and_reads_older_states_as_raw():
             assert copied._gaussian.blocks == model._gaussian.blocks
     old = river_cw.AROW()
     old.learn_one(*stream[0])
-    old._centring = None  # a state written before centring holds no "centring"
+    old._never_centre()  # a state written before centring holds no "centring", no "log_score"
     restored = state.loads(state.dumps(old))
-    assert restored._centring is None
+    assert restored._centring is None and restored._log_score is None
 
 
 def test_mixing_copies_of_a_centred_model_returns_it():
