@@ -58,12 +58,13 @@ def kernel_calibrates(model) -> bool:
     return model._temperature is None or len(model.classes_) <= 2
 
 
-def learn_rows(model, engine, rows: Rows, labels: list, weights: list) -> None:
+def learn_rows(model, engine, rows: Rows, labels: list, weights: list, centre=None) -> None:
     """`learn_many`'s loop in `engine`'s batch kernel: it learns row after row as `learn_one`
     would and stops at a row it leaves to `learn_one` (a new label, a weight of 0, a value other
     than a float, a bool or an int within float64, a bad row), which then runs here; once a new
     label makes a calibrating model multi-class (`kernel_calibrates`), `learn_one` takes the
-    rest."""
+    rest. A centred model's dict rows (`centre`, its `river_cw.centring.Centring.centre`) go
+    through the lean path less the centre, as `learn_one`'s `learn_native`."""
     kernel = engine.learn_rows
     step, scheme = model._rule()
     native = None if scheme is None else model._native_step_of_step()
@@ -92,6 +93,7 @@ def learn_rows(model, engine, rows: Rows, labels: list, weights: list) -> None:
                 native,
                 spec,
                 model._calibration_spec(),
+                centre,
             )
         except (TypeError, ValueError) as error:  # raised by the rule's step
             raise type(error)(f"row {rows.index[stats[0]]!r}: {error}") from error

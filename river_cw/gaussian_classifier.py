@@ -764,7 +764,8 @@ class GaussianClassifier(LinearClassifier):
         """The mini-batch loop in the compiled engine's batch kernel where it has one (the
         diagonal and arrowhead covariances; a calibrating model while it is binary:
         `river_cw._one_call.learn_rows`); while the model decides whether to centre, row by
-        row (each in the kernel, as it would be learned in a batch), and once centred, by
+        row (each in the kernel, as it would be learned in a batch), and once centred, dict
+        rows in the kernel less the centre where the lean path serves the model, other rows by
         `learn_one`."""
         centring = self._centring
         if centring is not None and centring.centre is None:
@@ -784,8 +785,12 @@ class GaussianClassifier(LinearClassifier):
                 )
                 first += 1
             rows, labels, weights = rows.slice(first), labels[first:], weights[first:]
-        if self._centring is not None:
-            return super()._learn_rows(rows, labels, weights)  # centred: each row by learn_one
+        if self._centring is not None:  # centred
+            engine = covariances.of(self).native_batch(self._gaussian)
+            if rows.csr is None and engine is not None and _one_call.lean(self) is not None:
+                _one_call.learn_rows(self, engine, rows, labels, weights, self._centring.centre)
+                return
+            return super()._learn_rows(rows, labels, weights)  # each row by learn_one
         self._learn_rows_as_they_are(rows, labels, weights)
 
     def _learn_rows_as_they_are(self, rows, labels, weights):

@@ -1369,9 +1369,14 @@ static PyObject *batch_terms(Arrowhead *self) {
     return NULL;
 }
 
+/* lean_learn of a batch's dict row, x less `centre` where not NULL (learn_native's centre) */
 static inline int batch_lean_dict(Arrowhead *self, PyObject *x, double sign, double w,
-                                  int calibrate) {
-    return lean_learn(self, x, sign, w, calibrate);
+                                  int calibrate, PyObject *centre) {
+    int outcome;
+    self->centre = centre;
+    outcome = lean_learn(self, x, sign, w, calibrate);
+    self->centre = NULL;
+    return outcome;
 }
 
 static inline int batch_score_dict(Arrowhead *self, PyObject *x, PyObject *intercept, double *m,

@@ -14,7 +14,9 @@
  * the lean kernel leaves that to the kernel, row by row (RESOLVE_LAZY). Each row's label is
  * looked up in the model's class index here (label_block). A binary model's dict rows go first
  * through the engine's own lean path (batch_lean_dict: learn_native's, where the model has a
- * `lean` spec); a row it declines goes the kernel's way below.
+ * `lean` spec); a row it declines goes the kernel's way below. A centred model's rows (dicts:
+ * river_cw.centring) go through that path alone, less the centre, and one it declines goes to
+ * learn_one.
  *
  * The kernel never raises on a bad row: it stops at any row it does not handle (a label not yet
  * known, a sample weight that is not a float > 0, a value other than a float, a bool or an int
@@ -164,7 +166,8 @@ static PyObject *batch_terms(Engine *self);
  * `calibrate` (two labels known): LEARN_NOTHING (learned, or nothing to
  * learn), LEARN_SKIPPED, -1 (the general path's row: nothing changed, no error set), -2 (an error
  * raised) */
-static int batch_lean_dict(Engine *self, PyObject *x, double sign, double w, int calibrate);
+static int batch_lean_dict(Engine *self, PyObject *x, double sign, double w, int calibrate,
+                           PyObject *centre);
 /* the lean CSR row i (plain, or checked as it is read when the call is lazy) of a binary model
  * learned by the native step s with a scheme of `kind` and nothing forgotten, straight from the
  * arrays: 0 learned, nothing to learn or skipped (counted in *skipped); 1 the general path's row,
@@ -834,6 +837,7 @@ static Py_ssize_t label_block(PyObject *index, PyObject *y, LabelMemo *memo) {
 typedef struct {
     PyObject *rows, *labels, *class_index, *weights, *intercept, *stats, *features;
     PyObject *lean;       /* learn_native's spec while dict rows take batch_lean_dict, or None */
+    PyObject *centre;     /* a centred model's centre (river_cw.centring), an exact dict, or NULL */
     PyObject *arrays[3]; /* CSR rows: data, indices, indptr */
     Py_ssize_t start, nrows, n_classes;
     double forgetting;
@@ -848,13 +852,19 @@ typedef struct {
 /* learn_rows' arguments (see engine_learn_rows) into *call, and the CSR columns' count into
  * c->csr; 0, or -1 with an error (before the engine is entered) */
 static int batch_call_parse(Engine *self, PyObject *args, BatchCall *call, BatchColumns *c) {
-    PyObject *step_fn, *scheme, *native, *calibration;
+    PyObject *step_fn, *scheme, *native, *calibration, *centre = Py_None;
     BatchStep *step = &call->step;
-    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OOO", &call->rows, &PyList_Type, &call->labels,
+    if (!PyArg_ParseTuple(args, "OO!O!O!nOOdOO!OOO|O", &call->rows, &PyList_Type, &call->labels,
                           &PyDict_Type, &call->class_index, &PyList_Type, &call->weights,
                           &call->start, &step_fn, &scheme, &call->forgetting, &call->intercept,
-                          &PyList_Type, &call->stats, &native, &call->lean, &calibration))
+                          &PyList_Type, &call->stats, &native, &call->lean, &calibration,
+                          &centre))
         return -1;
+    call->centre = centre == Py_None ? NULL : centre;
+    if (call->centre != NULL && (!PyDict_CheckExact(centre) || !PyList_Check(call->rows))) {
+        PyErr_SetString(PyExc_TypeError, "a centre is a dict {feature: mean}, for dict rows");
+        return -1;
+    }
     call->n_classes = PyDict_GET_SIZE(call->class_index);
     call->features = Py_None;
     call->lean_kind = -1;
@@ -1007,7 +1017,8 @@ static int batch_general_row(Engine *self, const BatchCall *call, BatchColumns *
 
 /* The kernel of learn_rows (entered, the call opened): the learn_one loop over the rows from
  * *at, each row taking the first path that holds it: the lean CSR row (batch_lean_row), the
- * lean dict row (batch_lean_dict), the general row (batch_general_row). Stops at the first row left
+ * lean dict row (batch_lean_dict), the general row (batch_general_row); a centred model's, the
+ * lean dict row less the centre, or none. Stops at the first row left
  * to learn_one (*at: its index, or nrows when every row is learned) with 0; -1 on an error (*at
  * the row that raised). A CSR call that ends well leaves its cache settled: its slots are the
  * tables'. */
@@ -1033,6 +1044,19 @@ static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
             (call->csr && (self->batch != c->cache || c->cache->calls != epoch))) {
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
             goto done;
+        }
+        if (call->centre != NULL) {
+            /* a centred model's row: the lean dict path, x less the centre, or learn_one's */
+            if (call->lean == Py_None || !PyDict_CheckExact(PyList_GET_ITEM(call->rows, i)))
+                break;
+            if (batch_lean_spec(self, call->lean) < 0) goto done;
+            outcome = batch_lean_dict(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w,
+                                      call->n_classes == 2, call->centre);
+            if (outcome == -2) goto done;
+            if (outcome == -1) break;
+            *skipped += outcome == LEARN_SKIPPED;
+            generation = self->generation;
+            continue;
         }
         /* a row whose surprise forgets (forgetting="auto") takes the general row, which forgets
          * as learn_one does, or a lean dict path that forgets (the arrowhead's); the lean CSR
@@ -1073,7 +1097,7 @@ static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
             /* parsed by batch_call_parse, unless a step parsed another spec since */
             if (batch_lean_spec(self, call->lean) < 0) goto done;
             outcome = batch_lean_dict(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w,
-                                      call->n_classes == 2);
+                                      call->n_classes == 2, NULL);
             if (outcome == -2) goto done;
             if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
                 *skipped += outcome == LEARN_SKIPPED;
@@ -1114,7 +1138,8 @@ static int batch_stats(PyObject *stats, Py_ssize_t at, Py_ssize_t skipped) {
 }
 
 /* learn_rows(rows, labels, class_index, weights, start, step, scheme, forgetting, intercept,
- * stats, native, lean, calibration): the learn_one loop over rows[start:] (see the top of this file); `rows`
+ * stats, native, lean, calibration, centre=None): the learn_one loop over rows[start:] (see the
+ * top of this file); `rows`
  * is a list of dicts or (data, indices, indptr, features or None, n_columns), `labels` each
  * row's label, `class_index` the model's dict of label -> block, one entry per class (a label it
  * does not hold is learn_one's: the loop stops there), `weights` the sample weight of each row,
@@ -1122,7 +1147,9 @@ static int batch_stats(PyObject *stats, Py_ssize_t at, Py_ssize_t skipped) {
  * not called) or None, `lean` learn_native's spec or None: while binary, a dict row goes first
  * through batch_lean_dict (learn_one's lean path), and a row it declines the way above;
  * `calibration` the model's (_calibration.h: a binary model's temperature takes its Newton step
- * on each row's margin, as learn_one's), or None. Sets
+ * on each row's margin, as learn_one's), or None; `centre` a centred model's (the arrowhead's,
+ * river_cw.centring) or None: then every row is a dict, learned by batch_lean_dict less the
+ * centre, and the loop stops at a row that path declines. Sets
  * stats[0] to the row it stopped at (len(rows): all learned) and adds the skipped updates to
  * stats[1], also when a step raises. */
 static PyObject *engine_learn_rows(Engine *self, PyObject *args) {

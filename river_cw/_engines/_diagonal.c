@@ -1322,9 +1322,10 @@ static int batch_lean_step(Diagonal *self, double m, double v, double w, double 
 static PyObject *batch_terms(Diagonal *self) { return make_terms(self->margin.u, self->margin.nu); }
 
 /* lean_learn of a batch's dict row, never from a scored pass: the lean CSR rows write the
- * tables in place without a new generation, so that no pass is kept across a batch */
+ * tables in place without a new generation, so that no pass is kept across a batch; `centre` is
+ * NULL (the diagonal centres nothing: river_cw.covariances) */
 static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, double w,
-                                  int calibrate) {
+                                  int calibrate, PyObject *centre) {
     release_coords(self);
     return lean_learn(self, x, sign, w, calibrate);
 }

@@ -39,7 +39,7 @@ import pytest
 from scipy import sparse
 
 import river_cw
-from river_cw import rda, text
+from river_cw import centring, rda, text
 from river_cw._engines import arrowhead
 from river_cw._engines.rda_engine import PythonRDA
 
@@ -402,12 +402,17 @@ def test_batches_that_forget_keep_no_reference_nor_memory(params):
 @pytest.mark.parametrize("labels", [LABELS[:2], LABELS], ids=["binary", "multi-class"])
 def test_compiled_engines_batches_of_dicts_and_csr_keep_no_reference_nor_memory(labels):
     """The batch kernels (learn_rows, score_rows) of both engines, the diagonal's and the
-    arrowhead's (the default model's, with forgetting too: the general rows), on dicts, named
-    and hashed CSR rows."""
+    arrowhead's (the default model's, with forgetting too: the general rows; centred: dict rows
+    less the centre), on dicts, named and hashed CSR rows."""
     model = learned(river_cw.AROW(**DIAGONAL), labels)
     exact = learned(river_cw.CW(covariance="diagonal", diagonal="exact"), labels)
     default = learned(river_cw.AROW(**ARROWHEAD), labels)
     forgetting = learned(river_cw.AROW(forgetting=0.01, **ARROWHEAD), labels)
+    dense = [dict(zip(FEATURES, VALUES[i:] + VALUES[:i])) for i in range(4)]  # every feature
+    centred = river_cw.AROW(**ARROWHEAD)
+    for i in range(centring.WARM_UP):
+        centred.learn_one(dense[i % 4], labels[i % len(labels)])
+    assert centred.centre_
     # binary rows run in the kernels' loop, five copies of X through it; the rows of several
     # labels go one by one to the general path (each row a call, 40 us): one copy reaches it
     rows = X * (5 if len(labels) == 2 else 1)
@@ -425,6 +430,8 @@ def test_compiled_engines_batches_of_dicts_and_csr_keep_no_reference_nor_memory(
             each.predict_proba_many(hashed)
         default.predict_many(rows)
         default.predict_proba_many(csr, features=FEATURES)
+        centred.learn_many(dense * 5, [labels[i % len(labels)] for i in range(20)])
+        centred.predict_proba_many(dense)
 
     assert_no_leak(f"learn_many, {len(labels)} labels", cycle, calls=26)
 

@@ -249,6 +249,33 @@ def test_a_batch_across_the_warm_up_is_the_learn_one_loop(kind):
     assert batch.predict_proba_many(probe) == [loop.predict_proba_one(x) for x in probe]
 
 
+def test_a_centred_models_batch_of_odd_rows_is_the_learn_one_loop():
+    """A centred model's dict rows go through the batch kernel less the centre (the lean path,
+    `learn_native`'s); the rows it declines (a centred feature missing, a dict subclass, a
+    weight of 0, a third label, then every row of the multi-class model) through `learn_one`:
+    the loop's model to the bit, whichever path each row took."""
+    stream = dense_stream(WARM_UP + 40, seed=11)
+    extra = [
+        ({"a": 5.5, "b": 5.2}, True, 1.0),  # "c" missing: -m_c centred
+        ({"a": 5, "b": True, "c": 6}, False, 1.0),  # ints and a bool
+        ({"a": 5.1, "b": 5.9, "c": 5.3, "d": 2.0}, True, 2.5),  # a new feature, a weight
+        (Row({"a": 5.4, "b": 5.5, "c": 5.6}), False, 1.0),
+        ({"a": 5.7, "b": 5.1, "c": 5.8}, True, 0.0),
+        *((x, y, 1.0) for x, y in dense_stream(30, seed=12)),
+        ({"a": 5.2, "b": 5.3, "c": 5.4}, "third", 1.0),
+        *((x, y, 1.0) for x, y in dense_stream(10, seed=13)),
+    ]
+    loop, batch = river_cw.AROW(), river_cw.AROW()
+    for x, y in stream:
+        loop.learn_one(x, y)
+        batch.learn_one(x, y)
+    assert batch.centre_
+    for x, y, w in extra:
+        loop.learn_one(x, y, w)
+    batch.learn_many([x for x, _, _ in extra], [y for _, y, _ in extra], [w for *_, w in extra])
+    assert state.dumps(batch) == state.dumps(loop)
+
+
 def test_the_state_format_keeps_the_centring_and_reads_older_states_as_raw():
     stream = dense_stream(WARM_UP + 20)
     model = river_cw.AROW()
