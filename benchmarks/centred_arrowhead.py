@@ -48,9 +48,10 @@ the log score: `counting_mistakes`). On the drifting streams of ``--part control
 models in the same run) and the stationary dense ones (a9a and Spambase, which never centre,
 left out).
 
-With ``--part batch``, what `learn_many` of a centred model costs: the default `AROW()` and
-``AROW(centre=False)`` learning river's Hyperplane (8 features) in batches of 1,000 dicts after
-a first batch (the centred model centred by then), CPU microseconds a row, the best of three.
+With ``--part batch``, what `learn_many` and `predict_proba_many` of a centred model cost: the
+default `AROW()` and ``AROW(centre=False)`` on river's Hyperplane (8 features) in batches of
+1,000 dicts after a first batch (the centred model centred by then), CPU microseconds a row, the
+best of three.
 
 With ``--part controller``, the answer measured without river's centring: `Calibrated` is the
 prototype as a default model, the centre moved with it, the library's forgetting (the prototype
@@ -616,28 +617,34 @@ def log_score_rows(streams: dict, against_river: bool) -> None:
 
 
 def batch_rows(batches: int = 20, size: int = 1000, repeat: int = 3) -> None:
-    """`--part batch`: CPU microseconds a row of `learn_many`, centred and not (see above)."""
+    """`--part batch`: CPU microseconds a row of `learn_many` and `predict_proba_many`, centred
+    and not (see above)."""
     from river.datasets import synth
 
     stream = synth.Hyperplane(seed=42, n_features=8, n_drift_features=3, mag_change=0.01)
     examples = list(stream.take((batches + 1) * size))
     cut = [examples[a : a + size] for a in range(0, len(examples), size)]
     cut = [([x for x, _ in rows], [y for _, y in rows]) for rows in cut]
-    print("| model | us a row |\n|---|---:|")
     models = {
         "`AROW()`": river_cw.AROW,
         "`AROW(centre=False)`": functools.partial(river_cw.AROW, centre=False),
     }
+    print("| model | `learn_many`, us a row | `predict_proba_many`, us a row |\n|---|---:|---:|")
     for name, make in models.items():
-        best = math.inf
+        learning = predicting = math.inf
         for _ in range(repeat):
             model = make()
             model.learn_many(*cut[0])
             start = time.process_time()
             for rows in cut[1:]:
                 model.learn_many(*rows)
-            best = min(best, time.process_time() - start)
-        print(f"| {name} | {1e6 * best / (batches * size):.2f} |", flush=True)
+            learning = min(learning, time.process_time() - start)
+            start = time.process_time()
+            for rows, _ in cut[1:]:
+                model.predict_proba_many(rows)
+            predicting = min(predicting, time.process_time() - start)
+        per_row = [f"{1e6 * t / (batches * size):.2f}" for t in (learning, predicting)]
+        print(f"| {name} | " + " | ".join(per_row) + " |", flush=True)
 
 
 def main(argv=None) -> None:

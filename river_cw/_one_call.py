@@ -35,20 +35,23 @@ def lean(model):
     return spec
 
 
-def score_rows(model, rows: Rows, proba: bool) -> list | None:
+def score_rows(model, rows: Rows, proba: bool, centre=None) -> list | None:
     """The score of every row (`_native_score`'s ``m``), or with `proba` its probabilities
     (`probabilities.binary`'s), in one call of the compiled engine's batch kernel (`score_rows`,
-    river_cw/_engines/_batch.h: dict rows as `score_native` reads them, CSR rows read from the
-    arrays, their names checked as `Rows.check_names` checks them, river_cw/_engines/_csr.h),
-    None for a row the general path must serve; None where the engine has no kernel or the model
-    is not binary."""
+    river_cw/_engines/_batch.h: dict rows as `score_native` reads them, less a centred model's
+    `centre` where given, CSR rows read from the arrays, their names checked as
+    `Rows.check_names` checks them, river_cw/_engines/_csr.h), None for a row the general path
+    must serve; None where the engine has no kernel or the model is not binary."""
     engine: Any = model._gaussian
     if not isinstance(engine, COMPILED) or not model.is_binary:
         return None
     batch = rows.dicts if rows.csr is None else rows.csr
     # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
     spec = (*model.classes_, model.temperature, model.margin_noise, math.erfc) if proba else None
-    return engine.score_rows(batch, INTERCEPT if model.learn_intercept else None, spec)
+    intercept = INTERCEPT if model.learn_intercept else None
+    if centre is None:
+        return engine.score_rows(batch, intercept, spec)
+    return engine.score_rows(batch, intercept, spec, centre)  # the arrowhead's
 
 
 def kernel_calibrates(model) -> bool:

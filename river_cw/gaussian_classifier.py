@@ -637,6 +637,11 @@ class GaussianClassifier(LinearClassifier):
         return centring is not None and centring.centre is not None
 
     @property
+    def _centre_of_rows(self) -> dict | None:
+        """The centre the batch kernel subtracts from dict rows (`Centring.centre`), or None."""
+        return self._centring.centre if self._centred else None  # type: ignore[union-attr]
+
+    @property
     def centre_(self) -> dict:
         """The point the model's features are centred at, ``{feature: mean}``: the means of its
         first `river_cw.centring.WARM_UP` examples where those all had the same features, and
@@ -683,9 +688,9 @@ class GaussianClassifier(LinearClassifier):
         return most_probable(self.classes_, self._scores(self._features(self._in_coordinates(x))))
 
     def _predict_rows(self, rows: Rows) -> list:
-        if self._centred:  # each row centred by `predict_one`
+        if self._centred and rows.csr is not None:  # each row centred by `predict_one`
             return super()._predict_rows(rows)
-        scores = _one_call.score_rows(self, rows, False)
+        scores = _one_call.score_rows(self, rows, False, self._centre_of_rows)
         if scores is None:
             return super()._predict_rows(rows)
         classes = self.classes_
@@ -697,8 +702,8 @@ class GaussianClassifier(LinearClassifier):
     def _predict_proba_rows(self, rows: Rows) -> list[dict]:
         if (
             len(self.classes_) != 2
-            or self._centred  # each row centred by `predict_proba_one`
-            or (probas := _one_call.score_rows(self, rows, True)) is None
+            or (self._centred and rows.csr is not None)  # each row centred by predict_proba_one
+            or (probas := _one_call.score_rows(self, rows, True, self._centre_of_rows)) is None
         ):
             return super()._predict_proba_rows(rows)
         return [

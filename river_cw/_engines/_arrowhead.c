@@ -1379,10 +1379,15 @@ static inline int batch_lean_dict(Arrowhead *self, PyObject *x, double sign, dou
     return outcome;
 }
 
+/* score_dict of a batch's dict row, x less `centre` where not NULL (score_native's centre) */
 static inline int batch_score_dict(Arrowhead *self, PyObject *x, PyObject *intercept, double *m,
-                                   double *v) {
+                                   double *v, PyObject *centre) {
+    int r;
     if (!rcw_x_readable(x) || self->blocks.n != 1) return 0;
-    return score_dict(self, x, intercept, m, v);
+    self->centre = centre;
+    r = score_dict(self, x, intercept, m, v);
+    self->centre = NULL;
+    return r;
 }
 
 /* the column of a resolved row named by the root (the intercept's), or -1 */

@@ -195,7 +195,8 @@ static int batch_update(Engine *self, BatchRow *r, const BatchPairs *p, double a
                         double gamma, double v, int kind, double C, PyObject *scheme);
 /* score_native's numbers for the dict row x (1 with *m and, v not NULL, *v; 0 for the general
  * path's case, -1 with an error that must propagate; entered) */
-static int batch_score_dict(Engine *self, PyObject *x, PyObject *intercept, double *m, double *v);
+static int batch_score_dict(Engine *self, PyObject *x, PyObject *intercept, double *m, double *v,
+                            PyObject *centre);
 /* score_rows' context of a binary engine's call (entered; `csr`: the rows are CSR arrays): into
  * *term the entry of the term the intercept adds last to each CSR row (-1 unseen), or -3 for
  * none; into *call what every row's sums share. 0, or -1 with an error */
@@ -1263,13 +1264,14 @@ static RCW_ALWAYS_INLINE int batch_row_scored(void *engine, const RcwScoreRows *
         return csr_row_score(d->self, t, &s->csr, i, d->slot, s->seen, s->intercept, d->intercept,
                              &d->call, m, v);
     return batch_score_dict(d->self, PyList_GET_ITEM(s->rows, i), s->intercept, m,
-                            s->erfc != NULL ? v : NULL);
+                            s->erfc != NULL ? v : NULL, s->centre);
 }
 
-/* score_rows(rows, intercept, proba) -> list: per row of a binary engine (one block), the score
- * m that score_native gives for the row, or with proba = (first, second, temperature, erfc) the
- * probabilities of its two labels (rcw_binary_proba); None where the general path must serve the
- * row (it raises there what predict_one raises). rows: a list of dicts, or CSR arrays (data,
+/* score_rows(rows, intercept, proba, centre=None) -> list: per row of a binary engine (one
+ * block), the score m that score_native gives for the row (less the centre where given: dict
+ * rows), or with proba = (first, second, temperature, erfc) the probabilities of its two labels
+ * (rcw_binary_proba); None where the general path must serve the row (it raises there what
+ * predict_one raises). rows: a list of dicts, or CSR arrays (data,
  * indices, indptr, features, ncols) as learn_rows takes them (a ValueError when two of their
  * columns are named alike, as Rows.check_names; _csr.h). None for every row of an engine of
  * several blocks. */

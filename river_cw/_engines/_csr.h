@@ -146,13 +146,14 @@ fail:
     return NULL;
 }
 
-/* A score_rows call, score_rows(rows, intercept, proba) (_batch.h, _arrowhead.c): rows a list
- * of dicts or CSR arrays (`csr`: then viewed, their names checked as Rows.check_names, `seen`
- * ncols zeros for the kernel's use, left as zeros), proba None or (first, second, temperature,
- * noise, erfc): the probabilities of the two labels (rcw_binary_proba, of the variance plus the
- * noise term) instead of the score. */
+/* A score_rows call, score_rows(rows, intercept, proba, centre=None) (_batch.h, _arrowhead.c):
+ * rows a list of dicts or CSR arrays (`csr`: then viewed, their names checked as
+ * Rows.check_names, `seen` ncols zeros for the kernel's use, left as zeros), proba None or
+ * (first, second, temperature, noise, erfc): the probabilities of the two labels
+ * (rcw_binary_proba, of the variance plus the noise term) instead of the score; centre None or,
+ * for dict rows, a centred model's (river_cw.centring: NULL for None). */
 typedef struct {
-    PyObject *rows, *intercept;
+    PyObject *rows, *intercept, *centre;
     PyObject *first, *second, *erfc; /* erfc NULL: scores */
     double temperature, noise;
     int is_csr;
@@ -168,10 +169,15 @@ static void rcw_score_rows_close(RcwScoreRows *s) {
 
 /* score_rows' arguments parsed into *s (zeroed here); 0, or -1 with an error (then closed) */
 static int rcw_score_rows_open(PyObject *args, RcwScoreRows *s) {
-    PyObject *proba, *arrays[3];
+    PyObject *proba, *arrays[3], *centre = Py_None;
     memset(s, 0, sizeof *s);
     s->temperature = 1.0;
-    if (!PyArg_ParseTuple(args, "OOO", &s->rows, &s->intercept, &proba)) return -1;
+    if (!PyArg_ParseTuple(args, "OOO|O", &s->rows, &s->intercept, &proba, &centre)) return -1;
+    s->centre = centre == Py_None ? NULL : centre;
+    if (s->centre != NULL && (!PyDict_CheckExact(centre) || !PyList_Check(s->rows))) {
+        PyErr_SetString(PyExc_TypeError, "a centre is a dict {feature: mean}, for dict rows");
+        return -1;
+    }
     if (proba != Py_None &&
         !PyArg_ParseTuple(proba, "OOddO", &s->first, &s->second, &s->temperature, &s->noise,
                           &s->erfc))

@@ -1322,10 +1322,11 @@ static int batch_lean_step(Diagonal *self, double m, double v, double w, double 
 static PyObject *batch_terms(Diagonal *self) { return make_terms(self->margin.u, self->margin.nu); }
 
 /* lean_learn of a batch's dict row, never from a scored pass: the lean CSR rows write the
- * tables in place without a new generation, so that no pass is kept across a batch; `centre` is
- * NULL (the diagonal centres nothing: river_cw.covariances) */
+ * tables in place without a new generation, so that no pass is kept across a batch; a centre is
+ * learn_one's (the diagonal centres nothing: river_cw.covariances) */
 static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, double w,
                                   int calibrate, PyObject *centre) {
+    if (centre != NULL) return -1;
     release_coords(self);
     return lean_learn(self, x, sign, w, calibrate);
 }
@@ -1333,9 +1334,12 @@ static inline int batch_lean_dict(Diagonal *self, PyObject *x, double sign, doub
 /* every key is a feature like the others */
 static inline int batch_refused_key(Diagonal *self, PyObject *key) { return 0; }
 
+/* score_binary of a batch's dict row; a centre is the general path's (the diagonal centres
+ * nothing: river_cw.covariances) */
 static inline int batch_score_dict(Diagonal *self, PyObject *x, PyObject *intercept, double *m,
-                                   double *v) {
+                                   double *v, PyObject *centre) {
     double variance;
+    if (centre != NULL) return 0;
     return score_binary(self, x, intercept, m, v != NULL ? v : &variance);
 }
 

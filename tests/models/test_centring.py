@@ -276,6 +276,31 @@ def test_a_centred_models_batch_of_odd_rows_is_the_learn_one_loop():
     assert state.dumps(batch) == state.dumps(loop)
 
 
+def test_a_centred_models_predictions_of_a_batch_are_its_predict_one_loop():
+    """`predict_many` and `predict_proba_many` of a centred model score dict rows in the batch
+    kernel less the centre (`score_native`'s pass) and leave the rows it declines (a centred
+    feature missing, a dict subclass, a value it does not read) to `predict_one`; CSR rows each
+    by `predict_one`: the same numbers, to the bit."""
+    model = river_cw.AROW()
+    for x, y in dense_stream(WARM_UP + 30, seed=14):
+        model.learn_one(x, y)
+    assert model.centre_
+    rows = [
+        *(x for x, _ in dense_stream(20, seed=15)),
+        {"a": 5.5, "b": 5.2},
+        {"a": 5, "b": True, "c": 6},
+        {"a": 5.1, "b": 5.9, "c": 5.3, "d": 2.0},
+        Row({"a": 5.4, "b": 5.5, "c": 5.6}),
+        {"a": 5.7, "b": 5.1, "c": np.float32(5.8)},
+    ]
+    assert model.predict_many(rows) == [model.predict_one(x) for x in rows]
+    assert model.predict_proba_many(rows) == [model.predict_proba_one(x) for x in rows]
+    matrix = sparse.csr_array([[x.get(f, 0.0) for f in "abc"] for x in rows[:20]])
+    assert model.predict_proba_many(matrix, features=list("abc")) == [
+        model.predict_proba_one(x) for x in rows[:20]
+    ]
+
+
 def test_the_state_format_keeps_the_centring_and_reads_older_states_as_raw():
     stream = dense_stream(WARM_UP + 20)
     model = river_cw.AROW()
@@ -369,13 +394,18 @@ def test_centred_models_keep_their_variances_within_the_prior_on_any_scale(
         compiled.initial_variance, INTERCEPT, compiled._gaussian.root_variance
     )
     prior, root_prior = compiled.initial_variance, compiled._gaussian.root_variance
-    for _ in range(WARM_UP + 60):
+    for _ in range(WARM_UP + 120):  # "auto": past the log score's warm-up once centred
         x = {f: 10.0**e * (3.0 + rng.random()) for f, e in zip(names, exponents)}
         y = rng.random() < 0.5 + 0.4 * math.tanh(x[names[0]] / 10.0 ** exponents[0] - 3.5)
         compiled.learn_one(x, y)
         reference.learn_one(x, y)
     assert compiled._gaussian.blocks == reference._gaussian.blocks
     assert compiled.centre_ == reference.centre_
+    log_score = compiled._log_score
+    assert (log_score is None) == (reference._log_score is None)
+    if log_score is not None:
+        assert list(log_score) == list(reference._log_score)
+        assert all(math.isfinite(value) for value in log_score)
     for block in compiled._gaussian.block_views()[1]:
         for key, variance in block.items():
             bound = root_prior if key is INTERCEPT else prior
