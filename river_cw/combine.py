@@ -72,8 +72,7 @@ curvature as a precision (`river_cw.calibration.mix`), and the surprise of model
 own forgetting by the examples each member saw (`river_cw.surprise.mix`), their log score too
 where the mix centres (`river_cw.surprise.mix_log_score`). Pipelines mix their last step, a
 Gaussian classifier; the other steps must be identical in every model (stateless ones such as a
-bag of words). Voted RDA keeps no
-Gaussian and cannot be mixed.
+bag of words). Voted RDA keeps no Gaussian and cannot be mixed.
 """
 
 from __future__ import annotations

@@ -182,8 +182,9 @@ class CW(GaussianClassifier):
         learning after a drift (0.01 to 0.05 do well there); 0 never forgets (the papers' models).
         Directional, stabilised forgetting (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993).
         ``"auto"``: the model sets f itself, example by example, from its mistakes beyond those
-        its calibrated probabilities expect (0 while it errs as it expects, up to 0.05;
-        `river_cw.surprise`; without calibration it never forgets).
+        its calibrated probabilities expect, once its features are centred from its log loss
+        (0 while it is not surprised, up to 0.05; `river_cw.surprise`; without calibration it
+        never forgets).
     calibrate
         Calibrated probabilities (the default): ``Phi(a m / sqrt(v + r))``, the margin's
         variance plus a noise term r = 1 and a temperature a fitted online by one Newton

@@ -58,11 +58,8 @@ class ScaledScores(list):
         self.scale = scale
 
 
-_LEAN_STATE = (
-    "_temperature",
-    "_surprise",
-    "_log_score",
-)  # arrays the lean spec holds (`_calibration_spec`)
+# the arrays the lean spec holds (`_calibration_spec`)
+_LEAN_STATE = ("_temperature", "_surprise", "_log_score")
 
 
 class GaussianClassifier(LinearClassifier):

@@ -45,7 +45,8 @@ class SCW(GaussianClassifier):
         Learn an intercept, a weight of the constant feature 1 in the Gaussian (see `intercept`).
     forgetting
         ``"auto"`` (the default): the model sets its own rate of forgetting from its mistakes
-        beyond those its calibrated probabilities expect, 0 where nothing drifts, up to 0.05
+        beyond those its calibrated probabilities expect (once its features are centred, from
+        its log loss beyond the entropy they expect), 0 while it is not surprised, up to 0.05
         (`river_cw.surprise`). A number f in [0, 1) forgets at that rate, directional and
         stabilised (Kulhavy and Karny 1984, Kulhavy and Zarrop 1993; `GaussianClassifier`); 0 never
         forgets (the papers' models).

@@ -43,7 +43,8 @@ pays for each mistake in full; one flipped label moves the loss by at most ``LAM
 cap. On centred features the margins' probabilities have the right shape (only their scale is
 off, which a' fits); on raw ones, and on sparse input, they do not, and the 0-1 surprise serves.
 Measured against the 0-1 surprise on centred features, and both against river's models:
-benchmarks/README.md, "The forgetting on the centred model".
+benchmarks/README.md, "The forgetting on the centred model" (the prototype) and "the log score
+in the library" (per rule).
 
 Its state is six floats, ``[a', H', n, L, H, V]`` (`start_log_score`): the temperature, stepped
 on every binary example of a model that may centre, and the averages, stepped once it has
