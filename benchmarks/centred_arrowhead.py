@@ -48,6 +48,11 @@ the log score: `counting_mistakes`). On the drifting streams of ``--part control
 models in the same run) and the stationary dense ones (a9a and Spambase, which never centre,
 left out).
 
+With ``--part cost``, what the log score costs an example: callgrind's instructions
+(benchmarks/callgrind.py) of ``predict_proba_one`` then ``learn_one`` on river's Hyperplane (8
+features), 2,000 examples after 2,000 (the centred models centred by then), for `AROW()`, the
+same counting its mistakes (`counting_mistakes`) and ``AROW(centre=False)``.
+
 With ``--part batch``, what `learn_many` and `predict_proba_many` of a centred model cost: the
 default `AROW()` and ``AROW(centre=False)`` on river's Hyperplane (8 features) in batches of
 1,000 dicts after a first batch (the centred model centred by then), CPU microseconds a row, the
@@ -65,7 +70,7 @@ rule leaves them). With ``--part rules``, the same log score on every rule's ful
 
     python benchmarks/centred_arrowhead.py [--limit 5000]
                                            [--part centring forgetting sparse controller rules
-                                                   library plan log-score batch]
+                                                   library plan log-score cost batch]
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ from river import base, preprocessing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import river_cw
+from benchmarks import callgrind
 from benchmarks.drift import (
     RIVER,
     LogScore,
@@ -616,13 +622,55 @@ def log_score_rows(streams: dict, against_river: bool) -> None:
     compared_rows(streams, lambda examples: models, against_river, mistakes)
 
 
-def batch_rows(batches: int = 20, size: int = 1000, repeat: int = 3) -> None:
-    """`--part batch`: CPU microseconds a row of `learn_many` and `predict_proba_many`, centred
-    and not (see above)."""
+def hyperplane(n: int) -> list:
+    """River's Hyperplane (8 features, 3 drifting, `mag_change` 0.01), its first `n` examples."""
     from river.datasets import synth
 
     stream = synth.Hyperplane(seed=42, n_features=8, n_drift_features=3, mag_change=0.01)
-    examples = list(stream.take((batches + 1) * size))
+    return list(stream.take(n))
+
+
+COSTED = {
+    "`AROW()`": river_cw.AROW,
+    "`AROW()` counting mistakes": counting_mistakes(river_cw.AROW),
+    "`AROW(centre=False)`": functools.partial(river_cw.AROW, centre=False),
+}
+COST_EXAMPLES = 2000  # warming up, then counted
+
+
+def cost_child(names: list) -> None:
+    """`--part cost`'s child, under callgrind: each model warmed up, then counted between two
+    markers (`time.process_time`)."""
+    examples = hyperplane(2 * COST_EXAMPLES)
+    callgrind.start_counting()
+    for name in names:
+        model = COSTED[name]()
+        for x, y in examples[:COST_EXAMPLES]:
+            model.predict_proba_one(x)
+            model.learn_one(x, y)
+        time.process_time()  # marker: counting starts
+        for x, y in examples[COST_EXAMPLES:]:
+            model.predict_proba_one(x)
+            model.learn_one(x, y)
+        time.process_time()  # marker: counting stops
+
+
+def cost_rows() -> None:
+    """`--part cost`: instructions an example of each of `COSTED` (see above)."""
+    names = list(COSTED)
+    parts = callgrind.counts([__file__, "--cost-child", *names], {})
+    # part 1 runs up to the first marker; then one part per pass, one between passes
+    counted = {name: parts[1 + 2 * i] / COST_EXAMPLES for i, name in enumerate(names)}
+    reference = counted["`AROW()` counting mistakes"]
+    print("| model | instructions an example | against counting mistakes |\n|---|---:|---:|")
+    for name, count in counted.items():
+        print(f"| {name} | {count:,.0f} | {count / reference:.3f}x |", flush=True)
+
+
+def batch_rows(batches: int = 20, size: int = 1000, repeat: int = 3) -> None:
+    """`--part batch`: CPU microseconds a row of `learn_many` and `predict_proba_many`, centred
+    and not (see above)."""
+    examples = hyperplane((batches + 1) * size)
     cut = [examples[a : a + size] for a in range(0, len(examples), size)]
     cut = [([x for x, _ in rows], [y for _, y in rows]) for rows in cut]
     models = {
@@ -662,11 +710,18 @@ def main(argv=None) -> None:
             "library",
             "plan",
             "log-score",
+            "cost",
             "batch",
         ],
         default=["centring"],
     )
+    parser.add_argument("--cost-child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.cost_child:
+        cost_child(args.cost_child)
+        return
+    if "cost" in args.part:
+        cost_rows()
     if "centring" in args.part:
         print(
             "| stream | library arrowhead | prototype | centred: every feature (points) "
