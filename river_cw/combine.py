@@ -371,11 +371,12 @@ def _framed(model: GaussianClassifier, labels: list, frame: dict):
     delta = {f: d for f, d in delta.items() if d != 0.0}
     if not delta:
         return gaussian
-    kind = covariances.of(model)
-    blocks = kind.shift(gaussian, delta)  # type: ignore[misc]
-    if blocks is None:
-        raise ValueError("cannot mix these models: moving one to the others' centre overflows")
-    return kind.only(gaussian, blocks)  # type: ignore[misc]
+    try:
+        return model._moved(gaussian, delta)
+    except ValueError as error:
+        raise ValueError(
+            f"cannot mix these models, moving one to the others' centre: {error}"
+        ) from error
 
 
 def _aligned(model: GaussianClassifier, labels: list):

@@ -658,9 +658,17 @@ class GaussianClassifier(LinearClassifier):
         centring = self._centring
         if centring is None or centring.centre is None:
             return self._gaussian
+        return self._moved(self._gaussian, {f: -m for f, m in centring.centre.items()})
+
+    def _moved(self, gaussian, delta: dict):
+        """A copy of `gaussian` (this model's, or laid out for other labels) in coordinates whose
+        origin moved by `delta` (`river_cw.centring.shift`); ValueError where a number would
+        not be finite."""
         kind = covariances.of(self)
-        back = kind.shift(self._gaussian, {f: -m for f, m in centring.centre.items()})  # type: ignore[misc]
-        return kind.only(self._gaussian, back)  # type: ignore[misc]
+        blocks = kind.shift(gaussian, delta)  # type: ignore[misc]
+        if blocks is None:
+            raise ValueError("moving the model's coordinates overflows float64")
+        return kind.only(gaussian, blocks)  # type: ignore[misc]
 
     def predict_one(self, x: dict):  # type: ignore[override]  # no **kwargs, as river's own models
         """`LinearClassifier.predict_one`: the label of largest `predict_proba_one`
@@ -790,7 +798,7 @@ class GaussianClassifier(LinearClassifier):
         if self._centring is not None:  # centred
             engine = covariances.of(self).native_batch(self._gaussian)
             if rows.csr is None and engine is not None and _one_call.lean(self) is not None:
-                _one_call.learn_rows(self, engine, rows, labels, weights, self._centring.centre)
+                _one_call.learn_rows(self, engine, rows, labels, weights, self._centre_of_rows)
                 return
             return super()._learn_rows(rows, labels, weights)  # each row by learn_one
         self._learn_rows_as_they_are(rows, labels, weights)

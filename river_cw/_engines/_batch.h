@@ -1046,19 +1046,6 @@ static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
             PyErr_SetString(PyExc_RuntimeError, "the engine's layout changed during learn_rows");
             goto done;
         }
-        if (call->centre != NULL) {
-            /* a centred model's row: the lean dict path, x less the centre, or learn_one's */
-            if (call->lean == Py_None || !PyDict_CheckExact(PyList_GET_ITEM(call->rows, i)))
-                break;
-            if (batch_lean_spec(self, call->lean) < 0) goto done;
-            outcome = batch_lean_dict(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w,
-                                      call->n_classes == 2, call->centre);
-            if (outcome == -2) goto done;
-            if (outcome == -1) break;
-            *skipped += outcome == LEARN_SKIPPED;
-            generation = self->generation;
-            continue;
-        }
         /* a row whose surprise forgets (forgetting="auto") takes the general row, which forgets
          * as learn_one does, or a lean dict path that forgets (the arrowhead's); the lean CSR
          * row does not forget, and a lazy call's general rows need their columns resolved:
@@ -1098,7 +1085,7 @@ static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
             /* parsed by batch_call_parse, unless a step parsed another spec since */
             if (batch_lean_spec(self, call->lean) < 0) goto done;
             outcome = batch_lean_dict(self, PyList_GET_ITEM(call->rows, i), k == 1 ? 1.0 : -1.0, w,
-                                      call->n_classes == 2, NULL);
+                                      call->n_classes == 2, call->centre);
             if (outcome == -2) goto done;
             if (outcome != -1) { /* learned, nothing to learn or skipped: as learn_one */
                 *skipped += outcome == LEARN_SKIPPED;
@@ -1106,6 +1093,7 @@ static int learn_rows_loop(Engine *self, const BatchCall *call, BatchColumns *c,
                 continue;
             }
         }
+        if (call->centre != NULL) break; /* a centred row the lean path declines: learn_one's */
         outcome = batch_general_row(self, call, c, &r, i, k, w, &generation, skipped);
         if (outcome == ROW_FAIL) goto done;
         if (outcome == ROW_STOP) break;
