@@ -861,11 +861,7 @@ static int batch_call_parse(Engine *self, PyObject *args, BatchCall *call, Batch
                           &PyList_Type, &call->stats, &native, &call->lean, &calibration,
                           &centre))
         return -1;
-    call->centre = centre == Py_None ? NULL : centre;
-    if (call->centre != NULL && (!PyDict_CheckExact(centre) || !PyList_Check(call->rows))) {
-        PyErr_SetString(PyExc_TypeError, "a centre is a dict {feature: mean}, for dict rows");
-        return -1;
-    }
+    if (rcw_batch_centre(centre, call->rows, &call->centre) < 0) return -1;
     call->n_classes = PyDict_GET_SIZE(call->class_index);
     call->features = Py_None;
     call->lean_kind = -1;

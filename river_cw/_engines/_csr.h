@@ -146,6 +146,17 @@ fail:
     return NULL;
 }
 
+/* A batch's centre argument (learn_rows', score_rows'): *out NULL for None, else the centre, an
+ * exact dict {feature: mean} given with dict rows (a list); 0, or -1 with a TypeError */
+static int rcw_batch_centre(PyObject *centre, PyObject *rows, PyObject **out) {
+    *out = centre == Py_None ? NULL : centre;
+    if (*out != NULL && (!PyDict_CheckExact(centre) || !PyList_Check(rows))) {
+        PyErr_SetString(PyExc_TypeError, "a centre is a dict {feature: mean}, for dict rows");
+        return -1;
+    }
+    return 0;
+}
+
 /* A score_rows call, score_rows(rows, intercept, proba, centre=None) (_batch.h, _arrowhead.c):
  * rows a list of dicts or CSR arrays (`csr`: then viewed, their names checked as
  * Rows.check_names, `seen` ncols zeros for the kernel's use, left as zeros), proba None or
@@ -173,11 +184,7 @@ static int rcw_score_rows_open(PyObject *args, RcwScoreRows *s) {
     memset(s, 0, sizeof *s);
     s->temperature = 1.0;
     if (!PyArg_ParseTuple(args, "OOO|O", &s->rows, &s->intercept, &proba, &centre)) return -1;
-    s->centre = centre == Py_None ? NULL : centre;
-    if (s->centre != NULL && (!PyDict_CheckExact(centre) || !PyList_Check(s->rows))) {
-        PyErr_SetString(PyExc_TypeError, "a centre is a dict {feature: mean}, for dict rows");
-        return -1;
-    }
+    if (rcw_batch_centre(centre, s->rows, &s->centre) < 0) return -1;
     if (proba != Py_None &&
         !PyArg_ParseTuple(proba, "OOddO", &s->first, &s->second, &s->temperature, &s->noise,
                           &s->erfc))
