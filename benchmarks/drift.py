@@ -82,6 +82,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import river_cw
 from river_cw import INTERCEPT, calibration, probabilities
+from river_cw.labels import predicted_labels
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 OUT = Path(__file__).resolve().parent / "drift_tables.md"
@@ -93,8 +94,9 @@ SQRT2 = math.sqrt(2.0)
 
 def standardised(model, x: dict, noise: float = 0.0):
     """The standardised pairwise margins ``t[z][k]`` of x (`probabilities.pairwise`), each
-    block score's variance plus `noise`, and the labels; None before two labels."""
-    classes = model.classes_
+    block score's variance plus `noise`, and the labels; None before two labels (or a bool's
+    first: `river_cw.labels.predicted_labels`)."""
+    classes = predicted_labels(model.classes_)
     if len(classes) < 2:
         return None
     xf = {k: float(v) for k, v in x.items()}
@@ -430,7 +432,7 @@ class Adaptive(base.Classifier):
     def learn_one(self, x, y):
         out = self._margins(x)
         self._last = None
-        if out is not None and y in out[1]:
+        if out is not None and y in out[1] and len(self.model.classes_) > 1:  # two labels met
             t, classes = out
             if self.controller is not None:
                 if self.expect == "raw":

@@ -16,6 +16,7 @@ from typing import Any
 from .base import INTERCEPT
 from .batch import Rows
 from .covariances import COMPILED
+from .labels import predicted_labels
 
 STALE = object()
 """A lean-path spec to be built anew (see `GaussianClassifier.__setattr__`)."""
@@ -47,7 +48,8 @@ def score_rows(model, rows: Rows, proba: bool, centre=None) -> list | None:
         return None
     batch = rows.dicts if rows.csr is None else rows.csr
     # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
-    spec = (*model.classes_, model.temperature, model.margin_noise, math.erfc) if proba else None
+    labels = predicted_labels(model.classes_)
+    spec = (*labels, model.temperature, model.margin_noise, math.erfc) if proba else None
     intercept = INTERCEPT if model.learn_intercept else None
     if centre is None:
         return engine.score_rows(batch, intercept, spec)

@@ -8,6 +8,8 @@ in the order of `river_cw.labels` (``True`` over ``False``, ``1`` over ``0``, ``
 in that order, ``[negative, positive]``. Until the second label arrives the first one is learned
 as y = -1; if it turns out to be the positive one, the model is negated (`_negate`: the rules
 are odd in ``(w, y)``, so this is, to the bit, the model that knew the order from the start).
+Meanwhile a model whose one label is a bool predicts over both bools, the known one as the
+negative label (`river_cw.labels.predicted_labels`); one of any other type is certain of it.
 When a third label arrives the model becomes multi-class with one weight block per label and the
 feature map f(x, z) of Crammer, Dredze and Kulesza (2009): the score of z is ``w_z . x`` and an
 update moves along the difference vector ``f(x, y) - f(x, y')`` against the best-scoring wrong
@@ -43,7 +45,7 @@ from river import base
 
 from .batch import Rows, column, sample_weights
 from .engine import text as _text
-from .labels import order_key
+from .labels import order_key, predicted_labels
 from .probabilities import most_probable
 from .validation import as_floats, check_label, check_weight
 
@@ -225,7 +227,9 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
         """The label of largest `predict_proba_one`, or None before any label: the label of
         largest score (`river_cw.probabilities.most_probable` says why they are one):
         `positive_label` where ``w . x > 0`` while binary, else the label whose block scores
-        most (the first in ``classes_`` on a tie).
+        most (the first in ``classes_`` on a tie). While the model knows one bool label it is
+        binary over both bools (`river_cw.labels.predicted_labels`): the other one where
+        ``w . x > 0``.
 
         Parameters
         ----------
@@ -233,7 +237,7 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
             The features, ``{name: number}``.
         """
         # validates x, even before any label is known, and names a bad feature
-        return most_probable(self.classes_, self._scores(self._features(x)))
+        return most_probable(predicted_labels(self.classes_), self._scores(self._features(x)))
 
     # -- mini-batches -------------------------------------------------------------------------
 
@@ -315,7 +319,8 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
     def predict_proba_many(self, X, *, features=None):
         """`predict_proba_one` of every row of `X`: for a DataFrame, a DataFrame on its index
         with one column per class (in the order of ``classes_``, the order the labels were first
-        seen); else a list of the dicts.
+        seen, and the other bool after a single bool label: `river_cw.labels.predicted_labels`);
+        else a list of the dicts.
 
         Parameters
         ----------
@@ -331,7 +336,8 @@ class LinearClassifier(base.MiniBatchClassifier, abc.ABC):
             return probas
         import pandas as pd
 
-        return pd.DataFrame(probas, index=rows.index, columns=list(self.classes_), dtype=float)
+        columns = list(predicted_labels(self.classes_))
+        return pd.DataFrame(probas, index=rows.index, columns=columns, dtype=float)
 
     def _predict_rows(self, rows: Rows) -> list:
         """`predict_one` of every row (a model may run the loop compiled)."""

@@ -38,7 +38,7 @@ from .base import INTERCEPT, LinearClassifier, without_intercept
 from .batch import Rows
 from .centring import Centring
 from .covariances import COMPILED, COVARIANCES, Gaussian
-from .labels import order_key
+from .labels import order_key, predicted_labels
 from .probabilities import most_probable
 from .validation import as_floats, is_real
 
@@ -457,7 +457,8 @@ class GaussianClassifier(LinearClassifier):
 
     def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
         """``{label: probability}`` from the Gaussian margins (`river_cw.probabilities`); empty
-        before any label, certain with one.
+        before any label; certain of one label, unless it is a bool: then binary over both
+        (`river_cw.labels.predicted_labels`).
 
         Parameters
         ----------
@@ -467,13 +468,16 @@ class GaussianClassifier(LinearClassifier):
         native = self._native_score(x, True)  # as predict_one, with the score's variance
         if native is None:
             return self._general_predict_proba_one(self._in_coordinates(x))
-        if len(self.classes_) < 2:
-            return {c: 1.0 for c in self.classes_}
+        classes = self.classes_
+        if len(classes) < 2:
+            classes = predicted_labels(classes)
+            if len(classes) < 2:
+                return {c: 1.0 for c in classes}
         m, v = native
-        return probabilities.binary(m, v + self.margin_noise, self.temperature, self.classes_)
+        return probabilities.binary(m, v + self.margin_noise, self.temperature, classes)
 
     def _general_predict_proba_one(self, x: dict) -> dict:
-        classes = self.classes_
+        classes = predicted_labels(self.classes_)
         x = self._features(x)
         scores, v = self._gaussian.scores_with_scale(x)  # validates x, even before two labels
         if len(classes) < 2:
@@ -687,10 +691,13 @@ class GaussianClassifier(LinearClassifier):
                 score = engine.score_native(x, intercept, False)
             else:
                 score = engine.score_native(x, intercept, False, centring.centre)
-            if score is not None:  # `most_probable`'s binary case, inlined: the common case
+            if score is not None:
                 classes = self.classes_
-                return (classes[-1] if score > 0 else classes[0]) if classes else None
-        return most_probable(self.classes_, self._scores(self._features(self._in_coordinates(x))))
+                if len(classes) == 2:  # `most_probable`'s binary case, inlined: the common case
+                    return classes[1] if score > 0 else classes[0]
+                return most_probable(predicted_labels(classes), (score,))
+        labels = predicted_labels(self.classes_)
+        return most_probable(labels, self._scores(self._features(self._in_coordinates(x))))
 
     def _predict_rows(self, rows: Rows) -> list:
         if self._centred and rows.csr is not None:  # each row centred by `predict_one`
@@ -698,7 +705,7 @@ class GaussianClassifier(LinearClassifier):
         scores = _one_call.score_rows(self, rows, False, self._centre_of_rows)
         if scores is None:
             return super()._predict_rows(rows)
-        classes = self.classes_
+        classes = predicted_labels(self.classes_)
         return [
             most_probable(classes, (score,)) if score is not None else self.predict_one(rows.row(i))
             for i, score in enumerate(scores)
@@ -706,7 +713,7 @@ class GaussianClassifier(LinearClassifier):
 
     def _predict_proba_rows(self, rows: Rows) -> list[dict]:
         if (
-            len(self.classes_) != 2
+            len(predicted_labels(self.classes_)) != 2
             or (self._centred and rows.csr is not None)  # each row centred by predict_proba_one
             or (probas := _one_call.score_rows(self, rows, True, self._centre_of_rows)) is None
         ):

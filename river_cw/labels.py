@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["order_key"]
+__all__ = ["order_key", "predicted_labels"]
 
 
 def order_key(label) -> tuple:
@@ -60,6 +60,38 @@ def order_key(label) -> tuple:
     if isinstance(label, str):
         return 1, label
     return 2, type(label).__name__, repr(label)
+
+
+def predicted_labels(classes: list) -> list:
+    """The labels a model's predictions range over, given those it has learned (its
+    ``classes_``): those, and, while it knows a single label that is a ``bool``, the other bool
+    too, after it: ``[known, not known]``.
+
+    A bool has two values, so a model that has met one knows the other before it arrives, as
+    river's binary classifiers do (`LogisticRegression` answers ``{False: 0.5, True: 0.5}``
+    before it learns). The known label is learned as y = -1 until the other arrives
+    (`river_cw.base`), so the model's score is already the margin of the other, and its
+    probabilities and predictions are a binary model's. A model that knows one label of any
+    other type cannot name a second and is certain of its one label. Progressive validation
+    shows the difference: river's `LogLoss` reads a missing ``True`` as probability 0, and so
+    charges 34.5 nats (its clamp at 1e-15) for the first example of the second label to a model
+    certain of the first.
+
+    Parameters
+    ----------
+    classes
+        The labels a model has learned, in the order of its ``classes_``.
+
+    Examples
+    --------
+
+    >>> predicted_labels([True]), predicted_labels(["spam"]), predicted_labels([0, 1])
+    ([True, False], ['spam'], [0, 1])
+
+    """
+    if len(classes) == 1 and isinstance(classes[0], bool):
+        return [classes[0], not classes[0]]
+    return classes
 
 
 def _number(label) -> int | float | None:

@@ -16,6 +16,7 @@ import numpy as np
 from . import calibration, engine
 from ._engines.rda_engine import STATE, PythonRDA, logits, raise_bad_input
 from .base import INTERCEPT, LinearClassifier
+from .labels import predicted_labels
 from .validation import is_real
 
 __all__ = ["VotedRDA"]
@@ -329,7 +330,8 @@ class VotedRDA(LinearClassifier):
 
     def predict_proba_one(self, x: dict) -> dict:  # type: ignore[override]  # no **kwargs, as river's own models
         """``{label: probability}``: a softmax of the scores at the temperature (the share of
-        the voters' votes with ``prediction="vote"``); empty before any label.
+        the voters' votes with ``prediction="vote"``); empty before any label; certain of one
+        label, unless it is a bool: then binary over both (`river_cw.labels.predicted_labels`).
 
         Parameters
         ----------
@@ -337,17 +339,18 @@ class VotedRDA(LinearClassifier):
             The features, ``{name: number}``.
         """
         scores = self._scores(self._features(x))  # validates x
-        if len(self.classes_) < 2:
-            return {c: 1.0 for c in self.classes_}
+        classes = predicted_labels(self.classes_)
+        if len(classes) < 2:
+            return {c: 1.0 for c in classes}
         if self.prediction == "vote":
             if self.is_binary:
                 p = (1.0 + scores[0]) / 2.0
-                return {self.classes_[0]: 1.0 - p, self.classes_[1]: p}
+                return {classes[0]: 1.0 - p, classes[1]: p}
             if sum(scores) == 0:
-                return {c: 1.0 / len(self.classes_) for c in self.classes_}
-            return dict(zip(self.classes_, scores))
+                return {c: 1.0 / len(classes) for c in classes}
+            return dict(zip(classes, scores))
         probs = _softmax(np.array(logits(scores)), self.temperature)
-        return dict(zip(self.classes_, probs.tolist()))
+        return dict(zip(classes, probs.tolist()))
 
     # -- inspection -----------------------------------------------------------------------------
 

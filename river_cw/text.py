@@ -133,8 +133,8 @@ class TextClassifier(base.Classifier):
     >>> from river import compose
     >>> pipeline = compose.FuncTransformer(str.strip) | TextClassifier(river_cw.AROW())
     >>> pipeline.learn_one("  good movie ", True)
-    >>> pipeline.predict_proba_one(" good ")
-    {True: 1.0}
+    >>> pipeline.predict_proba_one(" good ")  # a bool's other value is known before it is met
+    {True: 0.7156068487257831, False: 0.28439315127421694}
 
     """
 

@@ -7,12 +7,14 @@ import math
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from river import checks, datasets, evaluate, feature_extraction, metrics
+from river import checks, datasets, evaluate, feature_extraction, linear_model, metrics
 
 import river_cw
+from river_cw.labels import predicted_labels
 from tests.models.test_views import recomputed
 
 CLASSES = [river_cw.CW, river_cw.AROW, river_cw.NHERD, river_cw.SOP, river_cw.SCW]
@@ -178,7 +180,8 @@ def test_labels_of_any_hashable_type_are_discovered_online(model, labels):
         metric.update(y, model.predict_one(x))
         model.learn_one(x, y)
         proba = model.predict_proba_one(x)
-        assert set(proba) == set(model.classes_) and math.isclose(sum(proba.values()), 1.0)
+        labels_known = set(predicted_labels(model.classes_))
+        assert set(proba) == labels_known and math.isclose(sum(proba.values()), 1.0)
     assert set(model.classes_) == set(labels)
     assert metric.get() > 1.5 / len(labels)
 
@@ -199,6 +202,39 @@ def test_with_one_label_known_the_model_predicts_it_with_certainty():
     model.learn_one({"f0": 1.0}, "ham")
     assert model.predict_proba_one({"f0": -5.0}) == {"ham": 1.0}
     assert model.predict_one({"f0": -5.0}) == "ham"
+
+
+@pytest.mark.parametrize("model", ALL_CONFIGS + [river_cw.VotedRDA()], ids=name)
+def test_with_one_bool_label_known_the_model_is_binary_over_both(model):
+    """A bool has two values: river's binary classifiers answer both from the start, and so does
+    a model that has met one of them (`river_cw.labels.predicted_labels`). Its score is learned
+    as the other's margin, so the probabilities, `predict_one` (their argmax) and the batches
+    all read it; nothing else changes (the labels it learned, its state)."""
+    river_keys = set(linear_model.LogisticRegression().predict_proba_one({"f0": 1.0}))
+    for known in (True, False):
+        learned = model.clone()
+        learned.learn_one({"f0": 1.0, "f1": 2.0}, known)
+        assert learned.classes_ == [known]
+        xs = [{"f0": 1.0, "f1": 2.0}, {"f0": -3.0, "f1": -6.0}, {"f2": 1.0}, {}]
+        for x in xs:
+            proba = learned.predict_proba_one(x)
+            assert set(proba) == river_keys and math.isclose(sum(proba.values()), 1.0)
+            assert 0.0 < proba[not known] < 1.0  # never certain of either
+            assert learned.predict_one(x) == max(proba, key=proba.get)  # river's argmax
+        assert learned.predict_proba_one(xs[0])[known] > 0.5  # the example it learned
+        assert learned.predict_many(xs) == [learned.predict_one(x) for x in xs]
+        assert learned.predict_proba_many(xs) == [learned.predict_proba_one(x) for x in xs]
+        frame = learned.predict_proba_many(pd.DataFrame(xs[:3]).fillna(0.0))
+        assert list(frame.columns) == [known, not known]
+
+
+def test_the_first_example_of_the_second_bool_is_charged_its_probability():
+    """River's `LogLoss` reads a missing ``True`` as probability 0 (34.5 nats, its clamp): a
+    model certain of the one bool it knows would pay that for the second's first example."""
+    stream = [({"f0": 1.0}, True)] * 5 + [({"f0": -1.0}, False)]
+    metric = metrics.LogLoss()
+    evaluate.progressive_val_score(stream, river_cw.AROW(), metric)
+    assert metric.get() * 5 < 5.0  # the five examples after the first, each at most a few nats
 
 
 @pytest.mark.parametrize("model", [river_cw.AROW(), river_cw.NHERD(covariance="full")], ids=name)

@@ -6,7 +6,8 @@ against each probability model on random scores, then on the models themselves.
 
 One definition of "most likely": the best score (the papers' rule), with probabilities that rank the
 labels as the scores do (`river_cw.probabilities`, `river_cw.VotedRDA`). Among labels of equal
-probability the prediction is the one of larger score (then the first in ``classes_``). Checked at
+probability the prediction is the one of larger score (then the first in ``classes_``); a model
+that knows one bool label predicts over both (`river_cw.labels.predicted_labels`). Checked at
 every step of random binary and multi-class streams that include repeated examples, empty ones and
 huge values (ties and saturated probabilities), and for `predict_many` / `predict_proba_many`, and
 along river's ImageSegments, where the two used to disagree (issue 25).
@@ -25,6 +26,7 @@ from river import datasets
 
 import river_cw
 from river_cw import probabilities
+from river_cw.labels import predicted_labels
 from river_cw.rda import _softmax
 from tests.conftest import examples
 
@@ -62,7 +64,7 @@ def scores_by_label(model, x: dict) -> dict:
     label would make), else the blocks' scores."""
     scores = model._scores(model._features(x))
     if model.is_binary:
-        return dict(zip(model.classes_, [0.0, scores[0]]))
+        return dict(zip(predicted_labels(model.classes_), [0.0, scores[0]]))
     return dict(zip(model.classes_, scores))
 
 
@@ -73,7 +75,7 @@ def assert_most_likely(model, x: dict) -> None:
         return
     top = max(proba.values())
     assert proba[predicted] == top, (proba, predicted)
-    tied = [label for label in model.classes_ if proba[label] == top]
+    tied = [label for label in predicted_labels(model.classes_) if proba[label] == top]
     scores = scores_by_label(model, x)
     best = max(scores[label] for label in tied)
     assert predicted == next(label for label in tied if scores[label] == best), (proba, scores)
@@ -116,12 +118,15 @@ def test_most_probable_is_the_argmax_of_every_probability_model(scores, spread, 
 
 @st.composite
 def streams(draw):
-    """A random stream: 2 to 5 labels, dense or sparse values of any scale, repeats, empties."""
+    """A random stream: 2 to 5 labels (or the two bools, binary from the first label), dense or
+    sparse values of any scale, repeats, empties."""
     seed = draw(st.integers(0, 2**32 - 1))
-    n_labels = draw(st.integers(2, 5))
+    n_labels = draw(st.integers(1, 5))
     scale = draw(st.sampled_from([1e-3, 1.0, 1e3, 1e8]))
     rng = random.Random(seed)
-    labels = rng.sample(["a", "b", "c", "d", "e", 1, 2], n_labels)
+    labels = (
+        [False, True] if n_labels == 1 else rng.sample(["a", "b", "c", "d", "e", 1, 2], n_labels)
+    )
     stream = []
     for _ in range(draw(st.integers(5, 40))):
         kind = rng.random()

@@ -450,6 +450,35 @@ def test_choosings_drift_study_paragraph_is_what_the_study_measured():
     assert behind.startswith("Hyperplane") and ahead.startswith("SEA")
 
 
+def test_choosings_log_loss_against_river_is_what_the_study_measured():
+    """docs/guide/choosing.md's log loss of the default AROW() against river's LogisticRegression
+    (the better of raw and scaled) on the study's streams, from benchmarks/drift_tables.md."""
+    study = (ROOT / "benchmarks" / "drift_tables.md").read_text(encoding="utf-8")
+
+    def above(summary: str) -> str:  # the default's summary line: "log loss above LR's on ..."
+        line = next(x for x in summary.splitlines() if x.startswith("- AROW():"))
+        return line.split("log loss above LR's on ")[1]
+
+    drifting, stationary = study.split("Summary, stationary streams")
+    assert above(drifting.split("Summary, drifting streams")[1]) == "0"
+    streams = ["Bananas", "Hyperplane s1", "Hyperplane s2", "Hyperplane s3"]
+    assert above(stationary) == f"4 ({', '.join(streams)})"
+    losses = tables_by_row(study.split("#### Stationary streams: log loss")[1], True)
+    gaps = [
+        float(losses[s]["AROW()"])
+        - min(float(losses[s]["river LR"]), float(losses[s]["river LR sc"]))
+        for s in streams[1:]
+    ]
+    text = " ".join((DOCS / "guide" / "choosing.md").read_text(encoding="utf-8").split())
+    assert (
+        "at or below river's LogisticRegression's (the better of raw and scaled) on all nine"
+        in text
+    )
+    assert f"and Hyperplane at each seed, by at most {max(gaps):.3f}" in text
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "at or below river's LogisticRegression's on all nine drifting streams" in readme
+
+
 def test_the_mixing_guides_spambase_row_is_what_its_command_prints(capsys):
     """The second command under the mixing guide's table of the default AROW, run as written
     (about a second): its spambase row."""
