@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 __all__ = ["order_key", "predicted_labels"]
 
 
@@ -64,8 +66,8 @@ def order_key(label) -> tuple:
 
 def predicted_labels(classes: list) -> list:
     """The labels a model's predictions range over, given those it has learned (its
-    ``classes_``): those, and, while it knows a single label that is a ``bool``, the other bool
-    too, after it: ``[known, not known]``.
+    ``classes_``): those, and, while it knows a single label that is a bool (Python's or
+    numpy's), the other bool of its type too, after it: ``[known, not known]``.
 
     A bool has two values, so a model that has met one knows the other before it arrives, as
     river's binary classifiers do (`LogisticRegression` answers ``{False: 0.5, True: 0.5}``
@@ -87,10 +89,13 @@ def predicted_labels(classes: list) -> list:
 
     >>> predicted_labels([True]), predicted_labels(["spam"]), predicted_labels([0, 1])
     ([True, False], ['spam'], [0, 1])
+    >>> predicted_labels([np.False_])
+    [np.False_, np.True_]
 
     """
-    if len(classes) == 1 and isinstance(classes[0], bool):
-        return [classes[0], not classes[0]]
+    if len(classes) == 1 and isinstance(classes[0], (bool, np.bool_)):
+        known = classes[0]
+        return [known, type(known)(not known)]
     return classes
 
 

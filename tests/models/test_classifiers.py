@@ -211,7 +211,7 @@ def test_with_one_bool_label_known_the_model_is_binary_over_both(model):
     as the other's margin, so the probabilities, `predict_one` (their argmax) and the batches
     all read it; nothing else changes (the labels it learned, its state)."""
     river_keys = set(linear_model.LogisticRegression().predict_proba_one({"f0": 1.0}))
-    for known in (True, False):
+    for known in (True, False, np.True_):  # numpy's bool too
         learned = model.clone()
         learned.learn_one({"f0": 1.0, "f1": 2.0}, known)
         assert learned.classes_ == [known]
