@@ -13,7 +13,8 @@ selection of its stationary ones (river's `progressive_val_score`, `Accuracy() +
   online (a prototype: before each example's label is seen, p' from the current ``(c, eps)``,
   ``eps = sigmoid(b) / 2``; then one Gauss-Newton step of ``(c, b)`` on ``-log p'(label)``, its
   curvature the sum of the gradients' outer products), beside river LR's log loss in the same run;
-  and the best eps alone in hindsight (c = 1: the calibration as it is, flips added on top).
+  and the best eps alone in hindsight (c = 1: the calibration as it is, flips added on top), and
+  eps alone fitted by online EM from a few priors (`online_flip_share`).
   The link is the probit with flipped labels of outlier-robust Gaussian process classification
   (Kim and Ghahramani 2008): a label flipped with probability eps costs at most ``-log eps``;
 - ``decay``: the Newton temperature's curvature forgetting, ``H <- (1 - d) H + w h`` (a patch
@@ -169,6 +170,24 @@ def online_link(z: np.ndarray, y: np.ndarray, b0: float = -6.0) -> tuple[float, 
     return total / len(z), float(theta[0]), 0.5 / (1.0 + math.exp(-theta[1]))
 
 
+def online_flip_share(z: np.ndarray, y: np.ndarray, share: float, count: float) -> float:
+    """The log loss of ``eps + (1 - 2 eps) Phi(z)`` with eps fitted by online EM: each example
+    scored first, then eps moves to the running mean of the examples' posterior probabilities
+    of a flip, ``r = eps Phi(-z_y) / p``, from a prior `share` counted as `count` examples (the
+    mixture weight's online EM, Cappe and Moulines 2009)."""
+    eps, n, total = share, count, 0.0
+    for z_t, y_t in zip(z, y):
+        right = float(ndtr(z_t if y_t else -z_t))
+        p = eps + (1.0 - 2.0 * eps) * right
+        total -= math.log(max(p, 1e-15))
+        n += 1.0
+        eps += (eps * (1.0 - right) / p - eps) / n
+    return total / len(z)
+
+
+PRIORS = ((0.01, 10.0), (0.01, 100.0), (0.003, 100.0), (0.001, 100.0))
+
+
 def river_logistic(examples: list) -> float:
     """River LR's log loss, the better of raw and behind a StandardScaler."""
     return min(
@@ -187,15 +206,18 @@ def link(data: dict) -> None:
         best, eps, c = best_fixed_link(z, y)
         alone, share = best_flip_share(z, y)
         online, c_end, eps_end = online_link(z, y)
+        em = [f"{online_flip_share(z, y, *prior):.4f}" for prior in PRIORS]
         rows[name] = [
             f"{log_loss(ndtr(z), y):.4f}",
             f"{alone:.4f} ({share})",
             f"{best:.4f} ({eps}, {c})",
             f"{online:.4f} ({eps_end:.4f}, {c_end:.2f})",
+            *em,
             f"{river_logistic(examples):.4f}",
         ]
     head = ["`AROW()`", "best eps alone (eps)", "best fixed link (eps, c)"]
     head += ["link fitted online (last eps, c)"]
+    head += [f"eps by online EM from {share}, {count:.0f} examples" for share, count in PRIORS]
     table(head + ["river LR, raw or scaled"], rows)
 
 

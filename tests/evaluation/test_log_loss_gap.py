@@ -56,3 +56,15 @@ def test_the_online_link_starts_at_the_models_probabilities_and_lowers_a_flipped
     assert c > 1.3 and 0.02 < eps < 0.08
     first, _, _ = gap.online_link(z[:1], y[:1])
     assert math.isclose(first, gap.log_loss(ndtr(z[:1]), y[:1]), rel_tol=0.01)  # eps 0.001
+
+
+def test_online_em_of_the_flips_share_finds_the_flips_and_stays_at_0_from_0():
+    """Flips at 5% on calibrated margins: the EM's loss falls below the probit's; from a prior
+    share of 0 (EM's fixed point) it is the probit's loss, to rounding."""
+    rng = np.random.default_rng(2)
+    z = rng.normal(0.0, 2.0, 20000)
+    y = rng.random(20000) < ndtr(z)
+    y = np.where(rng.random(20000) < 0.05, ~y, y)
+    probit = gap.log_loss(ndtr(z), y)
+    assert gap.online_flip_share(z, y, 0.01, 100.0) < probit - 0.02
+    assert math.isclose(gap.online_flip_share(z, y, 0.0, 100.0), probit, rel_tol=1e-6)
