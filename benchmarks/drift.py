@@ -398,14 +398,20 @@ class Adaptive(base.Classifier):
     """A Gaussian model whose `forgetting` a controller sets before each update, and whose
     probabilities are ``Phi(a m / sqrt(v + noise))``: `noise` a noise term of the predictive
     distribution (0: the model's own), a a `Temperature` (None: 1). The controller reads these
-    probabilities (``expect="calibrated"``) or the model's own (``"raw"``)."""
+    probabilities (``expect="calibrated"``) or the model's own (``"raw"``). With `flips`, a
+    binary model's probabilities take the library's share of flipped labels on top
+    (`river_cw.flips`, added after the study: its state stepped on the label's probability before
+    the temperature's step), as ``calibrate=True`` does."""
 
-    def __init__(self, model, controller=None, noise=0.0, temperature=None, expect="calibrated"):
+    def __init__(
+        self, model, controller=None, noise=0.0, temperature=None, expect="calibrated", flips=False
+    ):
         self.model = model
         self.controller = controller
         self.noise = noise
         self.temperature = temperature
         self.expect = expect
+        self.flips = river_cw.flips.start() if flips else None
         self._last = None  # (x, margins) of the last prediction: the progressive loop's
 
     def _margins(self, x):
@@ -424,7 +430,12 @@ class Adaptive(base.Classifier):
         out = self._margins(x)
         if out is None:
             return self.model.predict_proba_one(x)
-        return proba_at(*out, self._a)
+        proba = proba_at(*out, self._a)
+        if self.flips is None or len(proba) != 2:
+            return proba
+        negative, positive = out[1]
+        p = river_cw.flips.probability(self.flips, proba[positive])
+        return {negative: 1.0 - p, positive: p}
 
     def predict_one(self, x):
         return self.model.predict_one(x)
@@ -442,6 +453,9 @@ class Adaptive(base.Classifier):
                 f = rate_of(self.controller, proba, y)
                 if f != self.model.forgetting:
                     self.model.forgetting = f
+            if self.flips is not None and len(classes) == 2:
+                right = phi_cdf(self._a * (t[1][0] if y == classes[1] else t[0][1]))
+                river_cw.flips.observe(self.flips, right, 1.0)
             if self.temperature is not None:
                 self.temperature.learn(t, classes, y)
         self.model.learn_one(x, y)
@@ -758,7 +772,7 @@ def calibrators() -> dict[str, Callable]:
         "SGD temperature": adaptive(None, Temperature),
         "noise term": adaptive(None, None, noise=1.0),
         NEWTON: adaptive(None, NewtonTemperature),
-        NEWTON_NOISE: adaptive(None, NewtonTemperature, noise=1.0),
+        NEWTON_NOISE: adaptive(None, NewtonTemperature, noise=1.0, flips=True),
     }
 
 

@@ -49,7 +49,8 @@ def score_rows(model, rows: Rows, proba: bool, centre=None) -> list | None:
     batch = rows.dicts if rows.csr is None else rows.csr
     # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
     labels = predicted_labels(model.classes_)
-    spec = (*labels, model.temperature, model.margin_noise, math.erfc) if proba else None
+    flips = model.flip_share
+    spec = (*labels, model.temperature, model.margin_noise, flips, math.erfc) if proba else None
     intercept = INTERCEPT if model.learn_intercept else None
     if centre is None:
         return engine.score_rows(batch, intercept, spec)

@@ -68,8 +68,9 @@ and learned from it cannot be aligned with members that learned different second
 
 An intercept (a classifier's bias weight) is a weight of the Gaussian like any other and is
 mixed with the others. The calibration's temperature is mixed by the same delta rule, its
-curvature as a precision (`river_cw.calibration.mix`), and the surprise of models that set their
-own forgetting by the examples each member saw (`river_cw.surprise.mix`), their log score too
+curvature as a precision (`river_cw.calibration.mix`), the share of flipped labels and the
+surprise of models that set their own forgetting by the examples each member saw
+(`river_cw.flips.mix`, `river_cw.surprise.mix`), their log score too
 where the mix centres (`river_cw.surprise.mix_log_score`). Pipelines mix their last step, a
 Gaussian classifier; the other steps must be identical in every model (stateless ones such as a
 bag of words). Voted RDA keeps no Gaussian and cannot be mixed.
@@ -82,7 +83,7 @@ import pickle
 
 from river import compose
 
-from . import calibration, centring, covariances, surprise
+from . import calibration, centring, covariances, flips, surprise
 from .gaussian_classifier import GaussianClassifier
 from .labels import order_key
 from .text import TextClassifier
@@ -215,6 +216,9 @@ def combine(models: list, method: str = "kl", base=None):
     merged._surprise = surprise.mix(
         [model._surprise for model in models], None if base is None else base._surprise
     )
+    merged._flips = flips.mix(
+        [model._flips for model in models], None if base is None else base._flips
+    )
     merged._log_score = (
         None
         if merged_centring is None
@@ -286,6 +290,7 @@ def changes(model, base):
     out._temperature = copy.copy(model._temperature)  # its own: the copy shares no state
     out._surprise = copy.copy(model._surprise)
     out._log_score = copy.copy(model._log_score)
+    out._flips = copy.copy(model._flips)
     out._centring = copy.deepcopy(model._centring)
     out.set_gaussian(only(gaussian, changed), labels)
     return out

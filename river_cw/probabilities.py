@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 
 from ._engines.gaussian import top_two
+from .flips import probability as flips_probability
 
 __all__ = [
     "binary",
@@ -78,11 +79,15 @@ def most_probable(classes: list, scores):
     return classes[max(range(len(scores)), key=scores.__getitem__)]
 
 
-def binary(m: float, v: float, temperature: float, classes: list) -> dict:
+_SQRT2 = math.sqrt(2.0)
+
+
+def binary(m: float, v: float, temperature: float, classes: list, flips=None) -> dict:
     """The probabilities of a binary model's two labels, ``classes = [negative, positive]``,
     given its score's mean m and variance v: ``P(positive label) = Phi(a m / sqrt(v))``, a the
-    temperature."""
-    p = 0.5 * math.erfc(-(temperature * _standardised(m, v)) / math.sqrt(2.0))
+    temperature, with the share of flipped labels of `flips` (`river_cw.flips`: ``eps + (1 - 2
+    eps) Phi(...)``; None: none)."""
+    p = flips_probability(flips, 0.5 * math.erfc(-(temperature * _standardised(m, v)) / _SQRT2))
     return {classes[0]: 1.0 - p, classes[1]: p}
 
 

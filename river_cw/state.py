@@ -29,7 +29,9 @@ The header holds ``"model"`` (the class name), ``"parameters"`` (the constructor
 classifier's ``"temperature"``, ``[a, H]``, an array, or null, and, for one that sets its own
 forgetting, ``"surprise"``, ``[n, e, q_bar]``, an array: `river_cw.surprise`, and where it may
 centre, ``"log_score"``, ``[a', H', n, L, H, V]``, an array (absent from a state written before
-the log score, which restores a model that reads the 0-1 surprise alone); where its
+the log score, which restores a model that reads the 0-1 surprise alone); for one that
+calibrates, ``"flips"``, ``[n, eps]``, an array: `river_cw.flips` (absent from a state written
+before it, which restores the prior share); where its
 features are centred, ``"centring"``, null for a model that learns them as they are (and for a
 state written before centring, which restores such a model), ``{"seen": n, "means": block}``
 while it decides, ``{"centre": block}`` once centred, a block of one number per feature:
@@ -95,7 +97,7 @@ from typing import Any
 
 import numpy as np
 
-from . import calibration, covariances
+from . import calibration, covariances, flips
 from ._engines.rda_engine import STATE
 from .arow import AROW
 from .base import INTERCEPT
@@ -462,6 +464,8 @@ def _model_header(writer: _Writer, model, gaussian: bool) -> dict:
             header["surprise"] = _array(writer, model._surprise)
         if model._log_score is not None:
             header["log_score"] = _array(writer, model._log_score)
+        if model._flips is not None:
+            header["flips"] = _array(writer, model._flips)
         header["centring"] = _centring_header(writer, model._centring)
         header["gaussian"] = None
         if gaussian:
@@ -558,6 +562,7 @@ def _model(reader: _Reader, header: dict, gaussian):
     model._surprise = _surprise(reader, header, model)
     model._centring = _centring(reader, header, model)
     model._log_score = _log_score(reader, header, model)
+    model._flips = _flips(reader, header, model)
     return model
 
 
@@ -627,6 +632,18 @@ def _log_score(reader: _Reader, header: dict, model):
             "the state's log score belongs to a model that sets its own forgetting and centres"
         )
     return _numbers(reader, ref, "a log score is [a', H', n, L, H, V]", 6)
+
+
+def _flips(reader: _Reader, header: dict, model):
+    """The share of flipped labels ``[n, eps]`` of a calibrating model (`river_cw.flips`, an
+    ``array('d')``), or None without calibration: a state written before it restores the prior,
+    which the model's next examples move as they would have moved it from the start."""
+    ref = header.get("flips")
+    if ref is not None and model._temperature is None:
+        raise ValueError("the state's share of flipped labels belongs to a calibrating model")
+    if ref is None:
+        return None if model._temperature is None else flips.start()
+    return _numbers(reader, ref, "a share of flips is [n, eps]", 2)
 
 
 def _numbers(reader: _Reader, ref, what: str, count: int):

@@ -225,7 +225,7 @@ def mix(members: list, base=None):
     """
     if any(member is None for member in members):
         return None
-    return _mixed_averages(members, start() if base is None else base)
+    return mixed_averages(members, start() if base is None else base)
 
 
 def mix_log_score(members: list, base=None):
@@ -241,12 +241,13 @@ def mix_log_score(members: list, base=None):
         return None
     origin = start_log_score() if base is None else base
     temperature = calibration.mix([member[:2] for member in members], origin[:2])
-    averages = _mixed_averages([member[2:] for member in members], origin[2:])
+    averages = mixed_averages([member[2:] for member in members], origin[2:])
     return array("d", (*temperature, *averages))
 
 
-def _mixed_averages(members: list, origin):
-    """`mix`'s rule for states ``[n, averages...]`` that started from `origin`."""
+def mixed_averages(members: list, origin):
+    """`mix`'s rule for states ``[n, averages...]`` that started from `origin` (also
+    `river_cw.flips.mix`'s)."""
     changed = [member for member in members if list(member) != list(origin)]
     if len(changed) <= 1:
         return array("d", changed[0] if changed else origin)

@@ -276,8 +276,9 @@ static inline int rcw_multiclass(const double *t, Py_ssize_t K, double a, double
 }
 
 /* A model's calibration as the engine holds it: the temperature's buffer (held while the
- * calibration is), the noise term and, for a model that sets its own forgetting, the surprise's
- * buffer and, where it centres, the log score's (else NULL); state NULL: no calibration */
+ * calibration is), the noise term, the share of flipped labels' buffer (or NULL) and, for a
+ * model that sets its own forgetting, the surprise's buffer and, where it centres, the log
+ * score's (else NULL); state NULL: no calibration */
 typedef struct {
     Py_buffer view;
     double *state;
@@ -286,15 +287,32 @@ typedef struct {
     double *surprise;
     Py_buffer log_score_view;
     double *log_score;
+    Py_buffer flips_view;
+    double *flips;
 } RcwTemperature;
 
 static void rcw_temperature_release(RcwTemperature *t) {
     if (t->state != NULL) PyBuffer_Release(&t->view);
     if (t->surprise != NULL) PyBuffer_Release(&t->surprise_view);
     if (t->log_score != NULL) PyBuffer_Release(&t->log_score_view);
+    if (t->flips != NULL) PyBuffer_Release(&t->flips_view);
     t->state = NULL;
     t->surprise = NULL;
     t->log_score = NULL;
+    t->flips = NULL;
+}
+
+/* river_cw.flips.observe: the share of flipped labels [n, eps] stepped in place by online EM on
+ * an example whose label the calibrated margin gives probability `right`, with sample weight w;
+ * a step that is not finite, or from a label of probability 0, changes nothing */
+static inline void rcw_flips_observe(double *state, double right, double w) {
+    double n = state[0] + w, eps = state[1];
+    double p = eps + (1.0 - 2.0 * eps) * right, share;
+    if (!(p > 0.0)) return; /* no share and no chance of the label: nothing to learn from */
+    share = eps + w * (eps * (1.0 - right) / p - eps) / n;
+    if (!isfinite(share)) return;
+    state[0] = n;
+    state[1] = share < 0.5 ? share : 0.5; /* min(share, MOST) */
 }
 
 /* A writable buffer of `count` float64 into *view; 0, or -1 with a TypeError naming `what` */
@@ -309,17 +327,17 @@ static int rcw_float64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t count, 
     return 0;
 }
 
-/* `calibration`, None or (temperature, noise, surprise, log_score), surprise None or the
- * model's [n, e, q_bar], log_score None or its [a', H', n, L, H, V], into *t (its previous
- * buffers released); 0, or -1 with an error, *t unchanged */
+/* `calibration`, None or (temperature, noise, surprise, log_score, flips), surprise None or the
+ * model's [n, e, q_bar], log_score None or its [a', H', n, L, H, V], flips None or its [n, eps],
+ * into *t (its previous buffers released); 0, or -1 with an error, *t unchanged */
 static int rcw_temperature_parse(PyObject *calibration, RcwTemperature *t) {
     RcwTemperature parsed;
     memset(&parsed, 0, sizeof parsed);
     if (calibration != Py_None) {
-        PyObject *surprise, *log_score;
-        if (!PyTuple_Check(calibration) || PyTuple_GET_SIZE(calibration) != 4) {
-            PyErr_SetString(PyExc_TypeError,
-                            "a calibration is (temperature, noise, surprise, log_score) or None");
+        PyObject *surprise, *log_score, *flips;
+        if (!PyTuple_Check(calibration) || PyTuple_GET_SIZE(calibration) != 5) {
+            PyErr_SetString(PyExc_TypeError, "a calibration is (temperature, noise, surprise, "
+                                             "log_score, flips) or None");
             return -1;
         }
         parsed.noise = PyFloat_AsDouble(PyTuple_GET_ITEM(calibration, 1));
@@ -345,6 +363,15 @@ static int rcw_temperature_parse(PyObject *calibration, RcwTemperature *t) {
                 return -1;
             }
             parsed.log_score = parsed.log_score_view.buf;
+        }
+        flips = PyTuple_GET_ITEM(calibration, 4);
+        if (flips != Py_None) {
+            if (rcw_float64_buffer(flips, &parsed.flips_view, 2,
+                                   "a share of flips is two float64, [n, eps]") < 0) {
+                rcw_temperature_release(&parsed);
+                return -1;
+            }
+            parsed.flips = parsed.flips_view.buf;
         }
     }
     rcw_temperature_release(t);
@@ -377,16 +404,18 @@ static inline void rcw_surprise_forgetting(const RcwTemperature *t, double w, do
 }
 
 /* the Newton step on the margin the rule's step takes (m, v > 0), where t calibrates (t not
- * NULL, a state held), the surprise's step before it; and the log score's where t keeps one
- * (river_cw.surprise.observe_log_score: its averages where the example is centred) */
+ * NULL, a state held), the surprise's and the share of flips' steps before it; and the log
+ * score's where t keeps one (river_cw.surprise.observe_log_score: its averages where the
+ * example is centred) */
 static inline void rcw_temperature_step(const RcwTemperature *t, double m, double v, double w,
                                         int centred) {
     double s, z, tail;
     if (t == NULL || t->state == NULL) return;
     s = m / sqrt(v + t->noise);
     z = t->state[0] * s;
-    tail = t->surprise != NULL || z > -30.0 ? erfc(-z / sqrt(2.0)) : 0.0;
+    tail = t->surprise != NULL || t->flips != NULL || z > -30.0 ? erfc(-z / sqrt(2.0)) : 0.0;
     if (t->surprise != NULL) rcw_surprise_observe(t->surprise, tail, w);
+    if (t->flips != NULL) rcw_flips_observe(t->flips, 0.5 * tail, w);
     if (t->log_score != NULL) {
         double s0 = m / sqrt(v), z0 = t->log_score[0] * s0, tail0 = erfc(-z0 / sqrt(2.0));
         if (centred) rcw_log_score_average(t->log_score, tail0, w);

@@ -121,11 +121,12 @@ static int rcw_csr_check_names(const RcwCsr *c, Py_ssize_t nrows, Py_ssize_t *se
 }
 
 /* The probabilities {first: 1 - p, second: p} of river_cw.probabilities.binary for the score m
- * and its variance v (the noise term added): p = 0.5 erfc(-(a t) / sqrt(2)), t = m / sqrt(v)
- * (+-inf or 0 where v is 0), with Python's own math.erfc (`erfc`), so the numbers are its, bit
+ * and its variance v (the noise term added): p = flips + (1 - 2 flips) 0.5 erfc(-(a t) /
+ * sqrt(2)), t = m / sqrt(v) (+-inf or 0 where v is 0), flips the share of flipped labels
+ * (river_cw.flips; 0: none), with Python's own math.erfc (`erfc`), so the numbers are its, bit
  * for bit. */
 static PyObject *rcw_binary_proba(double m, double v, PyObject *first, PyObject *second, double a,
-                                  PyObject *erfc) {
+                                  double flips, PyObject *erfc) {
     double t = v > 0.0 ? m / sqrt(v) : (m != 0.0 ? copysign(INFINITY, m) : 0.0), p;
     PyObject *arg = PyFloat_FromDouble(-(a * t) / sqrt(2.0)), *e, *out, *q;
     if (arg == NULL) return NULL;
@@ -133,6 +134,7 @@ static PyObject *rcw_binary_proba(double m, double v, PyObject *first, PyObject 
     Py_DECREF(arg);
     if (e == NULL) return NULL;
     p = 0.5 * PyFloat_AsDouble(e);
+    p = flips + (1.0 - 2.0 * flips) * p; /* river_cw.flips.probability */
     Py_DECREF(e);
     if (PyErr_Occurred() || (out = PyDict_New()) == NULL) return NULL;
     if ((q = PyFloat_FromDouble(1.0 - p)) == NULL || PyDict_SetItem(out, first, q) < 0) goto fail;
@@ -160,13 +162,13 @@ static int rcw_batch_centre(PyObject *centre, PyObject *rows, PyObject **out) {
 /* A score_rows call, score_rows(rows, intercept, proba, centre=None) (_batch.h, _arrowhead.c):
  * rows a list of dicts or CSR arrays (`csr`: then viewed, their names checked as
  * Rows.check_names, `seen` ncols zeros for the kernel's use, left as zeros), proba None or
- * (first, second, temperature, noise, erfc): the probabilities of the two labels
+ * (first, second, temperature, noise, flips, erfc): the probabilities of the two labels
  * (rcw_binary_proba, of the variance plus the noise term) instead of the score; centre None or,
  * for dict rows, a centred model's (river_cw.centring: NULL for None). */
 typedef struct {
     PyObject *rows, *intercept, *centre;
     PyObject *first, *second, *erfc; /* erfc NULL: scores */
-    double temperature, noise;
+    double temperature, noise, flips;
     int is_csr;
     RcwCsr csr;
     Py_ssize_t nrows, *seen;
@@ -186,8 +188,8 @@ static int rcw_score_rows_open(PyObject *args, RcwScoreRows *s) {
     if (!PyArg_ParseTuple(args, "OOO|O", &s->rows, &s->intercept, &proba, &centre)) return -1;
     if (rcw_batch_centre(centre, s->rows, &s->centre) < 0) return -1;
     if (proba != Py_None &&
-        !PyArg_ParseTuple(proba, "OOddO", &s->first, &s->second, &s->temperature, &s->noise,
-                          &s->erfc))
+        !PyArg_ParseTuple(proba, "OOdddO", &s->first, &s->second, &s->temperature, &s->noise,
+                          &s->flips, &s->erfc))
         return -1;
     s->is_csr = PyTuple_Check(s->rows);
     if (!s->is_csr) {
@@ -230,7 +232,8 @@ static RCW_ALWAYS_INLINE PyObject *rcw_score_rows_list(const RcwScoreRows *s, rc
         int ok = score(engine, s, i, &m, &v);
         item = ok < 0      ? NULL
                : !ok       ? Py_NewRef(Py_None)
-               : s->erfc   ? rcw_binary_proba(m, v + s->noise, s->first, s->second, s->temperature, s->erfc)
+               : s->erfc   ? rcw_binary_proba(m, v + s->noise, s->first, s->second, s->temperature, s->flips,
+                                              s->erfc)
                            : PyFloat_FromDouble(m);
         if (item == NULL)
             Py_CLEAR(out);

@@ -115,8 +115,10 @@ def test_changed_is_what_moved_and_rebuilds_the_model_bit_for_bit(kind, cls, par
             replica.gaussian.set_weights(pickle.loads(pickle.dumps(changes)))
             replica.classes_, replica._class_index = model.classes_, model._class_index
             replica.n_skipped_updates = model.n_skipped_updates
-            # the calibration's temperature, as a changelog's header carries it (no weight)
+            # the calibration's temperature and share of flips, as a changelog's header carries
+            # them (no weight)
             replica._temperature = copy.copy(model._temperature)
+            replica._flips = copy.copy(model._flips)
         assert state(replica) == state(model)
         assert pickle.dumps(replica) == pickle.dumps(model)
         model.gaussian.mark()
@@ -291,7 +293,9 @@ def test_random_marks_against_a_replica(params):
                 replica.gaussian.set_weights(changes)
             replica.classes_, replica._class_index = list(model.classes_), dict(model._class_index)
             replica.n_skipped_updates = model.n_skipped_updates
-            # the calibration's temperature, as a changelog's header carries it (no weight)
+            # the calibration's temperature and share of flips, as a changelog's header carries
+            # them (no weight)
             replica._temperature = copy.copy(model._temperature)
+            replica._flips = copy.copy(model._flips)
             assert state(replica) == state(model)
             model.gaussian.mark()

@@ -43,6 +43,7 @@ TESTS = [
     "tests/engines/test_marks_and_changes.py",
     "tests/models/test_centring.py",
     "tests/models/test_log_score.py",
+    "tests/models/test_flips.py",
 ]
 SANITIZE = "-fsanitize=address,undefined"
 # -O0: no function is inlined but where the code asks for it, so the build also checks that the

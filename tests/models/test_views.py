@@ -43,8 +43,9 @@ def stream(seed, n, labels):
 
 
 def recomputed(model, x: dict) -> dict:
-    """P(label | x) from the public views alone, with the model's `temperature` a and
-    `margin_noise` r (see `GaussianClassifier`'s docstring)."""
+    """P(label | x) from the public views alone, with the model's `temperature` a,
+    `margin_noise` r and, while binary, `flip_share` eps (see `GaussianClassifier`'s docstring
+    and `river_cw.flips`)."""
     classes, prior = model.classes_, model.initial_variance
     a, r = model.temperature, model.margin_noise
     binary = model.is_binary
@@ -67,6 +68,7 @@ def recomputed(model, x: dict) -> dict:
                     cov[i, j] += covariances.get((key(z, f), key(k, g)), 0.0) * v * u
     if binary:
         p = 0.5 * math.erfc(-a * scores[0] / math.sqrt(cov[0, 0] + r) / math.sqrt(2.0))
+        p = model.flip_share + (1.0 - 2.0 * model.flip_share) * p
         return {classes[0]: 1.0 - p, classes[1]: p}
     best, second = np.argsort(-np.array(scores), kind="stable")[:2]  # the decision's margin
     scale = math.sqrt(cov[best, best] + cov[second, second] - 2 * cov[best, second] + r) / a
@@ -132,6 +134,7 @@ def test_set_gaussian_carries_another_models_state(model, labels):
         trained.learn_one(x, y)
     fresh.set_gaussian(copy.deepcopy(trained.gaussian), trained.classes_)
     fresh._temperature = copy.copy(trained._temperature)  # the model's, not the Gaussian's
+    fresh._flips = copy.copy(trained._flips)
     assert fresh.gaussian is not trained.gaussian
     for x, y in data[30:]:
         assert fresh.predict_proba_one(x) == trained.predict_proba_one(x)
