@@ -327,6 +327,17 @@ static int rcw_float64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t count, 
     return 0;
 }
 
+/* `obj` None (*out NULL) or a writable buffer of `count` float64 into *view (*out its numbers);
+ * 0, or -1 with a TypeError naming `what` */
+static int rcw_optional_float64_buffer(PyObject *obj, Py_buffer *view, double **out,
+                                       Py_ssize_t count, const char *what) {
+    *out = NULL;
+    if (obj == Py_None) return 0;
+    if (rcw_float64_buffer(obj, view, count, what) < 0) return -1;
+    *out = view->buf;
+    return 0;
+}
+
 /* `calibration`, None or (temperature, noise, surprise, log_score, flips), surprise None or the
  * model's [n, e, q_bar], log_score None or its [a', H', n, L, H, V], flips None or its [n, eps],
  * into *t (its previous buffers released); 0, or -1 with an error, *t unchanged */
@@ -334,7 +345,6 @@ static int rcw_temperature_parse(PyObject *calibration, RcwTemperature *t) {
     RcwTemperature parsed;
     memset(&parsed, 0, sizeof parsed);
     if (calibration != Py_None) {
-        PyObject *surprise, *log_score, *flips;
         if (!PyTuple_Check(calibration) || PyTuple_GET_SIZE(calibration) != 5) {
             PyErr_SetString(PyExc_TypeError, "a calibration is (temperature, noise, surprise, "
                                              "log_score, flips) or None");
@@ -346,32 +356,17 @@ static int rcw_temperature_parse(PyObject *calibration, RcwTemperature *t) {
                                "a temperature is two float64, [a, H]") < 0)
             return -1;
         parsed.state = parsed.view.buf;
-        surprise = PyTuple_GET_ITEM(calibration, 2);
-        if (surprise != Py_None) {
-            if (rcw_float64_buffer(surprise, &parsed.surprise_view, 3,
-                                   "a surprise is three float64, [n, e, q_bar]") < 0) {
-                PyBuffer_Release(&parsed.view);
-                return -1;
-            }
-            parsed.surprise = parsed.surprise_view.buf;
-        }
-        log_score = PyTuple_GET_ITEM(calibration, 3);
-        if (log_score != Py_None) {
-            if (rcw_float64_buffer(log_score, &parsed.log_score_view, 6,
-                                   "a log score is six float64, [a', H', n, L, H, V]") < 0) {
-                rcw_temperature_release(&parsed);
-                return -1;
-            }
-            parsed.log_score = parsed.log_score_view.buf;
-        }
-        flips = PyTuple_GET_ITEM(calibration, 4);
-        if (flips != Py_None) {
-            if (rcw_float64_buffer(flips, &parsed.flips_view, 2,
-                                   "a share of flips is two float64, [n, eps]") < 0) {
-                rcw_temperature_release(&parsed);
-                return -1;
-            }
-            parsed.flips = parsed.flips_view.buf;
+        if (rcw_optional_float64_buffer(PyTuple_GET_ITEM(calibration, 2), &parsed.surprise_view,
+                                        &parsed.surprise, 3,
+                                        "a surprise is three float64, [n, e, q_bar]") < 0 ||
+            rcw_optional_float64_buffer(PyTuple_GET_ITEM(calibration, 3), &parsed.log_score_view,
+                                        &parsed.log_score, 6,
+                                        "a log score is six float64, [a', H', n, L, H, V]") < 0 ||
+            rcw_optional_float64_buffer(PyTuple_GET_ITEM(calibration, 4), &parsed.flips_view,
+                                        &parsed.flips, 2,
+                                        "a share of flips is two float64, [n, eps]") < 0) {
+            rcw_temperature_release(&parsed);
+            return -1;
         }
     }
     rcw_temperature_release(t);
