@@ -58,7 +58,6 @@ class ScaledScores(list):
         self.scale = scale
 
 
-_SQRT2 = math.sqrt(2.0)
 # the arrays the lean spec holds (`_calibration_spec`)
 _LEAN_STATE = ("_temperature", "_flips", "_surprise", "_log_score")
 
@@ -334,11 +333,11 @@ class GaussianClassifier(LinearClassifier):
         def calibrated(m, v, *rest):
             w = rest[-1]
             s = m / math.sqrt(v + noise)
-            z = temperature[0] * s
+            right = probabilities.normal_cdf(temperature[0] * s)  # the label's, Phi(a s)
             if state is not None:
-                surprise.observe_binary(state, z, w)
+                surprise.observe_binary(state, right, w)
             if flipped is not None:
-                flips.observe(flipped, 0.5 * math.erfc(-z / _SQRT2), w)
+                flips.observe(flipped, right, w)
             if log_score is not None:
                 surprise.observe_log_score(log_score, m / math.sqrt(v), w, centred)
             calibration.newton_step(temperature, s, w)

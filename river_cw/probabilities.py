@@ -11,14 +11,17 @@ formula; the decisive pair's factor is the probability, under the model, that th
 label's score beats the runner-up's. Every pair is measured on the same scale, so the
 probabilities rank the labels as their mean scores do: `most_probable`, which every model's
 `predict_one` is, says why in one place.
-Before any label is seen the distribution is empty; with one label it is certain.
+Before any label is seen the distribution is empty; with one label it is certain, unless that
+label is a bool (`river_cw.labels.predicted_labels`).
 
 Calibrated (``calibrate=True``, the default), a temperature ``a`` scales every standardised
 margin and the margin's variance takes a noise term r, the rule's `margin_noise`:
 ``Phi(a m / sqrt(v + r))``. The temperature is fitted online (`river_cw.calibration`); the noise
 term keeps the probabilities finite where the variances collapse (a margin measured with
-variance near 0 is no certainty about the label: labels are noisy). Uncalibrated, ``a = 1`` and
-``r = 0``: the papers' probabilities.
+variance near 0 is no certainty about the label: labels are noisy). A binary model's
+probability also allows a share eps of flipped labels, ``eps + (1 - 2 eps) Phi(...)``
+(`river_cw.flips`). Uncalibrated, ``a = 1``, ``r = 0`` and ``eps = 0``: the papers'
+probabilities.
 """
 
 from __future__ import annotations
@@ -87,8 +90,19 @@ def binary(m: float, v: float, temperature: float, classes: list, flips=None) ->
     given its score's mean m and variance v: ``P(positive label) = Phi(a m / sqrt(v))``, a the
     temperature, with the share of flipped labels of `flips` (`river_cw.flips`: ``eps + (1 - 2
     eps) Phi(...)``; None: none)."""
-    p = flips_probability(flips, 0.5 * math.erfc(-(temperature * _standardised(m, v)) / _SQRT2))
+    p = flips_probability(flips, normal_cdf(temperature * _standardised(m, v)))
     return {classes[0]: 1.0 - p, classes[1]: p}
+
+
+def normal_cdf(z: float) -> float:
+    """Phi(z), the standard normal's distribution function, ``0.5 erfc(-z / sqrt(2))``: every
+    probability of a margin in the library (the compiled engines take the same erfc).
+
+    >>> normal_cdf(0.0)
+    0.5
+
+    """
+    return 0.5 * math.erfc(-z / _SQRT2)
 
 
 def pairwise(scores: list[float], v: float) -> list[list[float]]:
@@ -138,7 +152,7 @@ def normal_log_cdf(t: float) -> float:
 
     """
     if t > -30.0:
-        return math.log(0.5 * math.erfc(-t / math.sqrt(2.0)))
+        return math.log(normal_cdf(t))
     # asymptotic (Mills ratio) expansion: Phi(t) ~ phi(t) / -t * (1 - 1/t^2 + 3/t^4)
     r = 1.0 / (t * t)  # 0 when t * t overflows to inf
     return (

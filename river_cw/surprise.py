@@ -62,6 +62,7 @@ import math
 from array import array
 
 from . import calibration
+from .probabilities import normal_cdf
 
 __all__ = [
     "AUTO",
@@ -92,7 +93,6 @@ HIGHEST = 0.05  # the highest rate of forgetting
 WARM_UP = 50  # examples before any forgetting
 LOG_SCORE_LIMIT = 2.5  # the log score's control limit, in its EWMA's standard deviations
 LOG_SCORE_CAP = 5.0  # the largest log loss an example counts, in nats
-_SQRT2 = math.sqrt(2.0)
 
 
 def start() -> array:
@@ -127,19 +127,18 @@ def _average(state, at: int, values: tuple, w: float) -> None:
         state[i] += weight * (value - state[i])
 
 
-def observe_binary(state, z: float, w: float) -> None:
-    """`observe` for a binary model's example whose label has the calibrated standardised margin
-    `z` (``a m / sqrt(v + r)``): its probability ``Phi(z)``, a mistake where it is at most 1/2,
-    the expected mistake the smaller of ``Phi(z)`` and ``1 - Phi(z)``. The compiled engines
+def observe_binary(state, p: float, w: float) -> None:
+    """`observe` for a binary model's example whose label has the calibrated probability `p`
+    (``Phi(z)``, z its standardised margin ``a m / sqrt(v + r)``): a mistake where it is at
+    most 1/2, the expected mistake the smaller of p and ``1 - p``. The compiled engines
     transcribe it with the erfc the Newton step reads (`rcw_surprise_observe`).
 
     >>> state = start()
-    >>> observe_binary(state, 0.0, 1.0)
+    >>> observe_binary(state, 0.5, 1.0)
     >>> list(state)
     [1.0, 1.0, 0.5]
 
     """
-    p = 0.5 * math.erfc(-z / _SQRT2)
     observe(state, p <= 0.5, min(p, 1.0 - p), w)
 
 
@@ -182,7 +181,7 @@ def observe_log_score(state, s: float, w: float, scored: bool) -> None:
 
     """
     if scored:
-        p = 0.5 * math.erfc(-(state[0] * s) / _SQRT2)
+        p = normal_cdf(state[0] * s)
         if math.isfinite(p):
             q = 1.0 - p
             log_p = math.log(p) if p > 0.0 else -math.inf
