@@ -27,7 +27,9 @@ one way to the rest, on drift.py's drifting streams and a selection of its stati
 
     python benchmarks/log_loss_gap.py [--part one-label link decay floor] [--quick]
 
-``decay`` and ``floor`` run in a child process with ``RIVER_CW_PURE_PYTHON=1``. The outcome is in
+``decay`` and ``floor`` run in a child process with ``RIVER_CW_PURE_PYTHON=1``, on the log
+score's control limit as it was (`STUDIED_LIMIT`, no floor); ``one-label`` and ``link`` on the
+compiled library as it is. The outcome is in
 benchmarks/README.md, "Issue 41: a model that knows one bool label" and what follows it.
 """
 
@@ -250,23 +252,31 @@ def decaying_step(d: float):
     return take_step
 
 
-def floored_rate(floor: float):
-    """`surprise.log_score_rate` with V at least `floor` in its control limit."""
+STUDIED_LIMIT = 2.5  # the log score's control limit in the library when this study ran
+
+
+def floored_rate(floor: float, limit: float = surprise.LOG_SCORE_LIMIT):
+    """`surprise.log_score_rate` with V at least `floor` in its control `limit` (this study ran
+    at STUDIED_LIMIT and no floor; the library took a floor and a limit of 1.5 after it:
+    benchmarks/log_score_limit.py)."""
 
     def log_score_rate(state) -> float:
         n, loss, entropy, variance = state[2:]
         if n < surprise.WARM_UP:
             return 0.0
         sd = math.sqrt(max(variance, floor) * surprise.LAMBDA / (2.0 - surprise.LAMBDA))
-        excess = loss - entropy - surprise.LOG_SCORE_LIMIT * sd
+        excess = loss - entropy - limit * sd
         return min(max(surprise.GAIN * excess, 0.0), surprise.HIGHEST)
 
     return log_score_rate
 
 
 def patched(data: dict, module, name: str, variants: dict) -> None:
-    kept, rows = getattr(module, name), {}
+    """Each of `variants` in place of ``module.name``, on the log score's rate as it was when the
+    study ran (its limit STUDIED_LIMIT, no floor)."""
+    kept, kept_rate, rows = getattr(module, name), surprise.log_score_rate, {}
     try:
+        surprise.log_score_rate = floored_rate(0.0, STUDIED_LIMIT)
         for stream, examples in data.items():
             rows[stream] = []
             for replacement in variants.values():
@@ -274,6 +284,7 @@ def patched(data: dict, module, name: str, variants: dict) -> None:
                 rows[stream].append(cell(before_flips, examples))
     finally:
         setattr(module, name, kept)
+        surprise.log_score_rate = kept_rate
     table(list(variants), rows)
 
 
@@ -284,7 +295,8 @@ def decay(data: dict) -> None:
 
 def floor(data: dict) -> None:
     floors = (0.0, 0.05, 0.1, 0.2)
-    patched(data, surprise, "log_score_rate", {f"V at least {f}": floored_rate(f) for f in floors})
+    variants = {f"V at least {f}": floored_rate(f, STUDIED_LIMIT) for f in floors}
+    patched(data, surprise, "log_score_rate", variants)
 
 
 PARTS = {"one-label": one_label, "link": link, "decay": decay, "floor": floor}

@@ -35,8 +35,13 @@ those probabilities expect of it: its mean is their entropy ``H = -p log p - (1 
 and its variance ``V = p log^2 p + (1 - p) log^2(1 - p) - H^2``, so that sequential probability
 forecasts are tested by the score's excess over its mean in units of its standard deviation
 (Seillier-Moiseiwitsch and Dawid 1993). EWMAs of the loss, H and V, weighted as above, set ``f =
-clip(GAIN (L - H - LOG_SCORE_LIMIT sd), 0, HIGHEST)``, ``sd = sqrt(V LAMBDA / (2 - LAMBDA))``,
-0 for the first WARM_UP examples since the model centred. Where the 0-1 surprise counts
+clip(GAIN (L - H - LOG_SCORE_LIMIT sd), 0, HIGHEST)``, ``sd = sqrt(max(V, LOG_SCORE_FLOOR)
+LAMBDA / (2 - LAMBDA))``, 0 for the first WARM_UP examples since the model centred. V vanishes
+as the probabilities near 1/2 or 1, where a loss barely above the entropy would read as many
+standard deviations: the floor is V of a label given 0.645, so that a model near chance (a curved
+concept no line separates) does not chase its misfit. The limit is lower than the 0-1
+surprise's: a concept that moves all the time (river's RandomRBFDrift) keeps the excess small
+but steady, and the model must forget steadily to follow it. Where the 0-1 surprise counts
 mistakes, the log score weighs them by the confidence they were made with: a model near chance
 has little room between its loss and its entropy, and a confident model the concept has left
 pays for each mistake in full; one flipped label moves the loss by at most ``LAMBDA`` times the
@@ -71,6 +76,7 @@ __all__ = [
     "LAMBDA",
     "LIMIT",
     "LOG_SCORE_CAP",
+    "LOG_SCORE_FLOOR",
     "LOG_SCORE_LIMIT",
     "WARM_UP",
     "log_score_rate",
@@ -91,7 +97,8 @@ LIMIT = 2.0  # the control limit, in the EWMA's standard deviations
 GAIN = 2.0  # forgetting per unit of excess mistake rate
 HIGHEST = 0.05  # the highest rate of forgetting
 WARM_UP = 50  # examples before any forgetting
-LOG_SCORE_LIMIT = 2.5  # the log score's control limit, in its EWMA's standard deviations
+LOG_SCORE_LIMIT = 1.5  # the log score's control limit, in its EWMA's standard deviations
+LOG_SCORE_FLOOR = 0.08  # the least variance of the log score the limit reads: a label given 0.645
 LOG_SCORE_CAP = 5.0  # the largest log loss an example counts, in nats
 
 
@@ -206,7 +213,7 @@ def log_score_rate(state) -> float:
     n, loss, entropy, variance = state[2:]
     if n < WARM_UP:
         return 0.0
-    sd = math.sqrt(variance * LAMBDA / (2.0 - LAMBDA))
+    sd = math.sqrt(max(variance, LOG_SCORE_FLOOR) * LAMBDA / (2.0 - LAMBDA))
     return min(max(GAIN * (loss - entropy - LOG_SCORE_LIMIT * sd), 0.0), HIGHEST)
 
 

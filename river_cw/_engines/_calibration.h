@@ -118,10 +118,11 @@ static inline double rcw_surprise_rate(const double *state) {
     return RCW_SURPRISE_HIGHEST < r ? RCW_SURPRISE_HIGHEST : r;
 }
 
-/* river_cw.surprise's log score (a centred binary model's): LOG_SCORE_LIMIT, LOG_SCORE_CAP,
- * `observe_log_score`'s averages on the label's probability p = 0.5 tail (tail = erfc(-z /
- * sqrt(2)), z = a' s0, the Newton step's) and `log_score_rate` */
-#define RCW_LOG_SCORE_LIMIT 2.5
+/* river_cw.surprise's log score (a centred binary model's): LOG_SCORE_LIMIT, LOG_SCORE_FLOOR,
+ * LOG_SCORE_CAP, `observe_log_score`'s averages on the label's probability p = 0.5 tail (tail =
+ * erfc(-z / sqrt(2)), z = a' s0, the Newton step's) and `log_score_rate` */
+#define RCW_LOG_SCORE_LIMIT 1.5
+#define RCW_LOG_SCORE_FLOOR 0.08
 #define RCW_LOG_SCORE_CAP 5.0
 
 static inline void rcw_log_score_average(double *state, double tail, double w) {
@@ -143,9 +144,10 @@ static inline void rcw_log_score_average(double *state, double tail, double w) {
 }
 
 static inline double rcw_log_score_rate(const double *state) {
-    double sd, r;
+    double sd, r, variance;
     if (state[2] < RCW_SURPRISE_WARM_UP) return 0.0;
-    sd = sqrt(state[5] * RCW_SURPRISE_LAMBDA / (2.0 - RCW_SURPRISE_LAMBDA));
+    variance = RCW_LOG_SCORE_FLOOR > state[5] ? RCW_LOG_SCORE_FLOOR : state[5]; /* max(V, floor) */
+    sd = sqrt(variance * RCW_SURPRISE_LAMBDA / (2.0 - RCW_SURPRISE_LAMBDA));
     r = RCW_SURPRISE_GAIN * (state[3] - state[4] - RCW_LOG_SCORE_LIMIT * sd);
     if (0.0 > r) r = 0.0;
     return RCW_SURPRISE_HIGHEST < r ? RCW_SURPRISE_HIGHEST : r;

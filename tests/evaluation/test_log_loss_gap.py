@@ -34,9 +34,9 @@ def test_a_curvature_that_never_forgets_is_the_librarys_step(a, H, g, h):
     entropy=st.floats(0.0, 0.7),
     variance=st.floats(0.0, 2.0),
 )
-def test_a_floor_of_0_is_the_librarys_rate(n, loss, entropy, variance):
+def test_the_librarys_floor_is_the_librarys_rate(n, loss, entropy, variance):
     state = array("d", (1.0, 1.0, n, loss, entropy, variance))
-    assert gap.floored_rate(0.0)(state) == surprise.log_score_rate(state)
+    assert gap.floored_rate(surprise.LOG_SCORE_FLOOR)(state) == surprise.log_score_rate(state)
 
 
 def test_the_certain_rule_is_the_one_label_answer_before_the_change():

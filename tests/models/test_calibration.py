@@ -127,8 +127,10 @@ def test_calibration_is_on_by_default_and_lowers_the_log_loss_under_label_noise(
 @pytest.mark.parametrize("covariance", ["arrowhead", "diagonal", "full"])
 def test_calibration_never_changes_the_weights_or_the_predictions(covariance, labels):
     diagonal = "drop" if covariance == "arrowhead" else "project"
-    plain = river_cw.AROW(calibrate=False, covariance=covariance, diagonal=diagonal)
-    calibrated = river_cw.AROW(covariance=covariance, diagonal=diagonal)
+    """The forgetting the calibration sets apart (``forgetting=0``): with ``"auto"`` the
+    calibrated probabilities decide when the model forgets, by design."""
+    plain = river_cw.AROW(calibrate=False, forgetting=0, covariance=covariance, diagonal=diagonal)
+    calibrated = river_cw.AROW(forgetting=0, covariance=covariance, diagonal=diagonal)
     for x, y in noisy_stream(3, n=300, labels=labels):
         assert plain.predict_one(x) == calibrated.predict_one(x)
         proba = calibrated.predict_proba_one(x)

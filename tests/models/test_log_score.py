@@ -110,8 +110,9 @@ def test_a_centred_model_forgets_by_its_log_score():
             assert model._rate() == surprise.log_score_rate(model._log_score)
             rates.append(model._rate())
     assert model._log_score[0] != 1.0  # the temperature learned from the first example on
-    assert max(rates[: FLIP - WARM_UP]) == 0.0  # nothing drifts
-    assert max(rates[FLIP - WARM_UP :]) == surprise.HIGHEST  # the concept reversed
+    before, after = rates[: FLIP - WARM_UP], rates[FLIP - WARM_UP :]
+    assert sum(before) < sum(after) / 10  # nothing drifts: a tenth of the forgetting, at most
+    assert max(after) == surprise.HIGHEST  # the concept reversed
 
 
 def test_the_log_score_forgets_a_reversed_concept_that_the_0_1_surprise_holds_on_to():
