@@ -38,7 +38,7 @@ forecasts are tested by the score's excess over its mean in units of its standar
 clip(GAIN (L - H - LOG_SCORE_LIMIT sd), 0, HIGHEST)``, ``sd = sqrt(max(V, LOG_SCORE_FLOOR)
 LAMBDA / (2 - LAMBDA))``, 0 for the first WARM_UP examples since the model centred. V vanishes
 as the probabilities near 1/2 or 1, where a loss barely above the entropy would read as many
-standard deviations: the floor is V of a label given 0.645, so that a model near chance (a curved
+standard deviations: the floor is V of a label given 0.66, so that a model near chance (a curved
 concept no line separates) does not chase its misfit. The limit is lower than the 0-1
 surprise's: a concept that moves all the time (river's RandomRBFDrift) keeps the excess small
 but steady, and the model must forget steadily to follow it. Where the 0-1 surprise counts
@@ -48,8 +48,9 @@ pays for each mistake in full; one flipped label moves the loss by at most ``LAM
 cap. On centred features the margins' probabilities have the right shape (only their scale is
 off, which a' fits); on raw ones, and on sparse input, they do not, and the 0-1 surprise serves.
 Measured against the 0-1 surprise on centred features, and both against river's models:
-benchmarks/README.md, "The forgetting on the centred model" (the prototype) and "the log score
-in the library" (per rule).
+benchmarks/README.md, "The forgetting on the centred model" (the prototype), "the log score
+in the library" (per rule) and "the log score's limit and floor" (the constants, by
+benchmarks/log_score_limit.py).
 
 Its state is six floats, ``[a', H', n, L, H, V]`` (`start_log_score`): the temperature, stepped
 on every binary example of a model that may centre, and the averages, stepped once it has
@@ -98,7 +99,7 @@ GAIN = 2.0  # forgetting per unit of excess mistake rate
 HIGHEST = 0.05  # the highest rate of forgetting
 WARM_UP = 50  # examples before any forgetting
 LOG_SCORE_LIMIT = 1.5  # the log score's control limit, in its EWMA's standard deviations
-LOG_SCORE_FLOOR = 0.08  # the least variance of the log score the limit reads: a label given 0.645
+LOG_SCORE_FLOOR = 0.1  # the least variance of the log score the limit reads: a label given 0.66
 LOG_SCORE_CAP = 5.0  # the largest log loss an example counts, in nats
 
 

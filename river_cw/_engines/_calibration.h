@@ -122,7 +122,7 @@ static inline double rcw_surprise_rate(const double *state) {
  * LOG_SCORE_CAP, `observe_log_score`'s averages on the label's probability p = 0.5 tail (tail =
  * erfc(-z / sqrt(2)), z = a' s0, the Newton step's) and `log_score_rate` */
 #define RCW_LOG_SCORE_LIMIT 1.5
-#define RCW_LOG_SCORE_FLOOR 0.08
+#define RCW_LOG_SCORE_FLOOR 0.1
 #define RCW_LOG_SCORE_CAP 5.0
 
 static inline void rcw_log_score_average(double *state, double tail, double w) {

@@ -377,16 +377,15 @@ def test_choosing_says_what_the_forgetting_and_intercept_tables_hold():
     assert "lifts AROW, CW and NHERD by more than ten points there" in text
     assert all(sea[m][fixed] - sea[m][never] > 0.10 for m in ("AROW", "CW", "NHERD"))
     assert abs(sea["AROW"][auto] - sea["AROW"][fixed]) < 0.005  # "what a fixed 0.01 gives"
-    assert "NHERD's stays three points short of it" in text
-    assert round(100 * (sea["NHERD"][fixed] - sea["NHERD"][auto])) == 3
+    assert "NHERD's stays two points short of it" in text
+    assert round(100 * (sea["NHERD"][fixed] - sea["NHERD"][auto])) == 2
     assert "Neither helps on a slow change of topic" in text
     assert max(topic["AROW"][fixed], topic["AROW"][auto]) <= topic["AROW"][never]
     assert "`drift.DriftRetrainingClassifier` around the model" in text
     assert all(cells[-1] == max(cells) for cells in swap.values())
-    assert (
-        f"CW's variances collapse ({sea['CW'][never]:.3f} without forgetting); "
-        f'`forgetting="auto"`, not CW\'s default, brings it back ({sea["CW"][auto]:.3f})'
-    ) in text
+    assert f"CW's variances collapse ({sea['CW'][never]:.3f} without forgetting)" in text
+    assert f"forgets erratically ({sea['CW'][auto]:.3f} here), where a fixed rate serves CW" in text
+    assert sea["CW"][auto] < sea["CW"][never] < sea["CW"][fixed] - 0.3
     assert "SOP adapts without forgetting on SEA. SCW needs `0.05` there, or a retraining." in text
     assert sea["SOP"][never] == max(sea["SOP"]) and sea["SCW"][2] == max(sea["SCW"][:4])
     assert sea["SCW"][-1] >= sea["SCW"][2] - 0.005
@@ -461,10 +460,17 @@ def test_choosings_log_loss_against_river_is_what_the_study_measured():
 
     drifting, stationary = study.split("Summary, stationary streams")
     assert above(drifting.split("Summary, drifting streams")[1]) == "0"
-    assert above(stationary) == "1 (Bananas)"
+    near_chance = ["Bananas"] + [f"Agrawal s{seed}" for seed in (1, 2, 3)]
+    assert above(stationary) == f"4 ({', '.join(near_chance)})"
     losses = tables_by_row(study.split("#### Stationary streams: log loss")[1], True)
     bananas, hyperplane = losses["Bananas"], losses["Hyperplane s1"]
     text = " ".join((DOCS / "guide" / "choosing.md").read_text(encoding="utf-8").split())
+    gaps = {s: float(losses[s]["AROW()"]) - float(losses[s]["river LR sc"]) for s in near_chance}
+    worst = max(gaps, key=gaps.get)
+    assert (
+        f"by at most {gaps[worst]:.3f} ({losses[worst]['AROW()']} against "
+        f"{losses[worst]['river LR sc']})"
+    ) in text
     assert (
         "at or below river's LogisticRegression's (the better of raw and scaled) on all nine"
         in text
