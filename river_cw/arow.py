@@ -75,7 +75,7 @@ class AROW(GaussianClassifier):
 
     >>> model = river_cw.AROW(r=1.0)
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 89.75%
+    Accuracy: 89.59%
 
     References
     ----------

@@ -71,7 +71,7 @@ class NHERD(GaussianClassifier):
 
     >>> model = river_cw.NHERD(C=0.1)  # raw features: the arrowhead covariance, the default
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: 89.43%
+    Accuracy: 89.35%
 
     References
     ----------

@@ -432,7 +432,7 @@ def evaluate(
     ...     baseline=True,
     ... )
     >>> {r["model"]: round(r["metric"], 3) for r in result.summary}
-    {'majority class': 0.555, 'AROW': 0.898, 'LogisticRegression': 0.73}
+    {'majority class': 0.555, 'AROW': 0.896, 'LogisticRegression': 0.73}
 
     """
     result = Evaluation([])
