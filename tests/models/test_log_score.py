@@ -93,6 +93,22 @@ def test_a_calibrated_model_scores_its_log_loss_as_expected():
     assert surprise.log_score_rate(state_) == 0.0
 
 
+def test_the_floor_is_the_variance_of_a_label_given_two_thirds_and_stills_a_model_near_chance():
+    """The limit reads V at least LOG_SCORE_FLOOR, the variance of the log score of a label
+    given 0.66: a model near 1/2, whose V is near 0, does not forget for an excess of a
+    hundredth of a nat (it would without the floor), and a confident one the concept has left,
+    whose excess is tenths of a nat, forgets at the highest rate all the same."""
+    p = 0.66
+    variance = p * (1 - p) * math.log(p / (1 - p)) ** 2
+    assert variance == pytest.approx(surprise.LOG_SCORE_FLOOR, rel=0.02)
+    near_chance = array("d", (1.0, 1.0, 1000.0, 0.70, 0.69, 0.001))
+    assert surprise.log_score_rate(near_chance) == 0.0
+    unfloored = math.sqrt(near_chance[5] * surprise.LAMBDA / (2.0 - surprise.LAMBDA))
+    assert surprise.LOG_SCORE_LIMIT * unfloored < 0.01
+    left_behind = array("d", (1.0, 1.0, 1000.0, 0.60, 0.10, 0.001))
+    assert surprise.log_score_rate(left_behind) == surprise.HIGHEST
+
+
 def test_a_centred_model_forgets_by_its_log_score():
     """Deciding, the model steps the log score's temperature alone and forgets by the 0-1
     surprise; centred, it averages the log score from its first centred example and forgets
