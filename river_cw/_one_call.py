@@ -47,10 +47,10 @@ def score_rows(model, rows: Rows, proba: bool, centre=None) -> list | None:
     if not isinstance(engine, COMPILED) or not model.is_binary:
         return None
     batch = rows.dicts if rows.csr is None else rows.csr
-    # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
-    labels = predicted_labels(model.classes_)
-    flips = model.flip_share
-    spec = (*labels, model.temperature, model.margin_noise, flips, math.erfc) if proba else None
+    spec = None
+    if proba:  # math.erfc itself, so that the probabilities are probabilities.binary's to the bit
+        labels = predicted_labels(model.classes_)
+        spec = (*labels, model.temperature, model.margin_noise, model.flip_share, math.erfc)
     intercept = INTERCEPT if model.learn_intercept else None
     if centre is None:
         return engine.score_rows(batch, intercept, spec)

@@ -1253,12 +1253,11 @@ static RCW_ALWAYS_INLINE int batch_row_scored(void *engine, const RcwScoreRows *
 
 /* score_rows(rows, intercept, proba, centre=None) -> list: per row of a binary engine (one
  * block), the score m that score_native gives for the row (less the centre where given: dict
- * rows), or with proba = (first, second, temperature, noise, flips, erfc) the probabilities of its two labels
- * (rcw_binary_proba); None where the general path must serve the row (it raises there what
- * predict_one raises). rows: a list of dicts, or CSR arrays (data,
- * indices, indptr, features, ncols) as learn_rows takes them (a ValueError when two of their
- * columns are named alike, as Rows.check_names; _csr.h). None for every row of an engine of
- * several blocks. */
+ * rows), or with proba = (first, second, temperature, noise, flips, erfc) the probabilities of
+ * its two labels (rcw_binary_proba); None where the general path must serve the row (it raises
+ * there what predict_one raises). rows: a list of dicts, or CSR arrays (data, indices, indptr,
+ * features, ncols) as learn_rows takes them (a ValueError when two of their columns are named
+ * alike, as Rows.check_names; _csr.h). None for every row of an engine of several blocks. */
 static PyObject *engine_score_rows(Engine *self, PyObject *args) {
     RcwScoreRows s;
     BatchScoreRows d = {self, NULL, -3};
