@@ -15,8 +15,14 @@ ends at a poll's timeout, is not counted, nor is closing the clients). Its start
 fencing the previous owners, restoring the partitions) is printed apart. The machine is shared and noisy: the contenders are
 interleaved over `--rounds` rounds and each one's best round is kept.
 
+With `--processes N` each guarantee is also served by N server processes, each with a static
+share of the partitions (partition p in process p mod N), as N members of a group on N cores
+would share them. They start together: each holds its first record until every one has restored
+its partitions. Their rate runs from the first record any of them handles to the end of the last
+commit of any of them.
+
     python benchmarks/serve_throughput.py [--repeat 2] [--partitions 2] [--checkpoint-every 1000]
-                                          [--write PATH]
+                                          [--processes N] [--write PATH]
 
 ``--write PATH`` also writes the rates and their ratio to offline as a markdown table
 (docs/tables/serve_throughput.md, benchmarks/markdown.py).
@@ -46,7 +52,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import math
+import multiprocessing
 import pickle
+import queue
 import random
 
 from kafka import KafkaProducer
@@ -104,29 +112,117 @@ class Span:
 
     @property
     def seconds(self) -> float:
+        return self.end - self.started
+
+    @property
+    def started(self) -> float:
         assert self.first is not None, "the server handled no record"
-        return self.last - self.first + self.late
+        return self.first
+
+    @property
+    def end(self) -> float:
+        """When its last commit ended (monotonic time, the same in every process)."""
+        return self.last + self.late
 
 
-def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int, examples) -> tuple:
-    """Messages/s of a server on a topic holding `examples`, and its start-up in seconds."""
-    server = ModelServer(
+def server_for(
+    bootstrap_servers: str,
+    topic: str,
+    model,
+    guarantee: str,
+    checkpoint_every: int,
+    partitions: tuple[int, ...] | None = None,
+) -> ModelServer:
+    """The benchmark's server of `topic` (of `partitions` only, when given)."""
+    return ModelServer(
         model,
-        KafkaSettings(broker.bootstrap_servers),
+        KafkaSettings(bootstrap_servers),
         topics=Topics(topic),
         state_keys=KEYS,
         processing_guarantee=guarantee,
         checkpoint_every=checkpoint_every,
         idle_timeout=IDLE,
         log_seconds=3600,
+        partitions=partitions,
     )
+
+
+def serve(broker, topic: str, model, guarantee: str, checkpoint_every: int, examples) -> tuple:
+    """Messages/s of a server on a topic holding `examples`, and its start-up in seconds."""
+    server = server_for(broker.bootstrap_servers, topic, model, guarantee, checkpoint_every)
     span = Span(server)
     started = time.monotonic()
     states = server.run()
     learned = sum(s.learned for s in states.values())
     assert learned == len(examples), (guarantee, learned)
-    assert span.first is not None
-    return len(examples) / span.seconds, span.first - started
+    return len(examples) / span.seconds, span.started - started
+
+
+def serve_share(
+    bootstrap_servers, topic, model, guarantee, checkpoint_every, partitions, ready, results
+) -> None:
+    """One process of `serve_in_processes`: serves `partitions` once every process has
+    restored its own (`ready`, a barrier), then puts its span's start and end and the
+    examples it learned on `results` (or what failed, as text)."""
+    try:
+        server = server_for(
+            bootstrap_servers, topic, model, guarantee, checkpoint_every, partitions
+        )
+        step, waiting = server._step, [True]
+
+        def step_together() -> None:
+            if waiting and server.ready():  # its partitions restored: wait for the others'
+                ready.wait(timeout=60)
+                waiting.clear()
+            step()
+
+        server._step = step_together
+        span = Span(server)
+        states = server.run()
+        results.put((span.started, span.end, sum(s.learned for s in states.values())))
+    except BaseException as error:
+        results.put(f"{type(error).__name__}: {error}")
+        raise
+
+
+def serve_in_processes(broker, topic: str, model, guarantee: str, args, examples) -> float:
+    """Messages/s of `args.processes` servers, each a static share of the topic's
+    `args.partitions` partitions, in processes of their own started together (see the
+    module)."""
+    processes, checkpoint_every = args.processes, args.checkpoint_every
+    context = multiprocessing.get_context("spawn")  # no fork after librdkafka's threads
+    ready, results = context.Barrier(processes), context.Queue()
+    shares = [tuple(range(i, args.partitions, processes)) for i in range(processes)]
+    workers = [
+        context.Process(
+            target=serve_share,
+            args=(
+                broker.bootstrap_servers,
+                topic,
+                model,
+                guarantee,
+                checkpoint_every,
+                share,
+                ready,
+                results,
+            ),
+        )
+        for share in shares
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        spans = [results.get(timeout=300) for _ in workers]
+    except queue.Empty:
+        raise RuntimeError(f"{guarantee}: a server process did not finish in 300 s") from None
+    finally:
+        for worker in workers:
+            worker.join(timeout=30)
+    failed = [s for s in spans if isinstance(s, str)]
+    assert not failed, (guarantee, failed)
+    learned = sum(n for _, _, n in spans)
+    assert learned == len(examples), (guarantee, processes, learned)
+    return learned / (max(end for _, end, _ in spans) - min(start for start, _, _ in spans))
 
 
 def produce(broker, topic: str, examples, start: int = 0) -> None:
@@ -249,12 +345,21 @@ def model_sizes(args, examples) -> None:
 
 
 def write_rates(path: str, best: dict) -> None:
-    """The table of `best` (messages/s of offline and of each guarantee) at `path`."""
-    rows = [["offline predict + learn (no Kafka)", f"{best['offline']:,.0f}", "1.00x"]]
-    for guarantee in GUARANTEES:
-        ratio = f"{best[guarantee] / best['offline']:.2f}x"
-        rows.append([f"`serve`, {guarantee}", f"{best[guarantee]:,.0f}", ratio])
+    """The table of `best` (messages/s of offline, then of each server, by name) at `path`."""
+    offline_rate = best["offline"]
+    rows = [["offline predict + learn (no Kafka)", f"{offline_rate:,.0f}", "1.00x"]]
+    for name, rate in best.items():
+        if name != "offline":
+            rows.append([f"`serve`, {name}", f"{rate:,.0f}", f"{rate / offline_rate:.2f}x"])
     markdown.write(path, markdown.table(["", "messages/s", "against offline"], rows))
+
+
+def servers(args) -> list[str]:
+    """The servers measured, by name: each guarantee, then each in `--processes` processes."""
+    names = list(GUARANTEES)
+    if args.processes > 1:
+        names += [f"{guarantee}, {args.processes} processes" for guarantee in GUARANTEES]
+    return names
 
 
 def main(argv=None) -> None:
@@ -264,43 +369,58 @@ def main(argv=None) -> None:
     parser.add_argument("--checkpoint-every", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="also serve each guarantee in N processes, a share of the partitions each",
+    )
+    parser.add_argument(
         "--model-features",
         metavar="N,N,...",
         help="measure the state changelog against models of these many words (see above)",
     )
     parser.add_argument("--write", metavar="PATH", help="also write the rates as markdown")
     args = parser.parse_args(argv)
+    if not 1 <= args.processes <= args.partitions:
+        parser.error("--processes: from 1 to --partitions")
     examples = list(files.sms_spam()) * args.repeat
     if args.model_features:
         model_sizes(args, examples)
         return
     model = build_model("AROW()", text=True)
-    rates: dict[str, list] = {"offline": [], **{g: [] for g in GUARANTEES}}
+    names = servers(args)
+    rates: dict[str, list] = {"offline": [], **{name: [] for name in names}}
     startups: dict[str, list] = {g: [] for g in GUARANTEES}
     with TansuBroker() as broker:
         for round_ in range(args.rounds):
             rates["offline"].append(offline(model, examples))
-            for guarantee in GUARANTEES:
-                topic = f"sms-{guarantee}-{round_}"
+            for number, name in enumerate(names):
+                guarantee = GUARANTEES[number % len(GUARANTEES)]
+                topic = f"sms-{number}-{round_}"
                 create_topics(broker.bootstrap_servers, {topic: args.partitions})
                 produce(broker, topic, examples)
-                rate, startup = serve(
-                    broker, topic, model, guarantee, args.checkpoint_every, examples
-                )
-                rates[guarantee].append(rate)
-                startups[guarantee].append(startup)
+                if name in GUARANTEES:
+                    rate, startup = serve(
+                        broker, topic, model, guarantee, args.checkpoint_every, examples
+                    )
+                    startups[guarantee].append(startup)
+                else:
+                    rate = serve_in_processes(broker, topic, model, guarantee, args, examples)
+                rates[name].append(rate)
     best = {name: max(values) for name, values in rates.items()}
     print(
         f"{len(examples):,} SMS messages, AROW() behind BagOfWords(on='text'), "
         f"{args.partitions} partitions, commit every {args.checkpoint_every:,} messages, "
         f"best of {args.rounds} interleaved rounds"
     )
-    print(f"offline predict + learn:        {best['offline']:8,.0f} examples/s")
-    for guarantee in GUARANTEES:
+    width = max(len(name) for name in names) + 8
+    print(f"{'offline predict + learn:':<{width}}{best['offline']:8,.0f} examples/s")
+    for name in names:
+        startup = f"; start-up {min(startups[name]):.2f} s" if name in startups else ""
         print(
-            f"serve, {guarantee + ':':<24}{best[guarantee]:8,.0f} messages/s "
-            f"({best[guarantee] / best['offline']:.2f} x offline; start-up "
-            f"{min(startups[guarantee]):.2f} s)"
+            f"{f'serve, {name}:':<{width}}{best[name]:8,.0f} messages/s "
+            f"({best[name] / best['offline']:.2f} x offline{startup})"
         )
     if args.write is not None:
         write_rates(args.write, best)

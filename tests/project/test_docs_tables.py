@@ -260,6 +260,8 @@ def test_the_speed_guide_and_the_readme_quote_the_tables():
     header, rows = read_table(TABLES / "serve_throughput.md")
     against = {row[0]: number(row[header.index("against offline")]) for row in rows}
     assert 0.2 <= against["`serve`, exactly-once"] < 0.3  # "about a quarter"
+    for guarantee in ("exactly-once", "at-least-once"):  # "serve with more processes"
+        assert against[f"`serve`, {guarantee}, 2 processes"] > against[f"`serve`, {guarantee}"]
     assert (
         "exactly-once serving runs at about a quarter of the rate"
         in " ".join((ROOT / "README.md").read_text(encoding="utf-8").split()).lower()
