@@ -354,11 +354,13 @@ def write_rates(path: str, best: dict) -> None:
     markdown.write(path, markdown.table(["", "messages/s", "against offline"], rows))
 
 
-def servers(args) -> list[str]:
-    """The servers measured, by name: each guarantee, then each in `--processes` processes."""
-    names = list(GUARANTEES)
+def servers(args) -> dict[str, tuple[str, int]]:
+    """The servers measured, by name: their guarantee and processes. Each guarantee in one
+    process, then in `--processes` processes."""
+    names = {guarantee: (guarantee, 1) for guarantee in GUARANTEES}
     if args.processes > 1:
-        names += [f"{guarantee}, {args.processes} processes" for guarantee in GUARANTEES]
+        for guarantee in GUARANTEES:
+            names[f"{guarantee}, {args.processes} processes"] = (guarantee, args.processes)
     return names
 
 
@@ -395,12 +397,11 @@ def main(argv=None) -> None:
     with TansuBroker() as broker:
         for round_ in range(args.rounds):
             rates["offline"].append(offline(model, examples))
-            for number, name in enumerate(names):
-                guarantee = GUARANTEES[number % len(GUARANTEES)]
+            for number, (name, (guarantee, processes)) in enumerate(names.items()):
                 topic = f"sms-{number}-{round_}"
                 create_topics(broker.bootstrap_servers, {topic: args.partitions})
                 produce(broker, topic, examples)
-                if name in GUARANTEES:
+                if processes == 1:
                     rate, startup = serve(
                         broker, topic, model, guarantee, args.checkpoint_every, examples
                     )
