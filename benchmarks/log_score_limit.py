@@ -29,7 +29,8 @@ accuracy and log loss):
     python benchmarks/log_score_limit.py [--held-out] [--quick]
 
 It runs in a child process with ``RIVER_CW_PURE_PYTHON=1``, two streams at a time: five minutes
-on two cores, three with ``--held-out``. The outcome is in benchmarks/README.md, "Issue 41: the log score's limit and floor".
+on two cores, three with ``--held-out``. The outcome is in benchmarks/README.md, "Issue 41: the
+log score's limit and floor".
 """
 
 from __future__ import annotations
@@ -110,7 +111,11 @@ def measure(job: tuple) -> tuple:
     """One (row, stream) cell: ``(row, stream, (accuracy, log loss))``; a variant's row
     patches `surprise.log_score_rate` for its run."""
     row, stream, examples, variant = job
-    surprise.log_score_rate = LIBRARY_RATE if variant is None else floored_rate(*variant[::-1])
+    if variant is None:
+        surprise.log_score_rate = LIBRARY_RATE
+    else:
+        limit, floor = variant
+        surprise.log_score_rate = floored_rate(floor, limit)
     return row, stream, score(model_for(row if variant is None else "AROW()"), examples)[:2]
 
 

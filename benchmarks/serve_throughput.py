@@ -12,8 +12,9 @@ A server's rate runs from the first message it handles to the end of its last co
 from its first record to its last (the commits between included), and the commits after its last
 record (the last one made once it has waited `IDLE` without a message; the wait itself, which
 ends at a poll's timeout, is not counted, nor is closing the clients). Its start-up (connecting,
-fencing the previous owners, restoring the partitions) is printed apart. The machine is shared and noisy: the contenders are
-interleaved over `--rounds` rounds and each one's best round is kept.
+fencing the previous owners, restoring the partitions) is printed apart. The machine is shared
+and noisy: the contenders are interleaved over `--rounds` rounds and each one's best round is
+kept.
 
 With `--processes N` each guarantee is also served by N server processes, each with a static
 share of the partitions (partition p in process p mod N), as N members of a group on N cores

@@ -16,10 +16,11 @@ calibrated margin of its label and ``p = eps + (1 - 2 eps) Phi(z_y)``, and eps m
 running mean of the r's, ``n <- n + w``, ``eps <- eps + w (r - eps) / n``, from a prior share
 `START_SHARE` counted as `START_COUNT` examples, and at most `MOST`: 1/2, where every
 probability is 1/2 (a stream whose labels run against the margins more often than not has
-drifted, which the model's forgetting answers, rather than flipped). From a share of 0 EM stays at 0, so the prior
-is what lets it find flips; measured against priors of 0.001 to 0.01 over 10 to 100 examples on
-the drifting and stationary streams of benchmarks/drift.py, it comes within 0.0013 of the best
-share in hindsight on every stream and costs at most 0.0003 of log loss where nothing flips
+drifted, which the model's forgetting answers, rather than flipped). From a share of 0 EM stays
+at 0, so the prior is what lets it find flips; measured against priors of 0.001 to 0.01 over 10
+to 100 examples on the drifting and stationary streams of benchmarks/drift.py, it comes within
+0.0013 of the best share in hindsight on every stream and costs at most 0.0003 of log loss
+where nothing flips
 (benchmarks/log_loss_gap.py, ``--part link``; benchmarks/README.md).
 
 The state is two floats, ``[n, eps]`` (`start`); `observe` steps it and `mix` merges the states
@@ -71,8 +72,7 @@ def observe(state, right: float, w: float) -> None:
     """Step `state` = ``[n, eps]`` in place on an example whose label the calibrated margin gives
     probability `right` (``Phi(z_y)``), counted with sample weight `w`: the online EM step of the
     module's docstring (``w == 1``: one example). A step that is not finite, or from a label of
-    probability 0, changes nothing. The
-    compiled engines transcribe it (`rcw_flips_observe`).
+    probability 0, changes nothing. The compiled engines transcribe it (`rcw_flips_observe`).
 
     >>> state = start()
     >>> observe(state, 0.0001, 1.0)  # a confident mistake: likely a flip
